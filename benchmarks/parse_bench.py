@@ -1,0 +1,185 @@
+"""Parse and query throughput, and memory, of robotgate against Protego, same run.
+
+    python benchmarks/parse_bench.py [--corpus ../shared/corpus/robots] [--repeat 3] [--json FILE]
+
+Parses every file of the corpus, answers a fixed, seeded set of URL queries
+for several agents with the parsed rules reused, and measures the heap that
+holds the whole corpus parsed (tracemalloc, each parser in its own child
+process so the two do not disturb each other).  Prints a table and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "robots"
+AGENTS = ["Googlebot", "bingbot/2.0", "MyBot/1.0 (+https://example.com/bot)", "Baiduspider"]
+QUERIES_PER_FILE = 12
+_PATH_RE = re.compile(rb"^\s*(?:dis)?allow\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+_COMMON = ["/", "/index.html", "/search?q=shoes", "/admin/", "/login", "/cart/add?id=7",
+           "/wp-admin/admin-ajax.php", "/api/v1/items", "/images/logo.png", "/about-us"]
+
+
+def load_corpus(corpus: Path) -> list[tuple[str, bytes]]:
+    files = []
+    for name in sorted(os.listdir(corpus)):
+        with open(corpus / name, "rb") as f:
+            files.append((name, f.read()))
+    return files
+
+
+def make_queries(files: list[tuple[str, bytes]], seed: int) -> list[tuple[int, str, str]]:
+    """(file index, absolute URL, agent): paths taken from each file's own rules
+    (so rules match) mixed with common paths, agents cycled; seeded."""
+    rng = random.Random(seed)
+    queries = []
+    for i, (name, body) in enumerate(files):
+        host = name.replace("_443", "")
+        patterns = [m.decode("utf-8", "replace") for m in _PATH_RE.findall(body[:65536])]
+        for _ in range(QUERIES_PER_FILE):
+            if patterns and rng.random() < 0.6:
+                p = rng.choice(patterns).replace("*", "x").rstrip("$")
+                if not p.startswith("/"):
+                    p = "/" + p
+                if rng.random() < 0.5:
+                    p += rng.choice(["", "foo", "a/b.html", "?page=2"])
+            else:
+                p = rng.choice(_COMMON)
+            queries.append((i, f"https://{host}{p}", rng.choice(AGENTS)))
+    return queries
+
+
+def parsers() -> dict[str, tuple[Callable[[str], Any], Callable[[Any, str, str], bool]]]:
+    from protego import Protego
+
+    from robotgate import RobotsTxt
+
+    return {
+        "robotgate": (RobotsTxt.parse, lambda r, url, ua: r.allowed(url, ua)),
+        "protego": (Protego.parse, lambda r, url, ua: r.can_fetch(url, ua)),
+    }
+
+
+def decode(body: bytes) -> str:
+    # Both parsers get the same text; robotgate also takes bytes, Protego does not.
+    return body.decode("utf-8", "replace")
+
+
+def bench_speed(name: str, texts: list[str], queries: list[tuple[int, str, str]],
+                repeat: int) -> dict[str, float]:
+    parse, allowed = parsers()[name]
+    total_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
+    best_parse = float("inf")
+    parsed: list[Any] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        parsed = [parse(t) for t in texts]
+        best_parse = min(best_parse, time.perf_counter() - t0)
+    best_query = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for i, url, ua in queries:
+            allowed(parsed[i], url, ua)
+        best_query = min(best_query, time.perf_counter() - t0)
+    return {
+        "files_per_s": len(texts) / best_parse,
+        "mb_per_s": total_bytes / best_parse / 1e6,
+        "queries_per_s": len(queries) / best_query,
+        "us_per_query": best_query / len(queries) * 1e6,
+    }
+
+
+def bench_memory(name: str, texts: list[str]) -> float:
+    parse, _ = parsers()[name]
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    held = [parse(t) for t in texts]
+    current = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del held
+    return (current - base) / 1e6
+
+
+def child(name: str, corpus: Path, seed: int, repeat: int) -> dict[str, float]:
+    files = load_corpus(corpus)
+    texts = [decode(b) for _, b in files]
+    queries = make_queries(files, seed)
+    result = bench_speed(name, texts, queries, repeat)
+    result["heap_mb"] = bench_memory(name, texts)
+    # Verdicts must agree often (they differ only where the standards do).
+    return result
+
+
+def agreement(corpus: Path, seed: int) -> float:
+    files = load_corpus(corpus)
+    texts = [decode(b) for _, b in files]
+    queries = make_queries(files, seed)
+    ps = parsers()
+    ours = [ps["robotgate"][0](t) for t in texts]
+    theirs = [ps["protego"][0](t) for t in texts]
+    same = sum(
+        ps["robotgate"][1](ours[i], u, a) == ps["protego"][1](theirs[i], u, a)
+        for i, u, a in queries
+    )
+    return same / len(queries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=9309)
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.corpus, args.seed, args.repeat)))
+        return 0
+    if not args.corpus.is_dir():
+        print(f"corpus not found: {args.corpus}", file=sys.stderr)
+        return 2
+    results = {}
+    for name in ("robotgate", "protego"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", name, "--corpus", str(args.corpus),
+             "--seed", str(args.seed), "--repeat", str(args.repeat)],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        results[name] = json.loads(out.strip().splitlines()[-1])
+    ours, theirs = results["robotgate"], results["protego"]
+    n_files = len(os.listdir(args.corpus))
+    print(f"corpus: {n_files} files, {n_files * QUERIES_PER_FILE} queries "
+          f"over {len(AGENTS)} agents (seed {args.seed}), best of {args.repeat}")
+    print(f"{'':14}{'robotgate':>14}{'protego':>14}{'ratio':>10}  goal")
+    rows = [
+        ("files/s", "files_per_s", ">= 3x"),
+        ("MB/s", "mb_per_s", ">= 3x"),
+        ("queries/s", "queries_per_s", ">= 5x"),
+        ("us/query", "us_per_query", ""),
+        ("heap MB", "heap_mb", "<= 0.5x"),
+    ]
+    for label, key, goal in rows:
+        ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
+        print(f"{label:14}{ours[key]:14,.1f}{theirs[key]:14,.1f}{ratio:9.2f}x  {goal}")
+    agree = agreement(args.corpus, args.seed)
+    print(f"verdicts identical to Protego's on {agree:.1%} of the queries")
+    results["agreement"] = {"fraction": agree}
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Per-origin pacing: a minimum interval between request starts, pauses, back-off.
+
+Built on :class:`aiolimiter.AsyncLimiter` (a leaky bucket of capacity one is a
+minimum interval), plus a final guard on the actual start times so that a
+request delayed elsewhere (a global concurrency cap) cannot bunch up with the
+next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from aiolimiter import AsyncLimiter
+
+from .store.base import HostState
+
+__all__ = ["HostPacer"]
+
+
+class HostPacer:
+    """Pacing state of one origin.
+
+    ``interval`` is the minimum number of seconds between the starts of two
+    requests; ``max_active`` caps requests in flight at once.
+    """
+
+    __slots__ = (
+        "_limiter",
+        "_loop",
+        "active",
+        "backoff_failures",
+        "interval",
+        "last_start",
+        "margin",
+        "paused_until",
+        "semaphore",
+        "state",
+        "waiting",
+    )
+
+    def __init__(
+        self, state: HostState, interval: float, max_active: int, margin: float = 0.0
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.state = state
+        self.margin = margin
+        self.interval = interval
+        self.semaphore = asyncio.Semaphore(max_active)
+        self._limiter: AsyncLimiter | None = (
+            AsyncLimiter(1, interval) if interval > 0 else None
+        )
+        self.last_start = -float("inf")  # loop time of the last request start
+        # A stored next_allowed (a restart, or another process) is honoured.
+        self.paused_until = self._loop.time() + max(0.0, state.next_allowed - time.time())
+        self.backoff_failures = 0
+        self.waiting = 0
+        self.active = 0
+
+    def set_interval(self, interval: float) -> None:
+        """Change the interval (robots.txt's Crawl-delay became known or changed)."""
+        if interval != self.interval:
+            self.interval = interval
+            self._limiter = AsyncLimiter(1, interval) if interval > 0 else None
+
+    def pause(self, seconds: float) -> None:
+        """No request starts for ``seconds`` from now (Retry-After, back-off)."""
+        self.paused_until = max(self.paused_until, self._loop.time() + seconds)
+
+    def wait_seconds(self) -> float:
+        """Seconds until the next request may start (LWP::RobotUA's ``host_wait``)."""
+        now = self._loop.time()
+        return max(0.0, self.paused_until - now, self.last_start + self.interval - now)
+
+    async def start(self, fleet_reserve: Callable[[], Awaitable[float | None]] | None) -> None:
+        """Wait for this origin's next slot; the caller then starts its request at once.
+
+        ``fleet_reserve`` asks a shared store for a slot (fleet-wide pacing);
+        when it answers ``None`` the local limiter paces.
+        """
+        loop = self._loop
+        while (delay := self.paused_until - loop.time()) > 0:
+            await asyncio.sleep(delay)
+        if fleet_reserve is not None:
+            wait = await fleet_reserve()
+            if wait is not None:
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self._started(loop.time())
+                return
+        limiter = self._limiter
+        if limiter is not None:
+            await limiter.acquire()
+        # Guard on actual start times: each start is at least `interval` (plus a
+        # margin for queueing on the way to the server) after the last.
+        gap = self.interval + self.margin if self.interval > 0 else 0.0
+        while (delay := self.last_start + gap - loop.time()) > 0 or (
+            (delay := self.paused_until - loop.time()) > 0
+        ):
+            await asyncio.sleep(delay)
+        self._started(loop.time())
+
+    def sent(self, when: float) -> None:
+        """The request that started last went out at ``when`` (loop time)."""
+        if when > self.last_start:
+            self.last_start = when
+
+    def _started(self, now: float) -> None:
+        self.last_start = now
+        wall = time.time()
+        state = self.state
+        state.visits += 1
+        state.visits_since_check += 1
+        state.last_visit = wall
+        state.next_allowed = wall + max(self.interval, self.paused_until - now)
+
+    def idle(self) -> bool:
+        """No request in flight or waiting, and no pause or interval pending."""
+        return self.active == 0 and self.waiting == 0 and self.wait_seconds() == 0

@@ -1,0 +1,269 @@
+"""The robots.txt fetch policy (RFC 9309 section 2.3 and 2.4), without I/O.
+
+Given how a fetch of ``/robots.txt`` ended, decide what is stored, how long it
+stays fresh, and what it means for the site.  The gate does the I/O and asks
+this module what to make of it.
+
+=====================  ============================================  ==========
+fetch outcome           meaning                                       rules
+=====================  ============================================  ==========
+2xx                     the body holds the rules                      parsed
+3xx                     followed (max 5 hops, any origin)             of target
+more hops, a loop       unavailable                                   allow all
+4xx (401/403 too)       unavailable                                   allow all
+401/403, classic        forbidden (``forbidden_disallows_all=True``)  disallow all
+429, 5xx, network       unreachable; retried with capped back-off;    disallow all
+                        an earlier good copy is used meanwhile
+=====================  ============================================  ==========
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .decision import Decision
+from .store.base import Outcome, RobotsEntry
+
+__all__ = [
+    "FetchPolicy",
+    "entry_for_error",
+    "entry_for_not_modified",
+    "entry_for_response",
+    "outcome_decision",
+    "parse_retry_after",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPolicy:
+    """Knobs of the robots.txt fetch policy, with RFC 9309's defaults.
+
+    >>> FetchPolicy(freshness=3600, forbidden_disallows_all=True).max_redirects
+    5
+    """
+
+    #: Seconds a fetched robots.txt stays fresh (RFC 9309 2.4: at most 24 h).
+    freshness: float = 24 * 3600.0
+    #: Bytes of the body read and parsed (RFC 9309 2.5: at least 500 KiB).
+    max_bytes: int = 500 * 1024
+    #: Redirect hops followed before robots.txt counts as unavailable.
+    max_redirects: int = 5
+    #: Seconds allowed for the whole robots.txt fetch (connect, redirects, body).
+    timeout: float = 30.0
+    #: The classic convention: 401/403 mean "keep out of the whole site".
+    forbidden_disallows_all: bool = False
+    #: First retry of an unreachable robots.txt after this many seconds, doubling.
+    retry_base: float = 10.0
+    #: Longest wait between two retries of an unreachable robots.txt.
+    retry_cap: float = 3600.0
+    #: How long an earlier good copy stands in while robots.txt is unreachable.
+    stale_limit: float = 30 * 24 * 3600.0
+
+    def retry_delay(self, failures: int) -> float:
+        """Back-off before the next retry after ``failures`` consecutive failures."""
+        return min(self.retry_cap, self.retry_base * 2.0 ** max(0, min(failures - 1, 60)))
+
+
+_MAX_AGE_RE = re.compile(r"(?:^|[,\s])max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
+_NO_STORE_RE = re.compile(r"(?:^|[,\s])(?:no-store|no-cache)(?:$|[,\s])", re.IGNORECASE)
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or HTTP date).
+
+    >>> parse_retry_after("120", 0.0)
+    120.0
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470.0)
+    10.0
+    >>> parse_retry_after("soon", 0.0) is None
+    True
+    """
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _fresh_until(headers: Mapping[str, str], now: float, policy: FetchPolicy) -> float:
+    """Our freshness, shortened (never lengthened) by what the server says."""
+    lifetime = policy.freshness
+    cache_control = headers.get("Cache-Control", "")
+    m = _MAX_AGE_RE.search(cache_control)
+    if m is not None:
+        lifetime = min(lifetime, float(m.group(1)))
+    elif _NO_STORE_RE.search(cache_control):
+        lifetime = 0.0
+    elif "Expires" in headers:
+        try:
+            expires = email.utils.parsedate_to_datetime(headers["Expires"]).timestamp()
+        except (TypeError, ValueError, IndexError):
+            expires = now  # RFC 9111: an invalid Expires means already expired
+        lifetime = min(lifetime, max(0.0, expires - now))
+    return now + lifetime
+
+
+def entry_for_response(
+    origin: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    now: float,
+    policy: FetchPolicy,
+    previous: RobotsEntry | None = None,
+    final_url: str | None = None,
+) -> RobotsEntry:
+    """The entry to store after robots.txt answered ``status`` (redirects already followed)."""
+    if 200 <= status < 300:
+        return RobotsEntry(
+            origin=origin,
+            outcome=Outcome.OK,
+            fetched_at=now,
+            fresh_until=_fresh_until(headers, now, policy),
+            status=status,
+            body=body or b"",
+            content_type=headers.get("Content-Type"),
+            etag=headers.get("ETag"),
+            last_modified=headers.get("Last-Modified"),
+            final_url=final_url,
+            detail=f"robots.txt answered {status}",
+            good_at=now,
+        )
+    if status in (401, 403) and policy.forbidden_disallows_all:
+        return RobotsEntry(
+            origin=origin,
+            outcome=Outcome.FORBIDDEN,
+            fetched_at=now,
+            fresh_until=_fresh_until(headers, now, policy),
+            status=status,
+            final_url=final_url,
+            detail=f"robots.txt answered {status}",
+        )
+    if 400 <= status < 500 and status != 429:
+        return RobotsEntry(
+            origin=origin,
+            outcome=Outcome.UNAVAILABLE,
+            fetched_at=now,
+            fresh_until=_fresh_until(headers, now, policy),
+            status=status,
+            final_url=final_url,
+            detail=f"robots.txt answered {status}",
+        )
+    # 429, 5xx and anything else unexpected (1xx, 3xx without Location): unreachable.
+    retry_after = parse_retry_after(headers.get("Retry-After"), now)
+    return entry_for_error(
+        origin, f"robots.txt answered {status}", now, policy, previous,
+        status=status, retry_after=retry_after,
+    )
+
+
+def entry_for_redirect_failure(
+    origin: str, why: str, now: float, policy: FetchPolicy, final_url: str | None = None
+) -> RobotsEntry:
+    """Too many redirects, or a loop: robots.txt counts as unavailable (RFC 9309 2.3.1.2)."""
+    return RobotsEntry(
+        origin=origin,
+        outcome=Outcome.UNAVAILABLE,
+        fetched_at=now,
+        fresh_until=now + policy.freshness,
+        final_url=final_url,
+        detail=why,
+    )
+
+
+def entry_for_error(
+    origin: str,
+    why: str,
+    now: float,
+    policy: FetchPolicy,
+    previous: RobotsEntry | None = None,
+    *,
+    status: int | None = None,
+    retry_after: float | None = None,
+) -> RobotsEntry:
+    """robots.txt is unreachable (429, 5xx, timeout, network): disallow all, retry later.
+
+    An earlier good copy, if younger than ``policy.stale_limit``, stands in.
+    """
+    failures = (previous.failures if previous is not None else 0) + 1
+    wait = policy.retry_delay(failures)
+    if retry_after is not None and math.isfinite(retry_after):
+        # The server said when to come back: believe it (within our cap).
+        wait = min(policy.retry_cap, retry_after)
+    if (
+        previous is not None
+        and previous.outcome == Outcome.OK
+        and previous.good_at is not None
+        and now - previous.good_at <= policy.stale_limit
+    ):
+        return previous.copy(
+            fetched_at=now,
+            fresh_until=now + wait,
+            failures=failures,
+            detail=f"{why}; using the copy fetched at {_stamp(previous.good_at)}",
+        )
+    return RobotsEntry(
+        origin=origin,
+        outcome=Outcome.UNREACHABLE,
+        fetched_at=now,
+        fresh_until=now + wait,
+        status=status,
+        failures=failures,
+        detail=why,
+    )
+
+
+def entry_for_not_modified(
+    previous: RobotsEntry, headers: Mapping[str, str], now: float, policy: FetchPolicy
+) -> RobotsEntry:
+    """A 304 renews the rules we have without a body."""
+    return previous.copy(
+        fetched_at=now,
+        fresh_until=_fresh_until(headers, now, policy),
+        failures=0,
+        good_at=now,
+        etag=headers.get("ETag", previous.etag),
+        last_modified=headers.get("Last-Modified", previous.last_modified),
+        detail="robots.txt not modified (304)",
+    )
+
+
+def outcome_decision(entry: RobotsEntry) -> Decision | None:
+    """The verdict for every URL of the site when the fetch outcome decides, else ``None``."""
+    outcome = entry.outcome
+    if outcome == Outcome.OK:
+        return None
+    if outcome == Outcome.UNAVAILABLE:
+        return Decision(
+            True,
+            f"{entry.detail}: robots.txt is unavailable, so everything is allowed "
+            "(RFC 9309 2.3.1.3)",
+            outcome=outcome,
+        )
+    if outcome == Outcome.FORBIDDEN:
+        return Decision(
+            False,
+            f"{entry.detail}: under the classic convention the whole site is off limits",
+            outcome=outcome,
+        )
+    return Decision(
+        False,
+        f"{entry.detail}: robots.txt is unreachable, so the site counts as fully disallowed "
+        "(RFC 9309 2.3.1.4)",
+        outcome=Outcome.UNREACHABLE,
+    )
+
+
+def _stamp(t: float) -> str:
+    return email.utils.formatdate(t, usegmt=True)

@@ -1,0 +1,408 @@
+"""robots.txt parsing and matching (RFC 9309, Google's reference where it is silent).
+
+Pure and synchronous; imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from .agents import _CACHE as _TOKENS
+from .agents import product_token
+from .decision import Decision, Rule
+from .patterns import RuleSet
+from .urls import normalise_path, path_of
+
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "RequestRate", "RobotsTxt"]
+
+#: RFC 9309 2.5: crawlers must parse at least 500 KiB.
+DEFAULT_MAX_BYTES = 500 * 1024
+#: Google's reference ignores the characters of a line past 2083 * 8 - 1.
+MAX_LINE_LENGTH = 2083 * 8 - 1
+
+Dialect = Literal["rfc9309", "classic"]
+
+_UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
+
+# Exact keys (lower-cased) including the typos Google's parser accepts.
+_KEYS = {
+    "user-agent": _UA,
+    "useragent": _UA,
+    "user agent": _UA,
+    "allow": _ALLOW,
+    "disallow": _DISALLOW,
+    "dissallow": _DISALLOW,
+    "dissalow": _DISALLOW,
+    "disalow": _DISALLOW,
+    "diasllow": _DISALLOW,
+    "disallaw": _DISALLOW,
+    "sitemap": _SITEMAP,
+    "site-map": _SITEMAP,
+    "crawl-delay": _CRAWL_DELAY,
+    "crawldelay": _CRAWL_DELAY,
+    "crawl delay": _CRAWL_DELAY,
+    "request-rate": _REQUEST_RATE,
+    "requestrate": _REQUEST_RATE,
+    "request rate": _REQUEST_RATE,
+}
+# Google matches keys by prefix ("disallowed" is a disallow); order matters.
+_KEY_PREFIXES = (
+    ("user-agent", _UA),
+    ("useragent", _UA),
+    ("user agent", _UA),
+    ("allow", _ALLOW),
+    ("disallow", _DISALLOW),
+    ("dissallow", _DISALLOW),
+    ("dissalow", _DISALLOW),
+    ("disalow", _DISALLOW),
+    ("diasllow", _DISALLOW),
+    ("disallaw", _DISALLOW),
+    ("sitemap", _SITEMAP),
+    ("site-map", _SITEMAP),
+    ("crawl-delay", _CRAWL_DELAY),
+    ("request-rate", _REQUEST_RATE),
+)
+_WS = " \t\n\v\f\r"
+_NUMBER_RE = re.compile(r"\s*([0-9]*\.?[0-9]+)")
+_RATE_RE = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]*\.?[0-9]*)\s*([smhd]?)", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _classify(key: str) -> int:
+    kind = _KEYS.get(key)
+    if kind is None:
+        kind = _OTHER
+        for prefix, k in _KEY_PREFIXES:
+            if key.startswith(prefix):
+                kind = k
+                break
+    return kind
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRate:
+    """``Request-rate: 10/1m`` is ``RequestRate(requests=10, seconds=60.0)``."""
+
+    requests: int
+    seconds: float
+
+    @property
+    def delay(self) -> float:
+        """The interval between two requests this rate asks for, in seconds."""
+        return self.seconds / self.requests
+
+
+def _parse_delay(value: str) -> float | None:
+    m = _NUMBER_RE.match(value)
+    if m is None:
+        return None
+    delay = float(m.group(1))
+    return delay if math.isfinite(delay) else None
+
+
+def _parse_rate(value: str) -> RequestRate | None:
+    m = _RATE_RE.match(value)
+    if m is None:
+        return None
+    requests = int(m.group(1))
+    amount = float(m.group(2)) if m.group(2) not in ("", ".") else 1.0
+    seconds = amount * _UNIT_SECONDS[m.group(3).lower()]
+    if requests <= 0 or seconds <= 0 or not math.isfinite(seconds):
+        return None
+    return RequestRate(requests, seconds)
+
+
+def _agent_of_line(value: str) -> str:
+    # Google: "*" followed by nothing or whitespace is the global agent.
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _WS):
+        return "*"
+    return product_token(value)
+
+
+class _Group:
+    """The lines of one group (or of several groups naming the same agent, merged).
+
+    Rules are compiled into a :class:`RuleSet` on first use, so parsing a
+    file costs only the groups that are actually asked about.
+    """
+
+    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules")
+
+    def __init__(self, line: int) -> None:
+        self.agents: list[str] = []
+        self.line = line
+        self.rules: list[tuple[bool, str, int]] = []
+        self.crawl_delay_value: str | None = None
+        self.rate_value: str | None = None
+        self._compiled: RuleSet | None = None
+
+    @classmethod
+    def merged(cls, groups: list[_Group]) -> _Group:
+        merged = cls(groups[0].line)
+        for g in groups:
+            merged.agents.extend(a for a in g.agents if a not in merged.agents)
+            merged.rules.extend(g.rules)
+            if merged.crawl_delay_value is None:
+                merged.crawl_delay_value = g.crawl_delay_value
+            if merged.rate_value is None:
+                merged.rate_value = g.rate_value
+        return merged
+
+    def ruleset(self) -> RuleSet:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = RuleSet(_normalised(self.rules))
+            self.rules = []
+        return compiled
+
+    @property
+    def crawl_delay(self) -> float | None:
+        v = self.crawl_delay_value
+        return _parse_delay(v) if v is not None else None
+
+    @property
+    def request_rate(self) -> RequestRate | None:
+        v = self.rate_value
+        return _parse_rate(v) if v is not None else None
+
+
+def _decode(body: bytes, max_bytes: int) -> str:
+    if len(body) > max_bytes:
+        body = body[:max_bytes]
+    if body[:3] == b"\xef\xbb\xbf":
+        body = body[3:]
+    return body.decode("utf-8", "replace")
+
+
+class RobotsTxt:
+    """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
+
+    >>> rules = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
+    >>> rules.allowed("https://example.com/private/x", "MyBot/1.0")
+    False
+    >>> rules.crawl_delay("MyBot/1.0")
+    2.0
+    """
+
+    __slots__ = ("_agents", "_sitemaps", "_star")
+
+    def __init__(
+        self,
+        agents: dict[str, _Group] | None = None,
+        star: _Group | None = None,
+        sitemaps: list[str] | None = None,
+    ) -> None:
+        self._agents: dict[str, _Group] = agents or {}
+        self._star = star
+        self._sitemaps: list[str] = sitemaps or []
+
+    # -- parsing -----------------------------------------------------------
+
+    @classmethod
+    def parse(
+        cls,
+        body: str | bytes,
+        *,
+        dialect: Dialect = "rfc9309",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        url: str | None = None,
+    ) -> RobotsTxt:
+        """Parse a robots.txt body; never raises on content.
+
+        ``body`` may be bytes (decoded as UTF-8, BOM skipped, invalid bytes
+        replaced) or text.  Only the first ``max_bytes`` are read.  ``url``,
+        where the file came from, is used by the classic dialect to ignore
+        rules written for another host.
+        """
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            text = _decode(bytes(body), max_bytes)
+        else:
+            text = body[:max_bytes]
+            if text[:1] == "\ufeff":
+                text = text[1:]
+        if dialect == "classic":
+            from .classic import parse_classic
+
+            return parse_classic(text, url)
+        if dialect != "rfc9309":
+            raise ValueError(f"unknown robots.txt dialect {dialect!r}")
+        return cls._parse_rfc9309(text)
+
+    @classmethod
+    def _parse_rfc9309(cls, text: str) -> RobotsTxt:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        groups: list[_Group] = []
+        sitemaps: list[str] = []
+        cur: _Group | None = None
+        in_rules = False
+        keys = _KEYS
+        ws = _WS
+        for n, line in enumerate(text.split("\n"), 1):
+            if not line:
+                continue
+            if len(line) > MAX_LINE_LENGTH:
+                line = line[:MAX_LINE_LENGTH]
+            h = line.find("#")
+            if h >= 0:
+                line = line[:h]
+            c = line.find(":")
+            if c >= 0:
+                key = line[:c].strip(ws).lower()
+                value = line[c + 1 :].strip(ws)
+            else:
+                # Google accepts "key value" for exactly two words.
+                parts = line.split()
+                if len(parts) != 2:
+                    continue
+                key = parts[0].lower()
+                value = parts[1]
+            kind = keys.get(key)
+            if kind is None:
+                if not key:
+                    continue
+                kind = _classify(key)
+                if len(keys) < 4096:
+                    keys[key] = kind
+            if kind in (_DISALLOW, _ALLOW):
+                if cur is None:
+                    continue  # rules before any user-agent line apply to no one
+                in_rules = True
+                if value:
+                    cur.rules.append((kind == _ALLOW, value, n))
+            elif kind == _UA:
+                if cur is None or in_rules:
+                    cur = _Group(n)
+                    groups.append(cur)
+                    in_rules = False
+                cur.agents.append(_agent_of_line(value))
+            elif kind == _SITEMAP:
+                if value and value not in sitemaps and "://" in value:
+                    sitemaps.append(value)
+            elif cur is not None:
+                # Other lines never end a group (RFC 9309 2.2.4).
+                if kind == _CRAWL_DELAY:
+                    if cur.crawl_delay_value is None:
+                        cur.crawl_delay_value = value
+                elif kind == _REQUEST_RATE and cur.rate_value is None:
+                    cur.rate_value = value
+        return cls._build(groups, sitemaps)
+
+    @classmethod
+    def _build(cls, groups: list[_Group], sitemaps: list[str]) -> RobotsTxt:
+        by_agent: dict[str, list[_Group]] = {}
+        for g in groups:
+            for agent in g.agents:
+                lst = by_agent.setdefault(agent, [])
+                if not lst or lst[-1] is not g:
+                    lst.append(g)
+        agents: dict[str, _Group] = {}
+        star: _Group | None = None
+        for agent, found in by_agent.items():
+            group = found[0] if len(found) == 1 else _Group.merged(found)
+            if agent == "*":
+                star = group
+            elif agent:
+                agents[agent] = group
+        return cls(agents, star, sitemaps)
+
+    # -- queries -----------------------------------------------------------
+
+    def _group(self, user_agent: str) -> _Group | None:
+        return self._agents.get(product_token(user_agent)) or self._star
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
+        token = _TOKENS.get(user_agent)
+        if token is None:
+            token = product_token(user_agent)
+        group = self._agents.get(token) or self._star
+        if group is None:
+            return True
+        path = path_of(url)
+        if not path.isascii() or "%" in path:
+            path = normalise_path(path)
+        rules = group.ruleset()
+        i = rules.match(path)
+        if i < 0 or rules.meta[i] & 1:
+            return True
+        return path.split("?", 1)[0] == "/robots.txt"
+
+    def decide(self, url: str, user_agent: str) -> Decision:
+        """Like :meth:`allowed`, with the reason: the rule and its line, or why none.
+
+        >>> rules = RobotsTxt.parse("User-agent: mybot\\nAllow: /a\\nDisallow: /\\n")
+        >>> str(rules.decide("/a/b", "MyBot/2.1"))
+        "allowed by 'Allow: /a' (line 2) in the group for 'mybot'"
+        """
+        path = normalise_path(path_of(url))
+        token = product_token(user_agent)
+        group = self._agents.get(token)
+        fallback = False
+        if group is None:
+            group = self._star
+            fallback = True
+        if path.split("?", 1)[0] == "/robots.txt":
+            return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
+        if group is None:
+            return Decision(True, "allowed: no group names this agent and there is no '*' group")
+        names = ", ".join(repr(a) for a in group.agents)
+        where = f"the group for {names}" + (
+            " (no group names this agent)" if fallback and token != "*" else ""
+        )
+        rules = group.ruleset()
+        i = rules.match(path)
+        if i < 0:
+            return Decision(True, f"allowed: no rule matches in {where}", None, tuple(group.agents))
+        rule: Rule = rules.rule(i)
+        verb = "allowed" if rule.allow else "disallowed"
+        pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+        return Decision(
+            rule.allow,
+            f"{verb} by {pattern!r} (line {rule.line}) in {where}",
+            rule,
+            tuple(group.agents),
+        )
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
+        group = self._group(user_agent)
+        return group.crawl_delay if group is not None else None
+
+    def request_rate(self, user_agent: str) -> RequestRate | None:
+        """The ``Request-rate`` of the agent's group, if it has one."""
+        group = self._group(user_agent)
+        return group.request_rate if group is not None else None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """``Sitemap`` URLs, file-wide, in order, without duplicates."""
+        return list(self._sitemaps)
+
+    @property
+    def agents(self) -> list[str]:
+        """The product tokens named by the file's groups (``"*"`` included)."""
+        names = list(self._agents)
+        if self._star is not None:
+            names.append("*")
+        return names
+
+    def __repr__(self) -> str:
+        return f"<RobotsTxt groups for {self.agents!r}>"
+
+
+def _normalised(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
+    out = []
+    for allow, value, line in rules:
+        if not value.isascii() or "%" in value:
+            value = normalise_path(value)
+        out.append((allow, value, line))
+        if allow:
+            # Google: "Allow: /dir/index.html" also allows "/dir/".
+            slash = value.rfind("/")
+            if slash >= 0 and value.startswith("/index.htm", slash):
+                out.append((True, value[: slash + 1] + "$", line))
+    return out

@@ -1,0 +1,160 @@
+"""The storage interface the gate uses for robots.txt entries and host state.
+
+Three backends implement it: :class:`~robotgate.store.memory.MemoryStore`
+(default, one process), :class:`~robotgate.store.sqlite.SQLiteStore` (disk,
+survives restarts, shareable by processes on one machine) and
+:class:`~robotgate.store.redis.RedisStore` (a fleet of workers).
+
+Times are Unix timestamps (``time.time()``) so that they mean the same thing
+after a restart and on another machine.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+__all__ = ["HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
+
+
+_S = TypeVar("_S", bound="Store")
+
+
+class StoreError(RuntimeError):
+    """A store that cannot be used: unreachable, corrupt, or holding foreign data."""
+
+
+class Outcome:
+    """How fetching an origin's robots.txt ended (RFC 9309 section 2.3.1)."""
+
+    OK = "ok"  # 2xx: the body holds the rules
+    UNAVAILABLE = "unavailable"  # 4xx, too many redirects: everything allowed
+    FORBIDDEN = "forbidden"  # 401/403 under the classic convention: everything disallowed
+    UNREACHABLE = "unreachable"  # 429, 5xx, network error: everything disallowed
+
+    ALL = (OK, UNAVAILABLE, FORBIDDEN, UNREACHABLE)
+
+
+@dataclass(slots=True)
+class RobotsEntry:
+    """What is known of one origin's robots.txt.
+
+    The raw body is kept (not the parsed rules) so that robots with different
+    names can share one store.  When a refetch fails but an earlier good copy
+    exists, ``outcome`` stays ``"ok"`` with that body and ``failures`` counts up.
+    """
+
+    origin: str
+    outcome: str
+    fetched_at: float
+    fresh_until: float
+    status: int | None = None
+    body: bytes | None = None
+    content_type: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    failures: int = 0
+    final_url: str | None = None
+    detail: str = ""
+    # Unix time of the last successful fetch or revalidation of `body`.
+    good_at: float | None = None
+
+    def is_fresh(self, now: float) -> bool:
+        return now < self.fresh_until
+
+    def copy(self, **changes: object) -> RobotsEntry:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class HostState:
+    """Per-origin visit bookkeeping, as LWP::RobotUA kept it (and more)."""
+
+    origin: str
+    visits: int = 0
+    last_visit: float | None = None
+    # Unix time before which no request may start (pacing and Retry-After).
+    next_allowed: float = 0.0
+    # Visits since robots.txt was last (re)checked, for the recheck-after-N-visits policy.
+    visits_since_check: int = 0
+
+
+class Store(abc.ABC):
+    """Async storage for robots.txt entries and host state.
+
+    Single-process stores need only the first group of methods; the fleet
+    hooks have in-process defaults (every lock granted at once, pacing left to
+    the gate's local limiter).
+    """
+
+    #: True when other processes may see and change the same data.
+    shared: bool = False
+
+    async def open(self) -> None:  # noqa: B027
+        """Make the store ready; idempotent."""
+
+    async def close(self) -> None:  # noqa: B027
+        """Flush and release resources; idempotent."""
+
+    async def __aenter__(self: _S) -> _S:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @abc.abstractmethod
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        """The stored entry for ``origin``, or ``None``."""
+
+    @abc.abstractmethod
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        """Store (replace) the entry for ``entry.origin``."""
+
+    @abc.abstractmethod
+    async def load_host(self, origin: str) -> HostState | None:
+        """The stored host state for ``origin``, or ``None``."""
+
+    @abc.abstractmethod
+    async def save_host(self, state: HostState) -> None:
+        """Store host state; backends may batch these writes (see :meth:`flush`).
+
+        In shared stores ``next_allowed`` only moves forward, so one process's
+        write never undoes another's pause.
+        """
+
+    async def flush(self) -> None:  # noqa: B027
+        """Write out anything batched."""
+
+    # -- fleet hooks -------------------------------------------------------
+
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        """Try to become the one worker fetching ``origin``'s robots.txt.
+
+        Returns a token to pass to :meth:`unlock_fetch`, or ``None`` when
+        another worker holds the lock (which expires after ``ttl`` seconds).
+        """
+        return "local"
+
+    async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
+        """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        """Wait up to ``timeout`` s for another worker to store ``origin``'s entry.
+
+        Returns an entry that is fresh or was fetched after the call began,
+        or ``None`` on timeout.
+        """
+        return await self.load_robots(origin)
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        """Fleet-wide pacing: claim the next request slot for ``origin``.
+
+        Returns the seconds to wait before the request may start, or ``None``
+        when this store does not pace (the gate's local limiter does).
+        """
+        return None
+
+    async def pause(self, origin: str, until: float) -> None:  # noqa: B027
+        """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""

@@ -1,0 +1,53 @@
+"""The default store: plain dictionaries in this process, bounded (LRU)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TypeVar
+
+from .base import HostState, RobotsEntry, Store
+
+__all__ = ["MemoryStore"]
+
+_V = TypeVar("_V")
+
+
+class MemoryStore(Store):
+    """Keeps robots.txt entries and host state in memory.
+
+    At most ``max_origins`` origins are kept; the least recently used is
+    dropped first, so memory stays flat over a crawl of millions of hosts.
+
+    >>> store = MemoryStore(max_origins=100_000)
+    """
+
+    def __init__(self, max_origins: int = 100_000) -> None:
+        if max_origins < 1:
+            raise ValueError("max_origins must be at least 1")
+        self.max_origins = max_origins
+        self._robots: OrderedDict[str, RobotsEntry] = OrderedDict()
+        self._hosts: OrderedDict[str, HostState] = OrderedDict()
+
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        entry = self._robots.get(origin)
+        if entry is not None:
+            self._robots.move_to_end(origin)
+        return entry
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        self._put(self._robots, entry.origin, entry)
+
+    async def load_host(self, origin: str) -> HostState | None:
+        state = self._hosts.get(origin)
+        if state is not None:
+            self._hosts.move_to_end(origin)
+        return state
+
+    async def save_host(self, state: HostState) -> None:
+        self._put(self._hosts, state.origin, state)
+
+    def _put(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.max_origins:
+            table.popitem(last=False)

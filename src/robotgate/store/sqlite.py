@@ -1,0 +1,517 @@
+"""A store on disk: one SQLite file that survives restarts and can be shared.
+
+Several processes on one machine may open the same file: it runs in WAL mode
+(readers never wait for the writer) with a busy timeout (writers queue up
+instead of failing), and every write happens in a short ``IMMEDIATE``
+transaction.  All SQLite work runs on one worker thread per store, so the
+event loop never waits for the disk.
+
+Robots.txt entries are written through at once; host state (saved on every
+page visit) is batched in memory and written in one transaction every
+``flush_interval`` seconds or ``flush_batch`` states.  A process killed in the
+middle loses at most its unflushed batch; the file stays readable.
+
+>>> store = SQLiteStore("crawl.sqlite3")  # doctest: +SKIP
+>>> gate = RobotGate("MyBot/1.0", store=store)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import random
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import astuple, fields, replace
+from typing import Any, TypeVar
+
+from .base import HostState, RobotsEntry, Store, StoreError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: ``PRAGMA application_id`` of robotgate files: "RBTG" in ASCII.
+APPLICATION_ID = 0x52425447
+_APP_NAME = "robotgate"
+
+# Columns in dataclass order, so rows map straight onto the dataclasses.
+_ROBOTS_COLUMNS = ", ".join(f.name for f in fields(RobotsEntry))
+_ROBOTS_MARKS = ", ".join("?" for _ in fields(RobotsEntry))
+_HOSTS_COLUMNS = ", ".join(f.name for f in fields(HostState))
+_HOSTS_MARKS = ", ".join("?" for _ in fields(HostState))
+
+# wait_robots polls with a backoff between these bounds (seconds).
+_POLL_MIN = 0.05
+_POLL_MAX = 0.5
+
+
+# -- schema -----------------------------------------------------------------
+#
+# Version 1 is created from scratch; every later version is reached through
+# the migrations below, so new files and upgraded files take the same path.
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('app', ?), ('schema_version', '1')",
+        (_APP_NAME,),
+    )
+    # One row per origin: the raw body is interpreted per user agent on load.
+    conn.execute(
+        """CREATE TABLE robots (
+            origin TEXT PRIMARY KEY,
+            outcome TEXT NOT NULL,
+            fetched_at REAL NOT NULL,
+            fresh_until REAL NOT NULL,
+            status INTEGER,
+            body BLOB,
+            content_type TEXT,
+            etag TEXT,
+            last_modified TEXT,
+            failures INTEGER NOT NULL DEFAULT 0,
+            final_url TEXT,
+            detail TEXT NOT NULL DEFAULT ''
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE hosts (
+            origin TEXT PRIMARY KEY,
+            visits INTEGER NOT NULL DEFAULT 0,
+            last_visit REAL,
+            next_allowed REAL NOT NULL DEFAULT 0,
+            visits_since_check INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE locks (
+            origin TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )"""
+    )
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Version 2 records when the stored body was last known good."""
+    conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
+    # A clean "ok" fetch was good when it was fetched; otherwise we do not know.
+    conn.execute("UPDATE robots SET good_at = fetched_at WHERE outcome = 'ok' AND failures = 0")
+
+
+#: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1_to_2,)
+
+#: The schema version this code writes.
+SCHEMA_VERSION = 1 + len(_MIGRATIONS)
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction that takes the write lock up front.
+
+    ``BEGIN IMMEDIATE`` waits (busy timeout) for other writers; a deferred
+    transaction that upgrades from read to write can fail at once instead.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _fresh_hint(path: str) -> str:
+    return (
+        f"Nothing was changed. To start afresh, open it with SQLiteStore({path!r}, fresh=True),"
+        f" which moves the old file aside to {path}.corrupt-<timestamp>."
+    )
+
+
+class SQLiteStore(Store):
+    """Robots.txt entries and host state in an SQLite file.
+
+    ``path``: the database file (created if missing).
+    ``flush_interval``: seconds a saved host state may wait in memory.
+    ``flush_batch``: this many pending host states are written at once.
+    ``fresh``: move an existing file at ``path`` aside (to
+    ``path + ".corrupt-<timestamp>"``, with its ``-wal``/``-shm`` files) and
+    start an empty store.  This applies to a healthy file too; nothing is
+    ever deleted.  The new name is kept in :attr:`moved_aside`.
+
+    A file that is not SQLite, belongs to another application, or has a newer
+    schema than this code knows raises :class:`StoreError` naming the path.
+    Older robotgate files are upgraded in place, in one transaction.
+
+    Across processes: robots entries are last-writer-wins; a host's
+    ``next_allowed`` only moves forward (a pause written by another process is
+    never undone by a batched write); the other host counters are
+    last-writer-wins.  Pacing stays local (:meth:`reserve` returns ``None``).
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_interval: float = 1.0,
+        flush_batch: int = 500,
+        fresh: bool = False,
+    ) -> None:
+        if flush_interval < 0:
+            raise ValueError("flush_interval must not be negative")
+        if flush_batch < 1:
+            raise ValueError("flush_batch must be at least 1")
+        self.path = os.fspath(path)
+        self.flush_interval = flush_interval
+        self.flush_batch = flush_batch
+        #: Where ``fresh=True`` moved the old file, once it has.
+        self.moved_aside: str | None = None
+        self._fresh = fresh
+        self._busy_timeout = 30.0
+        # Touched only on the worker thread.
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        # Host states saved but not yet written, newest per origin.
+        self._pending: dict[str, HostState] = {}
+        self._flush_task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open (creating or upgrading) the file now rather than on first use."""
+        await self._call(lambda conn: None)
+
+    async def close(self) -> None:
+        """Write pending host states, close the file and stop the worker thread.
+
+        Idempotent; the store may be used again afterwards (it reopens).
+        """
+        task, self._flush_task = self._flush_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        try:
+            await self.flush()
+        finally:
+            executor, self._executor = self._executor, None
+            if executor is not None:
+                try:
+                    await asyncio.get_running_loop().run_in_executor(executor, self._close_sync)
+                finally:
+                    # The worker is idle now, so this join returns at once.
+                    executor.shutdown(wait=True)
+
+    # -- robots entries (write-through) --------------------------------------
+
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        def job(conn: sqlite3.Connection) -> RobotsEntry | None:
+            row = conn.execute(
+                f"SELECT {_ROBOTS_COLUMNS} FROM robots WHERE origin = ?", (origin,)
+            ).fetchone()
+            return None if row is None else RobotsEntry(*row)
+
+        return await self._call(job)
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        # Snapshot now: the caller may change the entry while the job waits.
+        values = astuple(entry)
+
+        def job(conn: sqlite3.Connection) -> None:
+            # A single statement in autocommit mode is its own transaction.
+            conn.execute(
+                f"INSERT OR REPLACE INTO robots ({_ROBOTS_COLUMNS}) VALUES ({_ROBOTS_MARKS})",
+                values,
+            )
+
+        await self._call(job)
+
+    # -- host state (batched) ------------------------------------------------
+
+    async def load_host(self, origin: str) -> HostState | None:
+        pending = self._pending.get(origin)
+        if pending is not None:
+            return replace(pending)
+
+        def job(conn: sqlite3.Connection) -> HostState | None:
+            row = conn.execute(
+                f"SELECT {_HOSTS_COLUMNS} FROM hosts WHERE origin = ?", (origin,)
+            ).fetchone()
+            return None if row is None else HostState(*row)
+
+        return await self._call(job)
+
+    async def save_host(self, state: HostState) -> None:
+        self._pending[state.origin] = replace(state)
+        if len(self._pending) >= self.flush_batch:
+            await self.flush()
+        elif self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def flush(self) -> None:
+        """Write all pending host states in one transaction."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, {}
+        rows = [astuple(state) for state in batch.values()]
+
+        def job(conn: sqlite3.Connection) -> None:
+            with _immediate(conn):
+                conn.executemany(
+                    f"INSERT INTO hosts ({_HOSTS_COLUMNS}) VALUES ({_HOSTS_MARKS})"
+                    " ON CONFLICT (origin) DO UPDATE SET"
+                    " visits = excluded.visits,"
+                    " last_visit = excluded.last_visit,"
+                    " next_allowed = max(hosts.next_allowed, excluded.next_allowed),"
+                    " visits_since_check = excluded.visits_since_check",
+                    rows,
+                )
+
+        future = self._submit(functools.partial(self._run_job, job))
+        future.add_done_callback(functools.partial(self._requeue_if_failed, batch))
+        # Shielded: a cancelled caller must not cancel a write already queued.
+        await asyncio.shield(future)
+
+    def _requeue_if_failed(self, batch: dict[str, HostState], future: asyncio.Future[None]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            return
+        for origin, state in batch.items():
+            # States saved since the batch left are newer: keep them.
+            self._pending.setdefault(origin, state)
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self.flush_interval)
+        try:
+            await self.flush()
+        except Exception:
+            # The batch is back in _pending; the next save, flush or close retries.
+            _log.warning("robotgate: writing host state to %s failed", self.path, exc_info=True)
+
+    # -- fleet hooks ---------------------------------------------------------
+
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        token = secrets.token_hex(16)
+
+        def job(conn: sqlite3.Connection) -> str | None:
+            now = time.time()
+            with _immediate(conn):
+                row = conn.execute(
+                    "SELECT expires_at FROM locks WHERE origin = ?", (origin,)
+                ).fetchone()
+                if row is not None and row[0] > now:
+                    return None
+                conn.execute(
+                    "INSERT OR REPLACE INTO locks (origin, token, expires_at) VALUES (?, ?, ?)",
+                    (origin, token, now + ttl),
+                )
+            return token
+
+        return await self._call(job)
+
+    async def unlock_fetch(self, origin: str, token: str) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM locks WHERE origin = ? AND token = ?", (origin, token))
+
+        await self._call(job)
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        """Wait for another worker to store ``origin``'s entry.
+
+        Returns the entry as soon as a fresh one is stored (or one fetched
+        after this call began, however short its freshness), and ``None`` when
+        none appears within ``timeout`` seconds.
+        """
+        started = time.time()
+        deadline = time.monotonic() + max(0.0, timeout)
+        delay = _POLL_MIN
+        while True:
+            entry = await self.load_robots(origin)
+            if entry is not None and (entry.fetched_at >= started or entry.is_fresh(time.time())):
+                return entry
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            # Jitter so that waiting workers do not poll in lockstep.
+            await asyncio.sleep(min(remaining, delay * random.uniform(0.5, 1.0)))
+            delay = min(delay * 2, _POLL_MAX)
+
+    async def pause(self, origin: str, until: float) -> None:
+        """Hold ``origin`` until ``until`` for every process using this file."""
+        pending = self._pending.get(origin)
+        if pending is not None and pending.next_allowed < until:
+            pending.next_allowed = until
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO hosts (origin, next_allowed) VALUES (?, ?)"
+                " ON CONFLICT (origin) DO UPDATE SET"
+                " next_allowed = max(hosts.next_allowed, excluded.next_allowed)",
+                (origin, until),
+            )
+
+        await self._call(job)
+
+    # -- the worker thread ---------------------------------------------------
+
+    def _submit(self, fn: Callable[[], _T]) -> asyncio.Future[_T]:
+        if self._executor is None:
+            # One thread: it owns the connection and runs jobs in order, so a
+            # load queued after a flush sees what the flush wrote.
+            self._executor = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="robotgate-sqlite"
+            )
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def _call(self, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await self._submit(functools.partial(self._run_job, job))
+
+    def _run_job(self, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        conn = self._connect()
+        try:
+            return job(conn)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"robotgate store {self.path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"robotgate store {self.path} is damaged ({exc}). {_fresh_hint(self.path)}"
+            ) from exc
+
+    def _close_sync(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if self._fresh:
+            self._move_aside()
+            self._fresh = False
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
+        try:
+            self._prepare(conn)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StoreError(
+                    f"{self.path} is not a readable robotgate store ({exc})."
+                    f" {_fresh_hint(self.path)}"
+                ) from exc
+            raise
+        self._conn = conn
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Check the file is ours, switch to WAL, create or upgrade the schema."""
+        # Identify before writing anything: a foreign file must stay untouched.
+        version = self._inspect(conn)
+        self._enable_wal(conn)
+        # Safe against a killed process in WAL mode; only power loss may drop
+        # the last commits.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if version == SCHEMA_VERSION:
+            return
+        with _immediate(conn):
+            # Another process may have created or upgraded it meanwhile.
+            found = self._inspect(conn)
+            if found == 0:
+                _create_v1(conn)
+            for step in _MIGRATIONS[max(found, 1) - 1 :]:
+                step(conn)
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        if 0 < found < SCHEMA_VERSION:
+            _log.info(
+                "robotgate: upgraded %s from schema %d to %d", self.path, found, SCHEMA_VERSION
+            )
+
+    def _inspect(self, conn: sqlite3.Connection) -> int:
+        """The file's schema version, 0 for an empty file; raises if it is not ours."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+        if app_id == 0 and not tables:
+            return 0
+        meta: dict[str, Any] = {}
+        if "meta" in tables:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if app_id != APPLICATION_ID or meta.get("app") != _APP_NAME:
+            shown = ", ".join(sorted(tables)[:8]) or "none"
+            raise StoreError(
+                f"{self.path} is an SQLite database of another application"
+                f" (application_id {app_id}, tables: {shown}), not a robotgate store."
+                f" {_fresh_hint(self.path)}"
+            )
+        try:
+            version = int(meta["schema_version"])
+        except (KeyError, ValueError):
+            raise StoreError(
+                f"{self.path} is a robotgate store without a valid schema version."
+                f" {_fresh_hint(self.path)}"
+            ) from None
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has robotgate schema version {version}, newer than this"
+                f" robotgate understands ({SCHEMA_VERSION}). Upgrade robotgate to use it."
+                f" {_fresh_hint(self.path)}"
+            )
+        if version < 1:
+            raise StoreError(
+                f"{self.path} has an invalid robotgate schema version {version}."
+                f" {_fresh_hint(self.path)}"
+            )
+        return version
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching to WAL needs a moment alone with the file, which another
+        # process opening it at the same time may deny: retry, bounded.
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            except sqlite3.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                mode = ""
+            if mode in ("wal", "memory"):
+                return
+            if time.monotonic() > deadline:
+                raise StoreError(f"cannot switch {self.path} to WAL mode (still {mode!r})")
+            time.sleep(0.05)
+
+    def _move_aside(self) -> None:
+        if not os.path.exists(self.path):
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = f"{self.path}.corrupt-{stamp}"
+        n = 0
+        while any(os.path.exists(target + s) for s in ("", "-wal", "-shm")):
+            n += 1
+            target = f"{self.path}.corrupt-{stamp}-{n}"
+        # The -wal file may hold committed data: keep it beside its database.
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.path + suffix):
+                os.replace(self.path + suffix, target + suffix)
+        self.moved_aside = target
+        _log.warning("robotgate: moved %s aside to %s and started afresh", self.path, target)

@@ -1,0 +1,420 @@
+"""SQLiteStore specifics: restarts, WAL, crashes, damaged files, migration, processes.
+
+The storage interface itself is covered for every backend in
+``test_store_contract.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import os
+import random
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# A child process that writes robots entries and host states in batches and
+# reports each batch only after it has been flushed.
+WRITER = r"""
+import asyncio, sys, time
+from robotgate.store.base import HostState, RobotsEntry
+from robotgate.store.sqlite import SQLiteStore
+
+async def main(path, tag, batches, per_batch):
+    store = SQLiteStore(path, flush_interval=60, flush_batch=10_000)
+    await store.open()
+    print("open", flush=True)
+    deadline = time.monotonic() + 30
+    for b in range(batches):
+        for i in range(per_batch):
+            origin = f"https://{tag}-{b}-{i}.example"
+            now = time.time()
+            await store.save_robots(
+                RobotsEntry(origin, "ok", now, now + 3600, 200, origin.encode() * 20)
+            )
+            await store.save_host(HostState(origin, visits=b + 1, last_visit=now))
+        await store.flush()
+        print(f"flushed {b}", flush=True)
+        if time.monotonic() > deadline:
+            break
+    await store.close()
+    print("done", flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Works whether or not robotgate is installed in the interpreter.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    return env
+
+
+async def spawn_writer(
+    path: Path, tag: str, batches: int, per_batch: int
+) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WRITER,
+        str(path),
+        tag,
+        str(batches),
+        str(per_batch),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
+    )
+
+
+@contextlib.contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection, as another tool would open the file."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def entry(origin: str, body: bytes = b"User-agent: *\nDisallow:\n") -> RobotsEntry:
+    now = time.time()
+    return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
+
+
+# -- persistence and settings -----------------------------------------------
+
+
+async def test_survives_restart(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    saved = entry("https://a.example", b"\x00binary\xff")
+    async with SQLiteStore(path, flush_interval=60) as store:
+        await store.save_robots(saved)
+        await store.save_host(HostState("https://a.example", visits=3, last_visit=5.0))
+        # No flush: close must write the batch.
+    async with SQLiteStore(path) as store:
+        assert await store.load_robots("https://a.example") == saved
+        assert await store.load_host("https://a.example") == HostState(
+            "https://a.example", visits=3, last_visit=5.0
+        )
+
+
+async def test_reopens_after_close(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gate.sqlite3")
+    await store.save_robots(entry("https://a.example"))
+    await store.close()
+    assert await store.load_robots("https://a.example") is not None
+    await store.close()
+
+
+async def test_opens_lazily(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    store = SQLiteStore(path)
+    assert not path.exists()
+    assert await store.load_robots("https://a.example") is None
+    assert path.exists()
+    await store.close()
+
+
+async def test_file_layout(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path) as store:
+        await store.save_robots(entry("https://a.example"))
+        await store.save_robots(entry("https://b.example"))
+        with raw(path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+            assert meta == {"app": "robotgate", "schema_version": str(SCHEMA_VERSION)}
+            # One row per origin, whatever robots read it.
+            assert conn.execute("SELECT count(*) FROM robots").fetchone()[0] == 2
+            assert conn.execute("SELECT typeof(body) FROM robots").fetchone()[0] == "blob"
+
+
+def test_rejects_bad_settings(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        SQLiteStore(tmp_path / "x", flush_batch=0)
+    with pytest.raises(ValueError):
+        SQLiteStore(tmp_path / "x", flush_interval=-1)
+
+
+async def test_full_batch_is_written_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path, flush_interval=60, flush_batch=3) as store:
+        for i in range(3):
+            await store.save_host(HostState(f"https://h{i}.example", visits=i))
+        with raw(path) as conn:
+            assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 3
+
+
+async def test_close_leaves_no_tasks(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gate.sqlite3", flush_interval=60)
+    await store.save_host(HostState("https://a.example", visits=1))
+    await store.close()
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_next_allowed_never_moves_back(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path) as pauser, SQLiteStore(path) as visitor:
+        until = time.time() + 300
+        await pauser.pause("https://h.example", until)
+        # The visitor did not see the pause and writes an earlier slot.
+        await visitor.save_host(HostState("https://h.example", visits=1, next_allowed=until - 200))
+        await visitor.flush()
+        state = await pauser.load_host("https://h.example")
+        assert state == HostState("https://h.example", visits=1, next_allowed=until)
+
+
+async def test_event_loop_keeps_running_during_writes(tmp_path: Path) -> None:
+    ticks: list[float] = []
+    writing = True
+
+    async def ticker() -> None:
+        while writing:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.005)
+
+    task = asyncio.create_task(ticker())
+    store = SQLiteStore(tmp_path / "gate.sqlite3", flush_batch=100)
+    try:
+        for i in range(1000):
+            origin = f"https://h{i}.example"
+            await store.save_robots(entry(origin, origin.encode() * 50))
+            await store.save_host(HostState(origin, visits=i))
+        await store.flush()
+    finally:
+        writing = False
+        await task
+        await store.close()
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) >= 5, "the ticker never ran while writing"
+    assert max(gaps) < 0.2
+
+
+# -- crashes ---------------------------------------------------------------
+
+
+async def test_kill_9_loses_at_most_the_unflushed_batch(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    per_batch = 20
+    proc = await spawn_writer(path, "k", batches=100_000, per_batch=per_batch)
+    assert proc.stdout is not None
+    flushed = -1
+    try:
+        while flushed < 4:
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=20)
+            assert line, "writer exited early"
+            if line.startswith(b"flushed "):
+                flushed = int(line.split()[1])
+    finally:
+        # Mid-write: the child is already busy with the next batch.
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGKILL)
+        _, err = await proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, err.decode()
+
+    async with SQLiteStore(path) as store:
+        for b in range(flushed + 1):
+            for i in range(per_batch):
+                origin = f"https://k-{b}-{i}.example"
+                loaded = await store.load_robots(origin)
+                assert loaded is not None and loaded.body == origin.encode() * 20
+                state = await store.load_host(origin)
+                assert state is not None and state.visits == b + 1
+        with raw(path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+async def test_two_processes_share_one_file(tmp_path: Path) -> None:
+    # Neither finds the file: they also race to create it.
+    path = tmp_path / "gate.sqlite3"
+    batches, per_batch = 15, 20
+    procs = [await spawn_writer(path, tag, batches, per_batch) for tag in ("a", "b")]
+    results = await asyncio.wait_for(asyncio.gather(*(p.communicate() for p in procs)), 60)
+    for proc, (out, err) in zip(procs, results, strict=True):
+        assert proc.returncode == 0, err.decode()
+        assert b"locked" not in err
+        assert out.splitlines()[-1] == b"done"
+    with raw(path) as conn:
+        assert conn.execute("SELECT count(*) FROM robots").fetchone()[0] == 2 * batches * per_batch
+        assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 2 * batches * per_batch
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+# -- damaged and foreign files -------------------------------------------------
+
+
+def assert_names_path_and_remedy(exc: StoreError, path: Path) -> None:
+    message = str(exc)
+    assert str(path) in message
+    assert "fresh=True" in message
+
+
+@pytest.mark.parametrize("damage", ["garbage", "bad-schema-page"])
+async def test_corrupt_file_is_refused_then_moved_aside(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "gate.sqlite3"
+    rng = random.Random(damage)
+    if damage == "garbage":
+        path.write_bytes(bytes(rng.randrange(256) for _ in range(8192)))
+    else:
+        async with SQLiteStore(path) as store:
+            for i in range(20):
+                await store.save_robots(entry(f"https://h{i}.example", b"x" * 2000))
+        data = bytearray(path.read_bytes())
+        # Keep the 100-byte header, wreck the rest of page 1 (the schema).
+        data[100:4096] = bytes(rng.randrange(256) for _ in range(3996))
+        path.write_bytes(bytes(data))
+    before = digest(path)
+
+    store = SQLiteStore(path)
+    with pytest.raises(StoreError) as caught:
+        await store.open()
+    await store.close()
+    assert_names_path_and_remedy(caught.value, path)
+    assert digest(path) == before
+
+    async with SQLiteStore(path, fresh=True) as fresh:
+        assert fresh.moved_aside is not None
+        moved = Path(fresh.moved_aside)
+        assert moved.name.startswith("gate.sqlite3.corrupt-")
+        assert digest(moved) == before
+        await fresh.save_robots(entry("https://new.example"))
+        assert await fresh.load_robots("https://new.example") is not None
+
+
+async def test_fresh_moves_a_healthy_file_aside_once(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path) as store:
+        await store.save_robots(entry("https://old.example"))
+    store = SQLiteStore(path, fresh=True)
+    assert await store.load_robots("https://old.example") is None
+    await store.save_robots(entry("https://new.example"))
+    await store.close()
+    # Reopening the same object does not move the new file aside again.
+    assert await store.load_robots("https://new.example") is not None
+    await store.close()
+    assert store.moved_aside is not None
+    async with SQLiteStore(store.moved_aside) as old:
+        assert await old.load_robots("https://old.example") is not None
+
+
+def _places_db(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+    conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.com/')")
+
+
+def _other_meta(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES ('app', 'someone-else'), ('schema_version', '1')")
+
+
+def _other_app_id(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA application_id = 1234")
+    conn.execute("CREATE TABLE robots (origin TEXT)")
+
+
+@pytest.mark.parametrize("make", [_places_db, _other_meta, _other_app_id])
+async def test_foreign_sqlite_file_is_refused(tmp_path: Path, make: object) -> None:
+    path = tmp_path / "other.db"
+    with raw(path) as conn:
+        make(conn)  # type: ignore[operator]
+    before = digest(path)
+    store = SQLiteStore(path)
+    with pytest.raises(StoreError, match="another application") as caught:
+        await store.load_robots("https://a.example")
+    await store.close()
+    assert_names_path_and_remedy(caught.value, path)
+    assert digest(path) == before
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path) as store:
+        await store.save_robots(entry("https://a.example"))
+    with raw(path) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(99),))
+    before = digest(path)
+    store = SQLiteStore(path)
+    with pytest.raises(StoreError, match="newer") as caught:
+        await store.open()
+    await store.close()
+    assert_names_path_and_remedy(caught.value, path)
+    assert digest(path) == before
+
+
+# -- migration ---------------------------------------------------------------
+
+# The version 1 layout as an older robotgate wrote it (no robots.good_at).
+V1_LAYOUT = f"""
+PRAGMA application_id = {APPLICATION_ID};
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('app', 'robotgate'), ('schema_version', '1');
+CREATE TABLE robots (
+    origin TEXT PRIMARY KEY, outcome TEXT NOT NULL, fetched_at REAL NOT NULL,
+    fresh_until REAL NOT NULL, status INTEGER, body BLOB, content_type TEXT,
+    etag TEXT, last_modified TEXT, failures INTEGER NOT NULL DEFAULT 0,
+    final_url TEXT, detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE hosts (
+    origin TEXT PRIMARY KEY, visits INTEGER NOT NULL DEFAULT 0, last_visit REAL,
+    next_allowed REAL NOT NULL DEFAULT 0, visits_since_check INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE locks (origin TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL);
+INSERT INTO robots VALUES
+    ('https://good.example', 'ok', 100.0, 200.0, 200, X'6869', 'text/plain',
+     '"e"', NULL, 0, NULL, ''),
+    ('https://flaky.example', 'ok', 150.0, 250.0, 503, X'00ff', NULL,
+     NULL, NULL, 2, NULL, 'kept the last good copy');
+INSERT INTO hosts VALUES ('https://good.example', 12, 99.0, 101.0, 4);
+"""
+
+
+async def test_migrates_version_1_file(tmp_path: Path) -> None:
+    assert SCHEMA_VERSION == 2
+    path = tmp_path / "old.sqlite3"
+    with raw(path) as conn:
+        conn.executescript(V1_LAYOUT)
+    async with SQLiteStore(path) as store:
+        good = await store.load_robots("https://good.example")
+        assert good == RobotsEntry(
+            origin="https://good.example",
+            outcome="ok",
+            fetched_at=100.0,
+            fresh_until=200.0,
+            status=200,
+            body=b"hi",
+            content_type="text/plain",
+            etag='"e"',
+            good_at=100.0,
+        )
+        flaky = await store.load_robots("https://flaky.example")
+        assert flaky is not None
+        assert flaky.body == b"\x00\xff" and flaky.failures == 2
+        assert flaky.good_at is None  # not known from a version 1 file
+        assert await store.load_host("https://good.example") == HostState(
+            "https://good.example", 12, 99.0, 101.0, 4
+        )
+        # The upgraded file takes new entries with every field.
+        await store.save_robots(entry("https://new.example"))
+    with raw(path) as conn:
+        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "2"
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -1,0 +1,447 @@
+"""One test suite for the storage interface, run against every backend.
+
+Adding a backend is one entry in ``BACKENDS``: an async function that, given
+the test's scratch directory, opens a new handle on that test's data.  Shared
+backends (``store.shared``) must give handles that see each other's writes;
+for them the fleet hooks (locks, waiting, pauses) are tested for real.  The
+others are checked against the in-process defaults of :class:`Store`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from robotgate.store.base import HostState, Outcome, RobotsEntry, Store
+from robotgate.store.memory import MemoryStore
+from robotgate.store.sqlite import SQLiteStore
+
+Opener = Callable[[Path], Awaitable[Store]]
+StoreFactory = Callable[[], Awaitable[Store]]
+
+
+async def _memory(tmp_path: Path) -> Store:
+    return MemoryStore()
+
+
+async def _sqlite(tmp_path: Path) -> Store:
+    # A short interval so that background flushes happen within the tests.
+    return SQLiteStore(tmp_path / "store.sqlite3", flush_interval=0.05, flush_batch=50)
+
+
+async def _redis(tmp_path: Path) -> Store:
+    try:
+        module = importlib.import_module("robotgate.store.redis")
+    except ImportError:
+        pytest.skip("RedisStore not built yet")
+    # To be filled in with RedisStore: a server from the environment and a key
+    # prefix derived from tmp_path, so that each test gets its own data.
+    pytest.skip(f"RedisStore contract fixture not wired up yet ({module.__name__})")
+
+
+BACKENDS: dict[str, Opener] = {
+    "memory": _memory,
+    "sqlite": _sqlite,
+    "redis": _redis,
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """Opens handles on this test's data; closes them all afterwards."""
+    opener = BACKENDS[request.param]
+    handles: list[Store] = []
+
+    async def factory() -> Store:
+        store = await opener(tmp_path)
+        handles.append(store)
+        await store.open()
+        return store
+
+    yield factory
+    for store in handles:
+        await store.close()
+
+
+@pytest.fixture
+async def store(open_store: StoreFactory) -> Store:
+    return await open_store()
+
+
+async def other_handle(store: Store, open_store: StoreFactory) -> Store:
+    """A second handle on the same data, for shared backends only."""
+    if not store.shared:
+        pytest.skip(f"{type(store).__name__} is not shared between handles")
+    return await open_store()
+
+
+def entry(origin: str = "https://example.com", **changes: object) -> RobotsEntry:
+    now = time.time()
+    base = RobotsEntry(
+        origin=origin,
+        outcome=Outcome.OK,
+        fetched_at=now,
+        fresh_until=now + 86_400,
+        status=200,
+        body=b"User-agent: *\nDisallow: /private\n",
+    )
+    return base.copy(**changes)
+
+
+# -- robots entries --------------------------------------------------------
+
+
+async def test_missing_is_none(store: Store) -> None:
+    assert await store.load_robots("https://nowhere.example") is None
+    assert await store.load_host("https://nowhere.example") is None
+
+
+async def test_robots_round_trip_every_field(store: Store) -> None:
+    full = RobotsEntry(
+        origin="https://full.example:8443",
+        outcome=Outcome.OK,
+        fetched_at=1_700_000_000.123456,
+        fresh_until=1_700_086_400.5,
+        status=200,
+        body=bytes(range(256)) + b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /\x00",
+        content_type="text/plain; charset=utf-8",
+        etag='W/"abc-123"',
+        last_modified="Tue, 14 Nov 2023 22:13:20 GMT",
+        failures=3,
+        final_url="https://www.full.example:8443/robots.txt",
+        detail="redirected twice → ok · 日本語",
+        good_at=1_699_999_000.25,
+    )
+    await store.save_robots(full)
+    assert await store.load_robots(full.origin) == full
+
+
+@pytest.mark.parametrize(
+    "body",
+    [None, b"", b"\x00\xff\xfe binary \x80", b"x" * 600_000],
+    ids=["none", "empty", "binary", "large"],
+)
+async def test_robots_body_kinds(store: Store, body: bytes | None) -> None:
+    saved = entry(body=body)
+    await store.save_robots(saved)
+    loaded = await store.load_robots(saved.origin)
+    assert loaded is not None
+    assert loaded.body == body
+    assert type(loaded.body) is type(body)
+
+
+async def test_robots_optional_fields_none(store: Store) -> None:
+    bare = RobotsEntry(
+        origin="http://bare.example",
+        outcome=Outcome.UNREACHABLE,
+        fetched_at=10.0,
+        fresh_until=20.0,
+    )
+    await store.save_robots(bare)
+    assert await store.load_robots(bare.origin) == bare
+
+
+async def test_robots_replace(store: Store) -> None:
+    await store.save_robots(entry(status=200, etag='"1"'))
+    newer = entry(outcome=Outcome.UNAVAILABLE, status=404, body=None, etag=None, failures=1)
+    await store.save_robots(newer)
+    assert await store.load_robots(newer.origin) == newer
+
+
+async def test_robots_origins_are_separate(store: Store) -> None:
+    a = entry("https://a.example", body=b"a")
+    b = entry("https://b.example", body=b"b")
+    await store.save_robots(a)
+    await store.save_robots(b)
+    assert await store.load_robots("https://a.example") == a
+    assert await store.load_robots("https://b.example") == b
+    assert await store.load_robots("https://a.example:443") is None
+
+
+# -- host state ------------------------------------------------------------
+
+
+async def test_host_round_trip(store: Store) -> None:
+    state = HostState(
+        origin="https://h.example",
+        visits=7,
+        last_visit=1_700_000_000.5,
+        next_allowed=1_700_000_002.25,
+        visits_since_check=3,
+    )
+    await store.save_host(state)
+    assert await store.load_host(state.origin) == state
+    await store.flush()
+    assert await store.load_host(state.origin) == state
+
+
+async def test_host_defaults_round_trip(store: Store) -> None:
+    state = HostState(origin="https://d.example")
+    await store.save_host(state)
+    await store.flush()
+    assert await store.load_host(state.origin) == state
+
+
+async def test_host_replace(store: Store) -> None:
+    await store.save_host(HostState("https://h.example", visits=1, last_visit=1.0))
+    await store.save_host(HostState("https://h.example", visits=2, last_visit=2.0))
+    assert await store.load_host("https://h.example") == HostState(
+        "https://h.example", visits=2, last_visit=2.0
+    )
+    await store.flush()
+    assert await store.load_host("https://h.example") == HostState(
+        "https://h.example", visits=2, last_visit=2.0
+    )
+
+
+async def test_unflushed_host_state_visible_to_own_handle(store: Store) -> None:
+    # Batched writes must never hide a save from the process that made it.
+    for i in range(120):
+        await store.save_host(HostState(f"https://h{i}.example", visits=i))
+    for i in range(120):
+        state = await store.load_host(f"https://h{i}.example")
+        assert state is not None and state.visits == i
+
+
+async def test_flush_makes_host_state_visible_to_others(
+    store: Store, open_store: StoreFactory
+) -> None:
+    other = await other_handle(store, open_store)
+    await store.save_host(HostState("https://h.example", visits=5))
+    await store.flush()
+    assert await other.load_host("https://h.example") == HostState("https://h.example", visits=5)
+
+
+async def test_background_flush(store: Store, open_store: StoreFactory) -> None:
+    other = await other_handle(store, open_store)
+    await store.save_host(HostState("https://bg.example", visits=1))
+    # No explicit flush: the store writes batches on its own, soon.
+    deadline = time.monotonic() + 3.0
+    while await other.load_host("https://bg.example") is None:
+        assert time.monotonic() < deadline, "batched host state never written"
+        await asyncio.sleep(0.02)
+
+
+async def test_close_flushes_and_is_idempotent(store: Store, open_store: StoreFactory) -> None:
+    await store.save_host(HostState("https://c.example", visits=9))
+    await store.close()
+    await store.close()
+    if store.shared:
+        reopened = await open_store()
+        assert await reopened.load_host("https://c.example") == HostState(
+            "https://c.example", visits=9
+        )
+
+
+async def test_flush_with_nothing_pending(store: Store) -> None:
+    await store.flush()
+    await store.flush()
+
+
+async def test_concurrent_tasks(store: Store) -> None:
+    async def worker(n: int) -> None:
+        for i in range(20):
+            origin = f"https://w{n}-{i}.example"
+            await store.save_robots(entry(origin, body=origin.encode()))
+            await store.save_host(HostState(origin, visits=i))
+
+    await asyncio.gather(*(worker(n) for n in range(5)))
+    await store.flush()
+    for n in range(5):
+        for i in range(20):
+            origin = f"https://w{n}-{i}.example"
+            loaded = await store.load_robots(origin)
+            assert loaded is not None and loaded.body == origin.encode()
+            assert await store.load_host(origin) == HostState(origin, visits=i)
+
+
+async def test_two_handles_share_robots(store: Store, open_store: StoreFactory) -> None:
+    other = await other_handle(store, open_store)
+    first = entry("https://one.example", body=b"from the first handle")
+    await store.save_robots(first)
+    assert await other.load_robots(first.origin) == first
+    second = entry("https://two.example", body=b"from the second handle")
+    await other.save_robots(second)
+    assert await store.load_robots(second.origin) == second
+
+
+# -- fleet hooks -----------------------------------------------------------
+
+
+async def test_lock_fetch_exclusive(store: Store, open_store: StoreFactory) -> None:
+    origin = "https://lock.example"
+    token = await store.lock_fetch(origin, 30)
+    assert token is not None
+    if not store.shared:
+        # In-process default: every lock is granted (the gate dedupes locally).
+        assert await store.lock_fetch(origin, 30) is not None
+        await store.unlock_fetch(origin, token)
+        return
+    other = await other_handle(store, open_store)
+    assert await store.lock_fetch(origin, 30) is None
+    assert await other.lock_fetch(origin, 30) is None
+    # Other origins are unaffected.
+    assert await other.lock_fetch("https://else.example", 30) is not None
+    await store.unlock_fetch(origin, token)
+    again = await other.lock_fetch(origin, 30)
+    assert again is not None and again != token
+
+
+async def test_unlock_with_wrong_token_keeps_lock(store: Store) -> None:
+    if not store.shared:
+        pytest.skip("locks are always granted in a single-process store")
+    origin = "https://lock.example"
+    token = await store.lock_fetch(origin, 30)
+    assert token is not None
+    await store.unlock_fetch(origin, "not-the-token")
+    assert await store.lock_fetch(origin, 30) is None
+    await store.unlock_fetch(origin, token)
+    assert await store.lock_fetch(origin, 30) is not None
+
+
+async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
+    if not store.shared:
+        pytest.skip("locks are always granted in a single-process store")
+    other = await other_handle(store, open_store)
+    origin = "https://expire.example"
+    token = await store.lock_fetch(origin, 0.2)
+    assert token is not None
+    assert await other.lock_fetch(origin, 0.2) is None
+    await asyncio.sleep(0.3)
+    taken = await other.lock_fetch(origin, 30)
+    assert taken is not None and taken != token
+    # The expired holder's unlock must not release the new holder's lock.
+    await store.unlock_fetch(origin, token)
+    assert await store.lock_fetch(origin, 30) is None
+
+
+async def test_wait_robots_sees_entry_saved_meanwhile(
+    store: Store, open_store: StoreFactory
+) -> None:
+    origin = "https://wait.example"
+    if not store.shared:
+        # In-process default: no waiting, just what is stored now.
+        assert await store.wait_robots(origin, 5) is None
+        await store.save_robots(entry(origin))
+        assert await store.wait_robots(origin, 5) == await store.load_robots(origin)
+        return
+    other = await other_handle(store, open_store)
+
+    async def fetcher() -> RobotsEntry:
+        await asyncio.sleep(0.15)
+        saved = entry(origin, body=b"fetched by the lock holder")
+        await other.save_robots(saved)
+        return saved
+
+    started = time.monotonic()
+    waited, saved = await asyncio.gather(store.wait_robots(origin, 5), fetcher())
+    assert waited == saved
+    assert time.monotonic() - started < 2.0
+
+
+async def test_wait_robots_replaces_stale_entry(store: Store, open_store: StoreFactory) -> None:
+    if not store.shared:
+        pytest.skip("no waiting in a single-process store")
+    origin = "https://stale.example"
+    await store.save_robots(entry(origin, fetched_at=1.0, fresh_until=2.0, body=b"old"))
+    other = await other_handle(store, open_store)
+
+    async def fetcher() -> None:
+        await asyncio.sleep(0.1)
+        # Fetched now, even if immediately stale (max-age=0): still the answer.
+        now = time.time()
+        await other.save_robots(entry(origin, fetched_at=now, fresh_until=now, body=b"new"))
+
+    waited, _ = await asyncio.gather(store.wait_robots(origin, 5), fetcher())
+    assert waited is not None and waited.body == b"new"
+
+
+async def test_wait_robots_returns_fresh_entry_at_once(store: Store) -> None:
+    origin = "https://ready.example"
+    saved = entry(origin)
+    await store.save_robots(saved)
+    started = time.monotonic()
+    assert await store.wait_robots(origin, 5) == saved
+    assert time.monotonic() - started < 1.0
+
+
+async def test_wait_robots_times_out(store: Store) -> None:
+    if not store.shared:
+        pytest.skip("no waiting in a single-process store")
+    origin = "https://never.example"
+    await store.save_robots(entry(origin, fetched_at=1.0, fresh_until=2.0))
+    started = time.monotonic()
+    assert await store.wait_robots(origin, 0.25) is None
+    assert await store.wait_robots("https://absent.example", 0.1) is None
+    elapsed = time.monotonic() - started
+    assert 0.3 <= elapsed < 2.0
+
+
+async def test_reserve_returns_wait_or_none(store: Store) -> None:
+    wait = await store.reserve("https://pace.example", 1.0)
+    assert wait is None or wait >= 0
+
+
+async def test_pause_raises_next_allowed(store: Store, open_store: StoreFactory) -> None:
+    origin = "https://pause.example"
+    if not store.shared:
+        # In-process default: pausing is the gate's own limiter's job.
+        await store.pause(origin, time.time() + 60)
+        return
+    until = time.time() + 120
+    await store.save_host(HostState(origin, visits=4, next_allowed=10.0))
+    await store.pause(origin, until)
+    state = await store.load_host(origin)
+    assert state is not None
+    assert state.next_allowed == until
+    assert state.visits == 4
+    # A shorter pause never shortens a longer one.
+    await store.pause(origin, until - 60)
+    state = await store.load_host(origin)
+    assert state is not None and state.next_allowed == until
+    # Other handles see it, after the pending visit counts are written too.
+    await store.flush()
+    other = await other_handle(store, open_store)
+    seen = await other.load_host(origin)
+    assert seen is not None and seen.next_allowed == until and seen.visits == 4
+
+
+async def test_pause_unknown_host(store: Store, open_store: StoreFactory) -> None:
+    if not store.shared:
+        pytest.skip("pausing is the gate's job in a single-process store")
+    origin = "https://new.example"
+    until = time.time() + 30
+    await store.pause(origin, until)
+    other = await other_handle(store, open_store)
+    seen = await other.load_host(origin)
+    assert seen is not None and seen.next_allowed == until
+
+
+# -- backend specifics -----------------------------------------------------
+
+
+async def test_memory_store_is_bounded() -> None:
+    store = MemoryStore(max_origins=3)
+    for name in "abc":
+        await store.save_robots(entry(f"https://{name}.example"))
+        await store.save_host(HostState(f"https://{name}.example"))
+    # Touching "a" makes "b" the least recently used.
+    assert await store.load_robots("https://a.example") is not None
+    assert await store.load_host("https://a.example") is not None
+    await store.save_robots(entry("https://d.example"))
+    await store.save_host(HostState("https://d.example"))
+    assert await store.load_robots("https://b.example") is None
+    assert await store.load_host("https://b.example") is None
+    for name in "acd":
+        assert await store.load_robots(f"https://{name}.example") is not None
+        assert await store.load_host(f"https://{name}.example") is not None
+
+
+def test_memory_store_rejects_zero_bound() -> None:
+    with pytest.raises(ValueError):
+        MemoryStore(max_origins=0)
