@@ -10,7 +10,7 @@ others are checked against the in-process defaults of :class:`Store`.
 from __future__ import annotations
 
 import asyncio
-import importlib
+import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -35,13 +35,23 @@ async def _sqlite(tmp_path: Path) -> Store:
 
 
 async def _redis(tmp_path: Path) -> Store:
-    try:
-        module = importlib.import_module("robotgate.store.redis")
-    except ImportError:
-        pytest.skip("RedisStore not built yet")
-    # To be filled in with RedisStore: a server from the environment and a key
-    # prefix derived from tmp_path, so that each test gets its own data.
-    pytest.skip(f"RedisStore contract fixture not wired up yet ({module.__name__})")
+    from robotgate.store.redis import RedisStore
+
+    # The session's server (see conftest.py); a prefix per test, derived from
+    # its scratch directory, so every handle of one test shares data and no
+    # two tests do.
+    digest = hashlib.sha1(str(tmp_path).encode()).hexdigest()[:16]
+    return RedisStore(
+        _redis_urls[tmp_path],
+        prefix=f"rgtest:{digest}",
+        unavailable_timeout=5.0,
+        flush_interval=0.05,
+        flush_batch=50,
+    )
+
+
+# The redis_url fixture's value for each test using the redis backend.
+_redis_urls: dict[Path, str] = {}
 
 
 BACKENDS: dict[str, Opener] = {
@@ -55,6 +65,9 @@ BACKENDS: dict[str, Opener] = {
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """Opens handles on this test's data; closes them all afterwards."""
     opener = BACKENDS[request.param]
+    if request.param == "redis":
+        # Starts the session's redis-server, or skips when there is none.
+        _redis_urls[tmp_path] = request.getfixturevalue("redis_url")
     handles: list[Store] = []
 
     async def factory() -> Store:
@@ -66,6 +79,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
     yield factory
     for store in handles:
         await store.close()
+    _redis_urls.pop(tmp_path, None)
 
 
 @pytest.fixture

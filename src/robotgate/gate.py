@@ -273,13 +273,15 @@ class RobotGate:
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
-        origin, _ = split_origin(url)
+        origin, rest = split_origin(url)
         site = self._sites.get(origin)
         if site is None or site.fresh_until <= time.time() or self._recheck_due(origin):
             site = await self._site(origin)
         else:
             self._sites.move_to_end(origin)
-        return site.allowed(url, self.user_agent)
+        # The rest of the URL is its path (cheaper to match than the whole URL),
+        # unless it starts with "//", which would read as a host.
+        return site.allowed(url if rest.startswith("//") else rest, self.user_agent)
 
     async def decide(self, url: str) -> Decision:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome.

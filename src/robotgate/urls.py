@@ -40,6 +40,7 @@ class InvalidURL(ValueError):
 # (thousands of URLs on the same origins) does not re-run urlsplit and IDNA.
 _ORIGIN_CACHE: dict[str, str] = {}
 _ORIGIN_CACHE_MAX = 65536
+_PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
 
 
 def _origin_slow(url: str) -> str:
@@ -80,22 +81,16 @@ def split_origin(url: str) -> tuple[str, str]:
     >>> split_origin("http://A.com:80/x?q#f")
     ('http://a.com', '/x?q#f')
     """
-    if isinstance(url, str):
-        start = url.find("://")
-        if start > 0:
-            end = start + 3
-            n = len(url)
-            while end < n and url[end] not in "/?#":
-                end += 1
-            prefix = url[:end]
-            origin = _ORIGIN_CACHE.get(prefix)
-            if origin is not None:
-                return origin, url[end:]
+    m = _PREFIX_RE.match(url) if isinstance(url, str) else None
+    if m is not None:
+        prefix = m[0]
+        origin = _ORIGIN_CACHE.get(prefix)
+        if origin is None:
             origin = _origin_slow(url)
             if len(_ORIGIN_CACHE) >= _ORIGIN_CACHE_MAX:
                 _ORIGIN_CACHE.clear()
             _ORIGIN_CACHE[prefix] = origin
-            return origin, url[end:]
+        return origin, url[m.end() :]
     _origin_slow(url)  # raises with the precise reason
     raise InvalidURL(url, "not an absolute URL")
 

@@ -98,6 +98,8 @@ _RETRY_MAX = 1.0
 _POLL_SUBSCRIBED = (1.0, 5.0)
 # ... and this often while the subscriber is down.
 _POLL_UNSUBSCRIBED = (0.05, 0.5)
+# How long wait_robots waits for the subscriber before it polls instead.
+_SUBSCRIBE_WAIT = 0.5
 # Host states per script call when flushing.
 _FLUSH_CHUNK = 500
 # Longest TTL the store sets (Redis rejects absurd expiry times).
@@ -204,14 +206,14 @@ return {start - now, start}
 _PAUSE_LUA = (
     _CLOCK_LUA
     + """
-local tat = stored_tat(KEYS[1])
-if type(tat) == 'table' then return tat end
-local target = now + tonumber(ARGV[1])
-if target > now and target > tat then set_tat(KEYS[1], target) end
 local t = redis.call('TYPE', KEYS[2])['ok']
 if t ~= 'none' and t ~= 'hash' then
   return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
 end
+local tat = stored_tat(KEYS[1])
+if type(tat) == 'table' then return tat end
+local target = now + tonumber(ARGV[1])
+if target > now and target > tat then set_tat(KEYS[1], target) end
 local na = ARGV[2]
 local old = redis.call('HGET', KEYS[2], 'na')
 if old then
@@ -228,35 +230,37 @@ return 1
 
 # KEYS host keys; ARGV host_ttl_ms, client_now, then per key: visits,
 # last_visit ('' for none), next_allowed, visits_since_check.  next_allowed
-# only moves forward.  Checks every key before writing any.
+# only moves forward.  Keys holding foreign data are skipped (the others are
+# written) and returned as {key, why, key, why, ...}.
 _FLUSH_HOSTS_LUA = """
-for _, key in ipairs(KEYS) do
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= 'hash' then
-    return redis.error_reply('BADDATA ' .. key .. ' holds a ' .. t)
-  end
-  local old = redis.call('HGET', key, 'na')
-  if old and not tonumber(old) then
-    return redis.error_reply('BADDATA ' .. key .. ' has a bad na')
-  end
-end
 local ttl = tonumber(ARGV[1])
 local client_now = tonumber(ARGV[2])
+local bad = {}
 for i, key in ipairs(KEYS) do
-  local at = 2 + (i - 1) * 4
-  local na = ARGV[at + 3]
-  local old = redis.call('HGET', key, 'na')
-  if old and tonumber(old) > tonumber(na) then na = old end
-  redis.call('HSET', key, 'v', ARGV[at + 1], 'na', na, 'vc', ARGV[at + 4])
-  if ARGV[at + 2] == '' then
-    redis.call('HDEL', key, 'lv')
+  local t = redis.call('TYPE', key)['ok']
+  local old = nil
+  if t == 'hash' then old = redis.call('HGET', key, 'na') end
+  if t ~= 'none' and t ~= 'hash' then
+    bad[#bad + 1] = key
+    bad[#bad + 1] = 'holds a ' .. t
+  elseif old and not tonumber(old) then
+    bad[#bad + 1] = key
+    bad[#bad + 1] = 'has a bad na'
   else
-    redis.call('HSET', key, 'lv', ARGV[at + 2])
+    local at = 2 + (i - 1) * 4
+    local na = ARGV[at + 3]
+    if old and tonumber(old) > tonumber(na) then na = old end
+    redis.call('HSET', key, 'v', ARGV[at + 1], 'na', na, 'vc', ARGV[at + 4])
+    if ARGV[at + 2] == '' then
+      redis.call('HDEL', key, 'lv')
+    else
+      redis.call('HSET', key, 'lv', ARGV[at + 2])
+    end
+    local keep = ttl + math.max(0, (tonumber(na) - client_now) * 1000)
+    redis.call('PEXPIRE', key, string.format('%d', math.floor(keep)))
   end
-  local keep = ttl + math.max(0, (tonumber(na) - client_now) * 1000)
-  redis.call('PEXPIRE', key, string.format('%d', math.floor(keep)))
 end
-return #KEYS
+return bad
 """
 
 
@@ -423,6 +427,11 @@ class RedisStore(Store):
             if client is not None and client is not self._given_client:
                 await client.aclose()
 
+    @property
+    def listening(self) -> bool:
+        """True while the shared pub/sub subscriber is connected and subscribed."""
+        return self._subscribed is not None and self._subscribed.is_set()
+
     def _redis(self) -> aioredis.Redis:
         if self._client is None:
             # Bounded socket timeouts so a hung server counts as unreachable;
@@ -554,8 +563,8 @@ class RedisStore(Store):
             ensure_ascii=False,
         ).encode()
         body = entry.body
-        fresh_for = max(0.0, entry.fresh_until - time.time()) if entry.fresh_until == entry.fresh_until else 0.0
-        ttl = _ms(fresh_for + self.keep_stale)
+        # max() also turns a NaN freshness into 0.
+        ttl = _ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
         await self._script(
             _SAVE_ROBOTS,
             [key],
@@ -576,8 +585,19 @@ class RedisStore(Store):
         if not isinstance(header, list) or len(header) != _HEADER_LEN:
             raise self._bad(key, "has a header of the wrong shape")
         try:
-            (outcome, fetched_at, fresh_until, status, content_type, etag, last_modified,
-             failures, final_url, detail, good_at) = header  # fmt: skip
+            (
+                outcome,
+                fetched_at,
+                fresh_until,
+                status,
+                content_type,
+                etag,
+                last_modified,
+                failures,
+                final_url,
+                detail,
+                good_at,
+            ) = header
             return RobotsEntry(
                 origin=origin,
                 outcome=_need(outcome, str),
@@ -644,12 +664,17 @@ class RedisStore(Store):
                     state.visits_since_check,
                 ]
             try:
-                await self._script(_FLUSH_HOSTS, keys, args)
+                bad = await self._script(_FLUSH_HOSTS, keys, args)
             except BaseException:
                 for origin, state in batch.items():
                     # States saved since the batch left are newer: keep them.
                     self._pending.setdefault(origin, state)
                 raise
+            if bad:
+                # Not requeued: retrying cannot help, and must not hold up the rest.
+                first, why = _text(bad[0]), _text(bad[1])
+                more = f" (and {len(bad) // 2 - 1} more keys)" if len(bad) > 2 else ""
+                raise self._bad(first, why + more)
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(self.flush_interval)
@@ -748,8 +773,9 @@ class RedisStore(Store):
             )
         ready = self._subscribed
         if not ready.is_set():
-            limit = min(deadline - time.monotonic(), self.unavailable_timeout)
-            # Not ready in time: wait_robots polls instead; it still works.
+            # Healthy, it is ready in a round trip.  If not, wait_robots polls
+            # instead, and its own calls fail closed if Redis is down.
+            limit = min(deadline - time.monotonic(), _SUBSCRIBE_WAIT)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(ready.wait(), max(0.0, limit))
         return ready
@@ -781,6 +807,9 @@ class RedisStore(Store):
                         self._dispatch(message.get("channel"), message.get("data"))
             except _UNAVAILABLE as exc:
                 _log.debug("robotgate: Redis subscriber at %s lost: %s", self._label, exc)
+            except Exception:
+                # Say why, then keep going: waiters poll meanwhile.
+                _log.warning("robotgate: Redis subscriber at %s failed", self._label, exc_info=True)
             finally:
                 ready.clear()
                 await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -1,0 +1,287 @@
+"""RobotGate against a real aiohttp server playing many hosts on 127.0.X.Y."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+
+import aiohttp
+import pytest
+
+from benchmarks.server import BenchServer, HostPlan, page_paths
+from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+
+
+async def test_one_robots_fetch_per_origin_under_10000_concurrent_asks() -> None:
+    async with BenchServer([HostPlan("partial")] * 100) as srv:
+        async with RobotGate(AGENT, delay=0) as gate:
+            urls = [srv.url(i % 100, f"/page/{i}") for i in range(10_000)]
+            verdicts = await asyncio.gather(*(gate.allowed(u) for u in urls))
+            private = await asyncio.gather(
+                *(gate.allowed(srv.url(i, "/private/1")) for i in range(100))
+            )
+        stats = srv.stats()
+    assert all(verdicts) and not any(private)
+    assert [s.robots_requests for s in stats.values()] == [1] * 100
+    assert all(s.page_requests == 0 for s in stats.values())
+
+
+async def test_decide_explains_rule_or_fetch_outcome() -> None:
+    plans = [HostPlan("partial"), HostPlan("503_retry"), HostPlan("404"), HostPlan("500")]
+    async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
+        rule = await gate.decide(srv.url(0, "/private/3"))
+        assert not rule.allowed and rule.rule is not None and rule.rule.line == 2
+        assert "Disallow: /private/" in rule.reason
+        down = await gate.decide(srv.url(1, "/page/1"))
+        assert not down.allowed and down.outcome == "unreachable"
+        assert "robots.txt answered 503" in down.reason and "fully disallowed" in down.reason
+        missing = await gate.decide(srv.url(2, "/anything"))
+        assert missing.allowed and missing.outcome == "unavailable" and "404" in missing.reason
+        err = await gate.decide(srv.url(3, "/x"))
+        assert not err.allowed and "500" in err.reason
+
+
+async def test_disallowed_url_never_reaches_server_fetch_and_middleware() -> None:
+    async with BenchServer([HostPlan("partial"), HostPlan("500")]) as srv:
+        async with RobotGate(AGENT, delay=0) as gate:
+            with pytest.raises(Disallowed) as no:
+                await gate.fetch(srv.url(0, "/private/7"))
+            assert no.value.decision.rule is not None
+            with pytest.raises(Disallowed):
+                await gate.fetch(srv.url(1, "/page/1"))  # robots.txt 500: all disallowed
+            async with gate.fetch(srv.url(0, "/page/1")) as resp:
+                assert resp.status == 200
+            async with aiohttp.ClientSession(middlewares=[gate.middleware]) as session:
+                with pytest.raises(Disallowed):
+                    await session.get(srv.url(0, "/private/8"))
+                async with session.get(srv.url(0, "/page/2")) as resp:
+                    assert resp.status == 200
+        stats = srv.stats()
+    assert sum(s.disallowed_page_requests for s in stats.values()) == 0
+    assert stats[srv.hosts[0]].page_requests == 2
+    assert stats[srv.hosts[1]].page_requests == 0
+
+
+async def test_user_agent_and_from_sent_on_every_request() -> None:
+    async with BenchServer([HostPlan("allow")]) as srv:
+        async with RobotGate(AGENT, from_="ops@example.com", delay=0) as gate:
+            await gate.fetch(srv.url(0, "/page/1"))
+        s = srv.host_stats(0)
+    assert s.robots_log[0].user_agent == AGENT and s.robots_log[0].from_ == "ops@example.com"
+
+
+async def _crawl(gate: RobotGate, urls: list[str]) -> list[int | str]:
+    async def one(url: str) -> int | str:
+        try:
+            resp = await gate.fetch(url)
+            return resp.status
+        except Disallowed:
+            return "disallowed"
+
+    return await asyncio.gather(*(one(u) for u in urls))
+
+
+async def test_pacing_min_interval_between_request_starts() -> None:
+    async with BenchServer([HostPlan("allow"), HostPlan("allow")]) as srv:
+        async with RobotGate(AGENT, delay=0.1, max_per_origin=3) as gate:
+            urls = [srv.url(i % 2, p) for i, p in enumerate(page_paths(16))]
+            results = await _crawl(gate, urls)
+        stats = srv.stats()
+    assert results == [200] * 16
+    for s in stats.values():
+        assert s.page_requests == 8
+        assert s.min_interval is not None and s.min_interval >= 0.1
+
+
+async def test_crawl_delay_raises_the_interval() -> None:
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.25)]) as srv:
+        async with RobotGate(AGENT, delay=0.01) as gate:
+            await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(5)])
+            assert gate.host_state(srv.url(0, "/")) is not None
+        s = srv.host_stats(0)
+    assert s.page_requests == 5 and s.min_interval is not None and s.min_interval >= 0.25
+
+
+async def test_crawl_delay_capped_by_max_crawl_delay() -> None:
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=30)]) as srv:
+        async with RobotGate(AGENT, delay=0.01, max_crawl_delay=0.1) as gate:
+            await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(3)])
+            assert "interval 0.1s" in gate.describe()
+        s = srv.host_stats(0)
+    assert s.page_requests == 3 and s.min_interval is not None and s.min_interval >= 0.1
+
+
+async def test_retry_after_on_a_page_pauses_the_origin() -> None:
+    plan = HostPlan("allow", page_status=503, page_retry_after=1, page_status_times=1)
+    async with BenchServer([plan]) as srv:
+        async with RobotGate(AGENT, delay=0) as gate:
+            first = await gate.fetch(srv.url(0, "/page/1"))
+            assert first.status == 503
+            assert gate.host_wait(srv.url(0, "/")) > 0.5
+            second = await gate.fetch(srv.url(0, "/page/2"))
+            assert second.status == 200
+        s = srv.host_stats(0)
+    assert s.min_interval is not None and s.min_interval >= 1.0
+
+
+async def test_429_without_retry_after_backs_off() -> None:
+    plan = HostPlan("allow", page_status=429, page_status_times=1)
+    async with BenchServer([plan]) as srv:
+        async with RobotGate(AGENT, delay=0.05, max_backoff=0.3) as gate:
+            await _crawl(gate, [srv.url(0, "/page/1")])
+            await _crawl(gate, [srv.url(0, "/page/2")])
+            assert gate.stats["backoffs"] == 1
+        s = srv.host_stats(0)
+    assert s.min_interval is not None and s.min_interval >= 0.3
+
+
+async def test_max_per_origin_caps_requests_in_flight() -> None:
+    async with BenchServer([HostPlan("allow", page_delay=0.2)]) as srv:
+        async with RobotGate(AGENT, delay=0, max_per_origin=2) as gate:
+            await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(6)])
+        s = srv.host_stats(0)
+    assert s.page_requests == 6 and s.max_concurrent_pages == 2
+
+
+async def test_slow_robots_does_not_block_other_origins() -> None:
+    plans = [HostPlan("slow", slow_seconds=1.5)] + [HostPlan("allow")] * 5
+    async with BenchServer(plans) as srv, RobotGate(AGENT, delay=0) as gate:
+        slow = asyncio.ensure_future(gate.allowed(srv.url(0, "/page/1")))
+        fast = [asyncio.ensure_future(gate.allowed(srv.url(i, "/page/1"))) for i in range(1, 6)]
+        done, pending = await asyncio.wait([slow, *fast], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.gather(*fast)
+        assert not slow.done(), "fast origins answered while the slow one is still pending"
+        assert await slow is True
+
+
+async def test_robots_timeout_gives_definite_answer() -> None:
+    async with BenchServer([HostPlan("slow", slow_seconds=3)]) as srv:
+        async with RobotGate(AGENT, policy=FetchPolicy(timeout=0.3)) as gate:
+            d = await gate.decide(srv.url(0, "/page/1"))
+    assert not d.allowed and d.outcome == "unreachable" and "within 0.3s" in d.reason
+
+
+async def test_cancelled_waiters_do_not_cancel_the_shared_fetch() -> None:
+    async with BenchServer([HostPlan("slow", slow_seconds=0.5)]) as srv:
+        async with RobotGate(AGENT) as gate:
+            url = srv.url(0, "/private/1")
+            waiters = [asyncio.ensure_future(gate.allowed(url)) for _ in range(100)]
+            await asyncio.sleep(0.1)
+            for w in waiters[::2]:
+                w.cancel()
+            results = await asyncio.gather(*waiters, return_exceptions=True)
+            assert all(isinstance(r, asyncio.CancelledError) for r in results[::2])
+            assert results[1::2] == [False] * 50
+            assert await gate.allowed(url) is False  # cached, no new request
+        assert srv.host_stats(0).robots_requests == 1
+
+
+async def test_close_cancels_fetches_in_flight_and_leaves_no_warning() -> None:
+    async with BenchServer([HostPlan("slow", slow_seconds=5)]) as srv:
+        gate = RobotGate(AGENT)
+        waiter = asyncio.ensure_future(gate.allowed(srv.url(0, "/page/1")))
+        await asyncio.sleep(0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            await gate.close()
+        with pytest.raises(GateClosed):
+            await waiter
+        with pytest.raises(GateClosed):
+            await gate.allowed(srv.url(0, "/page/1"))
+
+
+async def test_unreachable_is_retried_once_after_backoff_not_per_waiter() -> None:
+    async with BenchServer([HostPlan("500")]) as srv:
+        policy = FetchPolicy(retry_base=0.3)
+        async with RobotGate(AGENT, policy=policy) as gate:
+            url = srv.url(0, "/page/1")
+            assert not any(await asyncio.gather(*(gate.allowed(url) for _ in range(200))))
+            assert srv.host_stats(0).robots_requests == 1
+            await asyncio.sleep(0.4)
+            assert not any(await asyncio.gather(*(gate.allowed(url) for _ in range(200))))
+            entry = await gate.robots_entry(url)
+        assert srv.host_stats(0).robots_requests == 2
+        assert entry.failures == 2
+
+
+async def test_stale_entry_revalidated_with_conditional_request() -> None:
+    async with BenchServer([HostPlan("partial", max_age=1)]) as srv:
+        async with RobotGate(AGENT) as gate:
+            url = srv.url(0, "/private/1")
+            assert await gate.allowed(url) is False
+            await asyncio.sleep(1.1)
+            assert await gate.allowed(url) is False
+            entry = await gate.robots_entry(url)
+        s = srv.host_stats(0)
+    assert s.robots_requests == 2 and s.robots_304 == 1
+    assert s.robots_log[1].if_none_match is not None
+    assert "304" in entry.detail
+
+
+async def test_redirects_followed_and_loops_stop() -> None:
+    plans = [HostPlan("redirect_chain"), HostPlan("redirect_loop")]
+    async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
+        chained = await gate.decide(srv.url(0, "/private/1"))
+        assert not chained.allowed and chained.rule is not None
+        looped = await gate.decide(srv.url(1, "/private/1"))
+        assert looped.allowed and looped.outcome == "unavailable" and "loop" in looped.reason
+
+
+async def test_garbage_huge_and_reset_get_definite_answers() -> None:
+    plans = [HostPlan("garbage"), HostPlan("huge"), HostPlan("reset")]
+    async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
+        assert await gate.allowed(srv.url(0, "/private/1")) is True
+        assert await gate.allowed(srv.url(1, "/private/1")) is False
+        reset = await gate.decide(srv.url(2, "/page/1"))
+        assert not reset.allowed and reset.outcome == "unreachable"
+        assert srv.host_stats(2).robots_requests == 1  # aiohttp's silent retry is refused
+
+
+async def test_cache_is_bounded_lru() -> None:
+    async with BenchServer([HostPlan("allow")] * 5) as srv:
+        async with RobotGate(AGENT, max_origins=3) as gate:
+            for i in range(5):
+                await gate.allowed(srv.url(i, "/"))
+            assert len(gate.describe().splitlines()) == 1 + 3
+            await gate.allowed(srv.url(0, "/"))  # evicted: fetched again
+        assert srv.host_stats(0).robots_requests == 2
+
+
+async def test_given_session_is_not_closed_owned_one_is() -> None:
+    async with BenchServer([HostPlan("allow")]) as srv:
+        async with aiohttp.ClientSession() as session:
+            async with RobotGate(AGENT, session=session, delay=0) as gate:
+                await gate.fetch(srv.url(0, "/page/1"))
+            assert not session.closed
+        gate2 = RobotGate(AGENT, delay=0)
+        await gate2.fetch(srv.url(0, "/page/2"))
+        owned = gate2.session
+        await gate2.close()
+        assert owned.closed
+
+
+async def test_invalid_urls_raise_value_error_naming_the_url() -> None:
+    async with RobotGate(AGENT) as gate:
+        for bad in ("ftp://example.com/x", "not a url", "http://", "mailto:a@b"):
+            with pytest.raises(InvalidURL) as err:
+                await gate.allowed(bad)
+            assert isinstance(err.value, ValueError) and repr(bad) in str(err.value)
+
+
+async def test_origins_normalised() -> None:
+    async with BenchServer([HostPlan("partial")]) as srv, RobotGate(AGENT) as gate:
+        host, port = srv.hosts[0], srv.port
+        await gate.allowed(f"http://{host}:{port}/a")
+        await gate.allowed(f"HTTP://{host.upper()}:{port}/b")
+        assert srv.host_stats(0).robots_requests == 1
+
+
+async def test_classic_dialect_and_lwp_conventions_in_the_gate() -> None:
+    pytest.importorskip("robotgate.classic")
+    async with BenchServer([HostPlan("partial")]) as srv:
+        async with RobotGate("FooBot/1.2", dialect="classic") as gate:
+            assert gate.policy.forbidden_disallows_all
+            assert await gate.allowed(srv.url(0, "/private/2")) is False
+            assert await gate.allowed(srv.url(0, "/page/2")) is True

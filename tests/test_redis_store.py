@@ -1,0 +1,682 @@
+"""RedisStore specifics: fleet pacing, locks, pub/sub waiting, foreign data, outages.
+
+The storage interface itself is covered for every backend in
+``test_store_contract.py``.  Everything here runs against real redis-server
+processes on loopback: the session's (``redis_url``), or one of the test's
+own when it must be stopped and restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from redis_server import MISSING_REASON, RedisServer, find_redis_server
+
+from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.redis import FORMAT_VERSION, RedisStore
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Worker process for the pacing test: says "ready", waits for "go", then
+# reserves slots for its origins concurrently, sleeping each wait, and prints
+# what it was granted and when (server clock) it really started.
+PACER = r"""
+import asyncio, json, sys
+import redis.asyncio as aioredis
+from robotgate.store.redis import RedisStore
+
+async def main(url, prefix, origins, count, interval):
+    store = RedisStore(url, prefix=prefix, unavailable_timeout=5)
+    probe = aioredis.Redis.from_url(url)
+    await store.open()
+    await probe.ping()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    records = []
+
+    async def run(origin):
+        for _ in range(count):
+            slot = await store.reserve_slot(origin, interval)
+            await asyncio.sleep(slot.wait)
+            sec, usec = await probe.time()
+            records.append([origin, slot.start_us, slot.granted_us, sec * 1_000_000 + usec])
+
+    try:
+        await asyncio.gather(*(run(origin) for origin in origins))
+    finally:
+        await store.close()
+        await probe.aclose()
+    print(json.dumps(records), flush=True)
+
+url, prefix, count, interval = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+asyncio.run(main(url, prefix, sys.argv[5:], count, interval))
+"""
+
+# Takes the fetch lock for an origin, says so, then hangs until killed.
+HOLDER = r"""
+import asyncio, sys
+from robotgate.store.redis import RedisStore
+
+async def main(url, prefix, origin, ttl):
+    store = RedisStore(url, prefix=prefix)
+    token = await store.lock_fetch(origin, ttl)
+    print("locked" if token else "busy", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
+"""
+
+# Says "ready", and on "go" saves a fresh entry for an origin.
+SAVER = r"""
+import asyncio, sys, time
+from robotgate.store.base import RobotsEntry
+from robotgate.store.redis import RedisStore
+
+async def main(url, prefix, origin):
+    store = RedisStore(url, prefix=prefix)
+    await store.open()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    now = time.time()
+    await store.save_robots(RobotsEntry(origin, "ok", now, now + 3600, 200, b"from afar"))
+    await store.close()
+    print("saved", flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+"""
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Works whether or not robotgate is installed in the interpreter.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    return env
+
+
+def entry(origin: str, body: bytes | None = b"User-agent: *\nDisallow: /x\n") -> RobotsEntry:
+    now = time.time()
+    return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"rgtest:{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A plain client, as another application would use the server."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def stores(redis_url: str, prefix: str) -> AsyncIterator[list[RedisStore]]:
+    """Two handles on one prefix, as two workers would have."""
+    handles = [
+        RedisStore(redis_url, prefix=prefix, unavailable_timeout=5.0, flush_interval=0.05)
+        for _ in range(2)
+    ]
+    try:
+        for handle in handles:
+            await handle.open()
+        yield handles
+    finally:
+        for handle in handles:
+            await handle.close()
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, to stop and restart."""
+    if find_redis_server() is None:
+        print(f"\nskipping: {MISSING_REASON}", file=sys.stderr)
+        pytest.skip(MISSING_REASON)
+    with RedisServer.start(tmp_path) as server:
+        yield server
+
+
+# -- import and packaging ----------------------------------------------------
+
+
+def test_import_robotgate_does_not_import_redis() -> None:
+    code = (
+        "import sys, robotgate, robotgate.store\n"
+        "assert 'redis' not in sys.modules, 'redis imported too early'\n"
+        "assert 'robotgate.store.redis' not in sys.modules\n"
+        "from robotgate.store import RedisStore\n"
+        "assert 'redis' in sys.modules and RedisStore.shared\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_missing_redis_package_says_how_to_install() -> None:
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'redis' or name.startswith('redis.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "try:\n"
+        "    from robotgate.store import RedisStore\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'robotgate[redis]'" in done.stdout
+
+
+# -- layout, round trips, expiry ----------------------------------------------
+
+
+async def test_key_layout_and_values(stores: list[RedisStore], raw: aioredis.Redis) -> None:
+    store = stores[0]
+    origin = "https://layout.example"
+    await store.save_robots(entry(origin, body=b"\x00raw body"))
+    await store.save_host(HostState(origin, visits=2, last_visit=5.5, next_allowed=7.25))
+    await store.flush()
+    await store.reserve(origin, 0.01)
+    token = await store.lock_fetch(origin, 30)
+    assert token is not None
+    p = store.prefix
+    assert await raw.get(f"{p}:meta") == f"robotgate/{FORMAT_VERSION}".encode()
+    robots = await raw.hgetall(f"{p}:robots:{origin}")
+    assert robots[b"b"] == b"\x00raw body"
+    assert json.loads(robots[b"h"])[0] == "ok"
+    assert await raw.hgetall(f"{p}:host:{origin}") == {
+        b"v": b"2",
+        b"lv": b"5.5",
+        b"na": b"7.25",
+        b"vc": b"0",
+    }
+    assert int(await raw.get(f"{p}:tat:{origin}") or 0) > 0
+    assert await raw.get(f"{p}:lock:{origin}") == token.encode()
+
+
+async def test_round_trips_per_operation(stores: list[RedisStore], raw: aioredis.Redis) -> None:
+    store = stores[0]
+    origin = "https://count.example"
+
+    async def count(operation: object) -> int:
+        before = store.round_trips
+        assert asyncio.iscoroutine(operation)
+        await operation
+        return store.round_trips - before
+
+    # Warm up: scripts get cached on the server, the subscriber starts.
+    await store.save_robots(entry(origin))
+    await store.reserve(origin, 0.001)
+    token = await store.lock_fetch(origin, 30)
+    assert token is not None
+    await store.unlock_fetch(origin, token)
+    await store.pause(origin, time.time())
+    await store.wait_robots(origin, 1)
+
+    assert await count(store.load_robots(origin)) == 1
+    assert await count(store.save_robots(entry(origin))) == 1
+    assert await count(store.reserve(origin, 0.001)) == 1
+    assert await count(store.lock_fetch(origin, 30)) == 1
+    assert await count(store.unlock_fetch(origin, "whatever")) == 1
+    assert await count(store.pause(origin, time.time())) == 1
+    assert await count(store.wait_robots(origin, 1)) == 1
+    # Host state is batched: saving costs nothing, a flush of many costs one.
+    for i in range(120):
+        assert await count(store.save_host(HostState(f"https://h{i}.example", visits=i))) == 0
+    assert await count(store.load_host("https://h7.example")) == 0
+    assert await count(store.flush()) == 1
+    assert await count(store.load_host("https://h7.example")) == 1
+    # The fast path of a page is at most reserve + load_robots.
+    # A flushed script cache costs one extra round trip, once.
+    await raw.script_flush()
+    assert await count(store.reserve(origin, 0.001)) == 2
+    assert await count(store.reserve(origin, 0.001)) == 1
+
+
+async def test_keys_expire(redis_url: str, prefix: str, raw: aioredis.Redis) -> None:
+    async with RedisStore(redis_url, prefix=prefix, keep_stale=1000, host_ttl=500) as store:
+        now = time.time()
+        fresh = entry("https://fresh.example").copy(fresh_until=now + 100)
+        stale = entry("https://stale.example").copy(fetched_at=10.0, fresh_until=20.0)
+        await store.save_robots(fresh)
+        await store.save_robots(stale)
+        await store.save_host(HostState("https://h.example", visits=1))
+        await store.flush()
+        await store.pause("https://p.example", now + 50)
+        await store.reserve("https://t.example", 0.2)
+        await store.lock_fetch("https://l.example", 3)
+        p = prefix
+        assert 1_098_000 < await raw.pttl(f"{p}:robots:https://fresh.example") <= 1_100_000
+        assert 998_000 < await raw.pttl(f"{p}:robots:https://stale.example") <= 1_000_000
+        assert 498_000 < await raw.pttl(f"{p}:host:https://h.example") <= 500_000
+        # A paused host is kept for the pause and then host_ttl.
+        assert 548_000 < await raw.pttl(f"{p}:host:https://p.example") <= 550_000
+        assert 0 < await raw.pttl(f"{p}:tat:https://t.example") <= 1_200
+        assert 50_000 < await raw.pttl(f"{p}:tat:https://p.example") <= 51_000
+        assert 0 < await raw.pttl(f"{p}:lock:https://l.example") <= 3_000
+        assert await raw.pttl(f"{p}:meta") == -1
+
+
+# -- fleet pacing ------------------------------------------------------------
+
+
+def test_gcra_pacing_across_processes(redis_url: str, prefix: str) -> None:
+    workers, count, interval = 4, 20, 0.05
+    origins = [f"https://pace{i}.example" for i in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PACER, redis_url, prefix, str(count), str(interval), *origins],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+        )
+        for _ in range(workers)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"ready\n"
+        # All start together, so their reservations really interleave.
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+        outputs = [proc.communicate(timeout=30) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    starts: dict[str, list[int]] = defaultdict(list)
+    workers_seen: dict[str, set[int]] = defaultdict(set)
+    for n, (out, err) in enumerate(outputs):
+        assert procs[n].returncode == 0, err.decode()
+        for origin, start_us, granted_us, began_us in json.loads(out):
+            starts[origin].append(start_us)
+            workers_seen[origin].add(n)
+            assert start_us >= granted_us
+            # The worker slept its wait: it began no earlier than granted
+            # (2 ms slack for its timer against the server's wall clock).
+            assert began_us >= start_us - 2_000
+    interval_us = int(interval * 1_000_000)
+    for origin in origins:
+        ordered = sorted(starts[origin])
+        assert len(ordered) == workers * count
+        assert workers_seen[origin] == set(range(workers))
+        gaps = [b - a for a, b in zip(ordered, ordered[1:])]
+        # Exact, on the server's clock: never two starts closer than the interval.
+        assert min(gaps) >= interval_us
+        # And no slot is wasted while workers queue for them.
+        assert ordered[-1] - ordered[0] < (len(ordered) - 1) * interval_us * 1.5
+
+
+async def test_reserve_spaces_slots_within_one_process(stores: list[RedisStore]) -> None:
+    a, b = stores
+    origin = "https://busy.example"
+    slots = await asyncio.gather(
+        *(handle.reserve_slot(origin, 0.1) for handle in (a, b) for _ in range(5))
+    )
+    ordered = sorted(slot.start_us for slot in slots)
+    assert all(y - x >= 100_000 for x, y in zip(ordered, ordered[1:]))
+    assert max(slot.wait for slot in slots) == pytest.approx(0.9, abs=0.05)
+    # Another origin is not held up.
+    assert (await a.reserve_slot("https://idle.example", 0.1)).wait == 0
+
+
+async def test_pause_holds_fleet_wide(stores: list[RedisStore]) -> None:
+    a, b = stores
+    origin = "https://retry-after.example"
+    first = await a.reserve_slot(origin, 0.05)
+    assert first.wait == 0
+    until = time.time() + 0.5
+    await a.pause(origin, until)
+    paused = await b.reserve_slot(origin, 0.05)
+    assert 0.4 <= paused.wait <= 0.5
+    after = await a.reserve_slot(origin, 0.05)
+    assert after.start_us - paused.start_us >= 50_000
+    # A shorter pause does not shorten it; the host state records it.
+    await b.pause(origin, until - 0.3)
+    state = await b.load_host(origin)
+    assert state is not None and state.next_allowed == until
+    # A pause in the past changes nothing.
+    await b.pause("https://other.example", time.time() - 5)
+    assert (await b.reserve_slot("https://other.example", 0.05)).wait == 0
+
+
+async def test_pause_ignores_worker_clock_skew(
+    stores: list[RedisStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = stores
+    origin = "https://skew.example"
+    # This worker's clock is an hour fast; the pause is still 0.5 s long.
+    skewed = types.SimpleNamespace(time=lambda: time.time() + 3600, monotonic=time.monotonic)
+    monkeypatch.setattr("robotgate.store.redis.time", skewed)
+    await a.pause(origin, skewed.time() + 0.5)
+    monkeypatch.undo()
+    slot = await b.reserve_slot(origin, 0.05)
+    assert 0.4 <= slot.wait <= 0.5
+
+
+# -- fetch locks and waiting ---------------------------------------------------
+
+
+async def test_lock_taken_over_after_holder_killed(
+    redis_url: str, prefix: str, stores: list[RedisStore]
+) -> None:
+    store = stores[0]
+    origin = "https://dead-holder.example"
+    ttl = 1.0
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        HOLDER,
+        redis_url,
+        prefix,
+        origin,
+        str(ttl),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=child_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        assert await asyncio.wait_for(proc.stdout.readline(), 20) == b"locked\n"
+        locked_at = time.monotonic()
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert await store.lock_fetch(origin, 30) is None
+    # A waiter gives up as soon as the dead holder's lock expires ...
+    assert await store.wait_robots(origin, 10) is None
+    waited = time.monotonic() - locked_at
+    assert ttl - 0.1 <= waited < ttl + 0.6
+    # ... and then takes the lock itself.
+    token = await store.lock_fetch(origin, 30)
+    assert token is not None
+    assert await stores[1].lock_fetch(origin, 30) is None
+
+
+async def test_wait_robots_woken_by_save_in_other_process(
+    redis_url: str, prefix: str, stores: list[RedisStore]
+) -> None:
+    store = stores[0]
+    origin = "https://far.example"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        SAVER,
+        redis_url,
+        prefix,
+        origin,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert await asyncio.wait_for(proc.stdout.readline(), 20) == b"ready\n"
+        before = store.round_trips
+        waiter = asyncio.ensure_future(store.wait_robots(origin, 10))
+        # Waiting a while costs (almost) nothing: no polling loop.
+        await asyncio.sleep(1.0)
+        assert not waiter.done()
+        proc.stdin.write(b"go\n")
+        await proc.stdin.drain()
+        released = time.monotonic()
+        got = await asyncio.wait_for(waiter, 5)
+        woke_after = time.monotonic() - released
+        _, err = await asyncio.wait_for(proc.communicate(), 20)
+        assert proc.returncode == 0, err.decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert got is not None and got.body == b"from afar"
+    assert woke_after < 1.0
+    # Subscribe + first check + check on wake-up, and at most two safety-net polls.
+    assert store.round_trips - before <= 5
+
+
+async def test_release_without_result_ends_wait_early(stores: list[RedisStore]) -> None:
+    holder, waiter = stores
+    origin = "https://gave-up.example"
+    token = await holder.lock_fetch(origin, 30)
+    assert token is not None
+
+    async def give_up() -> None:
+        await asyncio.sleep(0.2)
+        await holder.unlock_fetch(origin, token)
+
+    started = time.monotonic()
+    waited, _ = await asyncio.gather(waiter.wait_robots(origin, 10), give_up())
+    assert waited is None
+    assert time.monotonic() - started < 1.0
+    assert await waiter.lock_fetch(origin, 30) is not None
+
+
+async def test_many_waiters_share_one_subscriber(stores: list[RedisStore]) -> None:
+    saver, store = stores
+    origins = [f"https://w{i}.example" for i in range(50)]
+    waiters = [asyncio.ensure_future(store.wait_robots(o, 10)) for o in origins for _ in range(2)]
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    for origin in origins:
+        await saver.save_robots(entry(origin, body=origin.encode()))
+    results = await asyncio.wait_for(asyncio.gather(*waiters), 5)
+    assert time.monotonic() - started < 2.0
+    assert [r.body if r else None for r in results] == [o.encode() for o in origins for _ in "ab"]
+    pubsub_clients = [c for c in await saver._redis().client_list() if c.get("psub") != "0"]
+    # One pattern subscription per store that has waited, not one per waiter.
+    assert len(pubsub_clients) == 1
+
+
+# -- foreign and damaged data ---------------------------------------------------
+
+
+async def test_foreign_data_under_prefix(
+    redis_url: str, prefix: str, raw: aioredis.Redis
+) -> None:
+    o = "https://foreign.example"
+    await raw.set(f"{prefix}:robots:{o}", "a string")
+    await raw.hset(f"{prefix}:robots:https://junk.example", mapping={"h": "{not json"})
+    await raw.hset(f"{prefix}:robots:https://other.example", mapping={"name": "x"})
+    await raw.rpush(f"{prefix}:host:{o}", "a list")
+    await raw.hset(f"{prefix}:host:https://nan.example", mapping={"na": "soon"})
+    await raw.set(f"{prefix}:tat:{o}", "whenever")
+    await raw.hset(f"{prefix}:lock:{o}", mapping={"x": "1"})
+    async with RedisStore(redis_url, prefix=prefix, unavailable_timeout=2) as store:
+        key = f"{prefix}:robots:{o}"
+        for call in (store.load_robots(o), store.save_robots(entry(o))):
+            with pytest.raises(StoreError, match="wrong type") as caught:
+                await call
+            assert repr(key) in str(caught.value) and repr(prefix) in str(caught.value)
+        with pytest.raises(StoreError, match="unreadable header"):
+            await store.load_robots("https://junk.example")
+        with pytest.raises(StoreError, match="not a robots entry"):
+            await store.load_robots("https://other.example")
+        with pytest.raises(StoreError, match="wrong type"):
+            await store.load_host(o)
+        with pytest.raises(StoreError, match="bad number"):
+            await store.load_host("https://nan.example")
+        with pytest.raises(StoreError, match=f"{prefix}:host:{o}.* holds a list"):
+            await store.pause(o, time.time() + 1)
+        # A batch with a foreign key: the other hosts are written, the bad one is named.
+        await store.save_host(HostState(o, visits=1))
+        await store.save_host(HostState("https://fine.example", visits=3))
+        with pytest.raises(StoreError, match="holds a list"):
+            await store.flush()
+        fine = await store.load_host("https://fine.example")
+        assert fine is not None and fine.visits == 3
+        with pytest.raises(StoreError, match="not a pacing time"):
+            await store.reserve(o, 0.1)
+        with pytest.raises(StoreError, match="wrong type"):
+            await store.lock_fetch(o, 1)
+        # Clean origins still work.
+        await store.save_robots(entry("https://clean.example"))
+        assert await store.load_robots("https://clean.example") is not None
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        ("sidekiq/3", "another application"),
+        ("robotgate/99", "format 99"),
+        ("robotgate", "another application"),
+    ],
+)
+async def test_foreign_or_newer_meta(
+    redis_url: str, prefix: str, raw: aioredis.Redis, meta: str, message: str
+) -> None:
+    await raw.set(f"{prefix}:meta", meta)
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        with pytest.raises(StoreError, match=message) as caught:
+            await store.open()
+        assert f"{prefix}:meta" in str(caught.value)
+        # Every call checks first: none touches the data.
+        with pytest.raises(StoreError, match=message):
+            await store.save_robots(entry("https://x.example"))
+        assert await raw.exists(f"{prefix}:robots:https://x.example") == 0
+    finally:
+        await store.close()
+    assert await raw.get(f"{prefix}:meta") == meta.encode()
+
+
+async def test_meta_of_wrong_type(redis_url: str, prefix: str, raw: aioredis.Redis) -> None:
+    await raw.hset(f"{prefix}:meta", mapping={"app": "robotgate"})
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        with pytest.raises(StoreError, match=f"{prefix}:meta.*wrong type"):
+            await store.open()
+    finally:
+        await store.close()
+
+
+# -- outages -----------------------------------------------------------------
+
+
+async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> None:
+    async with RedisStore(own_server.url, prefix="rg", unavailable_timeout=1.5) as store:
+        other = RedisStore(own_server.url, prefix="rg", unavailable_timeout=1.5)
+        try:
+            origin = "https://outage.example"
+            await store.save_robots(entry(origin))
+            assert await store.wait_robots(origin, 1) is not None  # starts the subscriber
+            own_server.stop()
+            for call in (
+                store.load_robots(origin),
+                store.reserve(origin, 0.1),
+                store.lock_fetch(origin, 5),
+                store.wait_robots("https://new.example", 5),
+            ):
+                started = time.monotonic()
+                with pytest.raises(StoreError, match="unreachable for") as caught:
+                    await call
+                assert 1.4 <= time.monotonic() - started < 3.0
+                assert own_server.url in str(caught.value)
+
+            # Back (empty, as it keeps nothing on disk): the same store works again.
+            own_server.resume()
+            await store.save_robots(entry(origin, body=b"after"))
+            loaded = await store.load_robots(origin)
+            assert loaded is not None and loaded.body == b"after"
+            assert (await store.reserve_slot(origin, 0.1)).wait == 0
+
+            # The subscriber re-subscribes by itself: waiting is woken again.
+            deadline = time.monotonic() + 3
+            while not store.listening:
+                assert time.monotonic() < deadline, "subscriber did not come back"
+                await asyncio.sleep(0.05)
+
+            async def save_soon() -> None:
+                await asyncio.sleep(0.3)
+                await other.save_robots(entry("https://later.example"))
+
+            before = store.round_trips
+            started = time.monotonic()
+            waited, _ = await asyncio.gather(
+                store.wait_robots("https://later.example", 5), save_soon()
+            )
+            assert waited is not None
+            assert time.monotonic() - started < 1.3
+            assert store.round_trips - before <= 4
+        finally:
+            await other.close()
+
+
+async def test_short_outage_only_delays_calls(own_server: RedisServer) -> None:
+    async with RedisStore(own_server.url, prefix="rg", unavailable_timeout=5) as store:
+        await store.reserve("https://blip.example", 0.1)
+        own_server.stop()
+        call = asyncio.ensure_future(store.load_robots("https://blip.example"))
+        await asyncio.sleep(0.5)
+        assert not call.done()
+        own_server.resume()
+        assert await asyncio.wait_for(call, 5) is None
+
+
+async def test_close_with_pending_hosts_while_down_raises_and_releases(
+    own_server: RedisServer,
+) -> None:
+    store = RedisStore(own_server.url, prefix="rg", unavailable_timeout=0.5, flush_interval=60)
+    await store.save_host(HostState("https://pending.example", visits=1))
+    own_server.stop()
+    with pytest.raises(StoreError, match="unreachable"):
+        await store.close()
+    # The connections are closed all the same; a second close has nothing to do
+    # but retry the batch, which is still pending.
+    own_server.resume()
+    await store.close()
+    async with RedisStore(own_server.url, prefix="rg") as check:
+        assert await check.load_host("https://pending.example") == HostState(
+            "https://pending.example", visits=1
+        )
+
+
+async def test_given_client_is_not_closed(redis_url: str, prefix: str) -> None:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        async with RedisStore(prefix=prefix, client=client) as store:
+            await store.save_robots(entry("https://given.example"))
+            assert await store.wait_robots("https://given.example", 1) is not None
+        assert await client.ping()
+        await store.close()
+    finally:
+        await client.aclose()
+
+
+def test_rejects_bad_settings() -> None:
+    with pytest.raises(ValueError):
+        RedisStore(prefix="")
+    with pytest.raises(ValueError):
+        RedisStore(unavailable_timeout=0)
+    with pytest.raises(ValueError):
+        RedisStore(flush_batch=0)
+    assert "secret" not in repr(RedisStore("redis://user:secret@host:1/0"))
