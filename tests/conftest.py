@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+
 from redis_server import MISSING_REASON, RedisServer, find_redis_server
 
 

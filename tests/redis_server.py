@@ -104,16 +104,7 @@ class RedisServer:
         log = self._log.open("ab")
         try:
             self.process = subprocess.Popen(
-                [
-                    self.binary,
-                    "--port", str(self.port),
-                    "--bind", "127.0.0.1",
-                    "--save", "",
-                    "--appendonly", "no",
-                    "--daemonize", "no",
-                    "--dir", str(self.directory),
-                    "--protected-mode", "yes",
-                ],  # fmt: skip
+                [self.binary, *self._options()],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -128,6 +119,17 @@ class RedisServer:
                 tail = self._log.read_text(errors="replace")[-800:]
                 raise RuntimeError(f"redis-server on port {self.port} did not start:\n{tail}")
             time.sleep(0.02)
+
+    def _options(self) -> list[str]:
+        options = {
+            "port": str(self.port),
+            "bind": "127.0.0.1",
+            "save": "",  # nothing on disk: a restart comes back empty
+            "appendonly": "no",
+            "daemonize": "no",
+            "dir": str(self.directory),
+        }
+        return [part for name, value in options.items() for part in (f"--{name}", value)]
 
     def stop(self, kill: bool = False) -> None:
         """Stop the server (SIGTERM, or SIGKILL with ``kill``) and wait for it to exit."""

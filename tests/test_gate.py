@@ -7,8 +7,8 @@ import warnings
 
 import aiohttp
 import pytest
-
 from benchmarks.server import BenchServer, HostPlan, page_paths
+
 from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
@@ -150,16 +150,15 @@ async def test_slow_robots_does_not_block_other_origins() -> None:
     async with BenchServer(plans) as srv, RobotGate(AGENT, delay=0) as gate:
         slow = asyncio.ensure_future(gate.allowed(srv.url(0, "/page/1")))
         fast = [asyncio.ensure_future(gate.allowed(srv.url(i, "/page/1"))) for i in range(1, 6)]
-        done, pending = await asyncio.wait([slow, *fast], return_when=asyncio.FIRST_COMPLETED)
         await asyncio.gather(*fast)
         assert not slow.done(), "fast origins answered while the slow one is still pending"
         assert await slow is True
 
 
 async def test_robots_timeout_gives_definite_answer() -> None:
-    async with BenchServer([HostPlan("slow", slow_seconds=3)]) as srv:
-        async with RobotGate(AGENT, policy=FetchPolicy(timeout=0.3)) as gate:
-            d = await gate.decide(srv.url(0, "/page/1"))
+    plans = [HostPlan("slow", slow_seconds=3)]
+    async with BenchServer(plans) as srv, RobotGate(AGENT, policy=FetchPolicy(timeout=0.3)) as gate:
+        d = await gate.decide(srv.url(0, "/page/1"))
     assert not d.allowed and d.outcome == "unreachable" and "within 0.3s" in d.reason
 
 
@@ -234,6 +233,8 @@ async def test_garbage_huge_and_reset_get_definite_answers() -> None:
     async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
         assert await gate.allowed(srv.url(0, "/private/1")) is True
         assert await gate.allowed(srv.url(1, "/private/1")) is False
+        huge = await gate.robots_entry(srv.url(1, "/"))
+        assert huge.body is not None and len(huge.body) == 500 * 1024  # of 2 MB: capped
         reset = await gate.decide(srv.url(2, "/page/1"))
         assert not reset.allowed and reset.outcome == "unreachable"
         assert srv.host_stats(2).robots_requests == 1  # aiohttp's silent retry is refused
@@ -280,8 +281,8 @@ async def test_origins_normalised() -> None:
 
 async def test_classic_dialect_and_lwp_conventions_in_the_gate() -> None:
     pytest.importorskip("robotgate.classic")
-    async with BenchServer([HostPlan("partial")]) as srv:
-        async with RobotGate("FooBot/1.2", dialect="classic") as gate:
-            assert gate.policy.forbidden_disallows_all
-            assert await gate.allowed(srv.url(0, "/private/2")) is False
-            assert await gate.allowed(srv.url(0, "/page/2")) is True
+    plans = [HostPlan("partial")]
+    async with BenchServer(plans) as srv, RobotGate("FooBot/1.2", dialect="classic") as gate:
+        assert gate.policy.forbidden_disallows_all
+        assert await gate.allowed(srv.url(0, "/private/2")) is False
+        assert await gate.allowed(srv.url(0, "/page/2")) is True

@@ -9,6 +9,7 @@ own when it must be stopped and restarted.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-from redis_server import MISSING_REASON, RedisServer, find_redis_server
 
+from redis_server import MISSING_REASON, RedisServer, find_redis_server
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
 
@@ -326,7 +327,7 @@ def test_gcra_pacing_across_processes(redis_url: str, prefix: str) -> None:
         ordered = sorted(starts[origin])
         assert len(ordered) == workers * count
         assert workers_seen[origin] == set(range(workers))
-        gaps = [b - a for a, b in zip(ordered, ordered[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(ordered)]
         # Exact, on the server's clock: never two starts closer than the interval.
         assert min(gaps) >= interval_us
         # And no slot is wasted while workers queue for them.
@@ -340,7 +341,7 @@ async def test_reserve_spaces_slots_within_one_process(stores: list[RedisStore])
         *(handle.reserve_slot(origin, 0.1) for handle in (a, b) for _ in range(5))
     )
     ordered = sorted(slot.start_us for slot in slots)
-    assert all(y - x >= 100_000 for x, y in zip(ordered, ordered[1:]))
+    assert all(y - x >= 100_000 for x, y in itertools.pairwise(ordered))
     assert max(slot.wait for slot in slots) == pytest.approx(0.9, abs=0.05)
     # Another origin is not held up.
     assert (await a.reserve_slot("https://idle.example", 0.1)).wait == 0
@@ -513,10 +514,11 @@ async def test_foreign_data_under_prefix(
     await raw.hset(f"{prefix}:lock:{o}", mapping={"x": "1"})
     async with RedisStore(redis_url, prefix=prefix, unavailable_timeout=2) as store:
         key = f"{prefix}:robots:{o}"
-        for call in (store.load_robots(o), store.save_robots(entry(o))):
-            with pytest.raises(StoreError, match="wrong type") as caught:
-                await call
-            assert repr(key) in str(caught.value) and repr(prefix) in str(caught.value)
+        with pytest.raises(StoreError, match="wrong type") as caught:
+            await store.load_robots(o)
+        assert repr(key) in str(caught.value) and repr(prefix) in str(caught.value)
+        with pytest.raises(StoreError, match=f"{key!r} holds a string"):
+            await store.save_robots(entry(o))
         with pytest.raises(StoreError, match="unreadable header"):
             await store.load_robots("https://junk.example")
         with pytest.raises(StoreError, match="not a robots entry"):
@@ -590,17 +592,19 @@ async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> Non
             await store.save_robots(entry(origin))
             assert await store.wait_robots(origin, 1) is not None  # starts the subscriber
             own_server.stop()
-            for call in (
+            # Each call waits for Redis, then fails closed: never an answer by default.
+            started = time.monotonic()
+            failures = await asyncio.gather(
                 store.load_robots(origin),
                 store.reserve(origin, 0.1),
                 store.lock_fetch(origin, 5),
                 store.wait_robots("https://new.example", 5),
-            ):
-                started = time.monotonic()
-                with pytest.raises(StoreError, match="unreachable for") as caught:
-                    await call
-                assert 1.4 <= time.monotonic() - started < 3.0
-                assert own_server.url in str(caught.value)
+                return_exceptions=True,
+            )
+            assert 1.4 <= time.monotonic() - started < 3.0
+            for failure in failures:
+                assert isinstance(failure, StoreError), failure
+                assert "unreachable for" in str(failure) and own_server.url in str(failure)
 
             # Back (empty, as it keeps nothing on disk): the same store works again.
             own_server.resume()

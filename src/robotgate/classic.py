@@ -35,16 +35,19 @@ keeps a BOM; and rules do not depend on the queried URL's host, since a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from .decision import Decision, Rule
-from .robotstxt import RobotsTxt
+from .robotstxt import RequestRate, RobotsTxt
 
 __all__ = ["ClassicRobotsTxt", "classic_body_usable", "parse_classic"]
 
 # Perl's \s on Unicode strings (Python's \s adds U+001C..U+001F).
-_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-_WS_CLASS = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+_WS = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+_WS_CLASS = "".join(f"\\u{ord(c):04x}" for c in _WS)
 # Perl's /i: "s" also matches U+017F (long s); Python's would also let "i"
 # match U+0130 and U+0131, which Perl does not.
 _S = "[Ss\u017f]"
@@ -97,7 +100,7 @@ def _perl_lc(s: str) -> str:
 
 def _unwrap(s: str) -> str:
     """URI->new's clean-up: ``<URL:...>``, ``<...>`` and ``"..."`` wrappers, outer spaces."""
-    if s[:1] in ('<', '"'):
+    if s[:1] in ("<", '"'):
         s = _WRAP_ANGLE_RE.sub(lambda m: m.group(1), s, count=1)
         s = _WRAP_QUOTE_RE.sub(lambda m: m.group(1), s, count=1)
     return s.strip(_WS)
@@ -405,26 +408,27 @@ class ClassicRobotsTxt(RobotsTxt):
         self._records = records
         self._anon = anon
         self._base = base
-        self._cache: dict[str, _Record | None] = {}
+        self._cache: dict[str, tuple[_Record | None, bool]] = {}
 
-    def _record_for(self, user_agent: str) -> _Record | None:
+    def _record_for(self, user_agent: str) -> tuple[_Record | None, bool]:
+        """The record that applies to ``user_agent``, and whether it is the '*' fallback."""
         cache = self._cache
-        if user_agent in cache:
-            record = cache[user_agent]
-        else:
+        found = cache.get(user_agent)
+        if found is None:
             me = _short_name(user_agent)
-            record = self._anon
+            found = (self._anon, True)
             for r in self._records:
                 # The first record with a value inside the robot's name wins.
                 if any(v != "*" and _perl_lc(v) in me for v in r.agents):
-                    record = r
+                    found = (r, False)
                     break
             if len(cache) >= 1024:
                 cache.clear()
-            cache[user_agent] = record
+            cache[user_agent] = found
+        record = found[0]
         if record is not None and record.rules is None:
             record.resolved(self._base)
-        return record
+        return found
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?
@@ -432,7 +436,7 @@ class ClassicRobotsTxt(RobotsTxt):
         As ``WWW::RobotRules->allowed``: URLs that are not http(s) are always
         allowed; ``http://host`` (empty path) matches no rule.
         """
-        record = self._record_for(user_agent)
+        record = self._record_for(user_agent)[0]
         if record is None or not record.prefixes:
             return True
         pq = _query_path(url)
@@ -448,12 +452,12 @@ class ClassicRobotsTxt(RobotsTxt):
         >>> str(rules.decide("/x/y", "FooBot/1.2"))
         "disallowed by 'Disallow: /x' (line 2) in the record for 'foo'"
         """
-        record = self._record_for(user_agent)
+        record, fallback = self._record_for(user_agent)
         if record is None:
             return Decision(True, "allowed: no record names this agent and there is no '*' record")
         group = tuple(_perl_lc(a) for a in record.agents)
         where = "the record for " + ", ".join(repr(a) for a in group)
-        if record is self._anon:
+        if fallback:
             where += " (no record names this agent)"
         pq = _query_path(url)
         if pq is None:
@@ -484,7 +488,7 @@ class ClassicRobotsTxt(RobotsTxt):
         """
         return None
 
-    def request_rate(self, user_agent: str) -> None:
+    def request_rate(self, user_agent: str) -> RequestRate | None:
         """Always None: WWW::RobotRules ignores ``Request-rate``."""
         return None
 
@@ -591,8 +595,3 @@ def classic_body_usable(content_type: str | None, text: str) -> bool:
     if not mime.startswith("text/"):
         return False
     return _BODY_DISALLOW_RE.search(text) is not None
-
-
-# Keep the type checker honest about the helper used with re.sub.
-_EscapeFn = Callable[[re.Match[str]], str]
-_check_escape: _EscapeFn = _escape_run

@@ -393,7 +393,10 @@ class RobotGate:
             req.headers["From"] = self.from_
         pacer = self._pacer(origin, site)
         store = self.store
-        reserve = functools.partial(store.reserve, origin, pacer.interval) if store.shared else None
+        reserve = None
+        if store.shared:
+            gap = pacer.interval + pacer.margin if pacer.interval > 0 else 0.0
+            reserve = functools.partial(store.reserve, origin, gap)
         pacer.waiting += 1
         started = False
         try:

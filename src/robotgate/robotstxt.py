@@ -66,6 +66,10 @@ _KEY_PREFIXES = (
     ("request-rate", _REQUEST_RATE),
 )
 _WS = " \t\n\v\f\r"
+# Lines of at most this many characters are within MAX_LINE_LENGTH octets.
+_MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
+# Keys longer than this are not worth remembering in _KEYS.
+_MAX_CACHED_KEY = 32
 _NUMBER_RE = re.compile(r"\s*([0-9]*\.?[0-9]+)")
 _RATE_RE = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]*\.?[0-9]*)\s*([smhd]?)", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -107,7 +111,10 @@ def _parse_rate(value: str) -> RequestRate | None:
     m = _RATE_RE.match(value)
     if m is None:
         return None
-    requests = int(m.group(1))
+    digits = m.group(1).lstrip("0")
+    if len(digits) > 15:
+        return None  # absurd, and int() refuses strings of more than 4300 digits
+    requests = int(digits or "0")
     amount = float(m.group(2)) if m.group(2) not in ("", ".") else 1.0
     seconds = amount * _UNIT_SECONDS[m.group(3).lower()]
     if requests <= 0 or seconds <= 0 or not math.isfinite(seconds):
@@ -126,10 +133,20 @@ class _Group:
     """The lines of one group (or of several groups naming the same agent, merged).
 
     Rules are compiled into a :class:`RuleSet` on first use, so parsing a
-    file costs only the groups that are actually asked about.
+    file costs only the groups that are actually asked about.  A merged group
+    only refers to its parts until then: merging copies nothing at parse time,
+    so a file naming thousands of agents in several groups stays linear.
     """
 
-    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules")
+    __slots__ = (
+        "_compiled",
+        "_parts",
+        "agents",
+        "crawl_delay_value",
+        "line",
+        "rate_value",
+        "rules",
+    )
 
     def __init__(self, line: int) -> None:
         self.agents: list[str] = []
@@ -138,24 +155,38 @@ class _Group:
         self.crawl_delay_value: str | None = None
         self.rate_value: str | None = None
         self._compiled: RuleSet | None = None
+        # None: a plain group; a tuple of groups: a merged group; (): a plain
+        # group that is part of a merged one (its rules are kept after compiling).
+        self._parts: tuple[_Group, ...] | None = None
 
     @classmethod
     def merged(cls, groups: list[_Group]) -> _Group:
         merged = cls(groups[0].line)
+        merged._parts = tuple(groups)
         for g in groups:
-            merged.agents.extend(a for a in g.agents if a not in merged.agents)
-            merged.rules.extend(g.rules)
+            if g._parts is None:
+                g._parts = ()
             if merged.crawl_delay_value is None:
                 merged.crawl_delay_value = g.crawl_delay_value
             if merged.rate_value is None:
                 merged.rate_value = g.rate_value
         return merged
 
+    def names(self) -> tuple[str, ...]:
+        """The product tokens this group names, in order, without duplicates."""
+        parts = self._parts
+        if parts and not self.agents:
+            self.agents = list(dict.fromkeys(a for g in parts for a in g.agents))
+        return tuple(dict.fromkeys(a for a in self.agents if a))
+
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = RuleSet(_normalised(self.rules))
-            self.rules = []
+            parts = self._parts
+            rules = [r for g in parts for r in g.rules] if parts else self.rules
+            compiled = self._compiled = RuleSet(_normalised(rules))
+            if parts is None:
+                self.rules = []
         return compiled
 
     @property
@@ -175,6 +206,16 @@ def _decode(body: bytes, max_bytes: int) -> str:
     if body[:3] == b"\xef\xbb\xbf":
         body = body[3:]
     return body.decode("utf-8", "replace")
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 octets, at a character boundary."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    while limit > 0 and (raw[limit] & 0xC0) == 0x80:
+        limit -= 1
+    return raw[:limit].decode("utf-8", "surrogatepass")
 
 
 class RobotsTxt:
@@ -217,10 +258,14 @@ class RobotsTxt:
         where the file came from, is used by the classic dialect to ignore
         rules written for another host.
         """
+        max_bytes = max(max_bytes, 0)
         if isinstance(body, (bytes, bytearray, memoryview)):
             text = _decode(bytes(body), max_bytes)
         else:
             text = body[:max_bytes]
+            if len(text) > max_bytes >> 2 and not text.isascii():
+                # The limit counts UTF-8 octets, as for bytes.
+                text = _cut_utf8(text, max_bytes)
             if text[:1] == "\ufeff":
                 text = text[1:]
         if dialect == "classic":
@@ -237,6 +282,7 @@ class RobotsTxt:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         groups: list[_Group] = []
         sitemaps: list[str] = []
+        seen_sitemaps: set[str] = set()
         cur: _Group | None = None
         in_rules = False
         keys = _KEYS
@@ -244,8 +290,9 @@ class RobotsTxt:
         for n, line in enumerate(text.split("\n"), 1):
             if not line:
                 continue
-            if len(line) > MAX_LINE_LENGTH:
-                line = line[:MAX_LINE_LENGTH]
+            if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
+                # Google's limit counts octets.
+                line = _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
             h = line.find("#")
             if h >= 0:
                 line = line[:h]
@@ -265,7 +312,7 @@ class RobotsTxt:
                 if not key:
                     continue
                 kind = _classify(key)
-                if len(keys) < 4096:
+                if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
                     keys[key] = kind
             if kind in (_DISALLOW, _ALLOW):
                 if cur is None:
@@ -280,7 +327,8 @@ class RobotsTxt:
                     in_rules = False
                 cur.agents.append(_agent_of_line(value))
             elif kind == _SITEMAP:
-                if value and value not in sitemaps and "://" in value:
+                if value and value not in seen_sitemaps and "://" in value:
+                    seen_sitemaps.add(value)
                     sitemaps.append(value)
             elif cur is not None:
                 # Other lines never end a group (RFC 9309 2.2.4).
@@ -301,8 +349,16 @@ class RobotsTxt:
                     lst.append(g)
         agents: dict[str, _Group] = {}
         star: _Group | None = None
+        merged: dict[tuple[int, ...], _Group] = {}
         for agent, found in by_agent.items():
-            group = found[0] if len(found) == 1 else _Group.merged(found)
+            if len(found) == 1:
+                group = found[0]
+            else:
+                key = tuple(map(id, found))
+                same = merged.get(key)
+                if same is None:
+                    same = merged[key] = _Group.merged(found)
+                group = same
             if agent == "*":
                 star = group
             elif agent:
@@ -325,7 +381,11 @@ class RobotsTxt:
         path = path_of(url)
         if not path.isascii() or "%" in path:
             path = normalise_path(path)
-        rules = group.ruleset()
+        if "*" in path or "$" in path:
+            path = _escape_specials(path)
+        rules = group._compiled
+        if rules is None:
+            rules = group.ruleset()
         i = rules.match(path)
         if i < 0 or rules.meta[i] & 1:
             return True
@@ -338,7 +398,7 @@ class RobotsTxt:
         >>> str(rules.decide("/a/b", "MyBot/2.1"))
         "allowed by 'Allow: /a' (line 2) in the group for 'mybot'"
         """
-        path = normalise_path(path_of(url))
+        path = _escape_specials(normalise_path(path_of(url)))
         token = product_token(user_agent)
         group = self._agents.get(token)
         fallback = False
@@ -349,14 +409,15 @@ class RobotsTxt:
             return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
         if group is None:
             return Decision(True, "allowed: no group names this agent and there is no '*' group")
-        names = ", ".join(repr(a) for a in group.agents)
+        agents = group.names()
+        names = ", ".join(repr(a) for a in agents)
         where = f"the group for {names}" + (
             " (no group names this agent)" if fallback and token != "*" else ""
         )
         rules = group.ruleset()
         i = rules.match(path)
         if i < 0:
-            return Decision(True, f"allowed: no rule matches in {where}", None, tuple(group.agents))
+            return Decision(True, f"allowed: no rule matches in {where}", None, agents)
         rule: Rule = rules.rule(i)
         verb = "allowed" if rule.allow else "disallowed"
         pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
@@ -364,7 +425,7 @@ class RobotsTxt:
             rule.allow,
             f"{verb} by {pattern!r} (line {rule.line}) in {where}",
             rule,
-            tuple(group.agents),
+            agents,
         )
 
     def crawl_delay(self, user_agent: str) -> float | None:
@@ -394,11 +455,27 @@ class RobotsTxt:
         return f"<RobotsTxt groups for {self.agents!r}>"
 
 
+def _escape_specials(path: str) -> str:
+    """Encode the characters that are special in patterns (RFC 9309 2.2.3).
+
+    A pattern matches a literal ``*`` or ``$`` only percent-encoded
+    (``/file-%2A.html`` matches the URL ``/file-*.html``), so the path is
+    compared with them encoded.
+    """
+    if "*" in path or "$" in path:
+        return path.replace("*", "%2A").replace("$", "%24")
+    return path
+
+
 def _normalised(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
     out = []
     for allow, value, line in rules:
         if not value.isascii() or "%" in value:
             value = normalise_path(value)
+        dollar = value.find("$")
+        if 0 <= dollar < len(value) - 1:
+            # Only a final "$" anchors; any other is a literal, as in the path.
+            value = value[:-1].replace("$", "%24") + value[-1]
         out.append((allow, value, line))
         if allow:
             # Google: "Allow: /dir/index.html" also allows "/dir/".

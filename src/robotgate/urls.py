@@ -64,7 +64,9 @@ def _origin_slow(url: str) -> str:
             host = host.encode("idna").decode("ascii")
         except UnicodeError as exc:
             raise InvalidURL(url, f"bad international host name ({exc})") from None
-    host = host.lower().rstrip(".") or host
+    host = host.lower().rstrip(".")
+    if not host:
+        raise InvalidURL(url, "no host")
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     if port is not None and port != _DEFAULT_PORTS[scheme]:

@@ -39,6 +39,27 @@ Faults: every call retries connection errors with jittered back-off for up
 to ``unavailable_timeout`` seconds, then raises :class:`StoreError`.  Nothing
 ever returns a default that would let a request through, and the client
 reconnects by itself once Redis is back.
+
+How a worker uses the fleet hooks for one origin::
+
+    entry = await store.load_robots(origin)                 # 1 round trip
+    if entry is None or not entry.is_fresh(time.time()):
+        token = await store.lock_fetch(origin, ttl)         # ttl > fetch timeout
+        if token is not None:
+            try:
+                ...fetch, then await store.save_robots(new_entry)
+            finally:
+                await store.unlock_fetch(origin, token)
+        else:
+            entry = await store.wait_robots(origin, ttl)    # None: try the lock again
+    await asyncio.sleep(await store.reserve(origin, interval))  # 1 round trip
+    ...send the request; on Retry-After: await store.pause(origin, until)
+
+Limits: one Redis server (or a primary with replicas), not Redis Cluster (the
+scripts touch several keys).  Pacing lives in Redis: if Redis loses its data
+(a restart without persistence, eviction), slots granted before the loss may
+overlap new ones by at most the longest wait already handed out; run Redis
+with persistence and ``maxmemory-policy noeviction`` where that matters.
 """
 
 from __future__ import annotations
@@ -300,6 +321,9 @@ class _Waiter:
     """One wait_robots call, woken by the subscriber."""
 
     event: asyncio.Event
+    # A "saved" message arrived: whatever is stored now was stored during the wait.
+    saved: bool = False
+    # A "released" message arrived: a holder let go of the lock.
     released: bool = False
 
 
@@ -368,6 +392,11 @@ class RedisStore(Store):
             raise ValueError("flush_batch must be at least 1")
         if max_connections < 2:
             raise ValueError("max_connections must be at least 2 (one is the subscriber)")
+        if client is not None and client.connection_pool.connection_kwargs.get(
+            "decode_responses"
+        ):
+            # Bodies are bytes, and so are the channel names the subscriber matches.
+            raise ValueError("RedisStore needs a client with decode_responses=False")
         self.url = url
         self.prefix = prefix
         self.unavailable_timeout = unavailable_timeout
@@ -719,21 +748,24 @@ class RedisStore(Store):
         saw_lock = False
         poll_min, poll_max = _POLL_SUBSCRIBED if subscribed.is_set() else _POLL_UNSUBSCRIBED
         poll = poll_min
+
+        async def check(client: aioredis.Redis) -> list[Any]:
+            # The entry and the lock's remaining life, in one round trip.
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(robots_key)
+                pipe.pttl(lock_key)
+                return await pipe.execute()
+
         try:
             while True:
                 # Cleared before the check: a message arriving during it sets it again.
                 waiter.event.clear()
-
-                async def check(client: aioredis.Redis) -> list[Any]:
-                    async with client.pipeline(transaction=False) as pipe:
-                        pipe.hgetall(robots_key)
-                        pipe.pttl(lock_key)
-                        return await pipe.execute()
-
                 raw, lock_ms = await self._call(check, [robots_key, lock_key])
                 entry = self._decode_robots(origin, robots_key, raw)
+                # A save announced during the wait counts whatever the
+                # fetching worker's clock says (clocks of workers may differ).
                 if entry is not None and (
-                    entry.fetched_at >= started or entry.is_fresh(time.time())
+                    waiter.saved or entry.fetched_at >= started or entry.is_fresh(time.time())
                 ):
                     return entry
                 held = isinstance(lock_ms, int) and lock_ms != -2
@@ -821,7 +853,9 @@ class RedisStore(Store):
             return
         origin = channel[len(self._done_prefix) :].decode("utf-8", "replace")
         for waiter in self._waiters.get(origin, ()):
-            if data == b"released":
+            if data == b"saved":
+                waiter.saved = True
+            elif data == b"released":
                 waiter.released = True
             waiter.event.set()
 

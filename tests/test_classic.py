@@ -1,0 +1,805 @@
+"""The classic dialect: WWW::RobotRules 6.x semantics, checked against the original.
+
+Every semantic test states its verdicts and, when Perl's WWW::RobotRules is
+installed, also asks it (through ``robotrules_oracle.pl``) and requires the
+same answers.  ``test_corpus_matches_www_robotrules`` compares both on every
+file of the shared robots.txt corpus plus seeded synthetic files.
+
+Encodings: robotgate decodes a robots.txt body itself (first 500 KiB, BOM
+dropped, UTF-8 with invalid bytes replaced).  The oracle is given that decoded
+text, as UTF-8 it decodes strictly, so WWW::RobotRules works on the same
+characters, as Perl character strings, as it does behind LWP's
+``decoded_content``.  How LWP would have decoded a non-UTF-8 file (by charset,
+keeping a BOM) is a difference of decoding, not of the dialect, and is not
+compared.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import threading
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robotgate import Decision, RobotsTxt, Rule
+from robotgate.classic import ClassicRobotsTxt, classic_body_usable, parse_classic
+from robotgate.robotstxt import DEFAULT_MAX_BYTES, _decode
+
+ORACLE = Path(__file__).with_name("robotrules_oracle.pl")
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "robots"
+SITE = "http://example.com"
+ROBOTS = SITE + "/robots.txt"
+FOO = "FooBot/1.2 [http://foobot.int]"
+BAR = "BarCrawler/3.0"
+
+
+def _perl_missing() -> str | None:
+    try:
+        subprocess.run(
+            ["perl", "-MWWW::RobotRules", "-e1"], check=True, capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"Perl's WWW::RobotRules is not available ({exc}); CI installs it"
+    return None
+
+
+PERL_MISSING = _perl_missing()
+needs_perl = pytest.mark.skipif(PERL_MISSING is not None, reason=PERL_MISSING or "")
+
+# -- the oracle -------------------------------------------------------------------
+
+Job = tuple[str, Sequence[str], Sequence[str], str]  # robots URL, agents, URLs, text
+
+
+def _field(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return b"%d\n%s" % (len(b), b)
+
+
+def _encode_job(job: Job) -> bytes:
+    url, agents, urls, text = job
+    parts = [b"%d %d\n" % (len(agents), len(urls)), _field(url)]
+    parts += [_field(a) for a in agents] + [_field(u) for u in urls] + [_field(text)]
+    return b"".join(parts)
+
+
+def _oracle_env() -> dict[str, str]:
+    # URI_HAS_RESERVED_SQUARE_BRACKETS would switch URI.pm to its 5.10 escaping.
+    return {k: v for k, v in os.environ.items() if not k.startswith("URI_")}
+
+
+def perl_verdicts(jobs: Sequence[Job], workers: int = 1) -> list[list[str]]:
+    """WWW::RobotRules' verdicts: per job, per agent, a string of "1"/"0" per URL.
+
+    ``workers`` Perl processes share the jobs (one process per core, never
+    one per file).
+    """
+    shares = [list(range(w, len(jobs), workers)) for w in range(workers)]
+    outputs: list[bytes] = [b""] * workers
+    errors: list[str] = []
+
+    def run(w: int) -> None:
+        data = b"".join(_encode_job(jobs[i]) for i in shares[w])
+        proc = subprocess.run(
+            ["perl", str(ORACLE)], input=data, capture_output=True, env=_oracle_env()
+        )
+        if proc.returncode != 0:
+            errors.append(proc.stderr.decode("utf-8", "replace"))
+        outputs[w] = proc.stdout
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    result: list[list[str]] = [[] for _ in jobs]
+    for w, share in enumerate(shares):
+        lines = outputs[w].decode("ascii").split("\n")
+        pos = 0
+        for i in share:
+            n = len(jobs[i][1])
+            result[i] = lines[pos : pos + n]
+            pos += n
+    return result
+
+
+def ours(rules: RobotsTxt, agents: Sequence[str], urls: Sequence[str]) -> list[str]:
+    return ["".join("1" if rules.allowed(u, a) else "0" for u in urls) for a in agents]
+
+
+def check(text: str, expected: dict[tuple[str, str], bool], url: str = ROBOTS) -> None:
+    """Assert robotgate's verdicts, and WWW::RobotRules' too when Perl is there.
+
+    ``expected`` maps (agent, path) to allowed; paths are also asked as
+    absolute URLs on the robots.txt's origin.
+    """
+    rules = parse_classic(text, url)
+    origin = url[: url.index("/", url.index("//") + 2)]
+    for (agent, path), verdict in expected.items():
+        assert rules.allowed(path, agent) is verdict, (agent, path)
+        assert rules.allowed(origin + path, agent) is verdict, (agent, origin + path)
+        assert rules.decide(path, agent).allowed is verdict, (agent, path)
+    if PERL_MISSING is None:
+        agents = sorted({a for a, _ in expected})
+        paths = sorted({p for _, p in expected})
+        perl = perl_verdicts([(url, agents, [origin + p for p in paths], text)])[0]
+        for agent, line in zip(agents, perl, strict=True):
+            for path, v in zip(paths, line, strict=True):
+                if (agent, path) in expected:
+                    assert (v == "1") is expected[agent, path], ("perl", agent, path)
+
+
+# -- the issue's points, one test each ----------------------------------------------
+
+
+def test_records_are_separated_by_blank_lines() -> None:
+    text = "User-agent: *\nDisallow: /a\n\nUser-agent: foo\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): True, (FOO, "/b"): False, (BAR, "/a"): False, (BAR, "/b"): True})
+
+
+def test_disallow_after_a_blank_line_without_user_agent_belongs_to_no_one() -> None:
+    text = "User-agent: *\nDisallow: /a\n\nDisallow: /b\n"
+    check(text, {(BAR, "/a"): False, (BAR, "/b"): True})
+
+
+def test_a_comment_only_line_is_not_a_blank_line() -> None:
+    check("User-agent: foo\n# just a comment\nDisallow: /a\n", {(FOO, "/a"): False})
+    check("User-agent: foo\n   \nDisallow: /a\n", {(FOO, "/a"): True})
+    check("User-agent: foo\nDisallow: /a # trailing comment\n", {(FOO, "/a"): False})
+
+
+def test_user_agent_after_disallow_starts_a_new_record() -> None:
+    text = "User-agent: *\nDisallow: /\nUser-agent: foo\nDisallow: /private\n"
+    check(text, {(FOO, "/"): True, (FOO, "/private/x"): False, (BAR, "/"): False})
+
+
+def test_disallow_before_any_user_agent_counts_as_star() -> None:
+    text = "Disallow: /a\n\nUser-agent: foo\nDisallow: /b\n"
+    check(text, {(BAR, "/a"): False, (BAR, "/b"): True, (FOO, "/a"): True, (FOO, "/b"): False})
+
+
+def test_agent_name_is_first_word_without_version() -> None:
+    # "FooBot/1.2 [http://foobot.int]" is FooBot; "Mozilla/5.0 (compatible;
+    # bingbot/2.0)" is Mozilla, not bingbot.
+    bing = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+    text = "User-agent: bingbot\nDisallow: /b\n\nUser-agent: foobot\nDisallow: /f\n"
+    check(text, {(FOO, "/f"): False, (bing, "/b"): True, ("bingbot/2.0", "/b"): False})
+    # A versioned User-agent value is not inside the short name: never matches.
+    check("User-agent: FooBot/1.2\nDisallow: /\n", {(FOO, "/"): True})
+
+
+def test_record_applies_when_its_value_is_a_substring_of_the_name() -> None:
+    check("User-agent: bot\nDisallow: /\n", {(FOO, "/x"): False, ("Slurp", "/x"): True})
+    check("User-agent: FOO\nDisallow: /\n", {(FOO, "/x"): False, ("foo", "/x"): False})
+    check("User-agent: foobotx\nDisallow: /\n", {(FOO, "/x"): True})
+    # An empty value is a substring of every name.
+    check("User-agent:\nDisallow: /\n", {(FOO, "/x"): False, (BAR, "/x"): False})
+
+
+def test_only_disallow_is_understood() -> None:
+    text = (
+        "User-agent: *\nAllow: /a\nDisallow: /\nCrawl-delay: 5\nRequest-rate: 1/10\n"
+        "Sitemap: http://example.com/sitemap.xml\n"
+    )
+    check(text, {(FOO, "/a"): False})
+    rules = parse_classic(text, ROBOTS)
+    assert rules.crawl_delay(FOO) is None
+    assert rules.request_rate(FOO) is None
+    assert rules.sitemaps == []
+
+
+def test_disallow_is_a_plain_prefix_of_path_and_query() -> None:
+    text = "User-agent: *\nDisallow: /a?b\nDisallow: /*.gif\nDisallow: /end$\n"
+    check(
+        text,
+        {
+            (FOO, "/a?bc"): False,
+            (FOO, "/a"): True,
+            (FOO, "/x.gif"): True,
+            (FOO, "/*.gif"): False,
+            (FOO, "/end"): True,
+            (FOO, "/end$x"): False,
+        },
+    )
+
+
+def test_first_match_wins_and_an_empty_disallow_allows_everything() -> None:
+    text = "User-agent: *\nDisallow: /a\nDisallow:\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): False, (FOO, "/b"): True})
+    check("User-agent: *\nDisallow:\nDisallow: /\n", {(FOO, "/x"): True})
+
+
+def test_absolute_disallow_for_another_host_port_or_scheme_is_ignored() -> None:
+    text = (
+        "User-agent: *\n"
+        "Disallow: http://example.com/same\n"
+        "Disallow: http://EXAMPLE.COM:80/port80\n"
+        "Disallow: //example.com/netpath\n"
+        "Disallow: http://other.com/host\n"
+        "Disallow: https://example.com/scheme\n"
+        "Disallow: http://example.com:8080/port\n"
+        "Disallow: //other.com/othernet\n"
+    )
+    expected = {
+        (FOO, "/same"): False,
+        (FOO, "/port80"): False,
+        (FOO, "/netpath"): False,
+        (FOO, "/host"): True,
+        (FOO, "/scheme"): True,
+        (FOO, "/port"): True,
+        (FOO, "/othernet"): True,
+    }
+    check(text, expected)
+    # Without the robots.txt URL every http(s) Disallow URL is kept.
+    rules = parse_classic(text, None)
+    assert not any(rules.allowed(p, FOO) for _, p in expected)
+
+
+def test_own_record_replaces_the_star_records() -> None:
+    text = "User-agent: *\nDisallow: /a\n\nUser-agent: foo\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): True, (FOO, "/b"): False})
+    # Even a record without Disallow lines.
+    check("User-agent: foo\n\nUser-agent: *\nDisallow: /\n", {(FOO, "/x"): True})
+    # Without one, every '*' record applies.
+    text = "User-agent: *\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): False, (FOO, "/b"): False})
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_lines_end_at_cr_lf_or_crlf(eol: str) -> None:
+    text = eol.join(["User-agent: *", "Disallow: /a", "", "User-agent: foo", "Disallow: /b", ""])
+    check(text, {(FOO, "/a"): True, (FOO, "/b"): False, (BAR, "/a"): False})
+
+
+def test_cr_cr_lf_is_a_blank_line() -> None:
+    check("User-agent: foo\r\r\nDisallow: /a\n", {(FOO, "/a"): True})
+
+
+# -- quirks of WWW::RobotRules ------------------------------------------------------------
+
+
+def test_first_record_naming_the_agent_wins() -> None:
+    text = "User-agent: foo\nDisallow: /a\n\nUser-agent: foobot\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): False, (FOO, "/b"): True})
+
+
+def test_star_and_own_name_in_one_record() -> None:
+    text = "User-agent: *\nUser-agent: foo\nDisallow: /a\n\nUser-agent: bar\nDisallow: /b\n"
+    check(text, {(FOO, "/a"): False, (BAR, "/a"): True, (BAR, "/b"): False, ("X", "/a"): False})
+
+
+def test_only_an_exact_star_is_the_star_record() -> None:
+    check("User-agent: * \nDisallow: /a\n", {(FOO, "/a"): False})
+    check("User-agent: *bot\nDisallow: /a\n", {(FOO, "/a"): True})
+
+
+def test_disallow_values_are_uri_references_resolved_against_robots_txt() -> None:
+    text = (
+        "User-agent: *\n"
+        "Disallow: tmp\n"  # relative: /tmp
+        "Disallow: ?x\n"  # /robots.txt?x
+        'Disallow: "/quoted"\n'  # URI.pm unwraps "..." and <URL:...>
+        "Disallow: <URL:/wrapped>\n"
+        "Disallow: ../up\n"  # leading ".." are kept: /../up
+    )
+    check(
+        text,
+        {
+            (FOO, "/tmp/x"): False,
+            (FOO, "/robots.txt?x"): False,
+            (FOO, "/robots.txt"): True,
+            (FOO, "/quoted"): False,
+            (FOO, "/wrapped"): False,
+            (FOO, "/../up"): False,
+            (FOO, "/up"): True,
+            (FOO, "/x"): True,
+        },
+    )
+    # A value that looks like "scheme:" to URI.pm's path parser loses it.
+    check("User-agent: *\nDisallow: 1a:b\n", {(FOO, "/b"): False, (FOO, "/1a:b"): True})
+
+
+def test_same_host_url_without_path_disallows_everything() -> None:
+    check("User-agent: *\nDisallow: http://example.com\n", {(FOO, "/"): False})
+
+
+def test_escaping_but_no_normalisation() -> None:
+    text = "User-agent: *\nDisallow: /a b\nDisallow: /ä\nDisallow: /%7Euser\n"
+    check(
+        text,
+        {
+            (FOO, "/a b"): False,
+            (FOO, "/a%20b"): False,
+            (FOO, "/ä"): False,
+            (FOO, "/%C3%A4"): False,
+            (FOO, "/%c3%a4"): True,
+            (FOO, "/%7Euser"): False,
+            (FOO, "/~user"): True,
+            (FOO, "/%7euser"): True,
+        },
+    )
+
+
+def test_url_with_empty_path_and_non_http_urls_are_allowed() -> None:
+    rules = parse_classic("User-agent: *\nDisallow: /\n", ROBOTS)
+    assert rules.allowed("http://example.com", FOO)
+    assert not rules.allowed("http://example.com/", FOO)
+    assert rules.allowed("ftp://example.com/x", FOO)
+    assert rules.allowed("mailto:someone@example.com", FOO)
+    assert not rules.allowed("/robots.txt", FOO)  # no exception for robots.txt
+    assert not rules.allowed("HTTPS://example.com/x#frag", FOO)
+    if PERL_MISSING is None:
+        urls = ["http://example.com", "http://example.com/", "ftp://example.com/x"]
+        assert perl_verdicts([(ROBOTS, [FOO], urls, "User-agent: *\nDisallow: /\n")]) == [["101"]]
+
+
+def test_perl_whitespace_and_case_rules() -> None:
+    # NBSP and U+3000 are \s to Perl; U+001C is not (it is to Python).
+    check("\u00a0User-agent:\u3000*\nDisallow: /a\n", {(FOO, "/a"): False})
+    check("User-agent: *\n\x1cDisallow: /a\n", {(FOO, "/a"): True})
+    check("User-agent: foo\n\x1c\nDisallow: /a\n", {(FOO, "/a"): False})
+    # Perl's /i folds U+017F (long s) to "s" but not dotless or dotted i.
+    check(
+        "User-agent: *\nDiſallow: /a\nDısallow: /b\nDİsallow: /c\n",
+        {
+            (FOO, "/a"): False,
+            (FOO, "/b"): True,
+            (FOO, "/c"): True,
+        },
+    )
+
+
+def test_agent_names_perl_treats_as_false() -> None:
+    # "" and "0" leave the name unset: only an empty User-agent value matches.
+    text = "User-agent: 0\nDisallow: /zero\n\nUser-agent: \nDisallow: /empty\n"
+    check(text, {("0", "/zero"): True, ("0", "/empty"): False, ("0/1", "/zero"): False})
+
+
+def test_lower_casing_is_perls() -> None:
+    # Perl's lc has no final-sigma rule: "ΣΣ" is "σσ" to it, "σς" to Python.
+    check("User-agent: σσ\nDisallow: /\n", {("ΣΣ/1.0", "/x"): False})
+
+
+# -- the API -------------------------------------------------------------------------------
+
+
+def test_dispatch_from_robotstxt_parse() -> None:
+    body = b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /a\r\n"
+    rules = RobotsTxt.parse(body, dialect="classic", url=ROBOTS)
+    assert isinstance(rules, ClassicRobotsTxt)
+    assert not rules.allowed("/a", FOO)
+    assert RobotsTxt.parse(body).allowed("/b", FOO)
+
+
+def test_decide_explains() -> None:
+    text = "User-agent: *\nDisallow: /s\n\nUser-agent: foo\nUser-agent: Other\nDisallow: /x\n"
+    rules = parse_classic(text, ROBOTS)
+    d = rules.decide("/x/y", FOO)
+    assert d == Decision(
+        False,
+        "disallowed by 'Disallow: /x' (line 6) in the record for 'foo', 'other'",
+        Rule(False, "/x", 6),
+        ("foo", "other"),
+    )
+    d = rules.decide("/s", BAR)
+    assert str(d) == (
+        "disallowed by 'Disallow: /s' (line 2) in the record for '*' (no record names this agent)"
+    )
+    assert d.line == 2 and d.group == ("*",)
+    assert (
+        rules.decide("/y", FOO).reason
+        == "allowed: no rule matches in the record for 'foo', 'other'"
+    )
+    empty = parse_classic("User-agent: *\nDisallow:\nDisallow: /\n", ROBOTS).decide("/", FOO)
+    assert empty.allowed and empty.rule == Rule(False, "", 2)
+    none = parse_classic("User-agent: foo\nDisallow: /\n", ROBOTS).decide("/", BAR)
+    assert none.allowed and none.group is None and none.rule is None
+    assert parse_classic(text, ROBOTS).decide("ftp://example.com/s", BAR).allowed
+    # The matched value is the resolved one.
+    d = parse_classic("User-agent: *\nDisallow: a b\n", ROBOTS).decide("/a%20b", FOO)
+    assert d.rule == Rule(False, "/a%20b", 2)
+
+
+def test_agents_and_repr() -> None:
+    rules = parse_classic(
+        "Disallow: /p\nUser-agent: Foo\nUser-agent: bar\n\nUser-agent: FOO\n", None
+    )
+    assert rules.agents == ["foo", "bar", "*"]
+    assert repr(rules) == "<ClassicRobotsTxt records for ['foo', 'bar', '*']>"
+    assert parse_classic("", None).agents == []
+
+
+@pytest.mark.parametrize(
+    ("content_type", "text", "usable"),
+    [
+        ("text/plain", "User-agent: *\nDisallow: /\n", True),
+        ("text/plain; charset=utf-8", "  disallow : /\n", True),
+        ("Text/Plain", "Disallow:", True),
+        (" text / plain ", "Disallow: /x", True),  # LWP removes all spaces
+        ("text/html", "<html><body>\nDisallow: /x</body></html>", True),  # no HTML sniffing
+        ("text/html", "<html><body>Disallow: /x</body></html>", False),
+        ("text/plain", "User-agent: *\nAllow: /\n", False),  # no Disallow line
+        ("text/plain", "User-agent: *\rDisallow: /\r", False),  # /m's ^ is after LF only
+        ("text/plain", "", False),
+        ("application/octet-stream", "User-agent: *\nDisallow: /\n", False),
+        ("", "Disallow: /", False),
+        (None, "Disallow: /", False),
+    ],
+)
+def test_classic_body_usable(content_type: str | None, text: str, usable: bool) -> None:
+    assert classic_body_usable(content_type, text) is usable
+
+
+# -- where the dialects differ (docs/dialects.md shows these examples) --------------------
+
+DIFFERENCES: list[tuple[str, str, str, str, bool, bool]] = [
+    # name, robots.txt, agent, url, rfc9309 verdict, classic verdict
+    ("allow", "User-agent: *\nAllow: /pub\nDisallow: /\n", FOO, "/pub/a", True, False),
+    ("wildcards", "User-agent: *\nDisallow: /*.pdf$\n", FOO, "/a.pdf", False, True),
+    ("empty-disallow", "User-agent: *\nDisallow:\nDisallow: /a\n", FOO, "/a", False, True),
+    ("agent-substring", "User-agent: bot\nDisallow: /\n", FOO, "/x", True, False),
+    ("agent-version", "User-agent: foobot/1.2\nDisallow: /\n", FOO, "/x", False, True),
+    (
+        "first-record",
+        "User-agent: foo\nDisallow: /a\n\nUser-agent: foobot\nDisallow: /b\n",
+        FOO,
+        "/b",
+        False,
+        True,
+    ),
+    ("blank-line", "User-agent: foo\n\nDisallow: /a\n", "Foo/1.0", "/a", False, True),
+    ("before-user-agent", "Disallow: /a\nUser-agent: foo\nDisallow: /b\n", BAR, "/a", True, False),
+    ("relative", "User-agent: *\nDisallow: private\n", FOO, "/private", True, False),
+    ("percent", "User-agent: *\nDisallow: /%7Ejoe\n", FOO, "/~joe", False, True),
+    ("robots.txt", "User-agent: *\nDisallow: /\n", FOO, "/robots.txt", True, False),
+    ("absolute", "User-agent: *\nDisallow: http://example.com/a\n", FOO, "/a", True, False),
+    ("typo", "User-agent: *\nDissallow: /a\n", FOO, "/a", False, True),
+    ("no-colon", "User-agent: *\nDisallow /a\n", FOO, "/a", False, True),
+    ("no-path", "User-agent: *\nDisallow: /\n", FOO, "http://example.com", False, True),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "agent", "url", "rfc", "classic"), DIFFERENCES)
+def test_dialect_differences(
+    name: str, text: str, agent: str, url: str, rfc: bool, classic: bool
+) -> None:
+    assert RobotsTxt.parse(text).allowed(url, agent) is rfc
+    assert RobotsTxt.parse(text, dialect="classic", url=ROBOTS).allowed(url, agent) is classic
+    if PERL_MISSING is None:
+        absolute = url if "://" in url else SITE + url
+        assert perl_verdicts([(ROBOTS, [agent], [absolute], text)]) == [["1" if classic else "0"]]
+
+
+# -- never raises --------------------------------------------------------------------------
+
+_robots_lines = st.lists(
+    st.one_of(
+        st.text(max_size=30),
+        st.sampled_from(["User-agent: *", "User-agent: foo", "Disallow: /", "Disallow:", "", "#"]),
+        st.builds(lambda v: "Disallow: " + v, st.text(max_size=30)),
+        st.builds(lambda v: "User-agent: " + v, st.text(max_size=10)),
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=_robots_lines,
+    eol=st.sampled_from(["\n", "\r", "\r\n"]),
+    url=st.one_of(st.none(), st.text(max_size=30), st.just(ROBOTS)),
+    path=st.text(max_size=40),
+    agent=st.text(max_size=20),
+)
+def test_never_raises(lines: list[str], eol: str, url: str | None, path: str, agent: str) -> None:
+    rules = parse_classic(eol.join(lines), url)
+    assert isinstance(rules.allowed(path, agent), bool)
+    assert isinstance(rules.allowed(SITE + path, FOO), bool)
+    assert isinstance(rules.decide(path, agent), Decision)
+    assert isinstance(rules.agents, list)
+    classic_body_usable(url, path)
+
+
+# -- the differential test ---------------------------------------------------------------
+
+#: Asked about every file.  FooBot is (almost) never named, so it sees '*'.
+AGENTS = [FOO, "Googlebot/2.1 (+http://www.google.com/bot.html)", "msnbot"]
+#: One more per small file, chosen by the seed, to cover more names cheaply.
+MORE_AGENTS = [
+    "libwww-perl/6.72",
+    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+    "BaiduSpider",
+    "Slurp",
+    "YandexBot/3.0",
+    "AhrefsBot/7.0",
+    "ia_archiver",
+    "Twitterbot/1.0",
+    "",
+    "0",
+    "*",
+]
+COMMON_PATHS = [
+    "/",
+    "/index.html",
+    "/robots.txt",
+    "/search?q=robots",
+    "/a%2Fb",
+    "/%7Euser/",
+    "/~user/",
+    "/ü/ß?ä=1",
+    "/%C3%BC/",
+    "/path with space",
+    "/?",
+    "/cgi-bin/test.cgi",
+    "/admin/",
+    "/wp-admin/admin-ajax.php",
+    "/private#frag",
+    "/*",
+]
+SUFFIXES = ["", "x", "/", "?q=1", "%20", "ä", "/deeper/page.html", "#top", "?a=%2F&b=ü"]
+_DISALLOW_VALUE = re.compile(
+    r"^[ \t]*disallow[ \t]*:[ \t]*([^#\r\n]*)", re.IGNORECASE | re.MULTILINE
+)
+
+
+def _paths_for(name: str, text: str, rnd: random.Random) -> list[str]:
+    values = sorted({v.strip() for v in _DISALLOW_VALUE.findall(text)})
+    paths = list(COMMON_PATHS)
+    for v in rnd.sample(values, min(len(values), 12)):
+        v = v if v.startswith("/") else "/" + v
+        paths.append(v + rnd.choice(SUFFIXES))
+        paths.append(v[: max(1, len(v) // 2)])
+    return paths
+
+
+def _corpus_jobs() -> tuple[list[tuple[str, bytes, list[str]]], list[Job]]:
+    cases = []
+    jobs: list[Job] = []
+    for file in sorted(CORPUS.iterdir()):
+        name = file.name
+        body = file.read_bytes()
+        text = _decode(body, DEFAULT_MAX_BYTES)  # exactly what robotgate parses
+        rnd = random.Random(zlib.crc32(name.encode()))
+        if name.endswith("_443"):
+            host, scheme, port = name[:-4], "https", ":443"
+        else:
+            host, scheme, port = name, "http", ""
+        robots = f"{scheme}://{host}{port}/robots.txt"
+        paths = _paths_for(name, text, rnd)
+        agents = list(AGENTS)
+        if len(body) < 16384:
+            agents.append(rnd.choice(MORE_AGENTS))
+        cases.append((robots, body, paths))
+        # Perl needs absolute URLs on the robots.txt's host; robotgate is asked both ways.
+        origin = f"{scheme}://{host}"
+        urls = [origin + p for p in paths]
+        urls += [f"{scheme}://{host}{rnd.choice(['', port or ':80'])}/", origin, origin + "?q"]
+        jobs.append((robots, agents, urls, text))
+    return cases, jobs
+
+
+# Synthetic files that concentrate the odd cases the corpus has few of.
+_SYN_KEYS_UA = [
+    "User-agent",
+    "user-AGENT",
+    "User-Agent :",
+    " User-agent",
+    "\u00a0User-agent",
+    "Uſer-agent",
+    "User agent",
+    "Useragent",
+    "User-agent\u3000",
+]
+_SYN_KEYS_DIS = [
+    "Disallow",
+    "disallow",
+    "DISALLOW :",
+    "\tDisallow",
+    "Dısallow",
+    "Diſallow",
+    "Disallow\u2003",
+    "Disalow",
+    "Allow",
+    "\x1cDisallow",
+]
+_SYN_AGENTS = [
+    "*",
+    "foo",
+    "FooBot",
+    "bot",
+    "",
+    "googlebot",
+    "Googlebot/2.1",
+    "msn",
+    "*bot",
+    "foo bar",
+    "ΣBOT",
+    "baidu",
+    " * ",
+    "0",
+    "Mozilla",
+]
+_SYN_VALUES = [
+    "/",
+    "",
+    "/a",
+    "/a b",
+    "/ä",
+    "/%7Ea",
+    "/~a",
+    "a",
+    "?q",
+    "#x",
+    "*",
+    "../x",
+    "./x",
+    "//HOST/x",
+    "//other.example/x",
+    "http://HOST/x",
+    "https://HOST/x",
+    "http://HOST:80/x",
+    "http://HOST:080/x",
+    "https://HOST:443/x",
+    "http://other/x",
+    "mailto:x@HOST",
+    "<URL:/w>",
+    '"/q"',
+    "1a:b",
+    "/x#frag",
+    "/x?y",
+    "/[br]",
+    "http://user@HOST/u",
+    "http://HOST",
+    "//HOST",
+    "/a\u00a0",
+    "/cgi-bin/",
+    "ftp://HOST/f",
+    "HTTP://HOST/up",
+    "javascript:x",
+    "/\x7f",
+    "/é?ü=1",
+    "x/../../y",
+    "a:/b",
+    "/a/./b/../c",
+    "//HOST:/e",
+    "http://HOST./dot",
+    "http://[::1]/v6",
+]
+_SYN_OTHER = [
+    "",
+    "   ",
+    "\t",
+    "\u00a0",
+    "\x0b",
+    "\x1c",
+    "\u2028",
+    "# comment",
+    "  # c",
+    "Crawl-delay: 5",
+    "Sitemap: http://HOST/s.xml",
+    "garbage",
+    "Foo: bar",
+]
+_SYN_PATHS = [
+    "/",
+    "/a",
+    "/a b",
+    "/a%20b",
+    "/ä",
+    "/%C3%A4",
+    "/%7Ea",
+    "/~a",
+    "/x",
+    "/x?y",
+    "/ab",
+    "/robots.txt",
+    "/robots.txt?q",
+    "/robots.txt?",
+    "/q",
+    "/w",
+    "/b",
+    "/u",
+    "/up",
+    "/f",
+    "/e",
+    "/c",
+    "/dot",
+    "/v6",
+    "/cgi-bin/x",
+    "/[br]",
+    "/%5Bbr%5D",
+    "/../x",
+    "/../y",
+    "/é?ü=1",
+    "/\x7f",
+    "/%7F",
+    "/ß",
+    "/*",
+    "/a/c",
+    "/a/./b/../c",
+    "/mailto",
+]
+
+
+def _synthetic_jobs(n: int) -> list[Job]:
+    rnd = random.Random(9309)
+    jobs: list[Job] = []
+    hosts = [
+        ("http", "example.com", ""),
+        ("https", "example.com", ":443"),
+        ("http", "example.com", ":8080"),
+        ("http", "Example.COM", ""),
+    ]
+    for _ in range(n):
+        scheme, host, port = rnd.choice(hosts)
+        lines = []
+        for _ in range(rnd.randint(1, 14)):
+            kind = rnd.random()
+            comment = rnd.choice(["", "", "", " # c", "#c"])
+            if kind < 0.3:
+                lines.append(f"{rnd.choice(_SYN_KEYS_UA)}: {rnd.choice(_SYN_AGENTS)}{comment}")
+            elif kind < 0.75:
+                value = rnd.choice(_SYN_VALUES).replace("HOST", host)
+                lines.append(f"{rnd.choice(_SYN_KEYS_DIS)}: {value}{comment}")
+            else:
+                lines.append(rnd.choice(_SYN_OTHER).replace("HOST", host))
+        eol = rnd.choice(["\n", "\r\n", "\r"])
+        origin = f"{scheme}://{host}{port}"
+        urls = [origin + p for p in _SYN_PATHS] + [origin, origin + "?q"]
+        agents = [FOO, "Googlebot/2.1", rnd.choice(MORE_AGENTS), "ΣBOT/1", "  spaced"]
+        jobs.append((f"{origin}/robots.txt", agents, urls, eol.join(lines)))
+    return jobs
+
+
+@needs_perl
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no robots.txt corpus at {CORPUS}")
+def test_corpus_matches_www_robotrules() -> None:
+    cases, jobs = _corpus_jobs()
+    synthetic = _synthetic_jobs(400)
+    result: list[list[list[str]]] = []
+
+    def oracle() -> None:
+        result.append(perl_verdicts(jobs + synthetic, workers=2))
+
+    # Perl works (on both cores) while robotgate computes its own verdicts.
+    thread = threading.Thread(target=oracle)
+    thread.start()
+    mine: list[tuple[list[str], list[str]]] = []
+    for (robots, body, paths), (_, agents, urls, _text) in zip(cases, jobs, strict=False):
+        rules = RobotsTxt.parse(body, dialect="classic", url=robots)
+        mine.append((ours(rules, agents, urls), ours(rules, agents, paths)))
+    for robots, agents, urls, text in synthetic:
+        rules = parse_classic(text, robots)
+        mine.append((ours(rules, agents, urls), ours(rules, agents, [])))
+    thread.join()
+    perl = result[0]
+
+    mismatches = []
+    checks = 0
+    for job, (ours_urls, ours_paths), theirs in zip(jobs + synthetic, mine, perl, strict=True):
+        robots, agents, urls, _text = job
+        for agent, a_urls, a_paths, p in zip(agents, ours_urls, ours_paths, theirs, strict=True):
+            checks += len(urls) + len(a_paths)
+            assert "E" not in p, (robots, agent)
+            for i, url in enumerate(urls):
+                if a_urls[i] != p[i]:
+                    mismatches.append((robots, agent, url, p[i], a_urls[i]))
+            for i, v in enumerate(a_paths):
+                if v != p[i]:
+                    mismatches.append((robots, agent, "path " + urls[i], p[i], v))
+    print(
+        f"\n{len(jobs)} corpus files + {len(synthetic)} synthetic, "
+        f"{sum(len(j[1]) for j in jobs + synthetic)} (file, agent) pairs, {checks} verdicts"
+    )
+    for m in mismatches[:10]:
+        print("mismatch: file {!r} agent {!r} url {!r} perl {} ours {}".format(*m))
+    assert not mismatches, f"{len(mismatches)} verdicts differ from WWW::RobotRules"

@@ -1,0 +1,387 @@
+"""Property tests (hypothesis).
+
+* any bytes or text parse without error;
+* ``allowed()`` and ``decide()`` never raise, on any URL and any agent, and agree;
+* results do not change when comments or blank lines are added, nor when
+  the line ends change;
+* the compiled matcher (:class:`robotgate.patterns.RuleSet`: sorted literal
+  prefixes with a parent chain, wildcard pieces) agrees with a naive
+  reference -- a dynamic programme over path positions, one pattern at a
+  time, like Google's ``Matches`` -- on longest match and allow-wins-ties.
+"""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from robotgate import InvalidURL, RobotsTxt
+from robotgate.patterns import RuleSet
+from robotgate.urls import normalise_path, path_of, split_origin
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# -- the reference -----------------------------------------------------------------
+
+
+def ref_matches(pattern: str, path: str) -> bool:
+    """Does the robots.txt ``pattern`` match ``path``?  Naive, quadratic, obviously right.
+
+    ``reach[j]`` says whether the pattern read so far can consume exactly
+    ``path[:j]``.  ``*`` extends every reachable position to all later ones;
+    a final ``$`` demands that the whole path was consumed; any other
+    character (a ``$`` elsewhere included) must equal the next path character.
+    A pattern matches a prefix of the path unless it ends with ``$``.
+    """
+    anchored = pattern.endswith("$")
+    if anchored:
+        pattern = pattern[:-1]
+    n = len(path)
+    reach = [True] + [False] * n
+    for c in pattern:
+        if c == "*":
+            seen = False
+            for j in range(n + 1):
+                seen = seen or reach[j]
+                reach[j] = seen
+        else:
+            reach = [False] + [reach[j] and path[j] == c for j in range(n)]
+    return reach[n] if anchored else any(reach)
+
+
+def ref_winner(rules: list[tuple[bool, str, int]], path: str) -> tuple[int, bool] | None:
+    """(priority, allow) of the deciding rule: the longest matching pattern, allow on a tie."""
+    best: tuple[int, bool] | None = None
+    for allow, pattern, _line in rules:
+        if pattern and ref_matches(pattern, path):
+            key = (len(pattern), allow)
+            if best is None or key > best:
+                best = key
+    return best
+
+
+def test_reference_itself() -> None:
+    assert ref_matches("/a", "/abc")
+    assert ref_matches("/a*c", "/abc")
+    assert ref_matches("/a*c$", "/abc")
+    assert not ref_matches("/a*b$", "/abc")
+    assert ref_matches("*", "/")
+    assert ref_matches("/a$b", "/a$b")
+    assert not ref_matches("$", "/")
+    assert not ref_matches("/abc", "/ab")
+    assert ref_winner([(False, "/a", 1), (True, "/a", 2)], "/a") == (2, True)
+    assert ref_winner([(False, "/ab", 1), (True, "/a*", 2)], "/ab") == (3, True)
+
+
+# -- the compiled matcher against the reference ---------------------------------------
+
+ALPHABET = "ab/*$%"
+PATTERNS = st.text(alphabet=ALPHABET, max_size=7)
+PATHS = st.text(alphabet="ab/*$%?", max_size=10).map(lambda s: "/" + s)
+RULES = st.lists(st.tuples(st.booleans(), PATTERNS), max_size=10).map(
+    lambda rs: [(allow, p, i + 1) for i, (allow, p) in enumerate(rs)]
+)
+# Literal-only rules over a tiny alphabet: deep chains of prefixes, many ties.
+LITERAL_RULES = st.lists(
+    st.tuples(
+        st.booleans(), st.text(alphabet="ab/", min_size=1, max_size=6).map(lambda s: "/" + s)
+    ),
+    max_size=30,
+).map(lambda rs: [(allow, p, i + 1) for i, (allow, p) in enumerate(rs)])
+
+
+def check_ruleset(rules: list[tuple[bool, str, int]], paths: list[str]) -> None:
+    compiled = RuleSet(rules)
+    for path in paths:
+        expected = ref_winner(rules, path)
+        i = compiled.match(path)
+        if expected is None:
+            assert i == -1, (rules, path)
+            continue
+        assert i >= 0, (rules, path)
+        rule = compiled.rule(i)
+        assert (len(rule.pattern), rule.allow) == expected, (rules, path, rule)
+        assert ref_matches(rule.pattern, path), (rules, path, rule)
+        assert (rule.allow, rule.pattern, rule.line) in rules
+
+
+@SETTINGS
+@given(RULES, st.lists(PATHS, min_size=1, max_size=8))
+@example([(False, "/a*b", 1), (True, "/a*", 2)], ["/ab", "/axb", "/a"])
+@example([(False, "/ab$", 1), (True, "/ab", 2), (False, "/a", 3)], ["/ab", "/abc"])
+@example([(True, "/a", 1), (False, "/a*", 2), (True, "/a**", 3)], ["/a", "/ab"])
+@example([(False, "*$", 1), (True, "/", 2)], ["/", "/a$"])
+def test_ruleset_agrees_with_the_reference(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    check_ruleset(rules, paths)
+
+
+@SETTINGS
+@given(
+    LITERAL_RULES, st.lists(st.text(alphabet="ab/", max_size=8).map(lambda s: "/" + s), max_size=8)
+)
+@example(
+    [(False, "/a", 1), (True, "/ab", 2), (False, "/abb", 3), (True, "/b", 4), (False, "/aba", 5)],
+    ["/abab", "/abba", "/ab", "/aa", "/b/a", "/abb/"],
+)
+def test_literal_prefixes_agree_with_the_reference(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    # Also the patterns themselves, one character shorter and one longer.
+    around = [r[1] + suffix for r in rules for suffix in ("", "/", "a")] + [
+        r[1][:-1] for r in rules
+    ]
+    check_ruleset(rules, paths + around)
+
+
+def robots_verdict(rules: list[tuple[bool, str, int]], url: str) -> bool:
+    """The reference verdict for a "User-agent: *" group holding ``rules``.
+
+    Patterns and path share one normalisation; a "$" inside a pattern, and a
+    "*" or "$" in the path, are literal characters (RFC 9309 2.2.3), compared
+    percent-encoded.
+    """
+    path = normalise_path(path_of(url)).replace("*", "%2A").replace("$", "%24")
+    normal = []
+    for allow, pattern, line in rules:
+        pattern = normalise_path(pattern)
+        if "$" in pattern[:-1]:
+            pattern = pattern[:-1].replace("$", "%24") + pattern[-1]
+        normal.append((allow, pattern, line))
+    winner = ref_winner(normal, path)
+    return winner is None or winner[1]
+
+
+@SETTINGS
+@given(RULES, st.lists(PATHS, min_size=1, max_size=8))
+@example([(False, "/a$b", 1)], ["/a$b", "/a%24b", "/a"])
+@example([(False, "/%aa", 1), (True, "/%AA*", 2)], ["/%aa", "/%Aab"])
+def test_robots_txt_agrees_with_the_reference(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    body = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern, _ in rules
+    )
+    parsed = RobotsTxt.parse(body)
+    for path in paths:
+        assert parsed.allowed(path, "MyBot") is robots_verdict(
+            [(a, p, n + 1) for a, p, n in rules], path
+        ), (body, path)
+
+
+# -- never raises --------------------------------------------------------------------------
+
+AGENTS = ["*", "a", "B", "FooBot", "foobot/1.0", "c d", "360", "", "Googlebot-Image"]
+VALUES = st.text(alphabet="ab/*$%?#é ", max_size=6)
+LINES = st.one_of(
+    st.builds("User-agent: {}".format, st.sampled_from(AGENTS)),
+    st.builds("Allow: {}".format, VALUES),
+    st.builds("Disallow: {}".format, VALUES),
+    st.builds("Crawl-delay: {}".format, st.sampled_from(["1", "2.5", "x", "", "-1"])),
+    st.builds("Request-rate: {}".format, st.sampled_from(["1/5s", "10/1m", "bad", "0/1"])),
+    st.builds("Sitemap: https://example.com/{}.xml".format, st.sampled_from("abc")),
+    st.sampled_from(
+        [
+            "Host: example.com",
+            "Noindex: /a",
+            "junk line here",
+            "useragent a",
+            "disallow /b",
+            "user agent: FooBot",
+            "  Disalow :  /a*",
+        ]
+    ),
+)
+BODIES = st.lists(LINES, max_size=14)
+QUERY_AGENTS = ["a", "b", "FooBot/2.0", "foobot", "googlebot-image", "zzz", "", "*"]
+QUERY_PATHS = ["/", "/a", "/ab", "/a/b", "/b*", "/a$", "/%61", "/é", "/?a", "/robots.txt"]
+
+
+PIECES = [
+    *(p.encode() for p in ("User-agent:", " *", "Disallow:", "Allow:", "/a", "*", "$", "#")),
+    *(p.encode() for p in ("\n", "\r", "\r\n", ":", " ", "Crawl-delay:", "Request-rate:")),
+    *(p.encode() for p in ("9" * 50, "/", "Sitemap:", "http://x/", "ツ", "%e3", "%")),
+    b"\xef\xbb\xbf",
+    b"\xff",
+    b"\xe3\x83",
+]
+
+
+@SETTINGS
+@given(st.binary(max_size=3000))
+def test_any_bytes_parse(body: bytes) -> None:
+    rules = RobotsTxt.parse(body)
+    assert isinstance(rules.allowed("/", "MyBot"), bool)
+    rules.crawl_delay("MyBot")
+    rules.request_rate("MyBot")
+    assert all(isinstance(s, str) for s in rules.sitemaps)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map(b"".join))
+def test_robots_like_bytes_parse(body: bytes) -> None:
+    rules = RobotsTxt.parse(body)
+    for agent in ("a", "MyBot"):
+        rules.allowed("/a", agent)
+        rules.decide("/a", agent)
+        rules.crawl_delay(agent)
+        rules.request_rate(agent)
+
+
+@SETTINGS
+@given(st.text(max_size=2000))
+def test_any_text_parses(body: str) -> None:
+    rules = RobotsTxt.parse(body)
+    assert isinstance(rules.allowed("/", "MyBot"), bool)
+
+
+@SETTINGS
+@given(BODIES.map("\n".join), st.text(max_size=60), st.text(max_size=30))
+@example("User-agent: *\nDisallow: /", "http://[::1", "")
+@example("User-agent: *\nDisallow: /", "\ud800", "\udfff")
+@example("User-agent: *\nDisallow: /", "//", "*")
+def test_allowed_and_decide_never_raise_and_agree(body: str, url: str, agent: str) -> None:
+    rules = RobotsTxt.parse(body)
+    verdict = rules.allowed(url, agent)
+    decision = rules.decide(url, agent)
+    assert isinstance(verdict, bool)
+    assert decision.allowed is verdict
+    if decision.rule is not None:
+        assert decision.rule.allow is verdict
+        assert decision.line is not None and decision.line >= 1
+
+
+@SETTINGS
+@given(BODIES.map("\n".join), st.sampled_from(QUERY_PATHS), st.sampled_from(QUERY_AGENTS))
+def test_decide_agrees_with_allowed_on_robots_like_files(body: str, path: str, agent: str) -> None:
+    rules = RobotsTxt.parse(body)
+    decision = rules.decide(path, agent)
+    assert decision.allowed is rules.allowed(path, agent)
+    if decision.rule is not None:
+        # The line number points at a line of the original text that names the rule.
+        line = body.split("\n")[decision.rule.line - 1].lower()
+        assert ("allow" in line) or ("alow" in line)
+
+
+# -- invariance ------------------------------------------------------------------------------
+
+
+def answers(body: str | bytes) -> tuple[object, ...]:
+    rules = RobotsTxt.parse(body)
+    out: list[object] = [rules.sitemaps]
+    for agent in QUERY_AGENTS:
+        out.append((rules.crawl_delay(agent), rules.request_rate(agent)))
+        for path in QUERY_PATHS:
+            d = rules.decide(path, agent)
+            rule = None if d.rule is None else (d.rule.allow, d.rule.pattern)
+            out.append((rules.allowed(path, agent), d.allowed, rule, d.group))
+    return tuple(out)
+
+
+def line_numbers(body: str | bytes) -> list[int | None]:
+    rules = RobotsTxt.parse(body)
+    return [rules.decide(p, a).line for a in QUERY_AGENTS for p in QUERY_PATHS]
+
+
+COMMENTS = st.sampled_from(["#", "# comment", "#User-agent: x", "   # indented", "#Disallow: /"])
+
+
+@FEW
+@given(BODIES, st.data())
+def test_comments_and_blank_lines_change_nothing(lines: list[str], data: st.DataObject) -> None:
+    before = "\n".join(lines)
+    out: list[str] = []
+    for line in lines:
+        for _ in range(data.draw(st.integers(0, 2))):
+            out.append(data.draw(st.one_of(COMMENTS, st.sampled_from(["", " ", "\t"]))))
+        if data.draw(st.booleans()):
+            line += " " + data.draw(COMMENTS)
+        out.append(line)
+    after = "\n".join(out)
+    assert answers(after) == answers(before)
+
+
+@FEW
+@given(BODIES, st.sampled_from(["\r\n", "\r"]), st.booleans())
+def test_line_ends_and_bom_change_nothing(lines: list[str], eol: str, bom: bool) -> None:
+    before = "\n".join(lines)
+    after = ("\ufeff" if bom else "") + eol.join(lines)
+    assert answers(after) == answers(before)
+    assert line_numbers(after) == line_numbers(before)
+    assert answers(after.encode()) == answers(before)
+    assert line_numbers(after.encode()) == line_numbers(before)
+
+
+@FEW
+@given(BODIES.map("\n".join))
+def test_text_and_its_utf8_bytes_parse_alike(body: str) -> None:
+    assert answers(body) == answers(body.encode())
+
+
+# -- urls ---------------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.text(max_size=80))
+def test_normalise_path_is_idempotent_and_ascii(s: str) -> None:
+    once = normalise_path(s)
+    assert once.isascii()
+    assert normalise_path(once) == once
+
+
+@SETTINGS
+@given(st.text(max_size=80))
+@example("http://a.com#/x")
+@example("?x#y")
+def test_path_of_starts_with_slash_and_has_no_fragment(url: str) -> None:
+    path = path_of(url)
+    assert path.startswith("/")
+    assert "#" not in path
+
+
+URLISH = st.builds(
+    "{}{}{}".format,
+    st.sampled_from(["http://", "https://", "HTTP://", "ftp://", "", "//", "http:"]),
+    st.text(alphabet=string.ascii_letters + string.digits + ".-:[]@%é ü\\", max_size=20),
+    st.sampled_from(["", "/", "/x?y#z", "?q", "#f"]),
+)
+
+
+@SETTINGS
+@given(st.one_of(URLISH, st.text(max_size=40)))
+@example("http://[::1")
+@example("http://a.com:99999/")
+@example("http://" + "a" * 64 + "é.com/")
+def test_split_origin_returns_or_raises_invalid_url(url: str) -> None:
+    try:
+        origin, rest = split_origin(url)
+    except InvalidURL as exc:
+        assert repr(url) in str(exc)
+        return
+    assert origin.startswith(("http://", "https://"))
+    assert origin == origin.lower()
+    assert origin.isascii()
+    assert not (origin.startswith("http://") and origin.endswith(":80"))
+    assert not (origin.startswith("https://") and origin.endswith(":443"))
+    assert url.endswith(rest)
+    # Stable: the same origin again, from the cache.
+    assert split_origin(url) == (origin, rest)
+
+
+HOSTS = st.lists(
+    st.text(alphabet=string.ascii_lowercase + string.digits, min_size=1, max_size=8),
+    min_size=1,
+    max_size=3,
+).map(".".join)
+
+
+@SETTINGS
+@given(st.sampled_from(["http", "https"]), HOSTS)
+def test_default_ports_are_elided(scheme: str, host: str) -> None:
+    port = 80 if scheme == "http" else 443
+    assert split_origin(f"{scheme}://{host.upper()}:{port}/x")[0] == f"{scheme}://{host}"
+    assert split_origin(f"{scheme}://{host}:8081/x")[0] == f"{scheme}://{host}:8081"
