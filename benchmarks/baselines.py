@@ -12,9 +12,11 @@
       python benchmarks/baselines.py crawlee SPEC.json OUT.json
 
   SPEC holds ``urls``, ``user_agent``, ``delay``, ``per_origin``,
-  ``concurrency`` and ``timeout``; OUT holds ``outcomes`` (URL to
+  ``concurrency``, ``timeout`` and ``deadline`` (seconds: past it the child
+  writes what it has and exits with status 4); OUT holds ``outcomes`` (URL to
   ``"fetched"``, ``"disallowed"`` or ``"error: ..."``), ``first``/``last``
-  (monotonic times of the first request and the last answer) and ``version``.
+  (monotonic times of the first request and the last answer), ``finished``
+  and ``version``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import asyncio
 import importlib.util
 import json
 import logging
+import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from importlib import metadata
@@ -165,13 +169,12 @@ def run_scrapy(spec: dict[str, Any]) -> dict[str, Any]:
     from scrapy.crawler import CrawlerProcess
     from scrapy.exceptions import IgnoreRequest
     from scrapy.http import Response
-    from twisted.python.failure import Failure
 
     urls: list[str] = spec["urls"]
-    outcomes: dict[str, str] = {}
-    times: dict[str, float] = {}
+    outcomes: dict[str, str] = _PARTIAL.setdefault("outcomes", {})
+    times: dict[str, float] = _PARTIAL.setdefault("times", {})
 
-    class BenchSpider(Spider):  # type: ignore[misc]
+    class BenchSpider(Spider):
         name = "bench"
 
         async def start(self) -> Any:
@@ -184,12 +187,12 @@ def run_scrapy(spec: dict[str, Any]) -> dict[str, Any]:
             outcome = "fetched" if response.status == 200 else f"status {response.status}"
             _record(outcomes, url, outcome, times)
 
-        def failed(self, failure: Failure) -> None:
+        def failed(self, failure: Any) -> None:  # a twisted Failure, with .request
             url = failure.request.cb_kwargs["url"]
-            if failure.check(IgnoreRequest):
+            if isinstance(failure.value, IgnoreRequest):
                 _record(outcomes, url, "disallowed", times)
             else:
-                _record(outcomes, url, f"error: {failure.type.__name__}", times)
+                _record(outcomes, url, f"error: {type(failure.value).__name__}", times)
 
     settings = {
         "ROBOTSTXT_OBEY": True,
@@ -206,11 +209,10 @@ def run_scrapy(spec: dict[str, Any]) -> dict[str, Any]:
         "HTTPERROR_ALLOW_ALL": True,
         "LOG_LEVEL": "ERROR",
     }
-    process = CrawlerProcess(settings=settings, install_root_handler=False)
-    logging.getLogger("scrapy").setLevel(logging.CRITICAL)
+    process = CrawlerProcess(settings=settings)
     process.crawl(BenchSpider)
     process.start()
-    return {"outcomes": outcomes, **times}
+    return {"outcomes": outcomes, "times": times}
 
 
 def run_crawlee(spec: dict[str, Any]) -> dict[str, Any]:
@@ -234,8 +236,8 @@ async def _crawlee(spec: dict[str, Any]) -> dict[str, Any]:
     for name in ("crawlee", "httpx", "impit"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     urls: list[str] = spec["urls"]
-    outcomes: dict[str, str] = {}
-    times: dict[str, float] = {}
+    outcomes: dict[str, str] = _PARTIAL.setdefault("outcomes", {})
+    times: dict[str, float] = _PARTIAL.setdefault("times", {})
     storage = MemoryStorageClient()
     queue = await RequestQueue.open(storage_client=storage)
     first_of_host: dict[str, str] = {}
@@ -281,9 +283,10 @@ async def _crawlee(spec: dict[str, Any]) -> dict[str, Any]:
 
     times["first"] = time.monotonic()
     await crawler.run(urls)
-    return {"outcomes": outcomes, **times}
+    return {"outcomes": outcomes, "times": times}
 
 
+_PARTIAL: dict[str, Any] = {}
 _RUNNERS = {"scrapy": run_scrapy, "crawlee": run_crawlee}
 
 
@@ -299,10 +302,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ok:
         Path(out_path).write_text(json.dumps({"error": version}))
         return 3
+    # The runners fill _PARTIAL as they go, so a crawl cut off at the deadline
+    # still reports what it answered.
+    _PARTIAL["version"] = version
+    watchdog = threading.Timer(float(spec.get("deadline", 600)), _give_up, (out_path,))
+    watchdog.daemon = True
+    watchdog.start()
     result = _RUNNERS[name](spec)
-    result["version"] = version
+    watchdog.cancel()
+    result.update(version=version, finished=True)
     Path(out_path).write_text(json.dumps(result))
     return 0
+
+
+def _give_up(out_path: str) -> None:
+    for _ in range(5):
+        try:
+            snapshot = {k: (dict(v) if isinstance(v, dict) else v) for k, v in _PARTIAL.items()}
+            break
+        except RuntimeError:  # changed size during iteration: the crawl is still running
+            time.sleep(0.01)
+    else:
+        snapshot = {"version": _PARTIAL.get("version")}
+    snapshot["finished"] = False
+    Path(out_path).write_text(json.dumps(snapshot))
+    os._exit(4)
 
 
 if __name__ == "__main__":

@@ -532,18 +532,12 @@ COMMON_PATHS = [
     "/index.html",
     "/robots.txt",
     "/search?q=robots",
-    "/a%2Fb",
-    "/%7Euser/",
+    "/%7Euser/a%2Fb",
     "/~user/",
     "/ü/ß?ä=1",
-    "/%C3%BC/",
     "/path with space",
-    "/?",
-    "/cgi-bin/test.cgi",
     "/admin/",
-    "/wp-admin/admin-ajax.php",
     "/private#frag",
-    "/*",
 ]
 SUFFIXES = ["", "x", "/", "?q=1", "%20", "ä", "/deeper/page.html", "#top", "?a=%2F&b=ü"]
 _DISALLOW_VALUE = re.compile(
@@ -554,7 +548,7 @@ _DISALLOW_VALUE = re.compile(
 def _paths_for(name: str, text: str, rnd: random.Random) -> list[str]:
     values = sorted({v.strip() for v in _DISALLOW_VALUE.findall(text)})
     paths = list(COMMON_PATHS)
-    for v in rnd.sample(values, min(len(values), 12)):
+    for v in rnd.sample(values, min(len(values), 8)):
         v = v if v.startswith("/") else "/" + v
         paths.append(v + rnd.choice(SUFFIXES))
         paths.append(v[: max(1, len(v) // 2)])

@@ -286,3 +286,25 @@ async def test_classic_dialect_and_lwp_conventions_in_the_gate() -> None:
         assert gate.policy.forbidden_disallows_all
         assert await gate.allowed(srv.url(0, "/private/2")) is False
         assert await gate.allowed(srv.url(0, "/page/2")) is True
+
+
+async def test_global_cap_holds_across_origins() -> None:
+    async with BenchServer([HostPlan("allow", page_delay=0.3)] * 4) as srv:
+        async with RobotGate(AGENT, delay=0, max_concurrency=2) as gate:
+            await _crawl(gate, [srv.url(i % 4, f"/page/{i}") for i in range(8)])
+        arrivals = sorted(t for s in srv.stats().values() for t in s.page_times)
+    assert len(arrivals) == 8
+    # Each page is served for 0.3 s: no more than 2 may arrive within one service time.
+    assert max(sum(1 for u in arrivals if t - 0.29 < u <= t) for t in arrivals) == 2
+
+
+async def test_paused_origin_does_not_hold_up_others_under_a_global_cap() -> None:
+    paused = HostPlan("allow", page_status=503, page_retry_after=2, page_status_times=1)
+    async with BenchServer([paused, HostPlan("allow")]) as srv:
+        async with RobotGate(AGENT, delay=0, max_concurrency=1) as gate:
+            await gate.fetch(srv.url(0, "/page/1"))  # 503, Retry-After: 2
+            urls = [srv.url(0, "/page/2")] + [srv.url(1, f"/page/{i}") for i in range(5)]
+            await _crawl(gate, urls)
+        a, b = srv.host_stats(0), srv.host_stats(1)
+    assert b.page_requests == 5 and a.page_requests == 2
+    assert max(b.page_times) < a.page_times[1]

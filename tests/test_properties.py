@@ -22,6 +22,7 @@ from robotgate.patterns import RuleSet
 from robotgate.urls import normalise_path, path_of, split_origin
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MANY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # -- the reference -----------------------------------------------------------------
@@ -79,8 +80,18 @@ def test_reference_itself() -> None:
 # -- the compiled matcher against the reference ---------------------------------------
 
 ALPHABET = "ab/*$%"
-PATTERNS = st.text(alphabet=ALPHABET, max_size=7)
-PATHS = st.text(alphabet="ab/*$%?", max_size=10).map(lambda s: "/" + s)
+# Mostly patterns that can match (they start with "/" or "*"), over few letters
+# so that rules collide: equal lengths, shared prefixes, allow against disallow.
+PATTERNS = st.builds(
+    str.__add__,
+    st.sampled_from(["/", "/", "/a", "/a", "*", "/*", ""]),
+    st.text(alphabet=ALPHABET, max_size=6),
+)
+PATHS = st.builds(
+    str.__add__,
+    st.just("/"),
+    st.one_of(st.text(alphabet="ab/", max_size=10), st.text(alphabet="ab/*$%?", max_size=10)),
+)
 RULES = st.lists(st.tuples(st.booleans(), PATTERNS), max_size=10).map(
     lambda rs: [(allow, p, i + 1) for i, (allow, p) in enumerate(rs)]
 )
@@ -108,19 +119,22 @@ def check_ruleset(rules: list[tuple[bool, str, int]], paths: list[str]) -> None:
         assert (rule.allow, rule.pattern, rule.line) in rules
 
 
-@SETTINGS
+@MANY
 @given(RULES, st.lists(PATHS, min_size=1, max_size=8))
 @example([(False, "/a*b", 1), (True, "/a*", 2)], ["/ab", "/axb", "/a"])
 @example([(False, "/ab$", 1), (True, "/ab", 2), (False, "/a", 3)], ["/ab", "/abc"])
 @example([(True, "/a", 1), (False, "/a*", 2), (True, "/a**", 3)], ["/a", "/ab"])
 @example([(False, "*$", 1), (True, "/", 2)], ["/", "/a$"])
+@example([(False, "/ab", 1), (True, "/a*", 2)], ["/ab", "/abc"])
+@example([(False, "/a*", 1), (True, "/*b", 2)], ["/ab", "/a", "/b"])
+@example([(False, "/a*a$", 1), (False, "/ab*ab$", 2)], ["/a", "/aa", "/ab", "/abab", "/aba"])
 def test_ruleset_agrees_with_the_reference(
     rules: list[tuple[bool, str, int]], paths: list[str]
 ) -> None:
     check_ruleset(rules, paths)
 
 
-@SETTINGS
+@MANY
 @given(
     LITERAL_RULES, st.lists(st.text(alphabet="ab/", max_size=8).map(lambda s: "/" + s), max_size=8)
 )

@@ -164,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-a",
         type=_agent,
         default="*",
+        metavar="NAME",
         help="the robot's name or User-Agent, e.g. 'MyBot/1.0' (default: '*', a robot "
         "without a group of its own)",
     )
@@ -212,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="URLs to fetch; '-' reads URLs from standard input, one per line",
     )
     fetch.add_argument(
-        "--agent", "-a", type=_agent, help="User-Agent, e.g. 'MyBot/1.0 (+URL)' (required)"
+        "--agent", "-a", type=_agent, metavar="NAME",
+        help="User-Agent, e.g. 'MyBot/1.0 (+URL)' (required)",
     )
     fetch.add_argument(
         "--from", dest="from_", type=_from, metavar="EMAIL", help="From header (your e-mail)"
@@ -309,6 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `robotgate check ... | head -1`: the reader left
+        _silence_stdout(sys.stdout)
+        return EXIT_BROKEN_PIPE
 
 
 def _say(message: str) -> None:
@@ -362,6 +367,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     robots_arg: str = args.robots
     if robots_arg.lower().startswith(("http://", "https://")) or "://" in robots_arg:
         origin = _robots_origin(robots_arg)
+        for target in targets:
+            if not target.startswith("/") and split_origin(target)[0] != origin:
+                _say(f"note: {target} is not on {origin}; its rules are applied all the same")
         try:
             source = asyncio.run(_fetch_robots_source(args, origin))
         except StoreError as exc:  # pragma: no cover - the memory store does not fail
@@ -434,9 +442,10 @@ def _read_robots_file(path: str) -> bytes:
     limit = DEFAULT_MAX_BYTES
     try:
         if path == "-":
-            if sys.stdin is None:
-                raise _UsageError("cannot read standard input: it is closed")
-            data = sys.stdin.buffer.read(limit + 1)
+            stdin = _stdin_bytes()
+            if sys.stdin.isatty():
+                _say("reading robots.txt from the terminal; end it with Ctrl-D")
+            data = stdin.read(limit + 1)
         else:
             with open(path, "rb") as f:
                 data = f.read(limit + 1)
@@ -447,6 +456,13 @@ def _read_robots_file(path: str) -> bytes:
         _say(f"note: only the first {limit} bytes are read, as RFC 9309 2.5 allows")
         data = data[:limit]
     return data
+
+
+def _stdin_bytes() -> IO[bytes]:
+    stream: IO[bytes] | None = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise _UsageError("cannot read standard input: it is closed")
+    return stream
 
 
 def _source_lines(body: bytes) -> list[str]:
@@ -627,10 +643,8 @@ def _open_sources(args: argparse.Namespace) -> list[_Source]:
 
     def stdin() -> _Source:
         nonlocal stdin_used
-        if sys.stdin is None:
-            raise _UsageError("cannot read URLs from standard input: it is closed")
         stdin_used = True
-        return _Source("standard input", stream=sys.stdin.buffer)
+        return _Source("standard input", stream=_stdin_bytes())
 
     try:
         for arg in args.urls:
@@ -654,7 +668,7 @@ def _open_sources(args: argparse.Namespace) -> list[_Source]:
         raise
     if not sources:
         raise _UsageError("no URLs to fetch: give URLs, -i FILE, or - to read standard input")
-    if stdin_used and sys.stdin is not None and sys.stdin.isatty():
+    if stdin_used and sys.stdin.isatty():
         _say("reading URLs from the terminal, one per line; end with Ctrl-D")
     return sources
 

@@ -306,7 +306,12 @@ class RobotGate:
         """Seconds until the next request to ``url``'s origin may start (0 if now)."""
         origin, _ = split_origin(url)
         pacer = self._pacers.get(origin)
-        return pacer.wait_seconds() if pacer is not None else 0.0
+        if pacer is not None:
+            return pacer.wait_seconds()
+        # No request yet in this process: the stored next allowed time (a restart,
+        # or another process) still holds.
+        site = self._sites.get(origin)
+        return max(0.0, site.host.next_allowed - time.time()) if site is not None else 0.0
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s origin, if known."""
@@ -399,13 +404,21 @@ class RobotGate:
             reserve = functools.partial(store.reserve, origin, gap)
         pacer.waiting += 1
         started = False
+        gsem = self._global
+        held = False
         try:
             async with pacer.semaphore:
-                gsem = self._global
-                if gsem is not None:
-                    await gsem.acquire()
                 try:
-                    await pacer.start(reserve)
+                    if gsem is not None and reserve is not None:
+                        # A fleet slot must be used the moment it is due, so the
+                        # global slot is taken first.
+                        await gsem.acquire()
+                        held = True
+                    granted = await pacer.wait_turn(reserve)
+                    if gsem is not None and not held:
+                        await gsem.acquire()
+                        held = True
+                    await pacer.begin(granted)
                     started = True
                     pacer.waiting -= 1
                     pacer.active += 1
@@ -426,7 +439,7 @@ class RobotGate:
                         _SENT.reset(cell)
                         pacer.active -= 1
                 finally:
-                    if gsem is not None:
+                    if held and gsem is not None:
                         gsem.release()
         finally:
             if not started:
@@ -507,7 +520,11 @@ class RobotGate:
         if host is None:
             host = HostState(origin)
         stored = await store.load_robots(origin)
-        recheck = self._recheck_due(origin)
+        limit = self.recheck_visits
+        # The stored count counts too: N visits, a restart, and the first ask rechecks.
+        recheck = self._recheck_due(origin) or (
+            limit is not None and host.visits_since_check >= limit
+        )
         if stored is not None and stored.is_fresh(time.time()) and not recheck:
             return self._install(origin, stored, host, -float("inf"))
         previous = stored if stored is not None else (site.entry if site is not None else None)
@@ -533,7 +550,9 @@ class RobotGate:
         finally:
             if token is not None:
                 await store.unlock_fetch(origin, token)
-        host.visits_since_check = 0
+        if host.visits_since_check:
+            host.visits_since_check = 0
+            await store.save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, started)
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState, started: float) -> _Site:

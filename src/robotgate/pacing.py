@@ -73,11 +73,13 @@ class HostPacer:
         now = self._loop.time()
         return max(0.0, self.paused_until - now, self.last_start + self.interval - now)
 
-    async def start(self, fleet_reserve: Callable[[], Awaitable[float | None]] | None) -> None:
-        """Wait for this origin's next slot; the caller then starts its request at once.
+    async def wait_turn(
+        self, fleet_reserve: Callable[[], Awaitable[float | None]] | None = None
+    ) -> bool:
+        """Wait until this origin's next slot is due; then call :meth:`begin`.
 
         ``fleet_reserve`` asks a shared store for a slot (fleet-wide pacing);
-        when it answers ``None`` the local limiter paces.
+        returns True when the store granted it, False when the local limiter paced.
         """
         loop = self._loop
         while (delay := self.paused_until - loop.time()) > 0:
@@ -87,18 +89,26 @@ class HostPacer:
             if wait is not None:
                 if wait > 0:
                     await asyncio.sleep(wait)
-                self._started(loop.time())
-                return
+                return True
         limiter = self._limiter
         if limiter is not None:
             await limiter.acquire()
-        # Guard on actual start times: each start is at least `interval` (plus a
-        # margin for queueing on the way to the server) after the last.
-        gap = self.interval + self.margin if self.interval > 0 else 0.0
-        while (delay := self.last_start + gap - loop.time()) > 0 or (
-            (delay := self.paused_until - loop.time()) > 0
-        ):
-            await asyncio.sleep(delay)
+        return False
+
+    async def begin(self, granted_by_fleet: bool = False) -> None:
+        """Record a request start, right before it goes out.
+
+        Locally paced starts are checked once more against the last actual start
+        (plus a margin for queueing on the way to the server): a request held up
+        elsewhere, e.g. by a global concurrency cap, cannot bunch up with the next.
+        """
+        loop = self._loop
+        if not granted_by_fleet:
+            gap = self.interval + self.margin if self.interval > 0 else 0.0
+            while (delay := self.last_start + gap - loop.time()) > 0 or (
+                (delay := self.paused_until - loop.time()) > 0
+            ):
+                await asyncio.sleep(delay)
         self._started(loop.time())
 
     def sent(self, when: float) -> None:

@@ -195,7 +195,13 @@ class SQLiteStore(Store):
 
     async def open(self) -> None:
         """Open (creating or upgrading) the file now rather than on first use."""
-        await self._call(lambda conn: None)
+        try:
+            await self._call(lambda conn: None)
+        except BaseException:
+            # Leave no worker thread behind a file that cannot be used.
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         """Write pending host states, close the file and stop the worker thread.

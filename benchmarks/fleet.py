@@ -1,0 +1,532 @@
+"""Fleet benchmark: the same crawl with 1, 2 and 4 worker processes sharing one Redis.
+
+    python benchmarks/fleet.py [--hosts 200] [--pages 40] [--workers 1,2,4] [--tasks 2000]
+                               [--delay 0.2] [--mix partial=1,allow=1] [--json PATH]
+
+starts a throwaway ``redis-server`` (``tests/redis_server.py``) and the
+loopback server (``benchmarks/server.py``) in child processes, then for each
+worker count runs the crawl twice under a fresh key prefix: *cold* (Redis
+empty: the workers compete for every origin's robots.txt) and *warm* (the
+same crawl again on the same prefix, new worker processes: robots.txt comes
+from Redis).  Every worker gets every origin (page ``i`` of each host goes to
+worker ``i mod W``), so the workers compete for the same origins.  The table
+gives, from the server's records: robots.txt requests per origin (min/max),
+disallowed pages that reached the server, pacing violations (two page
+requests to one host closer than the interval, whichever workers sent them),
+the smallest gap seen; and from the workers: pages/s and Redis round trips
+per page (``RedisStore.round_trips``, everything included).
+
+One worker process, used by this driver and by ``tests/test_fleet.py``::
+
+    python benchmarks/fleet.py worker --redis URL --prefix P --urls-file F
+                                      [--tasks 2000] [--delay 0.2] [--out outcomes.json]
+
+one ``RobotGate`` on a ``RedisStore``, ``--tasks`` concurrent tasks over the
+URLs of the file (one a line).  With ``--wait`` it opens the gate, prints
+``{"ready": ...}`` and starts when a line arrives on stdin.  It prints one
+JSON summary line; ``--out`` gets the outcome of every URL (``fetched``,
+``status N``, ``disallowed``, ``store_error: ...``, ``error: ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROOT = Path(__file__).resolve().parents[1]
+FLEET_PY = Path(os.environ.get("FLEET_WORKER_SCRIPT", Path(__file__).resolve()))
+USER_AGENT = "RobotGateFleet/1.0 (+https://example.invalid/fleet)"
+#: Bound on a worker's startup (imports, connecting to Redis).
+READY_TIMEOUT = 60.0
+
+
+# -- the worker -----------------------------------------------------------------
+
+
+def _classify(exc: BaseException) -> str:
+    from robotgate import StoreError
+
+    if isinstance(exc, StoreError):
+        return f"store_error: {exc}"
+    return f"error: {type(exc).__name__}: {exc}"
+
+
+async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """One worker: a gate on a RedisStore, ``args.tasks`` tasks over the URL file."""
+    from robotgate import Disallowed, FetchPolicy, RobotGate
+    from robotgate.store.redis import RedisStore
+
+    urls = [line.strip() for line in Path(args.urls_file).read_text().splitlines()]
+    urls = [url for url in urls if url]
+    store = RedisStore(args.redis, prefix=args.prefix,
+                       unavailable_timeout=args.unavailable_timeout)
+    gate = RobotGate(USER_AGENT, delay=args.delay, store=store,
+                     policy=FetchPolicy(timeout=args.robots_timeout),
+                     pacing_margin=args.pacing_margin)
+    outcomes: dict[str, str] = {}
+    loop = asyncio.get_running_loop()
+    async with gate:
+        if args.wait:
+            print(json.dumps({"ready": os.getpid()}), flush=True)
+            # Nothing else runs yet: a blocking read keeps the start line simple.
+            if not sys.stdin.readline():
+                return {"aborted": True}
+        todo = iter(urls)
+        started = loop.time()
+        wall_started = time.time()
+
+        async def task() -> None:
+            for url in todo:
+                try:
+                    async with gate.fetch(url) as resp:
+                        outcome = "fetched" if resp.status == 200 else f"status {resp.status}"
+                except Disallowed:
+                    outcome = "disallowed"
+                except Exception as exc:  # every other answer is recorded, none is lost
+                    outcome = _classify(exc)
+                outcomes[url] = outcome
+
+        await asyncio.gather(*(task() for _ in range(max(1, min(args.tasks, len(urls))))))
+        elapsed = loop.time() - started
+        stats = dict(gate.stats)
+    # Closed: the last host states are flushed, and counted.
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        kind = outcome.split(":", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    messages = sorted({o for o in outcomes.values() if ":" in o})[:5]
+    if args.out:
+        Path(args.out).write_text(json.dumps(outcomes))
+    return {
+        "pid": os.getpid(),
+        "urls": len(urls),
+        "answered": len(outcomes),
+        "fetched": counts.get("fetched", 0),
+        "disallowed": counts.get("disallowed", 0),
+        "other_status": sum(n for k, n in counts.items() if k.startswith("status")),
+        "store_errors": counts.get("store_error", 0),
+        "errors": counts.get("error", 0),
+        "messages": messages,
+        "round_trips": store.round_trips,
+        "robots_requests": stats["robots_requests"],
+        "started_at": wall_started,
+        "elapsed": elapsed,
+    }
+
+
+def _worker_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fleet.py worker",
+                                 description="One fleet worker: a RobotGate on a RedisStore.")
+    ap.add_argument("--redis", required=True, help="Redis URL")
+    ap.add_argument("--prefix", required=True, help="key prefix shared by the fleet")
+    ap.add_argument("--urls-file", required=True, help="URLs to fetch, one a line")
+    ap.add_argument("--tasks", type=int, default=2000, help="concurrent tasks (default 2000)")
+    ap.add_argument("--delay", type=float, default=0.2, help="seconds between requests per host")
+    ap.add_argument("--robots-timeout", type=float, default=30.0,
+                    help="FetchPolicy timeout; the fetch lock lives twice that plus 5 s")
+    ap.add_argument("--pacing-margin", type=float, default=0.01)
+    ap.add_argument("--unavailable-timeout", type=float, default=10.0,
+                    help="seconds a Redis call waits for an unreachable Redis")
+    ap.add_argument("--out", help="write every URL's outcome here (JSON)")
+    ap.add_argument("--wait", action="store_true",
+                    help='print {"ready": pid} once connected, start on a line on stdin')
+    return ap
+
+
+def worker_main(argv: Sequence[str]) -> int:
+    args = _worker_parser().parse_args(argv)
+    summary = asyncio.run(run_worker(args))
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+# -- driving a fleet of workers ---------------------------------------------------
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a worker: robotgate importable installed or not."""
+    env = dict(os.environ)
+    paths = [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return env
+
+
+def split_urls(per_host: Sequence[Sequence[str]], workers: int) -> list[list[str]]:
+    """Worker ``w`` gets page ``i`` of every host when ``i mod workers == w``.
+
+    Each list goes page by page across the hosts, so every worker works on
+    every origin at once and the workers compete for the same origins.
+    """
+    lists: list[list[str]] = [[] for _ in range(workers)]
+    longest = max((len(urls) for urls in per_host), default=0)
+    for i in range(longest):
+        for urls in per_host:
+            if i < len(urls):
+                lists[i % workers].append(urls[i])
+    return lists
+
+
+@dataclass
+class Fleet:
+    """Worker processes started together: ``async with Fleet(...) as fleet``.
+
+    Entering starts every worker with ``--wait`` and waits until each is
+    connected; :meth:`go` starts them all at once; :meth:`results` waits for
+    their summaries.  Leaving kills whatever still runs and reaps it.
+    """
+
+    redis_url: str
+    prefix: str
+    url_lists: Sequence[Sequence[str]]
+    directory: Path
+    tasks: int = 2000
+    delay: float = 0.2
+    options: Sequence[str] = ()
+    procs: list[asyncio.subprocess.Process] = field(default_factory=list)
+    _runs: list[asyncio.Future[tuple[bytes, bytes]]] = field(default_factory=list)
+
+    def out_path(self, index: int) -> Path:
+        return self.directory / f"worker{index}.outcomes.json"
+
+    def log_path(self, index: int) -> Path:
+        return self.directory / f"worker{index}.stderr"
+
+    async def __aenter__(self) -> Fleet:
+        try:
+            for index, urls in enumerate(self.url_lists):
+                urls_file = self.directory / f"worker{index}.urls"
+                urls_file.write_text("".join(url + "\n" for url in urls))
+                await self.spawn(index, urls_file)
+            for index, proc in enumerate(self.procs):
+                assert proc.stdout is not None
+                line = await asyncio.wait_for(proc.stdout.readline(), READY_TIMEOUT)
+                if not line.startswith(b'{"ready"'):
+                    await proc.wait()
+                    raise RuntimeError(f"worker {index} did not start: {line!r}\n"
+                                       + self.log_path(index).read_text(errors="replace"))
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def spawn(self, index: int, urls_file: Path) -> asyncio.subprocess.Process:
+        command = [
+            sys.executable, str(FLEET_PY), "worker", "--wait",
+            "--redis", self.redis_url, "--prefix", self.prefix, "--urls-file", str(urls_file),
+            "--tasks", str(self.tasks), "--delay", str(self.delay),
+            "--out", str(self.out_path(index)), *self.options,
+        ]
+        with self.log_path(index).open("wb") as log:
+            proc = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=log, env=child_env(), cwd=str(ROOT),
+            )
+        self.procs.append(proc)
+        return proc
+
+    def go(self) -> None:
+        """Start every worker's crawl (their summaries are collected meanwhile)."""
+        self._runs = [asyncio.ensure_future(proc.communicate(b"go\n")) for proc in self.procs]
+
+    async def results(self, timeout: float) -> list[dict[str, Any]]:
+        """Every worker's summary; raises if one failed or ``timeout`` passes."""
+        if not self._runs:
+            self.go()
+        _, pending = await asyncio.wait(self._runs, timeout=timeout)
+        if pending:
+            raise TimeoutError(f"{len(pending)} of {len(self._runs)} workers still "
+                               f"running after {timeout:g} s")
+        summaries = []
+        for index, (proc, run) in enumerate(zip(self.procs, self._runs, strict=True)):
+            out, _ = run.result()
+            await proc.wait()
+            lines = out.decode(errors="replace").strip().splitlines()
+            if proc.returncode != 0 or not lines:
+                raise RuntimeError(f"worker {index} exited with {proc.returncode}:\n"
+                                   + self.log_path(index).read_text(errors="replace")[-3000:])
+            summaries.append(json.loads(lines[-1]))
+        return summaries
+
+    def outcomes(self) -> dict[str, str]:
+        """Every URL's outcome, from all workers' ``--out`` files."""
+        merged: dict[str, str] = {}
+        for index in range(len(self.procs)):
+            merged.update(json.loads(self.out_path(index).read_text()))
+        return merged
+
+    async def close(self) -> None:
+        """Kill the workers still running, wait for them and close their pipes."""
+        for proc in self.procs:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        for run in self._runs:
+            if not run.done():
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(run, 10)
+        for index, proc in enumerate(self.procs):
+            if index >= len(self._runs):
+                # Never started: read what is left so the pipes close.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.communicate(), 10)
+            await proc.wait()
+        self._runs = []
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+# -- checking the server's records ----------------------------------------------------
+
+
+def pacing_violations(page_times: Iterable[float], interval: float) -> tuple[int, float | None]:
+    """(gaps below ``interval``, smallest gap) between one host's page arrivals."""
+    gaps = [b - a for a, b in itertools.pairwise(sorted(page_times))]
+    return sum(g < interval for g in gaps), (min(gaps) if gaps else None)
+
+
+@dataclass
+class FleetChecks:
+    """The fleet's promises, from the server's per-host records (``/__stats``)."""
+
+    robots_min: int
+    robots_max: int
+    disallowed_at_server: int
+    violations: int
+    min_gap: float | None
+    page_requests: int
+
+    @classmethod
+    def of(cls, stats: dict[str, Any], intervals: dict[str, float]) -> FleetChecks:
+        """``stats`` as ``/__stats`` gives it; ``intervals`` the least gap per host."""
+        hosts = stats["hosts"]
+        robots = [rec["robots_requests"] for rec in hosts.values()]
+        violations = 0
+        gaps: list[float] = []
+        for addr, rec in hosts.items():
+            bad, smallest = pacing_violations(rec.get("page_times") or [], intervals[addr])
+            violations += bad
+            if smallest is not None:
+                gaps.append(smallest)
+        return cls(
+            robots_min=min(robots, default=0),
+            robots_max=max(robots, default=0),
+            disallowed_at_server=sum(rec["disallowed_page_requests"] for rec in hosts.values()),
+            violations=violations,
+            min_gap=min(gaps) if gaps else None,
+            page_requests=sum(rec["page_requests"] for rec in hosts.values()),
+        )
+
+
+# -- the benchmark ------------------------------------------------------------------
+
+
+class ServerProcess:
+    """``benchmarks/server.py`` in a child process, and its control endpoints."""
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self.info: dict[str, Any] = {}
+        self._session: Any = None
+
+    async def start(self, hosts: int, mix: str, pages: int, crawl_delay: float) -> None:
+        import aiohttp
+
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "benchmarks" / "server.py"), "--hosts", str(hosts),
+            "--mix", mix, "--pages", str(pages), "--crawl-delay", str(crawl_delay),
+            "--duration", "900", stdout=asyncio.subprocess.PIPE, cwd=str(ROOT),
+        )
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError("the loopback server did not start")
+        self.info = json.loads(line)
+        self._session = aiohttp.ClientSession()
+
+    @property
+    def control(self) -> str:
+        return str(self.info["control"]).rsplit("/", 1)[0]
+
+    async def stats(self) -> dict[str, Any]:
+        async with self._session.get(f"{self.control}/__stats?log=0") as resp:
+            resp.raise_for_status()
+            data: dict[str, Any] = await resp.json()
+            return data
+
+    async def reset(self) -> None:
+        async with self._session.post(f"{self.control}/__reset") as resp:
+            resp.raise_for_status()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self.proc is not None:
+            if self.proc.returncode is None:
+                self.proc.terminate()
+            await self.proc.communicate()
+
+
+@dataclass
+class Row:
+    workers: int
+    run: str
+    checks: FleetChecks
+    pages: int
+    answered: int
+    urls: int
+    problems: int
+    elapsed: float
+    round_trips: int
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def trips_per_page(self) -> float:
+        return self.round_trips / self.pages if self.pages else float("nan")
+
+    def cells(self) -> list[str]:
+        c = self.checks
+        return [
+            str(self.workers), self.run, f"{c.robots_min}/{c.robots_max}",
+            str(c.disallowed_at_server), str(c.violations),
+            "-" if c.min_gap is None else f"{c.min_gap:.3f}",
+            f"{self.answered}/{self.urls}", str(self.problems),
+            f"{self.pages_per_s:.0f}", f"{self.trips_per_page:.2f}",
+        ]
+
+
+HEADERS = ["workers", "run", "robots/origin", "disallowed", "violations", "min gap s",
+           "answered", "errors", "pages/s", "RT/page"]
+
+
+def table(rows: Sequence[Row]) -> str:
+    body = [HEADERS, *(row.cells() for row in rows)]
+    widths = [max(len(line[i]) for line in body) for i in range(len(HEADERS))]
+    out = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True))
+           for line in body]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def host_urls(base_urls: Sequence[str], pages: int) -> list[list[str]]:
+    from benchmarks.server import page_paths
+
+    paths = page_paths(pages)
+    return [[base + path for path in paths] for base in base_urls]
+
+
+async def bench(args: argparse.Namespace) -> list[Row]:
+    from tests.redis_server import MISSING_REASON, RedisServer, find_redis_server
+
+    if find_redis_server() is None:
+        raise SystemExit(f"fleet.py: {MISSING_REASON}")
+    counts = [int(part) for part in args.workers.split(",") if part.strip()]
+    rows: list[Row] = []
+    server = ServerProcess()
+    with tempfile.TemporaryDirectory(prefix="robotgate-fleet-") as tmp, \
+            RedisServer.start() as redis:
+        try:
+            await server.start(args.hosts, args.mix, args.pages, args.crawl_delay)
+            port = server.info["port"]
+            addresses = server.info["hosts"]
+            scenarios = server.info["scenarios"]
+            intervals = {
+                addr: max(args.delay, args.crawl_delay) if kind == "crawl_delay" else args.delay
+                for addr, kind in zip(addresses, scenarios, strict=True)
+            }
+            per_host = host_urls([f"http://{a}:{port}" for a in addresses], args.pages)
+            total = sum(len(urls) for urls in per_host)
+            for workers in counts:
+                prefix = f"fleetbench:{uuid.uuid4().hex[:8]}:{workers}"
+                for run in ("cold", "warm"):
+                    await server.reset()
+                    directory = Path(tmp) / f"{workers}-{run}"
+                    directory.mkdir()
+                    _progress(f"{workers} worker(s), {run}: {total:,} URLs ...")
+                    async with Fleet(redis.url, prefix, split_urls(per_host, workers),
+                                     directory, tasks=args.tasks, delay=args.delay) as fleet:
+                        fleet.go()
+                        summaries = await fleet.results(args.timeout)
+                    stats = await server.stats()
+                    rows.append(Row(
+                        workers=workers,
+                        run=run,
+                        checks=FleetChecks.of(stats, intervals),
+                        pages=sum(s["fetched"] for s in summaries),
+                        answered=sum(s["fetched"] + s["disallowed"] for s in summaries),
+                        urls=total,
+                        problems=sum(s["errors"] + s["store_errors"] + s["other_status"]
+                                     for s in summaries),
+                        elapsed=max(s["elapsed"] for s in summaries),
+                        round_trips=sum(s["round_trips"] for s in summaries),
+                    ))
+                    _progress(table(rows[-1:]).splitlines()[-1] + "\n")
+        finally:
+            await server.close()
+    return rows
+
+
+def _progress(text: str) -> None:
+    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    sys.stderr.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hosts", type=int, default=200, help="origins (default 200)")
+    ap.add_argument("--pages", type=int, default=40, help="pages per origin (default 40)")
+    ap.add_argument("--workers", default="1,2,4", help="worker counts (default 1,2,4)")
+    ap.add_argument("--tasks", type=int, default=2000, help="tasks per worker (default 2000)")
+    ap.add_argument("--delay", type=float, default=0.2, help="seconds per host (default 0.2)")
+    ap.add_argument("--crawl-delay", type=float, default=0.3,
+                    help="Crawl-delay of crawl_delay hosts (default 0.3)")
+    ap.add_argument("--mix", default="partial=1,allow=1",
+                    help="server scenarios (default partial=1,allow=1)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="bound on one run (s)")
+    ap.add_argument("--json", type=Path, help="also write the rows here")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        return worker_main(argv[1:])
+    args = _parser().parse_args(argv)
+    started = time.monotonic()
+    rows = asyncio.run(bench(args))
+    print(table(rows))
+    print(f"({args.hosts} origins x {args.pages} pages, {args.tasks} tasks per worker, "
+          f"delay {args.delay:g} s, mix {args.mix}; {time.monotonic() - started:.0f} s in all)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps([
+            {**dict(zip(HEADERS, row.cells(), strict=True)), "elapsed": row.elapsed,
+             "round_trips": row.round_trips, "pages": row.pages} for row in rows
+        ], indent=2))
+    bad = [row for row in rows if row.checks.violations or row.checks.disallowed_at_server
+           or row.problems or row.answered != row.urls
+           or row.checks.robots_max != (1 if row.run == "cold" else 0)]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
