@@ -142,6 +142,7 @@ def _worker_parser() -> argparse.ArgumentParser:
     ap.add_argument("--pacing-margin", type=float, default=0.01)
     ap.add_argument("--unavailable-timeout", type=float, default=10.0,
                     help="seconds a Redis call waits for an unreachable Redis")
+    ap.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority")
     ap.add_argument("--out", help="write every URL's outcome here (JSON)")
     ap.add_argument("--wait", action="store_true",
                     help='print {"ready": pid} once connected, start on a line on stdin')
@@ -150,6 +151,10 @@ def _worker_parser() -> argparse.ArgumentParser:
 
 def worker_main(argv: Sequence[str]) -> int:
     args = _worker_parser().parse_args(argv)
+    if args.nice:
+        # Below the loopback server and Redis: on a shared machine, the server's
+        # records then show when requests were sent, not when it got the CPU.
+        os.nice(args.nice)
     summary = asyncio.run(run_worker(args))
     print(json.dumps(summary), flush=True)
     return 0
@@ -197,6 +202,8 @@ class Fleet:
     tasks: int = 2000
     delay: float = 0.2
     options: Sequence[str] = ()
+    #: Extra options per worker (worker ``i`` gets ``worker_options[i]``).
+    worker_options: Sequence[Sequence[str]] = ()
     procs: list[asyncio.subprocess.Process] = field(default_factory=list)
     _runs: list[asyncio.Future[tuple[bytes, bytes]]] = field(default_factory=list)
 
@@ -230,6 +237,7 @@ class Fleet:
             "--redis", self.redis_url, "--prefix", self.prefix, "--urls-file", str(urls_file),
             "--tasks", str(self.tasks), "--delay", str(self.delay),
             "--out", str(self.out_path(index)), *self.options,
+            *(self.worker_options[index] if index < len(self.worker_options) else ()),
         ]
         with self.log_path(index).open("wb") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -461,8 +469,10 @@ async def bench(args: argparse.Namespace) -> list[Row]:
                     directory = Path(tmp) / f"{workers}-{run}"
                     directory.mkdir()
                     _progress(f"{workers} worker(s), {run}: {total:,} URLs ...")
+                    options = ["--nice", str(args.nice), "--pacing-margin", str(args.margin)]
                     async with Fleet(redis.url, prefix, split_urls(per_host, workers),
-                                     directory, tasks=args.tasks, delay=args.delay) as fleet:
+                                     directory, tasks=args.tasks, delay=args.delay,
+                                     options=options) as fleet:
                         fleet.go()
                         summaries = await fleet.results(args.timeout)
                     stats = await server.stats()
@@ -501,6 +511,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="Crawl-delay of crawl_delay hosts (default 0.3)")
     ap.add_argument("--mix", default="partial=1,allow=1",
                     help="server scenarios (default partial=1,allow=1)")
+    ap.add_argument("--margin", type=float, default=0.01,
+                    help="the gate's pacing_margin (default 0.01, the gate's default)")
+    ap.add_argument("--nice", type=int, default=10,
+                    help="run the workers this much below the server and Redis (default 10)")
     ap.add_argument("--timeout", type=float, default=120.0, help="bound on one run (s)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     return ap

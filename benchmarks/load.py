@@ -189,6 +189,7 @@ class Drive:
     elapsed: float
     unanswered: int
     ended_by_itself: bool
+    max_loop_lag: float | None = None  # longest stall of this event loop (in-process runs)
 
 
 async def drive(
@@ -219,6 +220,16 @@ async def drive(
             if progress is not None:
                 progress.done += 1
 
+    lag = [0.0]
+
+    async def watch() -> None:
+        # How late a 10 ms sleep wakes up: the loop's longest stall.
+        while True:
+            t = loop.time()
+            await asyncio.sleep(0.01)
+            lag[0] = max(lag[0], loop.time() - t - 0.01)
+
+    watcher = loop.create_task(watch())
     t0 = loop.time()
     tasks = [loop.create_task(worker()) for _ in range(max(1, min(concurrency, len(urls))))]
     _, pending = await asyncio.wait(tasks, timeout=bound)
@@ -226,7 +237,9 @@ async def drive(
     for task in pending:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return Drive(outcomes, durations, elapsed, len(urls) - len(outcomes), not pending)
+    watcher.cancel()
+    await asyncio.gather(watcher, return_exceptions=True)
+    return Drive(outcomes, durations, elapsed, len(urls) - len(outcomes), not pending, lag[0])
 
 
 def gate_fetcher(gate: RobotGate) -> Fetch:
@@ -278,8 +291,10 @@ class CrawlChecks:
     slowest_fault_verdict: float | None
     elapsed: float
     ended_by_itself: bool
+    max_loop_lag: float | None
     pages_fetched: int
     pages_per_s: float
+    per_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """Every broken correctness promise, in words (empty when all hold)."""
@@ -319,10 +334,22 @@ def check_crawl(
     violations = 0
     min_ratios: list[float] = []
     mean_excess: list[float] = []
+    per_kind: dict[str, dict[str, Any]] = {}
+
+    def kind_row(kind: str) -> dict[str, Any]:
+        return per_kind.setdefault(kind, {
+            "hosts": 0, "robots_requests": 0, "page_requests": 0, "disallowed_fetched": 0,
+            "allowed_skipped": 0, "pacing_violations": 0, "outcomes": {}, "slowest_answer": 0.0,
+        })
+
     for addr, host in zip(addresses, hosts, strict=True):
         rec = per_host[addr]
         n = rec["robots_requests"]
         robots_counts.append(n)
+        row = kind_row(host.kind)
+        row["hosts"] += 1
+        row["robots_requests"] += n
+        row["page_requests"] += rec["page_requests"]
         if host.kind in UNREACHABLE and n > 1:
             # A retry after the back-off is the policy, not a second fetch in a burst.
             times = rec.get("robots_times") or []
@@ -333,17 +360,17 @@ def check_crawl(
                 robots_wrong.append(f"{addr} ({host.kind}): {n}")
         elif n != 1:
             robots_wrong.append(f"{addr} ({host.kind}): {n}")
-        if host.kind == SLOW_TIMEOUT:
-            disallowed_fetched += rec["page_requests"]  # every page counts: robots.txt timed out
-        elif host.kind in UNREACHABLE:
-            disallowed_fetched += rec["page_requests"]
-        else:
-            disallowed_fetched += rec["disallowed_page_requests"]
+        # On an unreachable robots.txt (a timeout too) every page counts.
+        bad = rec["page_requests"] if host.kind in UNREACHABLE else rec["disallowed_page_requests"]
+        disallowed_fetched += bad
+        row["disallowed_fetched"] += bad
         interval = interval_of(host, delay)
         times = rec.get("page_times") or []
         gaps = [b - a for a, b in itertools.pairwise(times)]
         if interval > 0 and gaps:
-            violations += sum(g < interval for g in gaps)
+            below = sum(g < interval for g in gaps)
+            violations += below
+            row["pacing_violations"] += below
             min_ratios.append(min(gaps) / interval)
             mean_excess.append(statistics.fmean(gaps) / interval - 1.0)
     outcomes = drive_result.outcomes
@@ -354,6 +381,9 @@ def check_crawl(
     fetched_tasks = 0
     for url, host, path in urls:
         outcome = outcomes.get(url)
+        row = kind_row(host.kind)
+        key = outcome or "unanswered"
+        row["outcomes"][key] = row["outcomes"].get(key, 0) + 1
         if outcome in ("fetched", "disallowed"):
             definite += 1
         elif outcome is not None:
@@ -362,8 +392,12 @@ def check_crawl(
             fetched_tasks += 1
         elif not must_skip(host.kind, path):
             allowed_skipped += 1
-        if host.kind in UNREACHABLE and url in drive_result.durations:
-            fault_durations.append(drive_result.durations[url])
+            row["allowed_skipped"] += 1
+        took = drive_result.durations.get(url)
+        if took is not None:
+            row["slowest_answer"] = max(row["slowest_answer"], took)
+            if host.kind in UNREACHABLE:
+                fault_durations.append(took)
     pages = stats["totals"]["page_requests"]
     return CrawlChecks(
         origins=len(hosts),
@@ -385,8 +419,10 @@ def check_crawl(
         slowest_fault_verdict=max(fault_durations) if fault_durations else None,
         elapsed=drive_result.elapsed,
         ended_by_itself=drive_result.ended_by_itself,
+        max_loop_lag=drive_result.max_loop_lag,
         pages_fetched=pages,
         pages_per_s=fetched_tasks / drive_result.elapsed if drive_result.elapsed > 0 else 0.0,
+        per_kind=per_kind,
     )
 
 
@@ -1065,6 +1101,10 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
                      "values": per(lambda r: f"{'yes' if r['ended_by_itself'] else 'NO'}, "
                                    f"{r['elapsed']:.1f} s"),
                      "goal": "yes", "pass": ok and gate["ended_by_itself"]})
+        rows.append({"figure": "  longest event-loop stall (client)",
+                     "values": per(lambda r: "n/a" if r["max_loop_lag"] is None
+                                   else f"{r['max_loop_lag']:.2f} s"),
+                     "goal": "", "pass": None})
         rows.append({"figure": "  pages/s" + (" (paced)" if paced else ""),
                      "values": per(lambda r: _fmt_int(r["pages_per_s"])), "goal": "",
                      "pass": None})

@@ -509,6 +509,15 @@ def test_never_raises(lines: list[str], eol: str, url: str | None, path: str, ag
     classic_body_usable(url, path)
 
 
+def test_never_raises_on_lone_surrogates() -> None:
+    text = "User-agent: \ud800\nDisallow: /\udfff\nDisallow: //\ud800\u00e4/x\nDisallow: \ud800:x\n"
+    for url in (None, "http://\ud800\u00e4.example/robots.txt", ROBOTS):
+        rules = parse_classic(text, url)
+        assert rules.allowed("/\udfff", "\ud800") in (True, False)
+        assert rules.decide("http://example.com/\ud800", FOO).allowed in (True, False)
+    assert not parse_classic(text, ROBOTS).allowed("/\udfff/x", "\ud800")
+
+
 # -- the differential test ---------------------------------------------------------------
 
 #: Asked about every file.  FooBot is (almost) never named, so it sees '*'.
@@ -545,7 +554,7 @@ _DISALLOW_VALUE = re.compile(
 )
 
 
-def _paths_for(name: str, text: str, rnd: random.Random) -> list[str]:
+def _paths_for(text: str, rnd: random.Random) -> list[str]:
     values = sorted({v.strip() for v in _DISALLOW_VALUE.findall(text)})
     paths = list(COMMON_PATHS)
     for v in rnd.sample(values, min(len(values), 8)):
@@ -568,7 +577,7 @@ def _corpus_jobs() -> tuple[list[tuple[str, bytes, list[str]]], list[Job]]:
         else:
             host, scheme, port = name, "http", ""
         robots = f"{scheme}://{host}{port}/robots.txt"
-        paths = _paths_for(name, text, rnd)
+        paths = _paths_for(text, rnd)
         agents = list(AGENTS)
         if len(body) < 16384:
             agents.append(rnd.choice(MORE_AGENTS))
@@ -768,7 +777,7 @@ def test_corpus_matches_www_robotrules() -> None:
     thread = threading.Thread(target=oracle)
     thread.start()
     mine: list[tuple[list[str], list[str]]] = []
-    for (robots, body, paths), (_, agents, urls, _text) in zip(cases, jobs, strict=False):
+    for (robots, body, paths), (_, agents, urls, _text) in zip(cases, jobs, strict=True):
         rules = RobotsTxt.parse(body, dialect="classic", url=robots)
         mine.append((ours(rules, agents, urls), ours(rules, agents, paths)))
     for robots, agents, urls, text in synthetic:
@@ -778,22 +787,30 @@ def test_corpus_matches_www_robotrules() -> None:
     perl = result[0]
 
     mismatches = []
-    checks = 0
-    for job, (ours_urls, ours_paths), theirs in zip(jobs + synthetic, mine, perl, strict=True):
+    counts = {"corpus": [0, 0, 0], "synthetic": [0, 0, 0]}  # pairs, URL and path verdicts
+    everything = jobs + synthetic
+    for n, (job, (ours_urls, ours_paths), theirs) in enumerate(
+        zip(everything, mine, perl, strict=True)
+    ):
         robots, agents, urls, _text = job
+        count = counts["corpus" if n < len(jobs) else "synthetic"]
         for agent, a_urls, a_paths, p in zip(agents, ours_urls, ours_paths, theirs, strict=True):
-            checks += len(urls) + len(a_paths)
+            count[0] += 1
+            count[1] += len(urls)
+            count[2] += len(a_paths)
             assert "E" not in p, (robots, agent)
             for i, url in enumerate(urls):
                 if a_urls[i] != p[i]:
                     mismatches.append((robots, agent, url, p[i], a_urls[i]))
             for i, v in enumerate(a_paths):
                 if v != p[i]:
-                    mismatches.append((robots, agent, "path " + urls[i], p[i], v))
-    print(
-        f"\n{len(jobs)} corpus files + {len(synthetic)} synthetic, "
-        f"{sum(len(j[1]) for j in jobs + synthetic)} (file, agent) pairs, {checks} verdicts"
-    )
+                    mismatches.append((robots, agent, "path of " + urls[i], p[i], v))
+    for kind, n_files in (("corpus", len(jobs)), ("synthetic", len(synthetic))):
+        pairs, n_urls, n_paths = counts[kind]
+        print(
+            f"\n{kind}: {n_files} files, {pairs} (file, agent) pairs, "
+            f"{n_urls} URL verdicts + {n_paths} as paths"
+        )
     for m in mismatches[:10]:
         print("mismatch: file {!r} agent {!r} url {!r} perl {} ours {}".format(*m))
     assert not mismatches, f"{len(mismatches)} verdicts differ from WWW::RobotRules"

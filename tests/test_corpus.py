@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -235,7 +235,7 @@ def test_rules_past_500_kib_are_ignored() -> None:
 # -- agreement with Protego ------------------------------------------------------------------
 
 
-def test_agreement_with_protego_is_reported(record_property: pytest.RecordProperty) -> None:
+def test_agreement_with_protego_is_reported(record_property: Callable[[str, object], None]) -> None:
     protego = pytest.importorskip("protego")
     rng = random.Random(9309)
     names = sorted(corpus())

@@ -82,10 +82,16 @@ def test_reference_itself() -> None:
 ALPHABET = "ab/*$%"
 # Mostly patterns that can match (they start with "/" or "*"), over few letters
 # so that rules collide: equal lengths, shared prefixes, allow against disallow.
-PATTERNS = st.builds(
-    str.__add__,
-    st.sampled_from(["/", "/", "/a", "/a", "*", "/*", ""]),
-    st.text(alphabet=ALPHABET, max_size=6),
+PATTERNS = st.one_of(
+    st.builds(
+        str.__add__,
+        st.sampled_from(["/", "/", "/a", "/a", "*", "/*", ""]),
+        st.text(alphabet=ALPHABET, max_size=6),
+    ),
+    # "/x*y$": the last piece must fit after the first, not overlap it.
+    st.builds(
+        "/{}*{}$".format, st.text(alphabet="ab", max_size=3), st.text(alphabet="ab/", max_size=3)
+    ),
 )
 PATHS = st.builds(
     str.__add__,

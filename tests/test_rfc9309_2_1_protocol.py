@@ -27,7 +27,7 @@ Sitemap: https://example.com/sitemap.xml
 def test_parse_accepts_str_and_all_bytes_like_types() -> None:
     raw = BASIC.encode()
     for body in (BASIC, raw, bytearray(raw), memoryview(raw)):
-        rules = RobotsTxt.parse(body)
+        rules = RobotsTxt.parse(body)  # type: ignore[arg-type]  # bytes-like is accepted
         assert rules.allowed("/private/x", "MyBot") is False
         assert rules.allowed("/public", "MyBot") is True
 

@@ -19,6 +19,8 @@ from itertools import islice, product
 
 import pytest
 
+import robotgate.agents
+import robotgate.robotstxt
 from robotgate import RobotsTxt, Rule
 from robotgate.robotstxt import DEFAULT_MAX_BYTES, MAX_LINE_LENGTH
 
@@ -221,19 +223,41 @@ def test_thousands_of_agents_in_repeated_groups() -> None:
 
 
 @pytest.mark.usefixtures("watchdog")
-def test_thousands_of_agents_each_in_a_different_pair_of_groups() -> None:
+@pytest.mark.parametrize("solo_first", [True, False])
+def test_thousands_of_agents_each_in_a_different_pair_of_groups(solo_first: bool) -> None:
     # Every agent is in one big group and in a small group of its own: as many
-    # distinct merges as agents.
+    # distinct merges as agents.  "solo" is only in the big group, so that
+    # group is also compiled on its own; asking about it first must not take
+    # its rules away from the merged groups.
     many = names(6000)
-    big = "".join(f"User-agent: {a}\n" for a in many)
+    big = "User-agent: solo\n" + "".join(f"User-agent: {a}\n" for a in many)
     big += "".join(f"Disallow: /p{i}\n" for i in range(6000))
     small = "".join(f"User-agent: {a}\nAllow: /p{i}\n" for i, a in enumerate(many))
     rules = RobotsTxt.parse(big + small)
-    assert rules.allowed("/p7", many[7]) is True  # its own Allow ties and wins
-    assert rules.allowed("/p8", many[7]) is False
-    d = rules.decide("/p7", many[7])
-    assert d.rule is not None and d.rule.allow
-    assert d.group is not None and many[7] in d.group
+    if solo_first:
+        assert rules.allowed("/p7", "solo") is False
+    for agent in (many[7], many[-1]):
+        i = many.index(agent)
+        assert rules.allowed(f"/p{i}", agent) is True  # its own Allow ties and wins
+        assert rules.allowed(f"/p{i + 1}", agent) is False
+        assert rules.allowed("/q", agent) is True
+        d = rules.decide(f"/p{i}", agent)
+        assert d.rule == Rule(True, f"/p{i}", 12003 + 2 * i)  # after 12001 lines
+        assert d.group is not None and d.group[:2] == ("solo", many[0]) and agent in d.group
+    assert rules.allowed("/p7", "solo") is False
+    assert rules.decide("/p7", "solo").rule == Rule(False, "/p7", 6002 + 7)
+
+
+def test_long_keys_and_agent_lines_are_not_remembered() -> None:
+    # Parsing caches short keys and agent tokens across files; a hostile file
+    # must not fill those caches with 16 KiB strings.
+    key = "X-Hostile-" + "k" * 10_000
+    agent = "Hostile" + "a" * 10_000
+    rules = RobotsTxt.parse(f"{key}: v\nUser-agent: {agent}\nDisallow: /\n")
+    assert rules.allowed("/x", agent) is False
+    assert rules.allowed("/x", "Other") is True
+    assert key.lower() not in robotgate.robotstxt._KEYS
+    assert agent not in robotgate.agents._CACHE
 
 
 @pytest.mark.usefixtures("watchdog")

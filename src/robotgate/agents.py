@@ -9,6 +9,8 @@ __all__ = ["product_token"]
 # RFC 9309 2.2.1: the product token is [a-zA-Z_-]+; matching is case-insensitive.
 _TOKEN_RE = re.compile(r"[A-Za-z_-]*")
 _CACHE: dict[str, str] = {}
+# Longer strings (a 16 KiB "User-agent:" line of a hostile file) are not kept.
+_MAX_CACHED = 256
 
 
 def product_token(user_agent: str) -> str:
@@ -21,7 +23,8 @@ def product_token(user_agent: str) -> str:
     if token is None:
         m = _TOKEN_RE.match(user_agent.strip())
         token = m.group(0).lower() if m else ""
-        if len(_CACHE) >= 4096:
-            _CACHE.clear()
-        _CACHE[user_agent] = token
+        if len(user_agent) <= _MAX_CACHED:
+            if len(_CACHE) >= 4096:
+                _CACHE.clear()
+            _CACHE[user_agent] = token
     return token

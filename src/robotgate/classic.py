@@ -52,10 +52,13 @@ _WS_CLASS = "".join(f"\\u{ord(c):04x}" for c in _WS)
 # match U+0130 and U+0131, which Perl does not.
 _S = "[Ss\u017f]"
 _UA_RE = re.compile(rf"[{_WS_CLASS}]*[Uu]{_S}[Ee][Rr]-[Aa][Gg][Ee][Nn][Tt][{_WS_CLASS}]*:")
-_DISALLOW = rf"[{_WS_CLASS}]*[Dd][Ii]{_S}[Aa][Ll][Ll][Oo][Ww][{_WS_CLASS}]*:"
-_DISALLOW_RE = re.compile(_DISALLOW)
-# LWP::RobotUA: /^\s*Disallow\s*:/mi over the whole body.
-_BODY_DISALLOW_RE = re.compile("^" + _DISALLOW, re.MULTILINE)
+_KEY_DISALLOW = rf"[Dd][Ii]{_S}[Aa][Ll][Ll][Oo][Ww][{_WS_CLASS}]*:"
+_DISALLOW_RE = re.compile(rf"[{_WS_CLASS}]*{_KEY_DISALLOW}")
+# LWP::RobotUA: /^\s*Disallow\s*:/mi over the whole body.  Leaving "\n" out
+# of the leading \s* matches the same texts (start at the run's last line)
+# without rescanning runs of blank lines from every line start.
+_WS_NOT_LF_CLASS = "".join(f"\\u{ord(c):04x}" for c in _WS if c != "\n")
+_BODY_DISALLOW_RE = re.compile(rf"^[{_WS_NOT_LF_CLASS}]*{_KEY_DISALLOW}", re.MULTILINE)
 _NONSPACE_RE = re.compile(rf"[^{_WS_CLASS}]+")
 
 # -- Perl's URI module, the parts WWW::RobotRules relies on -------------------
@@ -73,7 +76,6 @@ _AUTHORITY_RE = re.compile(r"((?:[a-zA-Z][a-zA-Z0-9.+\-]*:)?)(?://([^/?#]*))?(.*
 _PATH_RE = re.compile(r"((?:[^:/?#]+:)?(?://[^/?#]*)?)([^?#]*)(.*)", re.DOTALL)
 _PATH_QUERY_RE = re.compile(r"(?:[^:/?#]+:)?(?://[^/?#]*)?([^#]*)", re.DOTALL)
 _QUERY_RE = re.compile(r"[^?#]*(?:\?([^#]*))?", re.DOTALL)
-_USERINFO_RE = re.compile(r".*@")
 _PORT_SUFFIX_RE = re.compile(r":\d+\Z")
 _PORT_RE = re.compile(r":([0-9]*)$")
 _PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -82,8 +84,12 @@ _FAST_URL_RE = re.compile(r"[hH][tT][tT][pP][sS]?://[^/?#]*([^#]*)", re.DOTALL)
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
+_HEX = [f"%{b:02X}" for b in range(256)]
+
+
 def _escape_run(m: re.Match[str]) -> str:
-    return "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogatepass"))
+    # Perl's utf8::encode writes surrogates as 3 bytes, as "surrogatepass" does.
+    return "".join(map(_HEX.__getitem__, m.group().encode("utf-8", "surrogatepass")))
 
 
 def _escape(s: str) -> str:
@@ -115,8 +121,8 @@ def _idna(host: str) -> str | None:
         if not label.isascii():
             label = _perl_lc(label)
             if not label.isascii():
-                if label.startswith("xn--"):
-                    return None
+                if label.startswith("xn--") or len(label) > 59:
+                    return None  # "xn--" + punycode would exceed 63 anyway
                 try:
                     label = "xn--" + label.encode("punycode").decode("ascii")
                 except (UnicodeError, ValueError):
@@ -125,6 +131,23 @@ def _idna(host: str) -> str | None:
             return None
         out.append(label)
     return ".".join(out + last_empty)
+
+
+def _split_userinfo(s: str) -> tuple[str, str]:
+    """Perl's ``s/(.*@)//``: the user info up to the last ``@`` (of the first
+    line that has one) and the rest; without a regex, whose search would be
+    quadratic.
+    """
+    if "\n" not in s:
+        at = s.rfind("@")
+        return s[: at + 1], s[at + 1 :]
+    pos = 0
+    for line in s.split("\n"):
+        at = line.rfind("@")
+        if at >= 0:
+            return line[: at + 1], s[:pos] + line[at + 1 :] + s[pos + len(line) :]
+        pos += len(line) + 1
+    return "", s
 
 
 def _fix_host_brackets(s: str) -> str:
@@ -149,10 +172,7 @@ def _server_escape(s: str) -> str:
     m = _SERVER_RE.fullmatch(s)
     if m is not None:
         scheme, host, rest = m.groups()
-        ui = ""
-        um = _USERINFO_RE.search(host)
-        if um is not None:
-            ui, host = um.group(), host[: um.start()] + host[um.end() :]
+        ui, host = _split_userinfo(host)
         port = ""
         pm = _PORT_SUFFIX_RE.search(host)
         if pm is not None:
@@ -171,7 +191,7 @@ def _host_key(authority: str | None) -> str:
     """``lc($uri->host)``: no user info, port or brackets, %XX decoded, ASCII lower-cased."""
     if authority is None:
         return ""  # lc(undef)
-    h = _USERINFO_RE.sub("", authority, count=1)
+    h = _split_userinfo(authority)[1]
     h = re.sub(r":[0-9]+$", "", h, count=1)
     if h[:1] == "[" and h[-1:] == "]":
         h = h[1:-1]
@@ -286,26 +306,38 @@ class _Base:
 
 
 def _remove_dots(p: list[str]) -> list[str]:
-    """URI::_generic::abs's dot-segment loop, kept as it is (leading ".." stay)."""
-    if p and p[0] == "":
-        del p[0]
-    i = 1
-    while i < len(p):
-        if p[i - 1] == ".":
-            del p[i - 1]
-            if i > 1:
-                i -= 1
-        elif p[i] == ".." and p[i - 1] != "..":
-            del p[i - 1 : i + 1]
-            if i > 1:
-                i -= 1
-                if i == len(p):
+    """URI::_generic::abs's dot-segment loop, quirks kept (leading ".." stay).
+
+    Perl splices its array in place; this is the same walk with a stack, in
+    linear time.
+    """
+    start = 1 if p and p[0] == "" else 0
+    n = len(p)
+    out = p[start : start + 1]
+    j = start + 1
+    while j < n:
+        top = out[-1]
+        if top == ".":
+            out.pop()
+            if not out:
+                out.append(p[j])
+                j += 1
+        elif p[j] == ".." and top != "..":
+            out.pop()
+            j += 1
+            if out:
+                if j == n:
                     p.append("")
+                    n += 1
+            elif j < n:
+                out.append(p[j])
+                j += 1
         else:
-            i += 1
-    if p and p[-1] == ".":
-        p[-1] = ""
-    return p
+            out.append(p[j])
+            j += 1
+    if out and out[-1] == ".":
+        out[-1] = ""
+    return out
 
 
 def _query_path(url: str) -> str | None:
@@ -341,16 +373,15 @@ def _query_path(url: str) -> str | None:
 
 
 class _Record:
-    """One record: its ``User-agent`` values and its ``Disallow`` lines.
+    """One record: its ``User-agent`` values (lower-cased) and its ``Disallow`` lines.
 
     Values are resolved (a URI operation) on first use, so a file's records
     cost nothing until an agent they concern is asked about.
     """
 
-    __slots__ = ("agents", "line", "prefixes", "raw", "rules")
+    __slots__ = ("agents", "prefixes", "raw", "rules")
 
-    def __init__(self, line: int, agents: list[str] | None = None) -> None:
-        self.line = line
+    def __init__(self, agents: list[str] | None = None) -> None:
         self.agents: list[str] = agents if agents is not None else []
         self.raw: list[tuple[str, int]] = []
         self.rules: list[tuple[str, int]] | None = None
@@ -419,7 +450,7 @@ class ClassicRobotsTxt(RobotsTxt):
             found = (self._anon, True)
             for r in self._records:
                 # The first record with a value inside the robot's name wins.
-                if any(v != "*" and _perl_lc(v) in me for v in r.agents):
+                if any(v != "*" and v in me for v in r.agents):
                     found = (r, False)
                     break
             if len(cache) >= 1024:
@@ -455,7 +486,7 @@ class ClassicRobotsTxt(RobotsTxt):
         record, fallback = self._record_for(user_agent)
         if record is None:
             return Decision(True, "allowed: no record names this agent and there is no '*' record")
-        group = tuple(_perl_lc(a) for a in record.agents)
+        group = tuple(record.agents)
         where = "the record for " + ", ".join(repr(a) for a in group)
         if fallback:
             where += " (no record names this agent)"
@@ -503,7 +534,6 @@ class ClassicRobotsTxt(RobotsTxt):
         names: list[str] = []
         for r in self._records:
             for a in r.agents:
-                a = _perl_lc(a)
                 if a != "*" and a not in names:
                     names.append(a)
         if self._anon is not None:
@@ -548,9 +578,9 @@ def parse_classic(text: str, url: str | None) -> ClassicRobotsTxt:
             seen_ua = True
             if seen_disallow or cur is None:
                 seen_disallow = False
-                cur = _Record(n)
+                cur = _Record()
                 records.append(cur)
-            cur.agents.append(value)
+            cur.agents.append(_perl_lc(value))
             if value == "*" and (not anon_parts or anon_parts[-1] is not cur):
                 anon_parts.append(cur)
             continue
@@ -562,7 +592,7 @@ def parse_classic(text: str, url: str | None) -> ClassicRobotsTxt:
         if not seen_ua:
             # "Disallow before any User-agent": WWW::RobotRules assumes '*'.
             if pre is None:
-                pre = _Record(n, ["*"])
+                pre = _Record(["*"])
                 anon_parts.insert(0, pre)
             pre.raw.append((value, n))
         elif cur is not None:
@@ -571,7 +601,7 @@ def parse_classic(text: str, url: str | None) -> ClassicRobotsTxt:
     if len(anon_parts) == 1:
         anon = anon_parts[0]
     elif anon_parts:
-        anon = _Record(anon_parts[0].line, ["*"])
+        anon = _Record(["*"])
         for part in anon_parts:
             anon.raw.extend(part.raw)
     return ClassicRobotsTxt(records, anon, base)

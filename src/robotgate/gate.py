@@ -48,6 +48,13 @@ _READ_BODY: contextvars.ContextVar[bool] = contextvars.ContextVar("robotgate_rea
 # The middleware's cell for the time the request headers went out (owned session only).
 _SENT: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("robotgate_sent",
                                                                          default=None)
+# The fleet slot of the request being sent (owned session only): the headers
+# must not go out after its deadline.
+_SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("robotgate_slot",
+                                                                   default=None)
+# Bounds on the extra spacing asked of a shared store to absorb this process's lag.
+_SLACK_MIN = 0.01
+_SLACK_MAX = 5.0
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 
@@ -66,6 +73,31 @@ class Disallowed(Exception):
 
 class GateClosed(RuntimeError):
     """The gate was closed while a task was still asking it something."""
+
+
+class _Slot:
+    """A request slot granted by a shared store, as this process sees it.
+
+    The store spaces the slots of an origin ``interval + margin + slack`` apart
+    (on its clock), so a request that leaves no later than ``slack`` after its
+    slot's start is still ``interval + margin`` from the next one, whichever
+    worker holds that.  ``deadline`` is the loop time after which it may not
+    leave (reckoned from when the slot was asked for, so never too late).
+    """
+
+    __slots__ = ("deadline", "slack")
+
+    def __init__(self) -> None:
+        self.deadline = float("inf")
+        self.slack = 0.0
+
+    def check(self, now: float) -> None:
+        if now > self.deadline:
+            raise _LateSlot
+
+
+class _LateSlot(Exception):
+    """The request would leave after its slot's deadline: it must not go out."""
 
 
 class _Site:
@@ -190,8 +222,9 @@ class RobotGate:
         self.max_per_origin = max_per_origin
         self.max_concurrency = max_concurrency
         self.dialect = dialect
-        #: LWP::RobotUA's conventions: 401/403 keep out of the site; a robots.txt
-        #: that is not text, or has no Disallow line, counts as empty.
+        #: LWP::RobotUA's conventions: a robots.txt that is not text, or has no
+        #: Disallow line, counts as empty; with them, the 1996 draft's rule that
+        #: 401/403 keep out of the whole site (LWP itself read those as empty).
         self.lwp_conventions = dialect == "classic" if lwp_conventions is None else lwp_conventions
         if policy is None:
             policy = FetchPolicy(forbidden_disallows_all=self.lwp_conventions)
@@ -216,6 +249,9 @@ class RobotGate:
         self._global = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._closed = False
         self.stats = {"robots_requests": 0, "pages": 0, "disallowed": 0, "backoffs": 0}
+        # Fleet pacing: the spacing asked beyond interval + margin, grown when this
+        # process is too slow to use its slots on time (event loop lag).
+        self._slack = _SLACK_MIN
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -399,9 +435,10 @@ class RobotGate:
         pacer = self._pacer(origin, site)
         store = self.store
         reserve = None
+        slot: _Slot | None = None
         if store.shared:
-            gap = pacer.interval + pacer.margin if pacer.interval > 0 else 0.0
-            reserve = functools.partial(store.reserve, origin, gap)
+            slot = _Slot()
+            reserve = functools.partial(self._reserve, origin, pacer, slot)
         pacer.waiting += 1
         started = False
         gsem = self._global
@@ -424,10 +461,24 @@ class RobotGate:
                     pacer.active += 1
                     sent: list[float] = []
                     cell = _SENT.set(sent)
+                    slot_cell = _SLOT.set(slot)
                     try:
                         self.stats["pages"] += 1
                         await store.save_host(pacer.state)
-                        resp = await handler(req)
+                        while True:
+                            try:
+                                if slot is not None:
+                                    slot.check(asyncio.get_running_loop().time())
+                                resp = await handler(req)
+                                break
+                            except _LateSlot:
+                                # Too late for its fleet slot (the loop lagged):
+                                # not sent; ask for a new slot, with more slack.
+                                assert slot is not None
+                                self._grow_slack(slot)
+                                await pacer.begin(await pacer.wait_turn(reserve))
+                        if slot is not None:
+                            self._slack = max(_SLACK_MIN, self._slack * 0.995)
                         # The next request is paced from when this one went out (or,
                         # not knowing that, from its answer), not from when it was
                         # allowed to start, so the server never sees two closer
@@ -436,6 +487,7 @@ class RobotGate:
                         if _READ_BODY.get():
                             await resp.read()
                     finally:
+                        _SLOT.reset(slot_cell)
                         _SENT.reset(cell)
                         pacer.active -= 1
                 finally:
@@ -446,6 +498,26 @@ class RobotGate:
                 pacer.waiting -= 1
         await self._after_response(origin, pacer, resp)
         return resp
+
+    async def _reserve(self, origin: str, pacer: HostPacer, slot: _Slot) -> float | None:
+        """Ask the shared store for ``origin``'s next slot; set the slot's deadline."""
+        loop = asyncio.get_running_loop()
+        slack = self._slack if pacer.interval > 0 else 0.0
+        gap = pacer.interval + pacer.margin + slack if pacer.interval > 0 else 0.0
+        asked = loop.time()
+        wait = await self.store.reserve(origin, gap)
+        slot.slack = slack
+        # The slot starts no earlier than `asked + wait`, whatever the clocks say.
+        slot.deadline = asked + max(0.0, wait) + slack if wait is not None and gap > 0 else (
+            float("inf")
+        )
+        return wait
+
+    def _grow_slack(self, slot: _Slot) -> None:
+        # As much as that request was late (not compounded: a lag spike makes
+        # every slot in flight late at once); it shrinks again as sends are on time.
+        late = asyncio.get_running_loop().time() - (slot.deadline - slot.slack)
+        self._slack = min(_SLACK_MAX, max(self._slack, late))
 
     async def _after_response(
         self, origin: str, pacer: HostPacer, resp: aiohttp.ClientResponse
@@ -537,6 +609,15 @@ class RobotGate:
             if got is not None and got.is_fresh(time.time()):
                 return self._install(origin, got, host, -float("inf"))
             token = await store.lock_fetch(origin, self.policy.timeout * 2 + 5)
+        if token is not None and store.shared:
+            # Another worker may have fetched it and let go of the lock between our
+            # first look and taking the lock: look again before fetching.
+            again = await store.load_robots(origin)
+            if again is not None and again.is_fresh(time.time()) and (
+                not recheck or stored is None or again.fetched_at > stored.fetched_at
+            ):
+                await store.unlock_fetch(origin, token)
+                return self._install(origin, again, host, -float("inf"))
         started = loop.time()
         try:
             try:
@@ -574,15 +655,13 @@ class RobotGate:
         return site
 
     def _parse(self, entry: RobotsEntry) -> RobotsTxt:
-        body = entry.body or b""
+        body = _recode(entry.body or b"", entry.content_type)
         if self.lwp_conventions:
             from .classic import classic_body_usable
 
             text = body[: self.policy.max_bytes].decode("utf-8", "replace")
             if not classic_body_usable(entry.content_type, text):
                 body = b""
-        else:
-            body = _recode(body, entry.content_type)
         return RobotsTxt.parse(body, dialect=self.dialect, max_bytes=self.policy.max_bytes,
                                url=robots_url(entry.origin))
 
@@ -659,9 +738,15 @@ class RobotGate:
 async def _mark_sent(
     session: aiohttp.ClientSession, ctx: object, params: aiohttp.TraceRequestHeadersSentParams
 ) -> None:
+    now = asyncio.get_running_loop().time()
+    slot = _SLOT.get()
+    if slot is not None:
+        # Called just before the request's first bytes are written (after any
+        # connection set-up): the last moment it can still be held back.
+        slot.check(now)
     cell = _SENT.get()
     if cell is not None:
-        cell.append(asyncio.get_running_loop().time())
+        cell.append(now)
 
 
 def _once() -> Middleware:

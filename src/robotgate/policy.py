@@ -54,7 +54,8 @@ class FetchPolicy:
     max_redirects: int = 5
     #: Seconds allowed for the whole robots.txt fetch (connect, redirects, body).
     timeout: float = 30.0
-    #: The classic convention: 401/403 mean "keep out of the whole site".
+    #: The 1996 Internet-Draft's rule: 401/403 mean "keep out of the whole site"
+    #: (LWP::RobotUA itself read any non-2xx answer as an empty robots.txt).
     forbidden_disallows_all: bool = False
     #: First retry of an unreachable robots.txt after this many seconds, doubling.
     retry_base: float = 10.0

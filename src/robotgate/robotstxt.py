@@ -133,20 +133,10 @@ class _Group:
     """The lines of one group (or of several groups naming the same agent, merged).
 
     Rules are compiled into a :class:`RuleSet` on first use, so parsing a
-    file costs only the groups that are actually asked about.  A merged group
-    only refers to its parts until then: merging copies nothing at parse time,
-    so a file naming thousands of agents in several groups stays linear.
+    file costs only the groups that are actually asked about.
     """
 
-    __slots__ = (
-        "_compiled",
-        "_parts",
-        "agents",
-        "crawl_delay_value",
-        "line",
-        "rate_value",
-        "rules",
-    )
+    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules")
 
     def __init__(self, line: int) -> None:
         self.agents: list[str] = []
@@ -155,38 +145,31 @@ class _Group:
         self.crawl_delay_value: str | None = None
         self.rate_value: str | None = None
         self._compiled: RuleSet | None = None
-        # None: a plain group; a tuple of groups: a merged group; (): a plain
-        # group that is part of a merged one (its rules are kept after compiling).
-        self._parts: tuple[_Group, ...] | None = None
 
     @classmethod
     def merged(cls, groups: list[_Group]) -> _Group:
         merged = cls(groups[0].line)
-        merged._parts = tuple(groups)
-        for g in groups:
-            if g._parts is None:
-                g._parts = ()
-            if merged.crawl_delay_value is None:
-                merged.crawl_delay_value = g.crawl_delay_value
-            if merged.rate_value is None:
-                merged.rate_value = g.rate_value
+        merged.agents = list(dict.fromkeys(a for g in groups for a in g.agents))
+        merged.rules = [r for g in groups for r in g.rules]
+        merged._other_records(groups)
         return merged
+
+    def _other_records(self, groups: list[_Group]) -> None:
+        for g in groups:
+            if self.crawl_delay_value is None:
+                self.crawl_delay_value = g.crawl_delay_value
+            if self.rate_value is None:
+                self.rate_value = g.rate_value
 
     def names(self) -> tuple[str, ...]:
         """The product tokens this group names, in order, without duplicates."""
-        parts = self._parts
-        if parts and not self.agents:
-            self.agents = list(dict.fromkeys(a for g in parts for a in g.agents))
         return tuple(dict.fromkeys(a for a in self.agents if a))
 
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            parts = self._parts
-            rules = [r for g in parts for r in g.rules] if parts else self.rules
-            compiled = self._compiled = RuleSet(_normalised(rules))
-            if parts is None:
-                self.rules = []
+            compiled = self._compiled = RuleSet(_normalised(self.rules))
+            self.rules = []
         return compiled
 
     @property
@@ -198,6 +181,36 @@ class _Group:
     def request_rate(self) -> RequestRate | None:
         v = self.rate_value
         return _parse_rate(v) if v is not None else None
+
+
+class _LazyGroup(_Group):
+    """A merged group that copies its parts only when first asked about.
+
+    It holds the parts' lists, not the parts: a part that is compiled for
+    another agent drops its own reference to its rules, not this one.
+    """
+
+    __slots__ = ("_agent_lists", "_rule_lists")
+
+    def __init__(self, groups: list[_Group]) -> None:
+        super().__init__(groups[0].line)
+        self._agent_lists = tuple(g.agents for g in groups)
+        self._rule_lists = tuple(g.rules for g in groups)
+        self._other_records(groups)
+
+    def names(self) -> tuple[str, ...]:
+        if self._agent_lists:
+            self.agents = list(dict.fromkeys(a for lst in self._agent_lists for a in lst))
+            self._agent_lists = ()
+        return super().names()
+
+    def ruleset(self) -> RuleSet:
+        compiled = self._compiled
+        if compiled is None:
+            rules = [r for lst in self._rule_lists for r in lst]
+            compiled = self._compiled = RuleSet(_normalised(rules))
+            self._rule_lists = ()
+        return compiled
 
 
 def _decode(body: bytes, max_bytes: int) -> str:
@@ -350,6 +363,9 @@ class RobotsTxt:
         agents: dict[str, _Group] = {}
         star: _Group | None = None
         merged: dict[tuple[int, ...], _Group] = {}
+        # Copying merged groups costs memory once per distinct list of groups;
+        # past this many copied lines (more than real files need), merge lazily.
+        budget = 4096 + 4 * sum(len(g.rules) + len(g.agents) for g in groups)
         for agent, found in by_agent.items():
             if len(found) == 1:
                 group = found[0]
@@ -357,7 +373,9 @@ class RobotsTxt:
                 key = tuple(map(id, found))
                 same = merged.get(key)
                 if same is None:
-                    same = merged[key] = _Group.merged(found)
+                    budget -= sum(len(g.rules) + len(g.agents) for g in found)
+                    same = _Group.merged(found) if budget >= 0 else _LazyGroup(found)
+                    merged[key] = same
                 group = same
             if agent == "*":
                 star = group

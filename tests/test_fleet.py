@@ -1,0 +1,289 @@
+"""Fleet mode: worker processes sharing one politeness budget through Redis.
+
+Every test runs real worker processes (``benchmarks/fleet.py worker``) or
+gates against a real ``redis-server`` on loopback and the loopback server of
+``benchmarks/server.py``, and checks the promises at the server: one
+robots.txt request per origin across the fleet, no disallowed page, no two
+page requests to one host closer than the delay, a definite answer for every
+task, and a clear :class:`StoreError` instead of an impolite request when
+Redis is gone or holds foreign data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from benchmarks.fleet import Fleet, FleetChecks, split_urls
+from benchmarks.server import BenchServer, HostPlan, is_disallowed, page_paths
+
+from redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
+from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
+from robotgate.store.redis import RedisStore
+
+AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
+DELAY = 0.2
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"rgfleet:{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+class PersistentRedis(RedisServer):
+    """A redis-server that keeps its data on disk (append-only file, fsync on every
+    write), as a production Redis would: stopped and started again, it comes back
+    with everything, so a test can tell "unreachable for a while" from "lost"."""
+
+    def _options(self) -> list[str]:
+        return [*super()._options(), "--appendonly", "yes", "--appendfsync", "always"]
+
+
+@pytest.fixture
+def persistent_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    if find_redis_server() is None:
+        print(f"\nskipping: {MISSING_REASON}", file=sys.stderr)
+        pytest.skip(MISSING_REASON)
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    with PersistentRedis.start(directory) as server:
+        yield server
+
+
+def host_urls(srv: BenchServer, pages: int) -> list[list[str]]:
+    paths = page_paths(pages)
+    return [[srv.url(i, path) for path in paths] for i in range(len(srv.hosts))]
+
+
+def expected(srv: BenchServer, url: str) -> str:
+    """What a polite worker must answer for ``url``: fetched or disallowed."""
+    host, _, rest = url.partition("//")[2].partition("/")
+    index = srv.hosts.index(host.split(":")[0])
+    return "disallowed" if is_disallowed(srv.scenarios[index], "/" + rest) else "fetched"
+
+
+def checks(srv: BenchServer, delay: float = DELAY) -> FleetChecks:
+    stats: dict[str, Any] = srv.stats_json(log=False)
+    return FleetChecks.of(stats, dict.fromkeys(srv.hosts, delay))
+
+
+async def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+# -- the fleet under load -------------------------------------------------------
+
+
+async def test_four_workers_share_one_budget(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """4 worker processes x 2,000 tasks over 200 origins, every worker on every origin."""
+    template = HostPlan(pages=16)
+    async with BenchServer.mixed(200, {"partial": 1, "allow": 1}, template=template) as srv:
+        per_host = host_urls(srv, 16)  # 4 pages per origin per worker
+        lists = split_urls(per_host, 4)
+        async with Fleet(redis_url, prefix, lists, tmp_path, tasks=2000, delay=DELAY) as fleet:
+            fleet.go()
+            summaries = await fleet.results(timeout=150)
+            outcomes = fleet.outcomes()
+        found = checks(srv)
+        stats = srv.stats()
+
+    urls = [url for urls in lists for url in urls]
+    assert len(urls) == 3200 and len(outcomes) == len(urls)
+    # Every task got a definite, correct answer.
+    wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
+    assert not wrong, list(wrong.items())[:5]
+    # One robots.txt request per origin across the fleet, and no disallowed page.
+    assert [s.robots_requests for s in stats.values()] == [1] * 200
+    assert sum(s["robots_requests"] for s in summaries) == 200
+    assert found.disallowed_at_server == 0
+    # Each fetched page reached the server once, and no two requests to a host
+    # came closer than the delay, whichever workers sent them.
+    fetched = sum(1 for o in outcomes.values() if o == "fetched")
+    assert found.page_requests == fetched == sum(s["fetched"] for s in summaries)
+    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    assert found.min_gap is not None and found.min_gap >= DELAY
+    # Every worker took part in the crawl of every origin.
+    for worker_urls, summary in zip(lists, summaries, strict=True):
+        assert summary["answered"] == len(worker_urls)
+        assert summary["fetched"] > 0
+
+
+# -- a dead lock holder ---------------------------------------------------------
+
+
+async def test_lock_holder_killed_mid_fetch(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """The worker fetching robots.txt dies: another takes over once its lock expires."""
+    holder_timeout = 1.0
+    ttl = holder_timeout * 2 + 5  # the gate's fetch lock lives this long
+    async with BenchServer([HostPlan("slow", slow_seconds=5.0)]) as srv:
+        page = srv.url(0, "/page/1")
+        options = ["--robots-timeout", str(holder_timeout)]
+        async with Fleet(redis_url, prefix, [[page]], tmp_path, tasks=1,
+                         options=options) as fleet:
+            fleet.go()
+            # Killed while its robots.txt request is out (and unanswered).
+            await wait_until(lambda: srv.host_stats(0).robots_requests == 1, 20,
+                             "the holder's robots.txt request")
+            fleet.procs[0].send_signal(signal.SIGKILL)
+            await fleet.procs[0].wait()
+        assert fleet.procs[0].returncode == -signal.SIGKILL
+        srv.set_plan(0, HostPlan("slow", slow_seconds=0.1))  # answers quickly from now on
+
+        store = RedisStore(redis_url, prefix=prefix)
+        async with RobotGate(AGENT, delay=0, store=store,
+                             policy=FetchPolicy(timeout=5.0)) as gate:
+            async with gate.fetch(page) as resp:
+                status = resp.status
+            with pytest.raises(Disallowed):
+                await gate.fetch(srv.url(0, "/private/4"))
+            taken_over = gate.stats["robots_requests"]
+        robots = srv.host_stats(0)
+
+    assert status == 200
+    # Exactly one more robots.txt request, sent once the dead holder's lock expired.
+    assert taken_over == 1 and robots.robots_requests == 2
+    first, second = robots.robots_times
+    assert second - first >= ttl - 1.5
+    # The result is shared: a new worker finds it in Redis.
+    async with RedisStore(redis_url, prefix=prefix) as check:
+        entry = await check.load_robots(srv.base_url(0))
+    assert entry is not None and entry.status == 200
+
+
+# -- Redis goes away mid-crawl --------------------------------------------------
+
+
+async def test_redis_stopped_and_restarted_mid_crawl(
+    persistent_redis: RedisServer, tmp_path: Path
+) -> None:
+    """Redis is stopped mid-crawl for 2 s, then started again (with its data).
+
+    Worker 0 waits up to 10 s for Redis and so only slows down; worker 1 gives
+    up after 0.5 s, so its requests during the outage fail closed with a clear
+    StoreError.  Both carry on by themselves once Redis is back.
+    """
+    redis = persistent_redis
+    template = HostPlan(pages=12)
+    async with BenchServer.mixed(40, {"partial": 1, "allow": 1}, template=template) as srv:
+        lists = split_urls(host_urls(srv, 12), 2)
+        total_pages = sum(expected(srv, u) == "fetched" for urls in lists for u in urls)
+        # Worker 1 differs only in how long it waits for Redis.
+        patience = [[], ["--unavailable-timeout", "0.5"]]
+        async with Fleet(redis.url, "outage", lists, tmp_path, tasks=2000, delay=DELAY,
+                         worker_options=patience) as fleet:
+            fleet.go()
+            await wait_until(lambda: checks(srv).page_requests >= total_pages // 4, 60,
+                             "a quarter of the crawl")
+            redis.stop()
+            await asyncio.sleep(2.0)
+            redis.resume()
+            resumed = time.monotonic()
+            summaries = await fleet.results(timeout=120)
+            outcomes = fleet.outcomes()
+        found = checks(srv)
+        stats = srv.stats()
+
+    waiting, quitting = summaries
+    # The patient worker lost nothing: every URL has its right answer.
+    assert waiting["store_errors"] == waiting["errors"] == 0
+    assert waiting["answered"] == waiting["urls"]
+    # The other failed closed while Redis was away, with a clear error ...
+    failed = {u: o for u, o in outcomes.items() if o.startswith("store_error")}
+    assert quitting["store_errors"] == len(failed) > 0
+    assert all("unreachable" in o and redis.url in o for o in failed.values())
+    assert quitting["errors"] == 0
+    # ... and every other answer of both is right.
+    wrong = {u: o for u, o in outcomes.items() if u not in failed and o != expected(srv, u)}
+    assert not wrong, list(wrong.items())[:5]
+    # The crawl went on by itself after the restart.
+    assert max(t for s in stats.values() for t in s.page_times) > resumed
+    # No page went out without a slot, and no promise was broken: one robots.txt
+    # request per origin (the entries survived in Redis), no disallowed page, no
+    # two requests to a host closer than the delay.
+    fetched = sum(1 for o in outcomes.values() if o == "fetched")
+    assert found.page_requests == fetched
+    assert [s.robots_requests for s in stats.values()] == [1] * 40
+    assert found.disallowed_at_server == 0
+    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    async with RedisStore(redis.url, prefix="outage") as check:
+        entries = [await check.load_robots(srv.base_url(i)) for i in range(40)]
+    assert all(entry is not None for entry in entries)
+
+
+async def test_gate_fails_closed_when_redis_is_down_at_start() -> None:
+    async with BenchServer([HostPlan("allow")]) as srv:
+        url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+        gate = RobotGate(AGENT, delay=DELAY,
+                         store=RedisStore(url, prefix="down", unavailable_timeout=0.5))
+        try:
+            with pytest.raises(StoreError, match="unreachable for") as opened:
+                await gate.open()
+            assert url in str(opened.value)
+            started = time.monotonic()
+            with pytest.raises(StoreError, match="unreachable for"):
+                await gate.fetch(srv.url(0, "/page/1"))
+            assert time.monotonic() - started >= 0.5  # it waited for Redis first
+        finally:
+            await gate.close()
+        robots = srv.host_stats(0)
+    assert robots.robots_requests == 0 and robots.page_requests == 0
+
+
+# -- foreign data ---------------------------------------------------------------
+
+
+async def test_foreign_data_under_the_prefix(
+    redis_url: str, prefix: str, raw: aioredis.Redis
+) -> None:
+    async with BenchServer([HostPlan("allow")] * 3) as srv:
+        origins = [srv.base_url(i) for i in range(3)]
+        # Host 0: its robots.txt entry is a list; host 1: its pacing time is text.
+        await raw.rpush(f"{prefix}:robots:{origins[0]}", "not", "ours")
+        await raw.set(f"{prefix}:tat:{origins[1]}", "soon")
+        async with RobotGate(AGENT, delay=DELAY,
+                             store=RedisStore(redis_url, prefix=prefix)) as gate:
+            with pytest.raises(StoreError, match="foreign or damaged data") as bad_robots:
+                await gate.fetch(srv.url(0, "/page/1"))
+            with pytest.raises(StoreError, match="not a pacing time") as bad_tat:
+                await gate.fetch(srv.url(1, "/page/1"))
+            # Clean origins under the same prefix are unaffected.
+            async with gate.fetch(srv.url(2, "/page/1")) as resp:
+                assert resp.status == 200
+        stats = [srv.host_stats(i) for i in range(3)]
+        # A prefix that holds another application's data is refused at open.
+        await raw.set(f"{prefix}x:meta", "someapp/3")
+        gate = RobotGate(AGENT, store=RedisStore(redis_url, prefix=f"{prefix}x"))
+        try:
+            with pytest.raises(StoreError, match="another application"):
+                await gate.open()
+        finally:
+            await gate.close()
+    assert f"{prefix}:robots:{origins[0]}" in str(bad_robots.value)
+    assert f"{prefix}:tat:{origins[1]}" in str(bad_tat.value)
+    assert [s.page_requests for s in stats] == [0, 0, 1]
+    # Host 1's robots.txt was fetched (its entry is fine); host 0's never was.
+    assert [s.robots_requests for s in stats] == [0, 1, 1]
