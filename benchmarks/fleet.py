@@ -124,6 +124,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "messages": messages,
         "round_trips": store.round_trips,
         "robots_requests": stats["robots_requests"],
+        "late_slots": stats.get("late_slots", 0),
         "started_at": wall_started,
         "elapsed": elapsed,
     }
@@ -401,6 +402,7 @@ class Row:
     problems: int
     elapsed: float
     round_trips: int
+    late_slots: int
 
     @property
     def pages_per_s(self) -> float:
@@ -417,12 +419,12 @@ class Row:
             str(c.disallowed_at_server), str(c.violations),
             "-" if c.min_gap is None else f"{c.min_gap:.3f}",
             f"{self.answered}/{self.urls}", str(self.problems),
-            f"{self.pages_per_s:.0f}", f"{self.trips_per_page:.2f}",
+            str(self.late_slots), f"{self.pages_per_s:.0f}", f"{self.trips_per_page:.2f}",
         ]
 
 
 HEADERS = ["workers", "run", "robots/origin", "disallowed", "violations", "min gap s",
-           "answered", "errors", "pages/s", "RT/page"]
+           "answered", "errors", "late slots", "pages/s", "RT/page"]
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -487,6 +489,7 @@ async def bench(args: argparse.Namespace) -> list[Row]:
                                      for s in summaries),
                         elapsed=max(s["elapsed"] for s in summaries),
                         round_trips=sum(s["round_trips"] for s in summaries),
+                        late_slots=sum(s["late_slots"] for s in summaries),
                     ))
                     _progress(table(rows[-1:]).splitlines()[-1] + "\n")
         finally:

@@ -31,6 +31,13 @@ from robotgate.store.redis import RedisStore
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2
+# Workers send any two requests to a host at least DELAY + margin apart, however
+# late their event loops run.  The server records a request when its handler
+# starts, and one process plays all the hosts here: a request can queue behind
+# hundreds for other hosts (real origins share no such queue).  The margin covers
+# that queue, and the workers run below the server's CPU priority so that its
+# records show when requests were sent rather than when it got a core.
+WORKER_OPTIONS = ("--pacing-margin", "0.1", "--nice", "10")
 
 
 @pytest.fixture
@@ -102,7 +109,8 @@ async def test_four_workers_share_one_budget(
     async with BenchServer.mixed(200, {"partial": 1, "allow": 1}, template=template) as srv:
         per_host = host_urls(srv, 16)  # 4 pages per origin per worker
         lists = split_urls(per_host, 4)
-        async with Fleet(redis_url, prefix, lists, tmp_path, tasks=2000, delay=DELAY) as fleet:
+        async with Fleet(redis_url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
+                         options=WORKER_OPTIONS) as fleet:
             fleet.go()
             summaries = await fleet.results(timeout=150)
             outcomes = fleet.outcomes()
@@ -194,7 +202,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
         # Worker 1 differs only in how long it waits for Redis.
         patience = [[], ["--unavailable-timeout", "0.5"]]
         async with Fleet(redis.url, "outage", lists, tmp_path, tasks=2000, delay=DELAY,
-                         worker_options=patience) as fleet:
+                         options=WORKER_OPTIONS, worker_options=patience) as fleet:
             fleet.go()
             await wait_until(lambda: checks(srv).page_requests >= total_pages // 4, 60,
                              "a quarter of the crawl")

@@ -396,3 +396,16 @@ def test_no_line_end_at_all() -> None:
     rules = RobotsTxt.parse("User-agent: * Disallow: /a")
     # One line: "User-agent" with the value "* Disallow: /a": no rules.
     assert rules.allowed("/a", "MyBot") is True
+
+
+@pytest.mark.parametrize("as_bytes", [True, False])
+def test_partial_last_line_at_the_limit_is_dropped(as_bytes: bool) -> None:
+    # "Allow: /private/press" cut to "Allow: /pri" would allow more than written.
+    head = "User-agent: *\nDisallow: /private\n"
+    text = head + "Allow: /private/press\n"
+    limit = len(head) + len("Allow: /pri")
+    body: str | bytes = text.encode() if as_bytes else text
+    rules = RobotsTxt.parse(body, max_bytes=limit)
+    assert not rules.allowed("/private/x", "bot")
+    assert not rules.allowed("/private/press", "bot")
+    assert RobotsTxt.parse(body, max_bytes=len(text)).allowed("/private/press", "bot")

@@ -248,7 +248,8 @@ class RobotGate:
         self._pacers: dict[str, HostPacer] = {}
         self._global = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._closed = False
-        self.stats = {"robots_requests": 0, "pages": 0, "disallowed": 0, "backoffs": 0}
+        self.stats = {"robots_requests": 0, "pages": 0, "disallowed": 0, "backoffs": 0,
+                      "late_slots": 0}
         # Fleet pacing: the spacing asked beyond interval + margin, grown when this
         # process is too slow to use its slots on time (event loop lag).
         self._slack = _SLACK_MIN
@@ -475,6 +476,7 @@ class RobotGate:
                                 # Too late for its fleet slot (the loop lagged):
                                 # not sent; ask for a new slot, with more slack.
                                 assert slot is not None
+                                self.stats["late_slots"] += 1
                                 self._grow_slack(slot)
                                 await pacer.begin(await pacer.wait_turn(reserve))
                         if slot is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from .agents import _CACHE as _TOKENS
 from .agents import product_token
@@ -24,6 +24,7 @@ DEFAULT_MAX_BYTES = 500 * 1024
 MAX_LINE_LENGTH = 2083 * 8 - 1
 
 Dialect = Literal["rfc9309", "classic"]
+_Text = TypeVar("_Text", str, bytes)
 
 _UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
 
@@ -215,10 +216,21 @@ class _LazyGroup(_Group):
 
 def _decode(body: bytes, max_bytes: int) -> str:
     if len(body) > max_bytes:
-        body = body[:max_bytes]
+        body = _whole_lines(body[:max_bytes])
     if body[:3] == b"\xef\xbb\xbf":
         body = body[3:]
     return body.decode("utf-8", "replace")
+
+
+def _whole_lines(cut: _Text) -> _Text:
+    """A body cut at the size limit, without its last, partial line.
+
+    A cut ``Allow: /private/press`` would read ``Allow: /pri`` and allow more
+    than the site wrote, so an unterminated last line is dropped.
+    """
+    nl, cr = ("\n", "\r") if isinstance(cut, str) else (b"\n", b"\r")
+    end = max(cut.rfind(nl), cut.rfind(cr))
+    return cut[: end + 1]
 
 
 def _cut_utf8(text: str, limit: int) -> str:
@@ -279,6 +291,8 @@ class RobotsTxt:
             if len(text) > max_bytes >> 2 and not text.isascii():
                 # The limit counts UTF-8 octets, as for bytes.
                 text = _cut_utf8(text, max_bytes)
+            if len(text) < len(body):
+                text = _whole_lines(text)
             if text[:1] == "\ufeff":
                 text = text[1:]
         if dialect == "classic":
