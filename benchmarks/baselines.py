@@ -32,12 +32,14 @@ import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiolimiter import AsyncLimiter
-from protego import Protego
 from yarl import URL
+
+if TYPE_CHECKING:
+    from protego import Protego
 
 __all__ = [
     "HandRolled",
@@ -78,6 +80,9 @@ class HandRolled:
         per_origin: int = 1,
         timeout: float = 30.0,
     ) -> None:
+        from protego import Protego  # the extra 'bench' (or 'test')
+
+        self._parse = Protego.parse
         self.session = session
         self.user_agent = user_agent
         self.delay = delay
@@ -129,9 +134,9 @@ class HandRolled:
         try:
             return await asyncio.wait_for(self._get_rules(origin), self.timeout)
         except aiohttp.TooManyRedirects:
-            return Protego.parse(_ALLOW_ALL)
+            return self._parse(_ALLOW_ALL)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError):
-            return Protego.parse(_DISALLOW_ALL)
+            return self._parse(_DISALLOW_ALL)
 
     async def _get_rules(self, origin: str) -> Protego:
         async with self.session.get(
@@ -139,10 +144,10 @@ class HandRolled:
         ) as resp:
             if 200 <= resp.status < 300:
                 body = await resp.read()
-                return Protego.parse(body[: 500 * 1024].decode("utf-8", "replace"))
+                return self._parse(body[: 500 * 1024].decode("utf-8", "replace"))
             if 400 <= resp.status < 500 and resp.status != 429:
-                return Protego.parse(_ALLOW_ALL)
-            return Protego.parse(_DISALLOW_ALL)
+                return self._parse(_ALLOW_ALL)
+            return self._parse(_DISALLOW_ALL)
 
 
 # -- the optional alternatives, each in a child process ------------------------

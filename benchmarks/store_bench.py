@@ -1,7 +1,7 @@
 """The disk store on loopback: restarts of a 10,000-origin crawl, and what the store costs.
 
     python benchmarks/store_bench.py [--hosts 10000] [--page] [--reference] [--cost-hosts 1000]
-                                     [--pages 2] [--rounds 6] [--json PATH]
+                                     [--pages 2] [--rounds 10] [--json PATH]
 
 The loopback server (``benchmarks/server.py``, its CLI) runs in a child
 process with ``--hosts N`` hosts on 127.0.X.Y, every one serving a robots.txt
@@ -23,9 +23,13 @@ restart   Each run is a new gate on a new store object, as a new process would
 cost      The same gate settings over MemoryStore and SQLiteStore, same run,
           rounds interleaved: ``gate.fetch`` pages/s (delay 0) on the first
           ``--cost-hosts`` origins, and ``allowed()`` decisions/s on cached
-          origins.  Wall-clock rates are noisy on a shared 2-core machine; the
-          process CPU time per operation (this process, the SQLite thread
-          included) is the steadier figure.  Ratios are SQLite / memory.
+          origins.  Both as wall-clock rates and as the process CPU time per
+          operation (this process, the SQLite thread included).  Other work on
+          a shared machine only adds time, so each store's best round is shown,
+          and its ratio (SQLite / memory) beside the median of the per-round
+          ratios.  The store only enters ``allowed()`` on an origin's first ask
+          (or a refresh), so on cached origins the two must come out equal:
+          how far apart they come is the noise of the run.
 
 Progress goes to stderr, the table to stdout, everything as JSON to ``--json``.
 """
@@ -254,7 +258,7 @@ async def restarts(
 
 async def cost(
     server: ServerProcess, workdir: Path, hosts: int, pages: int, rounds: int,
-    concurrency: int, tasks: int, per_task: int,
+    concurrency: int, tasks: int, per_task: int, allowed_rounds: int,
 ) -> dict[str, Any]:
     bases = server.base_urls[:hosts]
     # Page p of every host, then page p+1: consecutive requests go to different hosts.
@@ -301,10 +305,10 @@ async def cost(
                 fetch_cpu[name].append((time.process_time() - cpu0) / len(urls) * 1e6)
                 fetch_rate[name].append(len(urls) / wall)
         # allowed() on cached origins, after the fetches (nothing batched remains).
-        for r in range(rounds):
+        for r in range(allowed_rounds):
             for name in order[r % 2:] + order[: r % 2]:
                 gate = gates[name]
-                say(f"cost: allowed() round {r + 1}/{rounds}, {name}")
+                say(f"cost: allowed() round {r + 1}/{allowed_rounds}, {name}")
 
                 async def ask(start: int, gate: RobotGate = gate) -> None:
                     n = len(asks)
@@ -324,17 +328,21 @@ async def cost(
             await gate.close()
 
     def summary(values: dict[str, list[float]], higher_is_better: bool) -> dict[str, Any]:
-        med = {k: statistics.median(v) for k, v in values.items()}
+        # Other work on the machine only ever adds time, so the best round is the
+        # closest to the intrinsic cost; the two stores of one round ran back to
+        # back, so their ratio is a second estimate, less exposed to drift.
         best = {k: (max(v) if higher_is_better else min(v)) for k, v in values.items()}
+        paired = [s / m for m, s in zip(values["memory"], values["sqlite"], strict=True)]
         return {
-            "rounds": values, "median": med, "best": best,
-            "ratio_median": med["sqlite"] / med["memory"],
+            "rounds": values, "best": best,
+            "median": {k: statistics.median(v) for k, v in values.items()},
             "ratio_best": best["sqlite"] / best["memory"],
+            "ratio_paired_median": statistics.median(paired),
         }
 
     return {
         "hosts": hosts, "pages_per_host": pages, "requests_per_round": len(urls),
-        "concurrency": concurrency, "rounds": rounds,
+        "concurrency": concurrency, "rounds": rounds, "allowed_rounds": allowed_rounds,
         "allowed_tasks": tasks, "decisions_per_task": per_task,
         "fetch_pages_per_s": summary(fetch_rate, True),
         "fetch_cpu_us_per_page": summary(fetch_cpu, False),
@@ -388,15 +396,18 @@ def render(report: dict[str, Any]) -> str:
         c = report["cost"]
         out.append("")
         out.append(f"cost of the store: {c['hosts']:,} cached origins, delay 0, "
-                   f"{c['rounds']} interleaved rounds per store (median; best in brackets)")
+                   f"{c['rounds']} interleaved rounds per store for gate.fetch, "
+                   f"{c['allowed_rounds']} for allowed()")
+        out.append("values: the best round of each store; ratio: of the best rounds "
+                   "[median of the per-round ratios]")
         head = f"{'measure':<36}{'MemoryStore':>16}{'SQLiteStore':>16}{'SQLite/memory':>20}"
         out.append(head)
         out.append("-" * len(head))
 
         def row(label: str, key: str, fmt: str) -> None:
             s = c[key]
-            mem, sql = s["median"]["memory"], s["median"]["sqlite"]
-            ratio = f"{s['ratio_median']:.3f} [{s['ratio_best']:.3f}]"
+            mem, sql = s["best"]["memory"], s["best"]["sqlite"]
+            ratio = f"{s['ratio_best']:.3f} [{s['ratio_paired_median']:.3f}]"
             out.append(f"{label:<36}{fmt.format(mem):>16}{fmt.format(sql):>16}{ratio:>20}")
 
         row(f"gate.fetch pages/s ({c['requests_per_round']:,}/round)", "fetch_pages_per_s",
@@ -405,13 +416,16 @@ def render(report: dict[str, Any]) -> str:
         row(f"allowed() decisions/s ({c['allowed_tasks']:,} tasks)", "allowed_per_s",
             "{:,.0f}")
         row("  client CPU per decision", "allowed_cpu_us_per_decision", "{:,.2f} us")
-        f, a = c["fetch_pages_per_s"], c["allowed_per_s"]
-        fc, ac = c["fetch_cpu_us_per_page"], c["allowed_cpu_us_per_decision"]
-        out.append(f"goal, SQLite under 10% slower: gate.fetch "
-                   f"{'met' if f['ratio_median'] >= 0.9 else 'NOT met'} by wall clock, "
-                   f"{'met' if fc['ratio_median'] <= 1 / 0.9 else 'NOT met'} by CPU; "
-                   f"allowed() {'met' if a['ratio_median'] >= 0.9 else 'NOT met'} by wall "
-                   f"clock, {'met' if ac['ratio_median'] <= 1 / 0.9 else 'NOT met'} by CPU")
+        def verdict(key: str, slower_above: bool) -> str:
+            ratio = c[key]["ratio_best"]
+            ok = ratio <= 1 / 0.9 if slower_above else ratio >= 0.9
+            return "met" if ok else "NOT met"
+
+        out.append("goal, SQLite under 10% slower (best rounds): gate.fetch "
+                   f"{verdict('fetch_pages_per_s', False)} by wall clock, "
+                   f"{verdict('fetch_cpu_us_per_page', True)} by CPU; allowed() "
+                   f"{verdict('allowed_per_s', False)} by wall clock, "
+                   f"{verdict('allowed_cpu_us_per_decision', True)} by CPU")
         if any(c["failed_pages"].values()):
             out.append(f"  pages not answered 200: {c['failed_pages']}")
     return "\n".join(out)
@@ -449,7 +463,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 t1 = time.monotonic()
                 report["cost"] = await cost(
                     server, workdir, args.cost_hosts, args.pages, args.rounds,
-                    args.concurrency, args.tasks, args.per_task,
+                    args.concurrency, args.tasks, args.per_task, args.allowed_rounds,
                 )
                 report["cost"]["phase_seconds"] = time.monotonic() - t1
     finally:
@@ -464,7 +478,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cost-hosts", type=int, default=1_000,
                         help="origins in the cost phase (the first of the server's)")
     parser.add_argument("--pages", type=int, default=2, help="pages per origin and cost round")
-    parser.add_argument("--rounds", type=int, default=6, help="cost rounds per store")
+    parser.add_argument("--rounds", type=int, default=10, help="gate.fetch rounds per store")
+    parser.add_argument("--allowed-rounds", type=int, default=15,
+                        help="allowed() rounds per store")
     parser.add_argument("--concurrency", type=int, default=500, help="tasks fetching at once")
     parser.add_argument("--tasks", type=int, default=1_000, help="tasks asking allowed()")
     parser.add_argument("--per-task", type=int, default=50, help="allowed() calls per task")
@@ -478,8 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="write the full report as JSON here")
     args = parser.parse_args(argv)
-    if min(args.hosts, args.cost_hosts, args.pages, args.rounds, args.concurrency,
-           args.tasks, args.per_task) < 1:
+    if min(args.hosts, args.cost_hosts, args.pages, args.rounds, args.allowed_rounds,
+           args.concurrency, args.tasks, args.per_task) < 1:
         parser.error("sizes must be at least 1")
     report = asyncio.run(run(args))
     print(render(report))

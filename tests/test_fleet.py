@@ -105,9 +105,9 @@ async def test_four_workers_share_one_budget(
     redis_url: str, prefix: str, tmp_path: Path
 ) -> None:
     """4 worker processes x 2,000 tasks over 200 origins, every worker on every origin."""
-    template = HostPlan(pages=16)
+    template = HostPlan(pages=12)
     async with BenchServer.mixed(200, {"partial": 1, "allow": 1}, template=template) as srv:
-        per_host = host_urls(srv, 16)  # 4 pages per origin per worker
+        per_host = host_urls(srv, 12)  # 3 pages per origin per worker
         lists = split_urls(per_host, 4)
         async with Fleet(redis_url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
                          options=WORKER_OPTIONS) as fleet:
@@ -118,7 +118,7 @@ async def test_four_workers_share_one_budget(
         stats = srv.stats()
 
     urls = [url for urls in lists for url in urls]
-    assert len(urls) == 3200 and len(outcomes) == len(urls)
+    assert len(urls) == 2400 and len(outcomes) == len(urls)
     # Every task got a definite, correct answer.
     wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
     assert not wrong, list(wrong.items())[:5]

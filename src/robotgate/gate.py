@@ -480,7 +480,7 @@ class RobotGate:
                                 self._grow_slack(slot)
                                 await pacer.begin(await pacer.wait_turn(reserve))
                         if slot is not None:
-                            self._slack = max(_SLACK_MIN, self._slack * 0.995)
+                            self._slack = max(_SLACK_MIN, self._slack * 0.999)
                         # The next request is paced from when this one went out (or,
                         # not knowing that, from its answer), not from when it was
                         # allowed to start, so the server never sees two closer

@@ -123,7 +123,8 @@ class HostPacer:
         state.visits += 1
         state.visits_since_check += 1
         state.last_visit = wall
-        state.next_allowed = wall + max(self.interval, self.paused_until - now)
+        gap = self.interval + self.margin if self.interval > 0 else 0.0
+        state.next_allowed = wall + max(gap, self.paused_until - now)
 
     def idle(self) -> bool:
         """No request in flight or waiting, and no pause or interval pending."""

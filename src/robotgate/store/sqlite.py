@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import operator
 import os
 import random
 import secrets
@@ -28,7 +29,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import astuple, fields, replace
+from dataclasses import fields, replace
 from typing import Any, TypeVar
 
 from .base import HostState, RobotsEntry, Store, StoreError
@@ -47,6 +48,32 @@ _ROBOTS_COLUMNS = ", ".join(f.name for f in fields(RobotsEntry))
 _ROBOTS_MARKS = ", ".join("?" for _ in fields(RobotsEntry))
 _HOSTS_COLUMNS = ", ".join(f.name for f in fields(HostState))
 _HOSTS_MARKS = ", ".join("?" for _ in fields(HostState))
+# Field values in column order: a plain getter, as dataclasses.astuple deep-copies
+# every field, which cost more than the write itself (on the event loop's thread).
+_robots_row: Callable[[RobotsEntry], tuple[Any, ...]] = operator.attrgetter(
+    *(f.name for f in fields(RobotsEntry))
+)
+_host_row: Callable[[HostState], tuple[Any, ...]] = operator.attrgetter(
+    *(f.name for f in fields(HostState))
+)
+# Host states per INSERT when flushing: every statement step hands the GIL to the
+# worker thread and back, which costs the busy event loop far more than the write,
+# so a batch goes in a few multi-row statements, not one step per row.  Within
+# the oldest SQLite limit of 999 parameters per statement.
+_FLUSH_ROWS = 999 // len(fields(HostState))
+
+
+@functools.lru_cache(maxsize=8)
+def _upsert_hosts(rows: int) -> str:
+    values = ", ".join([f"({_HOSTS_MARKS})"] * rows)
+    return (
+        f"INSERT INTO hosts ({_HOSTS_COLUMNS}) VALUES {values}"
+        " ON CONFLICT (origin) DO UPDATE SET"
+        " visits = excluded.visits,"
+        " last_visit = excluded.last_visit,"
+        " next_allowed = max(hosts.next_allowed, excluded.next_allowed),"
+        " visits_since_check = excluded.visits_since_check"
+    )
 
 # wait_robots polls with a backoff between these bounds (seconds).
 _POLL_MIN = 0.05
@@ -237,7 +264,7 @@ class SQLiteStore(Store):
 
     async def save_robots(self, entry: RobotsEntry) -> None:
         # Snapshot now: the caller may change the entry while the job waits.
-        values = astuple(entry)
+        values = _robots_row(entry)
 
         def job(conn: sqlite3.Connection) -> None:
             # A single statement in autocommit mode is its own transaction.
@@ -264,7 +291,7 @@ class SQLiteStore(Store):
         return await self._call(job)
 
     async def save_host(self, state: HostState) -> None:
-        self._pending[state.origin] = replace(state)
+        self._pending[state.origin] = HostState(*_host_row(state))
         if len(self._pending) >= self.flush_batch:
             await self.flush()
         elif self._flush_task is None or self._flush_task.done():
@@ -275,19 +302,13 @@ class SQLiteStore(Store):
         if not self._pending:
             return
         batch, self._pending = self._pending, {}
-        rows = [astuple(state) for state in batch.values()]
+        rows = [_host_row(state) for state in batch.values()]
 
         def job(conn: sqlite3.Connection) -> None:
             with _immediate(conn):
-                conn.executemany(
-                    f"INSERT INTO hosts ({_HOSTS_COLUMNS}) VALUES ({_HOSTS_MARKS})"
-                    " ON CONFLICT (origin) DO UPDATE SET"
-                    " visits = excluded.visits,"
-                    " last_visit = excluded.last_visit,"
-                    " next_allowed = max(hosts.next_allowed, excluded.next_allowed),"
-                    " visits_since_check = excluded.visits_since_check",
-                    rows,
-                )
+                for start in range(0, len(rows), _FLUSH_ROWS):
+                    chunk = rows[start : start + _FLUSH_ROWS]
+                    conn.execute(_upsert_hosts(len(chunk)), [v for row in chunk for v in row])
 
         future = self._submit(functools.partial(self._run_job, job))
         future.add_done_callback(functools.partial(self._requeue_if_failed, batch))
