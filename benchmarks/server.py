@@ -44,6 +44,7 @@ from functools import lru_cache
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 __all__ = [
     "SCENARIOS",
@@ -501,6 +502,23 @@ _LINGER_RESET = struct.pack("ii", 1, 0)
 _HTML_HEADERS = {"Content-Type": "text/html; charset=utf-8"}
 
 
+class _TimedHandler(RequestHandler):
+    """An aiohttp connection handler that notes when request bytes arrive."""
+
+    arrived: float | None = None
+
+    def data_received(self, data: bytes) -> None:
+        # One request at a time per connection (clients don't pipeline), so
+        # the latest arrival is the current request's.
+        self.arrived = time.monotonic()
+        super().data_received(data)
+
+
+class _TimedServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _TimedHandler(self, loop=self._loop, **self._kwargs)
+
+
 class BenchServer:
     """Many loopback hosts, one port, one aiohttp low-level server.
 
@@ -577,7 +595,7 @@ class BenchServer:
         self._port = socks[0].getsockname()[1]
         # A low-level web.Server skips routing and middlewares (the handler
         # dispatches by local address and path), keeping per-request cost small.
-        web_server = web.Server(self._handle, access_log=None)
+        web_server = _TimedServer(self._handle, access_log=None)
         runner = web.ServerRunner(web_server, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         self._runner = runner
@@ -709,7 +727,11 @@ class BenchServer:
     # -- request handling ------------------------------------------------
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        now = time.monotonic()
+        # When the request's bytes reached this process, not when its handler got
+        # to run: under a burst for many hosts the handler can start much later,
+        # which would show the client's spacing shrunk.
+        protocol = request.protocol
+        now = getattr(protocol, "arrived", None) or time.monotonic()
         transport = request.transport
         local = transport.get_extra_info("sockname") if transport is not None else None
         host = self._by_addr.get(local[0]) if local else None
