@@ -955,9 +955,9 @@ class Sizes:
     burst_robots_seconds: float = 2.0
     burst_per_origin: int = 8
     overhead_hosts: int = 1000
-    overhead_pages: int = 3
+    overhead_pages: int = 2
     overhead_concurrency: int = 256
-    overhead_rounds: int = 4
+    overhead_rounds: int = 6
     allowed_tasks: int = 10_000
     allowed_per_task: int = 50
     memory_origins: int = 100_000

@@ -207,7 +207,7 @@ async def test_unreachable_is_retried_once_after_backoff_not_per_waiter() -> Non
 
 async def test_stale_entry_revalidated_with_conditional_request() -> None:
     async with BenchServer([HostPlan("partial", max_age=1)]) as srv:
-        async with RobotGate(AGENT) as gate:
+        async with RobotGate(AGENT, policy=FetchPolicy(min_freshness=0)) as gate:
             url = srv.url(0, "/private/1")
             assert await gate.allowed(url) is False
             await asyncio.sleep(1.1)

@@ -140,18 +140,27 @@ async def test_good_copy_used_while_unreachable(mocked: aioresponses) -> None:
     mocked.get(ROBOTS, status=200, body="User-agent: *\nDisallow: /x\n",
                headers={"Cache-Control": "max-age=0"})
     mocked.get(ROBOTS, status=503)
-    async with RobotGate(AGENT) as gate:
+    async with RobotGate(AGENT, policy=FetchPolicy(min_freshness=0)) as gate:
         assert await gate.allowed(SITE + "/x") is False
         assert await gate.allowed(SITE + "/y") is True  # refetch answered 503: old copy stands
         entry = await gate.robots_entry(SITE + "/")
         assert entry.failures == 1 and "using the copy" in entry.detail
 
 
+async def test_max_age_zero_still_fresh_for_min_freshness(mocked: aioresponses) -> None:
+    mocked.get(ROBOTS, status=200, body="User-agent: *\nDisallow: /x\n",
+               headers={"Cache-Control": "no-cache"})
+    async with RobotGate(AGENT) as gate:
+        for _ in range(3):
+            assert await gate.allowed(SITE + "/x") is False
+    assert sum(len(calls) for calls in mocked.requests.values()) == 1
+
+
 async def test_max_age_then_304_keeps_rules(mocked: aioresponses) -> None:
     mocked.get(ROBOTS, status=200, body="User-agent: *\nDisallow: /x\n",
                headers={"ETag": '"v1"', "Cache-Control": "max-age=0"})
     mocked.get(ROBOTS, status=304, headers={"ETag": '"v1"'})
-    async with RobotGate(AGENT) as gate:
+    async with RobotGate(AGENT, policy=FetchPolicy(min_freshness=0)) as gate:
         assert await gate.allowed(SITE + "/x") is False
         assert await gate.allowed(SITE + "/x") is False
         entry = await gate.robots_entry(SITE + "/")

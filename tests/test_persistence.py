@@ -133,13 +133,14 @@ async def test_stale_entries_are_revalidated_with_304_after_restart(tmp_path: Pa
     async with BenchServer(plans) as srv:
         urls = [srv.url(i, "/page/3") for i in range(10)]
         private = [srv.url(i, "/private/4") for i in range(10)]
-        async with RobotGate(AGENT, delay=0, store=open_store(path)) as gate1:
+        policy = FetchPolicy(min_freshness=0)
+        async with RobotGate(AGENT, delay=0, policy=policy, store=open_store(path)) as gate1:
             first = [await gate1.allowed(u) for u in urls + private]
         stored = robots_rows(path)
         await asyncio.sleep(1.1)
 
         restarted = time.time()
-        async with RobotGate(AGENT, delay=0, store=open_store(path)) as gate2:
+        async with RobotGate(AGENT, delay=0, policy=policy, store=open_store(path)) as gate2:
             again = [await gate2.allowed(u) for u in urls + private]
             entries = [await gate2.robots_entry(u) for u in urls]
             assert gate2.stats["robots_requests"] == 5

@@ -89,19 +89,22 @@ def test_good_copy_stands_in_while_unreachable_up_to_limit() -> None:
 
 
 def test_freshness_shortened_by_max_age_never_lengthened() -> None:
-    short = entry_for_response(ORIGIN, 200, {"Cache-Control": "public, max-age=60"}, b"", NOW, P)
-    assert short.fresh_until == NOW + 60
+    cc = {"Cache-Control": "public, max-age=90"}
+    assert entry_for_response(ORIGIN, 200, cc, b"", NOW, P).fresh_until == NOW + 90
     long = entry_for_response(ORIGIN, 200, {"Cache-Control": "max-age=999999999"}, b"", NOW, P)
     assert long.fresh_until == NOW + 24 * 3600
     no_cache = entry_for_response(ORIGIN, 200, {"Cache-Control": "no-cache"}, b"", NOW, P)
-    assert no_cache.fresh_until == NOW
+    assert no_cache.fresh_until == NOW + 60  # min_freshness: not before every page
+    raw = FetchPolicy(min_freshness=0)
+    assert entry_for_response(ORIGIN, 200, {"Cache-Control": "no-cache"}, b"", NOW, raw).fresh_until == NOW
 
 
 def test_freshness_from_expires() -> None:
     expires = email.utils.formatdate(NOW + 300, usegmt=True)
     e = entry_for_response(ORIGIN, 200, {"Expires": expires}, b"", NOW, P)
     assert e.fresh_until == pytest.approx(NOW + 300)
-    bad = entry_for_response(ORIGIN, 200, {"Expires": "0"}, b"", NOW, P)
+    raw = FetchPolicy(min_freshness=0)
+    bad = entry_for_response(ORIGIN, 200, {"Expires": "0"}, b"", NOW, raw)
     assert bad.fresh_until == NOW
 
 

@@ -437,7 +437,7 @@ class RobotGate:
         store = self.store
         reserve = None
         slot: _Slot | None = None
-        if store.shared:
+        if store.paces:
             slot = _Slot()
             reserve = functools.partial(self._reserve, origin, pacer, slot)
         pacer.waiting += 1

@@ -48,6 +48,9 @@ class FetchPolicy:
 
     #: Seconds a fetched robots.txt stays fresh (RFC 9309 2.4: at most 24 h).
     freshness: float = 24 * 3600.0
+    #: Shortest freshness whatever the server says (``max-age=0``, ``no-cache``):
+    #: refetching robots.txt before every page would be impolite in itself.
+    min_freshness: float = 60.0
     #: Bytes of the body read and parsed (RFC 9309 2.5: at least 500 KiB).
     max_bytes: int = 500 * 1024
     #: Redirect hops followed before robots.txt counts as unavailable.
@@ -112,7 +115,7 @@ def _fresh_until(headers: Mapping[str, str], now: float, policy: FetchPolicy) ->
         except (TypeError, ValueError, IndexError):
             expires = now  # RFC 9111: an invalid Expires means already expired
         lifetime = min(lifetime, max(0.0, expires - now))
-    return now + lifetime
+    return now + max(lifetime, min(policy.min_freshness, policy.freshness))
 
 
 def entry_for_response(

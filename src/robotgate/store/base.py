@@ -90,6 +90,8 @@ class Store(abc.ABC):
 
     #: True when other processes may see and change the same data.
     shared: bool = False
+    #: True when :meth:`reserve` hands out fleet-wide request slots (Redis).
+    paces: bool = False
 
     async def open(self) -> None:  # noqa: B027
         """Make the store ready; idempotent."""

@@ -368,6 +368,7 @@ class RedisStore(Store):
     """
 
     shared = True
+    paces = True
 
     def __init__(
         self,
