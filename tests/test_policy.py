@@ -96,7 +96,8 @@ def test_freshness_shortened_by_max_age_never_lengthened() -> None:
     no_cache = entry_for_response(ORIGIN, 200, {"Cache-Control": "no-cache"}, b"", NOW, P)
     assert no_cache.fresh_until == NOW + 60  # min_freshness: not before every page
     raw = FetchPolicy(min_freshness=0)
-    assert entry_for_response(ORIGIN, 200, {"Cache-Control": "no-cache"}, b"", NOW, raw).fresh_until == NOW
+    no_floor = entry_for_response(ORIGIN, 200, {"Cache-Control": "no-cache"}, b"", NOW, raw)
+    assert no_floor.fresh_until == NOW
 
 
 def test_freshness_from_expires() -> None:
