@@ -45,9 +45,6 @@ _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Set by gate.fetch() so the middleware reads the body before freeing the slot.
 _READ_BODY: contextvars.ContextVar[bool] = contextvars.ContextVar("robotgate_read_body",
                                                                  default=False)
-# The middleware's cell for the time the request headers went out (owned session only).
-_SENT: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("robotgate_sent",
-                                                                         default=None)
 # The fleet slot of the request being sent (owned session only): the headers
 # must not go out after its deadline.
 _SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("robotgate_slot",
@@ -55,6 +52,9 @@ _SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("robotgate_
 # Bounds on the extra spacing asked of a shared store to absorb this process's lag.
 _SLACK_MIN = 0.01
 _SLACK_MAX = 5.0
+# The URL gate.fetch() has already checked, so the middleware need not again.
+_CHECKED: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotgate_checked",
+                                                                    default=None)
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 
@@ -115,7 +115,7 @@ class _Site:
         host: HostState,
         robots_started: float,
     ) -> None:
-        self.entry = entry  # the same object (and body bytes) the memory store holds
+        self.entry = entry  # without its body (the store keeps that)
         self.rules = rules
         self.verdict = verdict
         self.fresh_until = entry.fresh_until
@@ -280,7 +280,7 @@ class RobotGate:
             # No total connection limit: the per-origin and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
             trace = aiohttp.TraceConfig()
-            trace.on_request_headers_sent.append(_mark_sent)
+            trace.on_request_headers_sent.append(_check_slot)
             self._session = aiohttp.ClientSession(
                 headers=self._headers, connector=connector, trace_configs=[trace]
             )
@@ -335,9 +335,14 @@ class RobotGate:
         return (await self._site(origin)).rules
 
     async def robots_entry(self, url: str) -> RobotsEntry:
-        """What is known of the origin's robots.txt fetch (status, freshness, failures)."""
+        """What is known of the origin's robots.txt fetch: status, freshness, failures,
+        and the body as fetched (from the store)."""
         origin, _ = split_origin(url)
-        return (await self._site(origin)).entry
+        site = await self._site(origin)
+        stored = await self.store.load_robots(origin)
+        if stored is not None and stored.fetched_at == site.entry.fetched_at:
+            return stored
+        return site.entry
 
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s origin may start (0 if now)."""
@@ -395,19 +400,22 @@ class RobotGate:
         return _Fetch(self._fetch(url, method, kwargs))
 
     async def _fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
-        origin, _ = split_origin(url)
-        site = await self._site(origin)
-        decision = site.decide(url, self.user_agent)
-        if not decision.allowed:
-            self.stats["disallowed"] += 1
-            raise Disallowed(url, decision)
+        self._check(url, await self._site(split_origin(url)[0]))
         token = _READ_BODY.set(True)
+        checked = _CHECKED.set(url)
         try:
             return await self._ensure_session().request(
                 method, url, middlewares=(self._middleware,), **kwargs
             )
         finally:
+            _CHECKED.reset(checked)
             _READ_BODY.reset(token)
+
+    def _check(self, url: str, site: _Site) -> None:
+        """Raise :class:`Disallowed` if ``url`` is forbidden; the reason is built only then."""
+        if not site.allowed(url, self.user_agent):
+            self.stats["disallowed"] += 1
+            raise Disallowed(url, site.decide(url, self.user_agent))
 
     @property
     def middleware(self) -> Middleware:
@@ -426,10 +434,8 @@ class RobotGate:
         url = str(req.url)
         origin, _ = split_origin(url)
         site = await self._site(origin)
-        decision = site.decide(url, self.user_agent)
-        if not decision.allowed:
-            self.stats["disallowed"] += 1
-            raise Disallowed(url, decision)
+        if url != _CHECKED.get():  # gate.fetch() has just checked it (a redirect has not)
+            self._check(url, site)
         req.headers["User-Agent"] = self.user_agent
         if self.from_:
             req.headers["From"] = self.from_
@@ -460,8 +466,6 @@ class RobotGate:
                     started = True
                     pacer.waiting -= 1
                     pacer.active += 1
-                    sent: list[float] = []
-                    cell = _SENT.set(sent)
                     slot_cell = _SLOT.set(slot)
                     try:
                         self.stats["pages"] += 1
@@ -481,16 +485,16 @@ class RobotGate:
                                 await pacer.begin(await pacer.wait_turn(reserve))
                         if slot is not None:
                             self._slack = max(_SLACK_MIN, self._slack * 0.999)
-                        # The next request is paced from when this one went out (or,
-                        # not knowing that, from its answer), not from when it was
-                        # allowed to start, so the server never sees two closer
-                        # than the interval.
-                        pacer.sent(sent[-1] if sent else asyncio.get_running_loop().time())
+                        # The next request is paced from when this one's answer
+                        # arrived, not from when it was allowed to start: the server
+                        # saw it before answering, so however late the server (or
+                        # this loop) handled it, the next one reaches the server at
+                        # least the interval later.
+                        pacer.sent(asyncio.get_running_loop().time())
                         if _READ_BODY.get():
                             await resp.read()
                     finally:
                         _SLOT.reset(slot_cell)
-                        _SENT.reset(cell)
                         pacer.active -= 1
                 finally:
                     if held and gsem is not None:
@@ -629,22 +633,35 @@ class RobotGate:
             except Exception as exc:  # a bug must still give every waiter an answer
                 entry = entry_for_error(origin, f"robots.txt check failed: {exc!r}",
                                         time.time(), self.policy, previous)
-            await store.save_robots(entry)
+            kept: RobotsTxt | None = None
+            if entry.outcome == Outcome.OK and entry.body is None and site is not None:
+                # A good copy stands in whose body only our parsed rules still hold
+                # (the store forgot it): keep the rules, and store nothing without them.
+                kept = site.rules
+            else:
+                await store.save_robots(entry)
         finally:
             if token is not None:
                 await store.unlock_fetch(origin, token)
         if host.visits_since_check:
             host.visits_since_check = 0
             await store.save_host(host)  # or the next start would recheck again
-        return self._install(origin, entry, host, started)
+        return self._install(origin, entry, host, started, kept)
 
-    def _install(self, origin: str, entry: RobotsEntry, host: HostState, started: float) -> _Site:
+    def _install(
+        self,
+        origin: str,
+        entry: RobotsEntry,
+        host: HostState,
+        started: float,
+        rules: RobotsTxt | None = None,
+    ) -> _Site:
         verdict = outcome_decision(entry)
-        rules: RobotsTxt | None = None
-        if verdict is None:
+        if verdict is None and rules is None:
             rules = self._parse(entry)
         interval = self._interval(rules)
-        site = _Site(entry, rules, verdict, interval, host, started)
+        # The body is not kept here: the store has it, the parsed rules stand for it.
+        site = _Site(entry.copy(body=None), rules, verdict, interval, host, started)
         sites = self._sites
         sites[origin] = site
         sites.move_to_end(origin)
@@ -737,18 +754,14 @@ class RobotGate:
         )
 
 
-async def _mark_sent(
+async def _check_slot(
     session: aiohttp.ClientSession, ctx: object, params: aiohttp.TraceRequestHeadersSentParams
 ) -> None:
-    now = asyncio.get_running_loop().time()
     slot = _SLOT.get()
     if slot is not None:
         # Called just before the request's first bytes are written (after any
         # connection set-up): the last moment it can still be held back.
-        slot.check(now)
-    cell = _SENT.get()
-    if cell is not None:
-        cell.append(now)
+        slot.check(asyncio.get_running_loop().time())
 
 
 def _once() -> Middleware:

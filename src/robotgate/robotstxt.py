@@ -67,6 +67,9 @@ _KEY_PREFIXES = (
     ("request-rate", _REQUEST_RATE),
 )
 _WS = " \t\n\v\f\r"
+# An http(s) URL or a path made only of printable ASCII other than "#", "$", "%"
+# and "*" (and not starting "//"): its path needs no work before matching.
+_PLAIN_URL = re.compile(r"(?:[hH][tT][tT][pP][sS]?://[^/?#;]*)?(/(?:[!\"&-)+-.0-~][!\"&-)+-~]*)?)\Z").match
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
 # Keys longer than this are not worth remembering in _KEYS.
@@ -410,11 +413,15 @@ class RobotsTxt:
         group = self._agents.get(token) or self._star
         if group is None:
             return True
-        path = path_of(url)
-        if not path.isascii() or "%" in path:
-            path = normalise_path(path)
-        if "*" in path or "$" in path:
-            path = _escape_specials(path)
+        m = _PLAIN_URL(url)
+        if m is not None:
+            path = m[1]  # already normal: nothing to extract, encode or escape
+        else:
+            path = path_of(url)
+            if not path.isascii() or "%" in path:
+                path = normalise_path(path)
+            if "*" in path or "$" in path:
+                path = _escape_specials(path)
         rules = group._compiled
         if rules is None:
             rules = group.ruleset()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections import OrderedDict
 from typing import TypeVar
 
@@ -25,17 +26,22 @@ class MemoryStore(Store):
         if max_origins < 1:
             raise ValueError("max_origins must be at least 1")
         self.max_origins = max_origins
-        self._robots: OrderedDict[str, RobotsEntry] = OrderedDict()
+        # Bodies are kept compressed (text compresses 3-4x): they are read only
+        # when an origin is revalidated or another gate shares the store.
+        self._robots: OrderedDict[str, tuple[RobotsEntry, bytes | None]] = OrderedDict()
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
 
     async def load_robots(self, origin: str) -> RobotsEntry | None:
-        entry = self._robots.get(origin)
-        if entry is not None:
-            self._robots.move_to_end(origin)
-        return entry
+        got = self._robots.get(origin)
+        if got is None:
+            return None
+        self._robots.move_to_end(origin)
+        entry, packed = got
+        return entry.copy(body=zlib.decompress(packed) if packed is not None else None)
 
     async def save_robots(self, entry: RobotsEntry) -> None:
-        self._put(self._robots, entry.origin, entry)
+        packed = zlib.compress(entry.body) if entry.body is not None else None
+        self._put(self._robots, entry.origin, (entry.copy(body=None), packed))
 
     async def load_host(self, origin: str) -> HostState | None:
         state = self._hosts.get(origin)
