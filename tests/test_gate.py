@@ -7,6 +7,7 @@ import warnings
 
 import aiohttp
 import pytest
+from aiohttp import web
 from benchmarks.server import BenchServer, HostPlan, page_paths
 
 from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
@@ -308,3 +309,31 @@ async def test_paused_origin_does_not_hold_up_others_under_a_global_cap() -> Non
         a, b = srv.host_stats(0), srv.host_stats(1)
     assert b.page_requests == 5 and a.page_requests == 2
     assert max(b.page_times) < a.page_times[1]
+
+
+async def test_crosswise_redirects_do_not_deadlock() -> None:
+    async def hop(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow:\n")
+        if request.path.startswith("/go/"):
+            raise web.HTTPFound(request.path.replace("/go/", "http://", 1))
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", hop)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    sites = [web.TCPSite(runner, "127.0.0.1", 0), web.TCPSite(runner, "127.0.0.2", 0)]
+    for site in sites:
+        await site.start()
+    try:
+        a, b = (f"127.0.0.{i + 1}:{s._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+                for i, s in enumerate(sites))
+        async with RobotGate(AGENT, delay=0.05) as gate:
+            # A's page redirects to B while B's redirects to A, at the same time.
+            got = await asyncio.wait_for(asyncio.gather(
+                gate.fetch(f"http://{a}/go/{b}/x"), gate.fetch(f"http://{b}/go/{a}/y")
+            ), timeout=10)
+        assert [r.status for r in got] == [200, 200]
+    finally:
+        await runner.cleanup()

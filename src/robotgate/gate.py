@@ -12,6 +12,7 @@ It keeps three promises under load:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import time
@@ -55,6 +56,9 @@ _SLACK_MAX = 5.0
 # The URL gate.fetch() has already checked, so the middleware need not again.
 _CHECKED: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotgate_checked",
                                                                     default=None)
+# The origin whose per-origin slot gate.fetch() holds for the request in progress.
+_HELD: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotgate_held",
+                                                                 default=None)
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 
@@ -206,7 +210,7 @@ class RobotGate:
         respect_crawl_delay: bool = True,
         recheck_visits: int | None = 1000,
         max_backoff: float = 3600.0,
-        pacing_margin: float = 0.01,
+        pacing_margin: float = 0.0,
     ) -> None:
         if not user_agent or not user_agent.strip():
             raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
@@ -234,8 +238,10 @@ class RobotGate:
         self.respect_crawl_delay = respect_crawl_delay
         self.recheck_visits = recheck_visits
         self.max_backoff = max_backoff
-        #: Seconds added to every non-zero interval, so that queueing between us and
-        #: the server's request handler never shows it two requests too close.
+        #: Seconds added to every non-zero interval. Requests are paced from when the
+        #: previous answer arrived, which already keeps them an interval apart at the
+        #: server; a margin helps where that does not hold (max_per_origin > 1, a
+        #: fleet's slots) and the server queues requests before handling them.
         self.pacing_margin = pacing_margin
         self.store: Store = store if store is not None else MemoryStore(max_origins)
         self._headers = {"User-Agent": user_agent}
@@ -400,16 +406,32 @@ class RobotGate:
         return _Fetch(self._fetch(url, method, kwargs))
 
     async def _fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
-        self._check(url, await self._site(split_origin(url)[0]))
+        origin, _ = split_origin(url)
+        site = await self._site(origin)
+        self._check(url, site)
+        pacer = self._pacer(origin, site)
+        # The origin's slot is taken here, before aiohttp builds the request: with
+        # thousands of tasks per origin, only the ones allowed to go cost anything
+        # (and a ClientTimeout does not count the wait for the origin's turn).
+        pacer.waiting += 1
+        try:
+            await pacer.semaphore.acquire()
+        finally:
+            pacer.waiting -= 1
+        pacer.active += 1
         token = _READ_BODY.set(True)
         checked = _CHECKED.set(url)
+        held = _HELD.set(origin)
         try:
             return await self._ensure_session().request(
                 method, url, middlewares=(self._middleware,), **kwargs
             )
         finally:
+            _HELD.reset(held)
             _CHECKED.reset(checked)
             _READ_BODY.reset(token)
+            pacer.active -= 1
+            pacer.semaphore.release()
 
     def _check(self, url: str, site: _Site) -> None:
         """Raise :class:`Disallowed` if ``url`` is forbidden; the reason is built only then."""
@@ -446,12 +468,18 @@ class RobotGate:
         if store.paces:
             slot = _Slot()
             reserve = functools.partial(self._reserve, origin, pacer, slot)
-        pacer.waiting += 1
+        # Inside gate.fetch() the per-origin slot is already taken (and counted)
+        # there. A redirect hop to another origin is paced but does not wait for
+        # that origin's slot: two fetches redirecting into each other's origins
+        # would otherwise each hold what the other waits for.
+        mine = _HELD.get() is None
+        if mine:
+            pacer.waiting += 1
         started = False
         gsem = self._global
         held = False
         try:
-            async with pacer.semaphore:
+            async with pacer.semaphore if mine else contextlib.nullcontext():
                 try:
                     if gsem is not None and reserve is not None:
                         # A fleet slot must be used the moment it is due, so the
@@ -464,8 +492,9 @@ class RobotGate:
                         held = True
                     await pacer.begin(granted)
                     started = True
-                    pacer.waiting -= 1
-                    pacer.active += 1
+                    if mine:
+                        pacer.waiting -= 1
+                        pacer.active += 1
                     slot_cell = _SLOT.set(slot)
                     try:
                         self.stats["pages"] += 1
@@ -495,12 +524,13 @@ class RobotGate:
                             await resp.read()
                     finally:
                         _SLOT.reset(slot_cell)
-                        pacer.active -= 1
+                        if mine:
+                            pacer.active -= 1
                 finally:
                     if held and gsem is not None:
                         gsem.release()
         finally:
-            if not started:
+            if mine and not started:
                 pacer.waiting -= 1
         await self._after_response(origin, pacer, resp)
         return resp
