@@ -43,9 +43,6 @@ from .urls import InvalidURL, robots_url, split_origin
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
-# Set by gate.fetch() so the middleware reads the body before freeing the slot.
-_READ_BODY: contextvars.ContextVar[bool] = contextvars.ContextVar("robotgate_read_body",
-                                                                 default=False)
 # The fleet slot of the request being sent (owned session only): the headers
 # must not go out after its deadline.
 _SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("robotgate_slot",
@@ -53,12 +50,10 @@ _SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("robotgate_
 # Bounds on the extra spacing asked of a shared store to absorb this process's lag.
 _SLACK_MIN = 0.01
 _SLACK_MAX = 5.0
-# The URL gate.fetch() has already checked, so the middleware need not again.
-_CHECKED: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotgate_checked",
-                                                                    default=None)
-# The origin whose per-origin slot gate.fetch() holds for the request in progress.
-_HELD: contextvars.ContextVar[str | None] = contextvars.ContextVar("robotgate_held",
-                                                                 default=None)
+# What gate.fetch() tells the middleware about the request it sends (see _InFetch).
+_IN_FETCH: contextvars.ContextVar[_InFetch | None] = contextvars.ContextVar(
+    "robotgate_in_fetch", default=None
+)
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 
@@ -102,6 +97,18 @@ class _Slot:
 
 class _LateSlot(Exception):
     """The request would leave after its slot's deadline: it must not go out."""
+
+
+class _InFetch:
+    """The request gate.fetch() is sending: already checked, its origin's slot taken."""
+
+    __slots__ = ("origin", "pacer", "site", "url")
+
+    def __init__(self, url: str, origin: str, site: _Site, pacer: HostPacer) -> None:
+        self.url = url
+        self.origin = origin
+        self.site = site
+        self.pacer = pacer
 
 
 class _Site:
@@ -419,17 +426,13 @@ class RobotGate:
         finally:
             pacer.waiting -= 1
         pacer.active += 1
-        token = _READ_BODY.set(True)
-        checked = _CHECKED.set(url)
-        held = _HELD.set(origin)
+        token = _IN_FETCH.set(_InFetch(url, origin, site, pacer))
         try:
             return await self._ensure_session().request(
                 method, url, middlewares=(self._middleware,), **kwargs
             )
         finally:
-            _HELD.reset(held)
-            _CHECKED.reset(checked)
-            _READ_BODY.reset(token)
+            _IN_FETCH.reset(token)
             pacer.active -= 1
             pacer.semaphore.release()
 
@@ -454,14 +457,18 @@ class RobotGate:
         self, req: aiohttp.ClientRequest, handler: Handler
     ) -> aiohttp.ClientResponse:
         url = str(req.url)
-        origin, _ = split_origin(url)
-        site = await self._site(origin)
-        if url != _CHECKED.get():  # gate.fetch() has just checked it (a redirect has not)
+        fetching = _IN_FETCH.get()
+        if fetching is not None and fetching.url == url:
+            # gate.fetch() has just checked it and holds its origin's slot.
+            origin, pacer = fetching.origin, fetching.pacer
+        else:
+            origin, _ = split_origin(url)
+            site = await self._site(origin)
             self._check(url, site)
+            pacer = self._pacer(origin, site)
         req.headers["User-Agent"] = self.user_agent
         if self.from_:
             req.headers["From"] = self.from_
-        pacer = self._pacer(origin, site)
         store = self.store
         reserve = None
         slot: _Slot | None = None
@@ -472,7 +479,7 @@ class RobotGate:
         # there. A redirect hop to another origin is paced but does not wait for
         # that origin's slot: two fetches redirecting into each other's origins
         # would otherwise each hold what the other waits for.
-        mine = _HELD.get() is None
+        mine = fetching is None
         if mine:
             pacer.waiting += 1
         started = False
@@ -520,7 +527,7 @@ class RobotGate:
                         # this loop) handled it, the next one reaches the server at
                         # least the interval later.
                         pacer.sent(asyncio.get_running_loop().time())
-                        if _READ_BODY.get():
+                        if fetching is not None:
                             await resp.read()
                     finally:
                         _SLOT.reset(slot_cell)
