@@ -57,6 +57,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.server import ServerProcess, page_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 FLEET_PY = Path(__file__).resolve()
 USER_AGENT = "RobotGateFleet/1.0 (+https://example.invalid/fleet)"
@@ -357,52 +359,6 @@ class FleetChecks:
 # -- the benchmark ------------------------------------------------------------------
 
 
-class ServerProcess:
-    """``benchmarks/server.py`` in a child process, and its control endpoints."""
-
-    def __init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
-        self.info: dict[str, Any] = {}
-        self._session: Any = None
-
-    async def start(self, hosts: int, mix: str, pages: int, crawl_delay: float) -> None:
-        import aiohttp
-
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "benchmarks" / "server.py"), "--hosts", str(hosts),
-            "--mix", mix, "--pages", str(pages), "--crawl-delay", str(crawl_delay),
-            "--duration", "900", stdout=asyncio.subprocess.PIPE, cwd=str(ROOT),
-        )
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
-        if not line:
-            raise RuntimeError("the loopback server did not start")
-        self.info = json.loads(line)
-        self._session = aiohttp.ClientSession()
-
-    @property
-    def control(self) -> str:
-        return str(self.info["control"]).rsplit("/", 1)[0]
-
-    async def stats(self) -> dict[str, Any]:
-        async with self._session.get(f"{self.control}/__stats?log=0") as resp:
-            resp.raise_for_status()
-            data: dict[str, Any] = await resp.json()
-            return data
-
-    async def reset(self) -> None:
-        async with self._session.post(f"{self.control}/__reset") as resp:
-            resp.raise_for_status()
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        if self.proc is not None:
-            if self.proc.returncode is None:
-                self.proc.terminate()
-            await self.proc.communicate()
-
-
 @dataclass
 class Row:
     workers: int
@@ -449,8 +405,6 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def host_urls(base_urls: Sequence[str], pages: int) -> list[list[str]]:
-    from benchmarks.server import page_paths
-
     paths = page_paths(pages)
     return [[base + path for path in paths] for base in base_urls]
 
@@ -466,7 +420,10 @@ async def bench(args: argparse.Namespace) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="robotgate-fleet-") as tmp, \
             RedisServer.start() as redis:
         try:
-            await server.start(args.hosts, args.mix, args.pages, args.crawl_delay)
+            await server.start([
+                "--hosts", str(args.hosts), "--mix", args.mix, "--pages", str(args.pages),
+                "--crawl-delay", str(args.crawl_delay),
+            ])
             port = server.info["port"]
             addresses = server.info["hosts"]
             scenarios = server.info["scenarios"]

@@ -5,7 +5,7 @@
         [--memory-origins 100000] [--skip-alternatives] [--json benchmarks/results/load.json]
 
 The loopback server (``benchmarks/server.py``'s :class:`BenchServer`) runs in a
-child process (``load.py --serve``, plans on stdin), so it has one core and
+child process (:class:`benchmarks.server.ServerProcess`, plans on stdin), so it has one core and
 this client the other; every request goes to 127.0.0.0/8.  A progress line
 goes to stderr, the table to stdout, everything as JSON to ``--json``.  The
 default run takes about 2.5 minutes on 2 cores.  Every phase is bounded in
@@ -59,7 +59,6 @@ import math
 import os
 import random
 import resource
-import signal
 import statistics
 import sys
 import tempfile
@@ -75,7 +74,13 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 import aiohttp
 
 from benchmarks.baselines import HandRolled, RobotsDenied, alternative_available
-from benchmarks.server import SCENARIOS, BenchServer, HostPlan, is_disallowed, page_paths
+from benchmarks.server import (
+    SCENARIOS,
+    HostPlan,
+    ServerProcess,
+    is_disallowed,
+    page_paths,
+)
 from robotgate import Disallowed, FetchPolicy, RobotGate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -449,86 +454,6 @@ def check_crawl(
 
 
 # -- the server: a child process (or in-process for the tests) ------------------
-
-
-class ServerProcess:
-    """``benchmarks/server.py``'s BenchServer with given plans, in a child process."""
-
-    def __init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
-        self.info: dict[str, Any] = {}
-        self._session: aiohttp.ClientSession | None = None
-
-    async def start(self, plans: Sequence[HostPlan], duration: float) -> dict[str, Any]:
-        payload = json.dumps([dataclasses.asdict(p) for p in plans]).encode()
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__).resolve()), "--serve", "--serve-duration",
-            str(duration), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            limit=1 << 24,  # the ready line lists every host address
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(payload)
-        await self.proc.stdin.drain()
-        self.proc.stdin.close()
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
-        if not line:
-            raise RuntimeError("the benchmark server did not start")
-        self.info = json.loads(line)
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
-        return self.info
-
-    @property
-    def base_urls(self) -> list[str]:
-        return [f"http://{h}:{self.info['port']}" for h in self.info["hosts"]]
-
-    async def stats(self, times: bool = True) -> dict[str, Any]:
-        assert self._session is not None
-        url = self.info["control"] + ("?log=0" if times else "?log=0&times=0")
-        async with self._session.get(url) as resp:
-            data: dict[str, Any] = await resp.json()
-            return data
-
-    async def reset(self) -> None:
-        assert self._session is not None
-        url = self.info["control"].replace("/__stats", "/__reset")
-        async with self._session.post(url) as resp:
-            await resp.read()
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-        if proc.stdout is not None:
-            await proc.stdout.read()
-
-    async def __aenter__(self) -> ServerProcess:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-async def _serve(duration: float) -> None:
-    plans = [HostPlan(**p) for p in json.loads(sys.stdin.read())]
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with BenchServer(plans, backlog=4096) as server:
-        print(json.dumps(server.info()), flush=True)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), duration)
 
 
 # -- figure 1-3 and 8: the crawl, for robotgate, the baseline and the alternatives --
@@ -1030,7 +955,8 @@ async def run(sizes: Sizes, json_path: Path | None, progress: Progress) -> dict[
                 hosts = crawl_hosts(sizes.hosts, sizes.pages, sizes.delay, sizes.timeout)
                 progress.start(f"crawl: starting a server with {len(hosts)} hosts")
                 async with ServerProcess() as server:
-                    await server.start([h.plan for h in hosts], 900)
+                    plans = [h.plan for h in hosts]
+                    await server.start(["--backlog", "4096"], plans=plans, duration=900)
                     report["crawl"] = {
                         "config": dataclasses.asdict(cfg),
                         "kinds": _kind_counts(hosts),
@@ -1045,7 +971,7 @@ async def run(sizes: Sizes, json_path: Path | None, progress: Progress) -> dict[
                                                    slow_seconds=sizes.burst_robots_seconds))
                 progress.start("burst: starting a server")
                 async with ServerProcess() as server:
-                    await server.start([burst_host.plan], 600)
+                    await server.start(["--backlog", "4096"], plans=[burst_host.plan], duration=600)
                     report["burst"] = {
                         "config": dataclasses.asdict(burst_cfg),
                         "results": await run_crawl_phase("burst", server, [burst_host],
@@ -1054,7 +980,10 @@ async def run(sizes: Sizes, json_path: Path | None, progress: Progress) -> dict[
             if "overhead" in sizes.phases:  # figures 4 and 5
                 progress.start(f"overhead: starting a server with {sizes.overhead_hosts} hosts")
                 async with ServerProcess() as server:
-                    await server.start([HostPlan("partial")] * sizes.overhead_hosts, 900)
+                    await server.start(
+                        ["--backlog", "4096"], plans=[HostPlan("partial")] * sizes.overhead_hosts,
+                        duration=900,
+                    )
                     report["overhead"] = await overhead(
                         server.base_urls, sizes.overhead_pages, sizes.overhead_concurrency,
                         sizes.overhead_rounds, sizes.allowed_tasks, sizes.allowed_per_task,
@@ -1308,8 +1237,6 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON, help="write the results here")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
-    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--serve-duration", type=float, default=900.0, help=argparse.SUPPRESS)
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rules-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--memory-parse-all", action="store_true",
@@ -1320,9 +1247,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.serve:
-        asyncio.run(_serve(args.serve_duration))
-        return 0
     if args.memory_child is not None:
         print(json.dumps(memory_child(args.memory_child, args.corpus, args.memory_parse_all)))
         return 0

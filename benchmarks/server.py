@@ -41,8 +41,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
@@ -980,10 +982,20 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--retry-after", type=int, default=None)
     parser.add_argument("--page-delay", type=float, default=0.0)
     parser.add_argument("--max-age", type=int, default=None)
+    parser.add_argument(
+        "--plans",
+        metavar="FILE",
+        help="host plans as a JSON list of HostPlan fields ('-': standard input); "
+        "replaces --hosts/--mix and the per-plan options",
+    )
+    parser.add_argument("--backlog", type=int, default=512, help="listen backlog per host")
     return parser
 
 
 def _plans_from_args(args: argparse.Namespace) -> list[HostPlan]:
+    if args.plans:
+        with open(args.plans) if args.plans != "-" else contextlib.nullcontext(sys.stdin) as f:
+            return [HostPlan(**fields) for fields in json.load(f)]
     template = HostPlan(
         pages=args.pages,
         crawl_delay=args.crawl_delay,
@@ -1014,6 +1026,99 @@ async def _serve(server: BenchServer, duration: float) -> None:
         waiter.cancel()
 
 
+class ServerProcess:
+    """This server in a child process (a core of its own), and a client for its
+    control endpoints.  Benchmarks use it so that client and server do not share
+    one event loop.
+
+    >>> async with ServerProcess() as server:                    # doctest: +SKIP
+    ...     await server.start(["--hosts", "100", "--mix", "partial=1"])
+    ...     server.base_urls[0], (await server.stats())["totals"]
+    """
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self.info: dict[str, Any] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(
+        self,
+        args: Sequence[str] = (),
+        *,
+        plans: Sequence[HostPlan] | None = None,
+        duration: float = 900.0,
+    ) -> dict[str, Any]:
+        """Start ``server.py ARGS`` (or with ``plans``); returns its ready line."""
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--duration", str(duration), *args]
+        if plans is not None:
+            cmd += ["--plans", "-"]
+        self.proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdin=asyncio.subprocess.PIPE if plans is not None else None,
+            stdout=asyncio.subprocess.PIPE,
+            limit=1 << 24,  # the ready line lists every host address
+        )
+        if plans is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps([dataclasses.asdict(p) for p in plans]).encode())
+            await self.proc.stdin.drain()
+            self.proc.stdin.close()
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
+        if not line:
+            raise RuntimeError("the loopback server did not start")
+        self.info = json.loads(line)
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        return self.info
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [f"http://{h}:{self.info['port']}" for h in self.info["hosts"]]
+
+    async def stats(self, times: bool = True) -> dict[str, Any]:
+        """The server's records (``/__stats``), without the request logs."""
+        assert self._session is not None
+        url = self.info["control"] + ("?log=0" if times else "?log=0&times=0")
+        async with self._session.get(url) as resp:
+            resp.raise_for_status()
+            data: dict[str, Any] = await resp.json()
+            return data
+
+    async def totals(self) -> dict[str, int]:
+        """The server's request counts so far (all hosts)."""
+        return dict((await self.stats(times=False))["totals"])
+
+    async def reset(self) -> None:
+        assert self._session is not None
+        url = self.info["control"].replace("/__stats", "/__reset")
+        async with self._session.post(url) as resp:
+            resp.raise_for_status()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+        if proc.stdout is not None:
+            await proc.stdout.read()
+
+    async def __aenter__(self) -> ServerProcess:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: serve until SIGINT/SIGTERM or ``--duration``."""
     parser = _build_parser()
@@ -1022,7 +1127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plans = _plans_from_args(args)
     except (ValueError, IndexError) as exc:
         parser.error(str(exc))
-    server = BenchServer(plans, port=args.port, control_host=args.control_host)
+    server = BenchServer(
+        plans, port=args.port, control_host=args.control_host, backlog=args.backlog
+    )
     try:
         asyncio.run(_serve(server, args.duration))
     except OSError as exc:  # typically the port is taken on some address

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
@@ -57,9 +56,9 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 import aiohttp
 
+from benchmarks.server import ServerProcess
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
 
-SERVER = Path(__file__).resolve().parent / "server.py"
 AGENT = "StoreBench/1.0 (+https://example.com/bot)"
 
 
@@ -68,57 +67,6 @@ def say(text: str) -> None:
 
 
 # -- the server in a child process -------------------------------------------------
-
-
-class ServerProcess:
-    """``server.py --hosts N`` in a child process, and a client for its control URL."""
-
-    def __init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
-        self.info: dict[str, Any] = {}
-        self._session: aiohttp.ClientSession | None = None
-
-    async def start(self, hosts: int, duration: float) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(SERVER), "--hosts", str(hosts), "--mix", "partial=1",
-            "--duration", str(duration), stdout=asyncio.subprocess.PIPE,
-            limit=1 << 24,  # the ready line lists every host
-        )
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
-        if not line:
-            raise RuntimeError("the loopback server did not start")
-        self.info = json.loads(line)
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
-
-    @property
-    def base_urls(self) -> list[str]:
-        return [f"http://{h}:{self.info['port']}" for h in self.info["hosts"]]
-
-    async def totals(self) -> dict[str, int]:
-        """The server's request counts so far (all hosts)."""
-        assert self._session is not None
-        async with self._session.get(self.info["control"] + "?times=0&log=0") as resp:
-            data: dict[str, Any] = await resp.json()
-        return dict(data["totals"])
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-        if proc.stdout is not None:
-            await proc.stdout.read()
 
 
 async def drive(items: Sequence[str], job: Callable[[str], Awaitable[None]],
@@ -450,7 +398,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server = ServerProcess()
     try:
         say(f"starting the loopback server with {hosts:,} hosts")
-        await server.start(hosts, duration=900)
+        await server.start(["--hosts", str(hosts), "--mix", "partial=1"], duration=900)
         with tempfile.TemporaryDirectory(prefix="robotgate-store-bench-") as tmp:
             workdir = Path(tmp)
             report["server_start_seconds"] = time.monotonic() - t0
