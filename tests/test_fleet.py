@@ -206,9 +206,11 @@ async def test_redis_stopped_and_restarted_mid_crawl(
             fleet.go()
             await wait_until(lambda: checks(srv).page_requests >= total_pages // 4, 60,
                              "a quarter of the crawl")
-            redis.stop()
+            # In a thread: the loopback server shares this event loop, and a blocked
+            # loop would hold requests back and then stamp them all at once.
+            await asyncio.to_thread(redis.stop)
             await asyncio.sleep(2.0)
-            redis.resume()
+            await asyncio.to_thread(redis.resume)
             resumed = time.monotonic()
             summaries = await fleet.results(timeout=120)
             outcomes = fleet.outcomes()

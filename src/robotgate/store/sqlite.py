@@ -483,7 +483,9 @@ class SQLiteStore(Store):
         meta: dict[str, Any] = {}
         if "meta" in tables:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if app_id != APPLICATION_ID or meta.get("app") != _APP_NAME:
+        # Our meta table with application_id still 0: another process is creating
+        # the file at this moment (seen when two open a new file at once).
+        if app_id not in (APPLICATION_ID, 0) or meta.get("app") != _APP_NAME:
             shown = ", ".join(sorted(tables)[:8]) or "none"
             raise StoreError(
                 f"{self.path} is an SQLite database of another application"
