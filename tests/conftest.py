@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -39,3 +41,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
     finally:
         server.close()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix of its own for each test on the shared redis-server."""
+    return f"rgtest:{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[Any]:
+    """A plain Redis client, as another application would use the server."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()

@@ -15,8 +15,7 @@ import asyncio
 import signal
 import sys
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +37,6 @@ DELAY = 0.2
 # that queue, and the workers run below the server's CPU priority so that its
 # records show when requests were sent rather than when it got a core.
 WORKER_OPTIONS = ("--pacing-margin", "0.1", "--nice", "10")
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"rgfleet:{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 class PersistentRedis(RedisServer):

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import types
-import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -110,21 +109,6 @@ def child_env() -> dict[str, str]:
 def entry(origin: str, body: bytes | None = b"User-agent: *\nDisallow: /x\n") -> RobotsEntry:
     now = time.time()
     return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"rgtest:{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    """A plain client, as another application would use the server."""
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture
