@@ -140,6 +140,34 @@ def test_ruleset_agrees_with_the_reference(
     check_ruleset(rules, paths)
 
 
+# Enough wildcard rules that the matcher indexes them (see patterns._INDEX_MIN).
+MANY_RULES = st.lists(st.tuples(st.booleans(), PATTERNS), min_size=20, max_size=70).map(
+    lambda rs: [(allow, p, i + 1) for i, (allow, p) in enumerate(rs)]
+)
+
+
+@SETTINGS
+@given(MANY_RULES, st.lists(PATHS, min_size=1, max_size=12))
+def test_many_rules_agree_with_the_reference(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    check_ruleset(rules, paths)
+
+
+def test_many_wildcard_rules_are_indexed() -> None:
+    # The test above is only worth something if it reaches the index.
+    rules = [(i % 2 == 0, f"/{'ab'[i % 2]}*{i}$", i + 1) for i in range(40)]
+    assert RuleSet(rules)._index is not None
+    check_ruleset(rules, ["/a12", "/b13", "/ab12", "/a/b/39", "/a", "/b1x"])
+
+
+def test_a_path_that_is_not_ascii_still_ends() -> None:
+    # Callers percent-encode paths first; a raw one must still not loop.
+    rs = RuleSet([(False, "/a", 1), (True, "/", 2), (False, "/b*c", 3)])
+    assert rs.match("/ツ") in range(-1, len(rs))
+    assert rs.match("\U0010ffff") in range(-1, len(rs))
+
+
 @MANY
 @given(
     LITERAL_RULES, st.lists(st.text(alphabet="ab/", max_size=8).map(lambda s: "/" + s), max_size=8)
@@ -219,6 +247,48 @@ LINES = st.one_of(
 BODIES = st.lists(LINES, max_size=14)
 QUERY_AGENTS = ["a", "b", "FooBot/2.0", "foobot", "googlebot-image", "zzz", "", "*"]
 QUERY_PATHS = ["/", "/a", "/ab", "/a/b", "/b*", "/a$", "/%61", "/é", "/?a", "/robots.txt"]
+
+
+# URLs over several origins and spellings: each RobotsTxt remembers the last
+# origin prefix and each User-Agent's rules, which must never change a verdict.
+CACHE_URLS = st.builds(
+    str.__add__,
+    st.sampled_from(
+        ["", "http://a.com", "https://a.com", "HTTPS://A.com", "https://a.com:8443", "https://b.org"]
+    ),
+    st.builds(
+        str.__add__,
+        st.sampled_from(["/", "/a", "?a", ""]),
+        st.text(alphabet="ab/*$%?#é", max_size=6),
+    ),
+)
+
+
+@SETTINGS
+@given(
+    RULES,
+    st.lists(
+        st.tuples(CACHE_URLS, st.sampled_from([*QUERY_AGENTS, "x1", "x2", "x3"])), max_size=30
+    ),
+)
+# Each special character of a path seen after its origin's prefix is remembered.
+@example([(False, "/a$", 1)], [("https://a.com/", "b"), ("https://a.com/a#x", "b")])
+@example([(False, "/~", 1)], [("https://a.com/", "b"), ("https://a.com/%7e", "b")])
+@example([(False, "/a%2A", 1)], [("https://a.com/", "b"), ("https://a.com/a*", "b")])
+@example([(False, "/a%24", 1)], [("https://a.com/", "b"), ("https://a.com/a$", "b")])
+@example([(False, "/%C3%A9", 1)], [("https://a.com/", "b"), ("https://a.com/é", "b")])
+@example([(False, "/b", 1)], [("https://a.com/", "b"), ("https://a.com?/b", "b")])
+def test_query_caches_change_no_verdict(
+    rules: list[tuple[bool, str, int]], queries: list[tuple[str, str]]
+) -> None:
+    body = "User-agent: a\nDisallow: /a\nUser-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern, _ in rules
+    )
+    reused = RobotsTxt.parse(body)
+    for url, agent in queries:
+        fresh = RobotsTxt.parse(body)
+        assert reused.allowed(url, agent) is fresh.allowed(url, agent), (body, url, agent)
+        assert reused.allowed(url, agent) is reused.decide(url, agent).allowed, (body, url, agent)
 
 
 PIECES = [

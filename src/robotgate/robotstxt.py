@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from .agents import _CACHE as _TOKENS
 from .agents import product_token
 from .decision import Decision, Rule
 from .patterns import RuleSet
@@ -67,9 +66,10 @@ _KEY_PREFIXES = (
     ("request-rate", _REQUEST_RATE),
 )
 _WS = " \t\n\v\f\r"
-# An http(s) URL or a path made only of printable ASCII other than "#", "$", "%"
-# and "*" (and not starting "//"): its path needs no work before matching.
-_PLAIN_URL = re.compile(r"(?:[hH][tT][tT][pP][sS]?://[^/?#;]*)?(/(?:[!\"&-)+-.0-~][!\"&-)+-~]*)?)\Z").match
+# The scheme and authority of an http(s) URL, up to the path's first "/".
+_URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
+# At most this many User-Agent strings are remembered per file.
+_MEMO_MAX = 8
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
 # Keys longer than this are not worth remembering in _KEYS.
@@ -256,7 +256,7 @@ class RobotsTxt:
     2.0
     """
 
-    __slots__ = ("_agents", "_sitemaps", "_star")
+    __slots__ = ("_agents", "_cut", "_memo", "_prefix", "_sitemaps", "_star")
 
     def __init__(
         self,
@@ -267,6 +267,11 @@ class RobotsTxt:
         self._agents: dict[str, _Group] = agents or {}
         self._star = star
         self._sitemaps: list[str] = sitemaps or []
+        # Query caches: each User-Agent string's rules, and the "scheme://host/"
+        # of the last URL asked about (a file serves one origin, so it repeats).
+        self._memo: dict[str, RuleSet | None] = {}
+        self._prefix: str | None = None  # equal to no slice of a URL
+        self._cut = 0
 
     # -- parsing -----------------------------------------------------------
 
@@ -407,28 +412,41 @@ class RobotsTxt:
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
-        token = _TOKENS.get(user_agent)
-        if token is None:
-            token = product_token(user_agent)
-        group = self._agents.get(token) or self._star
-        if group is None:
-            return True
-        m = _PLAIN_URL(url)
-        if m is not None:
-            path = m[1]  # already normal: nothing to extract, encode or escape
-        else:
-            path = path_of(url)
-            if not path.isascii() or "%" in path:
-                path = normalise_path(path)
-            if "*" in path or "$" in path:
-                path = _escape_specials(path)
-        rules = group._compiled
+        try:
+            rules = self._memo[user_agent]
+        except KeyError:
+            rules = self._rules_for(user_agent)
         if rules is None:
-            rules = group.ruleset()
-        i = rules.match(path)
-        if i < 0 or rules.meta[i] & 1:
-            return True
-        return path.split("?", 1)[0] == "/robots.txt"
+            return True  # no group, or one without rules
+        cut = self._cut
+        if url[:cut] == self._prefix:
+            path = url[cut - 1 :]
+            if not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path:
+                path = _clean(path)
+        else:
+            path = self._path(url)
+        # RFC 9309 2.2.2: /robots.txt is always allowed.
+        return rules.allows[rules.match(path)] or (
+            path[:11] == "/robots.txt" and path[11:12] in ("", "?")
+        )
+
+    def _rules_for(self, user_agent: str) -> RuleSet | None:
+        group = self._group(user_agent)
+        rules = group.ruleset() if group is not None else None
+        if rules is not None and not rules:
+            rules = None
+        if len(self._memo) < _MEMO_MAX:
+            self._memo[user_agent] = rules
+        return rules
+
+    def _path(self, url: str) -> str:
+        """The normalised path of ``url``; remembers its origin's prefix for the next call."""
+        m = _URL_PREFIX(url)
+        if m is None:
+            return _escape_specials(normalise_path(path_of(url)))
+        self._prefix = prefix = m[0]
+        self._cut = cut = len(prefix)
+        return _clean(url[cut - 1 :])
 
     def decide(self, url: str, user_agent: str) -> Decision:
         """Like :meth:`allowed`, with the reason: the rule and its line, or why none.
@@ -492,6 +510,14 @@ class RobotsTxt:
 
     def __repr__(self) -> str:
         return f"<RobotsTxt groups for {self.agents!r}>"
+
+
+def _clean(path: str) -> str:
+    """A path taken from a URL, as rules see it: no fragment, normalised, escaped."""
+    cut = path.find("#")
+    if cut >= 0:
+        path = path[:cut]
+    return _escape_specials(normalise_path(path))
 
 
 def _escape_specials(path: str) -> str:
