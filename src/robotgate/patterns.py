@@ -92,7 +92,9 @@ class RuleSet:
         self._lit = lit
         # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
         self._upper = tuple(p + "\x80" for p in lit)
-        self._parent = parent = _parents(lit)
+        parent = _parents(lit)
+        # Tuples: indexing them is cheaper than indexing arrays.
+        self._parent = tuple(parent)
         rule_of = array("l", [-1]) * len(lit)
         k = 0
         for i, e in enumerate(entries):
@@ -107,7 +109,7 @@ class RuleSet:
             up = parent[i]
             if entries[best[up]][0] > entries[i][0]:
                 best[i] = best[up]
-        self._best = array("l", [rule_of[b] for b in best])
+        self._best = tuple([rule_of[b] for b in best])
         self._patterns = tuple(e[2] for e in real)
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
         self._wild = wild

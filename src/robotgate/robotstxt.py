@@ -27,7 +27,8 @@ _Text = TypeVar("_Text", str, bytes)
 
 _UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
 
-# Exact keys (lower-cased) including the typos Google's parser accepts.
+# Keys as written (also with other case or blanks around, added as met) to
+# their kind, including the typos Google's parser accepts.
 _KEYS = {
     "user-agent": _UA,
     "useragent": _UA,
@@ -65,11 +66,15 @@ _KEY_PREFIXES = (
     ("crawl-delay", _CRAWL_DELAY),
     ("request-rate", _REQUEST_RATE),
 )
+_PREFIX_KINDS = dict(_KEY_PREFIXES)
+# One C call tries the prefixes in order.
+_KEY_PREFIX = re.compile("|".join(re.escape(p) for p, _ in _KEY_PREFIXES)).match
 _WS = " \t\n\v\f\r"
 # The scheme and authority of an http(s) URL, up to the path's first "/".
 _URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
 # At most this many User-Agent strings are remembered per file.
 _MEMO_MAX = 8
+_COMMENTS = re.compile(r"#[^\n]*").sub
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
 # Keys longer than this are not worth remembering in _KEYS.
@@ -80,14 +85,23 @@ _UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def _classify(key: str) -> int:
+    """The kind of a stripped, lower-cased key."""
     kind = _KEYS.get(key)
     if kind is None:
-        kind = _OTHER
-        for prefix, k in _KEY_PREFIXES:
-            if key.startswith(prefix):
-                kind = k
-                break
+        m = _KEY_PREFIX(key)
+        kind = _PREFIX_KINDS[m[0]] if m else _OTHER
     return kind
+
+
+def _cut_long_lines(text: str) -> str:
+    """``text`` with each line cut at Google's limit, which counts octets."""
+    lines = text.split("\n")
+    if max(map(len, lines)) <= _MAX_LINE_CHARS:
+        return text
+    for i, line in enumerate(lines):
+        if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
+            lines[i] = _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +329,10 @@ class RobotsTxt:
     def _parse_rfc9309(cls, text: str) -> RobotsTxt:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if len(text) > _MAX_LINE_CHARS:
+            text = _cut_long_lines(text)
+        if "#" in text:
+            text = _COMMENTS("", text)
         groups: list[_Group] = []
         sitemaps: list[str] = []
         seen_sitemaps: set[str] = set()
@@ -325,28 +343,18 @@ class RobotsTxt:
         for n, line in enumerate(text.split("\n"), 1):
             if not line:
                 continue
-            if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
-                # Google's limit counts octets.
-                line = _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
-            h = line.find("#")
-            if h >= 0:
-                line = line[:h]
-            c = line.find(":")
-            if c >= 0:
-                key = line[:c].strip(ws).lower()
-                value = line[c + 1 :].strip(ws)
+            key, colon, value = line.partition(":")
+            if colon:
+                value = value.strip(ws)
             else:
                 # Google accepts "key value" for exactly two words.
                 parts = line.split()
                 if len(parts) != 2:
                     continue
-                key = parts[0].lower()
-                value = parts[1]
+                key, value = parts
             kind = keys.get(key)
             if kind is None:
-                if not key:
-                    continue
-                kind = _classify(key)
+                kind = _classify(key.strip(ws).lower())
                 if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
                     keys[key] = kind
             if kind in (_DISALLOW, _ALLOW):
