@@ -4,8 +4,10 @@
 
 Parses every file of the corpus, answers a fixed, seeded set of URL queries
 for several agents with the parsed rules reused, and measures the heap that
-holds the whole corpus parsed (tracemalloc, each parser in its own child
-process so the two do not disturb each other).  Prints a table and ratios.
+holds the whole corpus parsed.  Speed: each round is a child process running
+both parsers pass by pass, so a slow spell of the machine hits both alike.
+Heap: tracemalloc, each parser in its own child process, so neither counts
+the other's leftovers.  Prints a table and ratios.
 """
 
 from __future__ import annotations
