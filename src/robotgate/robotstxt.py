@@ -429,10 +429,12 @@ class RobotsTxt:
         cut = self._cut
         if url[:cut] == self._prefix:
             path = url[cut - 1 :]
-            if not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path:
-                path = _clean(path)
-        else:
+        elif url[:1] != "/" or url[1:2] == "/":
             path = self._path(url)
+        else:
+            path = url  # a path already
+        if not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path:
+            path = _clean(path)
         # RFC 9309 2.2.2: /robots.txt is always allowed.
         return rules.allows[rules.match(path)] or (
             path[:11] == "/robots.txt" and path[11:12] in ("", "?")
@@ -448,13 +450,13 @@ class RobotsTxt:
         return rules
 
     def _path(self, url: str) -> str:
-        """The normalised path of ``url``; remembers its origin's prefix for the next call."""
+        """The path of ``url``, not yet normalised; remembers its origin's prefix."""
         m = _URL_PREFIX(url)
         if m is None:
-            return _escape_specials(normalise_path(path_of(url)))
+            return path_of(url)
         self._prefix = prefix = m[0]
         self._cut = cut = len(prefix)
-        return _clean(url[cut - 1 :])
+        return url[cut - 1 :]
 
     def decide(self, url: str, user_agent: str) -> Decision:
         """Like :meth:`allowed`, with the reason: the rule and its line, or why none.
