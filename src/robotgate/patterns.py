@@ -118,7 +118,8 @@ class RuleSet:
         self._index = _WildIndex(wild) if len(wild) >= _INDEX_MIN else None
         # Without an index, the wildcard rules to try after each entry (shared).
         shared: dict[int, tuple[_Wild, ...]] = {}
-        self._tries = () if self._index else tuple(shared.setdefault(s, wild[:s]) for s in stop)
+        small = wild and self._index is None
+        self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()
         firsts = tuple({w[2] for w in wild})
         # Every path starts with "/": a floating rule ("/*x") makes the probe useless.
         useful = len(firsts) <= _PROBE_MAX and not {"", "/"} & set(firsts)
