@@ -80,6 +80,7 @@ from benchmarks.server import (
     ServerProcess,
     is_disallowed,
     page_paths,
+    stop_process,
 )
 from robotgate import Disallowed, FetchPolicy, RobotGate
 
@@ -548,12 +549,7 @@ async def crawl_alternative(
             ended = True
         except asyncio.TimeoutError:
             ended = False
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
+            await stop_process(proc)
     wall = time.monotonic() - t0
     if not out_path.exists():
         tail = log_path.read_text(errors="replace")[-400:]

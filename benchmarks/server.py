@@ -1026,6 +1026,18 @@ async def _serve(server: BenchServer, duration: float) -> None:
         waiter.cancel()
 
 
+async def stop_process(proc: asyncio.subprocess.Process, grace: float = 10) -> None:
+    """Terminate ``proc`` if it still runs, kill it after ``grace`` seconds, and reap it."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
 class ServerProcess:
     """This server in a child process (a core of its own), and a client for its
     control endpoints.  Benchmarks use it so that client and server do not share
@@ -1101,14 +1113,7 @@ class ServerProcess:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
         if proc.stdout is not None:
             await proc.stdout.read()
 
