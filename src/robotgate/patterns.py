@@ -114,9 +114,11 @@ class RuleSet:
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
         self._wild = wild
         ranks = array("l", [-r[0] for r in starred])
-        self._stop = stop = array("l", [bisect_left(ranks, -entries[b][0]) for b in best])
+        stop = array("l", [bisect_left(ranks, -entries[b][0]) for b in best])
         self._index = _WildIndex(wild) if len(wild) >= _INDEX_MIN else None
-        # Without an index, the wildcard rules to try after each entry (shared).
+        # With an index, how many wildcard rules to consider after each entry;
+        # without, those rules themselves (tuples shared between entries).
+        self._stop = stop if self._index is not None else array("l")
         shared: dict[int, tuple[_Wild, ...]] = {}
         small = wild and self._index is None
         self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()

@@ -93,15 +93,11 @@ def _classify(key: str) -> int:
     return kind
 
 
-def _cut_long_lines(text: str) -> str:
-    """``text`` with each line cut at Google's limit, which counts octets."""
-    lines = text.split("\n")
-    if max(map(len, lines)) <= _MAX_LINE_CHARS:
-        return text
-    for i, line in enumerate(lines):
-        if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
-            lines[i] = _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
-    return "\n".join(lines)
+def _cut_line(line: str) -> str:
+    """A line cut at Google's limit, which counts octets."""
+    if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
+        return _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +281,7 @@ class RobotsTxt:
         # of the last URL asked about (a file serves one origin, so it repeats).
         self._memo: dict[str, RuleSet | None] = {}
         self._prefix: str | None = None  # equal to no slice of a URL
-        self._cut = 0
+        self._cut = 0  # len(self._prefix), kept so the hot path need not ask
 
     # -- parsing -----------------------------------------------------------
 
@@ -329,10 +325,13 @@ class RobotsTxt:
     def _parse_rfc9309(cls, text: str) -> RobotsTxt:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if len(text) > _MAX_LINE_CHARS:
-            text = _cut_long_lines(text)
         if "#" in text:
             text = _COMMENTS("", text)
+        lines = text.split("\n")
+        # Cutting after the comments are gone keeps the same text: only a line
+        # whose key and value alone pass the limit is cut into.
+        if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
+            lines = [_cut_line(line) for line in lines]
         groups: list[_Group] = []
         sitemaps: list[str] = []
         seen_sitemaps: set[str] = set()
@@ -340,7 +339,7 @@ class RobotsTxt:
         in_rules = False
         keys = _KEYS
         ws = _WS
-        for n, line in enumerate(text.split("\n"), 1):
+        for n, line in enumerate(lines, 1):
             if not line:
                 continue
             key, colon, value = line.partition(":")
