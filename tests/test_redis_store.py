@@ -331,6 +331,33 @@ async def test_reserve_spaces_slots_within_one_process(stores: list[RedisStore])
     assert (await a.reserve_slot("https://idle.example", 0.1)).wait == 0
 
 
+async def test_host_state_being_written_stays_visible(
+    stores: list[RedisStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While a batch is on its way to Redis it is neither pending nor stored;
+    # the process that saved it must still read it back (seen once in CI).
+    store = stores[0]
+    sent = asyncio.Event()
+    release = asyncio.Event()
+    script = store._script
+
+    async def slow_script(*args: object) -> object:
+        sent.set()
+        await release.wait()
+        return await script(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_script", slow_script)
+    await store.save_host(HostState("https://w.example", visits=3))
+    flushing = asyncio.create_task(store.flush())
+    await sent.wait()
+    got = await store.load_host("https://w.example")
+    release.set()
+    await flushing
+    assert got is not None and got.visits == 3
+    stored = await store.load_host("https://w.example")
+    assert stored is not None and stored.visits == 3
+
+
 async def test_pause_holds_fleet_wide(stores: list[RedisStore]) -> None:
     a, b = stores
     origin = "https://retry-after.example"

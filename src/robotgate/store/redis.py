@@ -414,6 +414,8 @@ class RedisStore(Store):
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
         self._pending: dict[str, HostState] = {}
+        # Batches on their way to Redis: still this process's latest word.
+        self._flushing: dict[str, HostState] = {}
         self._flush_task: asyncio.Task[None] | None = None
         # The shared pub/sub subscriber and the wait_robots calls it wakes.
         self._listener: asyncio.Task[None] | None = None
@@ -650,6 +652,8 @@ class RedisStore(Store):
 
     async def load_host(self, origin: str) -> HostState | None:
         pending = self._pending.get(origin)
+        if pending is None:
+            pending = self._flushing.get(origin)
         if pending is not None:
             return replace(pending)
         key = self._key("host", origin)
@@ -693,6 +697,7 @@ class RedisStore(Store):
                     repr(float(state.next_allowed)),
                     state.visits_since_check,
                 ]
+            self._flushing.update(batch)
             try:
                 bad = await self._script(_FLUSH_HOSTS, keys, args)
             except BaseException:
@@ -700,6 +705,10 @@ class RedisStore(Store):
                     # States saved since the batch left are newer: keep them.
                     self._pending.setdefault(origin, state)
                 raise
+            finally:
+                for origin, state in batch.items():
+                    if self._flushing.get(origin) is state:
+                        del self._flushing[origin]
             if bad:
                 # Not requeued: retrying cannot help, and must not hold up the rest.
                 first, why = _text(bad[0]), _text(bad[1])
@@ -898,9 +907,10 @@ class RedisStore(Store):
         Redis does not shorten it.  The host's ``next_allowed`` becomes
         ``until`` unless it is later already.
         """
-        pending = self._pending.get(origin)
-        if pending is not None and pending.next_allowed < until:
-            pending.next_allowed = until
+        for table in (self._pending, self._flushing):
+            pending = table.get(origin)
+            if pending is not None and pending.next_allowed < until:
+                pending.next_allowed = until
         now = time.time()
         delay_us = math.ceil(max(-_MAX_TTL, min(until - now, _MAX_TTL)) * 1_000_000)
         await self._script(
