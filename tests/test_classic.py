@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robotgate import Decision, RobotsTxt, Rule
-from robotgate.classic import ClassicRobotsTxt, classic_body_usable, parse_classic
-from robotgate.robotstxt import DEFAULT_MAX_BYTES, _decode
+from robotgate.robots.classic import ClassicRobotsTxt, classic_body_usable, parse_classic
+from robotgate.robots.rfc9309 import DEFAULT_MAX_BYTES, _decode
 
 ORACLE = Path(__file__).with_name("robotrules_oracle.pl")
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "robots"

@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from robotgate.policy import (
+from robotgate.policy.fetch import (
     FetchPolicy,
     entry_for_error,
     entry_for_not_modified,
@@ -15,7 +15,7 @@ from robotgate.policy import (
     outcome_decision,
     parse_retry_after,
 )
-from robotgate.store.base import Outcome
+from robotgate.records import Outcome
 
 NOW = 1_700_000_000.0
 ORIGIN = "http://a.example"

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from robotgate import InvalidURL, RobotsTxt
-from robotgate.patterns import RuleSet
+from robotgate.robots.patterns import RuleSet
 from robotgate.urls import normalise_path, path_of, split_origin
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,9 +20,9 @@ from itertools import islice, product
 import pytest
 
 import robotgate.agents
-import robotgate.robotstxt
+import robotgate.robots.rfc9309
 from robotgate import RobotsTxt, Rule
-from robotgate.robotstxt import DEFAULT_MAX_BYTES, MAX_LINE_LENGTH
+from robotgate.robots.rfc9309 import DEFAULT_MAX_BYTES, MAX_LINE_LENGTH
 
 KIB = 1024
 WATCHDOG_SECONDS = 120
@@ -256,7 +256,7 @@ def test_long_keys_and_agent_lines_are_not_remembered() -> None:
     rules = RobotsTxt.parse(f"{key}: v\nUser-agent: {agent}\nDisallow: /\n")
     assert rules.allowed("/x", agent) is False
     assert rules.allowed("/x", "Other") is True
-    assert key.lower() not in robotgate.robotstxt._KEYS
+    assert key.lower() not in robotgate.robots.rfc9309._KEYS
     assert agent not in robotgate.agents._CACHE
 
 

@@ -1,21 +1,24 @@
 """robotgate: polite crawling for asyncio.
 
-The core (:class:`RobotsTxt`, :class:`Decision`) is pure and synchronous; the
-gate and stores are a thin asyncio shell on top.
+The core (:class:`RobotsTxt`, :class:`Decision`, :class:`FetchPolicy`) is pure
+and synchronous; the gate and stores are an asyncio shell on top of it, loaded
+on first use so that ``from robotgate import RobotsTxt`` imports no HTTP client.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from .decision import Decision, Rule
-from .gate import Disallowed, GateClosed, RobotGate
 from .policy import FetchPolicy
-from .robotstxt import RequestRate, RobotsTxt
-from .store import HostState, MemoryStore, Outcome, RobotsEntry, SQLiteStore, Store, StoreError
+from .records import HostState, Outcome, RobotsEntry
+from .robots import RequestRate, RobotsTxt
 from .urls import InvalidURL
 
 if TYPE_CHECKING:
+    from .gate import Disallowed, GateClosed, RobotGate
+    from .store import MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
 
 __all__ = [
@@ -38,13 +41,26 @@ __all__ = [
     "StoreError",
 ]
 
+# The asyncio shell, resolved on first use: name -> module that defines it.
+_LAZY = {
+    "Disallowed": ".gate",
+    "GateClosed": ".gate",
+    "RobotGate": ".gate",
+    "MemoryStore": ".store",
+    "SQLiteStore": ".store",
+    "Store": ".store",
+    "StoreError": ".store",
+    "RedisStore": ".store.redis",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # RedisStore is imported on first use so that `import robotgate` never imports redis.
-    if name == "RedisStore":
-        from .store.redis import RedisStore
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-        return RedisStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = "0.1.0"

@@ -41,7 +41,7 @@ from .agents import product_token
 from .decision import Decision
 from .gate import Disallowed, RobotGate
 from .policy import FetchPolicy, outcome_decision
-from .robotstxt import DEFAULT_MAX_BYTES, RobotsTxt
+from .robots import DEFAULT_MAX_BYTES, RobotsTxt
 from .store.base import RobotsEntry, Store, StoreError
 from .store.memory import MemoryStore
 from .store.sqlite import SQLiteStore

@@ -35,8 +35,9 @@ from .policy import (
     outcome_decision,
     parse_retry_after,
 )
-from .robotstxt import RobotsTxt
-from .store.base import HostState, Outcome, RobotsEntry, Store
+from .robots import RobotsTxt
+from .records import HostState, Outcome, RobotsEntry
+from .store.base import Store
 from .store.memory import MemoryStore
 from .urls import InvalidURL, robots_url, split_origin
 
@@ -713,7 +714,7 @@ class RobotGate:
     def _parse(self, entry: RobotsEntry) -> RobotsTxt:
         body = _recode(entry.body or b"", entry.content_type)
         if self.lwp_conventions:
-            from .classic import classic_body_usable
+            from .robots.classic import classic_body_usable
 
             text = body[: self.policy.max_bytes].decode("utf-8", "replace")
             if not classic_body_usable(entry.content_type, text):

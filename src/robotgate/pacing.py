@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from aiolimiter import AsyncLimiter
 
-from .store.base import HostState
+from .records import HostState
 
 __all__ = ["HostPacer"]
 

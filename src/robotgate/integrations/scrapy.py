@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..decision import Decision
-from ..robotstxt import RobotsTxt
+from ..robots import RobotsTxt
 
 __all__ = ["RobotgateRobotParser"]
 

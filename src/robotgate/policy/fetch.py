@@ -25,8 +25,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .decision import Decision
-from .store.base import Outcome, RobotsEntry
+from ..decision import Decision
+from ..records import Outcome, RobotsEntry
 
 __all__ = [
     "FetchPolicy",

@@ -1,0 +1,559 @@
+"""robots.txt parsing and matching (RFC 9309, Google's reference where it is silent).
+
+Pure and synchronous; imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+from ..agents import product_token
+from ..decision import Decision, Rule
+from .patterns import RuleSet
+from ..urls import normalise_path, path_of
+
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "RequestRate", "RobotsTxt"]
+
+#: RFC 9309 2.5: crawlers must parse at least 500 KiB.
+DEFAULT_MAX_BYTES = 500 * 1024
+#: Google's reference ignores the characters of a line past 2083 * 8 - 1.
+MAX_LINE_LENGTH = 2083 * 8 - 1
+
+Dialect = Literal["rfc9309", "classic"]
+_Text = TypeVar("_Text", str, bytes)
+
+_UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
+
+# Keys as written (also with other case or blanks around, added as met) to
+# their kind, including the typos Google's parser accepts.
+_KEYS = {
+    "user-agent": _UA,
+    "useragent": _UA,
+    "user agent": _UA,
+    "allow": _ALLOW,
+    "disallow": _DISALLOW,
+    "dissallow": _DISALLOW,
+    "dissalow": _DISALLOW,
+    "disalow": _DISALLOW,
+    "diasllow": _DISALLOW,
+    "disallaw": _DISALLOW,
+    "sitemap": _SITEMAP,
+    "site-map": _SITEMAP,
+    "crawl-delay": _CRAWL_DELAY,
+    "crawldelay": _CRAWL_DELAY,
+    "crawl delay": _CRAWL_DELAY,
+    "request-rate": _REQUEST_RATE,
+    "requestrate": _REQUEST_RATE,
+    "request rate": _REQUEST_RATE,
+}
+# Google matches keys by prefix ("disallowed" is a disallow); order matters.
+_KEY_PREFIXES = (
+    ("user-agent", _UA),
+    ("useragent", _UA),
+    ("user agent", _UA),
+    ("allow", _ALLOW),
+    ("disallow", _DISALLOW),
+    ("dissallow", _DISALLOW),
+    ("dissalow", _DISALLOW),
+    ("disalow", _DISALLOW),
+    ("diasllow", _DISALLOW),
+    ("disallaw", _DISALLOW),
+    ("sitemap", _SITEMAP),
+    ("site-map", _SITEMAP),
+    ("crawl-delay", _CRAWL_DELAY),
+    ("request-rate", _REQUEST_RATE),
+)
+_PREFIX_KINDS = dict(_KEY_PREFIXES)
+# One C call tries the prefixes in order.
+_KEY_PREFIX = re.compile("|".join(re.escape(p) for p, _ in _KEY_PREFIXES)).match
+_WS = " \t\n\v\f\r"
+# The scheme and authority of an http(s) URL, up to the path's first "/".
+_URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
+# At most this many User-Agent strings are remembered per file.
+_MEMO_MAX = 8
+_COMMENTS = re.compile(r"#[^\n]*").sub
+# Lines of at most this many characters are within MAX_LINE_LENGTH octets.
+_MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
+# Keys longer than this are not worth remembering in _KEYS.
+_MAX_CACHED_KEY = 32
+_NUMBER_RE = re.compile(r"\s*([0-9]*\.?[0-9]+)")
+_RATE_RE = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]*\.?[0-9]*)\s*([smhd]?)", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _classify(key: str) -> int:
+    """The kind of a stripped, lower-cased key."""
+    kind = _KEYS.get(key)
+    if kind is None:
+        m = _KEY_PREFIX(key)
+        kind = _PREFIX_KINDS[m[0]] if m else _OTHER
+    return kind
+
+
+def _cut_line(line: str) -> str:
+    """A line cut at Google's limit, which counts octets."""
+    if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
+        return _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
+    return line
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRate:
+    """``Request-rate: 10/1m`` is ``RequestRate(requests=10, seconds=60.0)``."""
+
+    requests: int
+    seconds: float
+
+    @property
+    def delay(self) -> float:
+        """The interval between two requests this rate asks for, in seconds."""
+        return self.seconds / self.requests
+
+
+def _parse_delay(value: str) -> float | None:
+    m = _NUMBER_RE.match(value)
+    if m is None:
+        return None
+    delay = float(m.group(1))
+    return delay if math.isfinite(delay) else None
+
+
+def _parse_rate(value: str) -> RequestRate | None:
+    m = _RATE_RE.match(value)
+    if m is None:
+        return None
+    digits = m.group(1).lstrip("0")
+    if len(digits) > 15:
+        return None  # absurd, and int() refuses strings of more than 4300 digits
+    requests = int(digits or "0")
+    amount = float(m.group(2)) if m.group(2) not in ("", ".") else 1.0
+    seconds = amount * _UNIT_SECONDS[m.group(3).lower()]
+    if requests <= 0 or seconds <= 0 or not math.isfinite(seconds):
+        return None
+    return RequestRate(requests, seconds)
+
+
+def _agent_of_line(value: str) -> str:
+    # Google: "*" followed by nothing or whitespace is the global agent.
+    if value[:1] == "*" and (len(value) == 1 or value[1] in _WS):
+        return "*"
+    return product_token(value)
+
+
+class _Group:
+    """The lines of one group (or of several groups naming the same agent, merged).
+
+    Rules are compiled into a :class:`RuleSet` on first use, so parsing a
+    file costs only the groups that are actually asked about.
+    """
+
+    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules")
+
+    def __init__(self, line: int) -> None:
+        self.agents: list[str] = []
+        self.line = line
+        self.rules: list[tuple[bool, str, int]] = []
+        self.crawl_delay_value: str | None = None
+        self.rate_value: str | None = None
+        self._compiled: RuleSet | None = None
+
+    @classmethod
+    def merged(cls, groups: list[_Group]) -> _Group:
+        merged = cls(groups[0].line)
+        merged.agents = list(dict.fromkeys(a for g in groups for a in g.agents))
+        merged.rules = [r for g in groups for r in g.rules]
+        merged._other_records(groups)
+        return merged
+
+    def _other_records(self, groups: list[_Group]) -> None:
+        for g in groups:
+            if self.crawl_delay_value is None:
+                self.crawl_delay_value = g.crawl_delay_value
+            if self.rate_value is None:
+                self.rate_value = g.rate_value
+
+    def names(self) -> tuple[str, ...]:
+        """The product tokens this group names, in order, without duplicates."""
+        return tuple(dict.fromkeys(a for a in self.agents if a))
+
+    def ruleset(self) -> RuleSet:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = RuleSet(_normalised(self.rules))
+            self.rules = []
+        return compiled
+
+    @property
+    def crawl_delay(self) -> float | None:
+        v = self.crawl_delay_value
+        return _parse_delay(v) if v is not None else None
+
+    @property
+    def request_rate(self) -> RequestRate | None:
+        v = self.rate_value
+        return _parse_rate(v) if v is not None else None
+
+
+class _LazyGroup(_Group):
+    """A merged group that copies its parts only when first asked about.
+
+    It holds the parts' lists, not the parts: a part that is compiled for
+    another agent drops its own reference to its rules, not this one.
+    """
+
+    __slots__ = ("_agent_lists", "_rule_lists")
+
+    def __init__(self, groups: list[_Group]) -> None:
+        super().__init__(groups[0].line)
+        self._agent_lists = tuple(g.agents for g in groups)
+        self._rule_lists = tuple(g.rules for g in groups)
+        self._other_records(groups)
+
+    def names(self) -> tuple[str, ...]:
+        if self._agent_lists:
+            self.agents = list(dict.fromkeys(a for lst in self._agent_lists for a in lst))
+            self._agent_lists = ()
+        return super().names()
+
+    def ruleset(self) -> RuleSet:
+        compiled = self._compiled
+        if compiled is None:
+            rules = [r for lst in self._rule_lists for r in lst]
+            compiled = self._compiled = RuleSet(_normalised(rules))
+            self._rule_lists = ()
+        return compiled
+
+
+def _decode(body: bytes, max_bytes: int) -> str:
+    if len(body) > max_bytes:
+        body = _whole_lines(body[:max_bytes])
+    if body[:3] == b"\xef\xbb\xbf":
+        body = body[3:]
+    return body.decode("utf-8", "replace")
+
+
+def _whole_lines(cut: _Text) -> _Text:
+    """A body cut at the size limit, without its last, partial line.
+
+    A cut ``Allow: /private/press`` would read ``Allow: /pri`` and allow more
+    than the site wrote, so an unterminated last line is dropped.
+    """
+    nl, cr = ("\n", "\r") if isinstance(cut, str) else (b"\n", b"\r")
+    end = max(cut.rfind(nl), cut.rfind(cr))
+    return cut[: end + 1]
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 octets, at a character boundary."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    while limit > 0 and (raw[limit] & 0xC0) == 0x80:
+        limit -= 1
+    return raw[:limit].decode("utf-8", "surrogatepass")
+
+
+class RobotsTxt:
+    """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
+
+    >>> rules = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
+    >>> rules.allowed("https://example.com/private/x", "MyBot/1.0")
+    False
+    >>> rules.crawl_delay("MyBot/1.0")
+    2.0
+    """
+
+    __slots__ = ("_agents", "_cut", "_memo", "_prefix", "_sitemaps", "_star")
+
+    def __init__(
+        self,
+        agents: dict[str, _Group] | None = None,
+        star: _Group | None = None,
+        sitemaps: list[str] | None = None,
+    ) -> None:
+        self._agents: dict[str, _Group] = agents or {}
+        self._star = star
+        self._sitemaps: list[str] = sitemaps or []
+        # Query caches: each User-Agent string's rules, and the "scheme://host/"
+        # of the last URL asked about (a file serves one origin, so it repeats).
+        self._memo: dict[str, RuleSet | None] = {}
+        self._prefix: str | None = None  # equal to no slice of a URL
+        self._cut = 0  # len(self._prefix), kept so the hot path need not ask
+
+    # -- parsing -----------------------------------------------------------
+
+    @classmethod
+    def parse(
+        cls,
+        body: str | bytes,
+        *,
+        dialect: Dialect = "rfc9309",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        url: str | None = None,
+    ) -> RobotsTxt:
+        """Parse a robots.txt body; never raises on content.
+
+        ``body`` may be bytes (decoded as UTF-8, BOM skipped, invalid bytes
+        replaced) or text.  Only the first ``max_bytes`` are read.  ``url``,
+        where the file came from, is used by the classic dialect to ignore
+        rules written for another host.
+        """
+        max_bytes = max(max_bytes, 0)
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            text = _decode(bytes(body), max_bytes)
+        else:
+            text = body[:max_bytes]
+            if len(text) > max_bytes >> 2 and not text.isascii():
+                # The limit counts UTF-8 octets, as for bytes.
+                text = _cut_utf8(text, max_bytes)
+            if len(text) < len(body):
+                text = _whole_lines(text)
+            if text[:1] == "\ufeff":
+                text = text[1:]
+        if dialect == "classic":
+            from .classic import parse_classic
+
+            return parse_classic(text, url)
+        if dialect != "rfc9309":
+            raise ValueError(f"unknown robots.txt dialect {dialect!r}")
+        return cls._parse_rfc9309(text)
+
+    @classmethod
+    def _parse_rfc9309(cls, text: str) -> RobotsTxt:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "#" in text:
+            text = _COMMENTS("", text)
+        lines = text.split("\n")
+        # Cutting after the comments are gone keeps the same text: only a line
+        # whose key and value alone pass the limit is cut into.
+        if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
+            lines = [_cut_line(line) for line in lines]
+        groups: list[_Group] = []
+        sitemaps: list[str] = []
+        seen_sitemaps: set[str] = set()
+        cur: _Group | None = None
+        in_rules = False
+        keys = _KEYS
+        ws = _WS
+        for n, line in enumerate(lines, 1):
+            if not line:
+                continue
+            key, colon, value = line.partition(":")
+            if colon:
+                value = value.strip(ws)
+            else:
+                # Google accepts "key value" for exactly two words.
+                parts = line.split()
+                if len(parts) != 2:
+                    continue
+                key, value = parts
+            kind = keys.get(key)
+            if kind is None:
+                kind = _classify(key.strip(ws).lower())
+                if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
+                    keys[key] = kind
+            if kind in (_DISALLOW, _ALLOW):
+                if cur is None:
+                    continue  # rules before any user-agent line apply to no one
+                in_rules = True
+                if value:
+                    cur.rules.append((kind == _ALLOW, value, n))
+            elif kind == _UA:
+                if cur is None or in_rules:
+                    cur = _Group(n)
+                    groups.append(cur)
+                    in_rules = False
+                cur.agents.append(_agent_of_line(value))
+            elif kind == _SITEMAP:
+                if value and value not in seen_sitemaps and "://" in value:
+                    seen_sitemaps.add(value)
+                    sitemaps.append(value)
+            elif cur is not None:
+                # Other lines never end a group (RFC 9309 2.2.4).
+                if kind == _CRAWL_DELAY:
+                    if cur.crawl_delay_value is None:
+                        cur.crawl_delay_value = value
+                elif kind == _REQUEST_RATE and cur.rate_value is None:
+                    cur.rate_value = value
+        return cls._build(groups, sitemaps)
+
+    @classmethod
+    def _build(cls, groups: list[_Group], sitemaps: list[str]) -> RobotsTxt:
+        by_agent: dict[str, list[_Group]] = {}
+        for g in groups:
+            for agent in g.agents:
+                lst = by_agent.setdefault(agent, [])
+                if not lst or lst[-1] is not g:
+                    lst.append(g)
+        agents: dict[str, _Group] = {}
+        star: _Group | None = None
+        merged: dict[tuple[int, ...], _Group] = {}
+        # Copying merged groups costs memory once per distinct list of groups;
+        # past this many copied lines (more than real files need), merge lazily.
+        budget = 4096 + 4 * sum(len(g.rules) + len(g.agents) for g in groups)
+        for agent, found in by_agent.items():
+            if len(found) == 1:
+                group = found[0]
+            else:
+                key = tuple(map(id, found))
+                same = merged.get(key)
+                if same is None:
+                    budget -= sum(len(g.rules) + len(g.agents) for g in found)
+                    same = _Group.merged(found) if budget >= 0 else _LazyGroup(found)
+                    merged[key] = same
+                group = same
+            if agent == "*":
+                star = group
+            elif agent:
+                agents[agent] = group
+        return cls(agents, star, sitemaps)
+
+    # -- queries -----------------------------------------------------------
+
+    def _group(self, user_agent: str) -> _Group | None:
+        return self._agents.get(product_token(user_agent)) or self._star
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
+        try:
+            rules = self._memo[user_agent]
+        except KeyError:
+            rules = self._rules_for(user_agent)
+        if rules is None:
+            return True  # no group, or one without rules
+        cut = self._cut
+        if url[:cut] == self._prefix:
+            path = url[cut - 1 :]
+        elif url[:1] != "/" or url[1:2] == "/":
+            path = self._path(url)
+        else:
+            path = url  # a path already
+        if not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path:
+            path = _clean(path)
+        # RFC 9309 2.2.2: /robots.txt is always allowed.
+        return rules.allows[rules.match(path)] or (
+            path[:11] == "/robots.txt" and path[11:12] in ("", "?")
+        )
+
+    def _rules_for(self, user_agent: str) -> RuleSet | None:
+        group = self._group(user_agent)
+        rules = group.ruleset() if group is not None else None
+        if rules is not None and not rules:
+            rules = None
+        if len(self._memo) < _MEMO_MAX:
+            self._memo[user_agent] = rules
+        return rules
+
+    def _path(self, url: str) -> str:
+        """The path of ``url``, not yet normalised; remembers its origin's prefix."""
+        m = _URL_PREFIX(url)
+        if m is None:
+            return path_of(url)
+        self._prefix = prefix = m[0]
+        self._cut = cut = len(prefix)
+        return url[cut - 1 :]
+
+    def decide(self, url: str, user_agent: str) -> Decision:
+        """Like :meth:`allowed`, with the reason: the rule and its line, or why none.
+
+        >>> rules = RobotsTxt.parse("User-agent: mybot\\nAllow: /a\\nDisallow: /\\n")
+        >>> str(rules.decide("/a/b", "MyBot/2.1"))
+        "allowed by 'Allow: /a' (line 2) in the group for 'mybot'"
+        """
+        path = _escape_specials(normalise_path(path_of(url)))
+        token = product_token(user_agent)
+        group = self._agents.get(token)
+        fallback = False
+        if group is None:
+            group = self._star
+            fallback = True
+        if path.split("?", 1)[0] == "/robots.txt":
+            return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
+        if group is None:
+            return Decision(True, "allowed: no group names this agent and there is no '*' group")
+        agents = group.names()
+        names = ", ".join(repr(a) for a in agents)
+        where = f"the group for {names}" + (
+            " (no group names this agent)" if fallback and token != "*" else ""
+        )
+        rules = group.ruleset()
+        i = rules.match(path)
+        if i < 0:
+            return Decision(True, f"allowed: no rule matches in {where}", None, agents)
+        rule: Rule = rules.rule(i)
+        verb = "allowed" if rule.allow else "disallowed"
+        pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+        return Decision(
+            rule.allow,
+            f"{verb} by {pattern!r} (line {rule.line}) in {where}",
+            rule,
+            agents,
+        )
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
+        group = self._group(user_agent)
+        return group.crawl_delay if group is not None else None
+
+    def request_rate(self, user_agent: str) -> RequestRate | None:
+        """The ``Request-rate`` of the agent's group, if it has one."""
+        group = self._group(user_agent)
+        return group.request_rate if group is not None else None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """``Sitemap`` URLs, file-wide, in order, without duplicates."""
+        return list(self._sitemaps)
+
+    @property
+    def agents(self) -> list[str]:
+        """The product tokens named by the file's groups (``"*"`` included)."""
+        names = list(self._agents)
+        if self._star is not None:
+            names.append("*")
+        return names
+
+    def __repr__(self) -> str:
+        return f"<RobotsTxt groups for {self.agents!r}>"
+
+
+def _clean(path: str) -> str:
+    """A path taken from a URL, as rules see it: no fragment, normalised, escaped."""
+    cut = path.find("#")
+    if cut >= 0:
+        path = path[:cut]
+    return _escape_specials(normalise_path(path))
+
+
+def _escape_specials(path: str) -> str:
+    """Encode the characters that are special in patterns (RFC 9309 2.2.3).
+
+    A pattern matches a literal ``*`` or ``$`` only percent-encoded
+    (``/file-%2A.html`` matches the URL ``/file-*.html``), so the path is
+    compared with them encoded.
+    """
+    if "*" in path or "$" in path:
+        return path.replace("*", "%2A").replace("$", "%24")
+    return path
+
+
+def _normalised(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
+    out = []
+    for allow, value, line in rules:
+        if not value.isascii() or "%" in value:
+            value = normalise_path(value)
+        dollar = value.find("$")
+        if 0 <= dollar < len(value) - 1:
+            # Only a final "$" anchors; any other is a literal, as in the path.
+            value = value[:-1].replace("$", "%24") + value[-1]
+        out.append((allow, value, line))
+        if allow:
+            # Google: "Allow: /dir/index.html" also allows "/dir/".
+            slash = value.rfind("/")
+            if slash >= 0 and value.startswith("/index.htm", slash):
+                out.append((True, value[: slash + 1] + "$", line))
+    return out
