@@ -35,8 +35,8 @@ from .policy import (
     outcome_decision,
     parse_retry_after,
 )
-from .robots import RobotsTxt
 from .records import HostState, Outcome, RobotsEntry
+from .robots import RobotsTxt
 from .store.base import Store
 from .store.memory import MemoryStore
 from .urls import InvalidURL, robots_url, split_origin

@@ -12,8 +12,8 @@ from typing import Literal, TypeVar
 
 from ..agents import product_token
 from ..decision import Decision, Rule
-from .patterns import RuleSet
 from ..urls import normalise_path, path_of
+from .patterns import RuleSet
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "RequestRate", "RobotsTxt"]
 
