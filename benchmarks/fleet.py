@@ -5,7 +5,7 @@
                                [--mix partial=1,allow=1] [--json PATH]
 
 starts a throwaway ``redis-server`` (``tests/redis_server.py``) and the
-loopback server (``benchmarks/server.py``) in child processes, then for each
+loopback server (``tests/support/server.py``) in child processes, then for each
 worker count runs the crawl twice under a fresh key prefix: *cold* (Redis
 empty: the workers compete for every origin's robots.txt) and *warm* (the
 same crawl again on the same prefix, new worker processes: robots.txt comes
@@ -57,7 +57,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.server import ServerProcess, page_paths
+from tests.support.server import ServerProcess, page_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 FLEET_PY = Path(__file__).resolve()

@@ -4,8 +4,8 @@
         [--hosts 200] [--pages 50] [--concurrency 10000] [--delay 0.2] [--timeout 5]
         [--memory-origins 100000] [--skip-alternatives] [--json benchmarks/results/load.json]
 
-The loopback server (``benchmarks/server.py``'s :class:`BenchServer`) runs in a
-child process (:class:`benchmarks.server.ServerProcess`, plans on stdin), so it has one core and
+The loopback server (``tests/support/server.py``'s :class:`BenchServer`) runs in a
+child process (:class:`tests.support.server.ServerProcess`, plans on stdin), so it has one core and
 this client the other; every request goes to 127.0.0.0/8.  A progress line
 goes to stderr, the table to stdout, everything as JSON to ``--json``.  The
 default run takes about 2.5 minutes on 2 cores.  Every phase is bounded in
@@ -74,7 +74,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 import aiohttp
 
 from benchmarks.baselines import HandRolled, RobotsDenied, alternative_available
-from benchmarks.server import (
+from tests.support.server import (
     SCENARIOS,
     HostPlan,
     ServerProcess,

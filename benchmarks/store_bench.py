@@ -3,7 +3,7 @@
     python benchmarks/store_bench.py [--hosts 10000] [--page] [--reference] [--cost-hosts 1000]
                                      [--pages 2] [--rounds 10] [--json PATH]
 
-The loopback server (``benchmarks/server.py``, its CLI) runs in a child
+The loopback server (``tests/support/server.py``, its CLI) runs in a child
 process with ``--hosts N`` hosts on 127.0.X.Y, every one serving a robots.txt
 with ETag and Last-Modified that disallows ``/private/``.  Two phases:
 
@@ -56,7 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 import aiohttp
 
-from benchmarks.server import ServerProcess
+from tests.support.server import ServerProcess
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
 
 AGENT = "StoreBench/1.0 (+https://example.com/bot)"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from redis_server import MISSING_REASON, RedisServer, find_redis_server
+from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -358,6 +358,26 @@ class RobotGate:
             return stored
         return site.entry
 
+    def pace_key(self, url: str) -> str:
+        """The politeness key of ``url``: requests with the same key share one budget."""
+        return split_origin(url)[0]
+
+    async def crawl(
+        self,
+        urls: Any,
+        handler: Any,
+        *,
+        concurrency: int = 16,
+        **options: Any,
+    ) -> Any:
+        """Crawl ``urls`` with ``concurrency`` workers kept busy across hosts.
+
+        See :func:`robotgate.politeness.frontier.crawl`.
+        """
+        from .politeness.frontier import crawl
+
+        return await crawl(self, urls, handler, concurrency=concurrency, **options)
+
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s origin may start (0 if now)."""
         origin, _ = split_origin(url)

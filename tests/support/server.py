@@ -16,7 +16,7 @@ requests. ``127.0.0.1`` on the same port answers the control endpoints
 Use it in-process (``async with BenchServer(...) as srv``) or as a separate
 process::
 
-    python benchmarks/server.py --hosts 1000 --mix partial=0.5,allow=0.3,crawl_delay=0.2
+    python -m tests.support.server --hosts 1000 --mix partial=0.5,allow=0.3,crawl_delay=0.2
 
 which prints one JSON line (port, hosts, scenarios, control URL) once ready.
 """

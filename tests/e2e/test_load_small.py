@@ -23,7 +23,7 @@ from benchmarks.load import (
     crawl_urls,
     must_skip,
 )
-from benchmarks.server import SCENARIOS, BenchServer, HostPlan, page_paths
+from tests.support.server import SCENARIOS, BenchServer, HostPlan, page_paths
 
 from robotgate import FetchPolicy
 

@@ -24,7 +24,7 @@ import pytest
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 # A child process that writes robots entries and host states in batches and
 # reports each batch only after it has been flushed.

@@ -1,6 +1,6 @@
 """The gate that never forgets: restarts on a SQLite store, end to end on loopback.
 
-Every test runs a real server on 127.0.X.Y (``benchmarks/server.py``, or a
+Every test runs a real server on 127.0.X.Y (``tests/support/server.py``, or a
 small aiohttp app where custom robots.txt bodies are needed) and opens a new
 gate *and a new store object* on the same file for each "restart", as a new
 process would.  The storage interface itself is covered per backend in
@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from benchmarks.server import BenchServer, HostPlan
+from tests.support.server import BenchServer, HostPlan
 
 from robotgate import FetchPolicy, RobotGate
 from robotgate.store.base import HostState, Outcome, StoreError
 from robotgate.store.sqlite import SQLiteStore
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 PARTIAL = b"User-agent: *\nDisallow: /private/\n"
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from benchmarks.server import BenchServer, HostPlan
+from tests.support.server import BenchServer, HostPlan
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DELAY = 0.1
 
 

@@ -2,7 +2,7 @@
 
 Every test runs real worker processes (``benchmarks/fleet.py worker``) or
 gates against a real ``redis-server`` on loopback and the loopback server of
-``benchmarks/server.py``, and checks the promises at the server: one
+``tests/support/server.py``, and checks the promises at the server: one
 robots.txt request per origin across the fleet, no disallowed page, no two
 page requests to one host closer than the delay, a definite answer for every
 task, and a clear :class:`StoreError` instead of an impolite request when
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from benchmarks.fleet import Fleet, FleetChecks, split_urls
-from benchmarks.server import BenchServer, HostPlan, is_disallowed, page_paths
+from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
-from redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
+from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
 from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
 from robotgate.store.redis import RedisStore
 

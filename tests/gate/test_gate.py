@@ -8,7 +8,7 @@ import warnings
 import aiohttp
 import pytest
 from aiohttp import web
-from benchmarks.server import BenchServer, HostPlan, page_paths
+from tests.support.server import BenchServer, HostPlan, page_paths
 
 from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
 

@@ -1,4 +1,4 @@
-"""Tests for the loopback benchmark server in ``benchmarks/server.py``."""
+"""Tests for the loopback benchmark server in ``tests/support/server.py``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from benchmarks.server import (
+from tests.support.server import (
     SCENARIOS,
     BenchServer,
     HostPlan,

@@ -34,7 +34,7 @@ from robotgate.robots.classic import ClassicRobotsTxt, classic_body_usable, pars
 from robotgate.robots.rfc9309 import DEFAULT_MAX_BYTES, _decode
 
 ORACLE = Path(__file__).with_name("robotrules_oracle.pl")
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "robots"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "robots"
 SITE = "http://example.com"
 ROBOTS = SITE + "/robots.txt"
 FOO = "FooBot/1.2 [http://foobot.int]"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.server import BenchServer, HostPlan
+from tests.support.server import BenchServer, HostPlan
 
 from robotgate.integrations.scrapy import RobotgateRobotParser
 

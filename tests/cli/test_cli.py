@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from benchmarks.server import BenchServer, HostPlan
+from tests.support.server import BenchServer, HostPlan
 
 from robotgate.cli import default_store_path, main
 
@@ -165,7 +165,7 @@ def test_check_reads_standard_input(
 
 
 def test_check_example_file_from_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "robots.txt"
+    example = Path(__file__).resolve().parents[2] / "examples" / "robots.txt"
     code, out, _ = run(
         ["check", str(example), "https://example.com/private/report", "--agent", "MyBot/1.0"],
         capsys,

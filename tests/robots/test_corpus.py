@@ -20,7 +20,7 @@ import pytest
 from robotgate import RobotsTxt, Rule
 from robotgate.agents import product_token
 
-CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus" / "robots"
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "robots"
 
 pytestmark = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the shared robots.txt corpus is not at {CORPUS}"

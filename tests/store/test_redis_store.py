@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from redis_server import MISSING_REASON, RedisServer, find_redis_server
+from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Worker process for the pacing test: says "ready", waits for "go", then
 # reserves slots for its origins concurrently, sleeping each wait, and prints
