@@ -74,6 +74,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 import aiohttp
 
 from benchmarks.baselines import HandRolled, RobotsDenied, alternative_available
+from robotgate import Disallowed, FetchPolicy, RobotGate
 from tests.support.server import (
     SCENARIOS,
     HostPlan,
@@ -82,7 +83,6 @@ from tests.support.server import (
     page_paths,
     stop_process,
 )
-from robotgate import Disallowed, FetchPolicy, RobotGate
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "robots"

@@ -56,8 +56,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 import aiohttp
 
-from tests.support.server import ServerProcess
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
+from tests.support.server import ServerProcess
 
 AGENT = "StoreBench/1.0 (+https://example.com/bot)"
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from tests.support.server import BenchServer, HostPlan
 
 from robotgate.cli import default_store_path, main
+from tests.support.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 ROBOTS = """\

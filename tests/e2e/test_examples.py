@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from tests.support.server import BenchServer, HostPlan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from benchmarks.fleet import Fleet, FleetChecks, split_urls
-from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
-from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
+from benchmarks.fleet import Fleet, FleetChecks, split_urls
 from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
 from robotgate.store.redis import RedisStore
+from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
+from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2

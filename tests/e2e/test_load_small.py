@@ -23,9 +23,8 @@ from benchmarks.load import (
     crawl_urls,
     must_skip,
 )
-from tests.support.server import SCENARIOS, BenchServer, HostPlan, page_paths
-
 from robotgate import FetchPolicy
+from tests.support.server import SCENARIOS, BenchServer, HostPlan, page_paths
 
 DELAY = 0.1
 TIMEOUT = 2.0

@@ -8,9 +8,9 @@ import warnings
 import aiohttp
 import pytest
 from aiohttp import web
-from tests.support.server import BenchServer, HostPlan, page_paths
 
 from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
+from tests.support.server import BenchServer, HostPlan, page_paths
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 

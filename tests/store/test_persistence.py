@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from tests.support.server import BenchServer, HostPlan
 
 from robotgate import FetchPolicy, RobotGate
 from robotgate.store.base import HostState, Outcome, StoreError
 from robotgate.store.sqlite import SQLiteStore
+from tests.support.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
+from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+
 from tests.support.server import (
     SCENARIOS,
     BenchServer,
