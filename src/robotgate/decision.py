@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+__all__ = ["Decision", "Rule", "UsageRule"]
+
+# Shared, read-only: the usage and signals of a decision without any.
+_NOTHING: Mapping[str, bool] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,14 +29,48 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageRule:
+    """One ``Content-Usage`` (or ``Content-Signal``) line of a robots.txt.
+
+    ``pattern`` is the path as matched (percent-encoding normalised), ``""``
+    when the line gives no path (then it applies to every path, below any
+    rule with one); ``value`` is the statement of preference as written;
+    ``line`` is its 1-based line number; ``key`` the line's key.
+
+    >>> str(UsageRule("/ai-ok/", "train-ai=y", 5))
+    'Content-Usage: /ai-ok/ train-ai=y (line 5)'
+    """
+
+    pattern: str
+    value: str
+    line: int
+    key: str = "Content-Usage"
+
+    @property
+    def text(self) -> str:
+        """The line as matched, without its line number."""
+        path = f"{self.pattern} " if self.pattern else ""
+        return f"{self.key}: {path}{self.value}"
+
+    def __str__(self) -> str:
+        return f"{self.text} (line {self.line})"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
-    """Whether a URL may be fetched, and why.
+    """Whether a URL may be fetched, and why; and what the site says about using it.
 
     ``rule`` is the rule that decided (``None`` when no rule matched);
     ``group`` names the user-agent group that was consulted (``("*",)`` for
     the catch-all group, ``None`` when no group applied); ``outcome`` is set
     when the verdict comes from how fetching robots.txt went (for example
     ``"unreachable"``) rather than from a rule.
+
+    ``usage`` maps AI-preference labels (``"train-ai"``, ...) to ``True``
+    (allowed) or ``False`` (disallowed), from the group's ``Content-Usage``
+    rules in ``usage_rules``; a label that is absent is unknown.  ``signals``
+    holds the ``Content-Signal`` labels the same way, from ``signal_rules``.
+    Both are empty for a URL that may not be crawled.
 
     >>> from robotgate import RobotsTxt
     >>> d = RobotsTxt.parse("User-agent: *\\nDisallow: /private\\n").decide("/private/x", "MyBot")
@@ -44,11 +85,43 @@ class Decision:
     rule: Rule | None = None
     group: tuple[str, ...] | None = None
     outcome: str | None = None
+    # Mappings cannot be hashed; equal decisions still hash alike without them.
+    usage: Mapping[str, bool] = field(default_factory=lambda: _NOTHING, hash=False)
+    signals: Mapping[str, bool] = field(default_factory=lambda: _NOTHING, hash=False)
+    usage_rules: tuple[UsageRule, ...] = ()
+    signal_rules: tuple[UsageRule, ...] = ()
 
     @property
     def line(self) -> int | None:
         """Line number of the deciding rule, if a rule decided."""
         return self.rule.line if self.rule is not None else None
 
+    @property
+    def usage_reason(self) -> str | None:
+        """Which ``Content-Usage``/``Content-Signal`` lines gave :attr:`usage` and
+        :attr:`signals`, or ``None`` when none applies.
+
+        >>> d = Decision(True, "allowed", usage={"train-ai": False},
+        ...              usage_rules=(UsageRule("", "train-ai=n", 4),))
+        >>> d.usage_reason
+        "usage train-ai=n by 'Content-Usage: train-ai=n' (line 4)"
+        """
+        parts = []
+        if self.usage_rules:
+            parts.append(_explain("usage", self.usage, self.usage_rules, "y", "n"))
+        if self.signal_rules:
+            parts.append(_explain("signals", self.signals, self.signal_rules, "yes", "no"))
+        return "; ".join(parts) if parts else None
+
     def __str__(self) -> str:
-        return self.reason
+        if not (self.usage_rules or self.signal_rules):
+            return self.reason
+        return f"{self.reason}; {self.usage_reason}"
+
+
+def _explain(
+    what: str, values: Mapping[str, bool], rules: tuple[UsageRule, ...], yes: str, no: str
+) -> str:
+    said = ", ".join(f"{k}={yes if v else no}" for k, v in values.items()) or "unknown"
+    by = " and ".join(f"{r.text!r} (line {r.line})" for r in rules)
+    return f"{what} {said} by {by}"
