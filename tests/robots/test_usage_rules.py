@@ -1,0 +1,88 @@
+"""``Content-Usage`` rules of one group, compiled (:class:`UsageRules`): which rules
+give a path its preferences.  Paths match as Allow/Disallow paths do (RFC 9309
+2.2.2, draft-ietf-aipref-attach)."""
+
+from __future__ import annotations
+
+from robotgate.robots.usage import UsageRules, parse_content_signal
+
+
+def usage_of(rules: UsageRules, path: str) -> tuple[dict[str, bool], list[int]]:
+    usage, found = rules.match(path)
+    return dict(usage), [r.line for r in found]
+
+
+def test_the_longest_match_wins() -> None:
+    rules = UsageRules(
+        [("/ train-ai=n", 1), ("/ai-ok/ train-ai=y", 2), ("/ai-ok/not/ train-ai=n, search=y", 3)]
+    )
+    assert usage_of(rules, "/x") == ({"train-ai": False}, [1])
+    assert usage_of(rules, "/ai-ok/x") == ({"train-ai": True}, [2])
+    assert usage_of(rules, "/ai-ok/not/x") == ({"train-ai": False, "search": True}, [3])
+    assert usage_of(rules, "/ai-ok") == ({"train-ai": False}, [1])
+
+
+def test_a_rule_without_a_path_applies_below_every_rule_with_one() -> None:
+    rules = UsageRules([("train-ai=n", 1), ("/ai-ok/ train-ai=y", 2), ("/ search=y", 3)])
+    assert usage_of(rules, "/ai-ok/x") == ({"train-ai": True}, [2])
+    assert usage_of(rules, "/x") == ({"search": True}, [3])
+    rules = UsageRules([("train-ai=n", 1), ("search=y", 2)])
+    assert usage_of(rules, "/anything") == ({"train-ai": False, "search": True}, [1, 2])
+
+
+def test_no_rule_matches() -> None:
+    rules = UsageRules([("/a/ train-ai=n", 1)])
+    assert usage_of(rules, "/b") == ({}, [])
+    assert not UsageRules([])
+    assert rules
+
+
+def test_identical_paths_combine_most_restrictively() -> None:
+    rules = UsageRules([("/a train-ai=y, search=y", 1), ("/a train-ai=n", 2), ("/a ai-use=y", 3)])
+    assert usage_of(rules, "/a/b") == (
+        {"train-ai": False, "search": True, "ai-use": True},
+        [1, 2, 3],
+    )
+
+
+def test_identical_after_percent_encoding_normalisation() -> None:
+    rules = UsageRules([("/caf%C3%A9 train-ai=y", 1), ("/café train-ai=n", 2)])
+    usage, found = rules.match("/caf%C3%A9/menu")
+    assert dict(usage) == {"train-ai": False}
+    assert [r.pattern for r in found] == ["/caf%C3%A9", "/caf%C3%A9"]
+    rules = UsageRules([("/%7Euser train-ai=n", 1)])
+    assert usage_of(rules, "/~user/x") == ({"train-ai": False}, [1])
+
+
+def test_wildcards_and_end_anchors() -> None:
+    rules = UsageRules(
+        [("/ train-ai=y", 1), ("/*.pdf$ train-ai=n", 2), ("/docs/*/draft train-ai=n", 3)]
+    )
+    assert usage_of(rules, "/paper.pdf") == ({"train-ai": False}, [2])
+    assert usage_of(rules, "/paper.pdf?x=1") == ({"train-ai": True}, [1])
+    assert usage_of(rules, "/docs/v2/draft-1") == ({"train-ai": False}, [3])
+    assert usage_of(rules, "/docs/draft") == ({"train-ai": True}, [1])
+
+
+def test_different_patterns_of_the_same_length_that_both_match_combine() -> None:
+    rules = UsageRules([("/a* train-ai=y", 1), ("/a$ search=n, train-ai=n", 2)])
+    assert usage_of(rules, "/a") == ({"train-ai": False, "search": False}, [1, 2])
+    assert usage_of(rules, "/ab") == ({"train-ai": True}, [1])
+
+
+def test_a_statement_that_fails_to_parse_still_names_its_rule() -> None:
+    rules = UsageRules([("/ train-ai=n", 1), ("/x Train-AI=y", 2), ("/y", 3)])
+    assert usage_of(rules, "/x") == ({}, [2])
+    assert usage_of(rules, "/y") == ({}, [3])
+
+
+def test_content_signal_rules() -> None:
+    rules = UsageRules(
+        [("search=yes, ai-train=no", 4), ("/blog/ ai-train=yes", 5)],
+        "Content-Signal",
+        parse_content_signal,
+    )
+    usage, found = rules.match("/blog/post")
+    assert dict(usage) == {"ai-train": True}
+    assert str(found[0]) == "Content-Signal: /blog/ ai-train=yes (line 5)"
+    assert usage_of(rules, "/") == ({"search": True, "ai-train": False}, [4])
