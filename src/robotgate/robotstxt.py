@@ -1,5 +1,5 @@
 """Old module path, kept for compatibility: see :mod:`robotgate.robots`."""
 
-from .robots.rfc9309 import DEFAULT_MAX_BYTES, MAX_LINE_LENGTH, RequestRate, RobotsTxt
+from .robots import DEFAULT_MAX_BYTES, MAX_LINE_LENGTH, RequestRate, RobotsTxt
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "RequestRate", "RobotsTxt"]

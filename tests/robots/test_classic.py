@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robotgate import Decision, RobotsTxt, Rule
+from robotgate.robots.body import DEFAULT_MAX_BYTES, body_text
 from robotgate.robots.classic import ClassicRobotsTxt, classic_body_usable, parse_classic
-from robotgate.robots.rfc9309 import DEFAULT_MAX_BYTES, _decode
 
 ORACLE = Path(__file__).with_name("robotrules_oracle.pl")
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "robots"
@@ -570,7 +570,7 @@ def _corpus_jobs() -> tuple[list[tuple[str, bytes, list[str]]], list[Job]]:
     for file in sorted(CORPUS.iterdir()):
         name = file.name
         body = file.read_bytes()
-        text = _decode(body, DEFAULT_MAX_BYTES)  # exactly what robotgate parses
+        text = body_text(body, DEFAULT_MAX_BYTES)  # exactly what robotgate parses
         rnd = random.Random(zlib.crc32(name.encode()))
         if name.endswith("_443"):
             host, scheme, port = name[:-4], "https", ":443"

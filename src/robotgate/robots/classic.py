@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 
 from ..decision import Decision, Rule
-from .rfc9309 import RequestRate, RobotsTxt
+from .rules import RequestRate, RobotsTxt
 
 __all__ = ["ClassicRobotsTxt", "classic_body_usable", "parse_classic"]
 
@@ -434,8 +434,9 @@ class ClassicRobotsTxt(RobotsTxt):
 
     __slots__ = ("_anon", "_base", "_cache", "_records")
 
+    DIALECT = "classic"
+
     def __init__(self, records: list[_Record], anon: _Record | None, base: _Base) -> None:
-        super().__init__()
         self._records = records
         self._anon = anon
         self._base = base

@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Literal, TypeVar
 
 from ..agents import product_token
 from ..decision import Decision, Rule
 from ..urls import normalise_path, path_of
+from .body import DEFAULT_MAX_BYTES, cut_utf8
 from .patterns import RuleSet
+from .rules import RequestRate, RobotsTxt
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "RequestRate", "RobotsTxt"]
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc9309"]
 
-#: RFC 9309 2.5: crawlers must parse at least 500 KiB.
-DEFAULT_MAX_BYTES = 500 * 1024
 #: Google's reference ignores the characters of a line past 2083 * 8 - 1.
 MAX_LINE_LENGTH = 2083 * 8 - 1
-
-Dialect = Literal["rfc9309", "classic"]
-_Text = TypeVar("_Text", str, bytes)
 
 _UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
 
@@ -96,21 +91,8 @@ def _classify(key: str) -> int:
 def _cut_line(line: str) -> str:
     """A line cut at Google's limit, which counts octets."""
     if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
-        return _cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
+        return cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
     return line
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRate:
-    """``Request-rate: 10/1m`` is ``RequestRate(requests=10, seconds=60.0)``."""
-
-    requests: int
-    seconds: float
-
-    @property
-    def delay(self) -> float:
-        """The interval between two requests this rate asks for, in seconds."""
-        return self.seconds / self.requests
 
 
 def _parse_delay(value: str) -> float | None:
@@ -227,39 +209,10 @@ class _LazyGroup(_Group):
         return compiled
 
 
-def _decode(body: bytes, max_bytes: int) -> str:
-    if len(body) > max_bytes:
-        body = _whole_lines(body[:max_bytes])
-    if body[:3] == b"\xef\xbb\xbf":
-        body = body[3:]
-    return body.decode("utf-8", "replace")
+class Rfc9309Rules(RobotsTxt):
+    """A robots.txt read as RFC 9309 says (Google's reference where it is silent).
 
-
-def _whole_lines(cut: _Text) -> _Text:
-    """A body cut at the size limit, without its last, partial line.
-
-    A cut ``Allow: /private/press`` would read ``Allow: /pri`` and allow more
-    than the site wrote, so an unterminated last line is dropped.
-    """
-    nl, cr = ("\n", "\r") if isinstance(cut, str) else (b"\n", b"\r")
-    end = max(cut.rfind(nl), cut.rfind(cr))
-    return cut[: end + 1]
-
-
-def _cut_utf8(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 octets, at a character boundary."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if len(raw) <= limit:
-        return text
-    while limit > 0 and (raw[limit] & 0xC0) == 0x80:
-        limit -= 1
-    return raw[:limit].decode("utf-8", "surrogatepass")
-
-
-class RobotsTxt:
-    """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
-
-    >>> rules = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
+    >>> rules = Rfc9309Rules.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
     >>> rules.allowed("https://example.com/private/x", "MyBot/1.0")
     False
     >>> rules.crawl_delay("MyBot/1.0")
@@ -267,6 +220,8 @@ class RobotsTxt:
     """
 
     __slots__ = ("_agents", "_cut", "_memo", "_prefix", "_sitemaps", "_star")
+
+    DIALECT = "rfc9309"
 
     def __init__(
         self,
@@ -286,103 +241,7 @@ class RobotsTxt:
     # -- parsing -----------------------------------------------------------
 
     @classmethod
-    def parse(
-        cls,
-        body: str | bytes,
-        *,
-        dialect: Dialect = "rfc9309",
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        url: str | None = None,
-    ) -> RobotsTxt:
-        """Parse a robots.txt body; never raises on content.
-
-        ``body`` may be bytes (decoded as UTF-8, BOM skipped, invalid bytes
-        replaced) or text.  Only the first ``max_bytes`` are read.  ``url``,
-        where the file came from, is used by the classic dialect to ignore
-        rules written for another host.
-        """
-        max_bytes = max(max_bytes, 0)
-        if isinstance(body, (bytes, bytearray, memoryview)):
-            text = _decode(bytes(body), max_bytes)
-        else:
-            text = body[:max_bytes]
-            if len(text) > max_bytes >> 2 and not text.isascii():
-                # The limit counts UTF-8 octets, as for bytes.
-                text = _cut_utf8(text, max_bytes)
-            if len(text) < len(body):
-                text = _whole_lines(text)
-            if text[:1] == "\ufeff":
-                text = text[1:]
-        if dialect == "classic":
-            from .classic import parse_classic
-
-            return parse_classic(text, url)
-        if dialect != "rfc9309":
-            raise ValueError(f"unknown robots.txt dialect {dialect!r}")
-        return cls._parse_rfc9309(text)
-
-    @classmethod
-    def _parse_rfc9309(cls, text: str) -> RobotsTxt:
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if "#" in text:
-            text = _COMMENTS("", text)
-        lines = text.split("\n")
-        # Cutting after the comments are gone keeps the same text: only a line
-        # whose key and value alone pass the limit is cut into.
-        if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
-            lines = [_cut_line(line) for line in lines]
-        groups: list[_Group] = []
-        sitemaps: list[str] = []
-        seen_sitemaps: set[str] = set()
-        cur: _Group | None = None
-        in_rules = False
-        keys = _KEYS
-        ws = _WS
-        for n, line in enumerate(lines, 1):
-            if not line:
-                continue
-            key, colon, value = line.partition(":")
-            if colon:
-                value = value.strip(ws)
-            else:
-                # Google accepts "key value" for exactly two words.
-                parts = line.split()
-                if len(parts) != 2:
-                    continue
-                key, value = parts
-            kind = keys.get(key)
-            if kind is None:
-                kind = _classify(key.strip(ws).lower())
-                if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
-                    keys[key] = kind
-            if kind in (_DISALLOW, _ALLOW):
-                if cur is None:
-                    continue  # rules before any user-agent line apply to no one
-                in_rules = True
-                if value:
-                    cur.rules.append((kind == _ALLOW, value, n))
-            elif kind == _UA:
-                if cur is None or in_rules:
-                    cur = _Group(n)
-                    groups.append(cur)
-                    in_rules = False
-                cur.agents.append(_agent_of_line(value))
-            elif kind == _SITEMAP:
-                if value and value not in seen_sitemaps and "://" in value:
-                    seen_sitemaps.add(value)
-                    sitemaps.append(value)
-            elif cur is not None:
-                # Other lines never end a group (RFC 9309 2.2.4).
-                if kind == _CRAWL_DELAY:
-                    if cur.crawl_delay_value is None:
-                        cur.crawl_delay_value = value
-                elif kind == _REQUEST_RATE and cur.rate_value is None:
-                    cur.rate_value = value
-        return cls._build(groups, sitemaps)
-
-    @classmethod
-    def _build(cls, groups: list[_Group], sitemaps: list[str]) -> RobotsTxt:
+    def _build(cls, groups: list[_Group], sitemaps: list[str]) -> Rfc9309Rules:
         by_agent: dict[str, list[_Group]] = {}
         for g in groups:
             for agent in g.agents:
@@ -518,7 +377,71 @@ class RobotsTxt:
         return names
 
     def __repr__(self) -> str:
-        return f"<RobotsTxt groups for {self.agents!r}>"
+        return f"<Rfc9309Rules groups for {self.agents!r}>"
+
+
+def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
+    """Parse decoded, size-capped robots.txt text as RFC 9309 says; never raises.
+
+    ``url`` is not needed (rules are paths); it is accepted for the registry.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "#" in text:
+        text = _COMMENTS("", text)
+    lines = text.split("\n")
+    # Cutting after the comments are gone keeps the same text: only a line
+    # whose key and value alone pass the limit is cut into.
+    if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
+        lines = [_cut_line(line) for line in lines]
+    groups: list[_Group] = []
+    sitemaps: list[str] = []
+    seen_sitemaps: set[str] = set()
+    cur: _Group | None = None
+    in_rules = False
+    keys = _KEYS
+    ws = _WS
+    for n, line in enumerate(lines, 1):
+        if not line:
+            continue
+        key, colon, value = line.partition(":")
+        if colon:
+            value = value.strip(ws)
+        else:
+            # Google accepts "key value" for exactly two words.
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            key, value = parts
+        kind = keys.get(key)
+        if kind is None:
+            kind = _classify(key.strip(ws).lower())
+            if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
+                keys[key] = kind
+        if kind in (_DISALLOW, _ALLOW):
+            if cur is None:
+                continue  # rules before any user-agent line apply to no one
+            in_rules = True
+            if value:
+                cur.rules.append((kind == _ALLOW, value, n))
+        elif kind == _UA:
+            if cur is None or in_rules:
+                cur = _Group(n)
+                groups.append(cur)
+                in_rules = False
+            cur.agents.append(_agent_of_line(value))
+        elif kind == _SITEMAP:
+            if value and value not in seen_sitemaps and "://" in value:
+                seen_sitemaps.add(value)
+                sitemaps.append(value)
+        elif cur is not None:
+            # Other lines never end a group (RFC 9309 2.2.4).
+            if kind == _CRAWL_DELAY:
+                if cur.crawl_delay_value is None:
+                    cur.crawl_delay_value = value
+            elif kind == _REQUEST_RATE and cur.rate_value is None:
+                cur.rate_value = value
+    return Rfc9309Rules._build(groups, sitemaps)
 
 
 def _clean(path: str) -> str:

@@ -1,0 +1,144 @@
+"""The robots.txt query interface every dialect implements, and the dialect registry.
+
+:class:`RobotsTxt` names the questions a crawler asks a parsed robots.txt
+(may this agent fetch this URL, and why; how fast; which sitemaps).  Each
+dialect module subclasses it and registers a parser here; this module knows
+no dialect by name except the default, so dialects never import each other.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar, cast
+
+from ..decision import Decision
+from .body import DEFAULT_MAX_BYTES, body_text
+
+__all__ = [
+    "DEFAULT_DIALECT",
+    "DEFAULT_MAX_BYTES",
+    "Parser",
+    "RequestRate",
+    "RobotsTxt",
+    "dialects",
+    "register_dialect",
+]
+
+#: The dialect :meth:`RobotsTxt.parse` reads when not told otherwise.
+DEFAULT_DIALECT = "rfc9309"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRate:
+    """``Request-rate: 10/1m`` is ``RequestRate(requests=10, seconds=60.0)``."""
+
+    requests: int
+    seconds: float
+
+    @property
+    def delay(self) -> float:
+        """The interval between two requests this rate asks for, in seconds."""
+        return self.seconds / self.requests
+
+
+_R = TypeVar("_R", bound="RobotsTxt")
+
+#: A dialect's parser: decoded robots.txt text and the URL it came from (or None).
+Parser = Callable[[str, "str | None"], "RobotsTxt"]
+
+_REGISTRY: dict[str, tuple[Parser, type[RobotsTxt]]] = {}
+
+
+def register_dialect(name: str, parser: Parser, rules_class: type[RobotsTxt]) -> None:
+    """Make ``RobotsTxt.parse(body, dialect=name)`` use ``parser``.
+
+    ``parser`` returns instances of ``rules_class``, so that
+    ``rules_class.parse(body)`` reads this dialect too.  Registering a name
+    again replaces it.
+    """
+    _REGISTRY[name] = (parser, rules_class)
+
+
+def dialects() -> tuple[str, ...]:
+    """The registered dialect names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+class RobotsTxt(ABC):
+    """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
+
+    The interface both dialects implement (``isinstance(rules, RobotsTxt)``
+    holds for either); :meth:`parse` builds one.
+
+    >>> rules = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
+    >>> rules.allowed("https://example.com/private/x", "MyBot/1.0")
+    False
+    >>> rules.crawl_delay("MyBot/1.0")
+    2.0
+    """
+
+    __slots__ = ()
+
+    #: The dialect ``cls.parse`` reads by default (each dialect class sets its own).
+    DIALECT: ClassVar[str] = DEFAULT_DIALECT
+
+    @classmethod
+    def parse(
+        cls: type[_R],
+        body: str | bytes,
+        *,
+        dialect: str | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        url: str | None = None,
+    ) -> _R:
+        """Parse a robots.txt body; never raises on content.
+
+        ``body`` may be bytes (decoded as UTF-8, BOM skipped, invalid bytes
+        replaced; see :func:`robotgate.robots.body.decode_body` for bodies
+        with a declared charset) or text.  Only the first ``max_bytes`` are
+        read.  ``dialect`` is one of :data:`robotgate.robots.DIALECTS`
+        (default: the class's own, ``"rfc9309"`` for :class:`RobotsTxt`).
+        ``url``, where the file came from, is used by the classic dialect to
+        resolve rules and ignore those written for another host.
+
+        Raises ValueError for an unknown dialect, or one whose rules are not
+        instances of ``cls`` (``ClassicRobotsTxt.parse(b, dialect="rfc9309")``).
+        """
+        name = cls.DIALECT if dialect is None else dialect
+        try:
+            parser, rules_class = _REGISTRY[name]
+        except (KeyError, TypeError):
+            known = ", ".join(map(repr, _REGISTRY))
+            raise ValueError(f"unknown robots.txt dialect {name!r} (known: {known})") from None
+        if not issubclass(rules_class, cls):
+            raise ValueError(f"{cls.__name__}.parse cannot read the {name!r} dialect")
+        return cast(_R, parser(body_text(body, max_bytes), url))
+
+    @abstractmethod
+    def allowed(self, url: str, user_agent: str) -> bool:
+        """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
+
+    @abstractmethod
+    def decide(self, url: str, user_agent: str) -> Decision:
+        """Like :meth:`allowed`, with the reason: the rule and its line, or why none."""
+
+    @abstractmethod
+    def crawl_delay(self, user_agent: str) -> float | None:
+        """The ``Crawl-delay`` (seconds) that applies to the agent, if any."""
+
+    @abstractmethod
+    def request_rate(self, user_agent: str) -> RequestRate | None:
+        """The ``Request-rate`` that applies to the agent, if any."""
+
+    @property
+    @abstractmethod
+    def sitemaps(self) -> list[str]:
+        """``Sitemap`` URLs, file-wide, in order, without duplicates."""
+
+    @property
+    @abstractmethod
+    def agents(self) -> list[str]:
+        """The agent names the file's groups (records) name, ``"*"`` included."""
+
