@@ -21,12 +21,15 @@ DEFAULT_MAX_BYTES = 500 * 1024
 _Text = TypeVar("_Text", str, bytes)
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+_UTF32_BOMS = {b"\xff\xfe\x00\x00": "utf-32-le"}
 # Charsets that are UTF-8 or a subset of it: the bytes are read as UTF-8.
 _UTF8_NAMES = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "utf-8-sig"})
 # Python codecs that are not character sets a server could mean: they
-# transform text (or raise) instead of decoding a document.
+# transform text (or raise) instead of decoding a document.  UTF-7 turns
+# "+...-" runs into other characters, and WHATWG decoders refuse it too.
 _NOT_CHARSETS = frozenset(
-    {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape", "unicode-internal"}
+    {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape", "utf-7"}
 )
 # A longer charset name is garbage; looking it up is not worth it.
 _MAX_CHARSET_NAME = 40
@@ -75,7 +78,7 @@ def _text_codec(charset: str) -> str | None:
     # rot13, base64, zip, hex...: registered codecs that are not text encodings.
     if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
         return None
-    return info.name
+    return "utf-8" if info.name in _UTF8_NAMES else info.name
 
 
 def _cap(body: bytes, max_bytes: int, unit: int = 1) -> tuple[bytes, bool]:
@@ -99,11 +102,11 @@ def decode_body(body: bytes, content_type: str | None, max_bytes: int) -> str:
     * Only the first ``max_bytes`` octets are read, and a last line cut by
       that limit is dropped (a cut ``Allow: /private/press`` would read
       ``Allow: /pri``).
-    * A byte order mark decides the encoding (UTF-8, UTF-16 LE or BE) and is
+    * A byte order mark decides the encoding (UTF-8, UTF-16 or UTF-32) and is
       dropped, whatever the Content-Type says (as WHATWG decoding does).
     * Otherwise the Content-Type's ``charset`` is used, when it names a text
       encoding Python has; UTF-8 otherwise (unknown names, ``idna``,
-      ``punycode``, ``undefined``, ``rot13``, ``base64``...).  Bytes that do
+      ``punycode``, ``undefined``, ``utf-7``, ``rot13``, ``base64``...).  Bytes that do
       not decode are replaced with U+FFFD.
     * A declared charset is trusted only if it yields robots.txt lines: when
       its text has no ``User-agent``, ``Allow``, ``Disallow``, ``Sitemap`` or
@@ -114,13 +117,14 @@ def decode_body(body: bytes, content_type: str | None, max_bytes: int) -> str:
     max_bytes = max(max_bytes, 0)
     if body[:3] == _UTF8_BOM:
         return _utf8(body, max_bytes)
-    head = body[:2]
-    if head == b"\xff\xfe":
-        return _declared(body, "utf-16-le", max_bytes)
-    if head == b"\xfe\xff":
-        return _declared(body, "utf-16-be", max_bytes)
+    head = body[:4]
+    if head[:2] in _UTF16_BOMS:
+        # UTF-32's little-endian BOM starts like UTF-16's: test it first.
+        return _declared(body, _UTF32_BOMS.get(head) or _UTF16_BOMS[head[:2]], max_bytes)
+    if head == b"\x00\x00\xfe\xff":
+        return _declared(body, "utf-32-be", max_bytes)
     charset = charset_of(content_type)
-    codec = _text_codec(charset) if charset is not None else None
+    codec = None if charset is None else _text_codec(charset)
     if codec is None or codec == "utf-8":
         return _utf8(body, max_bytes)
     return _declared(body, codec, max_bytes)
@@ -155,7 +159,7 @@ def body_text(body: str | bytes | bytearray | memoryview, max_bytes: int) -> str
     max_bytes = max(max_bytes, 0)
     if isinstance(body, (bytes, bytearray, memoryview)):
         raw = bytes(body)
-        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        if raw[:2] in _UTF16_BOMS or raw[:4] == b"\x00\x00\xfe\xff":
             return decode_body(raw, None, max_bytes)
         return _utf8(raw, max_bytes)
     text = body[:max_bytes]
