@@ -105,13 +105,22 @@ async def test_crawl_delay_raises_the_interval() -> None:
     assert s.page_requests == 5 and s.min_interval is not None and s.min_interval >= 0.25
 
 
-async def test_crawl_delay_capped_by_max_crawl_delay() -> None:
-    async with BenchServer([HostPlan("crawl_delay", crawl_delay=30)]) as srv:
-        async with RobotGate(AGENT, delay=0.01, max_crawl_delay=0.1) as gate:
-            await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(3)])
-            assert "interval 0.1s" in gate.describe()
+async def test_crawl_delay_above_max_is_never_shortened() -> None:
+    # Crawl-delay 3 with max_crawl_delay 2: skipped with a decision by default,
+    # or kept in full; never turned into 2 s.
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=3)]) as srv:
+        async with RobotGate(AGENT, delay=0.01, max_crawl_delay=2) as gate:
+            decision = await gate.decide(srv.url(0, "/page/1"))
+            assert not decision.allowed and decision.outcome == "skipped"
+            assert "Crawl-delay 3 s exceeds max_crawl_delay 2 s" in decision.reason
+            with pytest.raises(Disallowed, match="exceeds max_crawl_delay"):
+                await gate.fetch(srv.url(0, "/page/1"))
+        async with RobotGate(AGENT, delay=0.01, max_crawl_delay=2,
+                             on_long_delay="honour") as gate:
+            await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(2)])
+            assert "interval 3s" in gate.describe()
         s = srv.host_stats(0)
-    assert s.page_requests == 3 and s.min_interval is not None and s.min_interval >= 0.1
+    assert s.page_requests == 2 and s.min_interval is not None and s.min_interval >= 3
 
 
 async def test_retry_after_on_a_page_pauses_the_origin() -> None:

@@ -1,0 +1,289 @@
+"""The aiohttp adapter: robots.txt transport, ``gate.fetch`` and ``gate.middleware``.
+
+Everything here is about aiohttp objects; the decisions come from
+:class:`~robotgate.politeness.admission.Admission`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable, Generator
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from yarl import URL
+
+from ..decision import Decision
+from ..errors import Disallowed, GateClosed
+from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
+from ..policy.network import address_is_public, host_is_public, refusal, strip_credentials
+from ..politeness.admission import Admission
+from ..politeness.fleet_slots import CURRENT, LateSlot
+from ..politeness.scheduler import Group
+from ..urls import InvalidURL, redact, split_origin
+
+__all__ = ["AiohttpClient", "AiohttpRobotsTransport", "FetchCall"]
+
+Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
+Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
+#: ``Decision.outcome`` of a redirect refused for where it leads.
+REFUSED = "redirect-refused"
+
+
+class FetchCall:
+    """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``."""
+
+    __slots__ = ("_coro", "_resp")
+
+    def __init__(self, coro: Awaitable[aiohttp.ClientResponse]) -> None:
+        self._coro = coro
+        self._resp: aiohttp.ClientResponse | None = None
+
+    def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        self._resp = await self._coro
+        return self._resp
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._resp is not None:
+            self._resp.release()
+
+
+class AiohttpClient:
+    """Sends requests through an aiohttp session under the gate's admission.
+
+    ``session()`` returns the session (creating the owned one on first use).
+    Responses in flight are tracked so that :meth:`close` can end them.
+    """
+
+    def __init__(self, admission: Admission, session: Callable[[], aiohttp.ClientSession],
+                 headers: dict[str, str], owned: bool, refuse_private: bool = True) -> None:
+        self.admission = admission
+        self.session = session
+        self.headers = headers
+        self.owned = owned
+        self.refuse_private = refuse_private
+        self.resolver: aiohttp.abc.AbstractResolver | None = None
+        self._open: set[aiohttp.ClientResponse] = set()
+        self.closed = False
+
+    # -- gate.fetch -----------------------------------------------------------------
+
+    async def fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+        """Send ``url`` and read its body, hop by hop through redirects, each checked and paced."""
+        follow = kwargs.pop("allow_redirects", True)
+        max_redirects = kwargs.pop("max_redirects", 10)
+        if not self.owned:
+            given = kwargs.pop("headers", None)
+            kwargs["headers"] = {**given, **self.headers} if given else self.headers
+        history: list[aiohttp.ClientResponse] = []
+        while True:
+            resp = await self._send(url, method, kwargs)
+            location = resp.headers.get("Location") if follow else None
+            if location is None or resp.status not in REDIRECTS:
+                return resp
+            if len(history) >= max_redirects:
+                raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
+            target = self._target(resp, location)
+            if target is None:
+                return resp  # not an http(s) URL: the redirect is the answer
+            why = await self.hop_refusal(url, target)
+            if why is not None:
+                raise Disallowed(target, Decision(False, why, outcome=REFUSED))
+            history.append(resp)
+            if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
+                method = "GET"
+                kwargs.pop("data", None)
+                kwargs.pop("json", None)
+            url = target
+
+    def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
+        try:
+            target = strip_credentials(str(resp.url.join(URL(location))))
+            split_origin(target)
+        except (ValueError, InvalidURL):
+            return None
+        return target
+
+    async def _send(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+        admission = self.admission
+        group = admission.admit(url)
+        if not isinstance(group, Group):
+            group = await group
+        try:
+            resp = await self._request(group, method, url, kwargs)
+            self._open.add(resp)
+            try:
+                pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
+                if pending is not None:
+                    await pending
+                await resp.read()
+            except BaseException as exc:
+                resp.close()
+                if self.closed:
+                    raise GateClosed(f"the gate was closed while reading {redact(url)}") from exc
+                raise
+            finally:
+                self._open.discard(resp)
+        finally:
+            admission.done(group)
+        return resp
+
+    async def _request(self, group: Group, method: str, url: str,
+                       kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+        fleet = self.admission.fleet
+        if fleet is None:
+            return await self.session().request(
+                method, url, allow_redirects=False, middlewares=(), **kwargs)
+        while True:
+            slot = CURRENT.get()
+            try:
+                if slot is not None:
+                    slot.check(asyncio.get_running_loop().time())
+                resp = await self.session().request(
+                    method, url, allow_redirects=False, middlewares=(), **kwargs)
+                fleet.on_time()
+                return resp
+            except LateSlot:
+                # Too late for its fleet slot (the loop lagged): not sent; ask again.
+                assert slot is not None
+                fleet.missed(slot)
+                wait = await fleet.reserve(group.key, self.admission.scheduler.gap(
+                    group, group.interval))
+                if wait:
+                    await asyncio.sleep(wait)
+            finally:
+                CURRENT.set(None)
+
+    # -- gate.middleware ---------------------------------------------------------------
+
+    async def middleware(self, req: aiohttp.ClientRequest,
+                         handler: Handler) -> aiohttp.ClientResponse:
+        """Check and pace one request of the user's own session."""
+        admission = self.admission
+        group = admission.admit(str(req.url))
+        if not isinstance(group, Group):
+            group = await group
+        headers = req.headers
+        for name, value in self.headers.items():
+            headers[name] = value
+        try:
+            slot = CURRENT.get()
+            if slot is not None:
+                slot.check(asyncio.get_running_loop().time())
+            resp = await handler(req)
+            pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
+            if pending is not None:
+                await pending
+        finally:
+            CURRENT.set(None)
+            admission.done(group)
+        return resp
+
+    # -- hops into private networks ----------------------------------------------------
+
+    async def hop_refusal(self, from_url: str, to_url: str) -> str | None:
+        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed)."""
+        if not self.refuse_private:
+            return None
+        why = refusal(from_url, to_url)
+        to_host = urlsplit(to_url).hostname or ""
+        if why is not None or host_is_public(to_host) is not None:
+            return why
+        from_host = urlsplit(from_url).hostname or ""
+        from_public = host_is_public(from_host)
+        if from_public is None:
+            from_public = all(address_is_public(a) for a in await self._resolve(from_host))
+        if not from_public:
+            return None
+        private = [a for a in await self._resolve(to_host) if not address_is_public(a)]
+        if private:
+            return (f"refused a redirect from a public site to {to_host}, which resolves to "
+                    f"a non-public address ({private[0]})")
+        return None
+
+    async def _resolve(self, host: str) -> list[str]:
+        resolver = self.resolver
+        if resolver is None:
+            resolver = getattr(self.session().connector, "_resolver", None)
+        if resolver is None:
+            return []
+        try:
+            infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+        except OSError:
+            return []
+        return [info["host"] for info in infos]
+
+    async def first_address(self, host: str) -> str:
+        """The address a connection to ``host`` will use (for ``pace_by="ip"``)."""
+        found = await self._resolve(host)
+        return found[0] if found else host
+
+    def close_responses(self) -> None:
+        """End every response still being read: its reader gets :class:`GateClosed`."""
+        self.closed = True
+        for resp in list(self._open):
+            resp.close()
+        self._open.clear()
+
+
+class AiohttpRobotsTransport:
+    """Sends the robots.txt flow's requests through the gate's aiohttp session."""
+
+    def __init__(self, client: AiohttpClient) -> None:
+        self.client = client
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        client = self.client
+        if request.previous is not None:
+            why = await client.hop_refusal(request.previous, request.url)
+            if why is not None:
+                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+        headers = {**client.headers, **request.headers} if request.headers else client.headers
+        async with client.session().get(request.url, headers=headers, allow_redirects=False,
+                                        middlewares=(_once(),)) as resp:
+            status = resp.status
+            body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
+            return RobotsResponse(status, resp.headers, body, str(resp.url))
+
+
+async def check_slot(session: aiohttp.ClientSession, ctx: object,
+                     params: aiohttp.TraceRequestHeadersSentParams) -> None:
+    """Trace hook: a fleet slot's deadline is checked right before the first bytes go out."""
+    slot = CURRENT.get()
+    if slot is not None:
+        slot.check(asyncio.get_running_loop().time())
+
+
+def _once() -> Middleware:
+    """A middleware that lets a request go out once: aiohttp would silently retry
+    a GET after a dropped connection, a second robots.txt request we don't want."""
+    sent = False
+
+    async def middleware(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
+        nonlocal sent
+        if sent:
+            raise aiohttp.ServerDisconnectedError("connection dropped; not retried")
+        sent = True
+        return await handler(req)
+
+    return middleware
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """At most ``limit`` bytes of the body; the rest is not read."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await resp.content.read(min(65536, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,50 @@
+"""A readable account of a gate's state, for debugging."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .gate import RobotGate
+
+__all__ = ["describe"]
+
+
+def describe(gate: RobotGate) -> str:
+    """One line for the gate, one per cached origin (robots.txt, interval, its server)."""
+    now = time.time()
+    cache, scheduler = gate.cache, gate.scheduler
+    sites = cache.sites()
+    lines = [
+        f"RobotGate for {gate.user_agent!r}: {len(sites)} origins cached, "
+        f"{cache.inflight} robots.txt fetches in flight, delay {gate.delay}s, "
+        f"pace by {gate.pace_by}, max {gate.max_per_host} per {gate.pace_by}"
+        + (f", {gate.max_concurrency} in all" if gate.max_concurrency else ""),
+    ]
+    for origin, site in sites.items():
+        entry = site.entry
+        fresh = site.fresh_until - now
+        key = gate.keys.cached(origin)
+        group = scheduler.get(key) if key is not None else None
+        host = group.state if group is not None else site.host
+        wait = scheduler.wait_seconds(group, site.interval) if group is not None else 0.0
+        verdict = f", {site.verdict.reason}" if site.verdict is not None else ""
+        lines.append(
+            f"  {origin}: robots.txt {entry.outcome} ({entry.detail or entry.status}), "
+            f"{'fresh for ' + _duration(fresh) if fresh > 0 else 'stale'}, "
+            f"interval {site.interval:g}s{verdict}"
+            + (f", server {group.key}" if group is not None else "")
+            + (f", visits {host.visits}" if host is not None else "")
+            + f", next request {'now' if wait <= 0 else 'in ' + _duration(wait)}"
+            + (f", {group.active} in flight, {group.waiting} waiting" if group else "")
+        )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds:.2f}s"

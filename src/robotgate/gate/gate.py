@@ -1,0 +1,357 @@
+"""RobotGate: the facade crawl tasks share; it wires the politeness core to aiohttp.
+
+It keeps three promises under load:
+
+1. each origin's robots.txt is fetched once (per-origin single flight, then
+   cached and revalidated as RFC 9309 says);
+2. no disallowed URL is fetched, and every verdict explains itself;
+3. no server is hit faster than its budget (delay, Crawl-delay, Retry-After,
+   adaptive back-off, per-host and global caps).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+
+from ..decision import Decision
+from ..errors import Disallowed, GateClosed
+from ..policy.fetch import FetchPolicy
+from ..policy.pacing import PacingPolicy
+from ..policy.site import Interpretation
+from ..politeness.admission import Admission
+from ..politeness.fleet_slots import FleetSlots
+from ..politeness.grouping import PaceBy, PaceKeys
+from ..politeness.robots_cache import RobotsCache
+from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
+from ..politeness.scheduler import Scheduler
+from ..records import HostState, RobotsEntry
+from ..robots import RobotsTxt
+from ..store.base import Store
+from ..store.memory import MemoryStore
+from ..urls import split_origin
+from .aiohttp_client import AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
+from .describe import describe
+
+__all__ = ["Disallowed", "GateClosed", "RobotGate"]
+
+Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
+
+
+class RobotGate:
+    """A polite gate in front of a crawler.
+
+    >>> async def crawl(urls):                                   # doctest: +SKIP
+    ...     async with RobotGate("MyBot/1.0 (+https://example.com/bot)",
+    ...                          from_="ops@example.com", delay=1.0) as gate:
+    ...         for url in urls:
+    ...             try:
+    ...                 async with gate.fetch(url) as resp:
+    ...                     print(url, resp.status, len(await resp.read()))
+    ...             except Disallowed as no:
+    ...                 print(url, "skipped:", no.decision)
+
+    ``delay`` is the least interval (seconds) between two requests to one
+    server, raised to robots.txt's ``Crawl-delay``/``Request-rate``.  An ask
+    above ``max_crawl_delay`` skips the origin (``on_long_delay="skip"``) or is
+    kept in full (``"honour"``); it is never quietly shortened.  ``pace_by``
+    says what one server is: ``"host"`` (default), ``"origin"``, ``"domain"``
+    or ``"ip"``.  ``max_per_host`` caps requests in flight per server (the old
+    name ``max_per_origin`` still works) and ``max_concurrency`` across all.
+
+    The gate owns its ``aiohttp.ClientSession`` unless ``session`` is given
+    (then it is not closed).  ``store`` keeps robots.txt entries and host
+    state (memory by default; :class:`~robotgate.SQLiteStore` on disk,
+    :class:`~robotgate.RedisStore` for a fleet); the gate closes it on
+    :meth:`close`.  A redirect from a public site into a loopback, private or
+    link-local address is refused unless ``allow_private_redirects``.
+    """
+
+    def __init__(
+        self,
+        user_agent: str,
+        *,
+        from_: str | None = None,
+        delay: float = 1.0,
+        max_per_host: int | None = None,
+        max_per_origin: int | None = None,
+        max_concurrency: int | None = None,
+        session: aiohttp.ClientSession | None = None,
+        store: Store | None = None,
+        policy: FetchPolicy | None = None,
+        dialect: Literal["rfc9309", "classic"] = "rfc9309",
+        lwp_conventions: bool | None = None,
+        max_origins: int = 100_000,
+        max_crawl_delay: float = 60.0,
+        respect_crawl_delay: bool = True,
+        on_long_delay: Literal["skip", "honour"] = "skip",
+        recheck_visits: int | None = 1000,
+        max_backoff: float = 3600.0,
+        pacing_margin: float = 0.0,
+        pace_by: PaceBy = "host",
+        latency_factor: float | None = None,
+        allow_private_redirects: bool = False,
+        robots_transport: RobotsTransport | None = None,
+    ) -> None:
+        if not user_agent or not user_agent.strip():
+            raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
+        if delay < 0:
+            raise ValueError("delay must be >= 0")
+        cap = max_per_host if max_per_host is not None else max_per_origin
+        cap = 1 if cap is None else cap
+        if cap < 1:
+            raise ValueError("max_per_host must be at least 1")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None)")
+        if on_long_delay not in ("skip", "honour"):
+            raise ValueError("on_long_delay must be 'skip' or 'honour'")
+        self.user_agent = user_agent
+        self.from_ = from_
+        self.delay = float(delay)
+        self.max_per_host = self.max_per_origin = cap
+        self.max_concurrency = max_concurrency
+        self.dialect = dialect
+        #: LWP::RobotUA's conventions: a robots.txt that is not text, or has no
+        #: Disallow line, counts as empty; with them, the 1996 draft's rule that
+        #: 401/403 keep out of the whole site (LWP itself read those as empty).
+        self.lwp_conventions = dialect == "classic" if lwp_conventions is None else lwp_conventions
+        if policy is None:
+            policy = FetchPolicy(forbidden_disallows_all=self.lwp_conventions)
+        self.policy = policy
+        self.max_origins = max_origins
+        self.pace_by = pace_by
+        self.pacing = PacingPolicy(
+            delay=self.delay, max_crawl_delay=max_crawl_delay,
+            respect_crawl_delay=respect_crawl_delay, on_long_delay=on_long_delay,
+            max_backoff=max_backoff, latency_factor=latency_factor, margin=pacing_margin)
+        self.store: Store = store if store is not None else MemoryStore(max_origins)
+        self._headers = {"User-Agent": user_agent}
+        if from_:
+            self._headers["From"] = from_
+        self._session = session
+        self._closed = False
+
+        self.keys = PaceKeys(pace_by, max_entries=max_origins)
+        self.scheduler = Scheduler(self.pacing, max_per_group=cap,
+                                   max_concurrency=max_concurrency, max_groups=max_origins)
+        self.client = AiohttpClient(None, self._ensure_session,  # type: ignore[arg-type]
+                                    self._headers, owned=session is None,
+                                    refuse_private=not allow_private_redirects)
+        self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
+                                     policy)
+        how = Interpretation(user_agent, dialect, self.lwp_conventions, policy, self.pacing)
+        fleet = FleetSlots(self.store) if self.store.paces else None
+        self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
+                                 recheck_visits=recheck_visits,
+                                 host_state=self._host_state, turn=self._robots_turn)
+        self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
+                                   user_agent, fleet)
+        self.client.admission = self.admission
+        if pace_by == "ip":
+            self.keys.set_resolver(self.client.first_address)
+
+    def set_robots_transport(self, transport: RobotsTransport) -> None:
+        """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
+        self.fetcher.transport = transport
+
+    async def _host_state(self, origin: str) -> HostState:
+        return await self.admission.host_state(origin)
+
+    def _robots_turn(self, origin: str) -> AbstractAsyncContextManager[None]:
+        return self.admission.robots_turn(origin)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def __aenter__(self) -> RobotGate:
+        await self.open()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Open the store; ``async with`` does this."""
+        if self._closed:
+            raise GateClosed("the gate is closed")
+        await self.store.open()
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise GateClosed("the gate is closed")
+        if self._session is None:
+            resolver = aiohttp.DefaultResolver()
+            self.client.resolver = resolver
+            # No total connection limit: the per-host and global caps are ours.
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
+            trace = aiohttp.TraceConfig()
+            trace.on_request_headers_sent.append(check_slot)
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, connector=connector, trace_configs=[trace])
+        return self._session
+
+    async def close(self) -> None:
+        """End everything the gate started: robots.txt fetches, responses being
+        read (their readers get :class:`GateClosed`), an owned session, the store."""
+        if self._closed:
+            return
+        self._closed = True
+        self.client.close_responses()
+        await self.cache.close()
+        if self.client.owned and self._session is not None:
+            await self._session.close()
+        await self.store.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The session requests go through (created on first use if the gate owns it)."""
+        return self._ensure_session()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters: robots.txt requests, pages, disallowed, back-offs, late fleet slots,
+        store errors."""
+        scheduler = self.scheduler.stats
+        fleet = self.admission.fleet
+        return {"robots_requests": self.fetcher.requests, "pages": scheduler["pages"],
+                "disallowed": self.admission.disallowed, "backoffs": scheduler["backoffs"],
+                "late_slots": fleet.late if fleet is not None else 0,
+                "store_errors": self.cache.store_errors}
+
+    # -- questions -----------------------------------------------------------
+
+    def check(self, url: str) -> Decision | None:
+        """The verdict for ``url`` if its origin's robots.txt is cached and fresh, else None.
+
+        No I/O and no coroutine: the fast path of a crawler that asks often.
+
+        >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
+        """
+        origin, rest = split_origin(url)
+        site = self.cache.cached(origin)
+        if site is None:
+            return None
+        return site.decide(url if rest[:2] == "//" else rest, self.user_agent)
+
+    async def allowed(self, url: str) -> bool:
+        """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
+        origin, rest = split_origin(url)
+        site = self.cache.cached(origin)
+        if site is None:
+            site = await self.admission.site(origin)
+        # The rest of the URL is its path (cheaper to match than the whole URL),
+        # unless it starts with "//", which would read as a host.
+        return site.allowed(url if rest[:2] == "//" else rest, self.user_agent)
+
+    async def decide(self, url: str) -> Decision:
+        """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome.
+
+        >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
+        'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
+        """
+        origin, rest = split_origin(url)
+        site = await self.admission.site(origin)
+        return site.decide(url if rest[:2] == "//" else rest, self.user_agent)
+
+    async def rules(self, url: str) -> RobotsTxt | None:
+        """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
+        return (await self.admission.site(split_origin(url)[0])).rules
+
+    async def robots_entry(self, url: str) -> RobotsEntry:
+        """What is known of the origin's robots.txt fetch: status, freshness, failures,
+        and the body as fetched (from the store)."""
+        origin, _ = split_origin(url)
+        site = await self.admission.site(origin)
+        stored = await self.store.load_robots(origin)
+        if stored is not None and stored.fetched_at == site.entry.fetched_at:
+            return stored
+        return site.entry
+
+    def pace_key(self, url: str) -> str:
+        """The politeness key of ``url``: requests with the same key share one budget.
+
+        >>> RobotGate("Bot/1").pace_key("https://example.com/x")          # doctest: +SKIP
+        'host:example.com'
+        """
+        origin = split_origin(url)[0]
+        return self.keys.cached(origin) or origin
+
+    def host_wait(self, url: str) -> float:
+        """Seconds until the next request to ``url``'s server may start (0 if now)."""
+        origin, _ = split_origin(url)
+        key = self.keys.cached(origin)
+        group = self.scheduler.get(key) if key is not None else None
+        site = self.cache.peek(origin)
+        if group is not None:
+            return self.scheduler.wait_seconds(group, site.interval if site else None)
+        # No request yet in this process: the stored next allowed time still holds.
+        host = site.host if site is not None else None
+        return max(0.0, host.next_allowed - time.time()) if host is not None else 0.0
+
+    def host_state(self, url: str) -> HostState | None:
+        """Visits, last visit and next allowed time of ``url``'s server, if known."""
+        origin, _ = split_origin(url)
+        key = self.keys.cached(origin)
+        group = self.scheduler.get(key) if key is not None else None
+        if group is not None:
+            return group.state
+        site = self.cache.peek(origin)
+        return site.host if site is not None else None
+
+    def usage(self, url: str, headers: Mapping[str, str] | None = None) -> dict[str, bool]:
+        """What the site lets its content be used for (IETF AIPREF), robots.txt and the
+        response's ``Content-Usage`` header combined; needs the origin cached."""
+        from ..robots.usage import combine_usage, usage_from_headers
+
+        decision = self.check(url)
+        found = [dict(decision.usage)] if decision is not None else []
+        if headers is not None:
+            found.append(usage_from_headers(headers))
+        return combine_usage(*found)
+
+    def describe(self) -> str:
+        """A readable account of the gate's state, for debugging."""
+        return describe(self)
+
+    # -- requests ------------------------------------------------------------
+
+    def fetch(self, url: str, *, method: str = "GET", **kwargs: Any) -> FetchCall:
+        """Fetch ``url`` politely; raises :class:`Disallowed` if robots.txt forbids it.
+
+        Returns the :class:`aiohttp.ClientResponse` with its body already read
+        (the server's slot is held until then); usable as ``await`` or
+        ``async with``.  Redirects are followed hop by hop, each checked and paced.
+        """
+        return FetchCall(self.client.fetch(url, method, kwargs))
+
+    @property
+    def middleware(self) -> Middleware:
+        """An aiohttp client middleware: every request is checked and paced.
+
+        >>> session = aiohttp.ClientSession(middlewares=[gate.middleware])  # doctest: +SKIP
+
+        A forbidden URL raises :class:`Disallowed` from the request call.  The
+        server's slot is held until the response headers arrive.
+        """
+        return self.client.middleware
+
+    async def crawl(
+        self,
+        urls: Iterable[str] | AsyncIterable[str],
+        handler: Callable[[str, aiohttp.ClientResponse], Awaitable[Iterable[str] | None]],
+        *,
+        concurrency: int = 16,
+        **options: Any,
+    ) -> Any:
+        """Crawl ``urls`` with ``concurrency`` workers kept busy across servers.
+
+        See :func:`robotgate.politeness.frontier.crawl`.
+        """
+        from ..politeness.frontier import crawl
+
+        return await crawl(self, urls, handler, concurrency=concurrency, **options)

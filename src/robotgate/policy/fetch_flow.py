@@ -1,0 +1,132 @@
+"""The robots.txt fetch as a pure flow: a generator that asks for requests and is sent responses.
+
+Like httpx's ``Auth.auth_flow``, the flow holds the whole policy (validators,
+redirects and their loops, private-address hops, 304) and does no I/O; each
+client adapter drives it with :func:`robotgate.politeness.robots_fetcher.fetch_robots`.
+
+>>> from robotgate.policy import FetchPolicy
+>>> flow = robots_flow("http://example.com", None, FetchPolicy(), 0.0)
+>>> request = next(flow)
+>>> request.url
+'http://example.com/robots.txt'
+>>> try:
+...     flow.send(RobotsResponse(200, {}, b"User-agent: *\\nDisallow: /x\\n", request.url))
+... except StopIteration as done:
+...     print(done.value.outcome, done.value.body)
+ok b'User-agent: *\\nDisallow: /x\\n'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from ..records import Outcome, RobotsEntry
+from ..urls import InvalidURL, redact, robots_url, split_origin
+from .fetch import (
+    FetchPolicy,
+    entry_for_not_modified,
+    entry_for_redirect_failure,
+    entry_for_response,
+)
+from .network import refusal, strip_credentials
+
+__all__ = ["REDIRECTS", "RobotsFlow", "RobotsRequest", "RobotsResponse", "robots_flow"]
+
+REDIRECTS = frozenset((301, 302, 303, 307, 308))
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRequest:
+    """A GET the adapter must send, without following redirects.
+
+    ``headers`` are added to the adapter's own (User-Agent, From).  The body is
+    read, at most ``max_bytes`` of it, only for 2xx answers.  ``previous`` is the
+    URL of the hop before (None for the first): an adapter that resolves host
+    names refuses the hop when :func:`~robotgate.policy.network.refusal` would
+    for the address it connects to, by answering with ``refused`` set.
+    """
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    max_bytes: int = 500 * 1024
+    previous: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsResponse:
+    """What the adapter got: status, headers (case-insensitive lookup), body if 2xx."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes | None = None
+    url: str = ""
+    refused: str | None = None
+
+
+RobotsFlow = Generator[RobotsRequest, RobotsResponse, RobotsEntry]
+
+
+def robots_flow(
+    origin: str,
+    previous: RobotsEntry | None,
+    policy: FetchPolicy,
+    now: float,
+    clock: Callable[[], float] | None = None,
+) -> RobotsFlow:
+    """Fetch ``origin``'s robots.txt: yields requests, returns the entry to store.
+
+    ``previous`` (an earlier good copy) makes the first request conditional.
+    ``clock`` gives the time of each answer (default: ``now`` for all).
+    """
+    def when() -> float:
+        return clock() if clock is not None else now
+
+    url = robots_url(origin)
+    headers: dict[str, str] = {}
+    conditional = previous is not None and previous.outcome == Outcome.OK and (
+        previous.body is not None
+    )
+    if conditional and previous is not None:
+        if previous.etag:
+            headers["If-None-Match"] = previous.etag
+        if previous.last_modified:
+            headers["If-Modified-Since"] = previous.last_modified
+    seen = {url}
+    hop_from: str | None = None
+    for _hop in range(policy.max_redirects + 1):
+        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from)
+        if resp.refused is not None:
+            return entry_for_redirect_failure(origin, resp.refused, when(), policy, final_url=url)
+        status = resp.status
+        location = resp.headers.get("Location")
+        if status in REDIRECTS and location:
+            target = strip_credentials(urljoin(url, location.strip()))
+            why = _bad_target(url, target, seen)
+            if why is not None:
+                return entry_for_redirect_failure(origin, why, when(), policy, final_url=url)
+            seen.add(target)
+            hop_from, url = url, target
+            headers = {}  # validators belong to the first URL
+            continue
+        if status == 304 and conditional and previous is not None:
+            return entry_for_not_modified(previous, resp.headers, when(), policy)
+        body = resp.body if 200 <= status < 300 else None
+        return entry_for_response(origin, status, resp.headers, body, when(), policy,
+                                  previous, final_url=url)
+    return entry_for_redirect_failure(
+        origin, f"robots.txt redirected more than {policy.max_redirects} times",
+        when(), policy, final_url=url,
+    )
+
+
+def _bad_target(url: str, target: str, seen: set[str]) -> str | None:
+    try:
+        split_origin(target)
+    except InvalidURL:
+        return f"robots.txt redirected to {redact(target)!r}"
+    if target in seen:
+        return f"robots.txt redirect loop at {redact(target)}"
+    why = refusal(url, target)
+    return f"robots.txt redirect {why}" if why is not None else None

@@ -1,0 +1,100 @@
+"""What one origin's robots.txt entry means for a robot: rules, verdict, interval.
+
+Pure: :func:`interpret` turns a stored :class:`~robotgate.records.RobotsEntry`
+into :class:`SiteRules`, the record the gate's cache holds per origin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..decision import Decision
+from ..records import HostState, RobotsEntry
+from ..robots import RobotsTxt
+from ..urls import robots_url
+from .fetch import FetchPolicy, outcome_decision
+from .pacing import PacingPolicy
+
+__all__ = ["Interpretation", "SiteRules", "interpret"]
+
+#: ``Decision.outcome`` of an origin skipped because it asks for too long a delay.
+SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Interpretation:
+    """How the gate reads robots.txt: dialect, LWP conventions, policies, agent."""
+
+    agent: str
+    dialect: str = "rfc9309"
+    lwp_conventions: bool = False
+    fetch: FetchPolicy = field(default_factory=FetchPolicy)
+    pacing: PacingPolicy = field(default_factory=PacingPolicy)
+
+
+class SiteRules:
+    """One origin's robots.txt as the gate uses it.
+
+    ``verdict`` is set when the whole site has one answer (fetch outcome, or a
+    delay beyond what the operator allows); otherwise ``rules`` decide per URL.
+    ``interval`` is the origin's own pacing interval.  ``used`` is the
+    cache's recently-used bit (CLOCK eviction).
+    """
+
+    __slots__ = ("entry", "fresh_until", "host", "interval", "robots_started", "rules", "used",
+                 "verdict")
+
+    def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
+                 interval: float, robots_started: float = -float("inf")) -> None:
+        self.entry = entry  # without its body (the store keeps that)
+        self.rules = rules
+        self.verdict = verdict
+        self.fresh_until = entry.fresh_until
+        self.interval = interval
+        self.robots_started = robots_started  # loop time the robots.txt request started
+        self.used = True
+        self.host: HostState | None = None  # visit counts of the origin's server
+
+    def decide(self, url: str, agent: str) -> Decision:
+        """The verdict for ``url`` (a path or an absolute URL of this origin)."""
+        if self.verdict is not None:
+            return self.verdict
+        assert self.rules is not None
+        return self.rules.decide(url, agent)
+
+    def allowed(self, url: str, agent: str) -> bool:
+        """Cheaper :meth:`decide` when only the verdict matters."""
+        if self.verdict is not None:
+            return self.verdict.allowed
+        assert self.rules is not None
+        return self.rules.allowed(url, agent)
+
+
+def interpret(entry: RobotsEntry, how: Interpretation, started: float = -float("inf"),
+              rules: RobotsTxt | None = None) -> SiteRules:
+    """Parse ``entry`` (unless ``rules`` stand in for it) into :class:`SiteRules`."""
+    verdict = outcome_decision(entry)
+    if verdict is None and rules is None:
+        rules = parse_entry(entry, how)
+    pacing = how.pacing
+    asked = pacing.asked(rules, how.agent)
+    too_long = pacing.too_long(asked)
+    if too_long is not None and verdict is None:
+        verdict = Decision(False, f"{too_long}: the origin is skipped", outcome=SKIPPED)
+    interval = pacing.delay if too_long is not None else pacing.interval_for(asked)
+    return SiteRules(entry.copy(body=None), rules, verdict, interval, started)
+
+
+def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
+    """The rules of a 2xx entry, decoded by its declared charset."""
+    from ..robots.body import decode_body
+
+    max_bytes = how.fetch.max_bytes
+    text = decode_body(entry.body or b"", entry.content_type, max_bytes)
+    if how.lwp_conventions:
+        from ..robots.classic import classic_body_usable
+
+        if not classic_body_usable(entry.content_type, text):
+            text = ""
+    return RobotsTxt.parse(text, dialect=how.dialect,
+                           max_bytes=max_bytes, url=robots_url(entry.origin))

@@ -1,0 +1,158 @@
+"""The request path every client adapter shares: check, wait for the turn, learn.
+
+An adapter (aiohttp, httpx, Scrapy) calls, for each request it sends:
+
+1. :meth:`Admission.admit` — robots.txt verdict (:class:`~robotgate.errors.Disallowed`
+   if forbidden), then the server's turn; returns the started :class:`Group`,
+   or an awaitable of it when the request must wait;
+2. :meth:`Admission.answered` when the response headers arrive;
+3. :meth:`Admission.done` when the request no longer holds its slots.
+
+A request that is cached, allowed and due costs no coroutine at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable
+
+from ..errors import Disallowed, GateClosed
+from ..policy.site import SiteRules
+from ..records import HostState
+from ..store.base import Store
+from ..store.memory import MemoryStore
+from ..urls import split_origin
+from .fleet_slots import FleetSlots
+from .grouping import PaceKeys
+from .robots_cache import CacheClosed, RobotsCache
+from .scheduler import Group, Scheduler
+
+__all__ = ["Admission"]
+
+log = logging.getLogger("robotgate.pacing")
+
+
+class Admission:
+    """Wires the robots.txt cache, the politeness keys and the scheduler for one robot."""
+
+    def __init__(self, cache: RobotsCache, keys: PaceKeys, scheduler: Scheduler, store: Store,
+                 agent: str, fleet: FleetSlots | None = None) -> None:
+        self.cache = cache
+        self.keys = keys
+        self.scheduler = scheduler
+        self.store = store
+        self.agent = agent
+        self.fleet = fleet
+        # The memory store holds the very HostState objects the groups update.
+        self._saves_hosts = not isinstance(store, MemoryStore)
+        self.disallowed = 0
+
+    # -- robots.txt ------------------------------------------------------------------
+
+    async def site(self, origin: str) -> SiteRules:
+        """The origin's rules (fetching robots.txt once if needed)."""
+        site = self.cache.cached(origin)
+        if site is not None:
+            return site
+        try:
+            return await self.cache.get(origin)
+        except CacheClosed as exc:
+            raise GateClosed(str(exc)) from None
+
+    def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
+        self.disallowed += 1
+        return Disallowed(url, site.decide(path, self.agent))
+
+    # -- groups --------------------------------------------------------------------
+
+    async def host_state(self, origin: str) -> HostState:
+        """The HostState of ``origin``'s politeness group (loaded from the store if new)."""
+        return (await self.group(origin)).state
+
+    async def group(self, origin: str) -> Group:
+        key = self.keys.cached(origin)
+        if key is None:
+            key = await self.keys.key(origin)
+        group = self.scheduler.get(key)
+        if group is None:
+            state = await self.store.load_host(key)
+            group = self.scheduler.add(key, state if state is not None else HostState(key))
+        return group
+
+    @contextlib.asynccontextmanager
+    async def robots_turn(self, origin: str) -> AsyncIterator[None]:
+        """A robots.txt request is a request to the server: paced and capped like a page."""
+        group = await self.group(origin)
+        scheduler = self.scheduler
+        await scheduler.start(group, scheduler.policy.delay, page=False)
+        try:
+            yield
+        finally:
+            now = scheduler.now()
+            if now > group.last:
+                group.last = now  # paced from the answer, as pages are
+            scheduler.done(group)
+
+    # -- requests ------------------------------------------------------------------
+
+    def admit(self, url: str) -> Group | Awaitable[Group]:
+        """Check ``url`` and take its turn: the started Group, or an awaitable of it.
+
+        Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
+        cached) and :class:`~robotgate.urls.InvalidURL`.
+        """
+        origin, rest = split_origin(url)
+        site = self.cache.cached(origin)
+        if site is not None and self.fleet is None:
+            path = url if rest[:2] == "//" else rest
+            if not site.allowed(path, self.agent):
+                raise self.refuse(url, path, site)
+            key = self.keys.cached(origin)
+            group = self.scheduler.get(key) if key is not None else None
+            if group is not None and self.scheduler.try_start(group, site.interval):
+                if site.host is not group.state:
+                    site.host = group.state
+                return group
+        return self._admit(url, origin, rest)
+
+    async def _admit(self, url: str, origin: str, rest: str) -> Group:
+        site = await self.site(origin)
+        path = url if rest[:2] == "//" else rest
+        if not site.allowed(path, self.agent):
+            raise self.refuse(url, path, site)
+        group = await self.group(origin)
+        if site.host is not group.state:
+            site.host = group.state
+        fleet = self.fleet
+        await self.scheduler.start(group, site.interval,
+                                   fleet.reserve if fleet is not None else None)
+        return group
+
+    def answered(self, group: Group, status: int, retry_after: str | None,
+                 sent_at: float | None = None) -> Awaitable[None] | None:
+        """The answer's headers arrived; an awaitable when the store must hear of it."""
+        until = self.scheduler.answered(group, status, retry_after, sent_at)
+        if until is not None:
+            log.info("%s answered %d: next request in %.2fs", group.key, status,
+                     self.scheduler.wait_seconds(group))
+        if (until is not None and self.store.shared) or self._saves_hosts:
+            return self._tell_store(group, until)
+        return None
+
+    async def _tell_store(self, group: Group, until: float | None) -> None:
+        store = self.store
+        try:
+            if until is not None and store.shared:
+                await store.pause(group.key, until)
+            if self._saves_hosts:
+                await store.save_host(group.state)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.cache.store_trouble("save host state", exc)
+
+    def done(self, group: Group) -> None:
+        self.scheduler.done(group)
+

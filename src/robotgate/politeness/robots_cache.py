@@ -1,0 +1,234 @@
+"""The robots.txt cache: one fetch per origin however many tasks ask (single flight).
+
+It owns the per-origin :class:`~robotgate.policy.site.SiteRules`: freshness,
+the recheck after N visits, the store look-ups and, in a fleet, the store's
+fetch lock so that one worker fetches for all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from ..policy.site import Interpretation, SiteRules, interpret
+from ..records import HostState, Outcome, RobotsEntry
+from ..robots import RobotsTxt
+from ..store.base import Store
+from .robots_fetcher import RobotsFetcher
+
+__all__ = ["CacheClosed", "RobotsCache"]
+
+log = logging.getLogger("robotgate.robots")
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
+
+
+class CacheClosed(RuntimeError):
+    """The cache was closed while a task was waiting for it."""
+
+
+class RobotsCache:
+    """Per-origin robots.txt rules, fetched once, kept fresh, bounded in size.
+
+    ``host_state(origin)`` gives the HostState that counts the origin's visits
+    (its politeness group's); ``turn(origin)`` is held around each robots.txt
+    request, which is a request to the server like any other.
+    """
+
+    def __init__(
+        self,
+        fetcher: RobotsFetcher,
+        store: Store,
+        how: Interpretation,
+        *,
+        host_state: Callable[[str], Awaitable[HostState]],
+        turn: Callable[[str], AbstractAsyncContextManager[None]] | None = None,
+        max_origins: int = 100_000,
+        recheck_visits: int | None = 1000,
+    ) -> None:
+        self.fetcher = fetcher
+        self.store = store
+        self.how = how
+        self.max_origins = max_origins
+        self.recheck_visits = recheck_visits
+        self._host_state = host_state
+        self._turn = turn
+        self._sites: dict[str, SiteRules] = {}
+        self._inflight: dict[str, asyncio.Task[SiteRules]] = {}
+        self._closed = False
+        self.store_errors = 0
+
+    # -- the hot path -------------------------------------------------------------
+
+    def cached(self, origin: str) -> SiteRules | None:
+        """The origin's rules if cached, fresh and not due for a recheck; no I/O."""
+        site = self._sites.get(origin)
+        if site is None or site.fresh_until <= time.time():
+            return None
+        limit = self.recheck_visits
+        host = site.host
+        if limit is not None and host is not None and host.visits_since_check >= limit:
+            return None
+        site.used = True
+        return site
+
+    def peek(self, origin: str) -> SiteRules | None:
+        """The origin's rules as cached, fresh or not (for describe and host_wait)."""
+        return self._sites.get(origin)
+
+    async def get(self, origin: str) -> SiteRules:
+        """The origin's rules, fetching robots.txt once for all waiters when needed."""
+        site = self.cached(origin)
+        if site is not None:
+            return site
+        task = self._inflight.get(origin)
+        if task is None:
+            if self._closed:
+                raise CacheClosed("the gate is closed")
+            task = asyncio.get_running_loop().create_task(
+                self._refresh(origin, self._sites.get(origin)))
+            self._inflight[origin] = task
+            task.add_done_callback(functools.partial(self._forget, origin))
+        try:
+            # shield: a waiter that is cancelled must not cancel the shared fetch.
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if self._closed and task.cancelled():
+                raise CacheClosed("the gate was closed during the robots.txt fetch") from None
+            raise
+
+    def _forget(self, origin: str, task: asyncio.Task[SiteRules]) -> None:
+        if self._inflight.get(origin) is task:
+            del self._inflight[origin]
+        if not task.cancelled():
+            task.exception()  # retrieved: waiters got it; no "never retrieved" warning
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    def sites(self) -> dict[str, SiteRules]:
+        return dict(self._sites)
+
+    async def close(self) -> None:
+        """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
+        self._closed = True
+        tasks = list(self._inflight.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._inflight.clear()
+
+    # -- refresh: store, fleet lock, fetch ---------------------------------------------
+
+    async def _refresh(self, origin: str, site: SiteRules | None) -> SiteRules:
+        store = self.store
+        host = await self._host_state(origin)
+        stored = await store.load_robots(origin)
+        limit = self.recheck_visits
+        # The stored count counts too: N visits, a restart, and the first ask rechecks.
+        recheck = limit is not None and host.visits_since_check >= limit
+        if stored is not None and stored.is_fresh(time.time()) and not recheck:
+            return self._install(origin, stored, host)
+        previous = stored if stored is not None else (site.entry if site is not None else None)
+        timeout = self.fetcher.policy.timeout
+        token = await store.lock_fetch(origin, timeout * 2 + 5)
+        tries = 0
+        while token is None and tries < 10:
+            # Another worker fetches it: wait for its result, then use it.
+            tries += 1
+            got = await store.wait_robots(origin, timeout + 5)
+            if got is not None and got.is_fresh(time.time()):
+                return self._install(origin, got, host)
+            token = await store.lock_fetch(origin, timeout * 2 + 5)
+        if token is not None and store.shared:
+            # Another worker may have fetched it and let go of the lock between our
+            # first look and taking the lock: look again before fetching.
+            again = await store.load_robots(origin)
+            if again is not None and again.is_fresh(time.time()) and (
+                not recheck or stored is None or again.fetched_at > stored.fetched_at
+            ):
+                await self._unlock(origin, token)
+                return self._install(origin, again, host)
+        try:
+            async with self._turn(origin) if self._turn is not None else _nothing():
+                started = asyncio.get_running_loop().time()
+                entry = await self.fetcher.fetch(origin, previous)
+            kept: RobotsTxt | None = None
+            if entry.outcome == Outcome.OK and entry.body is None and site is not None:
+                # A good copy stands in whose body only our parsed rules still hold
+                # (the store forgot it): keep the rules, and store nothing without them.
+                kept = site.rules
+            else:
+                await self._save(entry)
+        finally:
+            if token is not None:
+                await self._unlock(origin, token)
+        if host.visits_since_check:
+            host.visits_since_check = 0
+            await self._save_host(host)  # or the next start would recheck again
+        return self._install(origin, entry, host, started, kept)
+
+    async def _save(self, entry: RobotsEntry) -> None:
+        # A store that cannot save (a full disk) must not cost the site a robots.txt
+        # request per ask: the rules are installed in memory all the same.
+        try:
+            await self.store.save_robots(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save robots.txt", exc)
+
+    async def _save_host(self, host: HostState) -> None:
+        try:
+            await self.store.save_host(host)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save host state", exc)
+
+    async def _unlock(self, origin: str, token: str) -> None:
+        try:
+            await self.store.unlock_fetch(origin, token)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the lock expires on its own
+            self.store_trouble("release the robots.txt lock", exc)
+
+    def store_trouble(self, what: str, exc: Exception) -> None:
+        """Count a store error; log the first one (the crawl goes on without the store)."""
+        self.store_errors += 1
+        if self.store_errors == 1:
+            log.warning("the store could not %s (%s: %s); going on without it, "
+                        "further store errors are counted in stats['store_errors']",
+                        what, type(exc).__name__, exc)
+
+    def _install(self, origin: str, entry: RobotsEntry, host: HostState,
+                 started: float = -float("inf"), rules: RobotsTxt | None = None) -> SiteRules:
+        site = interpret(entry, self.how, started, rules)
+        site.host = host
+        sites = self._sites
+        sites.pop(origin, None)
+        sites[origin] = site
+        if len(sites) > self.max_origins:
+            self._evict()
+        return site
+
+    def _evict(self) -> None:
+        # CLOCK: the oldest site goes unless used since the hand last passed it.
+        sites = self._sites
+        for _ in range(len(sites) + 1):
+            origin = next(iter(sites))
+            site = sites.pop(origin)
+            if not site.used:
+                return
+            site.used = False
+            sites[origin] = site

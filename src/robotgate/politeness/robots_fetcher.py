@@ -1,0 +1,71 @@
+"""Drives the pure robots.txt flow over whatever HTTP client an adapter brings.
+
+An adapter implements :class:`RobotsTransport` (one method: send a GET without
+following redirects, read at most ``max_bytes`` of a 2xx body); everything
+else (redirects, validators, 304, what failures mean) is the flow's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Protocol
+
+from ..policy.fetch import FetchPolicy, entry_for_error
+from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robots_flow
+from ..records import RobotsEntry
+
+__all__ = ["RobotsFetcher", "RobotsTransport"]
+
+log = logging.getLogger("robotgate.robots")
+
+
+class RobotsTransport(Protocol):
+    """What a client adapter provides to fetch robots.txt."""
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        """Send one GET (no redirects followed) and return its answer."""
+        ...
+
+
+class RobotsFetcher:
+    """Fetches one origin's robots.txt through ``transport``: always returns an entry.
+
+    Timeouts, network errors and bugs in the transport become an
+    "unreachable" entry (RFC 9309 2.3.1.4); only cancellation propagates.
+    """
+
+    def __init__(self, transport: RobotsTransport, policy: FetchPolicy) -> None:
+        self.transport = transport
+        self.policy = policy
+        self.requests = 0
+
+    async def fetch(self, origin: str, previous: RobotsEntry | None) -> RobotsEntry:
+        policy = self.policy
+        self.requests += 1
+        flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
+        try:
+            entry = await asyncio.wait_for(self._drive(flow), policy.timeout)
+        except asyncio.TimeoutError:
+            why = f"robots.txt did not answer within {policy.timeout:g}s"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # every waiter must still get an answer
+            why = f"robots.txt could not be fetched ({type(exc).__name__}: {exc})"
+        else:
+            log.info("%s/robots.txt: %s", origin, entry.detail or entry.outcome)
+            return entry
+        log.info("%s/robots.txt: %s", origin, why)
+        return entry_for_error(origin, why, time.time(), policy, previous)
+
+    async def _drive(self, flow: RobotsFlow) -> RobotsEntry:
+        request: RobotsRequest = next(flow)
+        send = self.transport.send
+        while True:
+            response = await send(request)
+            try:
+                request = flow.send(response)
+            except StopIteration as done:
+                entry: RobotsEntry = done.value
+                return entry

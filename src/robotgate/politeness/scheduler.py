@@ -1,0 +1,306 @@
+"""The scheduler: when may the next request to a server start?
+
+One :class:`Group` per politeness key (see :mod:`.grouping`) owns that
+server's pacing: the time of the last request (its answer's arrival), a
+pause (Retry-After), the adaptive back-off, the per-group cap and the visit
+bookkeeping (:class:`~robotgate.records.HostState`).  Nothing else writes them.
+
+A request that is due and under every cap starts without a coroutine
+(:meth:`Scheduler.try_start`); only a request that must wait awaits
+(:meth:`Scheduler.start`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+
+from ..policy.fetch import parse_retry_after
+from ..policy.pacing import Backoff, PacingPolicy
+from ..records import HostState
+
+__all__ = ["Group", "Scheduler", "Slots"]
+
+
+class Slots:
+    """A counting cap with FIFO hand-off: a released slot goes to the oldest waiter."""
+
+    __slots__ = ("free", "size", "waiters")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.free = size
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_take(self) -> bool:
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        if self.try_take():
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.give()  # handed a slot, then cancelled: pass it on
+            else:
+                self.waiters.remove(fut)
+            raise
+
+    def give(self) -> None:
+        waiters = self.waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
+
+    @property
+    def busy(self) -> int:
+        return self.size - self.free
+
+
+class Group:
+    """Pacing state of one server (politeness key)."""
+
+    __slots__ = ("active", "backoff", "interval", "key", "last", "paused_until", "slots",
+                 "state", "waiting")
+
+    def __init__(self, key: str, state: HostState, cap: int, paused_until: float) -> None:
+        self.key = key
+        self.state = state
+        self.slots = Slots(cap)
+        self.last = -float("inf")  # loop time of the last start or answer, whichever is later
+        self.paused_until = paused_until
+        self.backoff = Backoff()
+        self.interval = 0.0  # interval of the last request (for describe and host_wait)
+        self.active = 0
+        self.waiting = 0
+
+    def idle(self) -> bool:
+        return self.active == 0 and self.waiting == 0
+
+
+class Scheduler:
+    """Paces requests per politeness key, caps them per key and in all.
+
+    ``fleet_reserve(key, gap)`` (optional, a shared store's slot) replaces the
+    local interval wait with a fleet-wide one.
+    """
+
+    def __init__(
+        self,
+        policy: PacingPolicy,
+        *,
+        max_per_group: int = 1,
+        max_concurrency: int | None = None,
+        max_groups: int = 100_000,
+        clock: Callable[[], float] | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.policy = policy
+        self.max_per_group = max_per_group
+        self.max_groups = max_groups
+        self._clock = clock
+        self._wall = wall
+        self._groups: dict[str, Group] = {}
+        self.global_slots = Slots(max_concurrency) if max_concurrency else None
+        self.stats = {"pages": 0, "backoffs": 0}
+
+    def now(self) -> float:
+        clock = self._clock
+        return clock() if clock is not None else asyncio.get_running_loop().time()
+
+    # -- groups ----------------------------------------------------------------
+
+    def get(self, key: str) -> Group | None:
+        return self._groups.get(key)
+
+    def add(self, key: str, state: HostState, last: float = -float("inf")) -> Group:
+        """The group of ``key``, created from its stored state if new.
+
+        A stored ``next_allowed`` (a restart, or another process) is honoured;
+        ``last`` is when a request to it last went out (its robots.txt).
+        """
+        group = self._groups.get(key)
+        if group is not None:
+            return group
+        groups = self._groups
+        if len(groups) >= self.max_groups:
+            self._evict()
+        now = self.now()
+        wait = state.next_allowed - self._wall()
+        group = Group(key, state, self.max_per_group, now + wait if wait > 0 else -float("inf"))
+        group.last = last
+        groups[key] = group
+        return group
+
+    def _evict(self) -> None:
+        # Oldest first; a group with requests in flight or waiting goes to the back.
+        # Its pacing survives eviction: next_allowed is in its HostState (the store).
+        groups = self._groups
+        for _ in range(len(groups)):
+            key = next(iter(groups))
+            group = groups.pop(key)
+            if group.idle():
+                return
+            groups[key] = group
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def groups(self) -> list[Group]:
+        return list(self._groups.values())
+
+    # -- starting a request ------------------------------------------------------
+
+    def gap(self, group: Group, interval: float) -> float:
+        return group.backoff.gap(self.policy, interval)
+
+    def wait_seconds(self, group: Group, interval: float | None = None) -> float:
+        """Seconds until a request with ``interval`` may start (0 if now)."""
+        now = self.now()
+        gap = self.gap(group, group.interval if interval is None else interval)
+        return max(0.0, group.paused_until - now, group.last + gap - now)
+
+    def try_start(self, group: Group, interval: float) -> bool:
+        """Start a request now if it is due and under every cap; no coroutine."""
+        if group.waiting or not group.slots.try_take():
+            return False
+        now = self.now()
+        if now < group.paused_until or now < group.last + self.gap(group, interval):
+            group.slots.give()
+            return False
+        glob = self.global_slots
+        if glob is not None and not glob.try_take():
+            group.slots.give()
+            return False
+        self._started(group, interval, now)
+        return True
+
+    async def start(
+        self,
+        group: Group,
+        interval: float,
+        reserve: Callable[[str, float], object] | None = None,
+        page: bool = True,
+    ) -> None:
+        """Wait until a request with ``interval`` may start, then count it as started.
+
+        ``reserve`` is a coroutine function asking a shared store for a slot
+        (returns seconds to wait, or None when the store does not pace).
+        ``page`` False: a robots.txt request, paced and capped like a page but
+        not counted as a visit.
+        """
+        group.waiting += 1
+        glob = self.global_slots
+        held_group = held_global = False
+        try:
+            await group.slots.take()
+            held_group = True
+            if reserve is not None:
+                if glob is not None:
+                    # A fleet slot must be used the moment it is due: the global slot first.
+                    await glob.take()
+                    held_global = True
+                await self._wait_paused(group)
+                wait = await reserve(group.key, self.gap(group, interval))  # type: ignore[misc]
+                if wait is not None:
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._started(group, interval, self.now(), page)
+                    return
+            while True:
+                now = self.now()
+                wait = max(group.paused_until, group.last + self.gap(group, interval)) - now
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue
+                if glob is not None and not held_global:
+                    await glob.take()
+                    held_global = True
+                    continue  # the wait for the global slot may have let another start
+                break
+            self._started(group, interval, now, page)
+        except BaseException:
+            if held_group:
+                group.slots.give()
+            if held_global and glob is not None:
+                glob.give()
+            raise
+        finally:
+            group.waiting -= 1
+
+    async def _wait_paused(self, group: Group) -> None:
+        while (wait := group.paused_until - self.now()) > 0:
+            await asyncio.sleep(wait)
+
+    def _started(self, group: Group, interval: float, now: float, page: bool = True) -> None:
+        group.active += 1
+        group.last = now
+        if not page:
+            return
+        group.interval = interval
+        self.stats["pages"] += 1
+        state = group.state
+        wall = self._wall()
+        state.visits += 1
+        state.visits_since_check += 1
+        state.last_visit = wall
+        gap = self.gap(group, interval)
+        state.next_allowed = wall + max(gap, group.paused_until - now)
+
+    # -- after the answer ----------------------------------------------------------
+
+    def answered(self, group: Group, status: int, retry_after: str | None,
+                 sent_at: float | None = None) -> float | None:
+        """The answer's headers arrived: pace from now, apply back-off.
+
+        Returns the Unix time the group is paused until when a shared store
+        must hear of it (a 429/503), else None.
+        """
+        now = self.now()
+        if now > group.last:
+            # Paced from the answer's arrival, not the start: however late the
+            # server handled the request, the next one reaches it an interval later.
+            group.last = now
+        policy = self.policy
+        backoff = group.backoff
+        if policy.latency_factor and sent_at is not None:
+            backoff.observe(now - sent_at)
+        wall = self._wall()
+        if status == 429 or status == 503:
+            self.stats["backoffs"] += 1
+            wait = parse_retry_after(retry_after, wall)
+            if wait is not None:
+                wait = min(wait, policy.max_backoff)
+                group.paused_until = max(group.paused_until, now + wait)
+            else:
+                wait = backoff.widen(policy, group.interval)
+            group.state.next_allowed = max(group.state.next_allowed, wall + wait)
+            return wall + wait
+        if backoff.extra or backoff.failures:
+            backoff.narrow(policy)
+        group.state.next_allowed = wall + max(
+            self.gap(group, group.interval), group.paused_until - now)
+        return None
+
+    def done(self, group: Group) -> None:
+        """The request no longer holds its slots (answered, failed or cancelled)."""
+        group.active -= 1
+        group.slots.give()
+        glob = self.global_slots
+        if glob is not None:
+            glob.give()
+
+    def pause(self, group: Group, seconds: float) -> None:
+        """No request of ``group`` starts for ``seconds`` from now."""
+        group.paused_until = max(group.paused_until, self.now() + seconds)
