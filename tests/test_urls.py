@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
+import threading
 
-from robotgate import InvalidURL
-from robotgate.urls import normalise_path, origin_of, path_of, robots_url, split_origin
+import pytest
+import yarl
+
+from robotgate import InvalidURL, RobotsTxt
+from robotgate.urls import (
+    normalise_path,
+    origin_of,
+    path_of,
+    redact,
+    remove_dot_segments,
+    request_path,
+    robots_url,
+    split_origin,
+)
 
 # -- origins ------------------------------------------------------------------------
 
@@ -186,3 +198,284 @@ def test_normalise_path_is_idempotent_and_ascii() -> None:
 
 def test_normalise_path_does_not_raise_on_lone_surrogates() -> None:
     assert normalise_path("/\udcff") == "/%ED%B3%BF"
+
+
+# -- dot segments (issue 12 item 5): judge the path the client sends -----------------------
+
+DOT_URLS = [
+    ("http://h/a/../private", "/private"),
+    ("http://h/./private", "/private"),
+    ("http://h/a/%2e%2e/private", "/private"),
+    ("http://h/a/%2E%2e/private", "/private"),
+    ("http://h/%2E/private", "/private"),
+    ("http://h/%2e/private", "/private"),
+    ("http://h/a/.%2e/private", "/private"),
+    ("http://h/a/%2E./private", "/private"),
+    ("http://h/../../private", "/private"),
+    ("http://h//../private", "/private"),
+    ("http://h/a//../private", "/a/private"),
+    ("http://h/private/x/..", "/private/"),
+    ("http://h/private/.", "/private/"),
+    ("http://h/a/..", "/"),
+    ("http://h/a/..?q=/../x", "/?q=/../x"),
+    ("http://h/x/../private?a=./b#/../c", "/private?a=./b"),
+    ("http://h/.well-known/x", "/.well-known/x"),
+    ("http://h/a/...", "/a/..."),
+    ("http://h/a/..b/.c", "/a/..b/.c"),
+    ("http://h/a/..;x/b", "/a/..;x/b"),
+    ("http://h/a/..%2f/b", "/a/..%2f/b"),
+    ("http://h/a/%252e%252e/b", "/a/%252e%252e/b"),
+    ("http://h?q=/../x", "/?q=/../x"),
+]
+
+
+@pytest.mark.parametrize(("url", "path"), DOT_URLS)
+def test_path_of_removes_dot_segments_as_yarl_sends_them(url: str, path: str) -> None:
+    assert path_of(url) == path
+    sent = yarl.URL(url)
+    query = f"?{sent.raw_query_string}" if sent.raw_query_string else ""
+    # yarl also upper-cases %2f; the rules compare normalised paths anyway.
+    assert normalise_path(path_of(url)) == normalise_path(sent.raw_path + query)
+
+
+@pytest.mark.parametrize(("url", "path"), DOT_URLS)
+def test_split_origin_rest_is_the_sent_path(url: str, path: str) -> None:
+    origin, rest = split_origin(url)
+    assert origin == "http://h"
+    head, _, fragment = rest.partition("#")
+    assert (head if head.startswith("/") else "/" + head) == path
+    assert fragment == url.partition("#")[2]  # the fragment stays as written
+
+
+@pytest.mark.parametrize(
+    "path", ["/a/../private", "/./private", "/%2e/private", "/a/%2E%2E/private"]
+)
+def test_bare_paths_lose_their_dot_segments_too(path: str) -> None:
+    assert path_of(path) == "/private"
+    assert request_path(path + "#x") == "/private"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://h/a/../private", "http://h/./private", "http://h/a/%2e%2e/private",
+     "http://h/%2E/private", "/a/../private", "/%2e/private", "http://h/x/.%2E/private/y"],
+)
+def test_dot_segments_cannot_dodge_a_disallow(url: str) -> None:
+    rules = RobotsTxt.parse("User-agent: *\nDisallow: /private\n")
+    assert not rules.decide(url, "bot").allowed
+    assert not rules.allowed(url, "bot")
+    assert not rules.allowed(url, "bot")  # the remembered URL prefix too
+    rest = split_origin(url)[1] if url.startswith("http") else url
+    assert not rules.allowed(rest, "bot")
+
+
+def test_remove_dot_segments_keeps_query_and_fragment() -> None:
+    assert remove_dot_segments("/a/./b/../c/%2E%2e/d?x=/../#/../") == "/a/d?x=/../#/../"
+    assert remove_dot_segments("/../private/..") == "/"
+    assert remove_dot_segments("") == ""
+    assert remove_dot_segments("?a/../b") == "?a/../b"
+    assert remove_dot_segments("/plain/path?q") == "/plain/path?q"
+
+
+# -- IDNA (item 6): hosts as yarl and browsers encode them (UTS #46, IDNA 2008) ----------------
+
+HOSTS = [
+    "faß.de",
+    "Faß.DE",
+    "FASS.de",
+    "fass.de",
+    "xn--fa-hia.de",
+    "XN--FA-HIA.DE",
+    "example.com.",
+    "EXAMPLE.COM.",
+    "bücher.example",
+    "BÜCHER.example",
+    "ＥＸＡＭＰＬＥ.com",
+    "ex\u3002ample.com",
+    "ǅ.com",
+    "ﬀ.com",
+    "İ.com",
+    "日本語.jp",
+    "ελληνικά.gr",
+    "xn--mnchen-3ya.de",
+    "münchen.de.",
+    "[::FFFF:1.2.3.4]",
+    "[0:0::1]",
+    "[2001:DB8::1]",
+    "127.0.0.1",
+    "192.168.000.001",
+    "a_b.com",
+    "-a.com",
+    # Refused: IDNA 2008 has no name for them, or the name would differ from
+    # the one written (invisible characters).
+    "☃.net",
+    "💩.la",
+    "e\u200bvil.com",
+    "a\u00adb.com",
+    "a\u034fb.com",
+    "a\ufe0fb.com",
+    "a\u1806b.com",
+    "ex\uff0fample.com",
+    "a-.bücher.de",
+    "bücher..de",
+]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_hosts_agree_with_yarl(host: str) -> None:
+    url = f"http://{host}/x"
+    try:
+        sent = yarl.URL(url).raw_host
+    except ValueError:
+        sent = None
+    try:
+        ours = split_origin(url)[0]
+    except InvalidURL:
+        return  # refusing a host is always safe: nothing is fetched for it
+    assert sent is not None, f"{url}: yarl refuses it, robotgate judges it as {ours}"
+    expected = f"[{sent}]" if ":" in sent else sent.rstrip(".")
+    assert ours == f"http://{expected}"
+
+
+@pytest.mark.parametrize(
+    ("host", "encoded"),
+    [
+        ("faß.de", "xn--fa-hia.de"),
+        ("Faß.DE", "xn--fa-hia.de"),
+        ("ex\u3002ample.com", "ex.ample.com"),
+        ("ＥＸＡＭＰＬＥ.com", "example.com"),
+        ("[::FFFF:1.2.3.4]", "[::ffff:102:304]"),
+        ("[0:0::1]", "[::1]"),
+        ("[fe80::1%25eth0]", "[fe80::1%25eth0]"),
+    ],
+)
+def test_idna_2008_and_ip_literals(host: str, encoded: str) -> None:
+    assert origin_of(f"http://{host}/") == f"http://{encoded}"
+
+
+@pytest.mark.parametrize(
+    "host", ["☃.net", "💩.la", "e\u200bvil.com", "a\u00adb.com", "a\u2060b.com", "bücher..de"]
+)
+def test_hosts_without_a_faithful_idna_name_are_invalid(host: str) -> None:
+    with pytest.raises(InvalidURL):
+        origin_of(f"http://{host}/")
+
+
+def test_invisible_code_points_are_refused_like_yarl_does() -> None:
+    # Every code point yarl refuses in a host (its list of default-ignorables),
+    # and a sample of all the others: where robotgate names a host, yarl names
+    # the same one.
+    ignorable = getattr(__import__("yarl._url", fromlist=["x"]), "_DEFAULT_IGNORABLE_RE", None)
+    points = list(range(0xA0, 0x3400, 7)) + list(range(0x1F300, 0x1F400, 5))
+    if ignorable is not None:
+        points += [cp for cp in range(0xA0, 0x10000) if ignorable.match(chr(cp))]
+    for cp in points:
+        c = chr(cp)
+        if not c.isprintable() and ignorable is not None and not ignorable.match(c):
+            continue
+        url = f"http://a{c}b.example/"
+        try:
+            sent = yarl.URL(url).raw_host
+        except ValueError:
+            sent = None
+        try:
+            ours = origin_of(url)
+        except InvalidURL:
+            continue
+        assert sent is not None and ours == f"http://{sent.rstrip('.')}", (hex(cp), ours, sent)
+
+
+# -- host length (item 7) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "a" * 64 + ".com",
+        ".".join(["a" * 63] * 4) + ".com",  # 260 octets
+        "é" * 60 + ".com",  # fits before IDNA, not after
+        "x" * (1 << 20),
+        "é" * (1 << 20),
+        ("a." * 300) + "com",
+    ],
+)
+def test_hosts_longer_than_dns_allows_are_invalid(host: str) -> None:
+    done: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            split_origin(f"https://{host}/x")
+        except BaseException as exc:  # reported below
+            done.append(exc)
+
+    worker = threading.Thread(target=check, daemon=True)
+    worker.start()
+    worker.join(20)  # a hang guard, not a timing assertion
+    assert done, "split_origin did not finish"
+    assert isinstance(done[0], InvalidURL)
+    assert "too long" in done[0].why.lower() or "longer than DNS" in done[0].why
+    assert len(str(done[0])) < 1000  # the message does not quote a megabyte
+
+
+def test_longest_dns_names_are_valid() -> None:
+    label = "a" * 63
+    host = ".".join([label, label, label, "b" * 61])  # 253 octets
+    assert origin_of(f"http://{host}/") == f"http://{host}"
+    assert origin_of(f"http://{host}./") == f"http://{host}"
+    with pytest.raises(InvalidURL):
+        origin_of(f"http://{host}b/")
+
+
+# -- credentials (item 8) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:secret@host/", "http://user:***@host/"),
+        ("http://user:@host/", "http://user:@host/"),
+        ("http://@host/", "http://@host/"),
+        ("https://token@host/x", "https://***@host/x"),
+        ("http://:secret@host", "http://:***@host"),
+        ("http://u:p@ss@host/x?y@z", "http://u:***@host/x?y@z"),
+        ("HTTP://u:p@host:8080/", "HTTP://u:***@host:8080/"),
+        ("  http://u:p@host/", "  http://u:***@host/"),
+        ("//u:p@host/", "//u:***@host/"),
+        ("ftp://u:p@host/", "ftp://u:***@host/"),
+        ("http://host/a@b", "http://host/a@b"),
+        ("http://host/?mail=a@b", "http://host/?mail=a@b"),
+        ("mailto:someone@example.com", "mailto:someone@example.com"),
+        ("http://host/", "http://host/"),
+        ("", ""),
+    ],
+)
+def test_redact(url: str, shown: str) -> None:
+    assert redact(url) == shown
+    assert redact(shown) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://user:s3cr3tpw@example.com/",
+        "http://user:s3cr3tpw@exa mple.com/",
+        "http://user:s3cr3tpw@a.com:port/",
+        "http://user:s3cr3tpw@[::1/",
+        "http://user:s3cr3tpw@☃.net/",
+        "http://user:s3cr3tpwé@a.com\uff03/",  # urlsplit quotes the netloc in its error
+        "http://user:s3cr3tpw@" + "a" * 300 + ".com/",
+        "http://s3cr3tpw@ex..com/",
+    ],
+)
+def test_invalid_url_never_shows_the_password(url: str) -> None:
+    with pytest.raises(InvalidURL) as info:
+        split_origin(url)
+    assert "s3cr3tpw" not in str(info.value)
+    assert "s3cr3tpw" not in repr(info.value)
+    assert isinstance(info.value.url, str) and "s3cr3tpw" not in info.value.url
+    assert "s3cr3tpw" not in info.value.why
+
+
+def test_origins_never_hold_credentials() -> None:
+    assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")
+    assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")

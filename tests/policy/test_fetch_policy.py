@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import email.utils
+import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robotgate.policy.fetch import (
     FetchPolicy,
@@ -105,8 +108,9 @@ def test_freshness_from_expires() -> None:
     e = entry_for_response(ORIGIN, 200, {"Expires": expires}, b"", NOW, P)
     assert e.fresh_until == pytest.approx(NOW + 300)
     raw = FetchPolicy(min_freshness=0)
-    bad = entry_for_response(ORIGIN, 200, {"Expires": "0"}, b"", NOW, raw)
-    assert bad.fresh_until == NOW
+    past = email.utils.formatdate(NOW - 300, usegmt=True)
+    expired = entry_for_response(ORIGIN, 200, {"Expires": past}, b"", NOW, raw)
+    assert expired.fresh_until == NOW
 
 
 def test_304_renews_without_body() -> None:
@@ -129,3 +133,138 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(email.utils.formatdate(NOW - 90, usegmt=True), NOW) == 0.0
     for bad in (None, "", "-5", "later", "1.5"):
         assert parse_retry_after(bad, NOW) is None
+
+
+# -- hostile headers (issue 12, items 1 and 4): every value gets an answer, none raises ------
+
+HUGE_YEAR = "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "²",  # str.isdigit() says yes, float() says no
+        "１２０",  # fullwidth digits: not delta-seconds
+        "٣",
+        HUGE_YEAR,  # OverflowError inside the date parser
+        "Mon, 01 Jan 2020 00:00:00 +9999999999999999999999",
+        "Mon, 01 Jan 10000 00:00:00 GMT",
+        "Fri, 31 Dec 9999 23:59:59 GMT",  # parses, but absurdly far
+        "-5",
+        "-0",
+        "9" * 40,
+        "9" * 5000,  # int() refuses more than 4300 digits
+        "nan",
+        "inf",
+        "1e3",
+        "0x10",
+        "1.5",
+        "\x00",
+        "\udcff",
+    ],
+)
+def test_unparseable_retry_after_counts_as_none(value: str) -> None:
+    assert parse_retry_after(value, NOW) is None
+
+
+def test_retry_after_takes_only_ascii_digits_and_sane_values() -> None:
+    assert parse_retry_after("0000120", NOW) == 120.0
+    assert parse_retry_after("86400", NOW) == 86400.0
+    assert parse_retry_after(str(2**31), NOW) == float(2**31)
+    assert parse_retry_after(str(2**31 + 1), NOW) is None
+    assert parse_retry_after(b"120", NOW) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["²", HUGE_YEAR, "9" * 40, "nan"])
+def test_unparseable_retry_after_backs_off_exponentially(value: str) -> None:
+    # A 503 with nonsense in Retry-After: no exception, the usual back-off applies.
+    e = entry_for_response(ORIGIN, 503, {"Retry-After": value}, None, NOW, P)
+    assert e.outcome == Outcome.UNREACHABLE
+    assert e.fresh_until == NOW + P.retry_delay(1)
+
+
+@pytest.mark.parametrize(
+    "expires",
+    [
+        HUGE_YEAR,
+        "Mon, 01 Jan 2020 00:00:00 +9999999999999999999999",
+        "Mon, 01 Jan 10000 00:00:00 GMT",
+        "0",
+        "-1",
+        "yesterday",
+        "Mon, 32 Jan 2020 00:00:00 GMT",
+        "\udcff",
+    ],
+)
+def test_unparseable_expires_counts_as_absent(expires: str) -> None:
+    raw = FetchPolicy(min_freshness=0)
+    e = entry_for_response(ORIGIN, 200, {"Expires": expires}, b"User-agent: *", NOW, raw)
+    assert e.outcome == Outcome.OK
+    assert e.fresh_until == NOW + raw.freshness
+
+
+@pytest.mark.parametrize(
+    "cache_control",
+    ["max-age=" + "9" * 40, "max-age=" + "9" * 5000, "max-age=-1", "max-age=-0", "max-age=²",
+     "max-age=١٢", "max-age=" + str(2**31 + 1)],
+)
+def test_unparseable_max_age_counts_as_absent(cache_control: str) -> None:
+    # Absent: the Expires header (if any) decides, else our own freshness.
+    expires = email.utils.formatdate(NOW + 300, usegmt=True)
+    e = entry_for_response(
+        ORIGIN, 200, {"Cache-Control": cache_control, "Expires": expires}, b"", NOW, P
+    )
+    assert e.fresh_until == pytest.approx(NOW + 300)
+    alone = entry_for_response(ORIGIN, 200, {"Cache-Control": cache_control}, b"", NOW, P)
+    assert alone.fresh_until == NOW + P.freshness
+
+
+def test_headers_that_are_not_strings_are_ignored() -> None:
+    headers = {"Cache-Control": b"max-age=5", "Expires": 7, "Retry-After": 3.0, "ETag": None,
+               "Last-Modified": b"x", "Content-Type": ["text/plain"]}
+    for status in (200, 304, 403, 404, 503):
+        e = entry_for_response(ORIGIN, status, headers, b"", NOW, P)  # type: ignore[arg-type]
+        assert e.fresh_until > NOW
+    ok = entry_for_response(ORIGIN, 200, headers, b"", NOW, P)  # type: ignore[arg-type]
+    assert (ok.etag, ok.last_modified, ok.content_type) == (None, None, None)
+    renewed = entry_for_not_modified(ok, headers, NOW, P)  # type: ignore[arg-type]
+    assert renewed.etag is None
+
+
+def test_stored_header_values_are_storable_text() -> None:
+    # aiohttp decodes header bytes with surrogateescape: such a str cannot be
+    # encoded to UTF-8 (SQLite would refuse it), so it is made storable.
+    headers = {"ETag": '"\udcff"', "Last-Modified": "\udce9t\u00e9", "Content-Type": "\ud800"}
+    e = entry_for_response(ORIGIN, 200, headers, b"", NOW, P)
+    for value in (e.etag, e.last_modified, e.content_type):
+        assert value is not None
+        value.encode("utf-8")
+    # Validators longer than any server needs are not kept (nor sent back).
+    long = entry_for_response(ORIGIN, 200, {"ETag": '"' + "x" * 100_000 + '"'}, b"", NOW, P)
+    assert long.etag is None
+
+
+def test_final_url_is_stored_without_password() -> None:
+    e = entry_for_response(ORIGIN, 200, {}, b"", NOW, P,
+                           final_url="http://user:secret@b.example/robots.txt")
+    assert e.final_url is not None and "secret" not in e.final_url
+    assert e.final_url.endswith("@b.example/robots.txt")
+    f = entry_for_redirect_failure(ORIGIN, "loop", NOW, P, final_url="http://u:pw@c.example/x")
+    assert f.final_url is not None and "pw" not in f.final_url
+
+
+TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(TEXT, st.from_regex(r"[A-Za-z]{3}, \d{1,2} [A-Za-z]{3} -?\d{1,25} "
+                                     r"\d{1,3}:\d{1,3}:\d{1,3} [A-Z+\-0-9]{1,25}", fullmatch=True)))
+def test_header_parsing_never_raises(value: str) -> None:
+    r = parse_retry_after(value, NOW)
+    assert r is None or (math.isfinite(r) and 0 <= r <= 2**31)
+    for name in ("Retry-After", "Expires", "Cache-Control", "ETag"):
+        for status in (200, 403, 404, 429, 503):
+            e = entry_for_response(ORIGIN, status, {name: value}, b"", NOW, P)
+            assert math.isfinite(e.fresh_until) and e.fresh_until >= NOW
+    e = entry_for_response(ORIGIN, 200, {"Cache-Control": f"max-age={value}"}, b"", NOW, P)
+    assert NOW <= e.fresh_until <= NOW + P.freshness

@@ -13,13 +13,15 @@
 from __future__ import annotations
 
 import string
+from urllib.parse import urlsplit
 
+import yarl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from robotgate import InvalidURL, RobotsTxt
 from robotgate.robots.patterns import RuleSet
-from robotgate.urls import normalise_path, path_of, split_origin
+from robotgate.urls import normalise_path, path_of, redact, split_origin
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MANY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -450,14 +452,18 @@ def test_split_origin_returns_or_raises_invalid_url(url: str) -> None:
     try:
         origin, rest = split_origin(url)
     except InvalidURL as exc:
-        assert repr(url) in str(exc)
+        # Shown without its password (see test_redaction_hides_what_clients_send).
+        assert repr(redact(url)) in str(exc)
+        assert exc.url == redact(url)
         return
     assert origin.startswith(("http://", "https://"))
     assert origin == origin.lower()
     assert origin.isascii()
+    assert "@" not in origin
     assert not (origin.startswith("http://") and origin.endswith(":80"))
     assert not (origin.startswith("https://") and origin.endswith(":443"))
-    assert url.endswith(rest)
+    # The rest as written, unless dot segments were resolved.
+    assert url.endswith(rest) or "/." in url or "/%2" in url
     # Stable: the same origin again, from the cache.
     assert split_origin(url) == (origin, rest)
 
@@ -475,3 +481,62 @@ def test_default_ports_are_elided(scheme: str, host: str) -> None:
     port = 80 if scheme == "http" else 443
     assert split_origin(f"{scheme}://{host.upper()}:{port}/x")[0] == f"{scheme}://{host}"
     assert split_origin(f"{scheme}://{host}:8081/x")[0] == f"{scheme}://{host}:8081"
+
+
+# -- what the client sends (issue 12 items 5 and 8) ----------------------------------------
+
+DOT_PATHS = st.lists(
+    st.sampled_from(["a", "b", ".", "..", "%2e", "%2E", ".%2e", "%2E%2e", "...", ".a", ""]),
+    max_size=8,
+).map(lambda segs: "/" + "/".join(segs))
+
+
+@MANY
+@given(DOT_PATHS, st.sampled_from(["", "?q=/../x", "?", "?a/./b"]), st.sampled_from(["", "#/../"]))
+def test_path_of_is_the_path_yarl_sends(path: str, query: str, fragment: str) -> None:
+    url = "http://h.example" + path + query + fragment
+    sent = yarl.URL(url)
+    wire = sent.raw_path + (f"?{sent.raw_query_string}" if "?" in query else "")
+    assert normalise_path(path_of(url)) == normalise_path(wire)
+    if not path.startswith("//"):  # that would name a host
+        assert normalise_path(path_of(path + query + fragment)) == normalise_path(wire)
+    _, rest = split_origin(url)
+    assert normalise_path(rest.partition("#")[0]) == normalise_path(wire)
+
+
+USERINFO = st.text(
+    alphabet=string.ascii_letters + string.digits + ":@%!$&'()*+,;=-._~", max_size=12
+)
+
+
+@MANY
+@given(
+    st.sampled_from(["http://", "https://", "HTTP://", "//", " http://"]),
+    USERINFO,
+    st.sampled_from(["a.example", "a.example:8080", "[::1]", ""]),
+    st.sampled_from(["", "/", "/p@q", "?x@y", "#@"]),
+)
+def test_redaction_hides_what_clients_send(
+    scheme: str, userinfo: str, host: str, tail: str
+) -> None:
+    url = f"{scheme}{userinfo}@{host}{tail}"
+    shown = redact(url)
+    assert redact(shown) == shown
+    try:
+        parts = urlsplit(url.strip())
+        password, username = parts.password, parts.username
+    except ValueError:
+        return
+    shown_parts = urlsplit(shown.strip())
+    assert shown_parts.hostname == parts.hostname
+    if password:
+        assert shown_parts.password == "***" and shown_parts.username == username
+    elif username:
+        assert (shown_parts.username == "***" and password is None) or password == ""
+
+
+@MANY
+@given(st.text(max_size=60))
+def test_redact_never_raises(text: str) -> None:
+    assert isinstance(redact(text), str)
+    assert redact(redact(text)) == redact(text)

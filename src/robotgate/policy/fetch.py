@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ..decision import Decision
 from ..records import Outcome, RobotsEntry
+from ..urls import redact
 
 __all__ = [
     "FetchPolicy",
@@ -72,12 +73,68 @@ class FetchPolicy:
         return min(self.retry_cap, self.retry_base * 2.0 ** max(0, min(failures - 1, 60)))
 
 
-_MAX_AGE_RE = re.compile(r"(?:^|[,\s])max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
+_MAX_AGE_RE = re.compile(r"(?:^|[,\s])max-age\s*=\s*\"?([0-9]+)", re.IGNORECASE)
 _NO_STORE_RE = re.compile(r"(?:^|[,\s])(?:no-store|no-cache)(?:$|[,\s])", re.IGNORECASE)
+#: Longest delay (seconds) a header may state; beyond it the value counts as
+#: absent (RFC 9111 1.2.2 takes 2**31 as "the greatest" delta-seconds).
+MAX_HEADER_SECONDS = 2**31
+#: Validators and content types longer than this are not kept: no server needs
+#: them, and they would be stored with the entry and sent back.
+_MAX_STORED_HEADER = 8192
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value if it is text; anything else counts as absent."""
+    try:
+        value = headers.get(name)
+    except Exception:  # a hostile or broken mapping: no header
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _stored(value: str | None) -> str | None:
+    """A header value as it may be stored: UTF-8 encodable and of sane length.
+
+    aiohttp decodes header bytes with ``surrogateescape``; such a string cannot
+    be written to SQLite or Redis, so the undecodable bytes become U+FFFD.
+    """
+    if value is None or len(value) > _MAX_STORED_HEADER:
+        return None
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
+
+
+def _delta_seconds(digits: str) -> float | None:
+    """ASCII digits as seconds, or ``None`` past :data:`MAX_HEADER_SECONDS`."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 10:  # past 2**31 whatever they say; int() refuses > 4300 digits
+        return None
+    seconds = int(digits)
+    return float(seconds) if seconds <= MAX_HEADER_SECONDS else None
+
+
+def _http_date(value: str) -> float | None:
+    """An HTTP date as a timestamp; ``None`` if unparseable, zoneless or out of range."""
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        if when.tzinfo is None:
+            return None
+        stamp = when.timestamp()
+    except Exception:  # ValueError, OverflowError, IndexError...: a header never raises
+        return None
+    return stamp if math.isfinite(stamp) else None
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
     """Seconds to wait from a ``Retry-After`` header (delta seconds or HTTP date).
+
+    Anything else counts as no ``Retry-After`` at all (``None``): digits that
+    are not ASCII, negative or fractional numbers, dates that do not parse or
+    are out of range, waits longer than :data:`MAX_HEADER_SECONDS`.  Never raises.
 
     >>> parse_retry_after("120", 0.0)
     120.0
@@ -85,36 +142,41 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     10.0
     >>> parse_retry_after("soon", 0.0) is None
     True
+    >>> parse_retry_after("²", 0.0) is None
+    True
     """
-    if not value:
+    if not value or not isinstance(value, str):
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    if value.isascii() and value.isdigit():
+        return _delta_seconds(value)
+    when = _http_date(value)
+    if when is None:
         return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - now)
+    wait = max(0.0, when - now)
+    return wait if wait <= MAX_HEADER_SECONDS else None
 
 
 def _fresh_until(headers: Mapping[str, str], now: float, policy: FetchPolicy) -> float:
-    """Our freshness, shortened (never lengthened) by what the server says."""
+    """Our freshness, shortened (never lengthened) by what the server says.
+
+    A ``max-age`` or ``Expires`` that does not parse, or is out of range,
+    counts as absent (not as "already expired"): nonsense in a header must not
+    turn a good robots.txt into a refetch loop or an error.
+    """
     lifetime = policy.freshness
-    cache_control = headers.get("Cache-Control", "")
+    cache_control = _header(headers, "Cache-Control") or ""
     m = _MAX_AGE_RE.search(cache_control)
-    if m is not None:
-        lifetime = min(lifetime, float(m.group(1)))
+    max_age = _delta_seconds(m.group(1)) if m is not None else None
+    expires = _header(headers, "Expires")
+    if max_age is not None:
+        lifetime = min(lifetime, max_age)
     elif _NO_STORE_RE.search(cache_control):
         lifetime = 0.0
-    elif "Expires" in headers:
-        try:
-            expires = email.utils.parsedate_to_datetime(headers["Expires"]).timestamp()
-        except (TypeError, ValueError, IndexError):
-            expires = now  # RFC 9111: an invalid Expires means already expired
-        lifetime = min(lifetime, max(0.0, expires - now))
+    elif expires is not None:
+        when = _http_date(expires)
+        if when is not None:
+            lifetime = min(lifetime, max(0.0, when - now))
     return now + max(lifetime, min(policy.min_freshness, policy.freshness))
 
 
@@ -137,10 +199,10 @@ def entry_for_response(
             fresh_until=_fresh_until(headers, now, policy),
             status=status,
             body=body or b"",
-            content_type=headers.get("Content-Type"),
-            etag=headers.get("ETag"),
-            last_modified=headers.get("Last-Modified"),
-            final_url=final_url,
+            content_type=_stored(_header(headers, "Content-Type")),
+            etag=_stored(_header(headers, "ETag")),
+            last_modified=_stored(_header(headers, "Last-Modified")),
+            final_url=_redacted(final_url),
             detail=f"robots.txt answered {status}",
             good_at=now,
         )
@@ -151,7 +213,7 @@ def entry_for_response(
             fetched_at=now,
             fresh_until=_fresh_until(headers, now, policy),
             status=status,
-            final_url=final_url,
+            final_url=_redacted(final_url),
             detail=f"robots.txt answered {status}",
         )
     if 400 <= status < 500 and status != 429:
@@ -161,11 +223,11 @@ def entry_for_response(
             fetched_at=now,
             fresh_until=_fresh_until(headers, now, policy),
             status=status,
-            final_url=final_url,
+            final_url=_redacted(final_url),
             detail=f"robots.txt answered {status}",
         )
     # 429, 5xx and anything else unexpected (1xx, 3xx without Location): unreachable.
-    retry_after = parse_retry_after(headers.get("Retry-After"), now)
+    retry_after = parse_retry_after(_header(headers, "Retry-After"), now)
     return entry_for_error(
         origin, f"robots.txt answered {status}", now, policy, previous,
         status=status, retry_after=retry_after,
@@ -181,7 +243,7 @@ def entry_for_redirect_failure(
         outcome=Outcome.UNAVAILABLE,
         fetched_at=now,
         fresh_until=now + policy.freshness,
-        final_url=final_url,
+        final_url=_redacted(final_url),
         detail=why,
     )
 
@@ -237,8 +299,8 @@ def entry_for_not_modified(
         fresh_until=_fresh_until(headers, now, policy),
         failures=0,
         good_at=now,
-        etag=headers.get("ETag", previous.etag),
-        last_modified=headers.get("Last-Modified", previous.last_modified),
+        etag=_stored(_header(headers, "ETag")) or previous.etag,
+        last_modified=_stored(_header(headers, "Last-Modified")) or previous.last_modified,
         detail="robots.txt not modified (304)",
     )
 
@@ -267,6 +329,11 @@ def outcome_decision(entry: RobotsEntry) -> Decision | None:
         "(RFC 9309 2.3.1.4)",
         outcome=Outcome.UNREACHABLE,
     )
+
+
+def _redacted(url: str | None) -> str | None:
+    """A URL as it may be stored: without a password (see :func:`robotgate.urls.redact`)."""
+    return redact(url) if url else url
 
 
 def _stamp(t: float) -> str:

@@ -24,6 +24,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 
 from ..decision import Rule
+from ..urls import remove_dot_segments
 
 __all__ = ["RuleSet"]
 
@@ -139,7 +140,11 @@ class RuleSet:
         """Index of the winning rule (see :attr:`meta`, :meth:`rule`), or -1 if none matches.
 
         ``path`` must already be normalised (see :func:`robotgate.urls.normalise_path`).
+        Dot segments are resolved first, as the client resolves them before
+        sending (``/a/../private`` is sent, and judged, as ``/private``).
         """
+        if "/." in path:
+            path = remove_dot_segments(path)
         # The longest entry that prefixes `path` is the largest entry <= path
         # or one of its ancestors; entry 0, "", prefixes all.
         i = bisect_right(self._lit, path) - 1
