@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+import robotgate.cli.check
 from robotgate.cli import default_store_path, main
+from robotgate.decision import Decision, UsageRule
 from tests.support.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
@@ -188,7 +190,6 @@ def test_check_example_file_from_the_docs(capsys: pytest.CaptureFixture[str]) ->
         (["check", "https://example.com/other.txt", "/x"], "is not a robots.txt URL"),
         (["check", "ROBOTS", "/x", "--agent", ""], "agent must not be empty"),
         (["check", "ROBOTS", "/x", "--timeout", "0"], "too small"),
-        (["fetch", "--agent", AGENT, "ftp://x"], "invalid URL 'ftp://x'"),
         (["fetch", "http://example.com/"], "fetch needs --agent"),
         (["fetch", "--agent", "2bot", "http://example.com/"], "no product token"),
         (["fetch", "--agent", AGENT], "no URLs to fetch"),
@@ -542,10 +543,81 @@ def test_python_dash_m_is_the_cli(tmp_path: Path, robots_file: Path) -> None:
     assert done.returncode == 1
     assert json.loads(done.stdout)["allowed"] is False
     done = subprocess.run(
-        [sys.executable, "-m", "robotgate", "fetch", "--agent", AGENT, "nope"],
+        [sys.executable, "-m", "robotgate", "fetch", "--agent", AGENT, "--store", "memory",
+         "-q", "nope"],
         capture_output=True, text=True, timeout=60, env=_env(tmp_path), check=False,
     )
-    assert done.returncode == 2 and done.stdout == ""
+    # A bad URL gets its line (stdout) and its error (stderr); the exit status says so.
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == {
+        "url": "nope", "error": "invalid URL 'nope': scheme must be http or https"
+    }
     assert done.stderr.strip() == (
         "robotgate: error: invalid URL 'nope': scheme must be http or https"
     )
+
+
+# -- check: usage preferences (issue 17) --------------------------------------
+
+
+USAGE_ROBOTS = """\
+User-agent: *
+Content-Usage: / train-ai=n
+Content-Usage: /ai-ok/ train-ai=y
+Disallow: /never/
+"""
+
+
+def _reads_content_usage() -> bool:
+    from robotgate import RobotsTxt
+
+    return bool(RobotsTxt.parse(USAGE_ROBOTS).decide("/x", "Bot").usage)
+
+
+class _UsageRules:
+    """Rules whose decisions carry usage, whatever the parser reads yet."""
+
+    def decide(self, url: str, agent: str) -> Decision:
+        if url.startswith("/never/"):
+            return Decision(False, "disallowed by 'Disallow: /never/' (line 4)")
+        yes = url.startswith("/ai-ok/")
+        rule = UsageRule("/ai-ok/" if yes else "/", f"train-ai={'y' if yes else 'n'}",
+                         3 if yes else 2)
+        return Decision(True, "allowed: no rule matches", usage={"train-ai": yes},
+                        signals={"search": True}, usage_rules=(rule,))
+
+
+def test_check_prints_usage_per_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text(USAGE_ROBOTS)
+    monkeypatch.setattr(robotgate.cli.check.RobotsTxt, "parse",
+                        staticmethod(lambda *a, **k: _UsageRules()))
+    code, out, _ = run(["check", str(robots), "/x", "/ai-ok/y", "/never/z"], capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].split() == ["ALLOWED", "/x"]
+    assert lines[2].split() == ["usage", "train-ai=n"]
+    assert lines[3].split() == ["signals", "search=yes"]
+    assert "'Content-Usage: / train-ai=n' (line 2)" in lines[4]
+    assert "usage         train-ai=y" in out
+    never = out.split("/never/z", 1)[1]
+    assert "usage" not in never  # a URL that may not be crawled has no usage
+    code, out, _ = run(["check", str(robots), "/x", "/never/z", "--json"], capsys)
+    first, second = json_lines(out)
+    assert first["usage"] == {"train-ai": False} and first["signals"] == {"search": True}
+    assert "line 2" in str(first["usage_reason"])
+    assert second["usage"] == {} and "signals" not in second
+
+
+@pytest.mark.skipif(not _reads_content_usage(), reason="the parser reads no Content-Usage yet")
+def test_check_usage_from_the_drafts_example(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_text(USAGE_ROBOTS)
+    code, out, _ = run(["check", str(robots), "/x", "/ai-ok/y", "--json"], capsys)
+    assert code == 0
+    first, second = json_lines(out)
+    assert first["usage"] == {"train-ai": False} and second["usage"] == {"train-ai": True}

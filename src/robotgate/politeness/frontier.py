@@ -28,11 +28,12 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..urls import InvalidURL, split_origin
+from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 
 __all__ = [
     "CrawlResult",
@@ -47,126 +48,6 @@ log = logging.getLogger("robotgate.frontier")
 
 #: Statuses retried when ``max_retries`` > 0: the gate backs the host off first.
 RETRY_STATUSES = frozenset({429, 503})
-
-
-@dataclass(frozen=True, slots=True)
-class Handled:
-    """What a handler may return instead of a bare iterable of links.
-
-    ``links`` join the frontier; ``bytes`` and ``info`` are copied into the
-    URL's :class:`CrawlResult` (e.g. the body size read, where it was saved).
-    """
-
-    links: Iterable[str] = ()
-    bytes: int | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class CrawlResult:
-    """What happened to one URL; handed to ``on_result`` as each URL finishes.
-
-    Exactly one of these holds: ``status`` is set (a response came, whatever
-    its code), ``decision`` is set (robots.txt forbids the URL: skipped), or
-    ``error`` is set (invalid URL, network error, timeout, handler error; a
-    handler error after a response keeps ``status`` too).
-    """
-
-    url: str
-    key: str | None = None
-    status: int | None = None
-    final_url: str | None = None
-    error: str | None = None
-    decision: Any = None
-    bytes: int | None = None
-    elapsed: float = 0.0
-    usage: dict[str, bool] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    discovered: bool = False
-    attempts: int = 1
-
-    @property
-    def kind(self) -> str:
-        """``"page"``, ``"skipped"``, ``"error"`` or ``"invalid"`` (no key: not crawlable)."""
-        if self.key is None:
-            return "invalid"
-        if self.decision is not None:
-            return "skipped"
-        if self.error is not None:
-            return "error"
-        return "page"
-
-
-@dataclass(slots=True)
-class HostSummary:
-    """One politeness key's tally: pages, robots.txt skips, errors, request starts."""
-
-    pages: int = 0
-    skipped: int = 0
-    errors: int = 0
-    starts: int = 0
-    first_start: float | None = None
-    last_start: float | None = None
-
-    def mean_interval(self) -> float | None:
-        """Mean seconds between two request starts (``None`` below two requests)."""
-        if self.starts < 2 or self.first_start is None or self.last_start is None:
-            return None
-        return (self.last_start - self.first_start) / (self.starts - 1)
-
-    def _started(self, when: float) -> None:
-        if self.first_start is None:
-            self.first_start = when
-        self.last_start = when
-        self.starts += 1
-
-
-@dataclass(slots=True)
-class CrawlSummary:
-    """What a crawl did.  Filled in live: pass one as ``summary=`` to watch it.
-
-    ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
-    describe the frontier right now, ``dropped`` counts discovered URLs left
-    out because ``max_seen`` or ``max_queued`` was reached, ``retried`` the
-    answers (429/503) retried.  ``skipped_origins`` maps each origin that
-    robots.txt's fetch outcome (not a rule) ruled out to the reason.
-    """
-
-    pages: int = 0
-    skipped: int = 0
-    errors: int = 0
-    invalid: int = 0
-    discovered: int = 0
-    dropped: int = 0
-    retried: int = 0
-    read: int = 0
-    queued: int = 0
-    in_flight: int = 0
-    hosts_queued: int = 0
-    input_done: bool = False
-    stopped: bool = False
-    started: float = field(default_factory=time.monotonic)
-    elapsed: float = 0.0
-    hosts: dict[str, HostSummary] = field(default_factory=dict)
-    skipped_origins: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def done(self) -> int:
-        """URLs finished, whatever the result."""
-        return self.pages + self.skipped + self.errors + self.invalid
-
-    def skipped_by_reason(self) -> dict[str, list[str]]:
-        """Origins skipped as a whole, grouped by reason (most origins first)."""
-        groups: dict[str, list[str]] = {}
-        for origin, reason in self.skipped_origins.items():
-            groups.setdefault(reason, []).append(origin)
-        return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
-
-    def _host(self, key: str) -> HostSummary:
-        tally = self.hosts.get(key)
-        if tally is None:
-            tally = self.hosts[key] = HostSummary()
-        return tally
 
 
 Handler = Callable[[str, Any], Any]
@@ -191,8 +72,111 @@ class _Host:
         self.ready_at: float | None = None  # time of its live heap entry, if any
 
 
-class _Stop(Exception):
-    """Raised inside the frontier to end the crawl (stop event, failure)."""
+class _HostQueues:
+    """Per-key queues and the heap of keys by next allowed time (the scheduling state).
+
+    A key is in the heap when it has URLs and a free slot (``per_host``);
+    each entry is checked against the gate's ``host_wait`` when it comes due,
+    so back-off and Crawl-delay learnt meanwhile push it back.
+    """
+
+    def __init__(self, gate: Any, per_host: int, max_queued: int, summary: CrawlSummary,
+                 poke: Callable[[], None]) -> None:
+        self.gate = gate
+        self.per_host = per_host
+        self.max_queued = max_queued
+        self.summary = summary
+        self.poke = poke
+        self.hosts: dict[str, _Host] = {}
+        self.heap: list[tuple[float, int, _Host]] = []
+        self.seq = itertools.count()
+        self.room = asyncio.Event()  # set while fewer than max_queued URLs wait
+        self.room.set()
+        self.loop = asyncio.get_running_loop()
+
+    def host_wait(self, url: str) -> float:
+        """Seconds until ``url``'s host may be asked (0 when the gate cannot say)."""
+        try:
+            return float(self.gate.host_wait(url))
+        except Exception:  # let the fetch wait its turn
+            return 0.0
+
+    def push(self, host: _Host, due: float) -> None:
+        """Make ``host`` due at ``due`` (an earlier entry stands)."""
+        if host.ready_at is not None and host.ready_at <= due:
+            return
+        host.ready_at = due
+        heapq.heappush(self.heap, (due, next(self.seq), host))
+        self.poke()
+
+    def add(self, key: str, item: _Item, *, front: bool = False) -> None:
+        """Queue ``item`` on ``key``; ``front`` for a URL given back or retried."""
+        host = self.hosts.get(key)
+        if host is None:
+            host = self.hosts[key] = _Host(key)
+        if not host.queue:
+            self.summary.hosts_queued += 1
+        if front:
+            host.queue.appendleft(item)
+        else:
+            host.queue.append(item)
+        self.summary.queued += 1
+        if self.summary.queued >= self.max_queued:
+            self.room.clear()
+        if host.active < self.per_host:
+            self.push(host, self.loop.time())
+
+    def take(self) -> tuple[_Host, _Item] | float | None:
+        """A URL of the earliest ready host, or when the next host is due (or None)."""
+        heap = self.heap
+        now = self.loop.time()
+        while heap:
+            due, _, host = heap[0]
+            if host.ready_at != due:
+                heapq.heappop(heap)  # superseded entry
+                continue
+            if due > now:
+                return due
+            heapq.heappop(heap)
+            host.ready_at = None
+            if not host.queue or host.active >= self.per_host:
+                continue
+            wait = self.host_wait(host.queue[0].url)
+            if wait > 0:
+                self.push(host, now + wait)
+                continue
+            item = host.queue.popleft()
+            host.active += 1
+            self._taken(host)
+            if host.queue and host.active < self.per_host:
+                self.push(host, now)
+            return host, item
+        return None
+
+    def _taken(self, host: _Host) -> None:
+        summary = self.summary
+        summary.queued -= 1
+        if not host.queue:
+            summary.hosts_queued -= 1
+        if summary.queued < self.max_queued:
+            self.room.set()
+
+    def give_back(self, host: _Host, item: _Item) -> None:
+        """Put a URL taken too early back at the front (``release`` schedules it)."""
+        if not host.queue:
+            self.summary.hosts_queued += 1
+        host.queue.appendleft(item)
+        self.summary.queued += 1
+
+    def release(self, host: _Host, wait: float = 0.0) -> None:
+        """A visit of ``host`` ended: its next URL is due after ``wait`` at least."""
+        host.active -= 1
+        if host.queue:
+            url = host.queue[0].url
+            self.push(host, self.loop.time() + max(wait, self.host_wait(url)))
+        elif host.active == 0 and host.ready_at is None:
+            del self.hosts[host.key]
+        self.poke()
 
 
 class Frontier:
@@ -227,25 +211,20 @@ class Frontier:
         cap: Any = per_host or getattr(gate, "max_per_host", None) or getattr(
             gate, "max_per_origin", 1
         )
-        self.per_host = max(1, int(cap))
         self.timeout = timeout
         self.on_result = on_result
         self.fetch = fetch if fetch is not None else gate.fetch
-        self.max_queued = max(1, max_queued)
         self.max_seen = max_seen
         self.max_retries = max_retries
         self.retry_statuses = frozenset(retry_statuses)
         self.stop_event = stop
         self.summary = summary if summary is not None else CrawlSummary()
+        self.queues = _HostQueues(gate, max(1, int(cap)), max(1, max_queued), self.summary,
+                                  self._poke)
         self._usage = getattr(gate, "usage", None)
-        self._hosts: dict[str, _Host] = {}
-        self._heap: list[tuple[float, int, _Host]] = []
-        self._seq = itertools.count()
         self._seen: set[str] = set()
         self._visits: set[asyncio.Task[None]] = set()
         self._wakeup: asyncio.Future[None] | None = None
-        self._room = asyncio.Event()
-        self._room.set()
         self._halted = False
         self._failure: BaseException | None = None
         self._loop = asyncio.get_running_loop()
@@ -292,15 +271,13 @@ class Frontier:
             self._halt(task.exception())
         self._poke()
 
-    # -- the scheduler ---------------------------------------------------
-
     async def _schedule(self) -> None:
         """Hand ready hosts' URLs to free workers until all is done."""
         summary = self.summary
         while not self._halted:
             wake: float | None = None
             if len(self._visits) < self.concurrency:
-                taken = self._take_ready()
+                taken = self.queues.take()
                 if isinstance(taken, tuple):
                     self._start(*taken)
                     continue
@@ -309,47 +286,8 @@ class Frontier:
                     return
             await self._sleep(wake)
 
-    def _take_ready(self) -> tuple[_Host, _Item] | float | None:
-        """A URL of the earliest ready host, or when the next host is due (or None)."""
-        heap = self._heap
-        now = self._loop.time()
-        while heap:
-            due, _, host = heap[0]
-            if host.ready_at != due:
-                heapq.heappop(heap)  # superseded entry
-                continue
-            if due > now:
-                return due
-            heapq.heappop(heap)
-            host.ready_at = None
-            if not host.queue or host.active >= self.per_host:
-                continue
-            wait = self._host_wait(host.queue[0].url)
-            if wait > 0:
-                self._push(host, now + wait)
-                continue
-            item = host.queue.popleft()
-            host.active += 1
-            self._dequeued(host)
-            if host.queue and host.active < self.per_host:
-                self._push(host, now)
-            return host, item
-        return None
-
-    def _host_wait(self, url: str) -> float:
-        try:
-            return float(self.gate.host_wait(url))
-        except Exception:  # a gate that cannot say: let the fetch wait its turn
-            return 0.0
-
-    def _push(self, host: _Host, due: float) -> None:
-        if host.ready_at is not None and host.ready_at <= due:
-            return
-        host.ready_at = due
-        heapq.heappush(self._heap, (due, next(self._seq), host))
-        self._poke()
-
     async def _sleep(self, until: float | None) -> None:
+        """Until loop time ``until`` (None: no limit), or until something changes."""
         fut = self._loop.create_future()
         self._wakeup = fut
         timer = None
@@ -367,46 +305,6 @@ class Frontier:
         if fut is not None and not fut.done():
             fut.set_result(None)
 
-    # -- queues ----------------------------------------------------------
-
-    def _enqueue(self, key: str, item: _Item, *, front: bool = False) -> None:
-        host = self._hosts.get(key)
-        if host is None:
-            host = self._hosts[key] = _Host(key)
-        if not host.queue:
-            self.summary.hosts_queued += 1
-        if front:
-            host.queue.appendleft(item)
-        else:
-            host.queue.append(item)
-        self.summary.queued += 1
-        if self.summary.queued >= self.max_queued:
-            self._room.clear()
-        if host.active < self.per_host:
-            self._push(host, self._loop.time())
-
-    def _dequeued(self, host: _Host) -> None:
-        summary = self.summary
-        summary.queued -= 1
-        if not host.queue:
-            summary.hosts_queued -= 1
-        if summary.queued < self.max_queued:
-            self._room.set()
-
-    def _release(self, host: _Host, wait: float = 0.0) -> None:
-        host.active -= 1
-        if host.queue:
-            url = host.queue[0].url
-            self._push(host, self._loop.time() + max(wait, self._host_wait(url)))
-        elif host.active == 0 and host.ready_at is None:
-            del self._hosts[host.key]
-        self._poke()
-
-    def _key(self, url: object) -> str:
-        if not isinstance(url, str):
-            raise InvalidURL(url, "not a string")
-        return str(self.gate.pace_key(url))
-
     # -- input -----------------------------------------------------------
 
     async def _feed(self) -> None:
@@ -421,17 +319,18 @@ class Frontier:
                     await asyncio.sleep(0)  # a long list must not starve the loop
 
     async def _offer(self, url: str) -> None:
-        if not self._room.is_set():
-            await self._room.wait()
+        room = self.queues.room
+        if not room.is_set():
+            await room.wait()
         self.summary.read += 1
         try:
-            key = self._key(url)
+            key = _key(self.gate, url)
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
             return
         if len(self._seen) < self.max_seen:
             self._seen.add(_defrag(url))
-        self._enqueue(key, _Item(url))
+        self.queues.add(key, _Item(url))
 
     def _invalid(self, url: object, exc: BaseException, discovered: bool = False) -> None:
         self.summary.invalid += 1
@@ -446,17 +345,17 @@ class Frontier:
             url = _defrag(link)
             if url in self._seen:
                 continue
-            if len(self._seen) >= self.max_seen or summary.queued >= self.max_queued:
+            if len(self._seen) >= self.max_seen or summary.queued >= self.queues.max_queued:
                 summary.dropped += 1
                 continue
             self._seen.add(url)
             try:
-                key = self._key(url)
+                key = _key(self.gate, url)
             except (ValueError, TypeError) as exc:
                 self._invalid(url, exc, discovered=True)
                 continue
             summary.discovered += 1
-            self._enqueue(key, _Item(url, discovered=True))
+            self.queues.add(key, _Item(url, discovered=True))
 
     # -- one URL ---------------------------------------------------------
 
@@ -484,13 +383,13 @@ class Frontier:
             if not await gate.allowed(url):
                 record.decision = await gate.decide(url)
             else:
-                wait = self._host_wait(url)
+                wait = self.queues.host_wait(url)
                 if wait > 0:
                     # Fetching robots.txt counted as a request: not this host's turn
                     # yet, so the worker goes elsewhere and the URL waits at the front.
-                    self._enqueue_front(host, item)
+                    self.queues.give_back(host, item)
                     return
-                self.summary._host(host.key)._started(self._loop.time())
+                self.summary.host(host.key).started_at(self._loop.time())
                 await self._page(url, record)
         except asyncio.TimeoutError as exc:
             record.error = (
@@ -507,16 +406,12 @@ class Frontier:
         finally:
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
-            self._release(host, wait)
-        if self._retry(host, item, record):
+            self.queues.release(host, wait)
+        if self._will_retry(record) and record.error is None:
+            self.summary.retried += 1
+            self.queues.add(host.key, _Item(url, item.discovered, item.attempts + 1), front=True)
             return
         self._finish(record)
-
-    def _enqueue_front(self, host: _Host, item: _Item) -> None:
-        if not host.queue:
-            self.summary.hosts_queued += 1
-        host.queue.appendleft(item)
-        self.summary.queued += 1
 
     async def _page(self, url: str, record: CrawlResult) -> None:
         if self.timeout is None:
@@ -553,21 +448,13 @@ class Frontier:
             and not self._halted
         )
 
-    def _retry(self, host: _Host, item: _Item, record: CrawlResult) -> bool:
-        if record.error is None and self._will_retry(record):
-            self.summary.retried += 1
-            self._enqueue(host.key, _Item(item.url, item.discovered, item.attempts + 1),
-                          front=True)
-            return True
-        return False
-
     def _finish(self, record: CrawlResult) -> None:
         summary = self.summary
-        key = record.key
-        tally = summary._host(key) if key is not None else None
+        tally = summary.host(record.key) if record.key is not None else HostSummary()
         kind = record.kind
         if kind == "skipped":
             summary.skipped += 1
+            tally.skipped += 1
             decision = record.decision
             if getattr(decision, "outcome", None) is not None:
                 try:
@@ -577,15 +464,10 @@ class Frontier:
                 summary.skipped_origins.setdefault(origin, str(decision.reason))
         elif kind == "error":
             summary.errors += 1
+            tally.errors += 1
         else:
             summary.pages += 1
-        if tally is not None:
-            if kind == "skipped":
-                tally.skipped += 1
-            elif kind == "error":
-                tally.errors += 1
-            else:
-                tally.pages += 1
+            tally.pages += 1
         self._emit(record)
 
     def _emit(self, record: CrawlResult) -> None:
@@ -596,6 +478,12 @@ class Frontier:
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _key(gate: Any, url: object) -> str:
+    if not isinstance(url, str):
+        raise InvalidURL(url, "not a string")
+    return str(gate.pace_key(url))
 
 
 def _defrag(url: str) -> str:

@@ -1,0 +1,339 @@
+"""The ``robotgate`` command's arguments: the parser, value types, exit codes, messages."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .. import __version__
+from .. import urls as _urls
+
+EXIT_OK = 0
+EXIT_DISALLOWED = 1  # check: some URL is disallowed
+EXIT_FAILED = 1  # fetch: some fetches failed
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+
+PROG = "robotgate"
+MIB = 1024 * 1024
+DEFAULT_MAX_BYTES = 10 * MIB
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]?)(i?b?)", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": MIB, "g": 1024 * MIB}
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one ``robotgate: error: ...`` line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting, so that ``main``
+    reports every mistake the same way: one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# -- messages ------------------------------------------------------------------
+
+
+def say(message: str) -> None:
+    """One ``robotgate: ...`` line on stderr (never fails: stderr may be gone)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
+def error(message: str) -> None:
+    """One ``robotgate: error: ...`` line on stderr."""
+    say(f"error: {message}")
+
+
+def say_block(text: str) -> None:
+    """Lines on stderr, as they are."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def _userinfo(url: str) -> str | None:
+    """The ``user:password`` part of ``url``'s authority, if it has a password.
+
+    Read from the text itself, not a parser, so that URLs too broken to parse
+    (``http://u:pw@[bad/``) are covered too.
+    """
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    authority = rest
+    for stop in "/?#":
+        authority = authority.split(stop, 1)[0]
+    userinfo, at, _ = authority.rpartition("@")
+    return userinfo if at and ":" in userinfo else None
+
+
+def _drop_password(url: str) -> str:
+    # Fallback for robotgate.urls.redact: the URL with the password left out.
+    userinfo = _userinfo(url)
+    if userinfo is None:
+        return url
+    return url.replace(userinfo + "@", userinfo.split(":", 1)[0] + "@", 1)
+
+
+_LIBRARY_REDACT: Callable[[str], str] | None = getattr(_urls, "redact", None)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, fit to print (however broken the URL is)."""
+    if _LIBRARY_REDACT is not None:
+        with contextlib.suppress(Exception):
+            url = _LIBRARY_REDACT(url)
+    return _drop_password(url)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with ``url``'s password taken out wherever it shows (URL, error text)."""
+    userinfo = _userinfo(url)
+    if userinfo is None:
+        return text
+    text = text.replace(url, redact(url))
+    return text.replace(userinfo + "@", userinfo.split(":", 1)[0] + "@")
+
+
+def display_path(path: Path) -> str:
+    """``path`` with the home directory written ``~``."""
+    home = str(Path.home()) if "HOME" in os.environ else None
+    text = str(path)
+    if home and text.startswith(home + os.sep):
+        return "~" + text[len(home) :]
+    return text
+
+
+def default_store_path() -> Path:
+    """The per-user SQLite file ``fetch`` keeps robots.txt and host state in.
+
+    ``$XDG_CACHE_HOME/robotgate/store.sqlite3``, or ``~/.cache/robotgate/store.sqlite3``.
+    """
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if base and os.path.isabs(base):
+        root = Path(base)
+    else:
+        try:
+            root = Path.home() / ".cache"
+        except RuntimeError:  # no home directory to be found
+            root = Path(os.getcwd()) / ".cache"
+    return root / "robotgate" / "store.sqlite3"
+
+
+# -- argument types --------------------------------------------------------------
+
+
+def _agent(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the agent must not be empty, e.g. 'MyBot/1.0'")
+    if _CONTROL_RE.search(text):
+        raise argparse.ArgumentTypeError(f"the agent {text!r} holds control characters")
+    return text
+
+
+def _from(text: str) -> str:
+    if _CONTROL_RE.search(text) or "@" not in text:
+        raise argparse.ArgumentTypeError(
+            f"--from wants an e-mail address to reach the robot's operator, not {text!r}"
+        )
+    return text
+
+
+def _number(kind: type[float] | type[int], low: float, strict: bool) -> Callable[[str], Any]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < low or (strict and value == low) or value != value:  # NaN
+            raise argparse.ArgumentTypeError(
+                f"{text} is too small (must be {'>' if strict else '>='} {low:g})"
+            )
+        return value
+
+    return parse
+
+
+def size(text: str) -> int:
+    """A byte count: ``1048576``, ``512k``, ``10MiB``, ``1.5M``, ``2GB`` (binary units)."""
+    match = _SIZE_RE.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 10MiB, 512k, 1000000)")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is too small (must be at least 1 byte)")
+    return value
+
+
+seconds = _number(float, 0.0, strict=False)
+positive_seconds = _number(float, 0.0, strict=True)
+count = _number(int, 1, strict=False)
+
+
+_EXAMPLES = """\
+examples:
+  robotgate demo              crawl a local multi-host site politely (no network needed)
+  printf 'User-agent: *\\nDisallow: /private/\\n' | robotgate check - https://example.com/private/x
+  robotgate check https://example.com/robots.txt /private/x /blog/ --agent MyBot --json
+  robotgate fetch --agent 'MyBot/1.0 (+https://example.com/bot)' -i urls.txt -o pages.jsonl
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``robotgate`` command."""
+    parser = Parser(
+        prog=PROG,
+        description="Polite crawling tools: check a robots.txt, fetch URLs politely, "
+        "or watch the gate at work on a local demo site.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_check(commands)
+    _add_fetch(commands)
+    _add_demo(commands)
+    return parser
+
+
+def _add_check(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="explain a robots.txt: may the agent fetch these URLs, and why",
+        description="For each URL: allowed or disallowed, and why (the rule, its line, "
+        "the group), and what the site says about using it (Content-Usage, Content-Signal). "
+        "Exit status 0 when all are allowed, 1 when any is disallowed, 2 on bad input.",
+    )
+    check.add_argument(
+        "robots",
+        metavar="ROBOTS",
+        nargs="?",  # checked in the command, so that an unknown option is reported first
+        help="a robots.txt file, '-' for standard input, or a site's robots.txt URL "
+        "(fetched as the gate would: redirects, status codes, timeouts)",
+    )
+    check.add_argument(
+        "urls", metavar="URL", nargs="*", default=[],
+        help="absolute http(s) URLs or paths starting with '/'",
+    )
+    check.add_argument(
+        "--agent", "-a", type=_agent, default="*", metavar="NAME",
+        help="the robot's name or User-Agent, e.g. 'MyBot/1.0' (default: '*', a robot "
+        "without a group of its own)",
+    )
+    check.add_argument("--json", action="store_true", help="one JSON object per line and URL")
+    check.add_argument(
+        "--crawl-delay", action="store_true",
+        help="also show the agent's Crawl-delay and Request-rate",
+    )
+    check.add_argument("--sitemaps", action="store_true", help="also list the Sitemap URLs")
+    _add_dialect(check, "matching rules: RFC 9309 (default) or the 1994 standard as LWP "
+                 "applies it")
+    check.add_argument(
+        "--from", dest="from_", type=_from, metavar="EMAIL",
+        help="From header when ROBOTS is a URL",
+    )
+    check.add_argument(
+        "--timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
+        help="give up fetching a robots.txt URL after this long (default 30)",
+    )
+
+
+def _add_dialect(command: argparse.ArgumentParser, text: str) -> None:
+    command.add_argument("--dialect", choices=("rfc9309", "classic"), default="rfc9309",
+                         help=text)
+
+
+def _add_fetch(commands: Any) -> None:
+    fetch = commands.add_parser(
+        "fetch",
+        help="fetch URLs politely, one JSON line per URL",
+        description="Fetch URLs through the gate: robots.txt is obeyed, each host is "
+        "paced, 429/503 back off. Writes one JSON line per URL (in completion order): "
+        "url, status, final_url, bytes, elapsed; or skipped and reason; or error. "
+        "An invalid URL gets its own line and the run goes on. "
+        "Exit status 0 when done, 1 when some fetches failed, 2 on bad input, "
+        "130 when interrupted (every line written so far is kept).",
+    )
+    fetch.add_argument(
+        "urls", metavar="URL", nargs="*", default=[],
+        help="URLs to fetch; '-' reads URLs from standard input, one per line",
+    )
+    fetch.add_argument(
+        "--agent", "-a", type=_agent, metavar="NAME",
+        help="User-Agent, e.g. 'MyBot/1.0 (+URL)' (required)",
+    )
+    fetch.add_argument(
+        "--from", dest="from_", type=_from, metavar="EMAIL", help="From header (your e-mail)"
+    )
+    fetch.add_argument(
+        "--input", "-i", action="append", default=[], metavar="FILE",
+        help="read URLs from FILE, one per line ('#' comments and blank lines are "
+        "skipped; '-' is standard input); repeatable",
+    )
+    fetch.add_argument(
+        "--out", "-o", metavar="FILE", help="write the JSON lines to FILE (default: stdout)"
+    )
+    fetch.add_argument("--save-dir", metavar="DIR", help="save response bodies under DIR")
+    fetch.add_argument(
+        "--max-bytes", type=size, default=DEFAULT_MAX_BYTES, metavar="SIZE",
+        help="read at most this much of each body, decoded (default 10MiB); a longer "
+        "page is cut and its line says \"truncated\": true",
+    )
+    fetch.add_argument(
+        "--store", metavar="STORE",
+        help="where robots.txt and host state are kept between runs: sqlite:PATH, memory, "
+        f"or redis://HOST[:PORT][/DB] (default: sqlite:{display_path(default_store_path())})",
+    )
+    fetch.add_argument(
+        "--delay", type=seconds, default=1.0, metavar="SECONDS",
+        help="minimum interval between two requests to one host (default 1; a larger "
+        "Crawl-delay wins)",
+    )
+    fetch.add_argument(
+        "--max-per-origin", type=count, default=1, metavar="N",
+        help="requests in flight per host (default 1)",
+    )
+    fetch.add_argument(
+        "--concurrency", type=count, default=16, metavar="N",
+        help="requests in flight across all hosts (default 16)",
+    )
+    fetch.add_argument(
+        "--timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
+        help="give up on a page not fully read this long after its request started "
+        "(default 30; waiting for the host's turn does not count)",
+    )
+    _add_dialect(fetch, "robots.txt matching rules (default rfc9309)")
+    fetch.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress bar and no summary on stderr"
+    )
+
+
+def _add_demo(commands: Any) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="crawl a local multi-host site politely and show what the servers saw",
+        description="Starts a small web server on loopback playing dozens of hosts "
+        "(127.0.X.Y) with varied robots.txt files, crawls a few hundred URLs through "
+        "gate.crawl, and prints what each host saw: robots.txt fetched once, disallowed "
+        "URLs skipped with their reasons, requests spaced by the delay. No network needed.",
+    )
+    demo.add_argument("--quick", action="store_true",
+                      help="fewer hosts and a shorter delay (a few seconds)")
+    demo.add_argument("--hosts", type=count, metavar="N", help="hosts to play (default 36)")
+    demo.add_argument("--delay", type=positive_seconds, metavar="SECONDS",
+                      help="interval between two requests to one host (default 0.2)")
+    demo.add_argument("--concurrency", type=count, default=8, metavar="N",
+                      help="requests in flight across all hosts (default 8)")
+    demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

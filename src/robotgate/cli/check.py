@@ -1,0 +1,296 @@
+"""``robotgate check``: why a robots.txt allows or forbids URLs, and what it says about usage."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .. import __version__
+from ..agents import product_token
+from ..decision import Decision
+from ..policy import FetchPolicy
+from ..policy.fetch import outcome_decision
+from ..records import RobotsEntry
+from ..robots import DEFAULT_MAX_BYTES, RobotsTxt
+from ..urls import InvalidURL, robots_url, split_origin
+from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error, redact, say
+
+# Column width of the verdict tags in the text output.
+TAG = 14
+
+
+@dataclass
+class RobotsSource:
+    """Where the rules came from, and what fetching them gave (for a URL)."""
+
+    name: str
+    rules: RobotsTxt | None
+    verdict: Decision | None = None  # set when the fetch outcome decides every URL
+    entry: RobotsEntry | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """The ``check`` command; returns the exit status."""
+    agent: str = args.agent
+    if args.robots is None:
+        raise UsageError(
+            f"check needs a robots.txt (a file, - or a URL) and URLs (see '{PROG} check --help')"
+        )
+    if not args.urls and not (args.crawl_delay or args.sitemaps):
+        raise UsageError("give at least one URL to check (or --crawl-delay / --sitemaps)")
+    targets: list[str] = []
+    bad = 0
+    for url in args.urls:
+        try:
+            targets.append(_check_target(url))
+        except InvalidURL as exc:
+            error(str(exc).replace(url, redact(url)))
+            bad += 1
+    source = _load_source(args, targets)
+    emit = _emit_json if args.json else _emit_text
+    any_disallowed = False
+    if source.entry is not None and not args.json:
+        entry = source.entry
+        where = entry.final_url or robots_url(entry.origin)
+        print(f"{'robots.txt':<{TAG}}{where}: {entry.detail or entry.outcome}")
+    extra = _extras(source, agent, args)
+    for target in targets:
+        if source.verdict is not None:
+            decision = source.verdict
+        else:
+            assert source.rules is not None
+            decision = source.rules.decide(target, agent)
+        any_disallowed |= not decision.allowed
+        # JSON lines each carry the extras; text shows them once, at the end.
+        emit(source, agent, target, decision, extra if args.json else {})
+    if extra and (not targets or not args.json):
+        emit(source, agent, None, None, extra)
+    sys.stdout.flush()
+    if bad:
+        return EXIT_USAGE
+    return EXIT_DISALLOWED if any_disallowed else EXIT_OK
+
+
+def _load_source(args: argparse.Namespace, targets: Sequence[str]) -> RobotsSource:
+    robots_arg: str = args.robots
+    if robots_arg.lower().startswith(("http://", "https://")) or "://" in robots_arg:
+        origin = _robots_origin(robots_arg)
+        for target in targets:
+            if not target.startswith("/") and split_origin(target)[0] != origin:
+                say(f"note: {redact(target)} is not on {origin}; "
+                    "its rules are applied all the same")
+        return asyncio.run(_fetch_robots_source(args, origin))
+    body = _read_robots_file(robots_arg)
+    site = _first_origin(targets)
+    url = robots_url(site) if site else None
+    rules = RobotsTxt.parse(body, dialect=args.dialect, url=url)
+    name = "standard input" if robots_arg == "-" else robots_arg
+    return RobotsSource(name, rules, lines=_source_lines(body))
+
+
+def _check_target(text: str) -> str:
+    """An absolute http(s) URL or a path; raises :class:`InvalidURL` otherwise."""
+    if text.startswith("/") and not text.startswith("//"):
+        return text
+    if "://" not in text:
+        raise InvalidURL(text, "give an absolute http(s) URL or a path starting with '/'")
+    split_origin(text)
+    return text
+
+
+def _first_origin(targets: Sequence[str]) -> str | None:
+    for target in targets:
+        if not target.startswith("/"):
+            return split_origin(target)[0]
+    return None
+
+
+def _robots_origin(text: str) -> str:
+    """The origin whose robots.txt a ROBOTS URL names."""
+    try:
+        origin, rest = split_origin(text)
+    except InvalidURL as exc:
+        raise UsageError(str(exc).replace(text, redact(text))) from None
+    path = rest.split("#", 1)[0]
+    if path not in ("", "/", "/robots.txt"):
+        raise UsageError(
+            f"{redact(text)!r} is not a robots.txt URL: robots.txt lives at the root of a site "
+            f"({origin}/robots.txt); to check another file, download it and pass the file"
+        )
+    return origin
+
+
+def _read_robots_file(path: str) -> bytes:
+    limit = DEFAULT_MAX_BYTES
+    try:
+        if path == "-":
+            stdin = stdin_bytes()
+            if sys.stdin.isatty():
+                say("reading robots.txt from the terminal; end it with Ctrl-D")
+            data = stdin.read(limit + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+    except OSError as exc:
+        name = "standard input" if path == "-" else repr(path)
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        say(f"note: only the first {limit} bytes are read, as RFC 9309 2.5 allows")
+        data = data[:limit]
+    return data
+
+
+def stdin_bytes() -> IO[bytes]:
+    """Standard input as bytes (a usage error when it is closed)."""
+    stream: IO[bytes] | None = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise UsageError("cannot read standard input: it is closed")
+    return stream
+
+
+def _source_lines(body: bytes) -> list[str]:
+    """The file's lines numbered as the parser numbers them (for quoting a rule's line)."""
+    text = body.decode("utf-8", "replace")
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+async def _fetch_robots_source(args: argparse.Namespace, origin: str) -> RobotsSource:
+    from ..gate import RobotGate
+    from ..store.memory import MemoryStore
+
+    agent: str = args.agent
+    # A bare "*" is no User-Agent; the request then names this tool.
+    header = agent if product_token(agent) else f"robotgate-check/{__version__}"
+    policy = FetchPolicy(timeout=args.timeout, forbidden_disallows_all=args.dialect == "classic")
+    probe = origin + "/"
+    # A memory store: a debugging tool must look at the file as it is now.
+    async with RobotGate(
+        header, from_=args.from_, delay=0, store=MemoryStore(), policy=policy,
+        dialect=args.dialect,
+    ) as gate:
+        entry = await gate.robots_entry(probe)
+        verdict = outcome_decision(entry)
+        rules = None
+        if verdict is None:
+            rules = await gate.rules(probe)
+            if rules is None:  # refetched in between (zero freshness), with another outcome
+                entry = await gate.robots_entry(probe)
+                verdict = outcome_decision(entry) or Decision(True, entry.detail)
+    lines = _source_lines(entry.body) if entry.body else []
+    return RobotsSource(robots_url(origin), rules, verdict, entry, lines)
+
+
+def _extras(source: RobotsSource, agent: str, args: argparse.Namespace) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    rules = source.rules
+    if args.crawl_delay:
+        delay = rules.crawl_delay(agent) if rules is not None else None
+        rate = rules.request_rate(agent) if rules is not None else None
+        extra["crawl_delay"] = delay
+        extra["request_rate"] = (
+            {"requests": rate.requests, "seconds": rate.seconds} if rate is not None else None
+        )
+    if args.sitemaps:
+        extra["sitemaps"] = rules.sitemaps if rules is not None else []
+    return extra
+
+
+def rule_text(decision: Decision) -> str | None:
+    """The deciding rule as written in robots.txt terms, e.g. ``Disallow: /private/``."""
+    rule = decision.rule
+    if rule is None:
+        return None
+    return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+
+
+def _labels(values: Mapping[str, bool], yes: str, no: str) -> str:
+    return ", ".join(f"{k}={yes if v else no}" for k, v in values.items())
+
+
+def _emit_json(
+    source: RobotsSource,
+    agent: str,
+    url: str | None,
+    decision: Decision | None,
+    extra: dict[str, Any],
+) -> None:
+    record: dict[str, Any] = {}
+    if url is not None and decision is not None:
+        record = {
+            "url": redact(url),
+            "allowed": decision.allowed,
+            "rule": rule_text(decision),
+            "line": decision.line,
+            "group": list(decision.group) if decision.group is not None else None,
+            "reason": decision.reason,
+            "outcome": decision.outcome,
+            "usage": dict(getattr(decision, "usage", {})),
+        }
+        signals = getattr(decision, "signals", None)
+        if signals:
+            record["signals"] = dict(signals)
+        usage_reason = getattr(decision, "usage_reason", None)
+        if usage_reason:
+            record["usage_reason"] = usage_reason
+    record["agent"] = agent
+    record["robots"] = source.name
+    if source.entry is not None:
+        record["robots_outcome"] = source.entry.outcome
+        record["robots_status"] = source.entry.status
+        record["robots_detail"] = source.entry.detail
+    record.update(extra)
+    print(json.dumps(record))
+
+
+def _emit_text(
+    source: RobotsSource,
+    agent: str,
+    url: str | None,
+    decision: Decision | None,
+    extra: dict[str, Any],
+) -> None:
+    pad = " " * TAG
+    if url is not None and decision is not None:
+        tag = "ALLOWED" if decision.allowed else "DISALLOWED"
+        print(f"{tag:<{TAG}}{redact(url)}")
+        print(f"{pad}{decision.reason}")
+        line = decision.line
+        if line is not None and 0 < line <= len(source.lines):
+            quoted = source.lines[line - 1].strip()
+            if quoted and quoted != rule_text(decision):
+                print(f"{pad}line {line}: {quoted}")
+        _emit_usage(decision)
+    if "crawl_delay" in extra:
+        delay = extra["crawl_delay"]
+        rate = extra["request_rate"]
+        print(f"{'crawl-delay':<{TAG}}" + (f"{delay:g}s" if delay is not None else "none")
+              + f" for {agent!r}")
+        if rate is not None:
+            print(f"{'request-rate':<{TAG}}{rate['requests']} per {rate['seconds']:g}s")
+    for sitemap in extra.get("sitemaps", ()):
+        print(f"{'sitemap':<{TAG}}{sitemap}")
+    if "sitemaps" in extra and not extra["sitemaps"]:
+        print(f"{'sitemap':<{TAG}}none")
+
+
+def _emit_usage(decision: Decision) -> None:
+    """``usage`` and ``signals`` lines under a URL, when its group states any."""
+    usage: Mapping[str, bool] = getattr(decision, "usage", {})
+    signals: Mapping[str, bool] = getattr(decision, "signals", {})
+    if not (usage or signals):
+        return
+    if usage:
+        print(f"{'usage':<{TAG}}{_labels(usage, 'y', 'n')}")
+    if signals:
+        print(f"{'signals':<{TAG}}{_labels(signals, 'yes', 'no')}")
+    why = getattr(decision, "usage_reason", None)
+    if why:
+        print(f"{'':<{TAG}}{why}")

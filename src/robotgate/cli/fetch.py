@@ -1,0 +1,304 @@
+"""``robotgate fetch``: URLs in, one JSON line per URL out, through ``gate.crawl``.
+
+This module only wires things: arguments to a gate, sources to the crawl,
+results to JSON lines, signals to a stop.  The scheduling lives in
+:mod:`robotgate.politeness.frontier`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import inspect
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from ..agents import product_token
+from ..policy import FetchPolicy
+from ..politeness.frontier import CrawlResult, CrawlSummary
+from ..store.base import Store, StoreError
+from .args import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    UsageError,
+    default_store_path,
+    error,
+    say,
+    say_block,
+    scrub,
+)
+from .bodies import PageHandler
+from .inputs import Source, UrlReader, close_sources, open_sources
+from .report import Output, OutputBroken, Progress, isatty, record_json, summary_text
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    """The ``fetch`` command; returns the exit status."""
+    if args.agent is None:
+        raise UsageError(
+            "fetch needs --agent NAME: the User-Agent that tells sites who is crawling, "
+            "e.g. --agent 'MyBot/1.0 (+https://example.com/bot)'"
+        )
+    if not product_token(args.agent):
+        raise UsageError(
+            f"the agent {args.agent!r} has no product token for robots.txt groups to name: "
+            "start it with letters, e.g. 'MyBot/1.0'"
+        )
+    sources = open_sources(args)
+    out: IO[str] | None = None
+    try:
+        store = make_store(args.store)
+        save_dir: Path | None = None
+        if args.save_dir:
+            save_dir = Path(args.save_dir)
+            try:
+                save_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot create {args.save_dir!r}: {exc.strerror or exc}"
+                ) from None
+        if args.out and args.out != "-":
+            try:
+                out = open(args.out, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+            except OSError as exc:
+                raise UsageError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
+        run = _FetchRun(args, sources, store, out or sys.stdout, save_dir)
+        return asyncio.run(run.main())
+    finally:
+        close_sources(sources)
+        if out is not None:
+            out.close()
+
+
+def make_store(spec: str | None) -> Store:
+    """The store ``--store`` names (not opened yet)."""
+    from ..store.memory import MemoryStore
+    from ..store.sqlite import SQLiteStore
+
+    if spec is None or spec in ("sqlite", "sqlite:"):
+        path = default_store_path()
+    elif spec == "memory":
+        return MemoryStore()
+    elif spec.startswith("sqlite:"):
+        path = Path(os.path.expanduser(spec[len("sqlite:") :]))
+    elif spec.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from ..store.redis import RedisStore
+        except ImportError:
+            raise UsageError(
+                "the redis store needs the redis package: pip install 'robotgate[redis]'"
+            ) from None
+        try:
+            return RedisStore(spec)
+        except ValueError as exc:
+            raise UsageError(f"bad --store {spec!r}: {exc}") from None
+    else:
+        raise UsageError(
+            f"unknown store {spec!r}: use sqlite:PATH, memory, or redis://HOST[:PORT][/DB]"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create {str(path.parent)!r} for the store: {exc.strerror or exc} "
+            "(pick another with --store)"
+        ) from None
+    return SQLiteStore(path)
+
+
+@contextlib.contextmanager
+def stop_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
+    """Route SIGINT and SIGTERM to ``on_signal`` while the loop runs (main thread only).
+
+    The first signal is handled; the handler is then removed, so a second
+    Ctrl-C raises KeyboardInterrupt at once if cleaning up hangs.
+    """
+    loop = asyncio.get_running_loop()
+    handled: list[int] = []
+
+    def once(signum: int) -> None:
+        with contextlib.suppress(ValueError, RuntimeError):
+            loop.remove_signal_handler(signum)
+        on_signal(signum)
+
+    for signum in (int(signal.SIGINT), int(signal.SIGTERM)):
+        # Only possible in the main thread (and not on Windows); Ctrl-C then
+        # raises KeyboardInterrupt, which main() turns into exit status 130.
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(signum, once, signum)
+            handled.append(signum)
+    try:
+        yield
+    finally:
+        for signum in handled:
+            with contextlib.suppress(ValueError, RuntimeError):
+                loop.remove_signal_handler(signum)
+
+
+class _FetchRun:
+    """One ``robotgate fetch`` run inside its event loop."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        sources: list[Source],
+        store: Store,
+        stream: IO[str],
+        save_dir: Path | None,
+    ) -> None:
+        self.args = args
+        self.sources = sources
+        self.store = store
+        self.stream = stream
+        self.save_dir = save_dir
+        self.stopped_by: int | None = None
+        self.stop = asyncio.Event()
+        self.phase = "opening"  # then "crawling", then "closing"
+        self.task: asyncio.Task[int] | None = None
+        self.summary = CrawlSummary()
+        self.output = Output(stream)
+
+    def on_signal(self, signum: int) -> None:
+        if self.stopped_by is not None:
+            return
+        self.stopped_by = signum
+        if self.phase == "crawling":
+            self.stop.set()  # the crawl cancels what is in flight and returns
+        elif self.phase == "opening" and self.task is not None:
+            self.task.cancel()  # still opening the store: stop at once
+        # "closing": the store is being saved; let it finish.
+
+    async def main(self) -> int:
+        self.task = asyncio.get_running_loop().create_task(self._run())
+        with stop_signals(self.on_signal):
+            try:
+                code = await self.task
+            except asyncio.CancelledError:
+                if self.stopped_by is None:
+                    raise
+                code = EXIT_OK
+        if self.stopped_by is not None:
+            if not self.args.quiet:
+                say_block(summary_text(self.summary, interrupted=True))
+            say("interrupted: every line written so far is complete")
+            return EXIT_TERMINATED if self.stopped_by == signal.SIGTERM else EXIT_INTERRUPTED
+        return code
+
+    def _gate(self) -> Any:
+        from ..gate import RobotGate
+
+        args = self.args
+        policy = FetchPolicy(
+            timeout=args.timeout, forbidden_disallows_all=args.dialect == "classic"
+        )
+        return RobotGate(
+            args.agent,
+            from_=args.from_,
+            delay=args.delay,
+            max_per_origin=args.max_per_origin,
+            max_concurrency=args.concurrency,
+            store=self.store,
+            policy=policy,
+            dialect=args.dialect,
+        )
+
+    async def _run(self) -> int:
+        gate = self._gate()
+        try:
+            try:
+                await gate.open()
+            except StoreError as exc:
+                error(f"{exc} (or pick another store with --store)")
+                return EXIT_USAGE
+            if self.stopped_by is not None:
+                return EXIT_INTERRUPTED
+            return await self._crawl(gate)
+        finally:
+            self.phase = "closing"
+            await gate.close()
+
+    async def _crawl(self, gate: Any) -> int:
+        args = self.args
+        summary = self.summary
+        reader = UrlReader(self.sources)
+        progress: Progress | None = None
+        if not args.quiet and isatty(sys.stderr):
+            progress = Progress(sys.stderr, summary)
+            self.output.progress = progress
+            progress.start()
+        self.phase = "crawling"
+        try:
+            await gate.crawl(
+                reader.urls(),
+                PageHandler(args.max_bytes, self.save_dir),
+                fetch=page_fetch(gate),
+                concurrency=args.concurrency,
+                per_host=args.max_per_origin,
+                timeout=args.timeout,
+                on_result=self._write,
+                stop=self.stop,
+                summary=summary,
+            )
+        except OutputBroken as broken:
+            return self._broken(broken.cause)
+        finally:
+            self.phase = "closing"
+            reader.stop()
+            if progress is not None:
+                await progress.stop()
+        if self.stopped_by is not None:
+            return EXIT_INTERRUPTED
+        if not args.quiet:
+            say_block(summary_text(summary, interrupted=False))
+        if summary.invalid or reader.input_error:
+            return EXIT_USAGE
+        return EXIT_FAILED if summary.errors else EXIT_OK
+
+    def _write(self, result: CrawlResult) -> None:
+        if result.kind == "invalid":
+            error(scrub(str(result.error), result.url))
+        self.output.write(record_json(result))
+
+    def _broken(self, failure: OSError) -> int:
+        if isinstance(failure, BrokenPipeError):
+            silence_stdout(self.stream)
+            return EXIT_BROKEN_PIPE
+        error(f"cannot write the output: {failure.strerror or failure}")
+        return EXIT_FAILED
+
+
+def streams(gate: Any) -> bool:
+    """Whether ``gate.fetch`` can hand the response over before reading its body
+    (``stream=True``), so that ``--max-bytes`` bounds memory, not just the output."""
+    try:
+        return "stream" in inspect.signature(gate.fetch).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def page_fetch(gate: Any) -> Callable[[str], Any]:
+    """How the crawl opens a page: ``gate.fetch``, streaming when the gate can."""
+    if streams(gate):
+        return functools.partial(gate.fetch, stream=True)
+    return gate.fetch  # type: ignore[no-any-return]
+
+
+def silence_stdout(stream: IO[str]) -> None:
+    """The reader went away (``| head``): point stdout at /dev/null so that the
+    interpreter's final flush does not complain about the broken pipe."""
+    if stream is not sys.stdout:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -1,0 +1,223 @@
+"""What ``robotgate fetch`` (and ``demo``) write: JSON lines, a progress bar, a summary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import IO, Any
+
+from ..politeness.frontier import CrawlResult, CrawlSummary
+from .args import redact, scrub
+from .check import rule_text
+
+_PROGRESS_INTERVAL = 0.2
+_SUMMARY_ROWS = 20
+_REASON_ORIGINS = 3
+
+
+class OutputBroken(Exception):
+    """The JSON lines could not be written (the reader left, the disk is full)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def record_json(result: CrawlResult) -> dict[str, Any]:
+    """The JSON line of one URL; a password in the URL is never written."""
+    url = result.url
+    record: dict[str, Any] = {"url": redact(url)}
+    kind = result.kind
+    if kind == "invalid":
+        record["error"] = scrub(str(result.error), url)
+        return record
+    decision = result.decision
+    if decision is not None:
+        record["skipped"] = "disallowed"
+        record["reason"] = decision.reason
+        record["rule"] = rule_text(decision)
+        record["line"] = decision.line
+        if decision.outcome is not None:
+            record["outcome"] = decision.outcome
+        if result.final_url is not None and result.final_url != url:
+            record["final_url"] = redact(result.final_url)  # a redirect led there
+    else:
+        if result.status is not None:
+            record["status"] = result.status
+            record["final_url"] = redact(result.final_url or url)
+            if result.bytes is not None:
+                record["bytes"] = result.bytes
+            record.update(result.info)
+            if result.usage is not None:
+                record["usage"] = result.usage
+        if result.error is not None:
+            record["error"] = scrub(result.error, url)
+    record["elapsed"] = round(result.elapsed, 3)
+    return record
+
+
+class Output:
+    """JSON lines, each written whole and flushed, so an interrupted run keeps them all."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.progress: Progress | None = None
+        # The bar is on the same terminal: clear it before a line, redraw after.
+        self.shares_terminal = stream is sys.stdout and isatty(stream)
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write one line; raises :class:`OutputBroken` when the stream fails."""
+        line = json.dumps(record) + "\n"
+        progress = self.progress if self.shares_terminal else None
+        if progress is not None:
+            progress.clear()
+        try:
+            self.stream.write(line)
+            self.stream.flush()
+        except OSError as exc:
+            raise OutputBroken(exc) from exc
+        if progress is not None:
+            progress.draw()
+
+
+def isatty(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed or odd stream)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr, drawn from the live summary."""
+
+    def __init__(self, stream: IO[str], summary: CrawlSummary) -> None:
+        self.stream = stream
+        self.summary = summary
+        self._task: asyncio.Task[None] | None = None
+        self._shown = False
+
+    def start(self) -> None:
+        """Redraw every 0.2 s until :meth:`stop`."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.draw()
+            await asyncio.sleep(_PROGRESS_INTERVAL)
+
+    async def stop(self) -> None:
+        """Stop redrawing and clear the bar."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.clear()
+
+    def render(self, width: int) -> str:
+        """The bar and counters, cut to ``width``."""
+        s = self.summary
+        total = s.read
+        done = s.done
+        more = "" if s.input_done else "+"
+        waiting = s.hosts_queued
+        tail = (
+            f" {done}/{total}{more} done, {s.skipped} skipped, {s.errors} errors, "
+            f"{waiting} host{'' if waiting == 1 else 's'} waiting, "
+            f"{clock(time.monotonic() - s.started)}"
+        )
+        cells = max(10, min(30, width - len(tail) - 3))
+        filled = cells * done // total if total else 0
+        bar = f"[{'#' * filled}{'-' * (cells - filled)}]"
+        return (bar + tail)[: max(1, width - 1)]
+
+    def draw(self) -> None:
+        """Draw the bar in place (``\\r``, then clear to the end of the line)."""
+        try:
+            width = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+        try:
+            self.stream.write("\r" + self.render(width) + "\x1b[K")
+            self.stream.flush()
+            self._shown = True
+        except (OSError, ValueError):
+            pass
+
+    def clear(self) -> None:
+        """Erase the bar, if drawn."""
+        if self._shown:
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+            self._shown = False
+
+
+def clock(seconds: float) -> str:
+    """``4.2s``, ``3:05`` or ``1:02:03``."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
+    """Per host: pages, skipped by robots.txt, errors, mean interval between requests."""
+    tallies = sorted(
+        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), kv[0])
+    )
+    if not tallies:
+        return []
+    shown = tallies[:rows]
+    width = max([len("host"), *(len(host) for host, _ in shown)])
+    lines = [
+        f"{'host':<{width}}  {'pages':>6}  {'skipped':>7}  {'errors':>6}  {'mean interval':>13}"
+    ]
+    for host, t in shown:
+        mean = t.mean_interval()
+        interval = f"{mean:.2f}s" if mean is not None else "-"
+        lines.append(
+            f"{host:<{width}}  {t.pages:>6}  {t.skipped:>7}  {t.errors:>6}  {interval:>13}"
+        )
+    if len(tallies) > len(shown):
+        lines.append(f"... and {len(tallies) - len(shown)} more hosts")
+    return lines
+
+
+def skipped_origins(summary: CrawlSummary) -> list[str]:
+    """Sites robots.txt ruled out as a whole (not by a rule), grouped by reason."""
+    groups = summary.skipped_by_reason()
+    if not groups:
+        return []
+    count = len(summary.skipped_origins)
+    lines = [f"skipped origins ({count}): the whole site, because of its robots.txt"]
+    for reason, origins in groups.items():
+        names = ", ".join(origins[:_REASON_ORIGINS])
+        if len(origins) > _REASON_ORIGINS:
+            names += f" and {len(origins) - _REASON_ORIGINS} more"
+        lines.append(f"  {len(origins)} x {reason}")
+        lines.append(f"      {names}")
+    return lines
+
+
+def summary_text(summary: CrawlSummary, interrupted: bool) -> str:
+    """The table printed at the end of a crawl, then skipped origins, then the totals."""
+    lines = host_table(summary)
+    lines += skipped_origins(summary)
+    status = "interrupted" if interrupted else "done"
+    total = (
+        f"{status} in {clock(summary.elapsed)}: {summary.pages} fetched, {summary.skipped} "
+        f"skipped by robots.txt, {summary.errors} errors"
+    )
+    if summary.invalid:
+        total += f", {summary.invalid} invalid URLs"
+    hosts = len(summary.hosts)
+    lines.append(total + f", {hosts} host{'' if hosts == 1 else 's'}")
+    return "\n".join(lines)

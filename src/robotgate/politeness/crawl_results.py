@@ -1,0 +1,135 @@
+"""What ``gate.crawl`` reports: one :class:`CrawlResult` per URL, a :class:`CrawlSummary`.
+
+Plain records, no I/O; :mod:`robotgate.politeness.frontier` fills them in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CrawlResult", "CrawlSummary", "Handled", "HostSummary"]
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """What a handler may return instead of a bare iterable of links.
+
+    ``links`` join the frontier; ``bytes`` and ``info`` are copied into the
+    URL's :class:`CrawlResult` (e.g. the body size read, where it was saved).
+    """
+
+    links: Iterable[str] = ()
+    bytes: int | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CrawlResult:
+    """What happened to one URL; handed to ``on_result`` as each URL finishes.
+
+    Exactly one of these holds: ``status`` is set (a response came, whatever
+    its code), ``decision`` is set (robots.txt forbids the URL: skipped), or
+    ``error`` is set (invalid URL, network error, timeout, handler error; a
+    handler error after a response keeps ``status`` too).
+    """
+
+    url: str
+    key: str | None = None
+    status: int | None = None
+    final_url: str | None = None
+    error: str | None = None
+    decision: Any = None
+    bytes: int | None = None
+    elapsed: float = 0.0
+    usage: dict[str, bool] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    discovered: bool = False
+    attempts: int = 1
+
+    @property
+    def kind(self) -> str:
+        """``"page"``, ``"skipped"``, ``"error"`` or ``"invalid"`` (no key: not crawlable)."""
+        if self.key is None:
+            return "invalid"
+        if self.decision is not None:
+            return "skipped"
+        if self.error is not None:
+            return "error"
+        return "page"
+
+
+@dataclass(slots=True)
+class HostSummary:
+    """One politeness key's tally: pages, robots.txt skips, errors, request starts."""
+
+    pages: int = 0
+    skipped: int = 0
+    errors: int = 0
+    starts: int = 0
+    first_start: float | None = None
+    last_start: float | None = None
+
+    def mean_interval(self) -> float | None:
+        """Mean seconds between two request starts (``None`` below two requests)."""
+        if self.starts < 2 or self.first_start is None or self.last_start is None:
+            return None
+        return (self.last_start - self.first_start) / (self.starts - 1)
+
+    def started_at(self, when: float) -> None:
+        """Note a request start (loop time)."""
+        if self.first_start is None:
+            self.first_start = when
+        self.last_start = when
+        self.starts += 1
+
+
+@dataclass(slots=True)
+class CrawlSummary:
+    """What a crawl did.  Filled in live: pass one as ``summary=`` to watch it.
+
+    ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
+    describe the frontier right now, ``dropped`` counts discovered URLs left
+    out because ``max_seen`` or ``max_queued`` was reached, ``retried`` the
+    answers (429/503) retried.  ``skipped_origins`` maps each origin that
+    robots.txt's fetch outcome (not a rule) ruled out to the reason.
+    """
+
+    pages: int = 0
+    skipped: int = 0
+    errors: int = 0
+    invalid: int = 0
+    discovered: int = 0
+    dropped: int = 0
+    retried: int = 0
+    read: int = 0
+    queued: int = 0
+    in_flight: int = 0
+    hosts_queued: int = 0
+    input_done: bool = False
+    stopped: bool = False
+    started: float = field(default_factory=time.monotonic)
+    elapsed: float = 0.0
+    hosts: dict[str, HostSummary] = field(default_factory=dict)
+    skipped_origins: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def done(self) -> int:
+        """URLs finished, whatever the result."""
+        return self.pages + self.skipped + self.errors + self.invalid
+
+    def skipped_by_reason(self) -> dict[str, list[str]]:
+        """Origins skipped as a whole, grouped by reason (most origins first)."""
+        groups: dict[str, list[str]] = {}
+        for origin, reason in self.skipped_origins.items():
+            groups.setdefault(reason, []).append(origin)
+        return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+    def host(self, key: str) -> HostSummary:
+        """The tally of ``key`` (created on first use)."""
+        tally = self.hosts.get(key)
+        if tally is None:
+            tally = self.hosts[key] = HostSummary()
+        return tally
