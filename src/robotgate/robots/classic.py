@@ -26,10 +26,13 @@ as an LWP robot would:
 * lines end at CR, LF or CRLF; ``\\s`` and case-insensitivity follow Perl's
   Unicode rules, not Python's.
 
-Deliberate differences: the text is decoded by :meth:`RobotsTxt.parse` (UTF-8,
-BOM dropped, first 500 KiB), where LWP decodes by the response's charset and
-keeps a BOM; and rules do not depend on the queried URL's host, since a
-:class:`ClassicRobotsTxt` describes one origin.
+Deliberate differences: the text is decoded by :mod:`robotgate.robots.body`
+(first 500 KiB only, a BOM dropped), where LWP reads the whole body and keeps
+a UTF-8 BOM as part of the first line; and, given the robots.txt URL, rules
+do not depend on the queried URL's host, since a :class:`ClassicRobotsTxt`
+describes one origin.  Parsed without that URL, a file judges each absolute
+URL as the robots.txt of that URL's origin would (WWW::RobotRules keeps rules
+per host), and a bare path as if on a host no rule names.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ _PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
 # The usual queried URL: "http(s)://host/path", no wrapping, no whitespace.
 _FAST_URL_RE = re.compile(r"[hH][tT][tT][pP][sS]?://[^/?#]*([^#]*)", re.DOTALL)
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
+# Origins a ClassicRobotsTxt parsed without its URL keeps bound copies for.
+_MAX_VIEWS = 16
 
 
 _HEX = [f"%{b:02X}" for b in range(256)]
@@ -218,12 +223,16 @@ def _path_query(escaped: str) -> str:
 
 
 class _Base:
-    """The robots.txt URL as URI.pm sees it: what Disallow values resolve against."""
+    """The robots.txt URL as URI.pm sees it: what Disallow values resolve against.
 
-    __slots__ = ("authority", "check", "host", "path", "port", "query", "scheme")
+    ``known`` is False when there is no such URL (or it is not an http(s) URL
+    with a host): values that name a scheme or host then match no site.
+    """
+
+    __slots__ = ("authority", "host", "known", "path", "port", "query", "scheme")
 
     def __init__(self, url: str | None) -> None:
-        self.check = False
+        self.known = False
         self.scheme = "http"
         self.authority: str | None = "robotgate.invalid"
         self.path = "/robots.txt"
@@ -239,8 +248,8 @@ class _Base:
         am = _AUTHORITY_RE.fullmatch(escaped)
         authority = am.group(2) if am is not None else None
         if not authority:
-            return  # not a URL WWW::RobotRules can work with: keep every rule
-        self.check = True
+            return  # not a URL WWW::RobotRules can work with
+        self.known = True
         self.scheme = s[: m.end() - 1].lower()
         self.authority = authority
         self.host = _host_key(authority)
@@ -252,7 +261,8 @@ class _Base:
 
     def resolve(self, value: str) -> str | None:
         """``URI->new_abs($disallow, $robots_url)->path_query`` (``"/"`` if empty),
-        or None when WWW::RobotRules ignores the line (other scheme, host or port).
+        or None when WWW::RobotRules ignores the line (other scheme, host or
+        port; or any scheme or host when the robots.txt URL is not known).
         """
         s = _unwrap(value)
         if s[:1] == "/" and s[1:2] != "/":
@@ -261,7 +271,7 @@ class _Base:
         m = _SCHEME_RE.match(s)
         if m is not None:
             scheme = s[: m.end() - 1].lower()
-            if scheme not in _DEFAULT_PORTS or (self.check and scheme != self.scheme):
+            if scheme not in _DEFAULT_PORTS or scheme != self.scheme or not self.known:
                 return None
             escaped = _server_escape(s)
             return self._same_site(escaped, scheme)
@@ -271,13 +281,14 @@ class _Base:
         return self._relative(escaped) or "/"
 
     def _same_site(self, escaped: str, scheme: str) -> str | None:
-        if self.check:
-            am = _AUTHORITY_RE.fullmatch(escaped)
-            authority = am.group(2) if am is not None else None
-            if _host_key(authority) != self.host:
-                return None
-            if _port_of(authority, _DEFAULT_PORTS[scheme]) != self.port:
-                return None
+        if not self.known:
+            return None
+        am = _AUTHORITY_RE.fullmatch(escaped)
+        authority = am.group(2) if am is not None else None
+        if _host_key(authority) != self.host:
+            return None
+        if _port_of(authority, _DEFAULT_PORTS[scheme]) != self.port:
+            return None
         return _path_query(escaped) or "/"
 
     def _relative(self, escaped: str) -> str:
@@ -340,6 +351,19 @@ def _remove_dots(p: list[str]) -> list[str]:
     return out
 
 
+def _origin_of(url: str) -> str | None:
+    """``scheme://authority`` of an http(s) URL with a host, as written; else None."""
+    m = _FAST_URL_RE.match(url)
+    if m is None or url[-1:] in _WS:
+        s = _unwrap(url)
+        m = _FAST_URL_RE.match(s)
+        if m is None:
+            return None
+        url = s
+    origin = url[: m.start(1)]
+    return origin if origin[-3:] != "://" else None
+
+
 def _query_path(url: str) -> str | None:
     """What WWW::RobotRules matches for a queried URL: ``URI->new($url)->path_query``.
 
@@ -387,6 +411,12 @@ class _Record:
         self.rules: list[tuple[str, int]] | None = None
         self.prefixes: tuple[str, ...] = ()
 
+    def fresh(self) -> _Record:
+        """An unresolved copy, to resolve against another base (shares the lists)."""
+        copy = _Record(self.agents)
+        copy.raw = self.raw
+        return copy
+
     def resolved(self, base: _Base) -> list[tuple[str, int]]:
         rules = self.rules
         if rules is None:
@@ -399,7 +429,8 @@ class _Record:
                 if pattern is not None:
                     rules.append((pattern, line))
             self.rules = rules
-            self.raw = []
+            if base.known:
+                self.raw = []  # an unknown base's records are copied per origin
             prefixes = []
             for pattern, _line in rules:
                 if not pattern:
@@ -432,7 +463,7 @@ class ClassicRobotsTxt(RobotsTxt):
     "disallowed by 'Disallow: /private' (line 2) in the record for '*' (no record names this agent)"
     """
 
-    __slots__ = ("_anon", "_base", "_cache", "_records")
+    __slots__ = ("_anon", "_base", "_cache", "_records", "_views")
 
     DIALECT = "classic"
 
@@ -441,6 +472,31 @@ class ClassicRobotsTxt(RobotsTxt):
         self._anon = anon
         self._base = base
         self._cache: dict[str, tuple[_Record | None, bool]] = {}
+        # Without the robots.txt URL, an absolute URL is judged as its own
+        # origin's robots.txt would judge it: one bound copy per origin.
+        self._views: dict[str, ClassicRobotsTxt] | None = None if base.known else {}
+
+    def _view(self, url: str) -> ClassicRobotsTxt:
+        """The rules as the robots.txt of ``url``'s origin (self for a path)."""
+        origin = _origin_of(url)
+        views = self._views
+        if origin is None or views is None:
+            return self
+        view = views.get(origin)
+        if view is None:
+            base = _Base(origin + "/robots.txt")
+            if base.known:
+                copies = {id(r): r.fresh() for r in self._records}
+                anon = self._anon
+                if anon is not None:
+                    anon = copies.get(id(anon)) or anon.fresh()
+                view = ClassicRobotsTxt(list(copies.values()), anon, base)
+            else:
+                view = self  # no host WWW::RobotRules could work with
+            if len(views) >= _MAX_VIEWS:
+                views.clear()
+            views[origin] = view
+        return view
 
     def _record_for(self, user_agent: str) -> tuple[_Record | None, bool]:
         """The record that applies to ``user_agent``, and whether it is the '*' fallback."""
@@ -468,6 +524,10 @@ class ClassicRobotsTxt(RobotsTxt):
         As ``WWW::RobotRules->allowed``: URLs that are not http(s) are always
         allowed; ``http://host`` (empty path) matches no rule.
         """
+        if self._views is not None:
+            view = self._view(url)
+            if view is not self:
+                return view.allowed(url, user_agent)
         record = self._record_for(user_agent)[0]
         if record is None or not record.prefixes:
             return True
@@ -484,6 +544,10 @@ class ClassicRobotsTxt(RobotsTxt):
         >>> str(rules.decide("/x/y", "FooBot/1.2"))
         "disallowed by 'Disallow: /x' (line 2) in the record for 'foo'"
         """
+        if self._views is not None:
+            view = self._view(url)
+            if view is not self:
+                return view.decide(url, user_agent)
         record, fallback = self._record_for(user_agent)
         if record is None:
             return Decision(True, "allowed: no record names this agent and there is no '*' record")
@@ -550,8 +614,11 @@ def parse_classic(text: str, url: str | None) -> ClassicRobotsTxt:
 
     ``url`` is where the file came from: relative ``Disallow`` values resolve
     against it and absolute ones for another scheme, host or port are
-    ignored.  Without it (or if it is not an http(s) URL with a host), every
-    http(s) ``Disallow`` URL is kept, whatever its host: the polite reading.
+    ignored.  Without it (or if it is not an http(s) URL with a host), an
+    absolute URL asked about is judged against its own origin (as if the file
+    were that origin's robots.txt), and a bare path against no known host:
+    values naming a scheme or host (``http://a/x``, ``//a/x``, ``//*``) match
+    no bare path.
     """
     base = _Base(url)
     records: list[_Record] = []
