@@ -19,7 +19,7 @@ from yarl import URL
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.network import address_is_public, host_is_public, refusal, strip_credentials
+from ..policy.network import address_is_public, host_is_public, strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
@@ -189,19 +189,27 @@ class AiohttpClient:
     # -- hops into private networks ----------------------------------------------------
 
     async def hop_refusal(self, from_url: str, to_url: str) -> str | None:
-        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed)."""
+        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed).
+
+        A hop from a public site into a loopback, private or link-local address
+        is refused; host names are resolved (through the session's resolver) to
+        tell where they lead.
+        """
         if not self.refuse_private:
             return None
-        why = refusal(from_url, to_url)
         to_host = urlsplit(to_url).hostname or ""
-        if why is not None or host_is_public(to_host) is not None:
-            return why
+        to_public = host_is_public(to_host)
+        if to_public:
+            return None
         from_host = urlsplit(from_url).hostname or ""
         from_public = host_is_public(from_host)
         if from_public is None:
-            from_public = all(address_is_public(a) for a in await self._resolve(from_host))
+            found = await self._resolve(from_host)
+            from_public = bool(found) and all(address_is_public(a) for a in found)
         if not from_public:
-            return None
+            return None  # a private origin may send us to another private address
+        if to_public is False:
+            return f"refused a redirect from a public site to a non-public address ({to_host})"
         private = [a for a in await self._resolve(to_host) if not address_is_public(a)]
         if private:
             return (f"refused a redirect from a public site to {to_host}, which resolves to "

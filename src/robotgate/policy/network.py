@@ -49,9 +49,13 @@ def _host_of(url: str) -> str:
 
 
 def refusal(from_url: str, to_url: str) -> str | None:
-    """Why a hop from ``from_url`` to ``to_url`` is refused, or None.
+    """Why a hop from ``from_url`` to ``to_url`` is refused, as far as the URLs tell.
 
-    >>> refusal("http://example.com/", "http://127.0.0.1/admin")
+    Decides only when both hosts are IP literals (or ``localhost``); where a
+    name is involved, the adapter that resolves it decides (see the aiohttp
+    adapter's ``hop_refusal``).
+
+    >>> refusal("http://93.184.216.34/", "http://127.0.0.1/admin")
     'refused a redirect from a public site to a non-public address (127.0.0.1)'
     >>> refusal("http://127.0.0.1:8080/", "http://127.0.0.1:9090/") is None
     True
@@ -59,7 +63,7 @@ def refusal(from_url: str, to_url: str) -> str | None:
     target = _host_of(to_url)
     if host_is_public(target) is not False:
         return None
-    if host_is_public(_host_of(from_url)) is False:
+    if host_is_public(_host_of(from_url)) is not True:
         return None  # a private origin may send us to another private address
     return f"refused a redirect from a public site to a non-public address ({target})"
 

@@ -23,6 +23,9 @@ from ..records import HostState
 
 __all__ = ["Group", "Scheduler", "Slots"]
 
+#: Groups looked at per eviction.
+_EVICT_LOOK = 8
+
 
 class Slots:
     """A counting cap with FIFO hand-off: a released slot goes to the oldest waiter."""
@@ -144,15 +147,27 @@ class Scheduler:
         return group
 
     def _evict(self) -> None:
-        # Oldest first; a group with requests in flight or waiting goes to the back.
-        # Its pacing survives eviction: next_allowed is in its HostState (the store).
+        # Bounded work per add (O(1)): look at the few oldest groups; the first idle
+        # one with no wait pending goes, else the first idle one.  A group with
+        # requests in flight or waiting goes to the back.  An evicted group's
+        # pacing survives in its HostState (next_allowed, in the store).
         groups = self._groups
-        for _ in range(len(groups)):
+        now = self.now()
+        fallback: str | None = None
+        for _ in range(min(_EVICT_LOOK, len(groups))):
             key = next(iter(groups))
-            group = groups.pop(key)
-            if group.idle():
+            group = groups[key]
+            if not group.idle():
+                groups[key] = groups.pop(key)
+                continue
+            if group.paused_until <= now and group.last + self.gap(group, group.interval) <= now:
+                del groups[key]
                 return
-            groups[key] = group
+            if fallback is None:
+                fallback = key
+            groups[key] = groups.pop(key)
+        if fallback is not None:
+            del groups[fallback]
 
     def __len__(self) -> int:
         return len(self._groups)
