@@ -1,0 +1,144 @@
+"""What one origin's robots.txt entry means (policy/site.py): rules, verdict, interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from robotgate import RobotsTxt
+from robotgate.policy.fetch import FetchPolicy
+from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.site import SKIPPED, Interpretation, interpret
+from robotgate.records import Outcome, RobotsEntry
+
+AGENT = "SiteBot/1.0"
+ORIGIN = "http://site.example"
+NOW = 1_700_000_000.0
+
+
+def ok_entry(body: bytes, content_type: str | None = "text/plain") -> RobotsEntry:
+    return RobotsEntry(ORIGIN, Outcome.OK, NOW, NOW + 3600, status=200, body=body,
+                       content_type=content_type, good_at=NOW)
+
+
+def how(**pacing: object) -> Interpretation:
+    return Interpretation(AGENT, pacing=PacingPolicy(**pacing))  # type: ignore[arg-type]
+
+
+def test_rules_decide_per_url_and_the_body_is_dropped() -> None:
+    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n"), how(), started=12.5)
+    assert site.verdict is None and site.rules is not None
+    assert site.entry.body is None  # the store keeps the body, not the cache
+    assert site.fresh_until == NOW + 3600 and site.robots_started == 12.5
+    assert site.allowed("/public", AGENT) and not site.allowed("/private/a", AGENT)
+    d = site.decide("/private/a", AGENT)
+    assert not d.allowed and d.rule is not None and d.rule.line == 2
+
+
+def test_decide_accepts_an_absolute_url_of_the_origin() -> None:
+    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n"), how())
+    assert not site.allowed(ORIGIN + "/private", AGENT)
+
+
+def test_interval_is_delay_or_crawl_delay() -> None:
+    assert interpret(ok_entry(b"User-agent: *\nDisallow:\n"), how(delay=1.5)).interval == 1.5
+    site = interpret(ok_entry(b"User-agent: *\nCrawl-delay: 4\n"), how(delay=1.5))
+    assert site.interval == 4.0 and site.verdict is None
+    site = interpret(ok_entry(b"User-agent: *\nRequest-rate: 1/8\n"), how(delay=1.5))
+    assert site.interval == 8.0
+
+
+def test_crawl_delay_is_per_agent() -> None:
+    body = (b"User-agent: SiteBot\nCrawl-delay: 9\nDisallow: /a\n\n"
+            b"User-agent: *\nCrawl-delay: 2\nDisallow: /b\n")
+    assert interpret(ok_entry(body), how(delay=0.0)).interval == 9.0
+    other = Interpretation("OtherBot", pacing=PacingPolicy(delay=0.0))
+    assert interpret(ok_entry(body), other).interval == 2.0
+
+
+def test_crawl_delay_ignored_when_not_respected() -> None:
+    site = interpret(ok_entry(b"User-agent: *\nCrawl-delay: 30\n"),
+                     how(delay=1.0, respect_crawl_delay=False))
+    assert site.interval == 1.0 and site.verdict is None
+
+
+@pytest.mark.parametrize("line", ["Crawl-delay: 120", "Request-rate: 1/120"])
+def test_long_delay_skips_the_origin_with_a_reason(line: str) -> None:
+    body = f"User-agent: *\n{line}\nDisallow: /x\n".encode()
+    site = interpret(ok_entry(body), how(delay=1.0, max_crawl_delay=60.0))
+    assert site.verdict is not None
+    d = site.decide("/anything", AGENT)
+    assert not d.allowed and d.outcome == SKIPPED
+    assert "120 s exceeds max_crawl_delay 60 s" in d.reason
+    assert not site.allowed("/anything", AGENT)
+    assert site.interval != 60.0  # never quietly shortened to the cap
+
+
+def test_long_delay_is_honoured_in_full_when_asked() -> None:
+    body = b"User-agent: *\nCrawl-delay: 120\nDisallow: /x\n"
+    site = interpret(ok_entry(body), how(max_crawl_delay=60.0, on_long_delay="honour"))
+    assert site.verdict is None and site.interval == 120.0
+    assert site.allowed("/y", AGENT) and not site.allowed("/x", AGENT)
+
+
+def test_crawl_delay_three_with_max_two_is_never_two() -> None:
+    site = interpret(ok_entry(b"User-agent: *\nCrawl-delay: 3\n"), how(max_crawl_delay=2.0))
+    assert site.interval != 2.0 and not site.allowed("/", AGENT)
+    site = interpret(ok_entry(b"User-agent: *\nCrawl-delay: 3\n"),
+                     how(max_crawl_delay=2.0, on_long_delay="honour"))
+    assert site.interval == 3.0
+
+
+@pytest.mark.parametrize(("outcome", "allowed"), [
+    (Outcome.UNAVAILABLE, True), (Outcome.UNREACHABLE, False), (Outcome.FORBIDDEN, False)])
+def test_fetch_outcome_gives_the_verdict(outcome: str, allowed: bool) -> None:
+    entry = RobotsEntry(ORIGIN, outcome, NOW, NOW + 60, status=503,
+                        detail="robots.txt answered 503")
+    site = interpret(entry, how(delay=2.0))
+    assert site.rules is None and site.interval == 2.0
+    d = site.decide("/x", AGENT)
+    assert d.allowed is allowed and d.outcome == outcome
+    assert site.allowed("/x", AGENT) is allowed
+
+
+def test_given_rules_stand_in_for_a_body_the_store_forgot() -> None:
+    rules = RobotsTxt.parse("User-agent: *\nDisallow: /kept\nCrawl-delay: 3\n")
+    entry = ok_entry(b"")
+    entry.body = None
+    site = interpret(entry, how(delay=1.0), rules=rules)
+    assert site.rules is rules and site.interval == 3.0
+    assert not site.allowed("/kept", AGENT)
+
+
+def test_the_charset_of_the_content_type_is_used() -> None:
+    body = "User-agent: *\nDisallow: /café\n".encode("latin-1")
+    site = interpret(ok_entry(body, "text/plain; charset=iso-8859-1"), how())
+    assert not site.allowed("/caf%C3%A9", AGENT)
+
+
+def test_max_bytes_of_the_fetch_policy_caps_parsing() -> None:
+    body = b"User-agent: *\nDisallow: /early\n" + b"#" * 2000 + b"\nDisallow: /late\n"
+    site = interpret(ok_entry(body), Interpretation(AGENT, fetch=FetchPolicy(max_bytes=1000)))
+    assert not site.allowed("/early", AGENT) and site.allowed("/late", AGENT)
+
+
+@pytest.mark.parametrize(("body", "content_type"), [
+    (b"User-agent: *\nDisallow: /\n", "application/octet-stream"),
+    (b"User-agent: *\nDisallow: /\n", None),
+    (b"User-agent: *\nAllow: /a\n", "text/plain"),  # no Disallow line at all
+])
+def test_lwp_conventions_read_an_unusable_body_as_empty(body: bytes,
+                                                        content_type: str | None) -> None:
+    site = interpret(ok_entry(body, content_type),
+                     Interpretation(AGENT, dialect="classic", lwp_conventions=True))
+    assert site.allowed("/x", AGENT)
+
+
+def test_lwp_conventions_keep_a_text_body_with_disallow() -> None:
+    strict = interpret(ok_entry(b"User-agent: *\nDisallow: /\n", "text/plain"),
+                       Interpretation(AGENT, dialect="classic", lwp_conventions=True))
+    assert not strict.allowed("/x", AGENT)
+
+
+def test_new_sites_count_as_recently_used() -> None:
+    site = interpret(ok_entry(b""), how())
+    assert site.used is True and site.host is None
