@@ -92,9 +92,14 @@ _LIBRARY_REDACT: Callable[[str], str] | None = getattr(_urls, "redact", None)
 
 def redact(url: str) -> str:
     """``url`` without its password, fit to print (however broken the URL is)."""
+    userinfo = _userinfo(url)
+    if userinfo is None:
+        return url
     if _LIBRARY_REDACT is not None:
         with contextlib.suppress(Exception):
-            url = _LIBRARY_REDACT(url)
+            shown = _LIBRARY_REDACT(url)
+            if userinfo + "@" not in shown:
+                return shown
     return _drop_password(url)
 
 

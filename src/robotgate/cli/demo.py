@@ -111,7 +111,7 @@ def _report(server: DemoServer, summary: CrawlSummary, skips: Counter[str],
 
 def _server_table(server: DemoServer, delay: float) -> list[str]:
     """Per kind of host: what reached the servers, and the smallest gap they measured."""
-    head = (f"{'what the servers saw':<44} {'hosts':>5} {'robots.txt':>10} {'pages':>6} "
+    head = (f"{'what the servers saw':<46} {'hosts':>5} {'robots.txt':>10} {'pages':>6} "
             f"{'forbidden':>9} {'smallest gap':>12} {'asked':>6}")
     lines = [head]
     for kind, text in KINDS:
@@ -121,7 +121,7 @@ def _server_table(server: DemoServer, delay: float) -> list[str]:
         gaps = [g for g in (h.min_gap() for h in hosts) if g is not None]
         asked = max(_interval(h, delay) for h in hosts)
         lines.append(
-            f"{kind + ': ' + text:<44} {len(hosts):>5} "
+            f"{kind + ': ' + text:<46} {len(hosts):>5} "
             f"{sum(h.robots_requests for h in hosts):>10} "
             f"{sum(len(h.page_times) for h in hosts):>6} "
             f"{sum(h.forbidden_requests for h in hosts):>9} "

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from typing import IO, Any
@@ -17,6 +18,7 @@ from .check import rule_text
 _PROGRESS_INTERVAL = 0.2
 _SUMMARY_ROWS = 20
 _REASON_ORIGINS = 3
+_DIGITS_RE = re.compile(r"(\d+)")
 
 
 class OutputBroken(Exception):
@@ -171,7 +173,7 @@ def clock(seconds: float) -> str:
 def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
     """Per host: pages, skipped by robots.txt, errors, mean interval between requests."""
     tallies = sorted(
-        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), kv[0])
+        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), _natural(kv[0]))
     )
     if not tallies:
         return []
@@ -189,6 +191,11 @@ def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
     if len(tallies) > len(shown):
         lines.append(f"... and {len(tallies) - len(shown)} more hosts")
     return lines
+
+
+def _natural(text: str) -> tuple[tuple[int, str], ...]:
+    # "host:127.0.0.9" before "host:127.0.0.10".
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _DIGITS_RE.split(text))
 
 
 def skipped_origins(summary: CrawlSummary) -> list[str]:
