@@ -631,3 +631,34 @@ def test_check_usage_from_the_drafts_example(
     assert code == 0
     first, second = json_lines(out)
     assert first["usage"] == {"train-ai": False} and second["usage"] == {"train-ai": True}
+
+
+async def test_fetch_lines_carry_the_combined_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    from aiohttp import web
+
+    async def robots(request: web.Request) -> web.Response:
+        return web.Response(text="User-agent: *\nContent-Usage: / train-ai=n\n")
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text="<p>x</p>", content_type="text/html",
+                            headers={"Content-Usage": "search=y, train-ai=y"})
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", robots)
+    app.router.add_get("/{name}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        code, out, _ = await run_async(
+            ["fetch", "-a", AGENT, "--store", "memory", "-q", f"http://127.0.0.1:{port}/a"],
+            capsys,
+        )
+    finally:
+        await runner.cleanup()
+    (record,) = json_lines(out)
+    assert code == 0
+    # The most restrictive statement wins: robots.txt's train-ai=n over the header's y.
+    assert record["usage"] == {"train-ai": False, "search": True}
