@@ -14,8 +14,9 @@ naive     ``workers`` tasks take URLs from one queue in input order and call
 crawl     ``await gate.crawl(urls, handler, concurrency=workers)``: per-host
           queues ordered by each host's next allowed time.
 
-The politeness bound is ``(pages - 1) * delay`` (each host's pages one delay
-apart, robots.txt first); a crawl near it keeps every worker busy across hosts.
+The politeness bound is ``pages * delay``: robots.txt counts as a host's first
+request, then its pages one delay apart; a crawl near it keeps every worker
+busy across hosts.
 The server's arrival times give the smallest interval per host.
 """
 
@@ -83,7 +84,7 @@ async def head_of_line(
         urls = [srv.url(h, f"/page/{p}") for h in range(hosts) for p in range(pages)]
         result: dict[str, Any] = {
             "hosts": hosts, "pages_per_host": pages, "delay": delay, "workers": workers,
-            "bound_s": round((pages - 1) * delay, 3),
+            "bound_s": round(pages * delay, 3),
         }
 
         async with RobotGate(AGENT, delay=delay) as gate:
