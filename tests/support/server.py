@@ -222,7 +222,9 @@ class HostPlan:
     ``page_retry_after``; ``page_status_times`` limits it to the first N page
     requests (``None``: always). ``max_age`` adds ``Cache-Control: max-age`` to
     robots.txt. ``pages`` is the site size used for links; ``seed`` seeds the
-    ``garbage`` bytes (default: the host index).
+    ``garbage`` bytes (default: the host index). ``rate_limit`` (seconds) makes
+    the host a rate-limited server: a page request arriving sooner than that
+    after the last page it let through is answered 429 without ``Retry-After``.
     """
 
     scenario: str = "allow"
@@ -237,6 +239,7 @@ class HostPlan:
     pages: int = 100
     private_fraction: float = 0.2
     seed: int | None = None
+    rate_limit: float | None = None
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -247,6 +250,8 @@ class HostPlan:
         for name in ("crawl_delay", "slow_seconds", "page_delay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        if self.rate_limit is not None and self.rate_limit <= 0:
+            raise ValueError("rate_limit must be > 0 (or None)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +356,7 @@ class _Host:
         "disallowed",
         "in_flight",
         "index",
+        "last_let_through",
         "max_in_flight",
         "ok_headers",
         "other",
@@ -399,6 +405,7 @@ class _Host:
         self.in_flight = 0
         self.max_in_flight = 0
         self.page_status_served = 0
+        self.last_let_through = -float("inf")
 
     def snapshot(self) -> HostStats:
         times = list(self.page_times)
@@ -527,6 +534,8 @@ class BenchServer:
     ``plans`` gives one :class:`HostPlan` (or bare scenario name) per host;
     host ``i`` listens on ``hosts[i]``. ``port=0`` picks a port free on every
     address. Control endpoints live on ``control_host`` on the same port.
+    ``extra_ports`` more ports serve the same hosts (one server, several
+    origins): records stay per host address, whatever the port.
     """
 
     def __init__(
@@ -538,6 +547,7 @@ class BenchServer:
         first_host: str = "127.0.1.1",
         backlog: int = 512,
         shutdown_timeout: float = 0.5,
+        extra_ports: int = 0,
     ) -> None:
         self._plans = [HostPlan(p) if isinstance(p, str) else p for p in plans]
         self.hosts: list[str] = host_addresses(len(self._plans), first_host)
@@ -546,6 +556,8 @@ class BenchServer:
         self.control_host = control_host
         self._requested_port = port
         self._port: int | None = None
+        self._extra_ports = extra_ports
+        self.ports: list[int] = []
         self._backlog = backlog
         self._shutdown_timeout = shutdown_timeout
         # One fixed Last-Modified per server so If-Modified-Since checks are stable.
@@ -595,6 +607,16 @@ class BenchServer:
         _raise_nofile_limit()
         socks = self._bind()
         self._port = socks[0].getsockname()[1]
+        self.ports = [self._port]
+        try:
+            for _ in range(self._extra_ports):
+                more = self._bind_hosts()
+                self.ports.append(more[0].getsockname()[1])
+                socks += more
+        except OSError:
+            for sock in socks:
+                sock.close()
+            raise
         # A low-level web.Server skips routing and middlewares (the handler
         # dispatches by local address and path), keeping per-request cost small.
         web_server = _TimedServer(self._handle, access_log=None)
@@ -627,6 +649,18 @@ class BenchServer:
                 error = exc
         assert error is not None
         raise OSError(f"no port free on all {len(addresses)} addresses: {error}") from error
+
+    def _bind_hosts(self) -> list[socket.socket]:
+        # Another port for the hosts only (control stays on the first).
+        error: OSError | None = None
+        for port in [*_candidate_ports(5), 0, 0, 0]:
+            if port in self.ports:
+                continue
+            try:
+                return _bind_all(self.hosts, port)
+            except OSError as exc:
+                error = exc
+        raise OSError(f"no second port free on all {len(self.hosts)} hosts: {error}") from error
 
     async def close(self) -> None:
         """Stop listening and close connections (in-flight handlers get ``shutdown_timeout``)."""
@@ -680,6 +714,7 @@ class BenchServer:
         """The ready line of the CLI: port, hosts, scenarios, control URL."""
         return {
             "port": self.port,
+            "ports": list(self.ports),
             "hosts": list(self.hosts),
             "scenarios": self.scenarios,
             "control": f"{self.control_url}/__stats",
@@ -759,6 +794,11 @@ class BenchServer:
         ):
             status = plan.page_status
             host.page_status_served += 1
+        if plan.rate_limit is not None and status == 200:
+            if now - host.last_let_through < plan.rate_limit:
+                status = 429  # over the server's rate: no Retry-After, as many servers do
+            else:
+                host.last_let_through = now
         host.page_times.append(now)
         host.page_log.append(PageRecord(now, path, status))
         host.pages_seen.add(path)
@@ -989,6 +1029,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "replaces --hosts/--mix and the per-plan options",
     )
     parser.add_argument("--backlog", type=int, default=512, help="listen backlog per host")
+    parser.add_argument(
+        "--extra-ports", type=int, default=0, help="more ports serving the same hosts"
+    )
     return parser
 
 
@@ -1133,7 +1176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, IndexError) as exc:
         parser.error(str(exc))
     server = BenchServer(
-        plans, port=args.port, control_host=args.control_host, backlog=args.backlog
+        plans,
+        port=args.port,
+        control_host=args.control_host,
+        backlog=args.backlog,
+        extra_ports=args.extra_ports,
     )
     try:
         asyncio.run(_serve(server, args.duration))

@@ -209,6 +209,30 @@ async def test_page_backoff_status(srv: BenchServer, session: aiohttp.ClientSess
     assert [p.status for p in log] == [429, 200]
 
 
+async def test_rate_limited_host(session: aiohttp.ClientSession) -> None:
+    # One page per 30 s is let through; the rest get 429 without Retry-After.
+    async with BenchServer([HostPlan("allow", rate_limit=30.0)]) as server:
+        statuses = []
+        for path in ("/page/1", "/page/2", "/robots.txt", "/page/3"):
+            async with session.get(server.url(0, path)) as resp:
+                statuses.append(resp.status)
+                assert "Retry-After" not in resp.headers
+        assert statuses == [200, 429, 200, 429]
+        assert [p.status for p in server.host_stats(0).page_log] == [200, 429, 429]
+    with pytest.raises(ValueError):
+        HostPlan("allow", rate_limit=0)
+
+
+async def test_extra_port_serves_the_same_hosts(session: aiohttp.ClientSession) -> None:
+    async with BenchServer([HostPlan("allow")] * 2, extra_ports=1) as server:
+        assert len(set(server.ports)) == 2 and server.ports[0] == server.port
+        for port in server.ports:
+            async with session.get(f"http://{server.hosts[1]}:{port}/page/1") as resp:
+                assert resp.status == 200
+        assert server.host_stats(1).page_requests == 2
+        assert server.info()["ports"] == server.ports
+
+
 async def test_control_endpoints(srv: BenchServer, session: aiohttp.ClientSession) -> None:
     for path in ("/robots.txt", "/page/0", "/page/1"):
         async with session.get(srv.url(_index("partial"), path)) as resp:
