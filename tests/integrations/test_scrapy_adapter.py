@@ -162,7 +162,8 @@ async def test_a_real_scrapy_crawl_never_fetches_a_disallowed_page(tmp_path: Pat
         stats = srv.host_stats(0)
     assert proc.returncode == 0, err.decode()
     seen = json.loads(out.decode().strip().splitlines()[-1])
-    assert seen["parsers"] == [PARSER]
+    # The class lives in robotgate.integrations.scrapy.parser; Scrapy loads it by its public name.
+    assert seen["parsers"] == ["robotgate.integrations.scrapy.parser.RobotgateRobotParser"]
     scrapy_stats = seen["stats"]
     # Scrapy met links to /private/ pages and our parser turned them away.
     assert scrapy_stats.get("robotstxt/forbidden", 0) > 0

@@ -1,4 +1,4 @@
-"""robotgate's robots.txt matching for Scrapy, with one setting::
+"""robotgate's robots.txt matching for Scrapy's own middleware, with one setting::
 
     # settings.py
     ROBOTSTXT_OBEY = True
@@ -16,15 +16,18 @@ checks its base class, so this module does not import Scrapy.
 Scrapy hands the parser only the body of the robots.txt response, not its
 status: a 5xx answer is parsed like any page (usually allowing everything)
 rather than treated as "unreachable, disallow all" as RFC 9309 and
-:class:`~robotgate.RobotGate` do.
+:class:`~robotgate.RobotGate` do.  Scrapy's middleware also lets requests
+through while robots.txt is still being fetched, and paces nothing: for the
+status policy, the single flight and pacing, use
+:class:`robotgate.integrations.scrapy.RobotGateMiddleware` instead.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ..decision import Decision
-from ..robots import RobotsTxt
+from ...decision import Decision
+from ...robots import RobotsTxt
 
 __all__ = ["RobotgateRobotParser"]
 
@@ -87,7 +90,12 @@ class RobotgateRobotParser:
         return self.rules.decide(_text(url), _text(user_agent))
 
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
-        """The ``Crawl-delay`` of the agent's group in seconds (Scrapy 2.18+ asks)."""
+        """The ``Crawl-delay`` of the agent's group in seconds, or None.
+
+        Part of Scrapy's ``RobotParser`` interface since 2.18, but nothing in
+        Scrapy (2.19 included) calls it: Scrapy's download delay ignores it.
+        :class:`~robotgate.integrations.scrapy.RobotGateMiddleware` honours it.
+        """
         return self.rules.crawl_delay(_text(user_agent))
 
     def __repr__(self) -> str:

@@ -1,0 +1,209 @@
+"""robotgate for httpx: a transport that checks, paces and caps every request.
+
+>>> async with RobotGate("MyBot/1.0 (+https://example.com/bot)") as gate:  # doctest: +SKIP
+...     async with httpx.AsyncClient(transport=RobotGateTransport(gate),
+...                                  follow_redirects=True) as client:
+...         try:
+...             resp = await client.get("https://example.com/page")
+...         except Disallowed as no:
+...             print(no.decision)
+
+httpx follows redirects above its transport, so every hop reaches
+:meth:`RobotGateTransport.handle_async_request` and is checked and paced on
+its own.  robots.txt is fetched through the same inner transport (no aiohttp
+session is ever opened) with the gate's User-Agent and From headers.
+
+A request holds its server's slot (``max_per_host``) until its body has been
+read or the response closed, as ``gate.fetch`` does: with ``client.stream()``
+close the response (``async with``) or the server's next request waits for it.
+The interval to the next request counts from the arrival of the headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import httpx
+
+from ..decision import Decision
+from ..errors import Disallowed
+from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
+from ..politeness.admission import Admission
+from ..politeness.fleet_slots import CURRENT, LateSlot
+from ..politeness.scheduler import Group
+from ._hops import first_address, hop_refusal
+
+if TYPE_CHECKING:
+    from ..gate.gate import RobotGate
+
+__all__ = ["HttpxRobotsTransport", "RobotGateTransport"]
+
+#: ``Decision.outcome`` of a redirect refused for where it leads (as in the aiohttp adapter).
+REFUSED = "redirect-refused"
+# Set on a request whose answer was a redirect; httpx copies a request's
+# extensions into the redirect it builds, so the next hop knows where it came from.
+_HOP_FROM = "robotgate.redirected_from"
+_CHUNK = 65536
+
+
+class HttpxRobotsTransport:
+    """Sends the robots.txt flow's requests through an httpx transport.
+
+    One GET per call, no redirect followed (the flow follows them), at most
+    ``max_bytes`` of a 2xx body read; a hop from a public site into a private
+    address is answered as refused without being sent.
+    """
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, headers: dict[str, str],
+                 refuse_private: bool = True) -> None:
+        self.inner = inner
+        self.headers = headers
+        self.refuse_private = refuse_private
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        """Send one robots.txt request and return its answer."""
+        if request.previous is not None and self.refuse_private:
+            why = await hop_refusal(request.previous, request.url)
+            if why is not None:
+                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+        headers = {**self.headers, **request.headers}
+        # Identity: a compressed body could inflate far beyond max_bytes per chunk.
+        headers.setdefault("Accept-Encoding", "identity")
+        req = httpx.Request("GET", request.url, headers=headers)
+        resp = await self.inner.handle_async_request(req)
+        try:
+            status = resp.status_code
+            body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
+        finally:
+            await resp.aclose()
+        return RobotsResponse(status, resp.headers, body, request.url)
+
+
+async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes(_CHUNK):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+class _HeldStream(httpx.AsyncByteStream):
+    """A response body that gives its server's slot back once read or closed."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, admission: Admission,
+                 group: Group) -> None:
+        self._stream = stream
+        self._admission = admission
+        self._group: Group | None = group
+
+    def release(self) -> None:
+        group, self._group = self._group, None
+        if group is not None:
+            self._admission.done(group)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+        self.release()
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            self.release()
+
+
+class RobotGateTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that puts every request through ``gate``.
+
+    ``inner`` sends the requests (default ``httpx.AsyncHTTPTransport()``) and
+    is closed by :meth:`aclose`; the gate is not (it is yours).  Creating the
+    transport makes the gate fetch robots.txt through ``inner``.
+
+    A disallowed URL raises :class:`~robotgate.Disallowed` from the client
+    call, as does a redirect from a public site into a private address.
+    """
+
+    def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.gate = gate
+        self.admission = gate.admission
+        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        self.headers = dict(gate._headers)
+        self.refuse_private = gate.client.refuse_private
+        self.robots = HttpxRobotsTransport(self.inner, self.headers, self.refuse_private)
+        gate.set_robots_transport(self.robots)
+        if gate.pace_by == "ip":
+            # The gate's own resolver would open an aiohttp session.
+            gate.keys.set_resolver(first_address)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Check, pace and send one request (one hop of a redirect chain)."""
+        url = str(request.url)
+        came_from = request.extensions.pop(_HOP_FROM, None)
+        if isinstance(came_from, str) and self.refuse_private:
+            why = await hop_refusal(came_from, url)
+            if why is not None:
+                raise Disallowed(url, Decision(False, why, outcome=REFUSED))
+        admission = self.admission
+        group = admission.admit(url)
+        if not isinstance(group, Group):
+            group = await group
+        try:
+            headers = request.headers
+            for name, value in self.headers.items():
+                headers[name] = value
+            sent_at = asyncio.get_running_loop().time()
+            resp = await self._send(request, group)
+            try:
+                pending = admission.answered(group, resp.status_code,
+                                             resp.headers.get("Retry-After"), sent_at)
+                if pending is not None:
+                    await pending
+            except BaseException:
+                await resp.aclose()
+                raise
+        except BaseException:
+            admission.done(group)
+            raise
+        if resp.status_code in REDIRECTS and "Location" in resp.headers:
+            request.extensions[_HOP_FROM] = url
+        stream = resp.stream
+        if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
+            admission.done(group)  # the inner transport read the body already (MockTransport)
+        else:
+            resp.stream = _HeldStream(stream, admission, group)
+        return resp
+
+    async def _send(self, request: httpx.Request, group: Group) -> httpx.Response:
+        fleet = self.admission.fleet
+        if fleet is None:
+            return await self.inner.handle_async_request(request)
+        loop = asyncio.get_running_loop()
+        while True:
+            slot = CURRENT.get()
+            try:
+                if slot is not None:
+                    slot.check(loop.time())
+                resp = await self.inner.handle_async_request(request)
+                fleet.on_time()
+                return resp
+            except LateSlot:
+                # Too late for its fleet slot (the loop lagged): not sent; ask again.
+                assert slot is not None
+                fleet.missed(slot)
+                wait = await fleet.reserve(group.key, self.admission.scheduler.gap(
+                    group, group.interval))
+                if wait:
+                    await asyncio.sleep(wait)
+            finally:
+                CURRENT.set(None)
+
+    async def aclose(self) -> None:
+        """Close the inner transport (the gate stays open)."""
+        await self.inner.aclose()

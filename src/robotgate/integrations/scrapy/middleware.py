@@ -1,0 +1,452 @@
+"""robotgate's three promises inside Scrapy: a downloader middleware.
+
+Enable it in place of Scrapy's ``RobotsTxtMiddleware``::
+
+    ROBOTSTXT_OBEY = True
+    DOWNLOADER_MIDDLEWARES = {
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "robotgate.integrations.scrapy.RobotGateMiddleware": 100,
+    }
+
+Each request is admitted by the gate before Scrapy downloads it: robots.txt is
+fetched once per origin through Scrapy's own engine (proxies, TLS settings,
+headers and stats apply) and every request waiting on it gets the answer; a
+disallowed request is dropped with :class:`RobotsDisallowed` (an
+``IgnoreRequest`` carrying the :class:`~robotgate.Decision`); an allowed one
+waits for its server's turn inside :meth:`RobotGateMiddleware.process_request`
+and holds the server's slot until its response is downloaded.  So no two
+requests to a server are closer than the gate's interval, whatever Scrapy's
+own download delay and its jitter do (they can only add to it).
+
+Needs Scrapy's asyncio reactor (the default since Scrapy 2.13).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from scrapy import Request, signals
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured, StopDownload
+from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from ...decision import Decision
+from ...errors import Disallowed, GateClosed
+from ...gate.gate import RobotGate
+from ...policy.fetch_flow import RobotsRequest, RobotsResponse
+from ...politeness.admission import Admission
+from ...politeness.scheduler import Group
+from ...urls import InvalidURL
+from .._hops import first_address, hop_refusal
+from .settings import make_store, read_settings
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+__all__ = ["RobotGateMiddleware", "RobotsDisallowed", "ScrapyRobotsTransport"]
+
+log = logging.getLogger("robotgate.scrapy")
+
+#: ``request.meta`` key that keeps a request away from the middleware (its own
+#: robots.txt requests set it).
+SKIP = "robotgate_skip"
+_HELD = "_robotgate_held"  # the server slot a request holds
+_CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
+_GOT = "_robotgate_bytes"
+_PARK = "_robotgate_park"  # a copy on its way to the parking
+_WAS_PARKED = "_robotgate_was_parked"
+
+
+class RobotsDisallowed(IgnoreRequest):
+    """robots.txt forbids the request: ``decision`` says which rule, or the fetch outcome."""
+
+    def __init__(self, url: str, decision: Decision) -> None:
+        super().__init__(f"Forbidden by robots.txt: {url}: {decision.reason}")
+        self.url = url
+        self.decision = decision
+
+
+def _gone() -> None:
+    """What a held slot pickles as (disk queues): nothing to release in another process."""
+    return None
+
+
+class _Held:
+    """The server slot a request holds, given back once (answered, failed or dropped)."""
+
+    __slots__ = ("__weakref__", "admission", "group", "later")
+
+    def __init__(self, admission: Admission, group: Group,
+                 later: Callable[[Awaitable[None]], None]) -> None:
+        self.admission = admission
+        self.group: Group | None = group
+        self.later = later
+
+    def finish(self, status: int, retry_after: str | None) -> None:
+        """The response arrived: pace from now (Retry-After, back-off), then release."""
+        group = self.group
+        if group is None:
+            return
+        pending = self.admission.answered(group, status, retry_after)
+        if pending is not None:
+            self.later(pending)
+        self.release()
+
+    def release(self) -> None:
+        group, self.group = self.group, None
+        if group is not None:
+            self.admission.done(group)
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_gone, ())
+
+
+def _retry_after(response: Response) -> str | None:
+    value = response.headers.get(b"Retry-After")
+    return value.decode("latin-1") if value is not None else None
+
+
+def _require_asyncio() -> None:
+    """Raise a clear error unless Scrapy runs on asyncio (the gate is asyncio code)."""
+    import importlib
+
+    try:
+        check = importlib.import_module("scrapy.utils.asyncio").is_asyncio_available
+    except (ImportError, AttributeError):  # Scrapy < 2.14
+        check = importlib.import_module("scrapy.utils.reactor").is_asyncio_reactor_installed
+    try:
+        ok = bool(check())
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(
+            "RobotGateMiddleware needs Scrapy's asyncio reactor: set TWISTED_REACTOR = "
+            "'twisted.internet.asyncioreactor.AsyncioSelectorReactor' (Scrapy's default) "
+            "and do not install another reactor first")
+
+
+class ScrapyRobotsTransport:
+    """Sends the robots.txt flow's requests through Scrapy's engine.
+
+    No redirect is followed by Scrapy (the flow follows them, checking each
+    hop), none is retried (the flow's status policy decides), and at most
+    ``max_bytes`` of the body is downloaded.
+    """
+
+    def __init__(self, crawler: Crawler, headers: dict[str, str],
+                 refuse_private: bool = True) -> None:
+        self.crawler = crawler
+        self.headers = headers
+        self.refuse_private = refuse_private
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        """Download one robots.txt request; network errors propagate (the flow's to judge)."""
+        if request.previous is not None and self.refuse_private:
+            why = await hop_refusal(request.previous, request.url)
+            if why is not None:
+                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+        headers = {**self.headers, **request.headers}
+        # Identity: the byte cap counts what the server sends.
+        headers.setdefault("Accept-Encoding", "identity")
+        req = Request(
+            request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
+            meta={SKIP: True, "dont_obey_robotstxt": True, "dont_redirect": True,
+                  "dont_retry": True, "handle_httpstatus_all": True,
+                  _CAP: request.max_bytes},
+        )
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("robotgate/robots/request_count")
+        resp = await self._download(req)
+        status = resp.status
+        if stats is not None:
+            stats.inc_value(f"robotgate/robots/response_status_count/{status}")
+        body = resp.body[:request.max_bytes] if 200 <= status < 300 else None
+        # Scrapy's CaseInsensitiveDict: the flow's header look-ups ignore case, as it needs.
+        headers_out = cast("Mapping[str, str]", resp.headers.to_unicode_dict())
+        return RobotsResponse(status, headers_out, body, request.url)
+
+    async def _download(self, req: Request) -> Response:
+        engine = self.crawler.engine
+        if engine is None:
+            raise RuntimeError("the Scrapy engine is not running")
+        download_async = getattr(engine, "download_async", None)
+        if download_async is not None:  # Scrapy 2.14+
+            resp: Response = await download_async(req)
+            return resp
+        return await maybe_deferred_to_future(engine.download(req))
+
+    @staticmethod
+    def bytes_received(data: bytes, request: Request, **_: Any) -> None:
+        """Signal handler: stop a robots.txt download once ``max_bytes`` have arrived."""
+        meta = request.meta
+        cap = meta.get(_CAP)
+        if cap is None:
+            return
+        got = meta.get(_GOT, 0) + len(data)
+        meta[_GOT] = got
+        if got >= cap:
+            raise StopDownload(fail=False)
+
+
+class RobotGateMiddleware:
+    """A Scrapy downloader middleware: robots.txt obeyed, servers paced, as the gate does.
+
+    Configured by the ``ROBOTGATE_*`` settings (see docs/integrations.md);
+    ``gate`` is the :class:`~robotgate.RobotGate` it drives (for ``describe()``
+    or ``stats``).  A request with ``meta["dont_obey_robotstxt"]`` is left alone.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured("ROBOTSTXT_OBEY is False")
+        _require_asyncio()
+        self.crawler = crawler
+        # The gate's delay replaces Scrapy's: a DOWNLOAD_DELAY the user set is its default.
+        user_delay = None
+        if (settings.getpriority("DOWNLOAD_DELAY") or 0) > 0:
+            user_delay = settings.getfloat("DOWNLOAD_DELAY")
+        conf = read_settings(settings, getattr(crawler.spider, "user_agent", None),
+                             download_delay=user_delay)
+        store = make_store(conf.store, conf.store_prefix)
+        try:
+            self.gate = RobotGate(conf.user_agent, store=store, **conf.options)
+        except ValueError as exc:
+            raise ValueError(f"robotgate settings: {exc}") from None
+        gate = self.gate
+        self.admission = gate.admission
+        self.headers = dict(gate._headers)
+        self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.client.refuse_private)
+        gate.set_robots_transport(self.robots)
+        if gate.pace_by == "ip":
+            gate.keys.set_resolver(first_address)  # not the gate's aiohttp resolver
+        self._opened: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
+        #: ROBOTGATE_PARK: keep the requests of a busy server out of Scrapy's downloader.
+        self.park = settings.getbool("ROBOTGATE_PARK", True)
+        self._wait_cap = gate.max_per_host
+        self._waiting: dict[str, int] = {}  # pace key -> requests waiting here
+        self._parked: dict[str, deque[Request]] = {}
+        self._parked_count = 0
+        if settings.getbool("AUTOTHROTTLE_ENABLED"):
+            log.warning("AutoThrottle's delays are replaced by robotgate's pacing "
+                        "(ROBOTGATE_DELAY, Crawl-delay, back-off on 429/503)")
+        sig = crawler.signals
+        sig.connect(self._spider_closed, signal=signals.spider_closed)
+        sig.connect(self._request_scheduled, signal=signals.request_scheduled)
+        sig.connect(self._spider_idle, signal=signals.spider_idle)
+        sig.connect(self._response_downloaded, signal=signals.response_downloaded)
+        sig.connect(self._request_left, signal=signals.request_left_downloader)
+        sig.connect(self._reached_downloader, signal=signals.request_reached_downloader)
+        sig.connect(ScrapyRobotsTransport.bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        """Scrapy's factory."""
+        return cls(crawler)
+
+    # -- requests ------------------------------------------------------------------
+
+    async def process_request(self, request: Request, spider: Any = None) -> Request | None:
+        """Admit ``request``: robots.txt verdict, then its server's turn (awaited here).
+
+        Returns a copy of the request to put it back in line (see :meth:`_park`).
+        """
+        meta = request.meta
+        if meta.get(SKIP) or meta.get("dont_obey_robotstxt"):
+            return None
+        inherited = meta.pop(_HELD, None)
+        if isinstance(inherited, _Held):
+            inherited.release()  # copied from a request that never reached the downloader
+        url = request.url
+        if not url.startswith(("http://", "https://")):
+            return None
+        if self._opened is None or not self._opened.done():
+            await self._open()
+        admission = self.admission
+        try:
+            got = admission.admit(url)
+            if isinstance(got, Group):
+                group = got
+            else:
+                key = self.gate.pace_key(url)
+                if self.park and self._waiting.get(key, 0) >= self._wait_cap:
+                    if inspect.iscoroutine(got):
+                        got.close()  # never started: nothing to undo
+                    return self._park(request)
+                group = await self._wait(request, key, got)
+        except Disallowed as no:
+            self._count(no.decision)
+            log.debug("Forbidden by robots.txt: %s: %s", request, no.decision)
+            raise RobotsDisallowed(no.url, no.decision) from None
+        except InvalidURL as exc:
+            raise IgnoreRequest(f"robotgate: {exc}") from None
+        except GateClosed:
+            raise IgnoreRequest("robotgate: the crawl is closing") from None
+        meta.pop(_WAS_PARKED, None)
+        held = _Held(admission, group, self._later)
+        meta[_HELD] = held
+        # Last resort: a request dropped between here and the downloader gives its slot back.
+        weakref.finalize(request, held.release).atexit = False
+        headers = request.headers
+        for name, value in self.headers.items():
+            headers[name] = value
+        return None
+
+    async def _wait(self, request: Request, key: str, turn: Awaitable[Group]) -> Group:
+        # While it waits, the request counts as active in its Scrapy download
+        # slot, so that Scrapy's DownloaderAwarePriorityQueue (the default)
+        # feeds the other servers rather than this one's queue.
+        waiting = self._waiting
+        waiting[key] = waiting.get(key, 0) + 1
+        slot = None
+        engine = self.crawler.engine
+        if engine is not None:
+            downloader = engine.downloader
+            slot = downloader.slots.get(downloader.get_slot_key(request))
+        if slot is not None:
+            slot.active.add(request)
+        try:
+            return await turn
+        finally:
+            if slot is not None:
+                slot.active.discard(request)
+            left = waiting[key] - 1
+            if left:
+                waiting[key] = left
+            else:
+                del waiting[key]
+            self._unpark(key)
+
+    # -- parking: requests of a busy server wait outside Scrapy's downloader --------
+
+    def _park(self, request: Request) -> Request:
+        """Take ``request`` out of the downloader until its server's line moves.
+
+        Scrapy counts every request inside the downloader (its middlewares
+        included) against ``CONCURRENT_REQUESTS``: requests waiting for one
+        paused server would starve all the others.  So beyond ``max_per_host``
+        waiting requests per server, a request is returned to the engine as a
+        marked copy, which the ``request_scheduled`` handler keeps aside (out
+        of Scrapy's scheduler and downloader) until one of the server's
+        waiting requests gets its turn.
+        """
+        copy = request.replace(dont_filter=True)  # it was seen: the dupefilter must let it in
+        copy.meta[_PARK] = self.gate.pace_key(request.url)
+        return copy
+
+    def _request_scheduled(self, request: Request, **_: Any) -> None:
+        key = request.meta.pop(_PARK, None)
+        if key is None:
+            return
+        line = self._parked.get(key)
+        if line is None:
+            line = self._parked[key] = deque()
+        if request.meta.get(_WAS_PARKED):
+            line.appendleft(request)  # parked again: keeps its place
+        else:
+            request.meta[_WAS_PARKED] = True
+            line.append(request)
+        self._parked_count += 1
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value("robotgate/parked")
+        raise IgnoreRequest("robotgate: parked until its server's turn")  # not scheduled now
+
+    def _unpark(self, key: str) -> None:
+        line = self._parked.get(key)
+        if not line:
+            return
+        request = line.popleft()
+        if not line:
+            del self._parked[key]
+        self._parked_count -= 1
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            engine.crawl(request)
+
+    def _spider_idle(self, **_: Any) -> None:
+        # Only reached if a parked request lost its waiter: let them all go.
+        if not self._parked_count:
+            return
+        for key in list(self._parked):
+            while key in self._parked:
+                self._unpark(key)
+        raise DontCloseSpider
+
+    def process_response(self, request: Request, response: Response,
+                         spider: Any = None) -> Response:
+        """A response that did not come from the downloader (a cache) ends the turn too."""
+        held = request.meta.pop(_HELD, None)
+        if isinstance(held, _Held):
+            held.finish(response.status, _retry_after(response))
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException,
+                          spider: Any = None) -> None:
+        """A failed request gives its slot back (the next one is paced from its start)."""
+        held = request.meta.pop(_HELD, None)
+        if isinstance(held, _Held):
+            held.release()
+        return None
+
+    def _count(self, decision: Decision) -> None:
+        stats = self.crawler.stats
+        if stats is None:
+            return
+        stats.inc_value("robotgate/disallowed")
+        kind = decision.outcome or ("rule" if decision.rule is not None else "other")
+        stats.inc_value(f"robotgate/disallowed/{kind}")
+
+    # -- signals -------------------------------------------------------------------
+
+    def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        # Sent as soon as the download ends, before any middleware (Retry,
+        # Redirect) may replace the response with a new request.
+        held = request.meta.pop(_HELD, None)
+        if isinstance(held, _Held):
+            held.finish(response.status, _retry_after(response))
+
+    def _reached_downloader(self, request: Request, **_: Any) -> None:
+        # The gate paces; Scrapy's slot delay (and its jitter) would only shift
+        # requests away from the times the gate gave them.  Sent after the slot
+        # exists and before Scrapy computes its delay.
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        slot = engine.downloader.slots.get(request.meta.get("download_slot", ""))
+        if slot is not None and slot.delay:
+            slot.delay = 0.0
+
+    def _request_left(self, request: Request, **_: Any) -> None:
+        held = request.meta.pop(_HELD, None)
+        if isinstance(held, _Held):
+            held.release()
+
+    def _later(self, pending: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(pending)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _open(self) -> None:
+        if self._opened is None:
+            self._opened = asyncio.ensure_future(self.gate.open())
+        await asyncio.shield(self._opened)
+
+    async def _spider_closed(self, **_: Any) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        stats = self.crawler.stats
+        if stats is not None:
+            for name, value in self.gate.stats.items():
+                if name != "disallowed":
+                    stats.set_value(f"robotgate/{name}", value)
+        await self.gate.close()

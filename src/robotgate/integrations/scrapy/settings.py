@@ -1,0 +1,144 @@
+"""The ``ROBOTGATE_*`` settings of the Scrapy middleware, read into RobotGate's arguments.
+
+Pure: takes anything with Scrapy's ``settings.get`` and imports no Scrapy, so
+it is testable alone.  docs/integrations.md has the table of settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...store.base import Store
+
+__all__ = ["SETTINGS", "GateSettings", "make_store", "read_settings"]
+
+
+class SettingsLike(Protocol):
+    """What the reader needs of Scrapy's ``Settings``."""
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+
+def _float(value: Any) -> float:
+    return float(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None or value == "" else float(value)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None or value == "" else int(value)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"not a boolean: {value!r}")
+    return bool(value)
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+#: setting name -> (RobotGate keyword, converter, default); ``None`` defaults are the gate's.
+SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
+    "ROBOTGATE_FROM": ("from_", _optional_text, None),
+    "ROBOTGATE_DELAY": ("delay", _float, 1.0),
+    "ROBOTGATE_MAX_PER_HOST": ("max_per_host", _optional_int, None),
+    "ROBOTGATE_MAX_CONCURRENCY": ("max_concurrency", _optional_int, None),
+    "ROBOTGATE_PACE_BY": ("pace_by", _text, "host"),
+    "ROBOTGATE_DIALECT": ("dialect", _text, "rfc9309"),
+    "ROBOTGATE_MAX_CRAWL_DELAY": ("max_crawl_delay", _float, 60.0),
+    "ROBOTGATE_ON_LONG_DELAY": ("on_long_delay", _text, "skip"),
+    "ROBOTGATE_RESPECT_CRAWL_DELAY": ("respect_crawl_delay", _bool, True),
+    "ROBOTGATE_MAX_BACKOFF": ("max_backoff", _float, 3600.0),
+    "ROBOTGATE_LATENCY_FACTOR": ("latency_factor", _optional_float, None),
+    "ROBOTGATE_RECHECK_VISITS": ("recheck_visits", _optional_int, 1000),
+    "ROBOTGATE_MAX_ORIGINS": ("max_origins", int, 100_000),
+    "ROBOTGATE_ALLOW_PRIVATE_REDIRECTS": ("allow_private_redirects", _bool, False),
+}
+
+
+@dataclass
+class GateSettings:
+    """What the middleware builds its gate from."""
+
+    user_agent: str
+    store: str = "memory"
+    store_prefix: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def read_settings(settings: SettingsLike, spider_user_agent: str | None = None,
+                  download_delay: float | None = None) -> GateSettings:
+    """Read the ``ROBOTGATE_*`` settings; a bad value raises ValueError naming the setting.
+
+    The User-Agent is ``ROBOTGATE_USER_AGENT``, else the spider's ``user_agent``
+    attribute, else Scrapy's ``USER_AGENT`` (what Scrapy would send anyway).
+    ``download_delay`` (a ``DOWNLOAD_DELAY`` the user set) is the default of
+    ``ROBOTGATE_DELAY``, which replaces it.
+
+    >>> read_settings({"USER_AGENT": "Bot/1", "ROBOTGATE_DELAY": "0.5"}).options["delay"]
+    0.5
+    """
+    agent = (settings.get("ROBOTGATE_USER_AGENT") or spider_user_agent
+             or settings.get("USER_AGENT"))
+    if not agent:
+        raise ValueError("ROBOTGATE_USER_AGENT (or Scrapy's USER_AGENT) must name the robot")
+    options: dict[str, Any] = {}
+    for name, (keyword, convert, default) in SETTINGS.items():
+        raw = settings.get(name)
+        if raw is None and name == "ROBOTGATE_DELAY" and download_delay is not None:
+            raw = download_delay
+        if raw is None:
+            options[keyword] = default
+            continue
+        try:
+            options[keyword] = convert(raw)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    store = settings.get("ROBOTGATE_STORE") or "memory"
+    prefix = _optional_text(settings.get("ROBOTGATE_STORE_PREFIX"))
+    return GateSettings(str(agent), str(store), prefix, options)
+
+
+def make_store(spec: str, prefix: str | None = None) -> Store:
+    """The store ``ROBOTGATE_STORE`` names (not opened yet).
+
+    ``memory`` (default: one process), a Redis URL (``redis://``, ``rediss://``,
+    ``unix://``: a fleet; ``prefix`` names its keys), or a SQLite file path
+    (``sqlite:PATH`` or just ``PATH``: processes on one machine, and restarts).
+    """
+    from ...store.memory import MemoryStore
+    from ...store.sqlite import SQLiteStore
+
+    spec = spec.strip()
+    if spec == "memory":
+        return MemoryStore()
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from ...store.redis import RedisStore
+        except ImportError:
+            raise ValueError("ROBOTGATE_STORE: a Redis store needs the redis package: "
+                             "pip install 'robotgate[redis]'") from None
+        return RedisStore(spec, prefix=prefix) if prefix else RedisStore(spec)
+    path = spec[len("sqlite:"):] if spec.startswith("sqlite:") else spec
+    if not path:
+        raise ValueError("ROBOTGATE_STORE: give 'memory', a SQLite path or a Redis URL")
+    file = Path(os.path.expanduser(path))
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(file)

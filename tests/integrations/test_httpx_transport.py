@@ -1,0 +1,232 @@
+"""RobotGateTransport: the gate's promises through httpx, checked at loopback servers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+from robotgate.policy.fetch_flow import RobotsRequest
+from tests.support.server import BenchServer, HostPlan, page_paths
+
+httpx = pytest.importorskip("httpx")
+
+from robotgate.integrations.httpx import HttpxRobotsTransport, RobotGateTransport  # noqa: E402
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+
+
+async def test_500_concurrent_requests_one_robots_fetch_per_origin() -> None:
+    async with BenchServer([HostPlan("slow", slow_seconds=0.5) for _ in range(5)]) as srv:
+        urls = [srv.url(i, p) for i in range(5) for p in page_paths(100)]
+        async with RobotGate(AGENT, delay=0, max_per_host=4) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+
+            async def get(url: str) -> int | str:
+                try:
+                    return (await client.get(url)).status_code
+                except Disallowed as no:
+                    assert no.decision.rule is not None and no.decision.rule.line == 2
+                    return "disallowed"
+
+            results = await asyncio.wait_for(asyncio.gather(*(get(u) for u in urls)), 60)
+            assert gate._session is None  # no aiohttp session was ever opened
+            assert gate.stats["robots_requests"] == 5
+        hosts = [srv.host_stats(i) for i in range(5)]
+    assert results.count("disallowed") == 100
+    assert results.count(200) == 400
+    for host in hosts:
+        assert host.robots_requests == 1
+        assert host.disallowed_page_requests == 0
+        assert host.page_requests == 80
+
+
+async def test_unreachable_robots_txt_disallows_everything() -> None:
+    async with BenchServer([HostPlan("503_retry", retry_after=30), HostPlan("reset")]) as srv:
+        async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+            for i in range(2):
+                for path in page_paths(5, 0):
+                    with pytest.raises(Disallowed) as no:
+                        await client.get(srv.url(i, path))
+                    assert no.value.decision.outcome == "unreachable"
+        hosts = [srv.host_stats(i) for i in range(2)]
+    assert [h.robots_requests for h in hosts] == [1, 1]
+    assert [h.page_requests for h in hosts] == [0, 0]
+
+
+async def test_crawl_delay_is_honoured_at_the_server() -> None:
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.5)]) as srv:
+        async with RobotGate(AGENT, delay=0, max_per_host=3) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+            urls = [srv.url(0, p) for p in page_paths(5, 0)]
+            await asyncio.wait_for(asyncio.gather(*(client.get(u) for u in urls)), 30)
+        host = srv.host_stats(0)
+    assert host.page_requests == 5
+    assert host.min_interval is not None and host.min_interval >= 0.5
+    assert host.page_times[0] - host.robots_times[0] >= 0.5
+
+
+async def test_retry_after_rests_one_host_only() -> None:
+    plans = [HostPlan("allow", page_status=429, page_retry_after=2, page_status_times=1),
+             HostPlan("allow")]
+    async with BenchServer(plans) as srv:
+        async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+            urls = [srv.url(0, p) for p in page_paths(3, 0)] + [
+                srv.url(1, p) for p in page_paths(20, 0)]
+            await asyncio.wait_for(asyncio.gather(*(client.get(u) for u in urls)), 30)
+        rested, plain = srv.host_stats(0), srv.host_stats(1)
+    assert rested.page_log[0].status == 429
+    assert rested.page_times[1] - rested.page_times[0] >= 2.0
+    assert plain.page_requests == 20
+    assert max(plain.page_times) < rested.page_times[1]
+
+
+# -- a small server of our own: redirects, and every request's headers -------------------
+
+
+class Site:
+    """robots.txt disallowing /private/, redirects, and a log of every request."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str | None, str | None]] = []  # path, User-Agent, From
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.log.append((path, request.headers.get("User-Agent"), request.headers.get("From")))
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        if path.startswith("/go/"):
+            raise web.HTTPFound(path[len("/go"):])
+        return web.Response(text=f"page {path}")
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def paths(self) -> list[str]:
+        return [p for p, _, _ in self.log]
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    site = Site()
+    server = web.Server(site.handle)
+    runner = web.ServerRunner(server)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    site.port = runner.addresses[0][1]
+    try:
+        yield site
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_redirect_into_a_disallowed_path_is_refused(site: Site) -> None:
+    async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate), follow_redirects=True) as client:
+        with pytest.raises(Disallowed) as no:
+            await client.get(site.base + "/go/private/secret")
+        assert no.value.decision.rule is not None
+        resp = await client.get(site.base + "/go/public/page")
+        assert resp.status_code == 200 and resp.text == "page /public/page"
+        assert [str(r.url) for r in resp.history] == [site.base + "/go/public/page"]
+    assert "/private/secret" not in site.paths()
+    assert site.paths().count("/robots.txt") == 1
+
+
+async def test_the_gates_user_agent_and_from_on_every_request(site: Site) -> None:
+    async with RobotGate(AGENT, from_="ops@example.com", delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate), follow_redirects=True,
+            headers={"User-Agent": "something-else/1"}) as client:
+        await client.get(site.base + "/a")
+        await client.get(site.base + "/go/b")
+        await client.get(site.base + "/c", headers={"User-Agent": "another/2"})
+    assert site.paths() == ["/robots.txt", "/a", "/go/b", "/b", "/c"]
+    assert {(ua, sender) for _, ua, sender in site.log} == {(AGENT, "ops@example.com")}
+
+
+# -- without a network: httpx's MockTransport as the inner transport -----------------------
+
+
+async def test_a_redirect_from_a_public_site_into_loopback_is_refused() -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        if request.url.path == "/robots.txt":
+            return httpx.Response(200, text="User-agent: *\nAllow: /\n")
+        return httpx.Response(302, headers={"Location": "http://127.0.0.1/admin"})
+
+    async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate, httpx.MockTransport(answer)),
+            follow_redirects=True) as client:
+        with pytest.raises(Disallowed) as no:
+            await client.get("http://93.184.216.34/start")
+    assert no.value.decision.outcome == "redirect-refused"
+    assert "non-public address" in no.value.decision.reason
+    assert seen == ["http://93.184.216.34/robots.txt", "http://93.184.216.34/start"]
+
+
+async def test_robots_transport_refuses_private_hops_and_caps_the_body() -> None:
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        assert request.headers["User-Agent"] == AGENT
+        return httpx.Response(200, content=b"x" * 100_000)
+
+    robots = HttpxRobotsTransport(httpx.MockTransport(answer), {"User-Agent": AGENT})
+    refused = await robots.send(RobotsRequest("http://127.0.0.1/robots.txt",
+                                              previous="http://93.184.216.34/robots.txt"))
+    assert refused.refused is not None and sent == []
+    capped = await robots.send(RobotsRequest("http://93.184.216.34/robots.txt", max_bytes=1000))
+    assert capped.status == 200 and capped.body == b"x" * 1000
+
+
+class Body(httpx.AsyncByteStream):
+    """A streamed body (MockTransport reads a plain one at once)."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b"body"
+
+
+async def test_the_slot_is_held_until_the_body_is_read() -> None:
+    started: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        started.append(request.url.path)
+        if request.url.path == "/robots.txt":
+            return httpx.Response(200, text="User-agent: *\nAllow: /\n")
+        return httpx.Response(200, stream=Body())
+
+    async with RobotGate(AGENT, delay=0, max_per_host=1) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate, httpx.MockTransport(answer))) as client:
+        async with client.stream("GET", "http://93.184.216.34/one") as resp:
+            second = asyncio.ensure_future(client.get("http://93.184.216.34/two"))
+            await asyncio.sleep(0.2)
+            assert started == ["/robots.txt", "/one"]  # /two waits for /one's body
+            await resp.aread()
+        assert (await asyncio.wait_for(second, 10)).status_code == 200
+    assert started == ["/robots.txt", "/one", "/two"]
+
+
+async def test_aclose_closes_the_inner_transport_not_the_gate() -> None:
+    class Inner(httpx.AsyncBaseTransport):
+        closed = False
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    inner = Inner()
+    async with RobotGate(AGENT) as gate:
+        async with httpx.AsyncClient(transport=RobotGateTransport(gate, inner)):
+            pass
+        assert inner.closed
+        assert not gate._closed

@@ -1,0 +1,237 @@
+"""RobotGateMiddleware in real Scrapy crawls against the loopback server.
+
+Each crawl runs in a subprocess (tests/integrations/scrapy_crawl_runner.py)
+with a fresh asyncio reactor; the server records what reached it, so every
+check is made where it matters: at the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from robotgate.decision import Decision
+from robotgate.integrations.scrapy.settings import make_store, read_settings
+from robotgate.store import MemoryStore, SQLiteStore
+from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
+
+pytest.importorskip("scrapy")
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = "tests.integrations.scrapy_crawl_runner"
+
+
+async def crawl(config: dict[str, Any], timeout: float = 25) -> dict[str, Any]:
+    """Run one crawl; returns the runner's JSON (stats, pages, dropped) and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", RUNNER, json.dumps(config),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)  # hang guard
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()[-4000:]
+    lines = out.decode().strip().splitlines()
+    assert lines, err.decode()[-4000:]
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["stderr"] = err.decode()
+    return result
+
+
+def stat(result: dict[str, Any], name: str) -> int:
+    return int(result["stats"].get(name, 0))
+
+
+# -- robots.txt: once per host, and its verdict before any page --------------------
+
+
+async def test_burst_while_robots_txt_takes_2s_fetches_no_disallowed_page() -> None:
+    # Scrapy's own middleware let 6 disallowed pages through in this race (issue 16).
+    async with BenchServer([HostPlan("slow", slow_seconds=2.0)]) as srv:
+        urls = [srv.url(0, p) for p in page_paths(100)]  # 20 of them under /private/
+        result = await crawl({"urls": urls, "settings": {
+            "ROBOTGATE_DELAY": 0, "ROBOTGATE_MAX_PER_HOST": 4,
+            "CONCURRENT_REQUESTS": 100, "CONCURRENT_REQUESTS_PER_DOMAIN": 100}})
+        host = srv.host_stats(0)
+    assert host.robots_requests == 1
+    assert host.disallowed_page_requests == 0
+    assert host.page_requests == 80
+    assert stat(result, "robotgate/disallowed") == 20
+    assert stat(result, "robotgate/disallowed/rule") == 20
+    dropped = result["dropped"]
+    assert len(dropped) == 20
+    assert {d["error"] for d in dropped} == {"RobotsDisallowed"}
+    assert {d["line"] for d in dropped} == {2}  # the decision travels with the exception
+    assert all("Disallow: /private/" in d["message"] for d in dropped)
+
+
+async def test_each_robots_outcome_through_scrapys_engine() -> None:
+    # 5xx, 429 and network errors disallow the site; 4xx allows it; redirects are
+    # followed by the flow; a 2 MiB file is read up to 500 KiB (the rules come first).
+    scenarios = ["503_retry", "500", "429", "reset", "404", "redirect_chain", "huge", "allow"]
+    # Retry-After 30: robots.txt is asked again only after that (the retry with back-off).
+    plans = [HostPlan(s, pages=10, retry_after=30) for s in scenarios]
+    async with BenchServer(plans) as srv:
+        urls = [srv.url(i, p) for p in page_paths(10) for i in range(len(scenarios))]
+        result = await crawl({"urls": urls, "settings": {"ROBOTGATE_DELAY": 0}})
+        hosts = [srv.host_stats(i) for i in range(len(scenarios))]
+    for scenario, host in zip(scenarios, hosts, strict=True):
+        allowed = [p for p in page_paths(10) if not is_disallowed(scenario, p)]
+        assert host.robots_requests == 1, scenario
+        assert host.disallowed_page_requests == 0, scenario
+        assert host.page_requests == len(allowed), scenario
+    assert stat(result, "robotgate/disallowed/unreachable") == 40  # 503, 500, 429, reset
+    messages = [d["message"] for d in result["dropped"] if d["outcome"] == "unreachable"]
+    assert any("robots.txt answered 503" in m for m in messages)
+    # No Scrapy retry of robots.txt: the flow's status policy decides.
+    assert stat(result, "robotgate/robots/request_count") == len(scenarios) + 3  # 3 hops
+
+
+async def test_one_robots_request_per_host_while_following_links() -> None:
+    async with BenchServer([HostPlan("partial", pages=30) for _ in range(3)]) as srv:
+        urls = [srv.url(i, "/page/0") for i in range(3)]
+        result = await crawl({"urls": urls, "follow": True, "settings": {
+            "ROBOTGATE_DELAY": 0, "ROBOTGATE_FROM": "ops@example.com"}})
+        hosts = [srv.host_stats(i) for i in range(3)]
+    for host in hosts:
+        assert host.robots_requests == 1
+        assert host.disallowed_page_requests == 0
+        assert host.page_requests == 24  # every allowed page, once
+        (robots,) = host.robots_log
+        assert robots.user_agent == "TestBot/1.0 (+https://example.com/bot)"
+        assert robots.from_ == "ops@example.com"
+    assert stat(result, "robotgate/disallowed") > 0
+
+
+# -- pacing ------------------------------------------------------------------------
+
+
+async def test_crawl_delay_gaps_at_the_server_despite_scrapys_jitter() -> None:
+    # DOWNLOAD_DELAY 0.5 with Scrapy's +-50 % jitter, 8 requests per domain allowed
+    # by Scrapy, 2 in flight allowed by the gate: the gaps still follow Crawl-delay.
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=1.0)]) as srv:
+        urls = [srv.url(0, p) for p in page_paths(5, 0)]
+        await crawl({"urls": urls, "settings": {
+            "DOWNLOAD_DELAY": 0.5, "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+            "ROBOTGATE_MAX_PER_HOST": 2}})
+        host = srv.host_stats(0)
+    assert host.page_requests == 5
+    assert host.min_interval is not None and host.min_interval >= 1.0
+    # robots.txt counts as a request to the server: the first page waits too.
+    assert host.page_times[0] - host.robots_times[0] >= 1.0
+
+
+async def test_retry_after_rests_one_host_while_another_flows() -> None:
+    plans = [HostPlan("allow", page_status=429, page_retry_after=2, page_status_times=1),
+             HostPlan("allow")]
+    async with BenchServer(plans) as srv:
+        # The resting host's requests come first: they must not hold up the other's.
+        urls = [srv.url(0, p) for p in page_paths(20, 0)] + [
+            srv.url(1, p) for p in page_paths(20, 0)]
+        result = await crawl({"urls": urls, "settings": {"ROBOTGATE_DELAY": 0}})
+        rested, plain = srv.host_stats(0), srv.host_stats(1)
+    first, second = rested.page_log[0], rested.page_log[1]
+    assert first.status == 429
+    assert second.time - first.time >= 2.0
+    assert plain.page_requests == 20
+    assert max(plain.page_times) < second.time  # all 20 while the other host rested
+    assert rested.distinct_pages == 20  # Scrapy's retry of the 429 went through too
+    assert stat(result, "robotgate/backoffs") == 1
+
+
+# -- stores, settings, reactor ---------------------------------------------------------
+
+
+async def test_sqlite_store_shares_robots_txt_between_crawls(tmp_path: Path) -> None:
+    store = str(tmp_path / "robots.db")
+    async with BenchServer([HostPlan("partial", pages=10)]) as srv:
+        urls = [srv.url(0, p) for p in page_paths(5)]
+        settings = {"ROBOTGATE_DELAY": 0, "ROBOTGATE_STORE": store}
+        await crawl({"urls": urls, "settings": settings})
+        second = await crawl({"urls": urls, "settings": settings})
+        host = srv.host_stats(0)
+    assert host.robots_requests == 1  # the second crawl read it from the store
+    assert stat(second, "robotgate/robots_requests") == 0
+    assert host.page_requests == 8
+    assert host.disallowed_page_requests == 0
+
+
+async def test_a_fleet_on_redis_fetches_once_and_shares_the_pace(
+        redis_url: str, prefix: str) -> None:
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.5)]) as srv:
+        urls = [srv.url(0, p) for p in page_paths(4, 0)]
+        settings = {"ROBOTGATE_STORE": redis_url, "ROBOTGATE_STORE_PREFIX": prefix}
+        await asyncio.gather(*(crawl({"urls": urls, "settings": settings}) for _ in range(2)))
+        host = srv.host_stats(0)
+    assert host.robots_requests == 1
+    assert host.page_requests == 8
+    assert host.min_interval is not None and host.min_interval >= 0.5
+
+
+async def test_the_asyncio_reactor_is_required() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", RUNNER, json.dumps({"urls": ["http://127.0.0.1:9/"], "settings": {
+            "TWISTED_REACTOR": "twisted.internet.selectreactor.SelectReactor"}}),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 25)
+    assert "RobotGateMiddleware needs Scrapy's asyncio reactor" in err.decode()
+
+
+def test_not_configured_without_robotstxt_obey() -> None:
+    from scrapy.exceptions import NotConfigured
+    from scrapy.utils.test import get_crawler
+
+    from robotgate.integrations.scrapy import RobotGateMiddleware
+
+    with pytest.raises(NotConfigured):
+        RobotGateMiddleware(get_crawler(settings_dict={"ROBOTSTXT_OBEY": False}))
+
+
+def test_robots_disallowed_is_an_ignore_request_with_the_decision() -> None:
+    from scrapy.exceptions import IgnoreRequest
+
+    from robotgate.integrations.scrapy import RobotsDisallowed
+
+    decision = Decision(False, "robots.txt answered 503: unreachable", outcome="unreachable")
+    exc = RobotsDisallowed("http://example.com/x", decision)
+    assert isinstance(exc, IgnoreRequest)
+    assert exc.decision is decision
+    assert "answered 503" in str(exc)
+
+
+def test_settings_are_read_with_their_names_in_errors() -> None:
+    conf = read_settings({"USER_AGENT": "Scrapy/2.19"})
+    assert conf.user_agent == "Scrapy/2.19"
+    assert conf.options["delay"] == 1.0 and conf.options["pace_by"] == "host"
+    assert conf.store == "memory"
+    conf = read_settings({"USER_AGENT": "Scrapy/2.19", "ROBOTGATE_USER_AGENT": "MyBot/1",
+                          "ROBOTGATE_MAX_PER_HOST": "3", "ROBOTGATE_PACE_BY": "domain",
+                          "ROBOTGATE_RESPECT_CRAWL_DELAY": "false"},
+                         spider_user_agent="SpiderBot/2", download_delay=2.5)
+    assert conf.user_agent == "MyBot/1"
+    assert conf.options["max_per_host"] == 3 and conf.options["pace_by"] == "domain"
+    assert conf.options["respect_crawl_delay"] is False
+    assert conf.options["delay"] == 2.5  # the DOWNLOAD_DELAY the user set
+    assert read_settings({"USER_AGENT": "S"}, "SpiderBot/2").user_agent == "SpiderBot/2"
+    with pytest.raises(ValueError, match="ROBOTGATE_DELAY"):
+        read_settings({"USER_AGENT": "S", "ROBOTGATE_DELAY": "soon"})
+
+
+def test_store_setting(tmp_path: Path) -> None:
+    assert isinstance(make_store("memory"), MemoryStore)
+    plain = make_store(str(tmp_path / "a" / "robots.db"))
+    prefixed = make_store(f"sqlite:{tmp_path / 'b.db'}")
+    assert isinstance(plain, SQLiteStore) and isinstance(prefixed, SQLiteStore)
+    assert (tmp_path / "a").is_dir()
+    redis = make_store("redis://127.0.0.1:6379/0", prefix="fleet")
+    assert type(redis).__name__ == "RedisStore"
