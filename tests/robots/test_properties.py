@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import yarl
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from robotgate import InvalidURL, RobotsTxt
+from robotgate.robots import patterns
 from robotgate.robots.patterns import RuleSet
 from robotgate.urls import normalise_path, path_of, redact, split_origin
 
@@ -154,6 +157,80 @@ def test_many_rules_agree_with_the_reference(
     rules: list[tuple[bool, str, int]], paths: list[str]
 ) -> None:
     check_ruleset(rules, paths)
+
+
+@contextmanager
+def bounded(budget: int) -> Iterator[None]:
+    """Rule sets built inside take the bounded search for every query, with ``budget``."""
+    saved = patterns._FAST_WORK, patterns.MATCH_BUDGET
+    patterns._FAST_WORK, patterns.MATCH_BUDGET = -1, budget
+    try:
+        yield
+    finally:
+        patterns._FAST_WORK, patterns.MATCH_BUDGET = saved
+
+
+def check_bounded(rules: list[tuple[bool, str, int]], paths: list[str], budget: int) -> None:
+    with bounded(budget):
+        compiled = RuleSet(rules)
+        for path in paths:
+            i, exact = compiled.match_exact(path)
+            assert compiled.match(path) == i
+            expected = ref_winner(rules, path)
+            verdict = compiled.allows[i]
+            if exact:
+                if expected is None:
+                    assert i == -1, (rules, path)
+                else:
+                    rule = compiled.rule(i)
+                    assert (len(rule.pattern), rule.allow) == expected, (rules, path, rule)
+            else:
+                # Conservative: never allowed where the exact answer disallows.
+                assert not verdict or expected is None or expected[1], (rules, path, i)
+                assert compiled.bound_hits > 0
+
+
+@MANY
+@given(RULES, st.lists(PATHS, min_size=1, max_size=8))
+@example([(False, "/a*b", 1), (True, "/a**b", 2), (False, "/a***b", 3)], ["/ab", "/axb"])
+@example([(True, "/*a*a", 1), (False, "/*a", 2)], ["/aa", "/a", "/ba/a"])
+def test_the_bounded_search_is_exact_within_its_budget(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    check_bounded(rules, paths, 10**9)
+
+
+@SETTINGS
+@given(MANY_RULES, st.lists(PATHS, min_size=1, max_size=12))
+def test_the_bounded_search_with_an_index_is_exact(
+    rules: list[tuple[bool, str, int]], paths: list[str]
+) -> None:
+    check_bounded(rules, paths, 10**9)
+
+
+@MANY
+@given(
+    st.one_of(RULES, MANY_RULES),
+    st.lists(PATHS, min_size=1, max_size=8),
+    st.integers(min_value=0, max_value=3000),
+)
+@example([(True, "/*b", 1), (False, "/*a", 2)], ["/ab"], 0)
+@example([(True, "/a*b", 1), (False, "/", 2)], ["/ab"], 0)
+def test_a_spent_budget_errs_towards_disallowed(
+    rules: list[tuple[bool, str, int]], paths: list[str], budget: int
+) -> None:
+    check_bounded(rules, paths, budget)
+
+
+def test_the_bounded_search_hits_its_budget_in_these_tests() -> None:
+    # The property above is only worth something if budgets run out.
+    with bounded(0):
+        rs = RuleSet([(True, "/*a", 1), (False, "/*b", 2)])
+        assert rs.match_exact("/ab") == (1, False)
+        assert rs.bound_hits == 1
+    with bounded(10**9):
+        rs = RuleSet([(True, "/*ab", 1), (False, "/*b", 2)])
+        assert rs.match_exact("/ab") == (0, True)
 
 
 def test_many_wildcard_rules_are_indexed() -> None:

@@ -16,17 +16,32 @@ A group's rules are split by shape so the common cases cost few steps:
 
 Priority is the pattern's length in octets (RFC 9309 2.2.2); on a tie an
 allow rule wins.  Paths are ASCII, since they are percent-encoded first.
+
+Bounded work.  Wildcard rules with the same pieces are kept once (the one of
+highest priority).  When a query could cost more than a plain loop should
+(a long path against many wildcard rules), it is answered by a bounded
+search instead: every search for a piece is memoised for the query, costed
+at its worst case (CPython's ``str.find`` can take path x piece steps; a
+compiled pattern takes linear time, at a price to compile), and the cheaper
+of the two runs; rules that need a character the path lacks are skipped.
+Should the costed work pass :data:`MATCH_BUDGET` before the answer is known,
+the rules not yet decided are settled conservatively: the first remaining
+``Disallow`` rule that could match counts as matching, the remaining
+``Allow`` rules as not matching -- the path is never allowed where the exact
+answer would disallow it -- and :meth:`RuleSet.match_exact` says the answer
+is not exact.
 """
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 
 from ..decision import Rule
 from ..urls import remove_dot_segments
 
-__all__ = ["RuleSet"]
+__all__ = ["MATCH_BUDGET", "RuleSet"]
 
 # A wildcard rule: (longest piece, index in the rule set,
 # first piece, middle pieces, last piece, anchored, has star, pattern)
@@ -37,6 +52,22 @@ _Wild = tuple[str, int, str, tuple[str, ...], str, bool, bool, str]
 _PROBE_MAX = 16
 # Past this many wildcard rules, index them instead of trying each in turn.
 _INDEX_MIN = 24
+
+#: Work allowed for one query's wildcard rules, in units of about a nanosecond
+#: of CPython's worst case (see :class:`_Search`): some 15 ms, whatever the
+#: file and the path.  Past it, the rules not yet decided are settled
+#: conservatively (see the module's docstring).
+MATCH_BUDGET = 15_000_000
+# Extra work for settling the undecided rules once the budget is spent.
+_SETTLE_BUDGET = 5_000_000
+# Queries whose worst case is below this take the plain loop, unbounded.
+_FAST_WORK = 2_000_000
+# Estimated cost of trying one wildcard rule, beyond its searches.
+_RULE_OVERHEAD = 150
+# Compiled pieces kept per rule set (for long paths).
+_REGEX_CACHE_MAX = 4096
+# A bounded search scans this many positions first, then twice as many each time.
+_WINDOW = 256
 
 
 class RuleSet:
@@ -49,16 +80,21 @@ class RuleSet:
 
     __slots__ = (
         "_best",
+        "_fast_len",
         "_index",
         "_lit",
+        "_needs",
         "_parent",
         "_patterns",
+        "_regex",
         "_stop",
         "_tries",
         "_upper",
         "_wild",
         "_wild_probe",
         "allows",
+        "bound_hits",
+        "max_work",
         "meta",
     )
 
@@ -90,6 +126,7 @@ class RuleSet:
         real = [e for e in entries if e[0] >= 0]
         # Highest rank first, then by line.
         starred.sort(key=lambda r: (-r[0], r[1]))
+        starred = _distinct(starred)
         self._lit = lit
         # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
         self._upper = tuple(p + "\x80" for p in lit)
@@ -117,9 +154,24 @@ class RuleSet:
         ranks = array("l", [-r[0] for r in starred])
         stop = array("l", [bisect_left(ranks, -entries[b][0]) for b in best])
         self._index = _WildIndex(wild) if len(wild) >= _INDEX_MIN else None
-        # With an index, how many wildcard rules to consider after each entry;
-        # without, those rules themselves (tuples shared between entries).
-        self._stop = stop if self._index is not None else array("l")
+        # How many wildcard rules to consider after each entry; without an
+        # index, also those rules themselves (tuples shared between entries).
+        self._stop = stop
+        # The longest path the plain loop may take after each entry: its worst
+        # case (every piece searched over the whole path) stays below _FAST_WORK.
+        steps = array("q", [0])
+        for w in wild:
+            pieces = 2 + len(w[3])
+            steps.append(steps[-1] + 3 * pieces + (len(w[7]) >> 2) + 1)
+        self._fast_len = tuple(
+            max(0, _FAST_WORK - _RULE_OVERHEAD * s) // steps[s] if s else 1 << 62 for s in stop
+        )
+        self._needs: list[frozenset[str] | None] = [None] * len(wild)
+        self._regex: dict[str, re.Pattern[str]] = {}
+        #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
+        self.bound_hits = 0
+        #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
+        self.max_work = 0
         shared: dict[int, tuple[_Wild, ...]] = {}
         small = wild and self._index is None
         self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()
@@ -142,6 +194,7 @@ class RuleSet:
         ``path`` must already be normalised (see :func:`robotgate.urls.normalise_path`).
         Dot segments are resolved first, as the client resolves them before
         sending (``/a/../private`` is sent, and judged, as ``/private``).
+        Past :data:`MATCH_BUDGET` the answer is conservative (see :meth:`match_exact`).
         """
         if "/." in path:
             path = remove_dot_segments(path)
@@ -154,6 +207,8 @@ class RuleSet:
         if self._wild:
             probe = self._wild_probe
             if probe is None or path.startswith(probe):
+                if len(path) > self._fast_len[i]:
+                    return self._bounded(path, i)[0]
                 index = self._index
                 if index is None:
                     # In priority order, so the first match wins.
@@ -170,6 +225,87 @@ class RuleSet:
                         if w[0] in path and _wild_match(path, w):
                             return w[1]
         return self._best[i]
+
+    def match_exact(self, path: str) -> tuple[int, bool]:
+        """Like :meth:`match`, and whether the answer is exact.
+
+        ``False`` when the query hit :data:`MATCH_BUDGET`: the rule returned is
+        then the first ``Disallow`` rule that could match but was not decided
+        (or, if there is none, the best rule without a wildcard), so the verdict
+        errs towards disallowed.
+        """
+        if "/." in path:
+            path = remove_dot_segments(path)
+        i = bisect_right(self._lit, path) - 1
+        upper = self._upper
+        while i and path >= upper[i]:
+            i = self._parent[i]
+        probe = self._wild_probe
+        if (
+            self._wild
+            and len(path) > self._fast_len[i]
+            and (probe is None or path.startswith(probe))
+        ):
+            return self._bounded(path, i)
+        return self.match(path), True
+
+    def _bounded(self, path: str, i: int) -> tuple[int, bool]:
+        """The wildcard search of :meth:`match` with its work bounded (see the module doc)."""
+        stop = self._stop[i]
+        wild = self._wild
+        index = self._index
+        cands: range | list[int]
+        if index is None:
+            cands = range(stop)
+        else:
+            cands = index.candidates(path)
+            del cands[bisect_left(cands, stop) :]
+        search = _Search(path, self._regex)
+        needs = self._needs
+        allows = self.allows
+        result = -2
+        undecided = len(cands)
+        for k, j in enumerate(cands):
+            if search.left <= 0:
+                undecided = k
+                break
+            w = wild[j]
+            need = needs[j]
+            if need is None:
+                need = needs[j] = frozenset(w[2]).union(*w[3], w[4])
+            # Charged whether cached or not: the same query, the same answer.
+            search.left -= 20 * len(w[7]) + 100
+            if not need <= search.chars:
+                continue  # a character it needs is not in the path
+            found = search.wild_match(w)
+            if found is None:
+                undecided = k
+                break
+            if found:
+                result = w[1]
+                break
+        exact = undecided == len(cands)
+        if not exact:
+            self.bound_hits += 1
+            # Settle the rest: the first Disallow that could match wins.
+            search.left = _SETTLE_BUDGET
+            for j in cands[undecided:]:
+                w = wild[j]
+                if allows[w[1]] or search.absent(w[0]):
+                    continue
+                need = needs[j]
+                if search.left > 0:
+                    if need is None:
+                        need = needs[j] = frozenset(w[2]).union(*w[3], w[4])
+                    search.left -= 20 * len(w[7]) + 100
+                    if not need <= search.chars:
+                        continue
+                result = w[1]
+                break
+        work = min(MATCH_BUDGET, MATCH_BUDGET - search.left) if exact else MATCH_BUDGET
+        if work > self.max_work:
+            self.max_work = work
+        return (self._best[i] if result == -2 else result), exact
 
     def rule(self, index: int) -> Rule:
         """The :class:`Rule` at ``index`` (as returned by :meth:`match`)."""
@@ -275,3 +411,142 @@ def _wild_match(path: str, w: _Wild) -> bool:
     if w[5]:
         return len(path) - len(last) >= pos and path.endswith(last)
     return not last or path.find(last, pos) >= 0
+
+
+def _distinct(starred: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Wildcard rules without those that match exactly where a higher one does.
+
+    Patterns that differ only in runs of stars (``/a*b``, ``/a**b``) match the
+    same paths; the first, of highest rank, is always tried before the
+    others, which can then never win.  ``starred`` is in priority order.
+    """
+    seen: set[str] = set()
+    out = []
+    for rule in starred:
+        pattern = rule[2]
+        key = _STARS("*", pattern) if "**" in pattern else pattern
+        if key not in seen:
+            seen.add(key)
+            out.append(rule)
+    return out
+
+
+_STARS = re.compile(r"\*\*+").sub
+
+
+class _Search:
+    """The searches of one bounded query: memoised, and costed before they run.
+
+    Costs are estimates of CPython's worst case, in about nanoseconds on a
+    slow core: ``str.find`` may compare every piece character at every path
+    position (a needle under 100 characters in a path under 30,000 runs the
+    simple search), a compiled pattern (``re`` searches a literal with a
+    Knuth-Morris-Pratt table) is linear but costs about 2 us per character to
+    compile.  A search scans windows of doubling size, each run the cheaper
+    way, so a piece found early costs little; a window that would overdraw
+    :attr:`left` is not scanned, and the rule it was for stays undecided.
+    Costs never depend on what earlier queries cached: the same query gets
+    the same answer.
+    """
+
+    __slots__ = ("_chars", "_compiled", "_found", "_regex", "left", "n", "path")
+
+    def __init__(self, path: str, regex: dict[str, re.Pattern[str]]) -> None:
+        self.path = path
+        self.n = len(path)
+        self.left = MATCH_BUDGET
+        self._regex = regex
+        self._compiled: set[str] = set()  # pieces whose compiling this query paid for
+        self._found: dict[tuple[str, int], int] = {}
+        self._chars: frozenset[str] | None = None
+
+    @property
+    def chars(self) -> frozenset[str]:
+        """The characters of the path."""
+        chars = self._chars
+        if chars is None:
+            self.left -= 20 * self.n + 100
+            chars = self._chars = frozenset(self.path)
+        return chars
+
+    def absent(self, piece: str) -> bool:
+        """Whether a search already found that ``piece`` is nowhere in the path."""
+        return self._found.get((piece, 0)) == -1
+
+    def find(self, piece: str, pos: int) -> int | None:
+        """``path.find(piece, pos)``, or ``None`` if the budget does not cover it."""
+        n = self.n
+        m = len(piece)
+        if m > n - pos:
+            return -1
+        if not m:
+            return pos
+        found = self._found
+        # A search from an earlier position that found a match at or after
+        # `pos`, or none at all, answers this one too.
+        hit = found.get((piece, 0))
+        if hit is not None and (hit < 0 or hit >= pos):
+            return hit
+        key = (piece, pos)
+        hit = found.get(key)
+        if hit is not None:
+            return hit
+        lo = pos
+        size = _WINDOW
+        while True:
+            # A match starting in [lo, lo + size) ends by `hi`.
+            hi = min(n, lo + size + m - 1)
+            span = hi - lo
+            plain = 60 + span * (3 + (m >> 2))
+            linear = 400 + 2 * span
+            if piece not in self._compiled:
+                linear += 20_000 + 2_000 * m
+            if min(plain, linear) > self.left:
+                return None
+            if plain <= linear:
+                self.left -= plain
+                hit = self.path.find(piece, lo, hi)
+            else:
+                self.left -= linear
+                self._compiled.add(piece)
+                compiled = self._regex.get(piece)
+                if compiled is None:
+                    if len(self._regex) >= _REGEX_CACHE_MAX:
+                        self._regex.clear()
+                    compiled = self._regex[piece] = re.compile(re.escape(piece))
+                mt = compiled.search(self.path, lo, hi)
+                hit = mt.start() if mt is not None else -1
+            if hit >= 0 or hi >= n:
+                found[key] = hit
+                return hit
+            lo += size
+            size <<= 1
+
+    def wild_match(self, w: _Wild) -> bool | None:
+        """:func:`_wild_match` with costed, memoised searches; ``None``: undecided."""
+        self.left -= _RULE_OVERHEAD + (len(w[2]) >> 3)
+        path = self.path
+        first = w[2]
+        if not path.startswith(first):
+            return False
+        pos = len(first)
+        if not w[6]:
+            return self.n == pos
+        # The key piece must occur somewhere: one search shared by every rule
+        # with that piece rules most of them out.
+        hit = self.find(w[0], 0)
+        if hit is None or hit < 0:
+            return None if hit is None else False
+        for piece in w[3]:
+            j = self.find(piece, pos)
+            if j is None or j < 0:
+                return None if j is None else False
+            pos = j + len(piece)
+        last = w[4]
+        if w[5]:
+            self.left -= len(last) >> 3
+            return self.n - len(last) >= pos and path.endswith(last)
+        if not last:
+            return True
+        j = self.find(last, pos)
+        return None if j is None else j >= 0
