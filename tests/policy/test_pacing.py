@@ -141,10 +141,6 @@ def test_latency_factor_is_capped_by_max_backoff() -> None:
     assert b.gap(policy, 0.5) == 4.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Backoff.gap: when latency * latency_factor exceeds the gap it replaces it with "
-    "min(latency * factor, max_backoff), which is below an honoured Crawl-delay "
-    "longer than max_backoff"))
 def test_latency_factor_never_shortens_an_honoured_crawl_delay() -> None:
     policy = PacingPolicy(delay=1.0, latency_factor=5.0, max_backoff=10.0,
                           on_long_delay="honour")

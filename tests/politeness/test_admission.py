@@ -373,10 +373,6 @@ async def test_origins_of_one_host_share_one_group() -> None:
     assert g1 is g2 and g1.state.visits == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Admission + MemoryStore: a group's HostState is never saved to the memory store "
-    "(_saves_hosts is False and nothing else saves it), so once the scheduler evicts the "
-    "idle group its pending interval is lost and the next request starts at once"))
 async def test_an_evicted_group_keeps_its_pacing_with_the_memory_store() -> None:
     clock = Clock()
     admission = build(clock, delay=1.0, max_groups=1)

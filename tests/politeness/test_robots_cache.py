@@ -326,10 +326,6 @@ async def test_the_table_stays_at_max_origins() -> None:
     assert cache.peek("http://h499.example") is not None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RobotsCache CLOCK: sites are installed with used=True, so under a stream of "
-    "one-time origins every entry is marked and each lap degenerates to FIFO: a site "
-    "used between every install is still evicted once per max_origins installs"))
 async def test_clock_keeps_a_site_in_use() -> None:
     cache, _ = make(Transport(), max_origins=20)
     hot = "http://hot.example"
@@ -385,10 +381,6 @@ class SharedStore(MemoryStore):
         return got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RobotsCache._refresh takes the store's fetch lock (ttl = 2 * timeout + 5) before "
-    "waiting for the server's turn; a turn longer than that lets the lock expire, another "
-    "worker fetches, and this one fetches again after its turn without looking at the store"))
 async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> None:
     now = [0.0]
     store = SharedStore(now)

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import inspect
 import os
 import signal
 import sys
@@ -241,7 +240,7 @@ class _FetchRun:
             await gate.crawl(
                 reader.urls(),
                 PageHandler(args.max_bytes, self.save_dir),
-                fetch=page_fetch(gate),
+                fetch=functools.partial(gate.fetch, stream=True),
                 concurrency=args.concurrency,
                 per_host=args.max_per_origin,
                 timeout=args.timeout,
@@ -275,22 +274,6 @@ class _FetchRun:
             return EXIT_BROKEN_PIPE
         error(f"cannot write the output: {failure.strerror or failure}")
         return EXIT_FAILED
-
-
-def streams(gate: Any) -> bool:
-    """Whether ``gate.fetch`` can hand the response over before reading its body
-    (``stream=True``), so that ``--max-bytes`` bounds memory, not just the output."""
-    try:
-        return "stream" in inspect.signature(gate.fetch).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def page_fetch(gate: Any) -> Callable[[str], Any]:
-    """How the crawl opens a page: ``gate.fetch``, streaming when the gate can."""
-    if streams(gate):
-        return functools.partial(gate.fetch, stream=True)
-    return gate.fetch  # type: ignore[no-any-return]
 
 
 def silence_stdout(stream: IO[str]) -> None:

@@ -34,25 +34,44 @@ REFUSED = "redirect-refused"
 
 
 class FetchCall:
-    """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``."""
+    """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``.
 
-    __slots__ = ("_coro", "_resp")
+    With ``stream=True`` only ``async with`` works: the response comes back after
+    its headers and the server's slot is held until the block exits.
+    """
 
-    def __init__(self, coro: Awaitable[aiohttp.ClientResponse]) -> None:
-        self._coro = coro
+    __slots__ = ("_args", "_client", "_group", "_resp", "_stream", "_url")
+
+    def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
+                 stream: bool) -> None:
+        self._client = client
+        self._url = url
+        self._args = (method, kwargs)
+        self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
+        self._group: Group | None = None
 
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
-        return self._coro.__await__()
+        if self._stream:
+            raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
+        return self._client.fetch(self._url, *self._args).__await__()
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
-        self._resp = await self._coro
+        if not self._stream:
+            self._resp = await self._client.fetch(self._url, *self._args)
+            return self._resp
+        self._resp, self._group = await self._client.fetch_streaming(self._url, *self._args)
         return self._resp
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._resp is not None:
-            self._resp.release()
+        resp, group = self._resp, self._group
+        if resp is not None:
+            resp.release()
+            self._client.forget(resp)
+        if group is not None:
+            self._group = None
+            self._client.admission.done(group)
 
 
 class AiohttpClient:
@@ -77,6 +96,18 @@ class AiohttpClient:
 
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
         """Send ``url`` and read its body, hop by hop through redirects, each checked and paced."""
+        resp, _ = await self._follow(url, method, kwargs, stream=False)
+        return resp
+
+    async def fetch_streaming(self, url: str, method: str,
+                              kwargs: dict[str, Any]) -> tuple[aiohttp.ClientResponse, Group]:
+        """Like :meth:`fetch`, but the last response is unread and its slot still held."""
+        resp, group = await self._follow(url, method, kwargs, stream=True)
+        assert group is not None
+        return resp, group
+
+    async def _follow(self, url: str, method: str, kwargs: dict[str, Any],
+                      stream: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         if not self.owned:
@@ -84,15 +115,17 @@ class AiohttpClient:
             kwargs["headers"] = {**given, **self.headers} if given else self.headers
         history: list[aiohttp.ClientResponse] = []
         while True:
-            resp = await self._send(url, method, kwargs)
+            resp, group = await self._send(url, method, kwargs, stream, follow)
+            if group is not None:
+                return resp, group  # streamed: the caller reads it and lets go
             location = resp.headers.get("Location") if follow else None
             if location is None or resp.status not in REDIRECTS:
-                return resp
+                return resp, None
             if len(history) >= max_redirects:
                 raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
             target = self._target(resp, location)
             if target is None:
-                return resp  # not an http(s) URL: the redirect is the answer
+                return resp, None  # not an http(s) URL: the redirect is the answer
             why = await self.hop_refusal(url, target)
             if why is not None:
                 raise Disallowed(target, Decision(False, why, outcome=REFUSED))
@@ -111,11 +144,14 @@ class AiohttpClient:
             return None
         return target
 
-    async def _send(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+    async def _send(self, url: str, method: str, kwargs: dict[str, Any], stream: bool,
+                    follow: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
+        """One hop. Returns the group too when the response is handed over unread."""
         admission = self.admission
         group = admission.admit(url)
         if not isinstance(group, Group):
             group = await group
+        kept = False
         try:
             resp = await self._request(group, method, url, kwargs)
             self._open.add(resp)
@@ -123,6 +159,9 @@ class AiohttpClient:
                 pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
                 if pending is not None:
                     await pending
+                if stream and not (follow and resp.status in REDIRECTS):
+                    kept = True
+                    return resp, group
                 await resp.read()
             except BaseException as exc:
                 resp.close()
@@ -130,10 +169,16 @@ class AiohttpClient:
                     raise GateClosed(f"the gate was closed while reading {redact(url)}") from exc
                 raise
             finally:
-                self._open.discard(resp)
+                if not kept:
+                    self._open.discard(resp)
         finally:
-            admission.done(group)
-        return resp
+            if not kept:
+                admission.done(group)
+        return resp, None
+
+    def forget(self, resp: aiohttp.ClientResponse) -> None:
+        """A streamed response was let go."""
+        self._open.discard(resp)
 
     async def _request(self, group: Group, method: str, url: str,
                        kwargs: dict[str, Any]) -> aiohttp.ClientResponse:

@@ -11,7 +11,6 @@ It keeps three promises under load:
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -41,6 +40,23 @@ from .describe import describe
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
 Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
+
+
+def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int | None,
+           on_long_delay: str) -> int:
+    """Validate the gate's arguments; returns the per-server cap."""
+    if not user_agent or not user_agent.strip():
+        raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
+    if delay < 0:
+        raise ValueError("delay must be >= 0")
+    cap = 1 if cap is None else cap
+    if cap < 1:
+        raise ValueError("max_per_host must be at least 1")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1 (or None)")
+    if on_long_delay not in ("skip", "honour"):
+        raise ValueError("on_long_delay must be 'skip' or 'honour'")
+    return cap
 
 
 class RobotGate:
@@ -98,18 +114,8 @@ class RobotGate:
         allow_private_redirects: bool = False,
         robots_transport: RobotsTransport | None = None,
     ) -> None:
-        if not user_agent or not user_agent.strip():
-            raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
-        if delay < 0:
-            raise ValueError("delay must be >= 0")
-        cap = max_per_host if max_per_host is not None else max_per_origin
-        cap = 1 if cap is None else cap
-        if cap < 1:
-            raise ValueError("max_per_host must be at least 1")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None)")
-        if on_long_delay not in ("skip", "honour"):
-            raise ValueError("on_long_delay must be 'skip' or 'honour'")
+        cap = _check(user_agent, delay, max_per_host if max_per_host is not None
+                     else max_per_origin, max_concurrency, on_long_delay)
         self.user_agent = user_agent
         self.from_ = from_
         self.delay = float(delay)
@@ -135,24 +141,31 @@ class RobotGate:
             self._headers["From"] = from_
         self._session = session
         self._closed = False
+        self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
+                   robots_transport)
 
-        self.keys = PaceKeys(pace_by, max_entries=max_origins)
+    def _wire(self, cap: int, max_concurrency: int | None, max_origins: int,
+              recheck_visits: int | None, allow_private_redirects: bool,
+              robots_transport: RobotsTransport | None) -> None:
+        """Build the collaborators: each owns its piece of state."""
+        self.keys = PaceKeys(self.pace_by, max_entries=max_origins)
         self.scheduler = Scheduler(self.pacing, max_per_group=cap,
                                    max_concurrency=max_concurrency, max_groups=max_origins)
         self.client = AiohttpClient(None, self._ensure_session,  # type: ignore[arg-type]
-                                    self._headers, owned=session is None,
+                                    self._headers, owned=self._session is None,
                                     refuse_private=not allow_private_redirects)
         self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
-                                     policy)
-        how = Interpretation(user_agent, dialect, self.lwp_conventions, policy, self.pacing)
+                                     self.policy)
+        how = Interpretation(self.user_agent, self.dialect, self.lwp_conventions, self.policy,
+                             self.pacing)
         fleet = FleetSlots(self.store) if self.store.paces else None
         self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=recheck_visits,
                                  host_state=self._host_state, turn=self._robots_turn)
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
-                                   user_agent, fleet)
+                                   self.user_agent, fleet)
         self.client.admission = self.admission
-        if pace_by == "ip":
+        if self.pace_by == "ip":
             self.keys.set_resolver(self.client.first_address)
 
     def set_robots_transport(self, transport: RobotsTransport) -> None:
@@ -283,25 +296,11 @@ class RobotGate:
 
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s server may start (0 if now)."""
-        origin, _ = split_origin(url)
-        key = self.keys.cached(origin)
-        group = self.scheduler.get(key) if key is not None else None
-        site = self.cache.peek(origin)
-        if group is not None:
-            return self.scheduler.wait_seconds(group, site.interval if site else None)
-        # No request yet in this process: the stored next allowed time still holds.
-        host = site.host if site is not None else None
-        return max(0.0, host.next_allowed - time.time()) if host is not None else 0.0
+        return self.admission.host_wait(split_origin(url)[0])
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s server, if known."""
-        origin, _ = split_origin(url)
-        key = self.keys.cached(origin)
-        group = self.scheduler.get(key) if key is not None else None
-        if group is not None:
-            return group.state
-        site = self.cache.peek(origin)
-        return site.host if site is not None else None
+        return self.admission.known_host(split_origin(url)[0])
 
     def usage(self, url: str, headers: Mapping[str, str] | None = None) -> dict[str, bool]:
         """What the site lets its content be used for (IETF AIPREF), robots.txt and the
@@ -320,14 +319,20 @@ class RobotGate:
 
     # -- requests ------------------------------------------------------------
 
-    def fetch(self, url: str, *, method: str = "GET", **kwargs: Any) -> FetchCall:
+    def fetch(self, url: str, *, method: str = "GET", stream: bool = False,
+              **kwargs: Any) -> FetchCall:
         """Fetch ``url`` politely; raises :class:`Disallowed` if robots.txt forbids it.
 
         Returns the :class:`aiohttp.ClientResponse` with its body already read
         (the server's slot is held until then); usable as ``await`` or
         ``async with``.  Redirects are followed hop by hop, each checked and paced.
+        With ``stream=True`` (``async with`` only) the body is left for the caller
+        to read, and the slot is held until the block exits.
+
+        >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
+        ...     first = await resp.content.read(65536)
         """
-        return FetchCall(self.client.fetch(url, method, kwargs))
+        return FetchCall(self.client, url, method, kwargs, stream)
 
     @property
     def middleware(self) -> Middleware:

@@ -102,7 +102,10 @@ def robots_flow(
         status = resp.status
         location = resp.headers.get("Location")
         if status in REDIRECTS and location:
-            target = strip_credentials(urljoin(url, location.strip()))
+            try:
+                target = strip_credentials(urljoin(url, location.strip()))
+            except ValueError:
+                target = location
             why = _bad_target(url, target, seen)
             if why is not None:
                 return entry_for_redirect_failure(origin, why, when(), policy, final_url=url)

@@ -116,5 +116,5 @@ class Backoff:
         gap = interval if interval > self.extra else self.extra
         factor = policy.latency_factor
         if factor and self.latency * factor > gap:
-            gap = min(self.latency * factor, policy.max_backoff)
+            gap = max(gap, min(self.latency * factor, policy.max_backoff))
         return gap + policy.margin if gap > 0 else 0.0

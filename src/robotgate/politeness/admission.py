@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable
 
 from ..errors import Disallowed, GateClosed
@@ -63,7 +64,9 @@ class Admission:
 
     def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
         self.disallowed += 1
-        return Disallowed(url, site.decide(path, self.agent))
+        refused = Disallowed(url, site.decide(path, self.agent))
+        log.debug("skipped %s", refused)
+        return refused
 
     # -- groups --------------------------------------------------------------------
 
@@ -78,7 +81,13 @@ class Admission:
         group = self.scheduler.get(key)
         if group is None:
             state = await self.store.load_host(key)
-            group = self.scheduler.add(key, state if state is not None else HostState(key))
+            if state is None:
+                state = HostState(key)
+                if not self._saves_hosts:
+                    # The memory store holds this very object from now on: a group the
+                    # scheduler evicts keeps its pacing (next_allowed) there.
+                    await self.store.save_host(state)
+            group = self.scheduler.get(key) or self.scheduler.add(key, state)
         return group
 
     @contextlib.asynccontextmanager
@@ -94,6 +103,28 @@ class Admission:
             if now > group.last:
                 group.last = now  # paced from the answer, as pages are
             scheduler.done(group)
+
+    def known_group(self, origin: str) -> Group | None:
+        key = self.keys.cached(origin)
+        return self.scheduler.get(key) if key is not None else None
+
+    def known_host(self, origin: str) -> HostState | None:
+        """The HostState of ``origin``'s server if this process knows it (no I/O)."""
+        group = self.known_group(origin)
+        if group is not None:
+            return group.state
+        site = self.cache.peek(origin)
+        return site.host if site is not None else None
+
+    def host_wait(self, origin: str) -> float:
+        """Seconds until the next request to ``origin``'s server may start (0 if now)."""
+        group = self.known_group(origin)
+        site = self.cache.peek(origin)
+        if group is not None:
+            return self.scheduler.wait_seconds(group, site.interval if site else None)
+        # No request yet in this process: the stored next allowed time still holds.
+        host = site.host if site is not None else None
+        return max(0.0, host.next_allowed - time.time()) if host is not None else 0.0
 
     # -- requests ------------------------------------------------------------------
 

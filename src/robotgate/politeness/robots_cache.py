@@ -161,6 +161,13 @@ class RobotsCache:
         try:
             async with self._turn(origin) if self._turn is not None else _nothing():
                 started = asyncio.get_running_loop().time()
+                again = await store.load_robots(origin) if store.shared else None
+                if again is not None and again.is_fresh(time.time()) and (
+                    stored is None or again.fetched_at > stored.fetched_at
+                ):
+                    # Our lock expired while we waited for the server's turn and
+                    # another worker fetched it meanwhile.
+                    return self._install(origin, again, host)
                 entry = await self.fetcher.fetch(origin, previous)
             kept: RobotsTxt | None = None
             if entry.outcome == Outcome.OK and entry.body is None and site is not None:
@@ -215,6 +222,7 @@ class RobotsCache:
                  started: float = -float("inf"), rules: RobotsTxt | None = None) -> SiteRules:
         site = interpret(entry, self.how, started, rules)
         site.host = host
+        site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites
         sites.pop(origin, None)
         sites[origin] = site

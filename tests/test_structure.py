@@ -1,0 +1,110 @@
+"""The shape of the package: a pure core that loads no client, no cycles, small rooms."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "robotgate"
+
+
+def test_pure_core_imports_no_client_or_store() -> None:
+    code = (
+        "import sys\n"
+        "from robotgate import RobotsTxt, FetchPolicy, Decision, InvalidURL\n"
+        "import robotgate.robots, robotgate.policy, robotgate.policy.fetch_flow\n"
+        "import robotgate.policy.site, robotgate.policy.pacing, robotgate.robots.usage\n"
+        "bad = {'aiohttp', 'aiolimiter', 'redis', 'sqlite3', 'httpx', 'scrapy'} & set(sys.modules)\n"
+        "print(sorted(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Package modules imported when ``path`` is imported (not lazily, not for typing)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                continue
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.startswith("robotgate"):
+                    found.add(target)
+                    for alias in node.names:
+                        found.add(f"{target}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("robotgate"))
+
+    visit(tree.body)
+    return found
+
+
+def test_no_import_cycle_inside_the_package() -> None:
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph = {
+        name: {m for m in _top_level_imports(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    # A package's __init__ importing its own submodules is not a cycle of concern;
+    # a submodule importing its package's __init__ back is.
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph[node]:
+            if node.startswith(nxt + ".") and modules[nxt].name == "__init__.py":
+                continue  # robotgate.x.y -> robotgate.x (the package being imported)
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                walk(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name)
+
+
+def test_rooms_stay_small() -> None:
+    big = []
+    for path in SRC.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(SRC)
+        if text.count("\n") > 600:
+            big.append(f"{rel}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, ast.ClassDef) and size > 300:
+                big.append(f"{rel}: class {node.name}, {size} lines")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > 80:
+                big.append(f"{rel}: {node.name}(), {size} lines")
+    assert not big, big
