@@ -203,6 +203,12 @@ async def test_redirects_from_a_public_site_into_private_addresses_are_refused(
                 assert entry.body is None
                 with pytest.raises(Disallowed, match="non-public address"):
                     await gate.fetch(site.url("/go", host="public.test"))
+            # The same through the middleware, on a session of the user's.
+            async with RobotGate(AGENT, delay=0, session=session) as gate:
+                gate.client.resolver = _Resolver({"public.test": "93.184.216.34"})
+                with pytest.raises(Disallowed, match="non-public address"):
+                    await session.get(site.url("/go", host="public.test"),
+                                      middlewares=(gate.middleware,))
             # A private origin may redirect to a private address; credentials in the
             # Location are never sent.
             async with RobotGate(AGENT, delay=0, session=session) as gate:

@@ -7,6 +7,7 @@ Everything here is about aiohttp objects; the decisions come from
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import socket
 from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
@@ -31,6 +32,9 @@ Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 #: ``Decision.outcome`` of a redirect refused for where it leads.
 REFUSED = "redirect-refused"
+#: The last redirect the middleware let through in this task: (from, to).
+_HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "robotgate_hop", default=None)
 
 
 class FetchCall:
@@ -210,9 +214,19 @@ class AiohttpClient:
 
     async def middleware(self, req: aiohttp.ClientRequest,
                          handler: Handler) -> aiohttp.ClientResponse:
-        """Check and pace one request of the user's own session."""
+        """Check and pace one request of the user's own session (each redirect hop too)."""
         admission = self.admission
-        group = admission.admit(str(req.url))
+        url = str(req.url)
+        hop = _HOP.get()
+        if hop is not None:
+            # The request follows a redirect this middleware saw: where may it lead?
+            _HOP.set(None)
+            if hop[1] == strip_credentials(url):
+                why = await self.hop_refusal(hop[0], url)
+                if why is not None:
+                    raise Disallowed(url, Decision(False, why, outcome=REFUSED))
+                req.headers.pop("Authorization", None)  # never credentials from a Location
+        group = admission.admit(url)
         if not isinstance(group, Group):
             group = await group
         headers = req.headers
@@ -229,6 +243,11 @@ class AiohttpClient:
         finally:
             CURRENT.set(None)
             admission.done(group)
+        if resp.status in REDIRECTS:
+            location = resp.headers.get("Location")
+            target = self._target(resp, location) if location else None
+            if target is not None:
+                _HOP.set((url, target))
         return resp
 
     # -- hops into private networks ----------------------------------------------------
