@@ -1,15 +1,16 @@
 """Load benchmarks on loopback: the gate's promises and its cost, beside the alternatives.
 
-    python benchmarks/load.py [--quick] [--only crawl,burst,overhead,memory]
+    python benchmarks/load.py [--quick] [--only PHASE,...] [--skip-alternatives]
         [--hosts 200] [--pages 50] [--concurrency 10000] [--delay 0.2] [--timeout 5]
-        [--memory-origins 100000] [--skip-alternatives] [--json benchmarks/results/load.json]
+        [--overhead-rounds 5] [--before-src OLD/src] [--profile] [--callgrind]
+        [--memory-origins 100000] [--json benchmarks/results/load.json]
 
 The loopback server (``tests/support/server.py``'s :class:`BenchServer`) runs in a
 child process (:class:`tests.support.server.ServerProcess`, plans on stdin), so it has one core and
-this client the other; every request goes to 127.0.0.0/8.  A progress line
-goes to stderr, the table to stdout, everything as JSON to ``--json``.  The
-default run takes about 2.5 minutes on 2 cores.  Every phase is bounded in
-count and time; every child process is stopped at the end.
+the client the other; every request goes to 127.0.0.0/8.  A progress line
+goes to stderr, the tables to stdout (the detail tables in Markdown), everything
+as JSON to ``--json``.  Every phase is bounded in count and time; every child
+process is stopped at the end.
 
 crawl     (figures 1, 2, 3, 8 and 7) H hosts x P pages, all C tasks started
           at once, delay D, robots.txt timeout T.  One host per server
@@ -21,29 +22,50 @@ crawl     (figures 1, 2, 3, 8 and 7) H hosts x P pages, all C tasks started
           same server (reset in between), each checked on the server's
           records: robots.txt requests per origin, pages that robots.txt (or
           an unreachable robots.txt, RFC 9309 2.3.1.4) forbids, intervals
-          between page requests per host against max(D, Crawl-delay), a
-          definite answer (page or Disallowed) per task, the slowest verdict
-          on an unreachable robots.txt, and the end within a bound.  Scrapy
-          and crawlee stop themselves after max(20 s, robotgate's time) + 5 s
-          and report what they answered by then.
+          between page requests per host (the smallest too) against
+          max(D, Crawl-delay), a definite answer (page or Disallowed) per
+          task, the slowest verdict on an unreachable robots.txt, and the end
+          within a bound.  Scrapy and crawlee stop themselves after
+          max(20 s, robotgate's time) + 5 s and report what they answered.
 burst     (figure 7) one host, 1,000 tasks at once, robots.txt after 2 s, 20 %
           of the pages disallowed, delay 0, 8 requests in flight.
-overhead  (figure 4) 1,000 hosts, delay 0, caps off, 256 tasks, the same
-          TCPConnector settings for plain aiohttp, gate.fetch, a session with
-          gate.middleware and the baseline; robots.txt fetched and cached
-          before timing; rounds interleave the contenders and a ratio is the
-          median over rounds of contender/aiohttp in the same round.
-allowed   (figure 5) allowed() on those 1,000 cached origins from 10,000 tasks;
-          decisions per second of client CPU time (one core) and by wall clock.
+overhead  (figure 4, issue 15) 1,000 hosts x 5 pages, 200 tasks, delay 0,
+          caps off, the same TCPConnector settings for plain aiohttp,
+          gate.fetch, a session with gate.middleware and the hand-rolled
+          baseline.  Each run is a fresh client process, cold (robots.txt
+          fetched in the timed run, as work the gate must do); the rate is
+          the HTTP requests the server counted (robots.txt included) over the
+          run's time.  Rounds rotate the order; a ratio is the median over
+          rounds of contender/aiohttp in the same round.  Each run also gives
+          its CPU time per page (getrusage) and its garbage collections
+          (gc.callbacks: count and time).  ``--before-src`` adds the
+          gate.fetch and middleware of another tree (e.g. a worktree of an
+          older commit), interleaved; ``--profile`` one cProfile run each;
+          ``--callgrind`` exact instructions and GC-tracked allocations
+          (calls of ``_PyObject_GC_Link``) per cached page under valgrind.
+decisions (figure 5, issue 15) 1,000 corpus robots.txt files installed
+          through a MemoryStore (no network), 50 URLs each: the parser's own
+          ``allowed`` (and ``decide``) on the gate's parsed rules, ``await
+          gate.allowed`` and ``gate.check``, per CPU second, rounds rotated,
+          a child process per tree; verdicts compared URL by URL.
+limits    (issue 14) 10 hosts on two ports each (two origins, one server),
+          delay 0.2 s: the smallest interval per host at the server; and a
+          server letting one request per 0.2 s through (429 without
+          Retry-After beyond), 50 pages at once: the share of 429s.
+          robotgate (and pace_by="origin"), the baseline, Scrapy, crawlee.
+hol       (issue 13) benchmarks/crawl_bench.py: a naive worker pool over
+          gate.fetch vs gate.crawl, 4 workers, 20 hosts x 10 pages, 0.5 s.
+clients   (issue 16) benchmarks/clients_bench.py: Scrapy with robotgate's
+          middleware beside Scrapy's own, httpx through the gate beside plain.
 memory    (figure 6) 100,000 origins installed through the gate's own path
-          (entry_for_response, store.save_robots, gate._install) with corpus
-          bodies cycled, each origin its own copy of the body; RSS before and
-          after in a child process; the parsed rules measured apart with
-          tracemalloc in another child and subtracted.
+          (entry_for_response, store.save_robots, RobotsCache._install) with
+          corpus bodies cycled, each origin its own copy of the body; RSS
+          before and after in a child process; the parsed rules measured
+          apart with tracemalloc in another child and subtracted.
 
 Caveats: timings on a shared 2-core machine are noisy, so throughput is
-only compared within a run (ratios); the server's arrival times stand for
-what a site would see.
+only compared within a run (ratios, medians over interleaved runs); the
+server's arrival times stand for what a site would see.
 """
 
 from __future__ import annotations
@@ -58,7 +80,9 @@ import json
 import math
 import os
 import random
+import re
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -94,7 +118,7 @@ UNREACHABLE = frozenset({"500", "503_retry", "429", "reset", "slow_timeout"})
 #: Extra kind beside the server's scenarios: a robots.txt slower than the robots timeout.
 SLOW_TIMEOUT = "slow_timeout"
 IMPLS = ("robotgate", "baseline", "scrapy", "crawlee")
-PHASES = ("crawl", "burst", "overhead", "memory")
+PHASES = ("crawl", "burst", "overhead", "decisions", "limits", "hol", "clients", "memory")
 HAVE_PROTEGO = alternative_available("protego")[0]
 
 Fetch = Callable[[str], Awaitable[str]]
@@ -323,6 +347,9 @@ class CrawlChecks:
     pages_fetched: int
     pages_per_s: float
     per_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The smallest gap between two page requests to one host (server address,
+    #: whatever the port or name), over the paced hosts.
+    smallest_gap: float | None = None
 
     def problems(self) -> list[str]:
         """Every broken correctness promise, in words (empty when all hold)."""
@@ -362,6 +389,7 @@ def check_crawl(
     violations = 0
     min_ratios: list[float] = []
     mean_excess: list[float] = []
+    smallest: list[float] = []
     per_kind: dict[str, dict[str, Any]] = {}
 
     def kind_row(kind: str) -> dict[str, Any]:
@@ -400,6 +428,7 @@ def check_crawl(
             violations += below
             row["pacing_violations"] += below
             min_ratios.append(min(gaps) / interval)
+            smallest.append(min(gaps))
             mean_excess.append(statistics.fmean(gaps) / interval - 1.0)
     outcomes = drive_result.outcomes
     allowed_skipped = 0
@@ -451,6 +480,7 @@ def check_crawl(
         pages_fetched=pages,
         pages_per_s=fetched_tasks / drive_result.elapsed if drive_result.elapsed > 0 else 0.0,
         per_kind=per_kind,
+        smallest_gap=min(smallest) if smallest else None,
     )
 
 
@@ -517,10 +547,6 @@ async def crawl_alternative(
     bound) and reports what it answered by then.
     """
     urls = crawl_urls(base_urls, hosts)
-    ok, version = alternative_available(name)
-    if not ok:
-        return None, urls, version
-    limit = deadline if deadline is not None else cfg.bound(hosts)
     spec: dict[str, Any] = {
         "urls": [u for u, _, _ in urls],
         "user_agent": USER_AGENT,
@@ -528,8 +554,20 @@ async def crawl_alternative(
         "per_origin": cfg.per_origin,
         "concurrency": cfg.concurrency,
         "timeout": cfg.timeout,
-        "deadline": limit,
+        "deadline": deadline if deadline is not None else cfg.bound(hosts),
     }
+    result, note = await run_alternative(name, spec, workdir)
+    return result, urls, note
+
+
+async def run_alternative(name: str, spec: dict[str, Any], workdir: Path
+                          ) -> tuple[Drive | None, str]:
+    """``baselines.py NAME`` on ``spec`` (see its docstring) in a child; (result, note)."""
+    ok, version = alternative_available(name)
+    if not ok:
+        return None, version
+    limit = float(spec["deadline"])
+    n = len(spec["urls"])
     spec_path = workdir / f"{name}-spec.json"
     out_path = workdir / f"{name}-out.json"
     log_path = workdir / f"{name}.log"
@@ -557,22 +595,29 @@ async def crawl_alternative(
         if tail:
             note += ": " + tail
         outcomes: dict[str, str] = {}
-        return Drive(outcomes, {}, wall, len(urls), ended), urls, note
+        return Drive(outcomes, {}, wall, n, ended), note
     out = json.loads(out_path.read_text())
     if "error" in out:
-        return None, urls, out["error"]
+        return None, out["error"]
     outcomes = out.get("outcomes", {})
     times = out.get("times", {})
     elapsed = times["last"] - times["first"] if "last" in times and "first" in times else wall
     finished = ended and bool(out.get("finished"))
-    result = Drive(outcomes, {}, max(elapsed, 1e-9), len(urls) - len(outcomes), finished)
+    result = Drive(outcomes, {}, max(elapsed, 1e-9), n - len(outcomes), finished)
     note = f"{name} {out.get('version', version)}"
     if not finished:
         note += f" (stopped at its deadline, {limit:.0f} s)"
-    return result, urls, note
+    return result, note
 
 
-# -- figure 4 and 5: overhead and allowed() throughput -------------------------------
+# -- figure 4: overhead, each run a fresh client process ------------------------------
+
+#: The overhead contenders; a name with BEFORE runs on the ``--before-src`` tree.
+OVERHEAD_CONTENDERS = ("aiohttp", "gate.fetch", "middleware", "baseline")
+BEFORE = " (before)"
+#: C functions counted in callgrind runs: GC-tracked allocations, small-object
+#: allocations, and the collector itself (its inclusive instructions).
+CG_FUNCTIONS = ("_PyObject_GC_Link", "_PyObject_Malloc", "gc_collect_main")
 
 
 def _connector() -> aiohttp.TCPConnector:
@@ -580,131 +625,740 @@ def _connector() -> aiohttp.TCPConnector:
     return aiohttp.TCPConnector(limit=0, limit_per_host=0)
 
 
-async def overhead(
-    base_urls: Sequence[str], pages: int, concurrency: int, rounds: int,
-    allowed_tasks: int, allowed_per_task: int, progress: Progress,
-) -> dict[str, Any]:
-    """pages/s of plain aiohttp, gate.fetch, the middleware and the baseline, same run;
-    then allowed() decisions/s on the gate's cached origins.
+def overhead_urls(base_urls: Sequence[str], pages: int) -> list[str]:
+    """Every host's ``/page/0``, then every host's ``/page/1``, ...: 200 tasks
+    meet 200 different hosts, as a crawl over many sites does."""
+    return [f"{b}/page/{i}" for i in range(pages) for b in base_urls]
 
-    Each round runs every contender once on the same URLs (in rotated order);
-    a contender's ratio is the median over rounds of its rate over plain
-    aiohttp's in the same round, so load from other processes hits both sides.
+
+class GcWatch:
+    """Collections per generation and the time spent in them (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.collections = [0, 0, 0]
+        self.collected = 0
+        self.seconds = 0.0
+        self._t = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._t
+        self.collections[info["generation"]] += 1
+        self.collected += info["collected"]
+
+    def __enter__(self) -> GcWatch:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def _cpu(r: resource.struct_rusage) -> float:
+    return r.ru_utime + r.ru_stime
+
+
+async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
+                         ) -> dict[str, Any]:
+    """One contender, cold (robots.txt not cached, no connection open), in this process.
+
+    Times the whole run: robots.txt fetches are work the gate must do.  Returns
+    wall time, this process's CPU time, collections and GC time, and with
+    ``profile`` the top functions of robotgate's own code (cProfile).
     """
-    urls = [f"{b}/page/{i}" for i in range(pages) for b in base_urls]
-    warm = [f"{b}/page/0" for b in base_urls]
-    plain = aiohttp.ClientSession(connector=_connector())
-    gate_session = aiohttp.ClientSession(connector=_connector())
-    big = 1_000_000
-    gate = RobotGate(USER_AGENT, from_=FROM, delay=0, max_per_origin=big, session=gate_session)
-    mw_session = aiohttp.ClientSession(connector=_connector(), middlewares=[gate.middleware])
-    base_session = aiohttp.ClientSession(connector=_connector())
-    try:
-        await gate.open()
-        headers = {"User-Agent": USER_AGENT, "From": FROM}
+    import robotgate
 
-        async def plain_fetch(url: str) -> str:
+    urls = overhead_urls(spec["base_urls"], spec["pages"])
+    big = 1_000_000
+    headers = {"User-Agent": USER_AGENT, "From": FROM}
+    sessions: list[aiohttp.ClientSession] = []
+    gate: RobotGate | None = None
+
+    def session(**kwargs: Any) -> aiohttp.ClientSession:
+        s = aiohttp.ClientSession(connector=_connector(), **kwargs)
+        sessions.append(s)
+        return s
+
+    fetch: Callable[[str], Awaitable[bool]]
+    if name == "aiohttp":
+        plain = session()
+
+        async def fetch(url: str) -> bool:
             async with plain.get(url, headers=headers) as resp:
                 await resp.read()
-                return "fetched" if resp.status == 200 else f"status {resp.status}"
+                return resp.status == 200
+    elif name in ("gate.fetch", "middleware"):
+        gate = RobotGate(USER_AGENT, from_=FROM, delay=0, max_per_origin=big, session=session())
+        await gate.open()
+        if name == "gate.fetch":
+            the_gate = gate
 
-        async def mw_fetch(url: str) -> str:
-            async with mw_session.get(url) as resp:
-                await resp.read()
-                return "fetched" if resp.status == 200 else f"status {resp.status}"
+            async def fetch(url: str) -> bool:
+                try:
+                    async with the_gate.fetch(url) as resp:
+                        await resp.read()
+                        return resp.status == 200
+                except Disallowed:
+                    return False
+        else:
+            mw = session(middlewares=[gate.middleware])
 
-        contenders: dict[str, Fetch] = {
-            "aiohttp": plain_fetch,
-            "gate.fetch": gate_fetcher(gate),
-            "middleware": mw_fetch,
-        }
-        if HAVE_PROTEGO:
-            baseline = HandRolled(base_session, USER_AGENT, delay=0, per_origin=big, timeout=30)
-            contenders["baseline"] = baseline_fetcher(baseline)
-        # Untimed: one page per host per contender opens the connections and, for the
-        # gate and the baseline, fetches and caches every robots.txt.
-        progress.start("overhead: warm-up (robots.txt cached before timing)")
-        for fetch in contenders.values():
-            await drive(warm, fetch, concurrency, 120)
-        robots_before = gate.stats["robots_requests"]
-        rates: dict[str, list[float]] = {k: [] for k in contenders}
-        cpu: dict[str, list[float]] = {k: [] for k in contenders}
-        bad: dict[str, int] = {k: 0 for k in contenders}
-        order = list(contenders)
-        for r in range(rounds):
-            for name in order[r % len(order):] + order[: r % len(order)]:
-                progress.start(f"overhead round {r + 1}/{rounds}: {name}", len(urls))
-                gc.collect()
-                c0 = time.process_time()
-                result = await drive(urls, contenders[name], concurrency, 300, progress)
-                cpu[name].append((time.process_time() - c0) / len(urls) * 1e6)
-                good = sum(o == "fetched" for o in result.outcomes.values())
-                bad[name] += len(urls) - good
-                rates[name].append(good / result.elapsed)
+            async def fetch(url: str) -> bool:
+                async with mw.get(url) as resp:
+                    await resp.read()
+                    return resp.status == 200
+    elif name == "baseline":
+        crawler = HandRolled(session(), USER_AGENT, delay=0, per_origin=big, timeout=30)
 
-        def ratio(name: str) -> float:
-            return statistics.median(
-                a / b for a, b in zip(rates[name], rates["aiohttp"], strict=True))
+        async def fetch(url: str) -> bool:
+            return await crawler.fetch(url) == 200
+    else:
+        raise ValueError(f"unknown contender {name!r}")
 
-        out: dict[str, Any] = {
-            "hosts": len(base_urls), "pages_per_host": pages, "requests_per_round": len(urls),
-            "concurrency": concurrency, "rounds": rounds, "pages_per_s": rates,
-            "median_pages_per_s": {k: statistics.median(v) for k, v in rates.items()},
-            "client_cpu_us_per_page": {k: statistics.median(v) for k, v in cpu.items()},
-            "not_fetched": bad,
-            "ratio": {k: ratio(k) for k in contenders},
-            "robots_requests_while_timed": gate.stats["robots_requests"] - robots_before,
-        }
-        out["allowed"] = await allowed_throughput(gate, base_urls, allowed_tasks,
-                                                  allowed_per_task, progress)
-        return out
-    finally:
+    todo = iter(urls)
+    counts = {"ok": 0, "errors": 0}
+
+    async def worker() -> None:
+        for url in todo:
+            try:
+                if await fetch(url):
+                    counts["ok"] += 1
+            except Exception:  # counted: a contender that fails shows in "not fetched"
+                counts["errors"] += 1
+
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+    gc.collect()
+    with GcWatch() as watch:
+        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        if prof is not None:
+            prof.enable()
+        await asyncio.wait_for(
+            asyncio.gather(*(worker() for _ in range(spec["concurrency"]))), 600)
+        if prof is not None:
+            prof.disable()
+        elapsed = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+    robots = gate.stats["robots_requests"] if gate is not None else None
+    if gate is not None:
         await gate.close()
-        for s in (plain, gate_session, mw_session, base_session):
-            await s.close()
-
-
-async def allowed_throughput(
-    gate: RobotGate, base_urls: Sequence[str], tasks: int, per_task: int, progress: Progress,
-    repeats: int = 3,
-) -> dict[str, Any]:
-    """allowed() decisions/s from ``tasks`` concurrent tasks on cached origins.
-
-    Best of ``repeats`` by wall clock, and per second of this process's CPU
-    time (the client is one thread: that is "on one core", whatever else runs).
-    """
-    paths = page_paths(20)  # /page/N and /private/N: both verdicts
-    urls = [b + p for p in paths for b in base_urls]
-    for u in urls[: len(base_urls)]:
-        await gate.allowed(u)  # all cached already; make sure
-    n = len(urls)
-    robots_before = gate.stats["robots_requests"]
-    wall_best = cpu_best = 0.0
-    allowed_count = 0
-
-    async def task(start: int, counts: list[int]) -> None:
-        ok = 0
-        for k in range(per_task):
-            if await gate.allowed(urls[(start + k * 7919) % n]):
-                ok += 1
-        counts[0] += ok
-
-    for rep in range(repeats):
-        progress.start(f"allowed(): {tasks:,} tasks x {per_task}, run {rep + 1}/{repeats}")
-        gc.collect()
-        counts = [0]
-        c0, t0 = time.process_time(), time.perf_counter()
-        await asyncio.gather(*(task(i * 131, counts) for i in range(tasks)))
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        wall_best = max(wall_best, tasks * per_task / wall)
-        cpu_best = max(cpu_best, tasks * per_task / max(cpu, 1e-9))
-        allowed_count = counts[0]
-    return {
-        "tasks": tasks, "decisions_per_task": per_task, "origins": len(base_urls),
-        "decisions_per_s": wall_best, "decisions_per_cpu_s": cpu_best,
-        "allowed_fraction": allowed_count / (tasks * per_task),
-        "robots_requests_during": gate.stats["robots_requests"] - robots_before,
+    for s in sessions:
+        await s.close()
+    out: dict[str, Any] = {
+        "name": name, "robotgate": str(Path(robotgate.__file__).parent), "pages": len(urls),
+        "ok": counts["ok"], "errors": counts["errors"], "elapsed": elapsed,
+        "cpu": _cpu(r1) - _cpu(r0), "gc_collections": watch.collections,
+        "gc_collected": watch.collected, "gc_seconds": watch.seconds,
+        "robots_requests": robots,
     }
+    if prof is not None:
+        out["profile"] = _profile_rows(prof, len(urls))
+    return out
+
+
+def _profile_rows(prof: Any, pages: int, top: int = 15) -> dict[str, Any]:
+    """robotgate's own functions by self time per page, and the whole run's total."""
+    import pstats
+
+    st = pstats.Stats(prof)
+    raw: dict[Any, Any] = st.stats  # type: ignore[attr-defined]
+    rows = []
+    total = own = 0.0
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in raw.items():
+        total += tt
+        if "/robotgate/" not in file:
+            continue
+        own += tt
+        short = file.split("/robotgate/", 1)[1]
+        rows.append({"function": f"{short}:{line}({func})", "calls_per_page": nc / pages,
+                     "self_us_per_page": tt / pages * 1e6, "cum_us_per_page": ct / pages * 1e6})
+    rows.sort(key=lambda r: -r["self_us_per_page"])
+    return {"total_us_per_page": total / pages * 1e6, "robotgate_us_per_page": own / pages * 1e6,
+            "top": rows[:top]}
+
+
+def _child_env(src: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if src is not None:
+        # The tree under test first; benchmarks/ and tests/ still come from here.
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(src), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+async def _child_json(args: Sequence[str], timeout: float, src: Path | None = None,
+                      wrap: Sequence[str] = ()) -> dict[str, Any]:
+    """Run ``load.py ARGS`` in a child (under ``wrap``, e.g. valgrind); its last stdout line."""
+    proc = await asyncio.create_subprocess_exec(
+        *wrap, sys.executable, str(Path(__file__).resolve()), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_child_env(src))
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        await stop_process(proc)
+        return {"error": f"{args[0]} timed out after {timeout:.0f} s"}
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        return {"error": f"{args[0]} exited {proc.returncode}: {' | '.join(tail)}"}
+    data: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return data
+
+
+def _contenders(names: Sequence[str], before: Path | None) -> list[tuple[str, Path | None]]:
+    out: list[tuple[str, Path | None]] = [(n, None) for n in names]
+    if before is not None:
+        out += [(n + BEFORE, before) for n in names if n in ("gate.fetch", "middleware")]
+    return out
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+async def overhead(
+    server: ServerProcess, sizes: Sizes, workdir: Path, progress: Progress,
+) -> dict[str, Any]:
+    """Figure 4: requests/s counted by the server, each contender cold in a fresh process.
+
+    Each round runs every contender once in rotated order; a ratio is the
+    median over rounds of the contender's rate over plain aiohttp's in the
+    same round, so load from other processes hits both sides.
+    """
+    base_urls = server.base_urls[: sizes.overhead_hosts]
+    spec_path = workdir / "overhead-spec.json"
+    spec = {"base_urls": base_urls, "pages": sizes.overhead_pages,
+            "concurrency": sizes.overhead_concurrency}
+    spec_path.write_text(json.dumps(spec))
+    names = [n for n in OVERHEAD_CONTENDERS if n != "baseline" or HAVE_PROTEGO]
+    contenders = _contenders(names, sizes.before_src)
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _ in contenders}
+    errors: list[str] = []
+    rounds = sizes.overhead_rounds
+    for r in range(rounds):
+        k = r % len(contenders)
+        order = contenders[k:] + contenders[:k]
+        if r % 2:
+            order.reverse()  # neither always first nor always after the same one
+        for name, src in order:
+            progress.start(f"overhead round {r + 1}/{rounds}: {name}")
+            await server.reset()
+            child = await _child_json(
+                ["--overhead-child", name.removesuffix(BEFORE), "--spec", str(spec_path)],
+                900, src)
+            if "error" in child:
+                errors.append(f"{name}: {child['error']}")
+                continue
+            totals = await server.totals()
+            child["server_requests"] = (totals["robots_requests"] + totals["page_requests"]
+                                        + totals["redirect_hops"] + totals["other_requests"])
+            child["server_robots"] = totals["robots_requests"]
+            child["round"] = r
+            runs[name].append(child)
+    out = _overhead_summary(runs, spec, rounds)
+    out["errors"] = errors
+    if sizes.overhead_profile:
+        out["profile"] = {}
+        for name, src in contenders:
+            if name.removesuffix(BEFORE) not in ("gate.fetch", "middleware"):
+                continue
+            progress.start(f"overhead: cProfile of {name}")
+            await server.reset()
+            child = await _child_json(["--overhead-child", name.removesuffix(BEFORE), "--spec",
+                                       str(spec_path), "--profile"], 900, src)
+            out["profile"][name] = child.get("profile", child.get("error"))
+    if sizes.callgrind:
+        out["callgrind"] = await callgrind_overhead(server, contenders, workdir, progress)
+    return out
+
+
+def _overhead_summary(runs: dict[str, list[dict[str, Any]]], spec: dict[str, Any],
+                      rounds: int) -> dict[str, Any]:
+    ref = {c["round"]: c for c in runs.get("aiohttp", [])}
+
+    def rate(c: dict[str, Any]) -> float:
+        return float(c["server_requests"]) / float(c["elapsed"])
+
+    table: dict[str, dict[str, Any]] = {}
+    for name, cs in runs.items():
+        if not cs:
+            continue
+        pages = cs[0]["pages"]
+        ratios = [rate(c) / rate(ref[c["round"]]) for c in cs if c["round"] in ref]
+        page_ratios = [(c["ok"] / c["elapsed"]) / (ref[c["round"]]["ok"] / ref[c["round"]]
+                                                    ["elapsed"])
+                       for c in cs if c["round"] in ref]
+        table[name] = {
+            "runs": len(cs),
+            "requests_per_s": _median([rate(c) for c in cs]),
+            "requests_per_s_all": [round(rate(c)) for c in cs],
+            "pages_per_s": _median([c["ok"] / c["elapsed"] for c in cs]),
+            "ratio": _median(ratios),
+            "ratio_all": [round(x, 3) for x in ratios],
+            "ratio_range": [min(ratios), max(ratios)] if ratios else None,
+            "page_ratio": _median(page_ratios),
+            "server_requests": cs[0]["server_requests"],
+            "robots_requests": cs[0]["server_robots"],
+            "not_fetched": max(pages - c["ok"] for c in cs),
+            "errors": max(c["errors"] for c in cs),
+            "cpu_us_per_page": _median([c["cpu"] / pages * 1e6 for c in cs]),
+            "gc_us_per_page": _median([c["gc_seconds"] / pages * 1e6 for c in cs]),
+            "gen0_per_1000_pages": _median([c["gc_collections"][0] / pages * 1000 for c in cs]),
+            "gen2_collections": _median([c["gc_collections"][2] for c in cs]),
+            "gc_collected_per_page": _median([c["gc_collected"] / pages for c in cs]),
+            "robotgate": cs[0]["robotgate"],
+        }
+    return {"hosts": len(spec["base_urls"]), "pages_per_host": spec["pages"],
+            "concurrency": spec["concurrency"], "rounds": rounds, "contenders": table}
+
+
+def parse_callgrind(path: Path) -> dict[str, Any]:
+    """Total instructions, and calls and inclusive instructions of :data:`CG_FUNCTIONS`."""
+    names: dict[str, str] = {}
+    calls = dict.fromkeys(CG_FUNCTIONS, 0)
+    inclusive = dict.fromkeys(CG_FUNCTIONS, 0)
+    total = 0
+    target: str | None = None
+    pending: str | None = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("cfn=", "fn=")):
+                ref = line.split("=", 1)[1].strip()
+                if ref.startswith("("):
+                    ident, _, name = ref.partition(")")
+                    name = name.strip()
+                    if name:
+                        names[ident] = name
+                    ref = names.get(ident, ident)
+                if line.startswith("cfn="):
+                    target = ref
+            elif line.startswith("calls="):
+                pending = target
+                if target in calls:
+                    calls[target] += int(line.split("=", 1)[1].split()[0])
+            elif pending is not None:
+                if pending in inclusive:
+                    inclusive[pending] += int(line.split()[-1])
+                pending = None
+            elif line.startswith(("summary:", "totals:")):
+                total = int(line.split(":", 1)[1].split()[0])
+    return {"instructions": total, "calls": calls, "inclusive": inclusive}
+
+
+async def callgrind_overhead(
+    server: ServerProcess, contenders: Sequence[tuple[str, Path | None]], workdir: Path,
+    progress: Progress, hosts: int = 200, pages: tuple[int, int] = (1, 6),
+) -> dict[str, Any]:
+    """Instructions and allocations per cached page, exactly, under callgrind.
+
+    Each contender runs twice on ``hosts`` hosts, with ``pages[0]`` and
+    ``pages[1]`` pages per host: the same robots.txt fetches and connections,
+    so the difference over the extra pages is the cost of a page whose
+    robots.txt is cached, on a kept-alive connection.
+    """
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind not installed"}
+    out: dict[str, Any] = {"hosts": hosts, "pages": list(pages), "contenders": {}}
+    for name, src in contenders:
+        got: list[dict[str, Any]] = []
+        for n in pages:
+            spec_path = workdir / f"cg-spec-{n}.json"
+            spec_path.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": n,
+                                             "concurrency": min(200, hosts)}))
+            cg_file = workdir / f"cg-{len(got)}.out"
+            progress.start(f"overhead: callgrind {name}, {n} page(s) per host")
+            child = await _child_json(
+                ["--overhead-child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800,
+                src, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg_file}"])
+            if "error" in child:
+                got = []
+                out["contenders"][name] = {"error": child["error"]}
+                break
+            got.append(parse_callgrind(cg_file))
+            cg_file.unlink()
+        if len(got) != 2:
+            continue
+        extra = hosts * (pages[1] - pages[0])
+        a, b = got
+        out["contenders"][name] = {
+            "instructions_per_page": (b["instructions"] - a["instructions"]) / extra,
+            "gc_allocations_per_page":
+                (b["calls"]["_PyObject_GC_Link"] - a["calls"]["_PyObject_GC_Link"]) / extra,
+            "mallocs_per_page":
+                (b["calls"]["_PyObject_Malloc"] - a["calls"]["_PyObject_Malloc"]) / extra,
+            "gc_instructions_per_page":
+                (b["inclusive"]["gc_collect_main"] - a["inclusive"]["gc_collect_main"]) / extra,
+        }
+    return out
+
+
+# -- figure 5: cached decisions -----------------------------------------------------
+
+GENERIC_PATHS = ("/", "/index.html", "/search?q=robots&page=2", "/admin/", "/wp-admin/",
+                 "/wp-admin/admin-ajax.php", "/page/7", "/a/b/c.html", "/~user/x",
+                 "/cgi-bin/test.cgi", "/private/1", "/images/logo.png", "/cart?id=1",
+                 "/en/about-us/", "/api/v1/items/42", "/feed/", "/tag/x/page/3/")
+_RULE_LINE = re.compile(r"^\s*(?:dis)?allow\s*:\s*(/\S*)", re.IGNORECASE | re.MULTILINE)
+
+
+def decision_urls(origin: str, body: bytes, n: int, seed: int) -> list[str]:
+    """``n`` URLs of ``origin``: paths its own rules name (so both verdicts occur),
+    some longer, and common paths; deterministic for a seed."""
+    text = body[:64 * 1024].decode("utf-8", "replace")
+    named = []
+    for m in _RULE_LINE.finditer(text):
+        p = m.group(1).replace("*", "x").rstrip("$")
+        if p.isascii() and p.isprintable():
+            named += [p, p.rstrip("/") + "/deeper/page.html"]
+    rng = random.Random(seed)
+    pool = named[:200] + list(GENERIC_PATHS)
+    return [origin + rng.choice(pool) for _ in range(n)]
+
+
+async def decisions_child(corpus: Path, origins: int, per_origin: int, rounds: int,
+                          only: str | None = None, loops: int = 1) -> dict[str, Any]:
+    """Figure 5 in this process: cached decisions on ``origins`` corpus files.
+
+    robots.txt bodies are installed through a MemoryStore (no network): the gate
+    loads each from the store on the first ask.  Verdicts of ``gate.allowed``,
+    ``gate.check`` and the parser on the gate's own parsed rules are compared
+    URL by URL; then the rates, per second of this process's CPU time, in
+    ``rounds`` rounds of rotated order.  ``only`` runs one contender ``loops``
+    times (for callgrind).
+    """
+    import inspect
+
+    import robotgate
+    from robotgate import MemoryStore
+    from robotgate.policy import entry_for_response
+
+    files = sorted(os.listdir(corpus))
+    policy = FetchPolicy()
+    store = MemoryStore(max(origins, 1000))
+    now = time.time()
+    urls: list[str] = []
+    for i in range(origins):
+        body = (corpus / files[i % len(files)]).read_bytes()[: policy.max_bytes]
+        origin = f"https://site{i}.example"
+        await store.save_robots(entry_for_response(
+            origin, 200, {"Content-Type": "text/plain"}, body, now, policy,
+            final_url=origin + "/robots.txt"))
+        urls += decision_urls(origin, body, per_origin, i)
+    options: dict[str, Any] = {"delay": 0, "store": store}
+    if "on_long_delay" in inspect.signature(RobotGate).parameters:
+        options["on_long_delay"] = "honour"  # a verdict of the gate's, not the parser's
+    gate = RobotGate(USER_AGENT, **options)
+    await gate.open()
+    agent = USER_AGENT
+    check = getattr(gate, "check", None)
+    t0 = time.process_time()
+    for i in range(origins):
+        await gate.allowed(urls[i * per_origin])  # installs from the store
+    install_s = time.process_time() - t0
+    rules_of: dict[str, Any] = {}
+    pairs: list[tuple[Callable[[str, str], Any], str]] = []
+    path_pairs: list[tuple[Callable[[str, str], Any], str]] = []
+    decide_pairs: list[tuple[Callable[[str, str], Any], str]] = []
+    kept = []
+    dropped = mismatches = 0
+    first_mismatch = None
+    for url in urls:
+        origin = url[: url.index("/", 8)]
+        rules = rules_of.get(origin)
+        if rules is None:
+            rules = rules_of[origin] = await gate.rules(url)
+        if rules is None:  # the fetch outcome decides the whole site: no parser to compare
+            dropped += 1
+            continue
+        try:
+            parser = rules.allowed(url, agent)
+            verdicts: list[bool | None] = [await gate.allowed(url)]
+            if check is not None:
+                d = check(url)
+                verdicts.append(None if d is None else d.allowed)
+        except Exception:  # a URL the gate or the parser refuses: out of the timed set
+            dropped += 1
+            continue
+        if any(v != parser for v in verdicts):
+            mismatches += 1
+            first_mismatch = first_mismatch or f"{url}: parser {parser}, gate {verdicts}"
+        kept.append(url)
+        pairs.append((rules.allowed, url))
+        path_pairs.append((rules.allowed, url[len(origin):]))
+        decide_pairs.append((rules.decide, url))
+    allowed_share = sum(f(u, agent) for f, u in pairs) / max(1, len(pairs))
+
+    def run_parser(items: list[tuple[Callable[[str, str], Any], str]]) -> None:
+        for f, u in items:
+            f(u, agent)
+
+    async def run_allowed() -> None:
+        allowed = gate.allowed
+        for u in kept:
+            await allowed(u)
+
+    def run_check() -> None:
+        assert check is not None
+        for u in kept:
+            check(u)
+
+    async def one(name: str) -> float:
+        gc.collect()
+        c0 = time.process_time()
+        if name == "parser":
+            run_parser(pairs)
+        elif name == "parser (path)":
+            run_parser(path_pairs)
+        elif name == "parser decide":
+            run_parser(decide_pairs)
+        elif name == "allowed":
+            await run_allowed()
+        else:
+            run_check()
+        return time.process_time() - c0
+
+    names = ["parser", "parser (path)", "parser decide", "allowed"]
+    names += ["check"] if check is not None else []
+    result: dict[str, Any] = {
+        "robotgate": str(Path(robotgate.__file__).parent), "origins": origins,
+        "urls": len(kept), "dropped": dropped, "mismatches": mismatches,
+        "first_mismatch": first_mismatch, "allowed_share": allowed_share,
+        "install_cpu_s": install_s, "has_check": check is not None,
+    }
+    if only is not None:
+        for _ in range(loops):
+            await one(only)
+        result["robots_requests"] = gate.stats["robots_requests"]
+        await gate.close()
+        return result
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            cpu[name].append(await one(name))
+    n = len(kept)
+    rates = {k: [n / max(v, 1e-9) for v in vs] for k, vs in cpu.items()}
+    result["rates"] = {k: _median(v) for k, v in rates.items()}
+    result["ratios"] = {
+        k: _median([a / b for a, b in zip(rates[k], rates["parser"], strict=True)])
+        for k in names}
+    result["robots_requests"] = gate.stats["robots_requests"]
+    await gate.close()
+    return result
+
+
+async def decisions(sizes: Sizes, progress: Progress) -> dict[str, Any]:
+    """Figure 5: the decisions child on this tree (and the before tree), interleaved."""
+    if not sizes.corpus.is_dir():
+        return {"error": f"corpus not found: {sizes.corpus}"}
+    args = ["--decisions-child", "--corpus", str(sizes.corpus), "--origins",
+            str(sizes.decision_origins), "--per-origin", str(sizes.decision_per_origin),
+            "--rounds", str(sizes.decision_rounds)]
+    trees: list[tuple[str, Path | None]] = [("after", None)]
+    if sizes.before_src is not None:
+        trees.append(("before", sizes.before_src))
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t, _ in trees}
+    for rep in range(sizes.decision_repeats):
+        for label, src in (trees if rep % 2 == 0 else trees[::-1]):
+            progress.start(f"decisions: {label}, run {rep + 1}/{sizes.decision_repeats}")
+            child = await _child_json(args, 900, src)
+            if "error" in child:
+                return {"error": f"{label}: {child['error']}"}
+            runs[label].append(child)
+    out: dict[str, Any] = {"origins": sizes.decision_origins,
+                           "per_origin": sizes.decision_per_origin,
+                           "rounds": sizes.decision_rounds, "repeats": sizes.decision_repeats}
+    for label, cs in runs.items():
+        names = list(cs[0]["rates"])
+        out[label] = {
+            "urls": cs[0]["urls"], "dropped": cs[0]["dropped"],
+            "mismatches": max(c["mismatches"] for c in cs),
+            "first_mismatch": next((c["first_mismatch"] for c in cs if c["first_mismatch"]),
+                                   None),
+            "allowed_share": cs[0]["allowed_share"],
+            "robots_requests": max(c["robots_requests"] for c in cs),
+            "rates": {k: _median([c["rates"][k] for c in cs]) for k in names},
+            "ratios": {k: _median([c["ratios"][k] for c in cs]) for k in names},
+            "ratio_ranges": {k: [min(c["ratios"][k] for c in cs), max(c["ratios"][k] for c in cs)]
+                             for k in names},
+        }
+    if sizes.callgrind:
+        out["callgrind"] = await callgrind_decisions(sizes, trees, progress)
+    return out
+
+
+async def callgrind_decisions(sizes: Sizes, trees: Sequence[tuple[str, Path | None]],
+                              progress: Progress, origins: int = 200) -> dict[str, Any]:
+    """Instructions per decision under callgrind: 3 loops less 1 loop, over 2 loops' URLs."""
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind not installed"}
+    out: dict[str, Any] = {}
+    cg_file = Path(tempfile.gettempdir()) / f"robotgate-cg-{os.getpid()}.out"
+    for label, src in trees:
+        for name in ("parser", "allowed", "check"):
+            got = []
+            for loops in (1, 3):
+                progress.start(f"decisions: callgrind {label} {name}, {loops} loop(s)")
+                child = await _child_json(
+                    ["--decisions-child", "--corpus", str(sizes.corpus), "--origins",
+                     str(origins), "--per-origin", str(sizes.decision_per_origin),
+                     "--decisions-only", name, "--loops", str(loops)], 1800, src,
+                    wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg_file}"])
+                if "error" in child or (name == "check" and not child["has_check"]):
+                    break
+                got.append((child["urls"], parse_callgrind(cg_file)))
+            cg_file.unlink(missing_ok=True)
+            if len(got) == 2:
+                n = got[0][0] * 2
+                a, b = got[0][1], got[1][1]
+                out[f"{name} ({label})"] = {
+                    "instructions_per_decision": (b["instructions"] - a["instructions"]) / n,
+                    "gc_allocations_per_decision":
+                        (b["calls"]["_PyObject_GC_Link"] - a["calls"]["_PyObject_GC_Link"]) / n,
+                }
+    return out
+
+
+# -- issue 14: the smallest interval per host, and a rate-limited server -------------
+
+#: Hosts served on two ports each (two origins, one server) in the limits phase.
+LIMIT_HOSTS = 10
+
+
+async def _server_log(server: ServerProcess) -> dict[str, Any]:
+    await asyncio.sleep(0.3)  # the last requests land in the records
+    async with server._session.get(  # type: ignore[union-attr]
+            server.info["control"] + "?times=1&log=1") as resp:
+        data: dict[str, Any] = await resp.json()
+        return data
+
+
+async def limits(sizes: Sizes, workdir: Path, progress: Progress) -> dict[str, Any]:
+    """Issue 14 beside the alternatives, both measured at the server.
+
+    per host   ``LIMIT_HOSTS`` hosts, each on two ports (two origins), 20 pages
+               a host alternating between them, delay D, all tasks at once:
+               the smallest interval per host (by server address, whatever the
+               port) and robots.txt requests per origin.
+    429 share  one host taking 1 request per ``rate_limit`` s (429 without
+               Retry-After beyond), 50 pages at once, delay 0: how many 429s.
+    """
+    delay = sizes.limit_delay
+    pages = 20
+    plans = [HostPlan("allow", pages=pages)] * LIMIT_HOSTS
+    plans.append(HostPlan("allow", pages=sizes.limit_pages, rate_limit=sizes.rate_limit))
+    impls = ["robotgate", "robotgate pace_by=origin", "baseline", "scrapy", "crawlee"]
+    out: dict[str, Any] = {"delay": delay, "hosts": LIMIT_HOSTS, "pages_per_host": pages,
+                           "rate_limit": sizes.rate_limit, "rate_pages": sizes.limit_pages,
+                           "per_host": {}, "rate_limited": {}}
+    async with ServerProcess() as server:
+        await server.start(["--extra-ports", "1"], plans=plans, duration=900)
+        ports = server.info["ports"]
+        hosts = server.info["hosts"]
+        per_host = [f"http://{h}:{ports[i % 2]}/page/{i}" for i in range(pages)
+                    for h in hosts[:LIMIT_HOSTS]]
+        limited = [f"http://{hosts[LIMIT_HOSTS]}:{ports[0]}/page/{i}"
+                   for i in range(sizes.limit_pages)]
+        for scenario, urls, d in (("per_host", per_host, delay), ("rate_limited", limited, 0.0)):
+            for impl in impls:
+                if impl == "robotgate pace_by=origin" and scenario == "rate_limited":
+                    continue
+                progress.start(f"limits {scenario}: {impl}", len(urls))
+                await server.reset()
+                await asyncio.sleep(0.1)
+                result, note = await _limits_run(impl, urls, d, sizes, workdir, progress)
+                log = await _server_log(server)
+                watched = hosts[:LIMIT_HOSTS] if scenario == "per_host" else hosts[LIMIT_HOSTS:]
+                out[scenario][impl] = _limits_figures(log, result, note, d, watched)
+    return out
+
+
+async def _limits_run(impl: str, urls: list[str], delay: float, sizes: Sizes, workdir: Path,
+                      progress: Progress) -> tuple[Drive | None, str]:
+    bound = 120.0
+    if impl.startswith("robotgate"):
+        options: dict[str, Any] = {"pace_by": "origin"} if impl.endswith("origin") else {}
+        async with RobotGate(USER_AGENT, from_=FROM, delay=delay, **options) as gate:
+            return await drive(urls, gate_fetcher(gate), len(urls), bound, progress), ""
+    if impl == "baseline":
+        if not HAVE_PROTEGO:
+            return None, "Protego not installed"
+        async with aiohttp.ClientSession(connector=_connector()) as session:
+            crawler = HandRolled(session, USER_AGENT, delay=delay, timeout=10)
+            return await drive(urls, baseline_fetcher(crawler), len(urls), bound, progress), ""
+    if not sizes.alternatives:
+        return None, "skipped (--skip-alternatives)"
+    spec = {"urls": urls, "user_agent": USER_AGENT, "delay": delay, "per_origin": 1,
+            "concurrency": len(urls), "timeout": 10.0, "deadline": bound}
+    return await run_alternative(impl, spec, workdir)
+
+
+def _limits_figures(log: dict[str, Any], result: Drive | None, note: str, delay: float,
+                    hosts: Sequence[str]) -> dict[str, Any]:
+    if result is None:
+        return {"measured": False, "note": note}
+    gaps: list[float] = []
+    robots: list[int] = []
+    statuses: dict[int, int] = {}
+    for h in hosts:
+        rec = log["hosts"][h]
+        times = rec.get("page_times") or []
+        gaps += [b - a for a, b in itertools.pairwise(times)]
+        robots.append(rec["robots_requests"])
+        for _t, _path, status in rec.get("page_log") or []:
+            statuses[status] = statuses.get(status, 0) + 1
+    pages = sum(statuses.values())
+    return {
+        "measured": True, "note": note,
+        "smallest_interval": min(gaps) if gaps else None,
+        "below_delay": sum(g < delay for g in gaps) if delay > 0 else None,
+        "robots_requests": [min(robots), max(robots)],
+        "page_requests": pages,
+        "status_429": statuses.get(429, 0),
+        "share_429": statuses.get(429, 0) / pages if pages else None,
+        "elapsed": result.elapsed, "answered": len(result.outcomes),
+    }
+
+
+# -- issues 13 and 16: head-of-line, and the other clients through the gate ---------
+
+
+async def head_of_line_phase(progress: Progress) -> dict[str, Any]:
+    """benchmarks/crawl_bench.py (Helper E's): naive worker pool vs ``gate.crawl``."""
+    try:
+        from benchmarks.crawl_bench import head_of_line
+    except ImportError as exc:
+        return {"error": f"benchmarks/crawl_bench.py not importable: {exc}"}
+    progress.start("head-of-line: naive pool over gate.fetch vs gate.crawl (~25 s)")
+    result: dict[str, Any] = await head_of_line()
+    return result
+
+
+async def clients_phase(workdir: Path, progress: Progress) -> dict[str, Any]:
+    """benchmarks/clients_bench.py (Helper G's), if present: Scrapy/httpx through the gate."""
+    script = ROOT / "benchmarks" / "clients_bench.py"
+    if not script.exists():
+        return {"error": "benchmarks/clients_bench.py is not there yet (Helper G's); "
+                         "this phase runs it with --json when it is"}
+    progress.start("clients: benchmarks/clients_bench.py")
+    out_json = workdir / "clients.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), "--json", str(out_json), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, cwd=str(ROOT))
+    try:
+        text, _ = await asyncio.wait_for(proc.communicate(), 900)
+    except asyncio.TimeoutError:
+        await stop_process(proc)
+        return {"error": "clients_bench.py timed out after 900 s"}
+    result: dict[str, Any] = {"exit": proc.returncode,
+                              "output": text.decode(errors="replace")[-4000:]}
+    if out_json.exists():
+        result["json"] = json.loads(out_json.read_text())
+    return result
 
 
 # -- figure 6: memory, in child processes ------------------------------------------
@@ -724,7 +1378,7 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
     """Cache ``n`` origins in a fresh gate through its install path; RSS per origin.
 
     The path is the one a robots.txt fetch ends in (``entry_for_response``,
-    ``store.save_robots``, ``gate._install``: parse and cache) without the HTTP
+    ``store.save_robots``, ``RobotsCache._install``: parse and cache) without the HTTP
     request; bodies are the corpus files cycled, each origin with its own copy
     as read from a socket.  Unless ``parse_all``, origins with the same corpus
     file share one parsed ``RobotsTxt`` (parsing 100,000 bodies takes most of
@@ -732,7 +1386,8 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
     the rules of each corpus file once.
     """
     from robotgate.policy import entry_for_response
-    from robotgate.store.base import HostState
+    from robotgate.policy.site import parse_entry
+    from robotgate.records import HostState
     from robotgate.urls import robots_url
 
     policy = FetchPolicy()
@@ -742,18 +1397,8 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
 
     async def fill() -> None:
         gate = RobotGate(USER_AGENT, from_=FROM, delay=1.0, max_origins=n)
-        current = [0]
-        if not parse_all:
-            parse = gate._parse
-            memo: dict[int, Any] = {}
-
-            def shared_parse(entry: Any) -> Any:
-                rules = memo.get(current[0])
-                if rules is None:
-                    rules = memo[current[0]] = parse(entry)
-                return rules
-
-            gate._parse = shared_parse  # type: ignore[method-assign]
+        cache = gate.cache
+        memo: dict[int, Any] = {}
         gc.collect()
         rss0 = _rss()
         t0 = time.perf_counter()
@@ -767,19 +1412,24 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
             entry = entry_for_response(origin, 200, headers, body, now, policy,
                                        final_url=robots_url(origin))
             await gate.store.save_robots(entry)
-            current[0] = i % k
-            sites.append(gate._install(origin, entry, HostState(origin), -math.inf))
+            rules = None
+            if not parse_all:  # one parse per corpus file, shared
+                rules = memo.get(i % k)
+                if rules is None:
+                    rules = memo[i % k] = parse_entry(entry, cache.how)
+            sites.append(cache._install(origin, entry, HostState(origin), -math.inf, rules))
         result["fill_seconds"] = time.perf_counter() - t0
         gc.collect()
         rss1 = _rss()
-        # Then one visit each: the per-origin pacer a crawl creates on the first page.
+        # Then one visit each: the politeness group a crawl creates on the first page.
         for i, site in enumerate(sites):
-            gate._pacer(f"https://site{i}.example", site)
+            key = await gate.keys.key(f"https://site{i}.example")
+            site.host = gate.scheduler.add(key, HostState(key)).state
         del sites
         gc.collect()
         result["rss_cached"] = rss1 - rss0
         result["rss_visited"] = _rss() - rss0
-        result["cached_origins"] = len(gate._sites)
+        result["cached_origins"] = len(cache.sites())
         await gate.close()
 
     asyncio.run(fill())
@@ -798,6 +1448,7 @@ def rules_child(n: int, corpus: Path) -> dict[str, Any]:
     import tracemalloc
 
     from robotgate.policy import entry_for_response
+    from robotgate.policy.site import parse_entry
 
     policy = FetchPolicy()
     bodies = _corpus_bodies(corpus, policy.max_bytes)
@@ -810,28 +1461,13 @@ def rules_child(n: int, corpus: Path) -> dict[str, Any]:
         entry = entry_for_response(f"https://probe{j}.example", 200,
                                    {"Content-Type": "text/plain"}, body, now, policy)
         before = tracemalloc.get_traced_memory()[0]
-        held.append(gate._parse(entry))
+        held.append(parse_entry(entry, gate.cache.how))
         sizes.append(tracemalloc.get_traced_memory()[0] - before)
     tracemalloc.stop()
     k = len(bodies)
     return {"rules_bytes": sum(sizes[i % k] for i in range(n)),
             "rules_bytes_each_file_once": sum(sizes[: min(n, k)]),
             "rules_per_file_mean": statistics.fmean(sizes)}
-
-
-async def _child_json(args: Sequence[str], timeout: float) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(Path(__file__).resolve()), *args, stdout=asyncio.subprocess.PIPE)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.communicate()
-        return {"error": f"{args[0]} timed out after {timeout:.0f} s"}
-    if proc.returncode != 0:
-        return {"error": f"{args[0]} exited {proc.returncode}"}
-    data: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
-    return data
 
 
 async def memory(n: int, corpus: Path, progress: Progress, parse_all: bool = False
@@ -875,11 +1511,19 @@ class Sizes:
     burst_robots_seconds: float = 2.0
     burst_per_origin: int = 8
     overhead_hosts: int = 1000
-    overhead_pages: int = 2
-    overhead_concurrency: int = 256
-    overhead_rounds: int = 6
-    allowed_tasks: int = 10_000
-    allowed_per_task: int = 50
+    overhead_pages: int = 5
+    overhead_concurrency: int = 200
+    overhead_rounds: int = 5
+    overhead_profile: bool = False
+    callgrind: bool = False
+    before_src: Path | None = None
+    decision_origins: int = 1000
+    decision_per_origin: int = 50
+    decision_rounds: int = 5
+    decision_repeats: int = 2
+    limit_delay: float = 0.2
+    limit_pages: int = 50
+    rate_limit: float = 0.2
     memory_origins: int = 100_000
     alternatives: bool = True
     alt_time_factor: float = 1.0
@@ -973,20 +1617,22 @@ async def run(sizes: Sizes, json_path: Path | None, progress: Progress) -> dict[
                         "results": await run_crawl_phase("burst", server, [burst_host],
                                                          burst_cfg, sizes, progress, workdir),
                     }
-            if "overhead" in sizes.phases:  # figures 4 and 5
+            if "overhead" in sizes.phases:  # figure 4
                 progress.start(f"overhead: starting a server with {sizes.overhead_hosts} hosts")
                 async with ServerProcess() as server:
                     await server.start(
                         ["--backlog", "4096"], plans=[HostPlan("partial")] * sizes.overhead_hosts,
-                        duration=900,
+                        duration=3600,
                     )
-                    report["overhead"] = await overhead(
-                        server.base_urls, sizes.overhead_pages, sizes.overhead_concurrency,
-                        sizes.overhead_rounds, sizes.allowed_tasks, sizes.allowed_per_task,
-                        progress)
-                    stats = await server.stats(times=False)
-                    report["overhead"]["server_robots_requests"] = (
-                        stats["totals"]["robots_requests"])
+                    report["overhead"] = await overhead(server, sizes, workdir, progress)
+            if "decisions" in sizes.phases:  # figure 5
+                report["decisions"] = await decisions(sizes, progress)
+            if "limits" in sizes.phases:  # issue 14: per host, 429 share
+                report["limits"] = await limits(sizes, workdir, progress)
+            if "hol" in sizes.phases:  # issue 13: head-of-line
+                report["hol"] = await head_of_line_phase(progress)
+            if "clients" in sizes.phases:  # issue 16: Scrapy and httpx through the gate
+                report["clients"] = await clients_phase(workdir, progress)
             if "memory" in sizes.phases:  # figure 6
                 report["memory"] = await memory(sizes.memory_origins, sizes.corpus, progress,
                                                 sizes.memory_parse_all)
@@ -1068,6 +1714,12 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
             rows.append({"figure": f"3 intervals below the delay ({cfg['delay']:g} s)",
                          "values": per(lambda r: _fmt_int(r["pacing_violations"])),
                          "goal": "0", "pass": ok and gate["pacing_violations"] == 0})
+            rows.append({"figure": "3 smallest interval per host (x its interval)",
+                         "values": per(lambda r: "n/a" if r.get("smallest_gap") is None
+                                       else f"{r['smallest_gap']:.3f} s "
+                                            f"({r['worst_min_ratio']:.2f}x)"),
+                         "goal": ">= 1.00x", "pass": ok and gate.get("worst_min_ratio") is not None
+                         and gate["worst_min_ratio"] >= 1.0})
             rows.append({"figure": "3 mean interval over delay, worst host",
                          "values": per(lambda r: "n/a" if r["worst_mean_excess"] is None
                                        else f"{r['worst_mean_excess']:+.1%}"),
@@ -1110,44 +1762,81 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
                    f"{c['per_origin']} in flight", paced=False)
     if "overhead" in report:
         o = report["overhead"]
-        rate = o["median_pages_per_s"]
-        ratio = o["ratio"]
-        us = o["client_cpu_us_per_page"]
-        rows.append({"section": f"overhead: {o['hosts']:,} hosts, delay 0, caps off, "
-                                f"{o['concurrency']} tasks, {o['rounds']} rounds of "
-                                f"{o['requests_per_round']:,} (robots.txt cached before timing)"})
+        cs = o["contenders"]
+        rows.append({"section": f"overhead: {o['hosts']:,} hosts x {o['pages_per_host']} pages, "
+                                f"{o['concurrency']} tasks, delay 0, caps off, cold, median of "
+                                f"{o['rounds']} interleaved rounds (details below)"})
+        for name in ("gate.fetch", "middleware"):
+            c = cs.get(name)
+            if c is None:
+                continue
+            rows.append({"figure": f"4 requests/s {name} / plain aiohttp",
+                         "values": {"robotgate": f"{c['ratio']:.0%}",
+                                    "baseline": f"{cs['baseline']['ratio']:.0%}"
+                                    if "baseline" in cs and name == "gate.fetch" else "-"},
+                         "goal": ">= 95%", "pass": c["ratio"] >= 0.95})
+    if "decisions" in report and "error" not in report["decisions"]:
+        d = report["decisions"]["after"]
+        rows.append({"section": f"cached decisions: {d['urls']:,} URLs over "
+                                f"{report['decisions']['origins']:,} corpus origins "
+                                f"(rates per CPU second, details below)"})
+        rows.append({"figure": "5 await gate.allowed / parser",
+                     "values": {"robotgate": f"{d['ratios']['allowed']:.2f}x"},
+                     "goal": ">= 0.35x", "pass": d["ratios"]["allowed"] >= 0.35})
+        if "check" in d["ratios"]:
+            vs_decide = d["ratios"]["check"] / d["ratios"]["parser decide"]
+            rows.append({"figure": "5 gate.check / parser (/ parser's decide)",
+                         "values": {"robotgate": f"{d['ratios']['check']:.2f}x "
+                                                 f"({vs_decide:.2f}x)"},
+                         "goal": ">= 0.7x", "pass": d["ratios"]["check"] >= 0.7})
+        rows.append({"figure": "5 verdicts unlike the parser's",
+                     "values": {"robotgate": _fmt_int(d["mismatches"])},
+                     "goal": "0", "pass": d["mismatches"] == 0})
+    if "limits" in report:
+        lim = report["limits"]
+        ph = lim["per_host"]
+        rl = lim["rate_limited"]
 
-        def speed(name: str) -> str:
-            return f"{_fmt_int(rate[name])} ({ratio[name]:.0%})"
+        def limit_cell(r: dict[str, Any] | None, fmt: Callable[[dict[str, Any]], str]) -> str:
+            if r is None:
+                return "-"
+            return fmt(r) if r.get("measured") else "n/a"
 
-        rows.append({"figure": "4 pages/s plain aiohttp (reference)",
-                     "values": {"robotgate": _fmt_int(rate["aiohttp"])}, "goal": "",
-                     "pass": None})
-        rows.append({"figure": "4 pages/s gate.fetch (vs aiohttp)",
-                     "values": {"robotgate": speed("gate.fetch"),
-                                "baseline": speed("baseline") if "baseline" in rate else "n/a"},
-                     "goal": ">= 90% of aiohttp", "pass": ratio["gate.fetch"] >= 0.9})
-        rows.append({"figure": "4 pages/s middleware (vs aiohttp)",
-                     "values": {"robotgate": speed("middleware")},
-                     "goal": ">= 90% of aiohttp", "pass": ratio["middleware"] >= 0.9})
-        rows.append({"figure": "  client CPU per page: aiohttp",
-                     "values": {"robotgate": f"{us['aiohttp']:.0f} us"}, "goal": "",
-                     "pass": None})
-        rows.append({"figure": "  client CPU per page: gate.fetch",
-                     "values": {"robotgate": f"{us['gate.fetch']:.0f} us",
-                                "baseline": f"{us['baseline']:.0f} us" if "baseline" in us
-                                else "n/a"},
-                     "goal": "", "pass": None})
-        rows.append({"figure": "  client CPU per page: middleware",
-                     "values": {"robotgate": f"{us['middleware']:.0f} us"}, "goal": "",
-                     "pass": None})
-        a = o["allowed"]
-        rows.append({"figure": f"5 allowed()/s per CPU-s, {a['tasks']:,} tasks",
-                     "values": {"robotgate": _fmt_int(a["decisions_per_cpu_s"])},
-                     "goal": ">= 200,000/s", "pass": a["decisions_per_cpu_s"] >= 200_000})
-        rows.append({"figure": "  allowed()/s by wall clock",
-                     "values": {"robotgate": _fmt_int(a["decisions_per_s"])}, "goal": "",
-                     "pass": None})
+        def gap(r: dict[str, Any]) -> str:
+            g = r["smallest_interval"]
+            return "n/a" if g is None else f"{g:.3f} s"
+
+        def share(r: dict[str, Any]) -> str:
+            s = r["share_429"]
+            return "n/a" if s is None else f"{s:.0%} ({r['status_429']}/{r['page_requests']})"
+
+        rows.append({"section": f"pace by host: {lim['hosts']} hosts on 2 ports each (2 origins), "
+                                f"delay {lim['delay']:g} s; a server taking one request per "
+                                f"{lim['rate_limit']:g} s, {lim['rate_pages']} pages at once"})
+        g = ph.get("robotgate", {})
+        rows.append({"figure": "14 smallest interval per host (server)",
+                     "values": {i: limit_cell(ph.get(i), gap) for i in IMPLS},
+                     "goal": f">= {lim['delay']:g} s",
+                     "pass": bool(g.get("measured")) and g["smallest_interval"] is not None
+                     and g["smallest_interval"] >= lim["delay"]})
+        r = rl.get("robotgate", {})
+        rows.append({"figure": "14 429 share, rate-limited server",
+                     "values": {i: limit_cell(rl.get(i), share) for i in IMPLS},
+                     "goal": "<= 20%",
+                     "pass": bool(r.get("measured")) and r["share_429"] is not None
+                     and r["share_429"] <= 0.2})
+    if "hol" in report and "error" not in report["hol"]:
+        h = report["hol"]
+        rows.append({"section": f"head-of-line: {h['workers']} workers, {h['hosts']} hosts x "
+                                f"{h['pages_per_host']} pages sorted by host, delay "
+                                f"{h['delay']:g} s (bound ~{h['bound_s']:g} s)"})
+        for key, label in (("naive", "naive pool over gate.fetch"), ("crawl", "gate.crawl")):
+            r = h[key]
+            rows.append({"figure": f"13 {label}",
+                         "values": {"robotgate": f"{r['pages']}/{r['of']} in {r['seconds']:.1f} s"},
+                         "goal": "all, near the bound" if key == "crawl" else "",
+                         "pass": (r["finished"] and r["seconds"] <= h["bound_s"] * 1.5 + 2)
+                         if key == "crawl" else None})
     if "memory" in report:
         m = report["memory"]
         if "error" in m:
@@ -1203,6 +1892,158 @@ def render_table(rows: Sequence[Row], report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _md(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return lines
+
+
+def render_details(report: dict[str, Any]) -> str:
+    """The detail tables (Markdown), ready for benchmarks/README-figures.md."""
+    out: list[str] = []
+    o = report.get("overhead")
+    if o:
+        out.append(f"\n### Overhead: {o['hosts']:,} loopback hosts x {o['pages_per_host']} pages, "
+                   f"{o['concurrency']} concurrent, delay 0, caps off, cold (robots.txt fetched "
+                   f"in the timed run); median of {o['rounds']} interleaved rounds, each run a "
+                   f"fresh process\n")
+        body = []
+        for name, c in o["contenders"].items():
+            lo, hi = c["ratio_range"] or (math.nan, math.nan)
+            body.append([name, _fmt_int(c["requests_per_s"]), _fmt_int(c["server_requests"]),
+                         f"{c['ratio']:.1%}", f"{lo:.0%}-{hi:.0%}", f"{c['cpu_us_per_page']:.0f}",
+                         f"{c['gc_us_per_page']:.1f}", f"{c['gen0_per_1000_pages']:.1f}",
+                         _fmt_int(c["not_fetched"])])
+        out += _md(["contender", "requests/s (server)", "requests", "ratio to aiohttp",
+                    "range", "client CPU us/page", "GC us/page", "gen-0 GCs /1000 pages",
+                    "pages not fetched"], body)
+        for e in o.get("errors", []):
+            out.append(f"\nerror: {e}")
+        cg = o.get("callgrind")
+        if cg and "contenders" in cg:
+            out.append(f"\nCallgrind, per page whose robots.txt is cached (runs with "
+                       f"{cg['pages'][1]} and {cg['pages'][0]} pages on {cg['hosts']} hosts, "
+                       f"the difference over the extra pages):\n")
+            ref = cg["contenders"].get("aiohttp", {}).get("instructions_per_page")
+            body = []
+            for name, c in cg["contenders"].items():
+                if "error" in c:
+                    body.append([name, c["error"], "", "", "", ""])
+                    continue
+                ins = c["instructions_per_page"]
+                body.append([name, _fmt_int(ins),
+                             f"{ins - ref:+,.0f} ({ins / ref - 1:+.1%})" if ref else "-",
+                             f"{c['gc_allocations_per_page']:.1f}",
+                             f"{c['mallocs_per_page']:.0f}",
+                             _fmt_int(c["gc_instructions_per_page"])])
+            out += _md(["contender", "instructions/page", "vs aiohttp",
+                        "GC-tracked allocations/page", "small allocations/page",
+                        "GC instructions/page"], body)
+        for name, prof in (o.get("profile") or {}).items():
+            if not isinstance(prof, dict):
+                out.append(f"\ncProfile {name}: {prof}")
+                continue
+            out.append(f"\ncProfile of {name} (cProfile inflates every call; read shares, not "
+                       f"times): robotgate's own functions {prof['robotgate_us_per_page']:.0f} "
+                       f"of {prof['total_us_per_page']:.0f} us/page self time\n")
+            out += _md(["robotgate function", "calls/page", "self us/page", "cum us/page"],
+                       [[r["function"], f"{r['calls_per_page']:.2f}",
+                         f"{r['self_us_per_page']:.1f}", f"{r['cum_us_per_page']:.1f}"]
+                        for r in prof["top"][:10]])
+    d = report.get("decisions")
+    if d:
+        if "error" in d:
+            out.append(f"\ncached decisions: {d['error']}")
+        else:
+            out.append(f"\n### Cached decisions: {d['origins']:,} corpus robots.txt files "
+                       f"installed through a MemoryStore, {d['per_origin']} URLs each; rates per "
+                       f"CPU second, median of {d['rounds']} rotated rounds x {d['repeats']} "
+                       f"processes\n")
+            body = []
+            for label in ("after", "before"):
+                t = d.get(label)
+                if t is None:
+                    continue
+                for k, rate in t["rates"].items():
+                    lo, hi = t["ratio_ranges"][k]
+                    body.append([f"{k} ({label})", _fmt_int(rate), f"{t['ratios'][k]:.2f}x",
+                                 f"{lo:.2f}-{hi:.2f}"])
+            out += _md(["contender", "decisions/s", "ratio to parser", "range"], body)
+            for label in ("after", "before"):
+                t = d.get(label)
+                if t is not None:
+                    out.append(f"\n{label}: {t['urls']:,} URLs ({t['dropped']} dropped), "
+                               f"{t['allowed_share']:.0%} allowed, {t['mismatches']} verdicts "
+                               f"unlike the parser's, {t['robots_requests']} robots.txt requests"
+                               + (f"; first: {t['first_mismatch']}" if t["first_mismatch"]
+                                  else ""))
+            cg = d.get("callgrind")
+            if cg:
+                out.append("\nCallgrind, per decision:\n")
+                out += _md(["contender", "instructions/decision", "GC-tracked allocations"],
+                           [[k, _fmt_int(v["instructions_per_decision"]),
+                             f"{v['gc_allocations_per_decision']:.2f}"] for k, v in cg.items()])
+    lim = report.get("limits")
+    if lim:
+        out.append("\n### Pace by host; a rate-limited server (issue 14), at the server\n")
+        body = []
+        for impl in ("robotgate", "robotgate pace_by=origin", "baseline", "scrapy", "crawlee"):
+            a = lim["per_host"].get(impl)
+            b = lim["rate_limited"].get(impl)
+            if a is None:
+                continue
+
+            def cells(r: dict[str, Any] | None) -> list[str]:
+                if r is None:
+                    return ["-", "-"]
+                if not r.get("measured"):
+                    return [r.get("note", "n/a")[:60], ""]
+                return [
+                    "n/a" if r["smallest_interval"] is None
+                    else f"{r['smallest_interval']:.3f} s",
+                    f"{r['below_delay']}" if r["below_delay"] is not None else "",
+                ]
+
+            pa = cells(a)
+            share = ("-" if b is None else
+                     (b.get("note", "n/a")[:40] if not b.get("measured") else
+                      f"{b['share_429']:.0%} ({b['status_429']}/{b['page_requests']}), "
+                      f"{b['elapsed']:.1f} s"))
+            robots = (f"{a['robots_requests'][0]}-{a['robots_requests'][1]}"
+                      if a.get("measured") else "")
+            body.append([impl, *pa, robots, share])
+        out += _md(["implementation", f"smallest interval per host (delay {lim['delay']:g} s)",
+                    "intervals below the delay", "robots.txt requests per host (2 origins)",
+                    f"429 share ({lim['rate_pages']} pages, 1 per {lim['rate_limit']:g} s)"], body)
+    h = report.get("hol")
+    if h:
+        if "error" in h:
+            out.append(f"\nhead-of-line: {h['error']}")
+        else:
+            out.append(f"\n### Head-of-line (issue 13, benchmarks/crawl_bench.py): "
+                       f"{h['workers']} workers, {h['hosts']} hosts x {h['pages_per_host']} pages "
+                       f"sorted by host, delay {h['delay']:g} s, bound ~{h['bound_s']:g} s\n")
+            body = []
+            for key, label in (("naive", "naive worker pool over gate.fetch"),
+                               ("crawl", "gate.crawl")):
+                r = h[key]
+                gap = r.get("min_interval_s")
+                body.append([label, f"{r['pages']}/{r['of']}", f"{r['seconds']:.1f} s"
+                             + ("" if r["finished"] else " (stopped)"),
+                             "-" if gap is None else f"{gap:.3f} s"])
+            out += _md(["contender", "pages", "time", "smallest interval per host"], body)
+    c = report.get("clients")
+    if c:
+        out.append("\n### Scrapy and httpx through the gate (issue 16, "
+                   "benchmarks/clients_bench.py)\n")
+        text = c.get("error") or c.get("output", "")
+        lines = text.splitlines()
+        # The per-round lines are in the JSON; the summary starts at its header.
+        start = next((i for i, line in enumerate(lines) if line.startswith("contender")), 0)
+        out.append("```\n" + "\n".join(lines[start:]).strip() + "\n```")
+    return "\n".join(out)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1220,7 +2061,21 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--overhead-pages", type=int, default=d.overhead_pages)
     ap.add_argument("--overhead-concurrency", type=int, default=d.overhead_concurrency)
     ap.add_argument("--overhead-rounds", type=int, default=d.overhead_rounds)
-    ap.add_argument("--allowed-tasks", type=int, default=d.allowed_tasks)
+    ap.add_argument("--profile", action="store_true",
+                    help="overhead: one more run of gate.fetch and the middleware under cProfile")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="overhead and decisions: exact instructions and allocations per page "
+                         "and per decision under valgrind (slow: minutes)")
+    ap.add_argument("--before-src", type=Path,
+                    help="another tree's src/ (e.g. a git worktree of an older commit): its "
+                         "gate.fetch, middleware and decisions run interleaved with this one's")
+    ap.add_argument("--decision-origins", type=int, default=d.decision_origins)
+    ap.add_argument("--decision-per-origin", type=int, default=d.decision_per_origin)
+    ap.add_argument("--decision-rounds", type=int, default=d.decision_rounds)
+    ap.add_argument("--decision-repeats", type=int, default=d.decision_repeats,
+                    help="decisions: processes per tree, alternating trees")
+    ap.add_argument("--rate-limit", type=float, default=d.rate_limit,
+                    help="limits: seconds per request the rate-limited server lets through")
     ap.add_argument("--memory-origins", type=int, default=d.memory_origins)
     ap.add_argument("--alt-time-factor", type=float, default=d.alt_time_factor,
                     help="Scrapy/crawlee are stopped after this many times robotgate's "
@@ -1235,26 +2090,53 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rules-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--overhead-child", help=argparse.SUPPRESS)
+    ap.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--decisions-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--origins", type=int, default=d.decision_origins, help=argparse.SUPPRESS)
+    ap.add_argument("--per-origin", type=int, default=d.decision_per_origin,
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--rounds", type=int, default=d.decision_rounds, help=argparse.SUPPRESS)
+    ap.add_argument("--decisions-only", help=argparse.SUPPRESS)
+    ap.add_argument("--loops", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--memory-parse-all", action="store_true",
                     help="parse every cached origin's robots.txt (exact, ~1 min at 100,000) "
                          "instead of one shared parse per corpus file")
     return ap
 
 
+def _children(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The child-process modes (each prints one JSON line), or None."""
+    if args.memory_child is not None:
+        return memory_child(args.memory_child, args.corpus, args.memory_parse_all)
+    if args.rules_child is not None:
+        return rules_child(args.rules_child, args.corpus)
+    if args.overhead_child is not None:
+        spec = json.loads(args.spec.read_text())
+        return asyncio.run(overhead_child(args.overhead_child, spec, args.profile))
+    if args.decisions_child:
+        return asyncio.run(decisions_child(args.corpus, args.origins, args.per_origin,
+                                           args.rounds, args.decisions_only, args.loops))
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.memory_child is not None:
-        print(json.dumps(memory_child(args.memory_child, args.corpus, args.memory_parse_all)))
-        return 0
-    if args.rules_child is not None:
-        print(json.dumps(rules_child(args.rules_child, args.corpus)))
+    child = _children(args)
+    if child is not None:
+        print(json.dumps(child))
         return 0
     sizes = Sizes(
         hosts=args.hosts, pages=args.pages, concurrency=args.concurrency, delay=args.delay,
         timeout=args.timeout, burst_pages=args.burst_pages,
         burst_per_origin=args.burst_per_origin, overhead_hosts=args.overhead_hosts,
         overhead_pages=args.overhead_pages, overhead_concurrency=args.overhead_concurrency,
-        overhead_rounds=args.overhead_rounds, allowed_tasks=args.allowed_tasks,
+        overhead_rounds=args.overhead_rounds, overhead_profile=args.profile,
+        callgrind=args.callgrind,
+        before_src=args.before_src.resolve() if args.before_src else None,
+        decision_origins=args.decision_origins, decision_per_origin=args.decision_per_origin,
+        decision_rounds=args.decision_rounds, decision_repeats=args.decision_repeats,
+        rate_limit=args.rate_limit,
         memory_origins=args.memory_origins, alternatives=not args.skip_alternatives,
         alt_time_factor=args.alt_time_factor, memory_parse_all=args.memory_parse_all,
         corpus=args.corpus,
@@ -1263,8 +2145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         sizes = dataclasses.replace(
             sizes, hosts=40, pages=10, concurrency=400, delay=0.1, timeout=2.0, burst_pages=200,
-            overhead_hosts=100, overhead_pages=5, overhead_rounds=2, allowed_tasks=1000,
-            allowed_per_task=20, memory_origins=5000)
+            overhead_hosts=100, overhead_pages=5, overhead_rounds=2, decision_origins=100,
+            decision_per_origin=20, decision_rounds=2, decision_repeats=1, limit_pages=20,
+            memory_origins=5000)
     if sizes.hosts < len(SCENARIOS) + 1:
         print(f"--hosts must be at least {len(SCENARIOS) + 1}", file=sys.stderr)
         return 2
@@ -1279,6 +2162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress(enabled=not args.no_progress)
     report = asyncio.run(run(sizes, args.json, progress))
     print(render_table(report["table"], report))
+    print(render_details(report))
     print(f"\n{report['seconds']:.0f} s in all; JSON: {args.json}")
     gate_rows = [r for r in report["table"] if r.get("pass") is False]
     return 1 if gate_rows else 0

@@ -4,14 +4,21 @@
 the same checks run against an in-process loopback server: every fault
 scenario, 2,000 tasks at once, a delay, and robots.txt single-flight, no
 disallowed page at the server, no interval below the delay, a definite answer
-for every task, and an end within a bound.
+for every task, and an end within a bound.  The overhead and decisions
+harnesses run at a tiny size too: every contender fetches every page, and
+the gate's verdicts equal the parser's.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
+
+import pytest
 
 from benchmarks.load import (
+    CORPUS,
+    OVERHEAD_CONTENDERS,
     SLOW_TIMEOUT,
     UNREACHABLE,
     CrawlConfig,
@@ -21,7 +28,10 @@ from benchmarks.load import (
     crawl_hosts,
     crawl_robotgate,
     crawl_urls,
+    decisions_child,
     must_skip,
+    overhead_child,
+    parse_callgrind,
 )
 from robotgate import FetchPolicy
 from tests.support.server import SCENARIOS, BenchServer, HostPlan, page_paths
@@ -131,3 +141,55 @@ async def test_burst_on_one_host_with_slow_robots() -> None:
     assert checks.robots_max == 1
     assert checks.disallowed_fetched == 0
     assert checks.pages_fetched == sum(not p.startswith("/private/") for p in page_paths(500))
+
+
+async def test_overhead_contenders_fetch_every_page() -> None:
+    # Cold runs as the overhead phase makes them, 6 hosts x 3 pages.
+    async with BenchServer([HostPlan("partial")] * 6) as server:
+        spec = {"base_urls": [server.base_url(i) for i in range(6)], "pages": 3,
+                "concurrency": 4}
+        for name in OVERHEAD_CONTENDERS:
+            server.reset()
+            out = await overhead_child(name, spec)
+            assert (out["ok"], out["errors"], out["pages"]) == (18, 0, 18), name
+            totals = server.stats_json(times=False, log=False)["totals"]
+            assert totals["page_requests"] == 18
+            # robots.txt once per host through the gate and the baseline, never for aiohttp
+            assert totals["robots_requests"] == (0 if name == "aiohttp" else 6)
+            assert out["cpu"] > 0 and len(out["gc_collections"]) == 3
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+async def test_cached_decisions_agree_with_the_parser() -> None:
+    out = await decisions_child(CORPUS, origins=30, per_origin=10, rounds=1)
+    assert out["robots_requests"] == 0  # installed from the store: no network
+    assert out["urls"] + out["dropped"] == 300 and out["urls"] >= 290
+    assert out["mismatches"] == 0, out["first_mismatch"]
+    assert 0 < out["allowed_share"] < 1  # both verdicts occur
+    assert set(out["rates"]) >= {"parser", "allowed"}
+
+
+def test_callgrind_output_is_read(tmp_path: Path) -> None:
+    # Compressed names ("(id) name", then "(id)"), calls and inclusive costs.
+    text = """events: Ir
+fn=(1) main
+0 10
+cfn=(2) _PyObject_GC_Link
+calls=3 0
+0 30
+cfn=(3) gc_collect_main
+calls=1 0
+0 500
+fn=(4) other
+0 5
+cfn=(2)
+calls=2 0
+0 20
+totals: 565
+"""
+    path = tmp_path / "cg.out"
+    path.write_text(text)
+    got = parse_callgrind(path)
+    assert got["instructions"] == 565
+    assert got["calls"]["_PyObject_GC_Link"] == 5
+    assert got["inclusive"]["gc_collect_main"] == 500
