@@ -41,8 +41,8 @@ class SiteRules:
     cache's recently-used bit (CLOCK eviction).
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "robots_started", "rules", "used",
-                 "verdict")
+    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "robots_started", "rules",
+                 "used", "verdict")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float, robots_started: float = -float("inf")) -> None:
@@ -54,6 +54,7 @@ class SiteRules:
         self.robots_started = robots_started  # loop time the robots.txt request started
         self.used = True
         self.host: HostState | None = None  # visit counts of the origin's server
+        self.key: str | None = None  # the server's politeness key, once known
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""

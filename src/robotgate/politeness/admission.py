@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable
 
@@ -24,7 +25,7 @@ from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..urls import split_origin
+from ..urls import remove_dot_segments, split_origin
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
@@ -33,6 +34,7 @@ from .scheduler import Group, Scheduler
 __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
+_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*").match
 
 
 class Admission:
@@ -49,6 +51,9 @@ class Admission:
         # The memory store holds the very HostState objects the groups update.
         self._saves_hosts = not isinstance(store, MemoryStore)
         self.disallowed = 0
+        self._fast: dict[str, SiteRules] = {}
+        self._fast_max = 2 * cache.max_origins
+        self._groups = scheduler.groups_by_key
 
     # -- robots.txt ------------------------------------------------------------------
 
@@ -134,18 +139,37 @@ class Admission:
         Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
         cached) and :class:`~robotgate.urls.InvalidURL`.
         """
+        m = _PREFIX(url) if self.fleet is None else None
+        site = self._fast.get(m[0]) if m is not None else None
+        if site is not None and site.fresh_until > time.time():
+            # One look-up from the URL's "scheme://authority" to what the slow path
+            # learnt of it: the same checks as there, none of the splitting.
+            host, limit = site.host, self.cache.recheck_visits
+            if host is not None and (limit is None or host.visits_since_check < limit):
+                assert m is not None
+                rest = url[m.end():]
+                if "/." in rest or "/%2" in rest:
+                    rest = remove_dot_segments(rest)
+                path = url if rest[:2] == "//" else rest
+                if not site.allowed(path, self.agent):
+                    raise self.refuse(url, path, site)
+                site.used = True
+                group = self._groups.get(site.key)  # type: ignore[arg-type]
+                if group is not None and group.state is host and self.scheduler.try_start(
+                        group, site.interval):
+                    return group
         origin, rest = split_origin(url)
         site = self.cache.cached(origin)
         if site is not None and self.fleet is None:
             path = url if rest[:2] == "//" else rest
             if not site.allowed(path, self.agent):
                 raise self.refuse(url, path, site)
-            key = self.keys.cached(origin)
-            group = self.scheduler.get(key) if key is not None else None
-            if group is not None and self.scheduler.try_start(group, site.interval):
-                if site.host is not group.state:
-                    site.host = group.state
-                return group
+            group = self.known_group(origin)
+            if group is not None:
+                site.host, site.key = group.state, group.key
+                self._learn(url, site)
+                if self.scheduler.try_start(group, site.interval):
+                    return group
         return self._admit(url, origin, rest)
 
     async def _admit(self, url: str, origin: str, rest: str) -> Group:
@@ -156,10 +180,23 @@ class Admission:
         group = await self.group(origin)
         if site.host is not group.state:
             site.host = group.state
+        site.key = group.key
         fleet = self.fleet
+        if fleet is None:
+            self._learn(url, site)
         await self.scheduler.start(group, site.interval,
                                    fleet.reserve if fleet is not None else None)
         return group
+
+    def _learn(self, url: str, site: SiteRules) -> None:
+        m = _PREFIX(url)
+        if m is None or "@" in m[0]:
+            return  # no password is kept
+        fast = self._fast
+        if fast.get(m[0]) is not site:
+            if len(fast) >= self._fast_max:
+                fast.clear()  # rare and cheap: refilled by the next slow admits
+            fast[m[0]] = site
 
     def answered(self, group: Group, status: int, retry_after: str | None,
                  sent_at: float | None = None) -> Awaitable[None] | None:

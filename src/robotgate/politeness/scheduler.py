@@ -116,13 +116,28 @@ class Scheduler:
         self._wall = wall
         self._groups: dict[str, Group] = {}
         self.global_slots = Slots(max_concurrency) if max_concurrency else None
-        self.stats = {"pages": 0, "backoffs": 0}
+        self.pages = 0
+        self.backoffs = 0
+        # The gap is the interval itself unless back-off, latency or a margin apply.
+        self._plain = not policy.latency_factor and not policy.margin
+        self._time: Callable[[], float] | None = clock
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"pages": self.pages, "backoffs": self.backoffs}
 
     def now(self) -> float:
-        clock = self._clock
-        return clock() if clock is not None else asyncio.get_running_loop().time()
+        time_ = self._time
+        if time_ is None:
+            time_ = self._time = asyncio.get_running_loop().time
+        return time_()
 
     # -- groups ----------------------------------------------------------------
+
+    @property
+    def groups_by_key(self) -> dict[str, Group]:
+        """The live table (read-only for others: the scheduler adds and evicts)."""
+        return self._groups
 
     def get(self, key: str) -> Group | None:
         return self._groups.get(key)
@@ -178,7 +193,11 @@ class Scheduler:
     # -- starting a request ------------------------------------------------------
 
     def gap(self, group: Group, interval: float) -> float:
-        return group.backoff.gap(self.policy, interval)
+        """The least time from the group's last request to one with ``interval``."""
+        backoff = group.backoff
+        if self._plain and not backoff.extra:
+            return interval
+        return backoff.gap(self.policy, interval)
 
     def wait_seconds(self, group: Group, interval: float | None = None) -> float:
         """Seconds until a request with ``interval`` may start (0 if now)."""
@@ -264,7 +283,7 @@ class Scheduler:
         if not page:
             return
         group.interval = interval
-        self.stats["pages"] += 1
+        self.pages += 1
         state = group.state
         wall = self._wall()
         state.visits += 1
@@ -293,7 +312,7 @@ class Scheduler:
             backoff.observe(now - sent_at)
         wall = self._wall()
         if status == 429 or status == 503:
-            self.stats["backoffs"] += 1
+            self.backoffs += 1
             wait = parse_retry_after(retry_after, wall)
             if wait is not None:
                 wait = min(wait, policy.max_backoff)
