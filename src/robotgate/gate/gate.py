@@ -202,10 +202,14 @@ class RobotGate:
             self.client.resolver = resolver
             # No total connection limit: the per-host and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
-            trace = aiohttp.TraceConfig()
-            trace.on_request_headers_sent.append(check_slot)
+            traces = []
+            if self.admission.fleet is not None:
+                # Only a fleet's slots need the last look before the bytes go out.
+                trace = aiohttp.TraceConfig()
+                trace.on_request_headers_sent.append(check_slot)
+                traces.append(trace)
             self._session = aiohttp.ClientSession(
-                headers=self._headers, connector=connector, trace_configs=[trace])
+                headers=self._headers, connector=connector, trace_configs=traces)
         return self._session
 
     async def close(self) -> None:
