@@ -64,8 +64,10 @@ _SETTLE_BUDGET = 5_000_000
 _FAST_WORK = 2_000_000
 # Estimated cost of trying one wildcard rule, beyond its searches.
 _RULE_OVERHEAD = 150
-# Compiled pieces kept per rule set (for long paths).
-_REGEX_CACHE_MAX = 4096
+# Characters of the compiled pieces kept per rule set (about 18 bytes each),
+# and the longest piece compiled at all (re keeps its own cache of 512 too).
+_REGEX_CACHE_CHARS = 65536
+_REGEX_PIECE_MAX = 2048
 # A bounded search scans this many positions first, then twice as many each time.
 _WINDOW = 256
 
@@ -500,7 +502,7 @@ class _Search:
             plain = 60 + span * (3 + (m >> 2))
             linear = 400 + 2 * span
             if piece not in self._compiled:
-                linear += 20_000 + 2_000 * m
+                linear += 20_000 + 2_000 * m if m <= _REGEX_PIECE_MAX else 1 << 62
             if min(plain, linear) > self.left:
                 return None
             if plain <= linear:
@@ -511,9 +513,11 @@ class _Search:
                 self._compiled.add(piece)
                 compiled = self._regex.get(piece)
                 if compiled is None:
-                    if len(self._regex) >= _REGEX_CACHE_MAX:
+                    compiled = re.compile(re.escape(piece))
+                    regex = self._regex
+                    if len(regex) >= 256 or sum(map(len, regex)) + m > _REGEX_CACHE_CHARS:
                         self._regex.clear()
-                    compiled = self._regex[piece] = re.compile(re.escape(piece))
+                    self._regex[piece] = compiled
                 mt = compiled.search(self.path, lo, hi)
                 hit = mt.start() if mt is not None else -1
             if hit >= 0 or hi >= n:
