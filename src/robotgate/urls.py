@@ -202,6 +202,14 @@ def _origin_slow(url: str) -> str:
     if not isinstance(url, str):
         raise InvalidURL(url, "not a string")
     text = url.strip()
+    if len(text) > _MAX_RAW_HOST:
+        # Before parsing a megabyte of host name: it cannot be one.
+        m = _AUTHORITY_START.match(text)
+        if m is not None:
+            end = _first_of(text, "/?#", m.end())
+            end = len(text) if end < 0 else end
+            if end - max(m.end(), text.rfind("@", m.end(), end) + 1) > _MAX_RAW_HOST + 6:
+                raise InvalidURL(url, "host name longer than DNS allows")
     if "@" in text:
         # Parse without the password, so no error message can quote it.
         text = redact(text)
