@@ -20,7 +20,7 @@ from typing import Any
 
 import scrapy
 from scrapy import signals
-from scrapy.crawler import CrawlerProcess
+from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
 
 MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -69,7 +69,10 @@ def main(argv: list[str]) -> int:
     }
     if config.get("robotgate", True):
         settings["DOWNLOADER_MIDDLEWARES"] = MIDDLEWARES
-    process = CrawlerProcess(settings=settings)
+    # Without a Twisted reactor (Scrapy 2.19's TWISTED_REACTOR_ENABLED = False)
+    # only AsyncCrawlerProcess runs.
+    reactorless = settings.get("TWISTED_REACTOR_ENABLED") is False
+    process = (AsyncCrawlerProcess if reactorless else CrawlerProcess)(settings=settings)
     crawler = process.create_crawler(Site)
     crawler.signals.connect(closed, signal=signals.spider_closed)
     process.crawl(crawler)

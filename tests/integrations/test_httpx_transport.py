@@ -152,6 +152,16 @@ async def test_the_gates_user_agent_and_from_on_every_request(site: Site) -> Non
     assert {(ua, sender) for _, ua, sender in site.log} == {(AGENT, "ops@example.com")}
 
 
+async def test_pace_by_ip_resolves_without_aiohttp(site: Site) -> None:
+    async with RobotGate(AGENT, delay=0, pace_by="ip") as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate)) as client:
+        url = f"http://localhost:{site.port}/a"
+        assert (await client.get(url)).status_code == 200
+        assert gate.pace_key(url).startswith("ip:")
+        assert gate.pace_key(url) != "ip:localhost"  # resolved, by the system resolver
+        assert gate._session is None
+
+
 # -- without a network: httpx's MockTransport as the inner transport -----------------------
 
 

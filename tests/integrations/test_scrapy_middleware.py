@@ -96,6 +96,18 @@ async def test_each_robots_outcome_through_scrapys_engine() -> None:
     assert stat(result, "robotgate/robots/request_count") == len(scenarios) + 3  # 3 hops
 
 
+async def test_a_robots_txt_slower_than_the_timeout_disallows_the_site() -> None:
+    async with BenchServer([HostPlan("slow", slow_seconds=4.0), HostPlan("allow")]) as srv:
+        urls = [srv.url(i, p) for p in page_paths(5, 0) for i in range(2)]
+        result = await crawl({"urls": urls, "settings": {
+            "ROBOTGATE_DELAY": 0, "ROBOTGATE_ROBOTS_TIMEOUT": 1}})
+        slow, fine = srv.host_stats(0), srv.host_stats(1)
+    assert slow.page_requests == 0 and slow.robots_requests == 1
+    assert fine.page_requests == 5
+    assert stat(result, "robotgate/disallowed/unreachable") == 5
+    assert any("did not answer within 1s" in d["message"] for d in result["dropped"])
+
+
 async def test_one_robots_request_per_host_while_following_links() -> None:
     async with BenchServer([HostPlan("partial", pages=30) for _ in range(3)]) as srv:
         urls = [srv.url(i, "/page/0") for i in range(3)]
@@ -187,6 +199,18 @@ async def test_the_asyncio_reactor_is_required() -> None:
     assert "RobotGateMiddleware needs Scrapy's asyncio reactor" in err.decode()
 
 
+async def test_works_without_a_twisted_reactor() -> None:
+    # Scrapy 2.19 can run on asyncio alone (AsyncCrawlerProcess, its aiohttp handler).
+    async with BenchServer([HostPlan("partial", pages=10)]) as srv:
+        urls = [srv.url(0, p) for p in page_paths(10)]
+        result = await crawl({"urls": urls, "settings": {
+            "ROBOTGATE_DELAY": 0, "TWISTED_REACTOR_ENABLED": False}})
+        host = srv.host_stats(0)
+    assert host.robots_requests == 1
+    assert host.page_requests == 8 and host.disallowed_page_requests == 0
+    assert stat(result, "robotgate/disallowed") == 2
+
+
 def test_not_configured_without_robotstxt_obey() -> None:
     from scrapy.exceptions import NotConfigured
     from scrapy.utils.test import get_crawler
@@ -225,6 +249,9 @@ def test_settings_are_read_with_their_names_in_errors() -> None:
     assert read_settings({"USER_AGENT": "S"}, "SpiderBot/2").user_agent == "SpiderBot/2"
     with pytest.raises(ValueError, match="ROBOTGATE_DELAY"):
         read_settings({"USER_AGENT": "S", "ROBOTGATE_DELAY": "soon"})
+    policy = read_settings({"USER_AGENT": "S", "ROBOTGATE_ROBOTS_TIMEOUT": "5",
+                            "ROBOTGATE_DIALECT": "classic"}).options["policy"]
+    assert policy.timeout == 5.0 and policy.forbidden_disallows_all
 
 
 def test_store_setting(tmp_path: Path) -> None:
