@@ -132,6 +132,8 @@ def redact(url: str) -> str:
 _ORIGIN_CACHE: dict[str, str] = {}
 _ORIGIN_CACHE_MAX = 65536
 _PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+#: Matches a URL's ``scheme://authority`` as written: the key of the gate's fast paths.
+match_prefix = _PREFIX_RE.match
 
 
 def _raw_host(netloc: str) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable
 
@@ -25,7 +24,7 @@ from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..urls import remove_dot_segments, split_origin
+from ..urls import match_prefix, remove_dot_segments, split_origin
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
@@ -34,7 +33,6 @@ from .scheduler import Group, Scheduler
 __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
-_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*").match
 
 
 class Admission:
@@ -139,7 +137,7 @@ class Admission:
         Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
         cached) and :class:`~robotgate.urls.InvalidURL`.
         """
-        m = _PREFIX(url) if self.fleet is None else None
+        m = match_prefix(url) if self.fleet is None else None
         site = self._fast.get(m[0]) if m is not None else None
         if site is not None and site.fresh_until > time.time():
             # One look-up from the URL's "scheme://authority" to what the slow path
@@ -189,7 +187,7 @@ class Admission:
         return group
 
     def _learn(self, url: str, site: SiteRules) -> None:
-        m = _PREFIX(url)
+        m = match_prefix(url)
         if m is None or "@" in m[0]:
             return  # no password is kept
         fast = self._fast
