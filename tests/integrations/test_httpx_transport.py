@@ -70,6 +70,27 @@ async def test_crawl_delay_is_honoured_at_the_server() -> None:
     assert host.page_times[0] - host.robots_times[0] >= 0.5
 
 
+async def test_two_gates_on_redis_share_robots_txt_and_the_pace(
+        redis_url: str, prefix: str) -> None:
+    from robotgate.store.redis import RedisStore
+
+    async def worker(urls: list[str]) -> None:
+        store = RedisStore(redis_url, prefix=prefix)
+        async with RobotGate(AGENT, delay=0, store=store) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+            await asyncio.gather(*(client.get(u) for u in urls))
+
+    async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.5)]) as srv:
+        paths = page_paths(8, 0)
+        await asyncio.wait_for(asyncio.gather(
+            worker([srv.url(0, p) for p in paths[:4]]),
+            worker([srv.url(0, p) for p in paths[4:]])), 30)
+        host = srv.host_stats(0)
+    assert host.robots_requests == 1
+    assert host.page_requests == 8
+    assert host.min_interval is not None and host.min_interval >= 0.5
+
+
 async def test_retry_after_rests_one_host_only() -> None:
     plans = [HostPlan("allow", page_status=429, page_retry_after=2, page_status_times=1),
              HostPlan("allow")]

@@ -31,8 +31,8 @@ from ..decision import Decision
 from ..errors import Disallowed
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..politeness.admission import Admission
-from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
+from ._fleet import on_time
 from ._hops import first_address, hop_refusal
 
 if TYPE_CHECKING:
@@ -181,28 +181,9 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         return resp
 
     async def _send(self, request: httpx.Request, group: Group) -> httpx.Response:
-        fleet = self.admission.fleet
-        if fleet is None:
-            return await self.inner.handle_async_request(request)
-        loop = asyncio.get_running_loop()
-        while True:
-            slot = CURRENT.get()
-            try:
-                if slot is not None:
-                    slot.check(loop.time())
-                resp = await self.inner.handle_async_request(request)
-                fleet.on_time()
-                return resp
-            except LateSlot:
-                # Too late for its fleet slot (the loop lagged): not sent; ask again.
-                assert slot is not None
-                fleet.missed(slot)
-                wait = await fleet.reserve(group.key, self.admission.scheduler.gap(
-                    group, group.interval))
-                if wait:
-                    await asyncio.sleep(wait)
-            finally:
-                CURRENT.set(None)
+        if self.admission.fleet is not None:
+            await on_time(self.admission, group)
+        return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         """Close the inner transport (the gate stays open)."""

@@ -44,6 +44,7 @@ from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...urls import InvalidURL
+from .._fleet import on_time
 from .._hops import first_address, hop_refusal
 from .settings import make_store, read_settings
 
@@ -284,6 +285,12 @@ class RobotGateMiddleware:
                         got.close()  # never started: nothing to undo
                     return self._park(request)
                 group = await self._wait(request, key, got)
+            if admission.fleet is not None:
+                try:
+                    await on_time(admission, group)
+                except BaseException:
+                    admission.done(group)
+                    raise
         except Disallowed as no:
             self._count(no.decision)
             log.debug("Forbidden by robots.txt: %s: %s", request, no.decision)
