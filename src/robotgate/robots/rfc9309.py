@@ -14,6 +14,7 @@ from ..urls import normalise_path, path_of
 from .body import DEFAULT_MAX_BYTES, cut_utf8
 from .patterns import RuleSet
 from .rules import RequestRate, RobotsTxt
+from .usage import UsageRules, parse_content_signal
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc9309"]
 
@@ -21,6 +22,8 @@ __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc930
 MAX_LINE_LENGTH = 2083 * 8 - 1
 
 _UA, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE, _OTHER = range(7)
+# AI usage preferences (draft-ietf-aipref-attach) and Cloudflare's signals.
+_CONTENT_USAGE, _CONTENT_SIGNAL = 7, 8
 
 # Keys as written (also with other case or blanks around, added as met) to
 # their kind, including the typos Google's parser accepts.
@@ -43,6 +46,8 @@ _KEYS = {
     "request-rate": _REQUEST_RATE,
     "requestrate": _REQUEST_RATE,
     "request rate": _REQUEST_RATE,
+    "content-usage": _CONTENT_USAGE,
+    "content-signal": _CONTENT_SIGNAL,
 }
 # Google matches keys by prefix ("disallowed" is a disallow); order matters.
 _KEY_PREFIXES = (
@@ -132,7 +137,7 @@ class _Group:
     file costs only the groups that are actually asked about.
     """
 
-    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules")
+    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules", "usage")
 
     def __init__(self, line: int) -> None:
         self.agents: list[str] = []
@@ -141,6 +146,9 @@ class _Group:
         self.crawl_delay_value: str | None = None
         self.rate_value: str | None = None
         self._compiled: RuleSet | None = None
+        # Content-Usage and Content-Signal lines, (kind, value, line), until
+        # compiled by usage_rules(); one slot for both, as most groups have none.
+        self.usage: list[tuple[int, str, int]] | tuple[UsageRules, UsageRules] | None = None
 
     @classmethod
     def merged(cls, groups: list[_Group]) -> _Group:
@@ -151,6 +159,9 @@ class _Group:
         return merged
 
     def _other_records(self, groups: list[_Group]) -> None:
+        # Groups merge as the file is built, before any of them is compiled.
+        usage = [u for g in groups if isinstance(g.usage, list) for u in g.usage]
+        self.usage = usage or None
         for g in groups:
             if self.crawl_delay_value is None:
                 self.crawl_delay_value = g.crawl_delay_value
@@ -167,6 +178,20 @@ class _Group:
             compiled = self._compiled = RuleSet(_normalised(self.rules))
             self.rules = []
         return compiled
+
+    def usage_rules(self) -> tuple[UsageRules, UsageRules] | None:
+        """The group's Content-Usage and Content-Signal rules, compiled on first use."""
+        usage = self.usage
+        if isinstance(usage, list):
+            usage = self.usage = (
+                UsageRules([(v, n) for k, v, n in usage if k == _CONTENT_USAGE]),
+                UsageRules(
+                    [(v, n) for k, v, n in usage if k == _CONTENT_SIGNAL],
+                    "Content-Signal",
+                    parse_content_signal,
+                ),
+            )
+        return usage
 
     @property
     def crawl_delay(self) -> float | None:
@@ -342,16 +367,19 @@ class Rfc9309Rules(RobotsTxt):
         rules = group.ruleset()
         i = rules.match(path)
         if i < 0:
-            return Decision(True, f"allowed: no rule matches in {where}", None, agents)
+            decision = Decision(True, f"allowed: no rule matches in {where}", None, agents)
+            return _with_usage(decision, group, path)
         rule: Rule = rules.rule(i)
         verb = "allowed" if rule.allow else "disallowed"
         pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-        return Decision(
+        decision = Decision(
             rule.allow,
             f"{verb} by {pattern!r} (line {rule.line}) in {where}",
             rule,
             agents,
         )
+        # Usage applies only to what may be crawled (draft-ietf-aipref-attach).
+        return _with_usage(decision, group, path) if rule.allow else decision
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
@@ -441,7 +469,31 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                     cur.crawl_delay_value = value
             elif kind == _REQUEST_RATE and cur.rate_value is None:
                 cur.rate_value = value
+            elif kind in (_CONTENT_USAGE, _CONTENT_SIGNAL):
+                # Content-Usage is a rule (draft-ietf-aipref-attach): like Allow,
+                # it ends the group's user-agent lines; Content-Signal does not.
+                if kind == _CONTENT_USAGE:
+                    in_rules = True
+                if value:
+                    if not isinstance(cur.usage, list):
+                        cur.usage = []
+                    cur.usage.append((kind, value, n))
     return Rfc9309Rules._build(groups, sitemaps)
+
+
+def _with_usage(decision: Decision, group: _Group, path: str) -> Decision:
+    """``decision`` (an allowed one) with what its group's usage rules say of ``path``."""
+    compiled = group.usage_rules()
+    if compiled is None:
+        return decision
+    usage, usage_rules = compiled[0].match(path)
+    signals, signal_rules = compiled[1].match(path)
+    if not (usage_rules or signal_rules):
+        return decision
+    d = decision
+    return Decision(
+        d.allowed, d.reason, d.rule, d.group, d.outcome, usage, signals, usage_rules, signal_rules
+    )
 
 
 def _clean(path: str) -> str:

@@ -94,7 +94,9 @@ _STRING = re.compile(r'"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"').match
 _UNESCAPE = re.compile(r"\\(.)").sub
 _BYTES = re.compile(r":([A-Za-z0-9+/=]*):").match
 # Base64 that decodes: whole quads, then a padded or unpadded last one.
-_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?").fullmatch
+_BASE64 = re.compile(
+    r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?"
+).fullmatch
 _DISPLAY = re.compile(r'%"((?:[\x20\x21\x23\x24\x26-\x7e]|%[0-9a-f]{2})*)"').match
 # The common member, ``key`` or ``key=token`` with no parameters, then what
 # ends it (end of input, or whitespace and a comma); anything else takes the
