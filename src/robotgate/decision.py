@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 __all__ = ["Decision", "Rule", "UsageRule"]
 
-# Shared, read-only: the usage and signals of a decision without any.
-_NOTHING: Mapping[str, bool] = MappingProxyType({})
+
+class _Nothing(Mapping[str, bool]):
+    """The usage and signals of a decision without any: empty, read-only, shared.
+
+    Hashable, so it can be a plain dataclass default (a factory would cost
+    every decision a call).
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> bool:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+_NOTHING: Mapping[str, bool] = _Nothing()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +110,8 @@ class Decision:
     group: tuple[str, ...] | None = None
     outcome: str | None = None
     # Mappings cannot be hashed; equal decisions still hash alike without them.
-    usage: Mapping[str, bool] = field(default_factory=lambda: _NOTHING, hash=False)
-    signals: Mapping[str, bool] = field(default_factory=lambda: _NOTHING, hash=False)
+    usage: Mapping[str, bool] = field(default=_NOTHING, hash=False)
+    signals: Mapping[str, bool] = field(default=_NOTHING, hash=False)
     usage_rules: tuple[UsageRule, ...] = ()
     signal_rules: tuple[UsageRule, ...] = ()
 
