@@ -46,8 +46,8 @@ __all__ = [
 ]
 
 #: The labels whose preferences are kept; any other label is ignored.
-#: ``train-ai`` and ``search`` are the current vocabulary draft's;
-#: ``ai-use`` is from its earlier revisions, still met in the wild.
+#: ``train-ai`` and ``search`` are the current vocabulary draft's; ``ai-use``
+#: was defined by earlier revisions, and is kept so files written to them read.
 VOCABULARY: tuple[str, ...] = ("train-ai", "ai-use", "search")
 
 # -- RFC 9651 Structured Fields: the Dictionary, and all it may hold ----------
