@@ -197,18 +197,22 @@ class AiohttpClient:
                     slot.check(asyncio.get_running_loop().time())
                 resp = await self.session().request(
                     method, url, allow_redirects=False, middlewares=(), **kwargs)
-                fleet.on_time()
-                return resp
             except LateSlot:
-                # Too late for its fleet slot (the loop lagged): not sent; ask again.
+                # Too late for its fleet slot (the loop lagged): not sent; ask again
+                # (reserve() sets the new slot, checked on the next round).
                 assert slot is not None
                 fleet.missed(slot)
                 wait = await fleet.reserve(group.key, self.admission.scheduler.gap(
                     group, group.interval))
                 if wait:
                     await asyncio.sleep(wait)
-            finally:
+                continue
+            except BaseException:
                 CURRENT.set(None)
+                raise
+            CURRENT.set(None)
+            fleet.on_time()
+            return resp
 
     # -- gate.middleware ---------------------------------------------------------------
 

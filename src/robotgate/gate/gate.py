@@ -225,6 +225,16 @@ class RobotGate:
         await self.store.close()
 
     @property
+    def headers(self) -> dict[str, str]:
+        """The headers the gate sends on every request (User-Agent, From)."""
+        return dict(self._headers)
+
+    @property
+    def refuse_private(self) -> bool:
+        """Whether redirects from public sites into private addresses are refused."""
+        return self.client.refuse_private
+
+    @property
     def session(self) -> aiohttp.ClientSession:
         """The session requests go through (created on first use if the gate owns it)."""
         return self._ensure_session()

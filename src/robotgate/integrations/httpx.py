@@ -134,8 +134,8 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         self.gate = gate
         self.admission = gate.admission
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
-        self.headers = dict(gate._headers)
-        self.refuse_private = gate.client.refuse_private
+        self.headers = gate.headers
+        self.refuse_private = gate.refuse_private
         self.robots = HttpxRobotsTransport(self.inner, self.headers, self.refuse_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":

@@ -225,8 +225,8 @@ class RobotGateMiddleware:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate
         self.admission = gate.admission
-        self.headers = dict(gate._headers)
-        self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.client.refuse_private)
+        self.headers = gate.headers
+        self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             gate.keys.set_resolver(first_address)  # not the gate's aiohttp resolver
