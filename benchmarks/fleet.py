@@ -4,7 +4,7 @@
                                [--delay 0.2] [--margin 0.05] [--nice 10]
                                [--mix partial=1,allow=1] [--json PATH]
 
-starts a throwaway ``redis-server`` (``tests/redis_server.py``) and the
+starts a throwaway ``redis-server`` (``tests/support/redis_server.py``) and the
 loopback server (``tests/support/server.py``) in child processes, then for each
 worker count runs the crawl twice under a fresh key prefix: *cold* (Redis
 empty: the workers compete for every origin's robots.txt) and *warm* (the
@@ -410,7 +410,7 @@ def host_urls(base_urls: Sequence[str], pages: int) -> list[list[str]]:
 
 
 async def bench(args: argparse.Namespace) -> list[Row]:
-    from tests.redis_server import MISSING_REASON, RedisServer, find_redis_server
+    from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
 
     if find_redis_server() is None:
         raise SystemExit(f"fleet.py: {MISSING_REASON}")

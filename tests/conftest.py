@@ -1,7 +1,8 @@
-"""Shared fixtures: a real redis-server for the Redis store tests."""
+"""Shared fixtures: a real redis-server and a real Redis Cluster for the Redis store tests."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -10,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
+from tests.support.redis_server import MISSING_REASON, LocalCluster, RedisServer, find_redis_server
+
+#: ``host:port`` (or a URL) of any node of a Redis Cluster to test against
+#: instead of starting one; the tests only ever touch keys under their own prefix.
+CLUSTER_ENV = "ROBOTGATE_TEST_REDIS_CLUSTER"
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -23,7 +28,15 @@ def pytest_report_header(config: pytest.Config) -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         version = f"version unknown ({exc})"
-    return f"redis-server: {binary} ({version})"
+    cluster = os.environ.get(CLUSTER_ENV)
+    where = f"cluster at {cluster}" if cluster else "cluster started per session"
+    return f"redis-server: {binary} ({version}); {where}"
+
+
+def _need_redis_server() -> None:
+    if find_redis_server() is None:
+        print(f"\nskipping Redis tests: {MISSING_REASON}", file=sys.stderr)
+        pytest.skip(MISSING_REASON)
 
 
 @pytest.fixture(scope="session")
@@ -33,9 +46,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     Tests share it, so each must use its own key prefix.  Skips (saying why)
     only when no redis-server binary can be found.
     """
-    if find_redis_server() is None:
-        print(f"\nskipping Redis tests: {MISSING_REASON}", file=sys.stderr)
-        pytest.skip(MISSING_REASON)
+    _need_redis_server()
     server = RedisServer.start(tmp_path_factory.mktemp("redis"))
     try:
         yield server.url
@@ -43,9 +54,29 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.close()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of one node of a 3-master Redis Cluster on loopback.
+
+    ``$ROBOTGATE_TEST_REDIS_CLUSTER`` names a running one; otherwise one is
+    started for the session (three ``redis-server --cluster-enabled yes``).
+    Tests share it, so each must use its own key prefix.
+    """
+    given = os.environ.get(CLUSTER_ENV)
+    if given:
+        yield given if "://" in given else f"redis://{given}/0"
+        return
+    _need_redis_server()
+    cluster = LocalCluster.start(tmp_path_factory.mktemp("redis-cluster"), masters=3)
+    try:
+        yield cluster.url
+    finally:
+        cluster.close()
+
+
 @pytest.fixture
 def prefix() -> str:
-    """A key prefix of its own for each test on the shared redis-server."""
+    """A key prefix of its own for each test on the shared servers."""
     return f"rgtest:{uuid.uuid4().hex[:12]}"
 
 
@@ -55,6 +86,18 @@ async def raw(redis_url: str) -> AsyncIterator[Any]:
     import redis.asyncio as aioredis
 
     client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def raw_cluster(redis_cluster: str) -> AsyncIterator[Any]:
+    """A plain cluster client on the session's Redis Cluster."""
+    from redis.asyncio.cluster import RedisCluster
+
+    client = RedisCluster.from_url(redis_cluster)
     try:
         yield client
     finally:

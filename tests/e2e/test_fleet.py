@@ -256,9 +256,10 @@ async def test_foreign_data_under_the_prefix(
 ) -> None:
     async with BenchServer([HostPlan("allow")] * 3) as srv:
         origins = [srv.base_url(i) for i in range(3)]
-        # Host 0: its robots.txt entry is a list; host 1: its pacing time is text.
-        await raw.rpush(f"{prefix}:robots:{origins[0]}", "not", "ours")
-        await raw.set(f"{prefix}:tat:{origins[1]}", "soon")
+        # Host 0: its robots.txt entry is a list; host 1: its pacing time is text
+        # (pacing is per politeness group: per host name by default).
+        await raw.rpush(f"{prefix}:robots:{{{origins[0]}}}", "not", "ours")
+        await raw.set(f"{prefix}:tat:{{host:{srv.hosts[1]}}}", "soon")
         async with RobotGate(AGENT, delay=DELAY,
                              store=RedisStore(redis_url, prefix=prefix)) as gate:
             with pytest.raises(StoreError, match="foreign or damaged data") as bad_robots:
@@ -277,8 +278,8 @@ async def test_foreign_data_under_the_prefix(
                 await gate.open()
         finally:
             await gate.close()
-    assert f"{prefix}:robots:{origins[0]}" in str(bad_robots.value)
-    assert f"{prefix}:tat:{origins[1]}" in str(bad_tat.value)
+    assert f"{prefix}:robots:{{{origins[0]}}}" in str(bad_robots.value)
+    assert f"{prefix}:tat:{{host:{srv.hosts[1]}}}" in str(bad_tat.value)
     assert [s.page_requests for s in stats] == [0, 0, 1]
     # Host 1's robots.txt was fetched (its entry is fine); host 0's never was.
     assert [s.robots_requests for s in stats] == [0, 1, 1]

@@ -64,6 +64,11 @@ def host_rows(path: Path) -> dict[str, tuple[int, float | None, float]]:
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
+def host_key(srv: BenchServer, index: int) -> str:
+    """The gate's politeness key of a host (``pace_by="host"``, the default)."""
+    return f"host:{srv.hosts[index]}"
+
+
 def sqlite_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("robotgate-sqlite")]
 
@@ -118,9 +123,10 @@ async def test_restart_serves_fresh_entries_and_keeps_host_state_and_pacing(
     # (Slack: the stored time counts from when a request was let go, the server's
     # times from when it arrived.)
     assert times[2] - times[1] >= delay - 0.1
+    # Host state is kept per politeness group: per host name by default.
     rows = host_rows(path)
-    assert rows[srv.base_url(0)][0] == 3
-    assert all(rows[srv.base_url(i)][0] == 2 for i in range(1, n))
+    assert rows[host_key(srv, 0)][0] == 3
+    assert all(rows[host_key(srv, i)][0] == 2 for i in range(1, n))
 
 
 # -- stale entries: conditional revalidation ---------------------------------------
@@ -392,11 +398,12 @@ async def test_two_processes_crawl_with_one_file(tmp_path: Path) -> None:
     assert [s.robots_requests for s in stats] == [1] * n
     robots = robots_rows(path)
     hosts = host_rows(path)
-    assert set(robots) == set(hosts) == {srv.base_url(i) for i in range(n)}
+    assert set(robots) == {srv.base_url(i) for i in range(n)}
+    assert set(hosts) == {host_key(srv, i) for i in range(n)}
     assert all(row["outcome"] == Outcome.OK and row["body"] == b"User-agent: *\nDisallow:\n"
                for row in robots.values())
     for i in range(n):
-        visits = hosts[srv.base_url(i)][0]
+        visits = hosts[host_key(srv, i)][0]
         # Counters are last-writer-wins across processes: at least one process's count.
         assert visits == 2 if (i < 5 or i >= 15) else 2 <= visits <= 4
     with raw(path) as conn:

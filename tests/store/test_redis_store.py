@@ -2,8 +2,10 @@
 
 The storage interface itself is covered for every backend in
 ``test_store_contract.py``.  Everything here runs against real redis-server
-processes on loopback: the session's (``redis_url``), or one of the test's
-own when it must be stopped and restarted.
+processes on loopback: most tests twice, on the session's server
+(``redis_url``) and on the session's 3-master Redis Cluster
+(``redis_cluster``); the outage tests on a server of their own, to stop and
+restart it (the cluster's faults are in ``test_redis_cluster.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ import time
 import types
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
@@ -36,11 +41,12 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 PACER = r"""
 import asyncio, json, sys
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from robotgate.store.redis import RedisStore
 
-async def main(url, prefix, origins, count, interval):
-    store = RedisStore(url, prefix=prefix, unavailable_timeout=5)
-    probe = aioredis.Redis.from_url(url)
+async def main(url, cluster, prefix, origins, count, interval):
+    store = RedisStore(url, prefix=prefix, unavailable_timeout=5, cluster=cluster)
+    probe = (RedisCluster if cluster else aioredis.Redis).from_url(url)
     await store.open()
     await probe.ping()
     print("ready", flush=True)
@@ -61,8 +67,9 @@ async def main(url, prefix, origins, count, interval):
         await probe.aclose()
     print(json.dumps(records), flush=True)
 
-url, prefix, count, interval = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-asyncio.run(main(url, prefix, sys.argv[5:], count, interval))
+url, cluster, prefix = sys.argv[1], sys.argv[2] == "cluster", sys.argv[3]
+count, interval = int(sys.argv[4]), float(sys.argv[5])
+asyncio.run(main(url, cluster, prefix, sys.argv[6:], count, interval))
 """
 
 # Takes the fetch lock for an origin, says so, then hangs until killed.
@@ -70,13 +77,14 @@ HOLDER = r"""
 import asyncio, sys
 from robotgate.store.redis import RedisStore
 
-async def main(url, prefix, origin, ttl):
-    store = RedisStore(url, prefix=prefix)
+async def main(url, cluster, prefix, origin, ttl):
+    store = RedisStore(url, prefix=prefix, cluster=cluster)
     token = await store.lock_fetch(origin, ttl)
     print("locked" if token else "busy", flush=True)
     await asyncio.sleep(60)
 
-asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
+asyncio.run(main(sys.argv[1], sys.argv[2] == "cluster", sys.argv[3], sys.argv[4],
+                 float(sys.argv[5])))
 """
 
 # Says "ready", and on "go" saves a fresh entry for an origin.
@@ -85,8 +93,8 @@ import asyncio, sys, time
 from robotgate.store.base import RobotsEntry
 from robotgate.store.redis import RedisStore
 
-async def main(url, prefix, origin):
-    store = RedisStore(url, prefix=prefix)
+async def main(url, cluster, prefix, origin):
+    store = RedisStore(url, prefix=prefix, cluster=cluster)
     await store.open()
     print("ready", flush=True)
     sys.stdin.readline()
@@ -95,7 +103,7 @@ async def main(url, prefix, origin):
     await store.close()
     print("saved", flush=True)
 
-asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+asyncio.run(main(sys.argv[1], sys.argv[2] == "cluster", sys.argv[3], sys.argv[4]))
 """
 
 
@@ -111,12 +119,43 @@ def entry(origin: str, body: bytes | None = b"User-agent: *\nDisallow: /x\n") ->
     return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a test runs: the session's redis-server or its Redis Cluster."""
+
+    url: str
+    cluster: bool
+
+    @property
+    def kind(self) -> str:
+        return "cluster" if self.cluster else "server"
+
+    def store(self, prefix: str, **options: Any) -> RedisStore:
+        return RedisStore(self.url, prefix=prefix, cluster=self.cluster, **options)
+
+
+@pytest.fixture(params=["server", "cluster"])
+def target(request: pytest.FixtureRequest) -> Target:
+    cluster = request.param == "cluster"
+    url = request.getfixturevalue("redis_cluster" if cluster else "redis_url")
+    return Target(url, cluster)
+
+
 @pytest.fixture
-async def stores(redis_url: str, prefix: str) -> AsyncIterator[list[RedisStore]]:
+async def rawt(target: Target) -> AsyncIterator[Any]:
+    """A plain client (a cluster client on the cluster), as another application would use."""
+    client: Any = (RedisCluster if target.cluster else aioredis.Redis).from_url(target.url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def stores(target: Target, prefix: str) -> AsyncIterator[list[RedisStore]]:
     """Two handles on one prefix, as two workers would have."""
     handles = [
-        RedisStore(redis_url, prefix=prefix, unavailable_timeout=5.0, flush_interval=0.05)
-        for _ in range(2)
+        target.store(prefix, unavailable_timeout=5.0, flush_interval=0.05) for _ in range(2)
     ]
     try:
         for handle in handles:
@@ -177,31 +216,51 @@ def test_missing_redis_package_says_how_to_install() -> None:
 # -- layout, round trips, expiry ----------------------------------------------
 
 
-async def test_key_layout_and_values(stores: list[RedisStore], raw: aioredis.Redis) -> None:
+async def test_key_layout_and_values(stores: list[RedisStore], rawt: Any) -> None:
     store = stores[0]
     origin = "https://layout.example"
+    # Host state and pacing are keyed by the gate's politeness group, opaque here.
+    group = "host:layout.example"
     await store.save_robots(entry(origin, body=b"\x00raw body"))
-    await store.save_host(HostState(origin, visits=2, last_visit=5.5, next_allowed=7.25))
+    await store.save_host(HostState(group, visits=2, last_visit=5.5, next_allowed=7.25))
     await store.flush()
-    await store.reserve(origin, 0.01)
+    await store.reserve(group, 0.01)
     token = await store.lock_fetch(origin, 30)
     assert token is not None
     p = store.prefix
-    assert await raw.get(f"{p}:meta") == f"robotgate/{FORMAT_VERSION}".encode()
-    robots = await raw.hgetall(f"{p}:robots:{origin}")
+    assert FORMAT_VERSION == 2
+    assert await rawt.get(f"{p}:meta") == b"robotgate/2"
+    # Every key of one origin (or group) carries it as the cluster hash tag.
+    robots = await rawt.hgetall(f"{p}:robots:{{{origin}}}")
     assert robots[b"b"] == b"\x00raw body"
     assert json.loads(robots[b"h"])[0] == "ok"
-    assert await raw.hgetall(f"{p}:host:{origin}") == {
+    assert await rawt.hgetall(f"{p}:host:{{{group}}}") == {
         b"v": b"2",
         b"lv": b"5.5",
         b"na": b"7.25",
         b"vc": b"0",
     }
-    assert int(await raw.get(f"{p}:tat:{origin}") or 0) > 0
-    assert await raw.get(f"{p}:lock:{origin}") == token.encode()
+    assert int(await rawt.get(f"{p}:tat:{{{group}}}") or 0) > 0
+    assert await rawt.get(f"{p}:lock:{{{origin}}}") == token.encode()
 
 
-async def test_round_trips_per_operation(stores: list[RedisStore], raw: aioredis.Redis) -> None:
+async def test_braces_in_keys_are_escaped(stores: list[RedisStore], rawt: Any) -> None:
+    # The tag must be the whole origin: braces inside would end it early.
+    store = stores[0]
+    odd = "x}{y%7D"
+    await store.save_robots(entry(odd))
+    await store.save_host(HostState(odd, visits=1))
+    await store.flush()
+    assert await rawt.exists(f"{store.prefix}:robots:{{x%7D%7By%257D}}") == 1
+    loaded = await stores[1].load_robots(odd)
+    assert loaded is not None and loaded.origin == odd
+    assert await stores[1].load_host(odd) == HostState(odd, visits=1)
+    assert await stores[1].load_host("x}{y}") is None
+
+
+async def test_round_trips_per_operation(
+    target: Target, stores: list[RedisStore], rawt: Any
+) -> None:
     store = stores[0]
     origin = "https://count.example"
 
@@ -219,6 +278,9 @@ async def test_round_trips_per_operation(stores: list[RedisStore], raw: aioredis
     await store.unlock_fetch(origin, token)
     await store.pause(origin, time.time())
     await store.wait_robots(origin, 1)
+    for i in range(120):  # the flush script, cached on every node
+        await store.save_host(HostState(f"https://h{i}.example"))
+    await store.flush()
 
     assert await count(store.load_robots(origin)) == 1
     assert await count(store.save_robots(entry(origin))) == 1
@@ -231,17 +293,18 @@ async def test_round_trips_per_operation(stores: list[RedisStore], raw: aioredis
     for i in range(120):
         assert await count(store.save_host(HostState(f"https://h{i}.example", visits=i))) == 0
     assert await count(store.load_host("https://h7.example")) == 0
-    assert await count(store.flush()) == 1
+    # One pipeline: one request per node that owns some of the hosts.
+    assert await count(store.flush()) == (3 if target.cluster else 1)
     assert await count(store.load_host("https://h7.example")) == 1
     # The fast path of a page is at most reserve + load_robots.
     # A flushed script cache costs one extra round trip, once.
-    await raw.script_flush()
+    await rawt.script_flush()
     assert await count(store.reserve(origin, 0.001)) == 2
     assert await count(store.reserve(origin, 0.001)) == 1
 
 
-async def test_keys_expire(redis_url: str, prefix: str, raw: aioredis.Redis) -> None:
-    async with RedisStore(redis_url, prefix=prefix, keep_stale=1000, host_ttl=500) as store:
+async def test_keys_expire(target: Target, prefix: str, rawt: Any) -> None:
+    async with target.store(prefix, keep_stale=1000, host_ttl=500) as store:
         now = time.time()
         fresh = entry("https://fresh.example").copy(fresh_until=now + 100)
         stale = entry("https://stale.example").copy(fetched_at=10.0, fresh_until=20.0)
@@ -253,26 +316,29 @@ async def test_keys_expire(redis_url: str, prefix: str, raw: aioredis.Redis) -> 
         await store.reserve("https://t.example", 0.2)
         await store.lock_fetch("https://l.example", 3)
         p = prefix
-        assert 1_098_000 < await raw.pttl(f"{p}:robots:https://fresh.example") <= 1_100_000
-        assert 998_000 < await raw.pttl(f"{p}:robots:https://stale.example") <= 1_000_000
-        assert 498_000 < await raw.pttl(f"{p}:host:https://h.example") <= 500_000
+        pttl = rawt.pttl
+        assert 1_098_000 < await pttl(f"{p}:robots:{{https://fresh.example}}") <= 1_100_000
+        assert 998_000 < await pttl(f"{p}:robots:{{https://stale.example}}") <= 1_000_000
+        assert 498_000 < await pttl(f"{p}:host:{{https://h.example}}") <= 500_000
         # A paused host is kept for the pause and then host_ttl.
-        assert 548_000 < await raw.pttl(f"{p}:host:https://p.example") <= 550_000
-        assert 0 < await raw.pttl(f"{p}:tat:https://t.example") <= 1_200
-        assert 50_000 < await raw.pttl(f"{p}:tat:https://p.example") <= 51_000
-        assert 0 < await raw.pttl(f"{p}:lock:https://l.example") <= 3_000
-        assert await raw.pttl(f"{p}:meta") == -1
+        assert 548_000 < await pttl(f"{p}:host:{{https://p.example}}") <= 550_000
+        assert 0 < await pttl(f"{p}:tat:{{https://t.example}}") <= 1_200
+        assert 50_000 < await pttl(f"{p}:tat:{{https://p.example}}") <= 51_000
+        assert 0 < await pttl(f"{p}:lock:{{https://l.example}}") <= 3_000
+        assert await pttl(f"{p}:meta") == -1
 
 
 # -- fleet pacing ------------------------------------------------------------
 
 
-def test_gcra_pacing_across_processes(redis_url: str, prefix: str) -> None:
+def test_gcra_pacing_across_processes(target: Target, prefix: str) -> None:
     workers, count, interval = 4, 20, 0.05
     origins = [f"https://pace{i}.example" for i in range(3)]
+    command = [sys.executable, "-c", PACER, target.url, target.kind, prefix, str(count),
+               str(interval), *origins]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", PACER, redis_url, prefix, str(count), str(interval), *origins],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -339,14 +405,14 @@ async def test_host_state_being_written_stays_visible(
     store = stores[0]
     sent = asyncio.Event()
     release = asyncio.Event()
-    script = store._script
+    script = store._link.scripts
 
     async def slow_script(*args: object) -> object:
         sent.set()
         await release.wait()
         return await script(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store, "_script", slow_script)
+    monkeypatch.setattr(store._link, "scripts", slow_script)
     await store.save_host(HostState("https://w.example", visits=3))
     flushing = asyncio.create_task(store.flush())
     await sent.wait()
@@ -385,7 +451,7 @@ async def test_pause_ignores_worker_clock_skew(
     origin = "https://skew.example"
     # This worker's clock is an hour fast; the pause is still 0.5 s long.
     skewed = types.SimpleNamespace(time=lambda: time.time() + 3600, monotonic=time.monotonic)
-    monkeypatch.setattr("robotgate.store.redis.time", skewed)
+    monkeypatch.setattr("robotgate.store.redis.store.time", skewed)
     await a.pause(origin, skewed.time() + 0.5)
     monkeypatch.undo()
     slot = await b.reserve_slot(origin, 0.05)
@@ -396,7 +462,7 @@ async def test_pause_ignores_worker_clock_skew(
 
 
 async def test_lock_taken_over_after_holder_killed(
-    redis_url: str, prefix: str, stores: list[RedisStore]
+    target: Target, prefix: str, stores: list[RedisStore]
 ) -> None:
     store = stores[0]
     origin = "https://dead-holder.example"
@@ -405,7 +471,8 @@ async def test_lock_taken_over_after_holder_killed(
         sys.executable,
         "-c",
         HOLDER,
-        redis_url,
+        target.url,
+        target.kind,
         prefix,
         origin,
         str(ttl),
@@ -435,7 +502,7 @@ async def test_lock_taken_over_after_holder_killed(
 
 
 async def test_wait_robots_woken_by_save_in_other_process(
-    redis_url: str, prefix: str, stores: list[RedisStore]
+    target: Target, prefix: str, stores: list[RedisStore]
 ) -> None:
     store = stores[0]
     origin = "https://far.example"
@@ -443,7 +510,8 @@ async def test_wait_robots_woken_by_save_in_other_process(
         sys.executable,
         "-c",
         SAVER,
-        redis_url,
+        target.url,
+        target.kind,
         prefix,
         origin,
         stdin=asyncio.subprocess.PIPE,
@@ -472,8 +540,9 @@ async def test_wait_robots_woken_by_save_in_other_process(
             await proc.wait()
     assert got is not None and got.body == b"from afar"
     assert woke_after < 1.0
-    # Subscribe + first check + check on wake-up, and at most two safety-net polls.
-    assert store.round_trips - before <= 5
+    # First check + subscribe + check + check on wake-up, and at most two safety-net
+    # polls; on a cluster the channel is also unsubscribed when the wait ends.
+    assert store.round_trips - before <= (7 if target.cluster else 6)
 
 
 async def test_release_without_result_ends_wait_early(stores: list[RedisStore]) -> None:
@@ -497,34 +566,52 @@ async def test_many_waiters_share_one_subscriber(stores: list[RedisStore]) -> No
     saver, store = stores
     origins = [f"https://w{i}.example" for i in range(50)]
     waiters = [asyncio.ensure_future(store.wait_robots(o, 10)) for o in origins for _ in range(2)]
-    await asyncio.sleep(0.2)
+    client = saver.client
+
+    async def subscribers() -> list[dict[str, Any]]:
+        if isinstance(client, RedisCluster):
+            return [
+                c for node in client.get_primaries()
+                for c in await client.client_list(target_nodes=node) if c.get("ssub") != "0"
+            ]
+        return [c for c in await client.client_list() if c.get("psub") != "0"]
+
+    # On a cluster, one shard subscriber connection per node (the 50 channels
+    # spread over the three); on one server, one pattern subscription.  Not
+    # one per waiter or origin.
+    expected = (3, 50) if isinstance(client, RedisCluster) else (1, 1)
+    deadline = time.monotonic() + 10
+    while True:
+        found = await subscribers()
+        channels = sum(int(c["ssub" if expected[0] == 3 else "psub"]) for c in found)
+        if (len(found), channels) == expected:
+            break
+        assert len(found) <= expected[0] and channels <= expected[1]
+        assert time.monotonic() < deadline, f"subscribers: {found}"
+        await asyncio.sleep(0.05)
     started = time.monotonic()
     for origin in origins:
         await saver.save_robots(entry(origin, body=origin.encode()))
     results = await asyncio.wait_for(asyncio.gather(*waiters), 5)
     assert time.monotonic() - started < 2.0
     assert [r.body if r else None for r in results] == [o.encode() for o in origins for _ in "ab"]
-    pubsub_clients = [c for c in await saver._redis().client_list() if c.get("psub") != "0"]
-    # One pattern subscription per store that has waited, not one per waiter.
-    assert len(pubsub_clients) == 1
 
 
 # -- foreign and damaged data ---------------------------------------------------
 
 
-async def test_foreign_data_under_prefix(
-    redis_url: str, prefix: str, raw: aioredis.Redis
-) -> None:
+async def test_foreign_data_under_prefix(target: Target, prefix: str, rawt: Any) -> None:
     o = "https://foreign.example"
-    await raw.set(f"{prefix}:robots:{o}", "a string")
-    await raw.hset(f"{prefix}:robots:https://junk.example", mapping={"h": "{not json"})
-    await raw.hset(f"{prefix}:robots:https://other.example", mapping={"name": "x"})
-    await raw.rpush(f"{prefix}:host:{o}", "a list")
-    await raw.hset(f"{prefix}:host:https://nan.example", mapping={"na": "soon"})
-    await raw.set(f"{prefix}:tat:{o}", "whenever")
-    await raw.hset(f"{prefix}:lock:{o}", mapping={"x": "1"})
-    async with RedisStore(redis_url, prefix=prefix, unavailable_timeout=2) as store:
-        key = f"{prefix}:robots:{o}"
+    raw = rawt
+    await raw.set(f"{prefix}:robots:{{{o}}}", "a string")
+    await raw.hset(f"{prefix}:robots:{{https://junk.example}}", mapping={"h": "{not json"})
+    await raw.hset(f"{prefix}:robots:{{https://other.example}}", mapping={"name": "x"})
+    await raw.rpush(f"{prefix}:host:{{{o}}}", "a list")
+    await raw.hset(f"{prefix}:host:{{https://nan.example}}", mapping={"na": "soon"})
+    await raw.set(f"{prefix}:tat:{{{o}}}", "whenever")
+    await raw.hset(f"{prefix}:lock:{{{o}}}", mapping={"x": "1"})
+    async with target.store(prefix, unavailable_timeout=2) as store:
+        key = f"{prefix}:robots:{{{o}}}"
         with pytest.raises(StoreError, match="wrong type") as caught:
             await store.load_robots(o)
         assert repr(key) in str(caught.value) and repr(prefix) in str(caught.value)
@@ -538,7 +625,7 @@ async def test_foreign_data_under_prefix(
             await store.load_host(o)
         with pytest.raises(StoreError, match="bad number"):
             await store.load_host("https://nan.example")
-        with pytest.raises(StoreError, match=f"{prefix}:host:{o}.* holds a list"):
+        with pytest.raises(StoreError, match=f"{prefix}:host:{{{o}}}.* holds a list"):
             await store.pause(o, time.time() + 1)
         # A batch with a foreign key: the other hosts are written, the bad one is named.
         await store.save_host(HostState(o, visits=1))
@@ -547,6 +634,9 @@ async def test_foreign_data_under_prefix(
             await store.flush()
         fine = await store.load_host("https://fine.example")
         assert fine is not None and fine.visits == 3
+        # Waiting for a foreign entry fails the same way.
+        with pytest.raises(StoreError, match="holds a string"):
+            await store.wait_robots(o, 1)
         with pytest.raises(StoreError, match="not a pacing time"):
             await store.reserve(o, 0.1)
         with pytest.raises(StoreError, match="wrong type"):
@@ -562,13 +652,16 @@ async def test_foreign_data_under_prefix(
         ("sidekiq/3", "another application"),
         ("robotgate/99", "format 99"),
         ("robotgate", "another application"),
+        # The layout before hash tags and politeness groups: not converted in place.
+        ("robotgate/1", "format 1 .*older robotgate.*Use a new prefix.*redis-cli --scan"),
     ],
 )
-async def test_foreign_or_newer_meta(
-    redis_url: str, prefix: str, raw: aioredis.Redis, meta: str, message: str
+async def test_foreign_older_or_newer_meta(
+    target: Target, prefix: str, rawt: Any, meta: str, message: str
 ) -> None:
+    raw = rawt
     await raw.set(f"{prefix}:meta", meta)
-    store = RedisStore(redis_url, prefix=prefix)
+    store = target.store(prefix)
     try:
         with pytest.raises(StoreError, match=message) as caught:
             await store.open()
@@ -576,15 +669,15 @@ async def test_foreign_or_newer_meta(
         # Every call checks first: none touches the data.
         with pytest.raises(StoreError, match=message):
             await store.save_robots(entry("https://x.example"))
-        assert await raw.exists(f"{prefix}:robots:https://x.example") == 0
+        assert await raw.exists(f"{prefix}:robots:{{https://x.example}}") == 0
     finally:
         await store.close()
     assert await raw.get(f"{prefix}:meta") == meta.encode()
 
 
-async def test_meta_of_wrong_type(redis_url: str, prefix: str, raw: aioredis.Redis) -> None:
-    await raw.hset(f"{prefix}:meta", mapping={"app": "robotgate"})
-    store = RedisStore(redis_url, prefix=prefix)
+async def test_meta_of_wrong_type(target: Target, prefix: str, rawt: Any) -> None:
+    await rawt.hset(f"{prefix}:meta", mapping={"app": "robotgate"})
+    store = target.store(prefix)
     try:
         with pytest.raises(StoreError, match=f"{prefix}:meta.*wrong type"):
             await store.open()
@@ -601,7 +694,9 @@ async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> Non
         try:
             origin = "https://outage.example"
             await store.save_robots(entry(origin))
-            assert await store.wait_robots(origin, 1) is not None  # starts the subscriber
+            assert await store.wait_robots(origin, 1) is not None  # found at once
+            assert await store.wait_robots("https://absent.example", 0.2) is None
+            assert store.listening  # the wait started the subscriber
             own_server.stop()
             # Each call waits for Redis, then fails closed: never an answer by default.
             started = time.monotonic()
@@ -675,12 +770,21 @@ async def test_close_with_pending_hosts_while_down_raises_and_releases(
         )
 
 
-async def test_given_client_is_not_closed(redis_url: str, prefix: str) -> None:
-    client = aioredis.Redis.from_url(redis_url)
+async def test_given_client_is_not_closed(target: Target, prefix: str) -> None:
+    client: Any = (RedisCluster if target.cluster else aioredis.Redis).from_url(target.url)
     try:
         async with RedisStore(prefix=prefix, client=client) as store:
+            assert store.cluster == target.cluster
             await store.save_robots(entry("https://given.example"))
             assert await store.wait_robots("https://given.example", 1) is not None
+            origin = "https://given-later.example"
+
+            async def save_soon() -> None:
+                await asyncio.sleep(0.2)
+                await store.save_robots(entry(origin))
+
+            waited, _ = await asyncio.gather(store.wait_robots(origin, 5), save_soon())
+            assert waited is not None
         assert await client.ping()
         await store.close()
     finally:
@@ -690,8 +794,17 @@ async def test_given_client_is_not_closed(redis_url: str, prefix: str) -> None:
 def test_rejects_bad_settings() -> None:
     with pytest.raises(ValueError):
         RedisStore(prefix="")
+    with pytest.raises(ValueError, match="must not contain"):
+        RedisStore(prefix="crawl{1}")
     with pytest.raises(ValueError):
         RedisStore(unavailable_timeout=0)
     with pytest.raises(ValueError):
         RedisStore(flush_batch=0)
+    with pytest.raises(ValueError, match="unix"):
+        RedisStore("unix:///tmp/redis.sock", cluster=True)
+    with pytest.raises(ValueError, match="RedisCluster"):
+        RedisStore(client=aioredis.Redis(), cluster=True)
+    with pytest.raises(ValueError, match="decode_responses"):
+        RedisStore(client=RedisCluster(host="127.0.0.1", port=1, decode_responses=True))
     assert "secret" not in repr(RedisStore("redis://user:secret@host:1/0"))
+    assert "cluster=True" in repr(RedisStore("redis://host:1", cluster=True))

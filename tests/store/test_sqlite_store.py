@@ -143,7 +143,11 @@ async def test_file_layout(tmp_path: Path) -> None:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
             meta = dict(conn.execute("SELECT key, value FROM meta"))
-            assert meta == {"app": "robotgate", "schema_version": str(SCHEMA_VERSION)}
+            assert meta == {
+                "app": "robotgate",
+                "schema_version": str(SCHEMA_VERSION),
+                "host_key": "politeness group",
+            }
             # One row per origin, whatever robots read it.
             assert conn.execute("SELECT count(*) FROM robots").fetchone()[0] == 2
             assert conn.execute("SELECT typeof(body) FROM robots").fetchone()[0] == "blob"
@@ -389,7 +393,7 @@ INSERT INTO hosts VALUES ('https://good.example', 12, 99.0, 101.0, 4);
 
 
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     path = tmp_path / "old.sqlite3"
     with raw(path) as conn:
         conn.executescript(V1_LAYOUT)
@@ -416,5 +420,34 @@ async def test_migrates_version_1_file(tmp_path: Path) -> None:
         # The upgraded file takes new entries with every field.
         await store.save_robots(entry("https://new.example"))
     with raw(path) as conn:
-        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "2"
+        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "3"
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: Path) -> None:
+    # Version 2 keyed host state by origin; version 3 by politeness group.  The
+    # old rows stay: under pace_by="origin" the origin is the group key.
+    path = tmp_path / "v2.sqlite3"
+    with raw(path) as conn:
+        conn.executescript(V1_LAYOUT)
+        conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    async with SQLiteStore(path) as store:
+        assert await store.load_host("https://good.example") == HostState(
+            "https://good.example", 12, 99.0, 101.0, 4
+        )
+        # Group keys are opaque strings beside them.
+        await store.save_host(HostState("host:good.example", visits=1, next_allowed=5.0))
+        await store.pause("ip:127.0.0.1", 7.0)
+        await store.flush()
+        assert await store.load_host("host:good.example") == HostState(
+            "host:good.example", visits=1, next_allowed=5.0
+        )
+        ip = await store.load_host("ip:127.0.0.1")
+        assert ip is not None and ip.next_allowed == 7.0
+        good = await store.load_robots("https://good.example")
+        assert good is not None and good.body == b"hi"
+    with raw(path) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["schema_version"] == "3" and meta["host_key"] == "politeness group"
+        assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 3

@@ -34,23 +34,28 @@ async def _sqlite(tmp_path: Path) -> Store:
     return SQLiteStore(tmp_path / "store.sqlite3", flush_interval=0.05, flush_batch=50)
 
 
-async def _redis(tmp_path: Path) -> Store:
+async def _redis(tmp_path: Path, cluster: bool = False) -> Store:
     from robotgate.store.redis import RedisStore
 
-    # The session's server (see conftest.py); a prefix per test, derived from
-    # its scratch directory, so every handle of one test shares data and no
-    # two tests do.
+    # The session's server or cluster (see conftest.py); a prefix per test,
+    # derived from its scratch directory, so every handle of one test shares
+    # data and no two tests do.
     digest = hashlib.sha1(str(tmp_path).encode()).hexdigest()[:16]
     return RedisStore(
         _redis_urls[tmp_path],
         prefix=f"rgtest:{digest}",
+        cluster=cluster,
         unavailable_timeout=5.0,
         flush_interval=0.05,
         flush_batch=50,
     )
 
 
-# The redis_url fixture's value for each test using the redis backend.
+async def _redis_cluster(tmp_path: Path) -> Store:
+    return await _redis(tmp_path, cluster=True)
+
+
+# The redis_url (or redis_cluster) fixture's value for each test using a Redis backend.
 _redis_urls: dict[Path, str] = {}
 
 
@@ -58,16 +63,19 @@ BACKENDS: dict[str, Opener] = {
     "memory": _memory,
     "sqlite": _sqlite,
     "redis": _redis,
+    "redis-cluster": _redis_cluster,
 }
+# Which session fixture each Redis backend needs.
+_REDIS_FIXTURES = {"redis": "redis_url", "redis-cluster": "redis_cluster"}
 
 
 @pytest.fixture(params=list(BACKENDS))
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """Opens handles on this test's data; closes them all afterwards."""
     opener = BACKENDS[request.param]
-    if request.param == "redis":
-        # Starts the session's redis-server, or skips when there is none.
-        _redis_urls[tmp_path] = request.getfixturevalue("redis_url")
+    if request.param in _REDIS_FIXTURES:
+        # Starts the session's redis-server (or cluster), or skips when there is none.
+        _redis_urls[tmp_path] = request.getfixturevalue(_REDIS_FIXTURES[request.param])
     handles: list[Store] = []
 
     async def factory() -> Store:
@@ -178,6 +186,20 @@ async def test_robots_origins_are_separate(store: Store) -> None:
 
 
 # -- host state ------------------------------------------------------------
+
+
+async def test_host_state_keys_are_opaque(store: Store) -> None:
+    # The gate keys host state by politeness group; stores never parse the key.
+    keys = ["host:example.com", "domain:example.co.uk", "ip:127.0.0.1", "ip:::1",
+            "http://example.com:8080", "host:{odd}%7B"]
+    for n, key in enumerate(keys):
+        await store.save_host(HostState(key, visits=n, next_allowed=float(n)))
+    await store.flush()
+    for n, key in enumerate(keys):
+        assert await store.load_host(key) == HostState(key, visits=n, next_allowed=float(n))
+    await store.pause("host:example.com", time.time() + 60)
+    assert await store.load_host("host:example") is None
+    assert await store.reserve("ip:127.0.0.1", 0.5) in (None, 0.0)
 
 
 async def test_host_round_trip(store: Store) -> None:

@@ -1,11 +1,15 @@
-"""A throwaway ``redis-server`` on a free loopback port, for the tests.
+"""Throwaway ``redis-server`` processes on free loopback ports, for the tests.
 
-Not a test module: ``conftest.py`` starts one per session (``redis_url``) and
-the fault tests start their own, to stop and restart it.
+Not a test module: ``conftest.py`` starts one server per session
+(``redis_url``) and one 3-master Redis Cluster (``redis_cluster``); the
+fault tests start their own, to stop, kill and restart them.
 
 >>> with RedisServer.start(tmp_dir) as server:  # doctest: +SKIP
 ...     server.url
 'redis://127.0.0.1:41234/0'
+>>> with LocalCluster.start(tmp_dir, masters=3) as cluster:  # doctest: +SKIP
+...     cluster.url
+'redis://127.0.0.1:41235/0'
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-__all__ = ["MISSING_REASON", "RedisServer", "find_redis_server"]
+__all__ = ["MISSING_REASON", "LocalCluster", "RedisServer", "find_redis_server"]
 
 MISSING_REASON = "redis-server not found: install the Debian package redis-server"
 
@@ -59,16 +65,22 @@ def ping(port: int, timeout: float = 0.5) -> bool:
 class RedisServer:
     """One redis-server process: no persistence, loopback only, in its own directory."""
 
-    def __init__(self, binary: str, directory: Path, port: int) -> None:
+    def __init__(
+        self, binary: str, directory: Path, port: int, extra: Sequence[str] = ()
+    ) -> None:
         self.binary = binary
         self.directory = directory
         self.port = port
+        #: More command-line options (``--name value`` pairs), after the defaults.
+        self.extra = list(extra)
         self.process: subprocess.Popen[bytes] | None = None
         self._log = directory / "redis.log"
         self._owns_directory = False
 
     @classmethod
-    def start(cls, directory: Path | None = None, binary: str | None = None) -> RedisServer:
+    def start(
+        cls, directory: Path | None = None, binary: str | None = None, extra: Sequence[str] = ()
+    ) -> RedisServer:
         """Start a server on a free port (a few tries, in case a port gets taken)."""
         binary = binary or find_redis_server()
         if binary is None:
@@ -78,7 +90,7 @@ class RedisServer:
             directory = Path(tempfile.mkdtemp(prefix="robotgate-redis-"))
         last: Exception | None = None
         for _ in range(3):
-            server = cls(binary, directory, free_port())
+            server = cls(binary, directory, free_port(), extra)
             server._owns_directory = owns
             try:
                 server.resume()
@@ -129,7 +141,8 @@ class RedisServer:
             "daemonize": "no",
             "dir": str(self.directory),
         }
-        return [part for name, value in options.items() for part in (f"--{name}", value)]
+        parts = [part for name, value in options.items() for part in (f"--{name}", value)]
+        return parts + self.extra
 
     def stop(self, kill: bool = False) -> None:
         """Stop the server (SIGTERM, or SIGKILL with ``kill``) and wait for it to exit."""
@@ -157,6 +170,201 @@ class RedisServer:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> RedisServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# -- Redis Cluster ------------------------------------------------------------
+
+_SLOTS = 16384
+
+
+def _client(port: int) -> Any:
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, socket_connect_timeout=5)
+
+
+class LocalCluster:
+    """A Redis Cluster of ``redis-server`` processes on loopback, one directory each.
+
+    Built by hand (``CLUSTER ADDSLOTSRANGE``, ``CLUSTER MEET``, ``CLUSTER
+    REPLICATE``), so no ``redis-cli`` is needed.  The slots are split evenly
+    over the masters; replica ``i`` follows master ``i``.  Each node keeps its
+    ``nodes.conf`` in its directory, so a stopped node started again rejoins
+    with its identity and slots.  With ``persistent`` every write is in an
+    append-only file (fsync always): a restarted master comes back with its data.
+    """
+
+    def __init__(self, directory: Path, nodes: list[RedisServer], masters: int) -> None:
+        self.directory = directory
+        self.nodes = nodes
+        self.masters = masters
+
+    @classmethod
+    def start(
+        cls,
+        directory: Path,
+        *,
+        masters: int = 3,
+        replicas: int = 0,
+        node_timeout_ms: int = 2000,
+        persistent: bool = False,
+    ) -> LocalCluster:
+        """Start ``masters + replicas`` nodes and join them; returns once the cluster is ok."""
+        options = [
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(node_timeout_ms),
+        ]
+        if persistent:
+            options += ["--appendonly", "yes", "--appendfsync", "always"]
+        nodes: list[RedisServer] = []
+        cluster = cls(directory, nodes, masters)
+        try:
+            for index in range(masters + replicas):
+                node_dir = directory / f"node{index}"
+                node_dir.mkdir(parents=True, exist_ok=True)
+                nodes.append(RedisServer.start(node_dir, extra=options))
+            cluster._join(replicas)
+        except BaseException:
+            cluster.close()
+            raise
+        return cluster
+
+    def _join(self, replicas: int) -> None:
+        first = self.nodes[0].port
+        ids = []
+        for index, node in enumerate(self.nodes):
+            client = _client(node.port)
+            try:
+                ids.append(client.execute_command("CLUSTER", "MYID").decode())
+                if index < self.masters:
+                    low = index * _SLOTS // self.masters
+                    high = (index + 1) * _SLOTS // self.masters - 1
+                    client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+                if index:
+                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", first)
+            finally:
+                client.close()
+        for index in range(replicas):
+            node = self.nodes[self.masters + index]
+            deadline = time.monotonic() + _START_TIMEOUT
+            while True:
+                # A node must have heard of its master before it can follow it.
+                client = _client(node.port)
+                try:
+                    client.execute_command("CLUSTER", "REPLICATE", ids[index])
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+                finally:
+                    client.close()
+        self.wait_ok()
+
+    @property
+    def url(self) -> str:
+        """A URL naming one node (any node will do for a cluster client)."""
+        return self.nodes[0].url
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.nodes[0].port}"
+
+    def running_nodes(self) -> list[RedisServer]:
+        return [node for node in self.nodes if node.running]
+
+    def cluster_nodes(self) -> list[dict[str, Any]]:
+        """``CLUSTER NODES`` as seen by a running node: port, id, flags, slots."""
+        for node in self.running_nodes():
+            client = _client(node.port)
+            try:
+                text = client.execute_command("CLUSTER", "NODES")
+            except Exception:
+                continue
+            finally:
+                client.close()
+            if isinstance(text, bytes):
+                text = text.decode()
+            if isinstance(text, dict):  # redis-py may parse it already
+                return [
+                    {"port": int(addr.split(":")[1].split("@")[0]), "id": info["node_id"],
+                     "flags": info["flags"], "slots": info.get("slots", [])}
+                    for addr, info in text.items()
+                ]
+            out = []
+            for line in text.splitlines():
+                parts = line.split()
+                out.append({
+                    "port": int(parts[1].split(":")[1].split("@")[0]),
+                    "id": parts[0],
+                    "flags": parts[2],
+                    "slots": parts[8:],
+                })
+            return out
+        raise RuntimeError("no cluster node answers")
+
+    def master_for_slot(self, slot: int) -> RedisServer:
+        """The node serving ``slot`` now."""
+        for info in self.cluster_nodes():
+            if "master" not in info["flags"] or "fail" in info["flags"]:
+                continue
+            for part in info["slots"]:
+                if isinstance(part, (list, tuple)):
+                    low, high = int(part[0]), int(part[1])
+                elif "-" in part and not part.startswith("["):
+                    low, high = (int(x) for x in part.split("-"))
+                elif part.startswith("["):
+                    continue
+                else:
+                    low = high = int(part)
+                if low <= slot <= high:
+                    return next(n for n in self.nodes if n.port == info["port"])
+        raise LookupError(f"no master serves slot {slot}")
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Wait until every running node says the cluster is ok and knows all nodes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if all(self._node_ok(node) for node in self.running_nodes()):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster at {self.address} not ok after {timeout:g} s")
+            time.sleep(0.05)
+
+    def _node_ok(self, node: RedisServer) -> bool:
+        client = _client(node.port)
+        try:
+            info = client.execute_command("CLUSTER", "INFO")
+            if isinstance(info, bytes):
+                info = info.decode()
+            if isinstance(info, dict):
+                state, known = info.get("cluster_state"), info.get("cluster_known_nodes")
+            else:
+                fields = dict(
+                    line.split(":", 1) for line in info.splitlines() if ":" in line
+                )
+                state, known = fields.get("cluster_state"), fields.get("cluster_known_nodes")
+            return state == "ok" and int(known or 0) == len(self.nodes)
+        except Exception:
+            return False
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
+
+    def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(

@@ -29,10 +29,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields, replace
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from .base import HostState, RobotsEntry, Store, StoreError
+from .batching import HostBatcher
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -135,8 +136,25 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE robots SET good_at = fetched_at WHERE outcome = 'ok' AND failures = 0")
 
 
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Version 3 keys host state by politeness group (``host:example.com``), not origin.
+
+    The rows written before are kept as they are: they are keyed by origin,
+    which is the group key under ``pace_by="origin"``, so they still apply
+    there; under the other ``pace_by`` values nothing reads them again (they
+    are only pacing hints, and small).  The ``hosts.origin`` column keeps its
+    name, holding the group key.  Robots.txt entries stay keyed by origin.
+    """
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('host_key', 'politeness group')"
+    )
+
+
 #: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1_to_2,)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_1_to_2,
+    _migrate_2_to_3,
+)
 
 #: The schema version this code writes.
 SCHEMA_VERSION = 1 + len(_MIGRATIONS)
@@ -197,11 +215,11 @@ class SQLiteStore(Store):
         flush_batch: int = 500,
         fresh: bool = False,
     ) -> None:
-        if flush_interval < 0:
-            raise ValueError("flush_interval must not be negative")
-        if flush_batch < 1:
-            raise ValueError("flush_batch must be at least 1")
         self.path = os.fspath(path)
+        # Host states saved but not yet written (and being written), newest per key.
+        self._hosts = HostBatcher(
+            self._write_hosts, interval=flush_interval, batch=flush_batch, label=self.path
+        )
         self.flush_interval = flush_interval
         self.flush_batch = flush_batch
         #: Where ``fresh=True`` moved the old file, once it has.
@@ -211,9 +229,6 @@ class SQLiteStore(Store):
         # Touched only on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        # Host states saved but not yet written, newest per origin.
-        self._pending: dict[str, HostState] = {}
-        self._flush_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -235,13 +250,8 @@ class SQLiteStore(Store):
 
         Idempotent; the store may be used again afterwards (it reopens).
         """
-        task, self._flush_task = self._flush_task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
         try:
-            await self.flush()
+            await self._hosts.close()
         finally:
             executor, self._executor = self._executor, None
             if executor is not None:
@@ -278,9 +288,10 @@ class SQLiteStore(Store):
     # -- host state (batched) ------------------------------------------------
 
     async def load_host(self, origin: str) -> HostState | None:
-        pending = self._pending.get(origin)
+        """The host state stored under ``origin`` (a politeness-group key, opaque here)."""
+        pending = self._hosts.get(origin)
         if pending is not None:
-            return replace(pending)
+            return pending
 
         def job(conn: sqlite3.Connection) -> HostState | None:
             row = conn.execute(
@@ -291,18 +302,14 @@ class SQLiteStore(Store):
         return await self._call(job)
 
     async def save_host(self, state: HostState) -> None:
-        self._pending[state.origin] = HostState(*_host_row(state))
-        if len(self._pending) >= self.flush_batch:
-            await self.flush()
-        elif self._flush_task is None or self._flush_task.done():
-            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later())
+        await self._hosts.save(state)
 
     async def flush(self) -> None:
         """Write all pending host states in one transaction."""
-        if not self._pending:
-            return
-        batch, self._pending = self._pending, {}
-        rows = [_host_row(state) for state in batch.values()]
+        await self._hosts.flush()
+
+    async def _write_hosts(self, states: list[HostState]) -> None:
+        rows = [_host_row(state) for state in states]
 
         def job(conn: sqlite3.Connection) -> None:
             with _immediate(conn):
@@ -310,25 +317,7 @@ class SQLiteStore(Store):
                     chunk = rows[start : start + _FLUSH_ROWS]
                     conn.execute(_upsert_hosts(len(chunk)), [v for row in chunk for v in row])
 
-        future = self._submit(functools.partial(self._run_job, job))
-        future.add_done_callback(functools.partial(self._requeue_if_failed, batch))
-        # Shielded: a cancelled caller must not cancel a write already queued.
-        await asyncio.shield(future)
-
-    def _requeue_if_failed(self, batch: dict[str, HostState], future: asyncio.Future[None]) -> None:
-        if not future.cancelled() and future.exception() is None:
-            return
-        for origin, state in batch.items():
-            # States saved since the batch left are newer: keep them.
-            self._pending.setdefault(origin, state)
-
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(self.flush_interval)
-        try:
-            await self.flush()
-        except Exception:
-            # The batch is back in _pending; the next save, flush or close retries.
-            _log.warning("robotgate: writing host state to %s failed", self.path, exc_info=True)
+        await self._call(job)
 
     # -- fleet hooks ---------------------------------------------------------
 
@@ -380,9 +369,7 @@ class SQLiteStore(Store):
 
     async def pause(self, origin: str, until: float) -> None:
         """Hold ``origin`` until ``until`` for every process using this file."""
-        pending = self._pending.get(origin)
-        if pending is not None and pending.next_allowed < until:
-            pending.next_allowed = until
+        self._hosts.pause(origin, until)
 
         def job(conn: sqlite3.Connection) -> None:
             conn.execute(

@@ -1,0 +1,139 @@
+"""Host state on its way to a shared store: one batcher for SQLite and Redis.
+
+The gate saves a host's state on every page visit.  Writing each save at once
+would cost a disk transaction or a Redis round trip per page, so shared stores
+keep the newest state per host in memory and write them together, every
+``interval`` seconds or as soon as ``batch`` hosts are waiting:
+
+- *pending*: saved, not yet sent;
+- *in flight*: sent, not yet confirmed.  Both stay visible to :meth:`get`, so
+  the process that saved a state always reads it back, whatever the timing.
+- A failed (or cancelled) write puts its states back, unless a newer one was
+  saved meanwhile; the next save, flush or close tries again.
+- Writes go out one batch at a time, in order, so a later state is never
+  overwritten by an earlier batch that happened to arrive last.
+- :meth:`pause` raises ``next_allowed`` in the copies held here too, so a
+  pause is not undone by a batch written after it.
+
+The store supplies ``write(states)``: it raises to have the batch retried, or
+returns an exception to raise once the batch counts as written (data that no
+retry can fix, such as a foreign key in Redis: the other hosts were written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import operator
+from collections.abc import Awaitable, Callable
+from dataclasses import fields
+
+from ..records import HostState
+
+__all__ = ["HostBatcher", "copy_state"]
+
+_log = logging.getLogger(__name__)
+
+_values = operator.attrgetter(*(f.name for f in fields(HostState)))
+
+
+def copy_state(state: HostState) -> HostState:
+    """A copy of ``state`` (a plain getter: ``dataclasses.replace`` costs several times more)."""
+    return HostState(*_values(state))
+
+
+Write = Callable[[list[HostState]], Awaitable[BaseException | None]]
+
+
+class HostBatcher:
+    """Pending and in-flight host states of one store, written in batches.
+
+    >>> batcher = HostBatcher(write, interval=1.0, batch=500, label="a.db")  # doctest: +SKIP
+    """
+
+    def __init__(self, write: Write, *, interval: float, batch: int, label: str) -> None:
+        if interval < 0:
+            raise ValueError("flush_interval must not be negative")
+        if batch < 1:
+            raise ValueError("flush_batch must be at least 1")
+        self.interval = interval
+        self.batch = batch
+        self.label = label
+        self._write = write
+        self._pending: dict[str, HostState] = {}
+        self._in_flight: dict[str, HostState] = {}
+        self._timer: asyncio.Task[None] | None = None
+        # Batches leave in order, one at a time.
+        self._order: asyncio.Lock | None = None
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def get(self, key: str) -> HostState | None:
+        """A copy of the newest state saved here and not yet confirmed written, if any."""
+        state = self._pending.get(key)
+        if state is None:
+            state = self._in_flight.get(key)
+        return None if state is None else copy_state(state)
+
+    async def save(self, state: HostState) -> None:
+        """Keep a copy of ``state``; write at once if the batch is full, else soon."""
+        self._pending[state.origin] = copy_state(state)
+        if len(self._pending) >= self.batch:
+            await self.flush()
+        elif self._timer is None or self._timer.done():
+            self._timer = asyncio.get_running_loop().create_task(self._flush_later())
+
+    def pause(self, key: str, until: float) -> None:
+        """Raise ``next_allowed`` of the copies held for ``key`` to ``until``."""
+        for table in (self._pending, self._in_flight):
+            state = table.get(key)
+            if state is not None and state.next_allowed < until:
+                state.next_allowed = until
+
+    async def flush(self) -> None:
+        """Write every pending state; raises what the write raised (the states stay pending)."""
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            self._in_flight.update(batch)
+            # A task of its own, shielded: a cancelled caller must not cut a
+            # write short, and the states are put back only once it has ended.
+            task = asyncio.ensure_future(self._send(list(batch.values())))
+            task.add_done_callback(functools.partial(self._settle, batch))
+            problem = await asyncio.shield(task)
+            if problem is not None:
+                raise problem
+
+    async def close(self) -> None:
+        """Stop the timer and write what is pending."""
+        timer, self._timer = self._timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+        await self.flush()
+
+    async def _send(self, states: list[HostState]) -> BaseException | None:
+        if self._order is None:
+            self._order = asyncio.Lock()
+        async with self._order:
+            return await self._write(states)
+
+    def _settle(self, batch: dict[str, HostState], task: asyncio.Future[object]) -> None:
+        failed = task.cancelled() or task.exception() is not None
+        for key, state in batch.items():
+            if self._in_flight.get(key) is state:
+                del self._in_flight[key]
+            if failed:
+                # States saved since the batch left are newer: keep them.
+                self._pending.setdefault(key, state)
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self.interval)
+        try:
+            await self.flush()
+        except Exception:
+            # The batch is back in pending; the next save, flush or close retries.
+            _log.warning("robotgate: writing host state to %s failed", self.label, exc_info=True)

@@ -1,0 +1,257 @@
+"""The connection to Redis or Redis Cluster: retries, fail-closed errors, scripts.
+
+Every call retries "cannot reach Redis right now" (connection refused or
+lost, timeouts, a replica or a cluster in failover, a slot without a master)
+with jittered back-off for up to ``unavailable_timeout`` seconds, then raises
+:class:`StoreError`.  Nothing ever returns a default that would let a request
+through.  redis-py follows MOVED and ASK redirections itself; after an
+unavailable error the cluster client re-reads the topology before the next try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.crc import key_slot
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ClusterError,
+    NoScriptError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..base import StoreError
+from .scripts import Script
+
+__all__ = ["UNAVAILABLE", "Client", "Link"]
+
+_T = TypeVar("_T")
+
+Client: TypeAlias = "aioredis.Redis | RedisCluster"
+
+# Errors that mean "Redis cannot be reached right now": retried, never answered.
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ReadOnlyError,  # a replica during failover
+    ClusterDownError,  # includes MASTERDOWN
+    ClusterError,  # redirections exhausted
+    TryAgainError,  # a slot half migrated
+    AskError,  # and MovedError: redirections still settling
+    RedisClusterException,  # no node answers, a slot without a master
+    OSError,
+    asyncio.TimeoutError,
+)
+
+# Back-off between retries of an unreachable Redis (seconds).
+RETRY_MIN = 0.05
+RETRY_MAX = 1.0
+
+MapError = Callable[[ResponseError, Sequence[str]], StoreError]
+
+
+class Link:
+    """One store's client (made lazily, or given), and the retry loop around it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        cluster: bool,
+        client: Client | None,
+        unavailable_timeout: float,
+        max_connections: int,
+        label: str,
+        map_error: MapError,
+    ) -> None:
+        self.url = url
+        self.cluster = cluster
+        self.unavailable_timeout = unavailable_timeout
+        self.max_connections = max_connections
+        self.label = label
+        #: Requests sent to Redis so far (each command, script call or pipeline
+        #: per node, retries included).
+        self.round_trips = 0
+        self._given = client
+        self._client: Client | None = client
+        self._map_error = map_error
+        # A cluster client's pools do not queue (they raise when full): calls queue here.
+        self._gate: asyncio.Semaphore | None = None
+
+    # -- the client --------------------------------------------------------
+
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = self._make()
+        return self._client
+
+    def _make(self) -> Client:
+        # Bounded socket timeouts so a hung server counts as unreachable; no
+        # redis-py retries: call() retries, within unavailable_timeout.
+        timeout = max(0.5, min(5.0, self.unavailable_timeout))
+        if self.cluster:
+            return RedisCluster.from_url(
+                self.url,
+                max_connections=self.max_connections,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+                # Slots of live masters keep working while another is down.
+                require_full_coverage=False,
+            )
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=self.max_connections,
+            timeout=self.unavailable_timeout,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
+        return aioredis.Redis.from_pool(pool)
+
+    async def close(self) -> None:
+        client, self._client = self._client, self._given
+        self._gate = None
+        if client is not None and client is not self._given:
+            await client.aclose()
+
+    def subscriber(self, node: Any) -> aioredis.Redis:
+        """A plain client on one cluster node, for its shard-channel subscriptions."""
+        kwargs = dict(node.connection_kwargs)
+        kwargs["retry"] = Retry(NoBackoff(), 0)
+        pool = aioredis.ConnectionPool(connection_class=node.connection_class, **kwargs)
+        return aioredis.Redis.from_pool(pool)
+
+    def node_for(self, key: str) -> Any:
+        """The cluster node that owns ``key``'s slot, as far as the client knows."""
+        client = self.client()
+        assert isinstance(client, RedisCluster)
+        return client.get_node_from_key(key)
+
+    @staticmethod
+    def slot(key: str) -> int:
+        return key_slot(key.encode())
+
+    def _stale(self, client: Client) -> None:
+        # After an unavailable error the cluster's layout may have changed (a
+        # failover, a node back): re-read it before the next try.  redis-py does
+        # this itself after a failed single command, but not after a pipeline.
+        if isinstance(client, RedisCluster) and hasattr(client, "_initialize"):
+            client._initialize = True
+
+    # -- calls ---------------------------------------------------------------
+
+    async def call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
+        """Run ``attempt`` until it answers; fail closed after ``unavailable_timeout``."""
+        started = time.monotonic()
+        delay = RETRY_MIN
+        while True:
+            self.round_trips += 1
+            client = self.client()
+            try:
+                if not self.cluster:
+                    return await attempt(client)
+                if self._gate is None:
+                    self._gate = asyncio.Semaphore(self._cluster_connections(client))
+                async with self._gate:
+                    return await attempt(client)
+            except UNAVAILABLE as exc:
+                self._stale(client)
+                elapsed = time.monotonic() - started
+                if elapsed >= self.unavailable_timeout:
+                    raise StoreError(
+                        f"Redis at {self.label} unreachable for {elapsed:.1f} s: {exc}"
+                    ) from exc
+                pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - elapsed)
+                await asyncio.sleep(pause)
+                delay = min(delay * 2, RETRY_MAX)
+            except ResponseError as exc:
+                raise self._map_error(exc, keys) from exc
+
+    def _cluster_connections(self, client: Client) -> int:
+        if client is self._given and isinstance(client, RedisCluster):
+            given = client.connection_kwargs.get("max_connections")
+            if isinstance(given, int) and given > 0:
+                return min(self.max_connections, given)
+        return self.max_connections
+
+    async def script(self, script: Script, keys: list[str], args: list[Any]) -> Any:
+        """One script call: ``EVALSHA``, and ``EVAL`` where the script is not cached."""
+
+        async def attempt(client: Client) -> Any:
+            try:
+                return await client.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                # Not cached on this server (yet, or after a restart): EVAL caches it.
+                self.round_trips += 1
+                return await client.eval(script.source, len(keys), *keys, *args)
+
+        return await self.call(attempt, keys)
+
+    async def scripts(self, script: Script, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Several calls of one script in one pipeline (per node, on a cluster).
+
+        Idempotent calls only: after an unavailable error the whole pipeline is
+        sent again.  Returns the replies in order.
+        """
+        if len(calls) == 1:
+            return [await self.script(script, *calls[0])]
+        every_key = [key for keys, _ in calls for key in keys]
+
+        async def attempt(client: Client) -> list[Any]:
+            replies = await self._pipeline(client, script, calls, cached=True)
+            missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            if missing:
+                again = await self._pipeline(
+                    client, script, [calls[i] for i in missing], cached=False
+                )
+                for i, reply in zip(missing, again, strict=True):
+                    replies[i] = reply
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+            return replies
+
+        return await self.call(attempt, every_key)
+
+    async def _pipeline(
+        self,
+        client: Client,
+        script: Script,
+        calls: list[tuple[list[str], list[Any]]],
+        *,
+        cached: bool,
+    ) -> list[Any]:
+        if isinstance(client, RedisCluster):
+            pipe: Any = client.pipeline()
+            # One request per node that owns some of the slots.
+            nodes = {client.get_node_from_key(keys[0]) for keys, _ in calls}
+            self.round_trips += max(1, len(nodes)) - 1
+        else:
+            pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            # execute_command: redis-py's cluster pipeline refuses the evalsha()
+            # method, as a script might cross slots; these never do, and the
+            # pipeline routes EVAL/EVALSHA by their keys.
+            if cached:
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            else:
+                pipe.execute_command("EVAL", script.source, len(keys), *keys, *args)
+        if not cached:
+            self.round_trips += 1
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies

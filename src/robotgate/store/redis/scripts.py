@@ -1,0 +1,194 @@
+"""The Lua scripts of the Redis store.
+
+Each runs atomically on the server that owns its keys.  Every key a script
+touches is passed in ``KEYS`` and carries one hash tag (the origin or the
+politeness group), so on Redis Cluster a script never crosses slots; the
+"done" channel it publishes on has the same tag, which sharded pub/sub
+(``SPUBLISH``) requires.  Errors about foreign data come back as
+``BADDATA <key> <why>`` so the client can name the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+__all__ = [
+    "FLUSH_HOSTS",
+    "LOCK",
+    "OPEN",
+    "PAUSE",
+    "PEEK",
+    "RESERVE",
+    "SAVE_ROBOTS",
+    "UNLOCK",
+    "Script",
+]
+
+
+@dataclass(frozen=True)
+class Script:
+    """A script's source and SHA-1 (``EVALSHA`` first, ``EVAL`` where it is not cached)."""
+
+    source: str
+    sha: str
+
+    @classmethod
+    def of(cls, source: str) -> Script:
+        return cls(source, hashlib.sha1(source.encode()).hexdigest())
+
+
+# KEYS[1] meta; ARGV[1] the value to create.  Returns the stored value.
+OPEN = Script.of("""
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return ARGV[1]
+end
+return v
+""")
+
+# KEYS[1] lock; ARGV token, ttl_ms.  1 if the caller holds the lock now.
+# Taking a lock we already hold succeeds, so a retry after a lost reply is safe.
+LOCK = Script.of("""
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+""")
+
+# KEYS[1] lock; ARGV token, channel, publish command (PUBLISH or SPUBLISH).
+# Deletes only our own lock.  A server without sharded pub/sub fails the
+# SPUBLISH, which pcall ignores: waiters then poll.
+UNLOCK = Script.of("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.pcall(ARGV[3], ARGV[2], 'released')
+  return 1
+end
+return 0
+""")
+
+# KEYS[1] robots; ARGV header, has_body ('1'/'0'), body, ttl_ms, channel,
+# publish command.
+SAVE_ROBOTS = Script.of("""
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
+end
+redis.call('DEL', KEYS[1])
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], 'h', ARGV[1], 'b', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'h', ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.pcall(ARGV[6], ARGV[5], 'saved')
+return 1
+""")
+
+# KEYS[1] robots, KEYS[2] lock: the entry (flat field/value list) and the
+# lock's remaining life in ms (-2: no lock), in one round trip.
+PEEK = Script.of("""
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
+end
+return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[2])}
+""")
+
+# Shared by the pacing scripts: the server clock in microseconds, and the
+# stored theoretical arrival time (0 when absent).
+_CLOCK = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local function stored_tat(key)
+  local raw = redis.call('GET', key)
+  if not raw then return 0 end
+  local n = tonumber(raw)
+  if not n or n ~= n or n < 0 or n > 1e17 then
+    return redis.error_reply('BADDATA ' .. key .. ' is not a pacing time')
+  end
+  return n
+end
+local function set_tat(key, tat)
+  redis.call('SET', key, string.format('%.0f', tat),
+             'PX', string.format('%d', math.floor((tat - now) / 1000) + 1000))
+end
+"""
+
+# GCRA with no burst: KEYS[1] tat; ARGV[1] interval_us.  Grants the slot at
+# max(now, tat) and moves tat one interval past it, so any two grants for one
+# group are at least one interval apart on the server clock.
+# Returns {wait_us, start_us}.
+RESERVE = Script.of(_CLOCK + """
+local tat = stored_tat(KEYS[1])
+if type(tat) == 'table' then return tat end
+local start = math.max(now, tat)
+set_tat(KEYS[1], start + tonumber(ARGV[1]))
+return {start - now, start}
+""")
+
+# KEYS[1] tat, KEYS[2] host; ARGV delay_us, until (client Unix time, as
+# text), host_ttl_ms, client_now.  No slot is granted before now + delay on
+# the server clock, and the host's next_allowed becomes max(old, until).
+PAUSE = Script.of(_CLOCK + """
+local t = redis.call('TYPE', KEYS[2])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
+end
+local tat = stored_tat(KEYS[1])
+if type(tat) == 'table' then return tat end
+local target = now + tonumber(ARGV[1])
+if target > now and target > tat then set_tat(KEYS[1], target) end
+local na = ARGV[2]
+local old = redis.call('HGET', KEYS[2], 'na')
+if old then
+  local o = tonumber(old)
+  if not o then return redis.error_reply('BADDATA ' .. KEYS[2] .. ' has a bad na') end
+  if o >= tonumber(na) then na = old end
+end
+redis.call('HSET', KEYS[2], 'na', na)
+local keep = tonumber(ARGV[3]) + math.max(0, (tonumber(na) - tonumber(ARGV[4])) * 1000)
+redis.call('PEXPIRE', KEYS[2], string.format('%d', math.floor(keep)))
+return 1
+""")
+
+# KEYS host keys (one slot on a cluster); ARGV host_ttl_ms, client_now, then
+# per key: visits, last_visit ('' for none), next_allowed, visits_since_check.
+# next_allowed only moves forward.  Keys holding foreign data are skipped (the
+# others are written) and returned as {key, why, key, why, ...}.
+FLUSH_HOSTS = Script.of("""
+local ttl = tonumber(ARGV[1])
+local client_now = tonumber(ARGV[2])
+local bad = {}
+for i, key in ipairs(KEYS) do
+  local t = redis.call('TYPE', key)['ok']
+  local old = nil
+  if t == 'hash' then old = redis.call('HGET', key, 'na') end
+  if t ~= 'none' and t ~= 'hash' then
+    bad[#bad + 1] = key
+    bad[#bad + 1] = 'holds a ' .. t
+  elseif old and not tonumber(old) then
+    bad[#bad + 1] = key
+    bad[#bad + 1] = 'has a bad na'
+  else
+    local at = 2 + (i - 1) * 4
+    local na = ARGV[at + 3]
+    if old and tonumber(old) > tonumber(na) then na = old end
+    redis.call('HSET', key, 'v', ARGV[at + 1], 'na', na, 'vc', ARGV[at + 4])
+    if ARGV[at + 2] == '' then
+      redis.call('HDEL', key, 'lv')
+    else
+      redis.call('HSET', key, 'lv', ARGV[at + 2])
+    end
+    local keep = ttl + math.max(0, (tonumber(na) - client_now) * 1000)
+    redis.call('PEXPIRE', key, string.format('%d', math.floor(keep)))
+  end
+end
+return bad
+""")

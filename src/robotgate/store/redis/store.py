@@ -1,0 +1,410 @@
+"""RedisStore: robots.txt entries, host state, fetch locks and pacing in Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
+
+from ..base import HostState, RobotsEntry, Store, StoreError
+from ..batching import HostBatcher
+from . import scripts
+from .codec import (
+    APP,
+    FORMAT_VERSION,
+    MAX_TTL,
+    Keys,
+    decode_host,
+    decode_robots,
+    host_args,
+    ms,
+    redact,
+    robots_header,
+    text,
+)
+from .link import Client, Link
+from .notify import Notifier, PatternNotifier, ShardNotifier
+
+__all__ = ["RedisStore", "Slot"]
+
+_T = TypeVar("_T")
+
+# wait_robots re-checks on its own this often while its channel is subscribed
+# (a safety net for messages lost in a reconnect) ...
+_POLL_SUBSCRIBED = (1.0, 5.0)
+# ... and this often while it is not (the subscriber down, or no sharded pub/sub).
+_POLL_UNSUBSCRIBED = (0.05, 0.5)
+# Host states per script call when flushing.
+_FLUSH_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A request slot granted by :meth:`RedisStore.reserve_slot`."""
+
+    #: Seconds the caller must wait before starting its request.
+    wait: float
+    #: The granted start, in microseconds since the epoch on the Redis server's clock.
+    start_us: int
+    #: The server's clock when the slot was granted (same unit).
+    granted_us: int
+
+
+class RedisStore(Store):
+    """Robots.txt entries, host state, fetch locks and pacing in Redis or Redis Cluster.
+
+    ``url``: a redis-py URL (``redis://``, ``rediss://``, ``unix://``); with
+    ``cluster=True``, any node of a Redis Cluster (the others are discovered).
+    ``prefix``: namespace for every key; workers sharing data use the same one
+    (no braces: they would break the cluster hash tags).
+    ``unavailable_timeout``: how long a call keeps retrying an unreachable
+    Redis (or a cluster in failover) before it raises :class:`StoreError`.
+    ``client``: an existing ``redis.asyncio.Redis`` or ``RedisCluster`` (with
+    ``decode_responses=False``) to use instead of ``url``; it is not closed by
+    :meth:`close`.  A ``RedisCluster`` implies ``cluster=True``.
+    ``keep_stale``: seconds a robots entry is kept after it stops being fresh.
+    ``host_ttl``: seconds host state is kept after its last write.
+    ``flush_interval`` / ``flush_batch``: host state is batched (see
+    :mod:`robotgate.store.batching`).
+    ``max_connections``: connections per server (calls queue for a free one).
+
+    Host state and pacing are keyed by whatever the gate passes as ``origin``
+    to :meth:`load_host`, :meth:`save_host`, :meth:`reserve` and :meth:`pause`
+    (its politeness-group key, such as ``host:example.com``); robots entries
+    and locks by origin.  The store treats both as opaque strings.
+
+    :attr:`round_trips` counts the requests sent to Redis (each command,
+    script call, or pipeline per node, retries included), for benchmarks.
+    """
+
+    shared = True
+    paces = True
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "robotgate",
+        cluster: bool = False,
+        unavailable_timeout: float = 10.0,
+        client: aioredis.Redis | RedisCluster | None = None,
+        keep_stale: float = 30 * 86_400.0,
+        host_ttl: float = 7 * 86_400.0,
+        flush_interval: float = 1.0,
+        flush_batch: int = 500,
+        max_connections: int = 50,
+    ) -> None:
+        if unavailable_timeout <= 0:
+            raise ValueError("unavailable_timeout must be positive")
+        if max_connections < 2:
+            raise ValueError("max_connections must be at least 2 (one is the subscriber)")
+        if isinstance(client, RedisCluster):
+            cluster = True
+            decode = client.connection_kwargs.get("decode_responses")
+        elif client is not None:
+            if cluster:
+                raise ValueError("cluster=True needs a RedisCluster client (or none)")
+            decode = client.connection_pool.connection_kwargs.get("decode_responses")
+        else:
+            decode = False
+            if cluster and url.startswith("unix:"):
+                raise ValueError("Redis Cluster is reached over TCP, not a unix socket")
+        if decode:
+            # Bodies are bytes, and so are the channel names the subscriber matches.
+            raise ValueError("RedisStore needs a client with decode_responses=False")
+        self.url = url
+        self.prefix = prefix
+        self.cluster = cluster
+        self.unavailable_timeout = unavailable_timeout
+        self.keep_stale = keep_stale
+        self.host_ttl = host_ttl
+        self.flush_interval = flush_interval
+        self.flush_batch = flush_batch
+        self.max_connections = max_connections
+        label = redact(url) if client is None else repr(client)
+        self._keys = Keys(prefix, label)
+        self._link = Link(
+            url,
+            cluster=cluster,
+            client=client,
+            unavailable_timeout=unavailable_timeout,
+            max_connections=max_connections,
+            label=label,
+            map_error=self._response_error,
+        )
+        self._hosts = HostBatcher(
+            self._write_hosts, interval=flush_interval, batch=flush_batch, label=label
+        )
+        self._notifier: Notifier | None = None
+        self._publish = "SPUBLISH" if cluster else "PUBLISH"
+        self._opened = False
+        self._open_lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        kind = ", cluster=True" if self.cluster else ""
+        return f"RedisStore({self._link.label!r}, prefix={self.prefix!r}{kind})"
+
+    @property
+    def round_trips(self) -> int:
+        """Requests sent to Redis so far."""
+        return self._link.round_trips
+
+    @property
+    def listening(self) -> bool:
+        """True while a pub/sub subscriber is connected and subscribed."""
+        return self._notifier is not None and self._notifier.listening
+
+    @property
+    def client(self) -> Client:
+        """The redis-py client in use (made on first use unless one was given)."""
+        return self._link.client()
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect and check the prefix holds robotgate data of a known format."""
+        await self._ensure_open()
+
+    async def close(self) -> None:
+        """Write pending host states, stop the subscribers, close the connections.
+
+        Idempotent; the store may be used again afterwards (it reconnects).
+        """
+        notifier, self._notifier = self._notifier, None
+        if notifier is not None:
+            await notifier.close()
+        try:
+            await self._hosts.close()
+        finally:
+            self._opened = False
+            self._open_lock = None
+            await self._link.close()
+
+    async def _ensure_open(self) -> None:
+        if self._opened:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._opened:
+                return
+            meta = self._keys.meta
+            found = await self._link.script(scripts.OPEN, [meta], [f"{APP}/{FORMAT_VERSION}"])
+            self._keys.check_meta(found)
+            self._opened = True
+
+    # -- calls and errors ----------------------------------------------------
+
+    def _response_error(self, exc: ResponseError, keys: Sequence[str]) -> StoreError:
+        message = str(exc)
+        found = re.search(r"BADDATA (.*?) (holds a \w+|is not a pacing time|has a bad na)", message)
+        if found:
+            return self._keys.bad(found.group(1), found.group(2))
+        if "WRONGTYPE" in message:
+            shown = ", ".join(repr(k) for k in keys)
+            return self._keys.bad(shown, "holds a value of the wrong type")
+        return StoreError(f"Redis at {self._link.label} refused a robotgate command: {message}")
+
+    async def _call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
+        await self._ensure_open()
+        return await self._link.call(attempt, keys)
+
+    async def _script(self, script: scripts.Script, keys: list[str], args: list[Any]) -> Any:
+        await self._ensure_open()
+        return await self._link.script(script, keys, args)
+
+    # -- robots entries ----------------------------------------------------
+
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        key = self._keys.robots(origin)
+        raw = await self._call(lambda client: client.hgetall(key), [key])
+        return decode_robots(self._keys, origin, key, raw)
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        key = self._keys.robots(entry.origin)
+        body = entry.body
+        # max() also turns a NaN freshness into 0.
+        ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
+        await self._script(
+            scripts.SAVE_ROBOTS,
+            [key],
+            [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
+             self._keys.channel(entry.origin), self._publish],
+        )
+
+    # -- host state (batched) ----------------------------------------------
+
+    async def load_host(self, origin: str) -> HostState | None:
+        """The host state under ``origin`` (a politeness-group key, opaque here)."""
+        pending = self._hosts.get(origin)
+        if pending is not None:
+            return pending
+        key = self._keys.host(origin)
+        raw = await self._call(lambda client: client.hgetall(key), [key])
+        return decode_host(self._keys, origin, key, raw)
+
+    async def save_host(self, state: HostState) -> None:
+        await self._hosts.save(state)
+
+    async def flush(self) -> None:
+        """Write all pending host states: one pipeline (one request per cluster node)."""
+        await self._hosts.flush()
+
+    async def _write_hosts(self, states: list[HostState]) -> StoreError | None:
+        await self._ensure_open()
+        groups: dict[int, list[HostState]] = {}
+        for state in states:
+            key = self._keys.host(state.origin)
+            # A script's keys must share a slot on a cluster; one server takes any.
+            groups.setdefault(self._link.slot(key) if self.cluster else 0, []).append(state)
+        head = [ms(self.host_ttl), repr(time.time())]
+        calls: list[tuple[list[str], list[Any]]] = []
+        for group in groups.values():
+            for start in range(0, len(group), _FLUSH_CHUNK):
+                chunk = group[start : start + _FLUSH_CHUNK]
+                args = list(head)
+                for state in chunk:
+                    args += host_args(state)
+                calls.append(([self._keys.host(s.origin) for s in chunk], args))
+        replies = await self._link.scripts(scripts.FLUSH_HOSTS, calls)
+        bad = [text(part) for reply in replies for part in (reply or [])]
+        if not bad:
+            return None
+        # Not retried: retrying cannot help, and must not hold up the rest.
+        more = f" (and {len(bad) // 2 - 1} more keys)" if len(bad) > 2 else ""
+        return self._keys.bad(bad[0], bad[1] + more)
+
+    # -- fleet hooks: fetch locks and waiting --------------------------------
+
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        """Become the one worker fetching ``origin``'s robots.txt, for at most ``ttl`` s."""
+        token = secrets.token_hex(16)
+        got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
+        return token if got == 1 else None
+
+    async def unlock_fetch(self, origin: str, token: str) -> None:
+        """Release the lock if ``token`` still holds it; wakes the waiters."""
+        await self._script(
+            scripts.UNLOCK,
+            [self._keys.lock(origin)],
+            [token, self._keys.channel(origin), self._publish],
+        )
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        """Wait for the lock holder's result, woken by pub/sub rather than polling.
+
+        Returns an entry that is fresh or was fetched after this call began.
+        Returns ``None`` when ``timeout`` passes, and early when the fetch lock,
+        once seen held, is released or expires without such an entry (the
+        holder gave up or died): the caller should then try :meth:`lock_fetch`.
+        """
+        started = time.time()
+        deadline = time.monotonic() + max(0.0, timeout)
+        await self._ensure_open()
+        if self._notifier is None:
+            self._notifier = (ShardNotifier if self.cluster else PatternNotifier)(
+                self._link, self._keys
+            )
+        notifier = self._notifier
+        waiter = notifier.add(origin)
+        robots_key, lock_key = self._keys.robots(origin), self._keys.lock(origin)
+        saw_lock = False
+        poll = _POLL_UNSUBSCRIBED[0]
+        try:
+            while True:
+                # Cleared before the check: a message arriving during it sets it again.
+                waiter.event.clear()
+                listening = notifier.listening_for(origin)
+                reply = await self._script(scripts.PEEK, [robots_key, lock_key], [])
+                try:
+                    raw, lock_ms = reply
+                except (TypeError, ValueError):
+                    raise StoreError(
+                        f"Redis at {self._link.label} gave an odd reply {reply!r}"
+                    ) from None
+                entry = decode_robots(self._keys, origin, robots_key, raw)
+                # A save announced during the wait counts whatever the
+                # fetching worker's clock says (clocks of workers may differ).
+                if entry is not None and (
+                    waiter.saved or entry.fetched_at >= started or entry.is_fresh(time.time())
+                ):
+                    return entry
+                held = isinstance(lock_ms, int) and lock_ms != -2
+                if held:
+                    saw_lock = True
+                elif saw_lock or waiter.released:
+                    return None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                if not listening:
+                    await notifier.listen_for(origin, remaining)
+                    if notifier.listening_for(origin):
+                        # Subscribed after that check: look again before sleeping.
+                        continue
+                poll_min, poll_max = (
+                    _POLL_SUBSCRIBED if notifier.listening_for(origin) else _POLL_UNSUBSCRIBED
+                )
+                poll = min(max(poll, poll_min), poll_max)
+                # Jitter so that waiting workers do not poll in lockstep.
+                nap = min(remaining, poll * random.uniform(0.5, 1.0))
+                if held and isinstance(lock_ms, int) and lock_ms >= 0:
+                    # Look again just after the lock expires: its holder may be dead.
+                    nap = min(nap, lock_ms / 1000 + 0.01)
+                try:
+                    await asyncio.wait_for(waiter.event.wait(), nap)
+                except asyncio.TimeoutError:
+                    poll = min(poll * 2, poll_max)
+        finally:
+            notifier.remove(origin, waiter)
+
+    # -- fleet hooks: pacing -------------------------------------------------
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        """Claim the next request slot for ``origin``; the seconds to wait before it.
+
+        Any two slots granted for one key, by any worker, are at least
+        ``interval`` apart on the Redis server's clock, and none falls within
+        a :meth:`pause`.  The caller must sleep the returned time and then
+        start its request (a slot it does not use is simply lost).
+        """
+        return (await self.reserve_slot(origin, interval)).wait
+
+    async def reserve_slot(self, origin: str, interval: float) -> Slot:
+        """:meth:`reserve`, with the granted start on the server's clock."""
+        if not interval >= 0:
+            raise ValueError("interval must not be negative")
+        interval_us = math.ceil(min(interval, MAX_TTL) * 1_000_000)
+        reply = await self._script(scripts.RESERVE, [self._keys.tat(origin)], [interval_us])
+        try:
+            wait_us, start_us = (int(part) for part in reply)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from exc
+        return Slot(wait_us / 1_000_000, start_us, start_us - wait_us)
+
+    async def pause(self, origin: str, until: float) -> None:
+        """Grant no slot for ``origin`` before the Unix time ``until`` (Retry-After).
+
+        The pause is applied as a duration (``until`` minus this worker's
+        clock) from the server's clock, so clock skew between workers and
+        Redis does not shorten it.  The host's ``next_allowed`` becomes
+        ``until`` unless it is later already.
+        """
+        self._hosts.pause(origin, until)
+        now = time.time()
+        delay_us = math.ceil(max(-MAX_TTL, min(until - now, MAX_TTL)) * 1_000_000)
+        await self._script(
+            scripts.PAUSE,
+            [self._keys.tat(origin), self._keys.host(origin)],
+            [delay_us, repr(float(until)), ms(self.host_ttl), repr(now)],
+        )
