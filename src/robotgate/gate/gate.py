@@ -259,18 +259,16 @@ class RobotGate:
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        origin, rest = split_origin(url)
-        site = self.cache.cached(origin)
-        if site is None:
-            return None
-        return site.decide(url if rest[:2] == "//" else rest, self.user_agent)
+        hit = self.admission.cached(url)
+        return hit[0].decide(hit[1], self.user_agent) if hit is not None else None
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
+        hit = self.admission.cached(url)
+        if hit is not None:
+            return hit[0].allowed(hit[1], self.user_agent)
         origin, rest = split_origin(url)
-        site = self.cache.cached(origin)
-        if site is None:
-            site = await self.admission.site(origin)
+        site = await self.admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
         return site.allowed(url if rest[:2] == "//" else rest, self.user_agent)

@@ -131,6 +131,28 @@ class Admission:
 
     # -- requests ------------------------------------------------------------------
 
+    def cached(self, url: str) -> tuple[SiteRules, str] | None:
+        """The rules of ``url``'s origin and the path they judge, if cached and fresh."""
+        m = match_prefix(url)
+        site = self._fast.get(m[0]) if m is not None else None
+        if site is None:
+            origin, rest = split_origin(url)
+            site = self.cache.cached(origin)
+            if site is None:
+                return None
+            self._learn(url, site)
+            return site, url if rest[:2] == "//" else rest
+        assert m is not None
+        host, limit = site.host, self.cache.recheck_visits
+        if site.fresh_until <= time.time() or (
+                host is not None and limit is not None and host.visits_since_check >= limit):
+            return None
+        site.used = True
+        rest = url[m.end():]
+        if "/." in rest or "/%2" in rest:
+            rest = remove_dot_segments(rest)
+        return site, url if rest[:2] == "//" else rest
+
     def admit(self, url: str) -> Group | Awaitable[Group]:
         """Check ``url`` and take its turn: the started Group, or an awaitable of it.
 

@@ -224,7 +224,9 @@ class RobotsCache:
         site.host = host
         site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites
-        sites.pop(origin, None)
+        old = sites.pop(origin, None)
+        if old is not None:
+            old.fresh_until = 0.0  # superseded: a fast path still holding it lets go
         sites[origin] = site
         if len(sites) > self.max_origins:
             self._evict()

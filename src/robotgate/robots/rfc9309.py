@@ -10,7 +10,7 @@ import re
 
 from ..agents import product_token
 from ..decision import Decision, Rule
-from ..urls import normalise_path, path_of
+from ..urls import normalise_path, path_of, request_path
 from .body import DEFAULT_MAX_BYTES, cut_utf8
 from .patterns import RuleSet
 from .rules import RequestRate, RobotsTxt
@@ -74,6 +74,8 @@ _WS = " \t\n\v\f\r"
 _URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
 # At most this many User-Agent strings are remembered per file.
 _MEMO_MAX = 8
+# Explanations kept per parsed file (one per group, rule and flags met).
+_DECISIONS_MAX = 4096
 _COMMENTS = re.compile(r"#[^\n]*").sub
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
@@ -244,7 +246,8 @@ class Rfc9309Rules(RobotsTxt):
     2.0
     """
 
-    __slots__ = ("_agents", "_cut", "_memo", "_prefix", "_sitemaps", "_star")
+    __slots__ = ("_agents", "_cut", "_decisions", "_groups_memo", "_memo", "_prefix", "_sitemaps",
+                 "_star")
 
     DIALECT = "rfc9309"
 
@@ -260,6 +263,8 @@ class Rfc9309Rules(RobotsTxt):
         # Query caches: each User-Agent string's rules, and the "scheme://host/"
         # of the last URL asked about (a file serves one origin, so it repeats).
         self._memo: dict[str, RuleSet | None] = {}
+        self._decisions: dict[tuple[int, int, bool, bool], Decision] = {}
+        self._groups_memo: dict[str, tuple[_Group | None, bool]] = {}
         self._prefix: str | None = None  # equal to no slice of a URL
         self._cut = 0  # len(self._prefix), kept so the hot path need not ask
 
@@ -316,7 +321,8 @@ class Rfc9309Rules(RobotsTxt):
             path = self._path(url)
         else:
             path = url  # a path already
-        if not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path:
+        if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
+                or "/." in path):
             path = _clean(path)
         # RFC 9309 2.2.2: /robots.txt is always allowed.
         return rules.allows[rules.match(path)] or (
@@ -348,38 +354,48 @@ class Rfc9309Rules(RobotsTxt):
         >>> str(rules.decide("/a/b", "MyBot/2.1"))
         "allowed by 'Allow: /a' (line 2) in the group for 'mybot'"
         """
-        path = _escape_specials(normalise_path(path_of(url)))
+        cut = self._cut
+        if url[:cut] == self._prefix:
+            path = url[cut - 1 :]
+        elif url[:1] != "/" or url[1:2] == "/":
+            path = self._path(url)
+        else:
+            path = url
+        if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
+                or "/." in path):
+            path = _clean(path)
+        if path[:11] == "/robots.txt" and path[11:12] in ("", "?"):
+            return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
+        try:
+            group, fallback = self._groups_memo[user_agent]
+        except KeyError:
+            group, fallback = self._group_and_fallback(user_agent)
+        if group is None:
+            return Decision(True, "allowed: no group names this agent and there is no '*' group")
+        i, exact = group.ruleset().match_exact(path)
+        # The explanation depends only on the group, the rule and these flags: built once.
+        key = (id(group), i, fallback, exact)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = _explain(group, i, fallback, exact)
+            if len(self._decisions) >= _DECISIONS_MAX:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        # Usage applies only to what may be crawled (draft-ietf-aipref-attach).
+        if decision.allowed and group.usage:
+            return _with_usage(decision, group, path)
+        return decision
+
+    def _group_and_fallback(self, user_agent: str) -> tuple[_Group | None, bool]:
         token = product_token(user_agent)
         group = self._agents.get(token)
         fallback = False
         if group is None:
             group = self._star
-            fallback = True
-        if path.split("?", 1)[0] == "/robots.txt":
-            return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
-        if group is None:
-            return Decision(True, "allowed: no group names this agent and there is no '*' group")
-        agents = group.names()
-        names = ", ".join(repr(a) for a in agents)
-        where = f"the group for {names}" + (
-            " (no group names this agent)" if fallback and token != "*" else ""
-        )
-        rules = group.ruleset()
-        i = rules.match(path)
-        if i < 0:
-            decision = Decision(True, f"allowed: no rule matches in {where}", None, agents)
-            return _with_usage(decision, group, path)
-        rule: Rule = rules.rule(i)
-        verb = "allowed" if rule.allow else "disallowed"
-        pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-        decision = Decision(
-            rule.allow,
-            f"{verb} by {pattern!r} (line {rule.line}) in {where}",
-            rule,
-            agents,
-        )
-        # Usage applies only to what may be crawled (draft-ietf-aipref-attach).
-        return _with_usage(decision, group, path) if rule.allow else decision
+            fallback = token != "*"
+        if len(self._groups_memo) < _MEMO_MAX:
+            self._groups_memo[user_agent] = (group, fallback)
+        return group, fallback
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
@@ -481,6 +497,23 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     return Rfc9309Rules._build(groups, sitemaps)
 
 
+def _explain(group: _Group, i: int, fallback: bool, exact: bool) -> Decision:
+    """The decision of rule ``i`` of ``group`` (-1: no rule matched), with its reason."""
+    agents = group.names()
+    names = ", ".join(repr(a) for a in agents)
+    where = f"the group for {names}" + (" (no group names this agent)" if fallback else "")
+    bound = "" if exact else (
+        " (the path is too long to check exactly against this group's wildcard rules "
+        "within robotgate's work bound; undecided Disallow rules count as matching)")
+    if i < 0:
+        return Decision(True, f"allowed: no rule matches in {where}{bound}", None, agents)
+    rule: Rule = group.ruleset().rule(i)
+    verb = "allowed" if rule.allow else "disallowed"
+    pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+    return Decision(rule.allow, f"{verb} by {pattern!r} (line {rule.line}) in {where}{bound}",
+                    rule, agents)
+
+
 def _with_usage(decision: Decision, group: _Group, path: str) -> Decision:
     """``decision`` (an allowed one) with what its group's usage rules say of ``path``."""
     compiled = group.usage_rules()
@@ -498,10 +531,7 @@ def _with_usage(decision: Decision, group: _Group, path: str) -> Decision:
 
 def _clean(path: str) -> str:
     """A path taken from a URL, as rules see it: no fragment, normalised, escaped."""
-    cut = path.find("#")
-    if cut >= 0:
-        path = path[:cut]
-    return _escape_specials(normalise_path(path))
+    return _escape_specials(request_path(path))
 
 
 def _escape_specials(path: str) -> str:
