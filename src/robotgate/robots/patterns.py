@@ -102,23 +102,8 @@ class RuleSet:
 
     def __init__(self, rules: list[tuple[bool, str, int]]) -> None:
         """``rules``: ``(allow, normalised pattern, line)``; empty patterns are ignored."""
-        # Prefix rules ("/a", and "/a*": a trailing star changes only the
-        # priority), by the prefix: (rank, line, pattern) of the best one.
-        # A rank is 2 * priority + allow: higher wins.
-        prefixes: dict[str, tuple[int, int, str]] = {}
-        starred: list[tuple[int, int, str]] = []
-        for allow, pattern, line in rules:
-            if not pattern:
-                continue
-            prefix = pattern.rstrip("*")
-            rank = 2 * len(pattern) + allow
-            if "*" in prefix or pattern[-1] == "$":
-                starred.append((rank, line, pattern))
-                continue
-            old = prefixes.get(prefix)
-            # Same prefix twice: the higher rank wins, else the first line stays.
-            if old is None or rank > old[0]:
-                prefixes[prefix] = (rank, line, pattern)
+        # Entries are (rank, line, pattern); a rank is 2 * priority + allow: higher wins.
+        prefixes, starred = _split_rules(rules)
         n = len(prefixes)
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
@@ -126,30 +111,14 @@ class RuleSet:
         lit = tuple(sorted(prefixes))
         entries = [prefixes[p] for p in lit]
         real = [e for e in entries if e[0] >= 0]
-        # Highest rank first, then by line.
-        starred.sort(key=lambda r: (-r[0], r[1]))
-        starred = _distinct(starred)
         self._lit = lit
         # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
         self._upper = tuple(p + "\x80" for p in lit)
         parent = _parents(lit)
         # Tuples: indexing them is cheaper than indexing arrays.
         self._parent = tuple(parent)
-        rule_of = array("l", [-1]) * len(lit)
-        k = 0
-        for i, e in enumerate(entries):
-            if e[0] >= 0:
-                rule_of[i] = k
-                k += 1
-        # Every prefix of a path is on one chain of parents: the best rule of
-        # each chain is known in advance, and so are the wildcard rules that
-        # could beat it (those of higher rank, first in `starred`).
-        best = array("l", range(len(lit)))
-        for i in range(1, len(lit)):
-            up = parent[i]
-            if entries[best[up]][0] > entries[i][0]:
-                best[i] = best[up]
-        self._best = tuple([rule_of[b] for b in best])
+        best = _chain_best(entries, parent)
+        self._best = _rule_numbers(entries, best)
         self._patterns = tuple(e[2] for e in real)
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
         self._wild = wild
@@ -159,15 +128,7 @@ class RuleSet:
         # How many wildcard rules to consider after each entry; without an
         # index, also those rules themselves (tuples shared between entries).
         self._stop = stop
-        # The longest path the plain loop may take after each entry: its worst
-        # case (every piece searched over the whole path) stays below _FAST_WORK.
-        steps = array("q", [0])
-        for w in wild:
-            pieces = 2 + len(w[3])
-            steps.append(steps[-1] + 3 * pieces + (len(w[7]) >> 2) + 1)
-        self._fast_len = tuple(
-            max(0, _FAST_WORK - _RULE_OVERHEAD * s) // steps[s] if s else 1 << 62 for s in stop
-        )
+        self._fast_len = _fast_lengths(wild, stop)
         self._needs: list[frozenset[str] | None] = [None] * len(wild)
         self._regex: dict[str, re.Pattern[str]] = {}
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
@@ -177,10 +138,7 @@ class RuleSet:
         shared: dict[int, tuple[_Wild, ...]] = {}
         small = wild and self._index is None
         self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()
-        firsts = tuple({w[2] for w in wild})
-        # Every path starts with "/": a floating rule ("/*x") makes the probe useless.
-        useful = len(firsts) <= _PROBE_MAX and not {"", "/"} & set(firsts)
-        self._wild_probe = firsts if useful else None
+        self._wild_probe = _wild_probe(wild)
         #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
         self.meta = array("l", [(e[1] << 1) | (e[0] & 1) for e in real + starred])
         #: Whether the rule at that index allows, and a last True that
@@ -367,6 +325,83 @@ class _WildIndex:
             i = parent[i]
         out.sort()
         return out
+
+
+_Entry = tuple[int, int, str]  # (rank, line, pattern)
+
+
+def _split_rules(rules: list[tuple[bool, str, int]]) -> tuple[dict[str, _Entry], list[_Entry]]:
+    """Prefix rules by their prefix (the best one each), and wildcard rules in priority order.
+
+    A prefix rule is ``/a`` or ``/a*`` (a trailing star changes only the
+    priority); wildcard rules come highest rank first, then by line, each
+    kept once (:func:`_distinct`).
+    """
+    prefixes: dict[str, _Entry] = {}
+    starred: list[_Entry] = []
+    for allow, pattern, line in rules:
+        if not pattern:
+            continue
+        prefix = pattern.rstrip("*")
+        rank = 2 * len(pattern) + allow
+        if "*" in prefix or pattern[-1] == "$":
+            starred.append((rank, line, pattern))
+            continue
+        old = prefixes.get(prefix)
+        # Same prefix twice: the higher rank wins, else the first line stays.
+        if old is None or rank > old[0]:
+            prefixes[prefix] = (rank, line, pattern)
+    starred.sort(key=lambda r: (-r[0], r[1]))
+    return prefixes, _distinct(starred)
+
+
+def _chain_best(entries: list[_Entry], parent: array[int]) -> array[int]:
+    """For each sorted entry, the entry of highest rank on its chain of parents.
+
+    Every prefix of a path is on one chain of parents: the best rule of each
+    chain is known in advance, and so are the wildcard rules that could beat
+    it (those of higher rank, first in priority order).
+    """
+    best = array("l", range(len(entries)))
+    for i in range(1, len(entries)):
+        up = parent[i]
+        if entries[best[up]][0] > entries[i][0]:
+            best[i] = best[up]
+    return best
+
+
+def _rule_numbers(entries: list[_Entry], best: array[int]) -> tuple[int, ...]:
+    """``best`` as rule numbers (the real entries counted in order), -1 for none."""
+    rule_of = array("l", [-1]) * len(entries)
+    k = 0
+    for i, e in enumerate(entries):
+        if e[0] >= 0:
+            rule_of[i] = k
+            k += 1
+    return tuple([rule_of[b] for b in best])
+
+
+def _fast_lengths(wild: tuple[_Wild, ...], stop: array[int]) -> tuple[int, ...]:
+    """The longest path the plain loop may take after each entry.
+
+    Its worst case (every piece searched over the whole path) stays below
+    :data:`_FAST_WORK`.
+    """
+    steps = array("q", [0])
+    for w in wild:
+        pieces = 2 + len(w[3])
+        steps.append(steps[-1] + 3 * pieces + (len(w[7]) >> 2) + 1)
+    return tuple(
+        max(0, _FAST_WORK - _RULE_OVERHEAD * s) // steps[s] if s else 1 << 62 for s in stop
+    )
+
+
+def _wild_probe(wild: tuple[_Wild, ...]) -> tuple[str, ...] | None:
+    """The distinct first pieces of the wildcard rules, if few enough to probe with."""
+    firsts = tuple({w[2] for w in wild})
+    # Every path starts with "/": a floating rule ("/*x") makes the probe useless.
+    useful = len(firsts) <= _PROBE_MAX and not {"", "/"} & set(firsts)
+    return firsts if useful else None
 
 
 def _parents(lit: tuple[str, ...]) -> array[int]:
