@@ -1,12 +1,14 @@
 """Fleet benchmark: the same crawl with 1, 2 and 4 worker processes sharing one Redis.
 
     python benchmarks/fleet.py [--hosts 200] [--pages 25] [--workers 1,2,4] [--tasks 2000]
-                               [--delay 0.2] [--margin 0.05] [--nice 10]
+                               [--delay 0.2] [--margin 0.05] [--nice 10] [--cluster]
                                [--mix partial=1,allow=1] [--json PATH]
 
 starts a throwaway ``redis-server`` (``tests/support/redis_server.py``) and the
-loopback server (``tests/support/server.py``) in child processes, then for each
-worker count runs the crawl twice under a fresh key prefix: *cold* (Redis
+loopback server (``tests/support/server.py``) in child processes; with
+``--cluster`` also a 3-master Redis Cluster on loopback, and every run is made
+on both, the cluster's rows beside the single server's.  For each
+worker count it runs the crawl twice under a fresh key prefix: *cold* (Redis
 empty: the workers compete for every origin's robots.txt) and *warm* (the
 same crawl again on the same prefix, new worker processes: robots.txt comes
 from Redis).  Every worker gets every origin (page ``i`` of each host goes to
@@ -14,7 +16,9 @@ worker ``i mod W``), so the workers compete for the same origins.  The table
 gives, from the server's records: robots.txt requests per origin (min/max),
 disallowed pages that reached the server, pacing violations (two page
 requests to one host closer than the interval, whichever workers sent them),
-the smallest gap seen; and from the workers: slots given back because the
+the smallest gap seen between two requests to one host (all origins of a
+host together: the server records per host address, whatever the port, and
+the gate paces per host name by default); and from the workers: slots given back because the
 worker was too late to use them (``gate.stats["late_slots"]``), pages/s and
 Redis round trips per page (``RedisStore.round_trips``, everything included).
 
@@ -25,9 +29,9 @@ hosts, which real origins never share.  Hence ``--margin`` (the gate's
 below the server so its records show when requests were sent.  A full run
 takes about 2 to 3 minutes on 2 cores.
 
-One worker process, used by this driver and by ``tests/test_fleet.py``::
+One worker process, used by this driver and by ``tests/e2e/test_fleet.py``::
 
-    python benchmarks/fleet.py worker --redis URL --prefix P --urls-file F
+    python benchmarks/fleet.py worker --redis URL --prefix P --urls-file F [--cluster]
                                       [--tasks 2000] [--delay 0.2] [--out outcomes.json]
 
 one ``RobotGate`` on a ``RedisStore``, ``--tasks`` concurrent tasks over the
@@ -48,6 +52,7 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -79,19 +84,22 @@ def _classify(exc: BaseException) -> str:
 
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     """One worker: a gate on a RedisStore, ``args.tasks`` tasks over the URL file."""
-    from robotgate import Disallowed, FetchPolicy, RobotGate
+    from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
     from robotgate.store.redis import RedisStore
 
     urls = [line.strip() for line in Path(args.urls_file).read_text().splitlines()]
     urls = [url for url in urls if url]
-    store = RedisStore(args.redis, prefix=args.prefix,
+    store = RedisStore(args.redis, prefix=args.prefix, cluster=args.cluster,
                        unavailable_timeout=args.unavailable_timeout)
     gate = RobotGate(USER_AGENT, delay=args.delay, store=store,
                      policy=FetchPolicy(timeout=args.robots_timeout),
                      pacing_margin=args.pacing_margin)
     outcomes: dict[str, str] = {}
+    reported: set[str] = set()
     loop = asyncio.get_running_loop()
-    async with gate:
+    close_error = ""
+    await gate.open()
+    try:
         if args.wait:
             print(json.dumps({"ready": os.getpid()}), flush=True)
             # Nothing else runs yet: a blocking read keeps the start line simple.
@@ -110,11 +118,21 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
                     outcome = "disallowed"
                 except Exception as exc:  # every other answer is recorded, none is lost
                     outcome = _classify(exc)
+                    if outcome.startswith("error") and outcome not in reported:
+                        # The first of each kind with its traceback, on stderr (the log).
+                        reported.add(outcome)
+                        traceback.print_exception(exc, file=sys.stderr)
                 outcomes[url] = outcome
 
         await asyncio.gather(*(task() for _ in range(max(1, min(args.tasks, len(urls))))))
         elapsed = loop.time() - started
         stats = dict(gate.stats)
+    finally:
+        try:
+            await gate.close()
+        except StoreError as exc:
+            # The last host states could not be written (Redis still away): say so.
+            close_error = str(exc)
     # Closed: the last host states are flushed, and counted.
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
@@ -134,6 +152,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "errors": counts.get("error", 0),
         "messages": messages,
         "round_trips": store.round_trips,
+        "close_error": close_error,
         "robots_requests": stats["robots_requests"],
         "late_slots": stats.get("late_slots", 0),
         "started_at": wall_started,
@@ -144,7 +163,8 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 def _worker_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fleet.py worker",
                                  description="One fleet worker: a RobotGate on a RedisStore.")
-    ap.add_argument("--redis", required=True, help="Redis URL")
+    ap.add_argument("--redis", required=True, help="Redis URL (any node, with --cluster)")
+    ap.add_argument("--cluster", action="store_true", help="the URL names a Redis Cluster node")
     ap.add_argument("--prefix", required=True, help="key prefix shared by the fleet")
     ap.add_argument("--urls-file", required=True, help="URLs to fetch, one a line")
     ap.add_argument("--tasks", type=int, default=2000, help="concurrent tasks (default 2000)")
@@ -213,6 +233,8 @@ class Fleet:
     directory: Path
     tasks: int = 2000
     delay: float = 0.2
+    #: ``redis_url`` names a node of a Redis Cluster.
+    cluster: bool = False
     options: Sequence[str] = ()
     #: Extra options per worker (worker ``i`` gets ``worker_options[i]``).
     worker_options: Sequence[Sequence[str]] = ()
@@ -248,7 +270,8 @@ class Fleet:
             sys.executable, str(FLEET_PY), "worker", "--wait",
             "--redis", self.redis_url, "--prefix", self.prefix, "--urls-file", str(urls_file),
             "--tasks", str(self.tasks), "--delay", str(self.delay),
-            "--out", str(self.out_path(index)), *self.options,
+            "--out", str(self.out_path(index)), *(["--cluster"] if self.cluster else []),
+            *self.options,
             *(self.worker_options[index] if index < len(self.worker_options) else ()),
         ]
         with self.log_path(index).open("wb") as log:
@@ -361,6 +384,7 @@ class FleetChecks:
 
 @dataclass
 class Row:
+    redis: str
     workers: int
     run: str
     checks: FleetChecks
@@ -383,7 +407,7 @@ class Row:
     def cells(self) -> list[str]:
         c = self.checks
         return [
-            str(self.workers), self.run, f"{c.robots_min}/{c.robots_max}",
+            self.redis, str(self.workers), self.run, f"{c.robots_min}/{c.robots_max}",
             str(c.disallowed_at_server), str(c.violations),
             "-" if c.min_gap is None else f"{c.min_gap:.3f}",
             f"{self.answered}/{self.urls}", str(self.problems),
@@ -391,7 +415,7 @@ class Row:
         ]
 
 
-HEADERS = ["workers", "run", "robots/origin", "disallowed", "violations", "min gap s",
+HEADERS = ["redis", "workers", "run", "robots/origin", "disallowed", "violations", "min gap s",
            "answered", "errors", "late slots", "pages/s", "RT/page"]
 
 
@@ -410,15 +434,27 @@ def host_urls(base_urls: Sequence[str], pages: int) -> list[list[str]]:
 
 
 async def bench(args: argparse.Namespace) -> list[Row]:
-    from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
+    from tests.support.redis_server import (
+        MISSING_REASON,
+        LocalCluster,
+        RedisServer,
+        find_redis_server,
+    )
 
     if find_redis_server() is None:
         raise SystemExit(f"fleet.py: {MISSING_REASON}")
     counts = [int(part) for part in args.workers.split(",") if part.strip()]
     rows: list[Row] = []
     server = ServerProcess()
-    with tempfile.TemporaryDirectory(prefix="robotgate-fleet-") as tmp, \
-            RedisServer.start() as redis:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="robotgate-fleet-"))
+        redis = stack.enter_context(RedisServer.start())
+        targets = [("server", redis.url, False)]
+        if args.cluster:
+            cluster = stack.enter_context(
+                LocalCluster.start(Path(tmp) / "cluster", masters=3)
+            )
+            targets.append(("cluster", cluster.url, True))
         try:
             await server.start([
                 "--hosts", str(args.hosts), "--mix", args.mix, "--pages", str(args.pages),
@@ -434,38 +470,45 @@ async def bench(args: argparse.Namespace) -> list[Row]:
             per_host = host_urls([f"http://{a}:{port}" for a in addresses], args.pages)
             total = sum(len(urls) for urls in per_host)
             for workers in counts:
-                prefix = f"fleetbench:{uuid.uuid4().hex[:8]}:{workers}"
-                for run in ("cold", "warm"):
-                    await server.reset()
-                    directory = Path(tmp) / f"{workers}-{run}"
-                    directory.mkdir()
-                    _progress(f"{workers} worker(s), {run}: {total:,} URLs ...")
-                    options = ["--nice", str(args.nice), "--pacing-margin", str(args.margin)]
-                    async with Fleet(redis.url, prefix, split_urls(per_host, workers),
-                                     directory, tasks=args.tasks, delay=args.delay,
-                                     options=options) as fleet:
-                        fleet.go()
-                        summaries = await fleet.results(args.timeout)
-                    stats = await server.stats()
-                    rows.append(Row(
-                        workers=workers,
-                        run=run,
-                        checks=FleetChecks.of(stats, intervals),
-                        pages=sum(s["fetched"] for s in summaries),
-                        answered=sum(s["fetched"] + s["disallowed"] for s in summaries),
-                        urls=total,
-                        problems=sum(s["errors"] + s["store_errors"] + s["other_status"]
-                                     for s in summaries),
-                        elapsed=max(s["elapsed"] for s in summaries),
-                        round_trips=sum(s["round_trips"] for s in summaries),
-                        late_slots=sum(s["late_slots"] for s in summaries),
-                    ))
-                    _progress(table(rows[-1:]).splitlines()[-1] + "\n")
-                    for message in sorted({m for s in summaries for m in s["messages"]})[:5]:
-                        _progress(f"    {message}")
+                for kind, url, is_cluster in targets:
+                    prefix = f"fleetbench:{uuid.uuid4().hex[:8]}:{workers}"
+                    for run in ("cold", "warm"):
+                        await server.reset()
+                        directory = Path(tmp) / f"{kind}-{workers}-{run}"
+                        directory.mkdir()
+                        _progress(f"{kind}, {workers} worker(s), {run}: {total:,} URLs ...")
+                        options = ["--nice", str(args.nice), "--pacing-margin", str(args.margin)]
+                        async with Fleet(url, prefix, split_urls(per_host, workers),
+                                         directory, tasks=args.tasks, delay=args.delay,
+                                         cluster=is_cluster, options=options) as fleet:
+                            fleet.go()
+                            summaries = await fleet.results(args.timeout)
+                        stats = await server.stats()
+                        rows.append(_row(kind, workers, run, summaries,
+                                         FleetChecks.of(stats, intervals), total))
+                        _progress(table(rows[-1:]).splitlines()[-1] + "\n")
+                        for message in sorted({m for s in summaries for m in s["messages"]})[:5]:
+                            _progress(f"    {message}")
         finally:
             await server.close()
     return rows
+
+
+def _row(redis: str, workers: int, run: str, summaries: list[dict[str, Any]],
+         checks: FleetChecks, total: int) -> Row:
+    return Row(
+        redis=redis,
+        workers=workers,
+        run=run,
+        checks=checks,
+        pages=sum(s["fetched"] for s in summaries),
+        answered=sum(s["fetched"] + s["disallowed"] for s in summaries),
+        urls=total,
+        problems=sum(s["errors"] + s["store_errors"] + s["other_status"] for s in summaries),
+        elapsed=max(s["elapsed"] for s in summaries),
+        round_trips=sum(s["round_trips"] for s in summaries),
+        late_slots=sum(s["late_slots"] for s in summaries),
+    )
 
 
 def _progress(text: str) -> None:
@@ -491,6 +534,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--nice", type=int, default=10,
                     help="run the workers this much below the server and Redis (default 10)")
     ap.add_argument("--timeout", type=float, default=120.0, help="bound on one run (s)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="also run every crawl on a 3-master Redis Cluster")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     return ap
 

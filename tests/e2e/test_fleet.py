@@ -1,12 +1,13 @@
 """Fleet mode: worker processes sharing one politeness budget through Redis.
 
 Every test runs real worker processes (``benchmarks/fleet.py worker``) or
-gates against a real ``redis-server`` on loopback and the loopback server of
-``tests/support/server.py``, and checks the promises at the server: one
-robots.txt request per origin across the fleet, no disallowed page, no two
-page requests to one host closer than the delay, a definite answer for every
-task, and a clear :class:`StoreError` instead of an impolite request when
-Redis is gone or holds foreign data.
+gates against a real ``redis-server`` on loopback, or a real 3-master Redis
+Cluster, and the loopback server of ``tests/support/server.py``, and checks
+the promises at the server: one robots.txt request per origin across the
+fleet, no disallowed page, no two page requests to one host closer than the
+delay, a definite answer for every task, and a clear :class:`StoreError`
+instead of an impolite request when Redis (or one of the cluster's masters)
+is gone or holds foreign data.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from benchmarks.fleet import Fleet, FleetChecks, split_urls
 from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
 from robotgate.store.redis import RedisStore
-from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server, free_port
+from tests.support.redis_server import (
+    MISSING_REASON,
+    LocalCluster,
+    RedisServer,
+    find_redis_server,
+    free_port,
+)
 from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
@@ -59,6 +67,13 @@ def persistent_redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture(params=["server", "cluster"])
+def redis_target(request: pytest.FixtureRequest) -> tuple[str, bool]:
+    """(URL, is a cluster): the session's redis-server, or its 3-master Redis Cluster."""
+    cluster = request.param == "cluster"
+    return request.getfixturevalue("redis_cluster" if cluster else "redis_url"), cluster
+
+
 def host_urls(srv: BenchServer, pages: int) -> list[list[str]]:
     paths = page_paths(pages)
     return [[srv.url(i, path) for path in paths] for i in range(len(srv.hosts))]
@@ -87,15 +102,16 @@ async def wait_until(predicate: Any, timeout: float, what: str) -> None:
 
 
 async def test_four_workers_share_one_budget(
-    redis_url: str, prefix: str, tmp_path: Path
+    redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
     """4 worker processes x 2,000 tasks over 200 origins, every worker on every origin."""
+    url, cluster = redis_target
     template = HostPlan(pages=12)
     async with BenchServer.mixed(200, {"partial": 1, "allow": 1}, template=template) as srv:
         per_host = host_urls(srv, 12)  # 3 pages per origin per worker
         lists = split_urls(per_host, 4)
-        async with Fleet(redis_url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
-                         options=WORKER_OPTIONS) as fleet:
+        async with Fleet(url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
+                         cluster=cluster, options=WORKER_OPTIONS) as fleet:
             fleet.go()
             summaries = await fleet.results(timeout=150)
             outcomes = fleet.outcomes()
@@ -123,19 +139,80 @@ async def test_four_workers_share_one_budget(
         assert summary["fetched"] > 0
 
 
+async def test_three_workers_thirty_origins_on_a_cluster(
+    redis_cluster: str, prefix: str, tmp_path: Path
+) -> None:
+    """3 worker processes over 30 origins on a 3-master Redis Cluster.
+
+    Exactly one robots.txt request per origin fleet-wide, no disallowed page, no
+    two requests to one host closer than the delay, and the prefix's keys spread
+    over all three masters (each origin's and each host's keys in one slot).
+    """
+    template = HostPlan(pages=12)
+    async with BenchServer.mixed(30, {"partial": 1, "allow": 1}, template=template) as srv:
+        lists = split_urls(host_urls(srv, 12), 3)
+        async with Fleet(redis_cluster, prefix, lists, tmp_path, tasks=500, delay=DELAY,
+                         cluster=True, options=WORKER_OPTIONS) as fleet:
+            fleet.go()
+            summaries = await fleet.results(timeout=120)
+            outcomes = fleet.outcomes()
+        found = checks(srv)
+        stats = srv.stats()
+
+    wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
+    assert not wrong, list(wrong.items())[:5]
+    assert [s.robots_requests for s in stats.values()] == [1] * 30
+    assert sum(s["robots_requests"] for s in summaries) == 30
+    assert found.disallowed_at_server == 0
+    assert found.page_requests == sum(s["fetched"] for s in summaries) > 0
+    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    assert all(s["fetched"] > 0 for s in summaries)
+
+    cluster = RedisCluster.from_url(redis_cluster)
+    try:
+        await cluster.initialize()
+        per_master: dict[str, list[str]] = {}
+        for node in cluster.get_primaries():
+            direct = aioredis.Redis(host=node.host, port=node.port)
+            try:
+                per_master[node.name] = [
+                    key.decode() async for key in direct.scan_iter(match=f"{prefix}:*")
+                ]
+            finally:
+                await direct.aclose()
+    finally:
+        await cluster.aclose()
+    assert len(per_master) == 3
+    assert all(keys for keys in per_master.values()), {n: len(k) for n, k in per_master.items()}
+    keys = [key for found_keys in per_master.values() for key in found_keys]
+    origins = {srv.base_url(i) for i in range(30)}
+    groups = {f"host:{host}" for host in srv.hosts}
+    # The meta key, and per origin its robots.txt entry; per host its state and
+    # (while a slot is pending) its pacing time: nothing else, all hash-tagged.
+    for key in keys:
+        kind, _, tag = key[len(prefix) + 1 :].partition(":")
+        assert key == f"{prefix}:meta" or (
+            (kind == "robots" and tag[1:-1] in origins)
+            or (kind in ("host", "tat") and tag[1:-1] in groups)
+        ), key
+    assert sum(key.startswith(f"{prefix}:robots:") for key in keys) == 30
+    assert sum(key.startswith(f"{prefix}:host:") for key in keys) == 30
+
+
 # -- a dead lock holder ---------------------------------------------------------
 
 
 async def test_lock_holder_killed_mid_fetch(
-    redis_url: str, prefix: str, tmp_path: Path
+    redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
     """The worker fetching robots.txt dies: another takes over once its lock expires."""
+    redis_url, cluster = redis_target
     holder_timeout = 1.0
     ttl = holder_timeout * 2 + 5  # the gate's fetch lock lives this long
     async with BenchServer([HostPlan("slow", slow_seconds=5.0)]) as srv:
         page = srv.url(0, "/page/1")
         options = ["--robots-timeout", str(holder_timeout)]
-        async with Fleet(redis_url, prefix, [[page]], tmp_path, tasks=1,
+        async with Fleet(redis_url, prefix, [[page]], tmp_path, tasks=1, cluster=cluster,
                          options=options) as fleet:
             fleet.go()
             # Killed while its robots.txt request is out (and unanswered).
@@ -146,7 +223,7 @@ async def test_lock_holder_killed_mid_fetch(
         assert fleet.procs[0].returncode == -signal.SIGKILL
         srv.set_plan(0, HostPlan("slow", slow_seconds=0.1))  # answers quickly from now on
 
-        store = RedisStore(redis_url, prefix=prefix)
+        store = RedisStore(redis_url, prefix=prefix, cluster=cluster)
         async with RobotGate(AGENT, delay=0, store=store,
                              policy=FetchPolicy(timeout=5.0)) as gate:
             async with gate.fetch(page) as resp:
@@ -162,7 +239,7 @@ async def test_lock_holder_killed_mid_fetch(
     first, second = robots.robots_times
     assert second - first >= ttl - 1.5
     # The result is shared: a new worker finds it in Redis.
-    async with RedisStore(redis_url, prefix=prefix) as check:
+    async with RedisStore(redis_url, prefix=prefix, cluster=cluster) as check:
         entry = await check.load_robots(srv.base_url(0))
     assert entry is not None and entry.status == 200
 
@@ -229,6 +306,70 @@ async def test_redis_stopped_and_restarted_mid_crawl(
     assert all(entry is not None for entry in entries)
 
 
+async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> None:
+    """One master of a 3-master cluster is killed (SIGKILL) mid-crawl, started again 2 s later.
+
+    The cluster keeps every write on disk (append-only, fsync always), as a
+    production one should.  While the master is down its slots cannot be
+    reached, and soon the whole cluster refuses commands (full coverage lost):
+    worker 0 waits up to 10 s for it, worker 1 gives up after 0.5 s and fails
+    closed with StoreError.  Nothing is sent without a slot: no disallowed page,
+    no two requests to a host closer than the delay, one robots.txt per origin.
+    """
+    if find_redis_server() is None:
+        pytest.skip(MISSING_REASON)
+    cluster = await asyncio.to_thread(
+        LocalCluster.start, tmp_path / "cluster", masters=3, persistent=True,
+        node_timeout_ms=1000,
+    )
+    try:
+        template = HostPlan(pages=12)
+        async with BenchServer.mixed(40, {"partial": 1, "allow": 1}, template=template) as srv:
+            lists = split_urls(host_urls(srv, 12), 2)
+            total_pages = sum(expected(srv, u) == "fetched" for urls in lists for u in urls)
+            patience = [[], ["--unavailable-timeout", "0.5"]]
+            async with Fleet(cluster.url, "kill", lists, tmp_path, tasks=2000, delay=DELAY,
+                             cluster=True, options=WORKER_OPTIONS,
+                             worker_options=patience) as fleet:
+                fleet.go()
+                await wait_until(lambda: checks(srv).page_requests >= total_pages // 4, 60,
+                                 "a quarter of the crawl")
+                # The node the workers were given as the cluster's address.
+                victim = cluster.nodes[0]
+                await asyncio.to_thread(victim.stop, True)
+                await asyncio.sleep(2.0)
+                await asyncio.to_thread(victim.resume)
+                resumed = time.monotonic()
+                summaries = await fleet.results(timeout=120)
+                outcomes = fleet.outcomes()
+            found = checks(srv)
+            stats = srv.stats()
+        async with RedisStore(cluster.url, prefix="kill", cluster=True) as check:
+            entries = [await check.load_robots(srv.base_url(i)) for i in range(40)]
+    finally:
+        await asyncio.to_thread(cluster.close)
+
+    waiting, quitting = summaries
+    assert waiting["store_errors"] == waiting["errors"] == 0, fleet.log_path(0).read_text()
+    assert waiting["answered"] == waiting["urls"]
+    # (The impatient one may end while the cluster is still down: its last host
+    # states are then not written, and its close says so.)
+    assert waiting["close_error"] == ""
+    failed = {u: o for u, o in outcomes.items() if o.startswith("store_error")}
+    assert quitting["store_errors"] == len(failed) > 0
+    assert all("unreachable" in o for o in failed.values()), list(failed.values())[:3]
+    assert quitting["errors"] == 0
+    wrong = {u: o for u, o in outcomes.items() if u not in failed and o != expected(srv, u)}
+    assert not wrong, list(wrong.items())[:5]
+    assert max(t for s in stats.values() for t in s.page_times) > resumed
+    fetched = sum(1 for o in outcomes.values() if o == "fetched")
+    assert found.page_requests == fetched
+    assert [s.robots_requests for s in stats.values()] == [1] * 40
+    assert found.disallowed_at_server == 0
+    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    assert all(entry is not None for entry in entries)
+
+
 async def test_gate_fails_closed_when_redis_is_down_at_start() -> None:
     async with BenchServer([HostPlan("allow")]) as srv:
         url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
@@ -252,8 +393,17 @@ async def test_gate_fails_closed_when_redis_is_down_at_start() -> None:
 
 
 async def test_foreign_data_under_the_prefix(
-    redis_url: str, prefix: str, raw: aioredis.Redis
+    redis_target: tuple[str, bool], prefix: str
 ) -> None:
+    redis_url, cluster = redis_target
+    raw: Any = (RedisCluster if cluster else aioredis.Redis).from_url(redis_url)
+    try:
+        await _foreign_data(redis_url, cluster, prefix, raw)
+    finally:
+        await raw.aclose()
+
+
+async def _foreign_data(redis_url: str, cluster: bool, prefix: str, raw: Any) -> None:
     async with BenchServer([HostPlan("allow")] * 3) as srv:
         origins = [srv.base_url(i) for i in range(3)]
         # Host 0: its robots.txt entry is a list; host 1: its pacing time is text
@@ -261,7 +411,7 @@ async def test_foreign_data_under_the_prefix(
         await raw.rpush(f"{prefix}:robots:{{{origins[0]}}}", "not", "ours")
         await raw.set(f"{prefix}:tat:{{host:{srv.hosts[1]}}}", "soon")
         async with RobotGate(AGENT, delay=DELAY,
-                             store=RedisStore(redis_url, prefix=prefix)) as gate:
+                             store=RedisStore(redis_url, prefix=prefix, cluster=cluster)) as gate:
             with pytest.raises(StoreError, match="foreign or damaged data") as bad_robots:
                 await gate.fetch(srv.url(0, "/page/1"))
             with pytest.raises(StoreError, match="not a pacing time") as bad_tat:
@@ -272,7 +422,8 @@ async def test_foreign_data_under_the_prefix(
         stats = [srv.host_stats(i) for i in range(3)]
         # A prefix that holds another application's data is refused at open.
         await raw.set(f"{prefix}x:meta", "someapp/3")
-        gate = RobotGate(AGENT, store=RedisStore(redis_url, prefix=f"{prefix}x"))
+        gate = RobotGate(AGENT, store=RedisStore(redis_url, prefix=f"{prefix}x",
+                                                 cluster=cluster))
         try:
             with pytest.raises(StoreError, match="another application"):
                 await gate.open()

@@ -240,7 +240,6 @@ class LocalCluster:
         return cluster
 
     def _join(self, replicas: int) -> None:
-        first = self.nodes[0].port
         ids = []
         for index, node in enumerate(self.nodes):
             client = _client(node.port)
@@ -250,8 +249,9 @@ class LocalCluster:
                     low = index * _SLOTS // self.masters
                     high = (index + 1) * _SLOTS // self.masters - 1
                     client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
-                if index:
-                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", first)
+                # Every node meets every earlier one: no waiting for gossip to spread.
+                for other in self.nodes[:index]:
+                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", other.port)
             finally:
                 client.close()
         for index in range(replicas):

@@ -11,11 +11,13 @@ unavailable error the cluster client re-reads the topology before the next try.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias, TypeVar
 
+import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
@@ -62,6 +64,26 @@ RETRY_MIN = 0.05
 RETRY_MAX = 1.0
 
 MapError = Callable[[ResponseError, Sequence[str]], StoreError]
+
+_INSIDE = (os.path.dirname(redis.__file__), os.path.dirname(asyncio.__file__))
+
+
+def closed_under_us(exc: BaseException) -> bool:
+    """True for an AttributeError/TypeError raised inside redis-py or asyncio's transport.
+
+    A connection closed by another task while this one writes on it (the
+    cluster client closes every connection on CLUSTERDOWN) surfaces as
+    ``'NoneType' object has no attribute 'writelines'`` and the like instead
+    of a ConnectionError (redis-py issue 4287): the connection is gone, so it
+    counts as unreachable.  Raised from anywhere else, it is a bug, not retried.
+    """
+    if not isinstance(exc, (AttributeError, TypeError)):
+        return False
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(_INSIDE)
 
 
 class Link:
@@ -162,6 +184,7 @@ class Link:
         while True:
             self.round_trips += 1
             client = self.client()
+            failure: BaseException
             try:
                 if not self.cluster:
                     return await attempt(client)
@@ -169,18 +192,25 @@ class Link:
                     self._gate = asyncio.Semaphore(self._cluster_connections(client))
                 async with self._gate:
                     return await attempt(client)
-            except UNAVAILABLE as exc:
-                self._stale(client)
-                elapsed = time.monotonic() - started
-                if elapsed >= self.unavailable_timeout:
-                    raise StoreError(
-                        f"Redis at {self.label} unreachable for {elapsed:.1f} s: {exc}"
-                    ) from exc
-                pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - elapsed)
-                await asyncio.sleep(pause)
-                delay = min(delay * 2, RETRY_MAX)
             except ResponseError as exc:
-                raise self._map_error(exc, keys) from exc
+                if not isinstance(exc, UNAVAILABLE):
+                    raise self._map_error(exc, keys) from exc
+                failure = exc
+            except UNAVAILABLE as exc:
+                failure = exc
+            except (AttributeError, TypeError) as exc:
+                if not closed_under_us(exc):
+                    raise
+                failure = exc
+            self._stale(client)
+            elapsed = time.monotonic() - started
+            if elapsed >= self.unavailable_timeout:
+                raise StoreError(
+                    f"Redis at {self.label} unreachable for {elapsed:.1f} s: {failure}"
+                ) from failure
+            pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - elapsed)
+            await asyncio.sleep(pause)
+            delay = min(delay * 2, RETRY_MAX)
 
     def _cluster_connections(self, client: Client) -> int:
         if client is self._given and isinstance(client, RedisCluster):
