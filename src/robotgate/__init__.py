@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .decision import Decision, Rule
+from .decision import Decision, Rule, UsageRule
 from .policy import FetchPolicy
 from .records import HostState, Outcome, RobotsEntry
 from .robots import RequestRate, RobotsTxt
@@ -18,14 +18,18 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .gate import Disallowed, GateClosed, RobotGate
+    from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .store import MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
 
 __all__ = [
+    "CrawlResult",
+    "CrawlSummary",
     "Decision",
     "Disallowed",
     "FetchPolicy",
     "GateClosed",
+    "Handled",
     "HostState",
     "InvalidURL",
     "MemoryStore",
@@ -39,10 +43,14 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoreError",
+    "UsageRule",
 ]
 
 # The asyncio shell, resolved on first use: name -> module that defines it.
 _LAZY = {
+    "CrawlResult": ".politeness.crawl_results",
+    "CrawlSummary": ".politeness.crawl_results",
+    "Handled": ".politeness.crawl_results",
     "Disallowed": ".gate",
     "GateClosed": ".gate",
     "RobotGate": ".gate",

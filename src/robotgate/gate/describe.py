@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .gate import RobotGate
 
-__all__ = ["describe"]
+__all__ = ["describe", "stats_of"]
+
+
+def stats_of(gate: RobotGate) -> dict[str, int]:
+    """The gate's counters, each read from the part that owns it."""
+    scheduler, fleet = gate.scheduler, gate.admission.fleet
+    return {"robots_requests": gate.fetcher.requests, "pages": scheduler.pages,
+            "disallowed": gate.admission.disallowed, "backoffs": scheduler.backoffs,
+            "late_slots": fleet.late if fleet is not None else 0,
+            "store_errors": gate.cache.store_errors}
 
 
 def describe(gate: RobotGate) -> str:

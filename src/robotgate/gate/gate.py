@@ -12,7 +12,6 @@ It keeps three promises under load:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Literal
 
@@ -24,6 +23,7 @@ from ..policy.fetch import FetchPolicy
 from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.admission import Admission
+from ..politeness.crawl_results import CrawlSummary
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
 from ..politeness.robots_cache import RobotsCache
@@ -35,11 +35,13 @@ from ..store.base import Store
 from ..store.memory import MemoryStore
 from ..urls import split_origin
 from .aiohttp_client import AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
-from .describe import describe
+from .describe import describe, stats_of
 
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
 Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
+#: ``handler(url, response)`` of :meth:`RobotGate.crawl`: may return new URLs (or ``Handled``).
+CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 
 
 def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int | None,
@@ -161,7 +163,8 @@ class RobotGate:
         fleet = FleetSlots(self.store) if self.store.paces else None
         self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=recheck_visits,
-                                 host_state=self._host_state, turn=self._robots_turn)
+                                 host_state=lambda origin: self.admission.host_state(origin),
+                                 turn=lambda origin: self.admission.robots_turn(origin))
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
                                    self.user_agent, fleet)
         self.client.admission = self.admission
@@ -171,12 +174,6 @@ class RobotGate:
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
         self.fetcher.transport = transport
-
-    async def _host_state(self, origin: str) -> HostState:
-        return await self.admission.host_state(origin)
-
-    def _robots_turn(self, origin: str) -> AbstractAsyncContextManager[None]:
-        return self.admission.robots_turn(origin)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -243,12 +240,7 @@ class RobotGate:
     def stats(self) -> dict[str, int]:
         """Counters: robots.txt requests, pages, disallowed, back-offs, late fleet slots,
         store errors."""
-        scheduler = self.scheduler.stats
-        fleet = self.admission.fleet
-        return {"robots_requests": self.fetcher.requests, "pages": scheduler["pages"],
-                "disallowed": self.admission.disallowed, "backoffs": scheduler["backoffs"],
-                "late_slots": fleet.late if fleet is not None else 0,
-                "store_errors": self.cache.store_errors}
+        return stats_of(self)
 
     # -- questions -----------------------------------------------------------
 
@@ -357,18 +349,14 @@ class RobotGate:
         """
         return self.client.middleware
 
-    async def crawl(
-        self,
-        urls: Iterable[str] | AsyncIterable[str],
-        handler: Callable[[str, aiohttp.ClientResponse], Awaitable[Iterable[str] | None]],
-        *,
-        concurrency: int = 16,
-        **options: Any,
-    ) -> Any:
+    async def crawl(self, urls: Iterable[str] | AsyncIterable[str], handler: CrawlHandler, *,
+                    concurrency: int = 16, **options: Any) -> CrawlSummary:
         """Crawl ``urls`` with ``concurrency`` workers kept busy across servers.
 
         See :func:`robotgate.politeness.frontier.crawl`.
         """
         from ..politeness.frontier import crawl
 
-        return await crawl(self, urls, handler, concurrency=concurrency, **options)
+        summary: CrawlSummary = await crawl(self, urls, handler, concurrency=concurrency,
+                                            **options)
+        return summary
