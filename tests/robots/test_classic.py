@@ -12,6 +12,11 @@ characters, as Perl character strings, as it does behind LWP's
 ``decoded_content``.  How LWP would have decoded a non-UTF-8 file (by charset,
 keeping a BOM) is a difference of decoding, not of the dialect, and is not
 compared.
+
+Dot segments: robotgate judges a URL's path as the client sends it, with
+``.`` and ``..`` segments removed (a deliberate departure, docs/dialects.md);
+WWW::RobotRules matches them as written.  The oracle is therefore asked about
+each URL as it is sent (:func:`as_sent`).
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import yarl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robotgate import Decision, RobotsTxt, Rule
 from robotgate.robots.body import DEFAULT_MAX_BYTES, body_text
 from robotgate.robots.classic import ClassicRobotsTxt, classic_body_usable, parse_classic
+from robotgate.urls import remove_dot_segments
 
 ORACLE = Path(__file__).with_name("robotrules_oracle.pl")
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "robots"
@@ -64,8 +71,24 @@ def _field(s: str) -> bytes:
     return b"%d\n%s" % (len(b), b)
 
 
-def _encode_job(job: Job) -> bytes:
+_URL_HEAD_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
+
+
+def as_sent(url: str) -> str:
+    """``url`` with the dot segments of its path removed, as the client sends it.
+
+    That path is what the classic dialect judges; WWW::RobotRules would match
+    ``/a/../x`` as written, so it is asked about ``/x``.
+    """
+    m = _URL_HEAD_RE.match(url)
+    head = m.group() if m is not None else ""
+    return head + remove_dot_segments(url[len(head) :])
+
+
+def _encode_job(job: Job, sent: bool = True) -> bytes:
     url, agents, urls, text = job
+    if sent:
+        urls = [as_sent(u) for u in urls]
     parts = [b"%d %d\n" % (len(agents), len(urls)), _field(url)]
     parts += [_field(a) for a in agents] + [_field(u) for u in urls] + [_field(text)]
     return b"".join(parts)
@@ -76,18 +99,19 @@ def _oracle_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("URI_")}
 
 
-def perl_verdicts(jobs: Sequence[Job], workers: int = 1) -> list[list[str]]:
+def perl_verdicts(jobs: Sequence[Job], workers: int = 1, sent: bool = True) -> list[list[str]]:
     """WWW::RobotRules' verdicts: per job, per agent, a string of "1"/"0" per URL.
 
-    ``workers`` Perl processes share the jobs (one process per core, never
-    one per file).
+    Each URL is asked about as it is sent (:func:`as_sent`), or as written if
+    not ``sent``.  ``workers`` Perl processes share the jobs (one process per
+    core, never one per file).
     """
     shares = [list(range(w, len(jobs), workers)) for w in range(workers)]
     outputs: list[bytes] = [b""] * workers
     errors: list[str] = []
 
     def run(w: int) -> None:
-        data = b"".join(_encode_job(jobs[i]) for i in shares[w])
+        data = b"".join(_encode_job(jobs[i], sent) for i in shares[w])
         proc = subprocess.run(
             ["perl", str(ORACLE)], input=data, capture_output=True, env=_oracle_env()
         )
@@ -347,7 +371,7 @@ def test_disallow_values_are_uri_references_resolved_against_robots_txt() -> Non
         "Disallow: ?x\n"  # /robots.txt?x
         'Disallow: "/quoted"\n'  # URI.pm unwraps "..." and <URL:...>
         "Disallow: <URL:/wrapped>\n"
-        "Disallow: ../up\n"  # leading ".." are kept: /../up
+        "Disallow: ../up\n"  # leading ".." are kept: /../up, which no client sends
     )
     check(
         text,
@@ -357,7 +381,7 @@ def test_disallow_values_are_uri_references_resolved_against_robots_txt() -> Non
             (FOO, "/robots.txt"): True,
             (FOO, "/quoted"): False,
             (FOO, "/wrapped"): False,
-            (FOO, "/../up"): False,
+            (FOO, "/../up"): True,  # sent as /up
             (FOO, "/up"): True,
             (FOO, "/x"): True,
         },
@@ -385,6 +409,61 @@ def test_escaping_but_no_normalisation() -> None:
             (FOO, "/%7euser"): True,
         },
     )
+
+
+DOT_URLS = [
+    "/a/../private",
+    "/./private",
+    "/a/%2e%2E/private",
+    "/%2E/private",
+    "/a/b/../../private/x",
+    "/../private",
+    "a/../private",
+    "../private",
+    "/a/.%2e/private?q",
+    "/private/x/..",
+]
+
+
+@pytest.mark.parametrize("where", ["http://example.com", "HTTP://example.com:80", ""])
+@pytest.mark.parametrize("path", DOT_URLS)
+def test_dot_segments_are_judged_as_the_client_sends_them(where: str, path: str) -> None:
+    """``/a/../private`` is sent, so judged, as ``/private`` (issue 12 item 5)."""
+    url = where + path if where == "" or path[:1] == "/" else f"{where}/{path}"
+    text = "User-agent: *\nDisallow: /private\n"
+    for rules in (parse_classic(text, ROBOTS), ClassicRobotsTxt.parse(text)):
+        assert not rules.allowed(url, FOO), url
+        decision = rules.decide(url, FOO)
+        assert not decision.allowed and decision.rule == Rule(False, "/private", 2)
+    if url.startswith("http"):  # aiohttp's URL type agrees on what is sent
+        assert yarl.URL(url).raw_path.startswith("/private")
+
+
+def test_dot_segments_elsewhere_are_kept() -> None:
+    check(
+        "User-agent: *\nDisallow: /private\nDisallow: /x/..%2f\n",
+        {
+            (FOO, "/private/a/.."): False,  # sent as /private/
+            (FOO, "/private/.."): True,  # sent as /
+            (FOO, "/..."): True,
+            (FOO, "/x?a=/../private"): True,  # the query is sent as written
+            (FOO, "/x/..%2fprivate"): False,  # not a dot segment
+            (FOO, "/x/..."): True,
+        },
+    )
+    rules = parse_classic("User-agent: *\nDisallow: /\n", ROBOTS)
+    assert rules.allowed("http://example.com", FOO)  # an empty path stays empty
+    assert not rules.allowed("http://example.com/..", FOO)  # sent as /
+
+
+@needs_perl
+def test_deliberate_departure_dot_segments() -> None:
+    """WWW::RobotRules matches dot segments as written; robotgate as they are sent."""
+    text = "User-agent: *\nDisallow: /private\n"
+    urls = [SITE + "/a/../private", SITE + "/%2e/private", SITE + "/private"]
+    assert [parse_classic(text, ROBOTS).allowed(u, FOO) for u in urls] == [False] * 3
+    assert perl_verdicts([(ROBOTS, [FOO], urls, text)], sent=False) == [["110"]]
+    assert perl_verdicts([(ROBOTS, [FOO], urls, text)]) == [["000"]]
 
 
 def test_url_with_empty_path_and_non_http_urls_are_allowed() -> None:

@@ -581,6 +581,27 @@ def test_path_of_is_the_path_yarl_sends(path: str, query: str, fragment: str) ->
     assert normalise_path(rest.partition("#")[0]) == normalise_path(wire)
 
 
+CLASSIC_DOTS = "User-agent: *\nDisallow: /a/b\nDisallow: /b/a\nDisallow: /...\nDisallow: /.a\n"
+
+
+@MANY
+@given(
+    DOT_PATHS,
+    st.sampled_from(["", "?q=/../x", "?"]),
+    st.sampled_from([None, "http://h.example/robots.txt"]),
+)
+def test_classic_judges_the_path_yarl_sends(path: str, query: str, robots: str | None) -> None:
+    rules = RobotsTxt.parse(CLASSIC_DOTS, dialect="classic", url=robots)
+    url = "http://h.example" + path + query
+    sent = yarl.URL(url)
+    wire = "http://h.example" + sent.raw_path + (f"?{sent.raw_query_string}" if query else "")
+    verdict = rules.allowed(wire, "FooBot")
+    assert rules.allowed(url, "FooBot") is verdict
+    assert rules.decide(url, "FooBot").allowed is verdict
+    if not path.startswith("//"):  # that would name a host
+        assert rules.allowed(path + query, "FooBot") is verdict
+
+
 USERINFO = st.text(
     alphabet=string.ascii_letters + string.digits + ":@%!$&'()*+,;=-._~", max_size=12
 )

@@ -26,13 +26,16 @@ as an LWP robot would:
 * lines end at CR, LF or CRLF; ``\\s`` and case-insensitivity follow Perl's
   Unicode rules, not Python's.
 
-Deliberate differences: the text is decoded by :mod:`robotgate.robots.body`
-(first 500 KiB only, a BOM dropped), where LWP reads the whole body and keeps
-a UTF-8 BOM as part of the first line; and, given the robots.txt URL, rules
-do not depend on the queried URL's host, since a :class:`ClassicRobotsTxt`
-describes one origin.  Parsed without that URL, a file judges each absolute
-URL as the robots.txt of that URL's origin would (WWW::RobotRules keeps rules
-per host), and a bare path as if on a host no rule names.
+Deliberate differences: a queried URL is judged as the client sends it, its
+path's dot segments removed (``/a/../private`` is ``/private``), where
+WWW::RobotRules matches it as written; the text is decoded by
+:mod:`robotgate.robots.body` (first 500 KiB only, a BOM dropped), where LWP
+reads the whole body and keeps a UTF-8 BOM as part of the first line; and,
+given the robots.txt URL, rules do not depend on the queried URL's host,
+since a :class:`ClassicRobotsTxt` describes one origin.  Parsed without that
+URL, a file judges each absolute URL as the robots.txt of that URL's origin
+would (WWW::RobotRules keeps rules per host), and a bare path as if on a host
+no rule names.
 
 Modules: :mod:`.dialect` (records, :class:`ClassicRobotsTxt`,
 :func:`parse_classic`), :mod:`.perl_uri` (the URI.pm operations: resolving

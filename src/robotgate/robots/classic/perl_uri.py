@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from ...urls import remove_dot_segments
 from .perl_text import _WS, _perl_lc
 
 _SCHEME_RE = re.compile(r"[a-zA-Z][a-zA-Z0-9.+\-]*:")
@@ -304,11 +305,15 @@ def _origin_of(url: str) -> str | None:
 
 
 def _query_path(url: str) -> str | None:
-    """What WWW::RobotRules matches for a queried URL: ``URI->new($url)->path_query``.
+    """What the classic dialect matches for a queried URL: the path and query sent.
 
-    None for URLs whose scheme is not http(s) (robots.txt does not apply).  A
-    string without a scheme is a path on the site (a ``/`` is put in front if
-    missing).
+    ``URI->new($url)->path_query`` as WWW::RobotRules takes it, then with its
+    dot segments removed (:func:`robotgate.urls.remove_dot_segments`), as the
+    client removes them before sending: ``/a/../private`` and ``/%2e/private``
+    are judged as ``/private``.  (A deliberate departure: WWW::RobotRules
+    matches them as written.)  None for URLs whose scheme is not http(s)
+    (robots.txt does not apply).  A string without a scheme is a path on the
+    site (a ``/`` is put in front if missing).
     """
     if url[-1:] not in _WS:
         m = _FAST_URL_RE.match(url)
@@ -320,13 +325,16 @@ def _query_path(url: str) -> str | None:
         else:
             pq = None
         if pq is not None:
-            return pq if pq.isascii() and not _UNSAFE_RE.search(pq) else _escape(pq)
+            if not pq.isascii() or _UNSAFE_RE.search(pq):
+                pq = _escape(pq)
+            # pq is empty or starts with "/" or "?": only these can hold a dot segment.
+            return remove_dot_segments(pq) if "/." in pq or "/%2" in pq else pq
     s = _unwrap(url)
     sm = _SCHEME_RE.match(s)
     if sm is not None:
         if s[: sm.end() - 1].lower() not in _DEFAULT_PORTS:
             return None
-        return _escape(_path_query(s))
+        return remove_dot_segments(_escape(_path_query(s)))
     if s[:1] != "/":
         s = "/" + s
-    return _escape(s.split("#", 1)[0])
+    return remove_dot_segments(_escape(s.split("#", 1)[0]))
