@@ -200,12 +200,10 @@ class RuleSet:
         upper = self._upper
         while i and path >= upper[i]:
             i = self._parent[i]
+        if not self._wild:
+            return self._best[i], True  # prefix rules only: the walk above decided
         probe = self._wild_probe
-        if (
-            self._wild
-            and len(path) > self._fast_len[i]
-            and (probe is None or path.startswith(probe))
-        ):
+        if len(path) > self._fast_len[i] and (probe is None or path.startswith(probe)):
             return self._bounded(path, i)
         return self.match(path), True
 
