@@ -21,7 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -52,6 +52,20 @@ def free_port() -> int:
         return port
 
 
+def cluster_port() -> int:
+    """A free port for a cluster node: at most 55535, and its bus port (+10000) free too."""
+    while True:
+        port = free_port()
+        if port > 55535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
 def ping(port: int, timeout: float = 0.5) -> bool:
     """True when a Redis server answers PING on the port (plain socket, no client)."""
     try:
@@ -79,7 +93,11 @@ class RedisServer:
 
     @classmethod
     def start(
-        cls, directory: Path | None = None, binary: str | None = None, extra: Sequence[str] = ()
+        cls,
+        directory: Path | None = None,
+        binary: str | None = None,
+        extra: Sequence[str] = (),
+        pick_port: Callable[[], int] = free_port,
     ) -> RedisServer:
         """Start a server on a free port (a few tries, in case a port gets taken)."""
         binary = binary or find_redis_server()
@@ -90,7 +108,7 @@ class RedisServer:
             directory = Path(tempfile.mkdtemp(prefix="robotgate-redis-"))
         last: Exception | None = None
         for _ in range(3):
-            server = cls(binary, directory, free_port(), extra)
+            server = cls(binary, directory, pick_port(), extra)
             server._owns_directory = owns
             try:
                 server.resume()
@@ -100,6 +118,9 @@ class RedisServer:
         if owns:
             shutil.rmtree(directory, ignore_errors=True)
         raise RuntimeError(f"could not start redis-server: {last}")
+
+    #: Every server here listens on loopback only.
+    host = "127.0.0.1"
 
     @property
     def url(self) -> str:
@@ -232,7 +253,7 @@ class LocalCluster:
             for index in range(masters + replicas):
                 node_dir = directory / f"node{index}"
                 node_dir.mkdir(parents=True, exist_ok=True)
-                nodes.append(RedisServer.start(node_dir, extra=options))
+                nodes.append(RedisServer.start(node_dir, extra=options, pick_port=cluster_port))
             cluster._join(replicas)
         except BaseException:
             cluster.close()
@@ -332,7 +353,8 @@ class LocalCluster:
         raise LookupError(f"no master serves slot {slot}")
 
     def wait_ok(self, timeout: float = 30.0) -> None:
-        """Wait until every running node says the cluster is ok and knows all nodes."""
+        """Wait until every running node says the cluster is ok and knows all nodes,
+        and every replica is in sync with its master."""
         deadline = time.monotonic() + timeout
         while True:
             if all(self._node_ok(node) for node in self.running_nodes()):
@@ -354,7 +376,15 @@ class LocalCluster:
                     line.split(":", 1) for line in info.splitlines() if ":" in line
                 )
                 state, known = fields.get("cluster_state"), fields.get("cluster_known_nodes")
-            return state == "ok" and int(known or 0) == len(self.nodes)
+            if state != "ok" or int(known or 0) != len(self.nodes):
+                return False
+            if node in self.nodes[self.masters :]:
+                # A replica counts once it has its master's data.
+                replication = client.info("replication")
+                return replication.get("role") != "slave" or (
+                    replication.get("master_link_status") == "up"
+                )
+            return True
         except Exception:
             return False
         finally:

@@ -11,6 +11,7 @@ unavailable error the cluster client re-reads the topology before the next try.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
@@ -113,6 +114,9 @@ class Link:
         self._map_error = map_error
         # A cluster client's pools do not queue (they raise when full): calls queue here.
         self._gate: asyncio.Semaphore | None = None
+        # Cluster nodes our client has used, by identity: a topology refresh may
+        # drop one with a connection still open, which close() then closes.
+        self._nodes: dict[int, Any] = {}
 
     # -- the client --------------------------------------------------------
 
@@ -149,7 +153,18 @@ class Link:
         client, self._client = self._client, self._given
         self._gate = None
         if client is not None and client is not self._given:
+            self._remember(client)
             await client.aclose()
+            nodes, self._nodes = list(self._nodes.values()), {}
+            for node in nodes:
+                with contextlib.suppress(Exception):
+                    await node.disconnect()
+
+    def _remember(self, client: Client) -> None:
+        if isinstance(client, RedisCluster) and client is not self._given:
+            manager = client.nodes_manager
+            for node in [*manager.nodes_cache.values(), *manager.startup_nodes.values()]:
+                self._nodes.setdefault(id(node), node)
 
     def subscriber(self, node: Any) -> aioredis.Redis:
         """A plain client on one cluster node, for its shard-channel subscriptions."""
@@ -173,6 +188,7 @@ class Link:
         # failover, a node back): re-read it before the next try.  redis-py does
         # this itself after a failed single command, but not after a pipeline.
         if isinstance(client, RedisCluster) and hasattr(client, "_initialize"):
+            self._remember(client)
             client._initialize = True
 
     # -- calls ---------------------------------------------------------------
