@@ -12,7 +12,6 @@ import socket
 from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 from yarl import URL
@@ -20,7 +19,7 @@ from yarl import URL
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.network import address_is_public, host_is_public, strip_credentials
+from ..policy.network import hop_refusal, strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
@@ -257,32 +256,11 @@ class AiohttpClient:
     # -- hops into private networks ----------------------------------------------------
 
     async def hop_refusal(self, from_url: str, to_url: str) -> str | None:
-        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed).
-
-        A hop from a public site into a loopback, private or link-local address
-        is refused; host names are resolved (through the session's resolver) to
-        tell where they lead.
-        """
+        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed);
+        names are resolved through the session's resolver."""
         if not self.refuse_private:
             return None
-        to_host = urlsplit(to_url).hostname or ""
-        to_public = host_is_public(to_host)
-        if to_public:
-            return None
-        from_host = urlsplit(from_url).hostname or ""
-        from_public = host_is_public(from_host)
-        if from_public is None:
-            found = await self._resolve(from_host)
-            from_public = bool(found) and all(address_is_public(a) for a in found)
-        if not from_public:
-            return None  # a private origin may send us to another private address
-        if to_public is False:
-            return f"refused a redirect from a public site to a non-public address ({to_host})"
-        private = [a for a in await self._resolve(to_host) if not address_is_public(a)]
-        if private:
-            return (f"refused a redirect from a public site to {to_host}, which resolves to "
-                    f"a non-public address ({private[0]})")
-        return None
+        return await hop_refusal(from_url, to_url, self._resolve)
 
     async def _resolve(self, host: str) -> list[str]:
         resolver = self.resolver

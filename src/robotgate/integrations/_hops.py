@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
 
-from ..policy.network import address_is_public, host_is_public, refusal
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.network import Resolve
+from ..policy.network import hop_refusal as refuse_hop
 
-__all__ = ["first_address", "hop_refusal", "resolve"]
-
-Resolve = Callable[[str], Awaitable[list[str]]]
+__all__ = ["first_address", "hop_refusal", "refused_robots_hop", "resolve"]
 
 
 async def resolve(host: str) -> list[str]:
@@ -36,27 +34,16 @@ async def first_address(host: str) -> str:
     return found[0] if found else host
 
 
-def _host(url: str) -> str:
-    try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-
-
 async def hop_refusal(from_url: str, to_url: str, lookup: Resolve = resolve) -> str | None:
     """Why a redirect from ``from_url`` to ``to_url`` is refused (None: it may be followed)."""
-    why = refusal(from_url, to_url)
-    to_host = _host(to_url)
-    if why is not None or host_is_public(to_host) is not None:
-        return why
-    from_host = _host(from_url)
-    from_public = host_is_public(from_host)
-    if from_public is None:
-        from_public = all(address_is_public(a) for a in await lookup(from_host))
-    if not from_public:
+    return await refuse_hop(from_url, to_url, lookup)
+
+
+async def refused_robots_hop(request: RobotsRequest, refuse_private: bool) -> RobotsResponse | None:
+    """The answer for a robots.txt hop that must not be sent, or None to send it."""
+    if request.previous is None or not refuse_private:
         return None
-    private = [a for a in await lookup(to_host) if not address_is_public(a)]
-    if private:
-        return (f"refused a redirect from a public site to {to_host}, which resolves to "
-                f"a non-public address ({private[0]})")
-    return None
+    why = await hop_refusal(request.previous, request.url)
+    if why is None:
+        return None
+    return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")

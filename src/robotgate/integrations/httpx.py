@@ -33,7 +33,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
 from ._fleet import on_time
-from ._hops import first_address, hop_refusal
+from ._hops import first_address, hop_refusal, refused_robots_hop
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
@@ -64,10 +64,9 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
-        if request.previous is not None and self.refuse_private:
-            why = await hop_refusal(request.previous, request.url)
-            if why is not None:
-                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+        refused = await refused_robots_hop(request, self.refuse_private)
+        if refused is not None:
+            return refused
         headers = {**self.headers, **request.headers}
         # Identity: a compressed body could inflate far beyond max_bytes per chunk.
         headers.setdefault("Accept-Encoding", "identity")

@@ -9,9 +9,14 @@ is refused; origins that are themselves private or loopback are unaffected.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-__all__ = ["address_is_public", "host_is_public", "refusal", "strip_credentials"]
+__all__ = ["address_is_public", "hop_refusal", "host_is_public", "refusal",
+           "strip_credentials"]
+
+#: ``resolve(host) -> addresses`` ([] when the name does not resolve).
+Resolve = Callable[[str], Awaitable[list[str]]]
 
 
 def address_is_public(address: str) -> bool:
@@ -66,6 +71,32 @@ def refusal(from_url: str, to_url: str) -> str | None:
     if host_is_public(_host_of(from_url)) is not True:
         return None  # a private origin may send us to another private address
     return f"refused a redirect from a public site to a non-public address ({target})"
+
+
+async def hop_refusal(from_url: str, to_url: str, resolve: Resolve) -> str | None:
+    """Why a redirect from ``from_url`` to ``to_url`` is refused (None: it may be followed).
+
+    Host names are resolved with ``resolve`` (the client's resolver, which the
+    adapter passes in) to tell whether the origin is public and where the hop leads.
+    """
+    to_host = _host_of(to_url)
+    to_public = host_is_public(to_host)
+    if to_public:
+        return None
+    from_host = _host_of(from_url)
+    from_public = host_is_public(from_host)
+    if from_public is None:
+        found = await resolve(from_host)
+        from_public = bool(found) and all(address_is_public(a) for a in found)
+    if not from_public:
+        return None  # a private origin may send us to another private address
+    if to_public is False:
+        return f"refused a redirect from a public site to a non-public address ({to_host})"
+    private = [a for a in await resolve(to_host) if not address_is_public(a)]
+    if private:
+        return (f"refused a redirect from a public site to {to_host}, which resolves to "
+                f"a non-public address ({private[0]})")
+    return None
 
 
 def strip_credentials(url: str) -> str:

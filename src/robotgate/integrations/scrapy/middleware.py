@@ -45,7 +45,7 @@ from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...urls import InvalidURL
 from .._fleet import on_time
-from .._hops import first_address, hop_refusal
+from .._hops import first_address, refused_robots_hop
 from .settings import make_store, read_settings
 
 if TYPE_CHECKING:
@@ -150,10 +150,9 @@ class ScrapyRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
-        if request.previous is not None and self.refuse_private:
-            why = await hop_refusal(request.previous, request.url)
-            if why is not None:
-                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+        refused = await refused_robots_hop(request, self.refuse_private)
+        if refused is not None:
+            return refused
         headers = {**self.headers, **request.headers}
         # Identity: the byte cap counts what the server sends.
         headers.setdefault("Accept-Encoding", "identity")
