@@ -415,14 +415,14 @@ class SQLiteStore(Store):
         if self._conn is not None:
             return self._conn
         if self._fresh:
-            self._move_aside()
+            self.moved_aside = _move_aside(self.path) or self.moved_aside
             self._fresh = False
         try:
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
         try:
-            self._prepare(conn)
+            _prepare(conn, self.path, self._busy_timeout)
         except BaseException as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError):
@@ -436,98 +436,106 @@ class SQLiteStore(Store):
         self._conn = conn
         return conn
 
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Check the file is ours, switch to WAL, create or upgrade the schema."""
-        # Identify before writing anything: a foreign file must stay untouched.
-        version = self._inspect(conn)
-        self._enable_wal(conn)
-        # Safe against a killed process in WAL mode; only power loss may drop
-        # the last commits.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        if version == SCHEMA_VERSION:
-            return
-        with _immediate(conn):
-            # Another process may have created or upgraded it meanwhile.
-            found = self._inspect(conn)
-            if found == 0:
-                _create_v1(conn)
-            for step in _MIGRATIONS[max(found, 1) - 1 :]:
-                step(conn)
-            conn.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-            )
-        if 0 < found < SCHEMA_VERSION:
-            _log.info(
-                "robotgate: upgraded %s from schema %d to %d", self.path, found, SCHEMA_VERSION
-            )
 
-    def _inspect(self, conn: sqlite3.Connection) -> int:
-        """The file's schema version, 0 for an empty file; raises if it is not ours."""
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
-        if app_id == 0 and not tables:
-            return 0
-        meta: dict[str, Any] = {}
-        if "meta" in tables:
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        # Our meta table with application_id still 0: another process is creating
-        # the file at this moment (seen when two open a new file at once).
-        if app_id not in (APPLICATION_ID, 0) or meta.get("app") != _APP_NAME:
-            shown = ", ".join(sorted(tables)[:8]) or "none"
-            raise StoreError(
-                f"{self.path} is an SQLite database of another application"
-                f" (application_id {app_id}, tables: {shown}), not a robotgate store."
-                f" {_fresh_hint(self.path)}"
-            )
+# -- opening a file ---------------------------------------------------------
+
+
+def _prepare(conn: sqlite3.Connection, path: str, busy_timeout: float) -> None:
+    """Check the file is ours, switch to WAL, create or upgrade the schema."""
+    # Identify before writing anything: a foreign file must stay untouched.
+    version = _inspect(conn, path)
+    _enable_wal(conn, path, busy_timeout)
+    # Safe against a killed process in WAL mode; only power loss may drop
+    # the last commits.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    if version == SCHEMA_VERSION:
+        return
+    with _immediate(conn):
+        # Another process may have created or upgraded it meanwhile.
+        found = _inspect(conn, path)
+        if found == 0:
+            _create_v1(conn)
+        for step in _MIGRATIONS[max(found, 1) - 1 :]:
+            step(conn)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+        )
+    if 0 < found < SCHEMA_VERSION:
+        _log.info(
+            "robotgate: upgraded %s from schema %d to %d", path, found, SCHEMA_VERSION
+        )
+
+
+def _inspect(conn: sqlite3.Connection, path: str) -> int:
+    """The file's schema version, 0 for an empty file; raises if it is not ours."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+    if app_id == 0 and not tables:
+        return 0
+    meta: dict[str, Any] = {}
+    if "meta" in tables:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    # Our meta table with application_id still 0: another process is creating
+    # the file at this moment (seen when two open a new file at once).
+    if app_id not in (APPLICATION_ID, 0) or meta.get("app") != _APP_NAME:
+        shown = ", ".join(sorted(tables)[:8]) or "none"
+        raise StoreError(
+            f"{path} is an SQLite database of another application"
+            f" (application_id {app_id}, tables: {shown}), not a robotgate store."
+            f" {_fresh_hint(path)}"
+        )
+    try:
+        version = int(meta["schema_version"])
+    except (KeyError, ValueError):
+        raise StoreError(
+            f"{path} is a robotgate store without a valid schema version."
+            f" {_fresh_hint(path)}"
+        ) from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has robotgate schema version {version}, newer than this"
+            f" robotgate understands ({SCHEMA_VERSION}). Upgrade robotgate to use it."
+            f" {_fresh_hint(path)}"
+        )
+    if version < 1:
+        raise StoreError(
+            f"{path} has an invalid robotgate schema version {version}."
+            f" {_fresh_hint(path)}"
+        )
+    return version
+
+
+def _enable_wal(conn: sqlite3.Connection, path: str, busy_timeout: float) -> None:
+    # Switching to WAL needs a moment alone with the file, which another
+    # process opening it at the same time may deny: retry, bounded.
+    deadline = time.monotonic() + busy_timeout
+    while True:
         try:
-            version = int(meta["schema_version"])
-        except (KeyError, ValueError):
-            raise StoreError(
-                f"{self.path} is a robotgate store without a valid schema version."
-                f" {_fresh_hint(self.path)}"
-            ) from None
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has robotgate schema version {version}, newer than this"
-                f" robotgate understands ({SCHEMA_VERSION}). Upgrade robotgate to use it."
-                f" {_fresh_hint(self.path)}"
-            )
-        if version < 1:
-            raise StoreError(
-                f"{self.path} has an invalid robotgate schema version {version}."
-                f" {_fresh_hint(self.path)}"
-            )
-        return version
-
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        # Switching to WAL needs a moment alone with the file, which another
-        # process opening it at the same time may deny: retry, bounded.
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
-            try:
-                mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
-            except sqlite3.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                mode = ""
-            if mode in ("wal", "memory"):
-                return
+            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        except sqlite3.OperationalError:
             if time.monotonic() > deadline:
-                raise StoreError(f"cannot switch {self.path} to WAL mode (still {mode!r})")
-            time.sleep(0.05)
-
-    def _move_aside(self) -> None:
-        if not os.path.exists(self.path):
+                raise
+            mode = ""
+        if mode in ("wal", "memory"):
             return
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = f"{self.path}.corrupt-{stamp}"
-        n = 0
-        while any(os.path.exists(target + s) for s in ("", "-wal", "-shm")):
-            n += 1
-            target = f"{self.path}.corrupt-{stamp}-{n}"
-        # The -wal file may hold committed data: keep it beside its database.
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(self.path + suffix):
-                os.replace(self.path + suffix, target + suffix)
-        self.moved_aside = target
-        _log.warning("robotgate: moved %s aside to %s and started afresh", self.path, target)
+        if time.monotonic() > deadline:
+            raise StoreError(f"cannot switch {path} to WAL mode (still {mode!r})")
+        time.sleep(0.05)
+
+
+def _move_aside(path: str) -> str | None:
+    """Move the file at ``path`` (and its -wal/-shm files) aside; the new name, if moved."""
+    if not os.path.exists(path):
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = f"{path}.corrupt-{stamp}"
+    n = 0
+    while any(os.path.exists(target + s) for s in ("", "-wal", "-shm")):
+        n += 1
+        target = f"{path}.corrupt-{stamp}-{n}"
+    # The -wal file may hold committed data: keep it beside its database.
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.replace(path + suffix, target + suffix)
+    _log.warning("robotgate: moved %s aside to %s and started afresh", path, target)
+    return target

@@ -7,7 +7,8 @@ Redis Cluster hash tag, with ``%``, ``{`` and ``}`` percent-escaped)::
     P:meta          string  robotgate/<format>
     P:robots:{O}    hash    h = JSON header, b = raw body
     P:lock:{O}      string  the robots.txt fetcher's token (PX expiry)
-    P:done:{O}      channel "saved" / "released" (PUBLISH, or SPUBLISH on a cluster)
+    P:done          channel "saved O" / "released O" (one server)
+    P:done:{bN}     the same, on a cluster: 64 channels (sharded pub/sub), N = slot of O mod 64
     P:host:{G}      hash    v visits, lv last visit, na next allowed, vc visits since check
     P:tat:{G}       string  GCRA theoretical arrival time, microseconds, server clock
 """
@@ -17,7 +18,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
+
+from redis.crc import key_slot
 
 from ..base import HostState, RobotsEntry, StoreError
 
@@ -38,6 +42,9 @@ _HEADER_LEN = 11
 _HOST_FIELDS = frozenset({b"v", b"lv", b"na", b"vc"})
 _ROBOTS_FIELDS = frozenset({b"h", b"b"})
 _ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
+#: Channels of the "done" notifications on a cluster: few, fixed, each in its own
+#: slot, so that a worker subscribes to all of them once (see notify.py).
+BUCKETS = 64
 
 
 def tag(ident: str) -> str:
@@ -73,7 +80,10 @@ class Keys:
         self.prefix = prefix
         self.label = label
         self.meta = f"{prefix}:meta"
-        self.done_prefix = f"{prefix}:done:"
+        #: The one "done" channel on a single server.
+        self.done = f"{prefix}:done"
+        #: The "done" channels on a cluster.
+        self.buckets = [f"{prefix}:done:{{b{n}}}" for n in range(BUCKETS)]
 
     def robots(self, origin: str) -> str:
         return f"{self.prefix}:robots:{tag(origin)}"
@@ -81,8 +91,9 @@ class Keys:
     def lock(self, origin: str) -> str:
         return f"{self.prefix}:lock:{tag(origin)}"
 
-    def channel(self, origin: str) -> str:
-        return f"{self.done_prefix}{tag(origin)}"
+    def bucket(self, origin: str) -> str:
+        """The cluster channel that carries ``origin``'s notifications."""
+        return self.buckets[key_slot(origin.encode()) % BUCKETS]
 
     def host(self, group: str) -> str:
         return f"{self.prefix}:host:{tag(group)}"
@@ -95,6 +106,16 @@ class Keys:
             f"foreign or damaged data under Redis prefix {self.prefix!r} at {self.label}:"
             f" key {key!r} {why}. Delete the key or use another prefix."
         )
+
+    def response_error(self, exc: Exception, keys: Sequence[str]) -> StoreError:
+        """The StoreError for an error reply to a command on ``keys``."""
+        message = str(exc)
+        found = re.search(r"BADDATA (.*?) (holds a \w+|is not a pacing time|has a bad na)", message)
+        if found:
+            return self.bad(found.group(1), found.group(2))
+        if "WRONGTYPE" in message:
+            return self.bad(", ".join(repr(k) for k in keys), "holds a value of the wrong type")
+        return StoreError(f"Redis at {self.label} refused a robotgate command: {message}")
 
     def check_meta(self, found: object) -> None:
         """Raise unless ``P:meta`` says robotgate data in this code's format."""

@@ -183,7 +183,8 @@ class Link:
     def slot(key: str) -> int:
         return key_slot(key.encode())
 
-    def _stale(self, client: Client) -> None:
+    def refresh(self, client: Client) -> None:
+        """Have a cluster client read the cluster's layout again before its next command."""
         # After an unavailable error the cluster's layout may have changed (a
         # failover, a node back): re-read it before the next try.  redis-py does
         # this itself after a failed single command, but not after a pipeline.
@@ -218,7 +219,7 @@ class Link:
                 if not closed_under_us(exc):
                     raise
                 failure = exc
-            self._stale(client)
+            self.refresh(client)
             elapsed = time.monotonic() - started
             if elapsed >= self.unavailable_timeout:
                 raise StoreError(
@@ -227,6 +228,17 @@ class Link:
             pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - elapsed)
             await asyncio.sleep(pause)
             delay = min(delay * 2, RETRY_MAX)
+
+    async def once(self, attempt: Callable[[Client], Awaitable[_T]]) -> _T:
+        """One try of ``attempt``, no retry (for what is best effort), counted."""
+        self.round_trips += 1
+        client = self.client()
+        if not self.cluster:
+            return await attempt(client)
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self._cluster_connections(client))
+        async with self._gate:
+            return await attempt(client)
 
     def _cluster_connections(self, client: Client) -> int:
         if client is self._given and isinstance(client, RedisCluster):

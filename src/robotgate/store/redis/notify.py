@@ -1,22 +1,24 @@
 """Waking ``wait_robots`` calls: pub/sub on one server, sharded pub/sub on a cluster.
 
 When a worker saves an origin's robots.txt entry, or releases its fetch lock,
-the script that does it publishes ``saved`` or ``released`` on the origin's
-channel ``P:done:{O}``.  Workers waiting for that origin are woken at once
-instead of polling.  Messages can be lost (a subscriber reconnecting, a slot
-moving); waiters therefore always re-check Redis when woken, re-check on
-their own now and then, and poll quickly whenever their channel is not
-known to be subscribed.
+``saved <origin>`` or ``released <origin>`` is published, and the workers
+waiting for that origin are woken at once instead of polling.  Messages can
+be lost (a subscriber reconnecting, a node failing, a slot moving); waiters
+therefore always re-check Redis when woken, re-check on their own now and
+then, and poll quickly whenever their channel is not known to be subscribed.
 
-- One server (:class:`PatternNotifier`): one connection per store with one
-  pattern subscription to every channel of the prefix.
-- Redis Cluster (:class:`ShardNotifier`): a channel lives on the node that
-  owns its slot (``SSUBSCRIBE``/``SPUBLISH``, Redis 7+), so a store keeps one
-  subscriber connection per node it waits on, subscribed to the channels of
-  the origins being waited for.  A node lost, or a slot moved, ends that
-  node's subscriber; its waiters re-check and subscribe again on whichever
-  node owns the slot by then.  On a server without sharded pub/sub the
-  waiters just poll (every 50 to 500 ms).
+- One server (:class:`ChannelNotifier`): the save and unlock scripts publish
+  on ``P:done``; each store has one connection subscribed to it.
+- Redis Cluster (:class:`ShardNotifier`): a sharded channel (``SSUBSCRIBE``,
+  ``SPUBLISH``, Redis 7+) lives on the node that owns its slot.  Notifications
+  go to 64 fixed channels ``P:done:{b0}`` ... ``P:done:{b63}`` (an origin's is
+  ``slot(origin) mod 64``), spread over the masters; the store publishes
+  after the script (a script may only touch its own slot).  Each store
+  subscribes to all 64 once, one connection per master, so a wait costs no
+  subscription of its own.  A subscriber that loses its node, or a channel
+  whose slot moves away, is subscribed again on the new owner once the
+  cluster's layout has been read again; meanwhile, and on servers without
+  sharded pub/sub, waiters poll every 50 to 500 ms.
 """
 
 from __future__ import annotations
@@ -26,20 +28,38 @@ import asyncio
 import contextlib
 import logging
 import random
-import re
-from collections.abc import Iterable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from redis.asyncio.cluster import RedisCluster
+
+from ..base import RobotsEntry
 from .codec import Keys
 from .link import RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
 
-__all__ = ["Notifier", "PatternNotifier", "ShardNotifier", "Waiter"]
+__all__ = [
+    "Announcer",
+    "ChannelNotifier",
+    "Notifier",
+    "ShardNotifier",
+    "Waiter",
+    "message",
+    "wait_for_entry",
+]
 
 _log = logging.getLogger("robotgate.store.redis")
 
 # Seconds to wait for a subscription to be confirmed before polling instead.
 SUBSCRIBE_WAIT = 0.5
+# A waiter re-checks on its own this often while its channel is subscribed (a
+# safety net for messages lost in a reconnect) ...
+POLL_SUBSCRIBED = (1.0, 5.0)
+# ... and this often while it is not (the subscriber down, or no sharded pub/sub).
+POLL_UNSUBSCRIBED = (0.05, 0.5)
+
+Peek = Callable[[], Awaitable[tuple[RobotsEntry | None, object]]]
 
 
 @dataclass(eq=False)
@@ -53,38 +73,78 @@ class Waiter:
     released: bool = False
 
 
-class Notifier(abc.ABC):
-    """The waiters of one store, by channel, and the subscriptions that wake them."""
+def message(kind: str, origin: str) -> bytes:
+    """The notification that ``origin``'s fetch ended: ``saved`` or ``released``."""
+    return f"{kind} {origin}".encode()
+
+
+class Announcer:
+    """On a cluster, publishes that an origin's fetch ended, in the background.
+
+    The channel lives in another slot than the script's keys, so the script
+    cannot publish it; best effort, as waiters also poll.
+    """
 
     def __init__(self, link: Link, keys: Keys) -> None:
         self._link = link
         self._keys = keys
-        self._waiters: dict[bytes, set[Waiter]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def announce(self, kind: str, origin: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish(kind, origin))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait for the notifications on their way."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _publish(self, kind: str, origin: str) -> None:
+        channel = self._keys.bucket(origin)
+        try:
+            await self._link.once(lambda client: client.spublish(channel, message(kind, origin)))
+        except Exception as exc:  # lost: the waiters find out by polling
+            _log.debug("robotgate: publishing on %s failed: %r", channel, exc)
+
+
+class Notifier(abc.ABC):
+    """The waiters of one store, by origin, and the subscriptions that wake them."""
+
+    def __init__(self, link: Link, keys: Keys) -> None:
+        self._link = link
+        self._keys = keys
+        self._waiters: dict[str, set[Waiter]] = {}
         # Set by close(): a wait still running then polls, and starts no subscriber.
         self.closed = False
 
     def add(self, origin: str) -> Waiter:
-        """Register a waiter for ``origin``'s channel (no I/O)."""
+        """Register a waiter for ``origin`` (no I/O)."""
         waiter = Waiter(asyncio.Event())
-        self._waiters.setdefault(self._channel(origin), set()).add(waiter)
+        self._waiters.setdefault(origin, set()).add(waiter)
         return waiter
 
     def remove(self, origin: str, waiter: Waiter) -> None:
-        channel = self._channel(origin)
-        waiters = self._waiters.get(channel)
+        waiters = self._waiters.get(origin)
         if waiters is not None:
             waiters.discard(waiter)
             if not waiters:
-                del self._waiters[channel]
-                self._forget(channel)
+                del self._waiters[origin]
 
     @abc.abstractmethod
     def listening_for(self, origin: str) -> bool:
-        """True when a message on ``origin``'s channel would reach its waiters now."""
+        """True when a notification about ``origin`` would reach its waiters now."""
 
-    @abc.abstractmethod
     async def listen_for(self, origin: str, wait: float) -> None:
-        """Subscribe to ``origin``'s channel if needed; wait up to ``wait`` s for it."""
+        """Start the subscriber(s) if needed; wait up to ``wait`` s for ``origin``'s channel."""
+        if self.closed:
+            return
+        self._start()
+        ready = self._ready_event(origin)
+        if ready is not None and not ready.is_set() and wait > 0:
+            # Healthy, it is ready in a round trip; if not, waiters poll.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(ready.wait(), min(wait, SUBSCRIBE_WAIT))
 
     @property
     @abc.abstractmethod
@@ -92,38 +152,47 @@ class Notifier(abc.ABC):
         """True while some subscription is confirmed."""
 
     @abc.abstractmethod
+    def _start(self) -> None:
+        """Start the subscriber task(s) if they are not running."""
+
+    @abc.abstractmethod
+    def _ready_event(self, origin: str) -> asyncio.Event | None:
+        """Set once ``origin``'s channel is subscribed."""
+
+    @abc.abstractmethod
     async def close(self) -> None:
         """Stop every subscriber."""
 
-    def _forget(self, channel: bytes) -> None:  # noqa: B027
-        """The last waiter of ``channel`` is gone."""
-
-    def _channel(self, origin: str) -> bytes:
-        return self._keys.channel(origin).encode()
-
-    def _dispatch(self, channel: object, data: object) -> None:
-        if not isinstance(channel, bytes):
+    def _dispatch(self, data: object) -> None:
+        if not isinstance(data, bytes):
             return
-        for waiter in self._waiters.get(channel, ()):
-            if data == b"saved":
+        kind, _, raw_origin = data.partition(b" ")
+        origin = raw_origin.decode("utf-8", "replace")
+        for waiter in self._waiters.get(origin, ()):
+            if kind == b"saved":
                 waiter.saved = True
-            elif data == b"released":
+            elif kind == b"released":
                 waiter.released = True
             waiter.event.set()
 
-    def _wake(self, channels: Iterable[bytes] | None = None) -> None:
-        """Wake the waiters of ``channels`` (all when ``None``): they re-check Redis."""
-        for channel in list(self._waiters if channels is None else channels):
-            for waiter in self._waiters.get(channel, ()):
-                waiter.event.set()
+    def _wake(self, wanted: Callable[[str], bool] | None = None) -> None:
+        """Waiters look in Redis again (messages may have been lost): those whose
+        origin is ``wanted``, or all."""
+        for origin, waiters in self._waiters.items():
+            if wanted is None or wanted(origin):
+                for waiter in waiters:
+                    waiter.event.set()
 
 
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None and not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
-class PatternNotifier(Notifier):
-    """One server: one connection per store, one pattern subscription to all channels."""
+class ChannelNotifier(Notifier):
+    """One server: one connection per store, subscribed to ``P:done``."""
 
     def __init__(self, link: Link, keys: Keys) -> None:
         super().__init__(link, keys)
@@ -137,23 +206,17 @@ class PatternNotifier(Notifier):
     def listening(self) -> bool:
         return self._ready.is_set()
 
-    async def listen_for(self, origin: str, wait: float) -> None:
-        if self.closed:
-            return
+    def _start(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._listen())
-        if not self._ready.is_set() and wait > 0:
-            # Healthy, it is ready in a round trip; if not, waiters poll.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), min(wait, SUBSCRIBE_WAIT))
+
+    def _ready_event(self, origin: str) -> asyncio.Event:
+        return self._ready
 
     async def close(self) -> None:
         self.closed = True
         task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _stop(task)
         self._ready.clear()
 
     async def _listen(self) -> None:
@@ -162,26 +225,25 @@ class PatternNotifier(Notifier):
         After every (re)subscription all waiters re-check, since messages sent
         while it was down are lost.
         """
-        pattern = _glob_escape(self._keys.done_prefix) + "*"
         delay = RETRY_MIN
         while True:
             client = self._link.client()
-            assert not self._link.cluster
+            assert not isinstance(client, RedisCluster)
             pubsub = client.pubsub()
             try:
                 self._link.round_trips += 1
-                await pubsub.psubscribe(pattern)
+                await pubsub.subscribe(self._keys.done)
                 while True:
-                    message = await pubsub.get_message(timeout=30.0)
-                    if message is None:
+                    got = await pubsub.get_message(timeout=30.0)
+                    if got is None:
                         continue
-                    kind = message.get("type")
-                    if kind == "psubscribe":
+                    kind = got.get("type")
+                    if kind == "subscribe":
                         delay = RETRY_MIN
                         self._ready.set()
                         self._wake()
-                    elif kind == "pmessage":
-                        self._dispatch(message.get("channel"), message.get("data"))
+                    elif kind == "message":
+                        self._dispatch(got.get("data"))
             except UNAVAILABLE as exc:
                 _log.debug("robotgate: Redis subscriber at %s lost: %s", self._link.label, exc)
             except Exception:
@@ -197,63 +259,36 @@ class PatternNotifier(Notifier):
 
 
 class _NodeSubscriber:
-    """One subscriber connection to one cluster node, for some shard channels."""
+    """One connection to one cluster node, subscribed to the channels that node owns."""
 
-    def __init__(self, owner: ShardNotifier, node: Any) -> None:
+    def __init__(self, owner: ShardNotifier, node: Any, channels: list[str]) -> None:
         self.owner = owner
         self.name: str = node.name
+        self.channels = set(channels)
         self.client = owner._link.subscriber(node)
-        self.pubsub = self.client.pubsub()
-        #: Channels wanted on this node (subscribed, or being subscribed).
-        self.channels: set[bytes] = set()
-        # Our own SUNSUBSCRIBEs not yet confirmed, so that one the server sends
-        # (its slot moved away) can be told apart.
-        self._leaving: dict[bytes, int] = {}
-        self.connected = False
-        self.closed = False
-        self._tasks: set[asyncio.Task[None]] = set()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
-    def add(self, channel: bytes) -> None:
-        self.channels.add(channel)
-        if self.connected:
-            self._send("SSUBSCRIBE", channel)
-
-    def remove(self, channel: bytes) -> None:
-        self.channels.discard(channel)
-        if self.connected:
-            self._leaving[channel] = self._leaving.get(channel, 0) + 1
-            self._send("SUNSUBSCRIBE", channel)
-
-    def _send(self, command: str, channel: bytes) -> None:
-        # From the caller's task, while _run reads the replies: a failure here
-        # shows there too, as a lost connection.
-        async def send() -> None:
-            self.owner._link.round_trips += 1
-            with contextlib.suppress(Exception):
-                if command == "SSUBSCRIBE":
-                    await self.pubsub.ssubscribe(channel)
-                else:
-                    await self.pubsub.sunsubscribe(channel)
-
-        task = asyncio.get_running_loop().create_task(send())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _run(self) -> None:
+        pubsub = self.client.pubsub()
         try:
-            # Whatever was added before the connection exists, in one command per slot.
-            first = sorted(self.channels)
-            self.owner._link.round_trips += len(first)
-            for channel in first:
-                await self.pubsub.ssubscribe(channel)
-            self.connected = True
-            for channel in self.channels.difference(first):
-                self._send("SSUBSCRIBE", channel)
-            while self.channels or self.pubsub.subscribed or self._leaving:
-                message = await self.pubsub.get_message(timeout=30.0)
-                if message is not None:
-                    self._handle(message)
+            # One command per channel (each is in a slot of its own), sent in a row.
+            self.owner._link.round_trips += 1
+            for channel in sorted(self.channels):
+                await pubsub.ssubscribe(channel)
+            while self.channels:
+                got = await pubsub.get_message(timeout=30.0)
+                if got is None:
+                    continue
+                kind, channel = got.get("type"), got.get("channel")
+                name = channel.decode() if isinstance(channel, bytes) else None
+                if kind == "smessage":
+                    self.owner._dispatch(got.get("data"))
+                elif kind == "ssubscribe" and name in self.channels:
+                    self.owner._confirmed(self, name)
+                elif kind == "sunsubscribe" and name in self.channels:
+                    # The server dropped it: its slot moved to another node.
+                    self.channels.discard(name)
+                    self.owner._lost(self, {name})
         except UNAVAILABLE as exc:
             _log.debug("robotgate: shard subscriber on %s lost: %s", self.name, exc)
         except Exception as exc:
@@ -261,116 +296,162 @@ class _NodeSubscriber:
                 self.owner.unsupported = True
                 _log.info("robotgate: no sharded pub/sub on %s; waiters poll", self.name)
             else:
+                # A slot moved (MOVED), or worse: subscribe again after a new look.
                 _log.debug("robotgate: shard subscriber on %s ended: %r", self.name, exc)
         finally:
-            self.closed = True
-            self.connected = False
-            self.owner._node_gone(self)
-            for task in self._tasks:
-                task.cancel()
+            self.owner._gone(self)
             with contextlib.suppress(Exception):
-                await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
             with contextlib.suppress(Exception):
                 await self.client.aclose()
 
-    def _handle(self, message: dict[str, Any]) -> None:
-        kind, channel = message.get("type"), message.get("channel")
-        if not isinstance(channel, bytes):
-            return
-        if kind == "smessage":
-            self.owner._dispatch(channel, message.get("data"))
-        elif kind == "ssubscribe":
-            if channel in self.channels:
-                self.owner._confirmed(self, channel)
-        elif kind == "sunsubscribe":
-            if self._leaving.get(channel):
-                self._leaving[channel] -= 1
-                if not self._leaving[channel]:
-                    del self._leaving[channel]
-            elif channel in self.channels:
-                # The server dropped it: the slot moved to another node.
-                self.channels.discard(channel)
-                self.owner._unplace(self, channel)
-
-    async def close(self) -> None:
-        if not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-
 
 class ShardNotifier(Notifier):
-    """Redis Cluster: sharded pub/sub, one subscriber per node, channels on demand."""
+    """Redis Cluster: 64 sharded channels, each subscribed on the node that owns it."""
 
     def __init__(self, link: Link, keys: Keys) -> None:
         super().__init__(link, keys)
-        self._nodes: dict[str, _NodeSubscriber] = {}
-        self._placed: dict[bytes, _NodeSubscriber] = {}
-        self._ready: dict[bytes, asyncio.Event] = {}
+        self._placed: dict[str, _NodeSubscriber] = {}
+        self._ready = {channel: asyncio.Event() for channel in keys.buckets}
+        self._nodes: set[_NodeSubscriber] = set()
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
         #: Set once a node answers SSUBSCRIBE with "unknown command" (Redis < 7).
         self.unsupported = False
 
     def listening_for(self, origin: str) -> bool:
-        ready = self._ready.get(self._channel(origin))
-        return ready is not None and ready.is_set()
+        return self._ready[self._keys.bucket(origin)].is_set()
 
     @property
     def listening(self) -> bool:
-        return any(node.connected for node in self._nodes.values())
+        return any(ready.is_set() for ready in self._ready.values())
 
-    async def listen_for(self, origin: str, wait: float) -> None:
-        channel = self._channel(origin)
-        if self.closed or self.unsupported or channel not in self._waiters:
-            return
-        placed = self._placed.get(channel)
-        if placed is None or placed.closed:
-            try:
-                node = self._link.node_for(channel.decode())
-            except Exception:  # layout unknown right now: poll, try again later
-                return
-            if node is None:
-                return
-            subscriber = self._nodes.get(node.name)
-            if subscriber is None or subscriber.closed:
-                subscriber = self._nodes[node.name] = _NodeSubscriber(self, node)
-            self._placed[channel] = subscriber
-            self._ready[channel] = asyncio.Event()
-            subscriber.add(channel)
-        ready = self._ready.get(channel)
-        if ready is not None and not ready.is_set() and wait > 0:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(ready.wait(), min(wait, SUBSCRIBE_WAIT))
+    def _start(self) -> None:
+        if not self.unsupported and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self._supervise())
+
+    def _ready_event(self, origin: str) -> asyncio.Event:
+        return self._ready[self._keys.bucket(origin)]
 
     async def close(self) -> None:
         self.closed = True
-        nodes, self._nodes = list(self._nodes.values()), {}
+        task, self._task = self._task, None
+        await _stop(task)
+        nodes, self._nodes = list(self._nodes), set()
         for node in nodes:
-            await node.close()
+            await _stop(node.task)
         self._placed.clear()
-        self._ready.clear()
+        for ready in self._ready.values():
+            ready.clear()
 
-    def _forget(self, channel: bytes) -> None:
-        placed = self._placed.pop(channel, None)
-        self._ready.pop(channel, None)
-        if placed is not None and not placed.closed:
-            placed.remove(channel)
+    async def _supervise(self) -> None:
+        """Keep every channel subscribed on the node that owns it, whatever happens."""
+        delay = RETRY_MIN
+        while not self.unsupported:
+            self._changed.clear()
+            missing = [c for c in self._keys.buckets if c not in self._placed]
+            if missing:
+                try:
+                    await self._place(missing)
+                except Exception as exc:  # the layout cannot be read now: later
+                    _log.debug("robotgate: placing shard subscriptions failed: %r", exc)
+            if len(self._placed) == len(self._keys.buckets):
+                delay = RETRY_MIN
+                await self._changed.wait()
+                continue
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, RETRY_MAX)
 
-    def _confirmed(self, node: _NodeSubscriber, channel: bytes) -> None:
+    async def _place(self, channels: list[str]) -> None:
+        client = self._link.client()
+        assert isinstance(client, RedisCluster)
+        if self._nodes or channels != self._keys.buckets:
+            # Something was lost: the layout may have changed (a failover, a
+            # slot moved, a node back); read it again first.
+            self._link.refresh(client)
+        await client.initialize()
+        by_node: dict[str, tuple[Any, list[str]]] = {}
+        for channel in channels:
+            node = client.get_node_from_key(channel)
+            if node is not None:
+                by_node.setdefault(node.name, (node, []))[1].append(channel)
+        for node, owned in by_node.values():
+            subscriber = _NodeSubscriber(self, node, owned)
+            self._nodes.add(subscriber)
+            for channel in owned:
+                self._placed[channel] = subscriber
+
+    def _confirmed(self, node: _NodeSubscriber, channel: str) -> None:
         if self._placed.get(channel) is node:
-            ready = self._ready.get(channel)
-            if ready is not None:
-                ready.set()
-            # Messages sent before the subscription are lost: look now.
-            self._wake([channel])
+            self._ready[channel].set()
+            # Messages sent before the subscription are lost: its waiters look now.
+            self._wake(lambda origin: self._keys.bucket(origin) == channel)
 
-    def _unplace(self, node: _NodeSubscriber, channel: bytes) -> None:
-        if self._placed.get(channel) is node:
+    def _lost(self, node: _NodeSubscriber, channels: set[str]) -> None:
+        lost = {c for c in channels if self._placed.get(c) is node}
+        for channel in lost:
             del self._placed[channel]
-            self._ready.pop(channel, None)
-            self._wake([channel])
+            self._ready[channel].clear()
+        if lost:
+            # Their waiters poll until the channels are subscribed again.
+            self._wake(lambda origin: self._keys.bucket(origin) in lost)
+            self._changed.set()
 
-    def _node_gone(self, node: _NodeSubscriber) -> None:
-        if self._nodes.get(node.name) is node:
-            del self._nodes[node.name]
-        for channel in list(node.channels):
-            self._unplace(node, channel)
+    def _gone(self, node: _NodeSubscriber) -> None:
+        self._nodes.discard(node)
+        self._lost(node, set(node.channels))
+
+
+async def wait_for_entry(
+    notifier: Notifier, origin: str, timeout: float, peek: Peek
+) -> RobotsEntry | None:
+    """``RedisStore.wait_robots``: look (``peek``), sleep until woken or a poll is due, repeat.
+
+    Returns an entry that is fresh or was fetched after the call began; ``None``
+    when ``timeout`` passes, or when the fetch lock, once seen held, is released
+    or expires without such an entry.
+    """
+    started = time.time()
+    deadline = time.monotonic() + max(0.0, timeout)
+    waiter = notifier.add(origin)
+    saw_lock = False
+    poll = POLL_UNSUBSCRIBED[0]
+    try:
+        while True:
+            # Cleared before the check: a message arriving during it sets it again.
+            waiter.event.clear()
+            listening = notifier.listening_for(origin)
+            entry, lock_ms = await peek()
+            # A save announced during the wait counts whatever the fetching
+            # worker's clock says (clocks of workers may differ).
+            if entry is not None and (
+                waiter.saved or entry.fetched_at >= started or entry.is_fresh(time.time())
+            ):
+                return entry
+            held = isinstance(lock_ms, int) and lock_ms != -2
+            if held:
+                saw_lock = True
+            elif saw_lock or waiter.released:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if not listening:
+                await notifier.listen_for(origin, remaining)
+                if notifier.listening_for(origin):
+                    continue  # subscribed after that check: look again before sleeping
+            poll_min, poll_max = (
+                POLL_SUBSCRIBED if notifier.listening_for(origin) else POLL_UNSUBSCRIBED
+            )
+            poll = min(max(poll, poll_min), poll_max)
+            # Jitter so that waiting workers do not poll in lockstep.
+            nap = min(remaining, poll * random.uniform(0.5, 1.0))
+            if held and isinstance(lock_ms, int) and lock_ms >= 0:
+                # Look again just after the lock expires: its holder may be dead.
+                nap = min(nap, lock_ms / 1000 + 0.01)
+            try:
+                await asyncio.wait_for(waiter.event.wait(), nap)
+            except asyncio.TimeoutError:
+                poll = min(poll * 2, poll_max)
+    finally:
+        notifier.remove(origin, waiter)

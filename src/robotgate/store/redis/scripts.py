@@ -2,10 +2,12 @@
 
 Each runs atomically on the server that owns its keys.  Every key a script
 touches is passed in ``KEYS`` and carries one hash tag (the origin or the
-politeness group), so on Redis Cluster a script never crosses slots; the
-"done" channel it publishes on has the same tag, which sharded pub/sub
-(``SPUBLISH``) requires.  Errors about foreign data come back as
-``BADDATA <key> <why>`` so the client can name the key.
+politeness group), so on Redis Cluster a script never crosses slots.  On one
+server the scripts that end a robots.txt fetch also publish ``saved <origin>``
+or ``released <origin>`` on ``P:done``; on a cluster the store publishes that
+itself, on a channel of another slot (see :mod:`.notify`), so the scripts get
+an empty channel.  Errors about foreign data come back as ``BADDATA <key>
+<why>`` so the client can name the key.
 """
 
 from __future__ import annotations
@@ -61,20 +63,19 @@ end
 return 0
 """)
 
-# KEYS[1] lock; ARGV token, channel, publish command (PUBLISH or SPUBLISH).
-# Deletes only our own lock.  A server without sharded pub/sub fails the
-# SPUBLISH, which pcall ignores: waiters then poll.
+# KEYS[1] lock; ARGV token, channel ('' for none), message.  Deletes only our
+# own lock; 1 if it did.
 UNLOCK = Script.of("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.pcall(ARGV[3], ARGV[2], 'released')
+  if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
   return 1
 end
 return 0
 """)
 
-# KEYS[1] robots; ARGV header, has_body ('1'/'0'), body, ttl_ms, channel,
-# publish command.
+# KEYS[1] robots; ARGV header, has_body ('1'/'0'), body, ttl_ms, channel ('' for
+# none), message.
 SAVE_ROBOTS = Script.of("""
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then
@@ -87,7 +88,7 @@ else
   redis.call('HSET', KEYS[1], 'h', ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.pcall(ARGV[6], ARGV[5], 'saved')
+if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return 1
 """)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -14,7 +12,6 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import ResponseError
 
 from ..base import HostState, RobotsEntry, Store, StoreError
 from ..batching import HostBatcher
@@ -33,17 +30,19 @@ from .codec import (
     text,
 )
 from .link import Client, Link
-from .notify import Notifier, PatternNotifier, ShardNotifier
+from .notify import (
+    Announcer,
+    ChannelNotifier,
+    Notifier,
+    ShardNotifier,
+    message,
+    wait_for_entry,
+)
 
 __all__ = ["RedisStore", "Slot"]
 
 _T = TypeVar("_T")
 
-# wait_robots re-checks on its own this often while its channel is subscribed
-# (a safety net for messages lost in a reconnect) ...
-_POLL_SUBSCRIBED = (1.0, 5.0)
-# ... and this often while it is not (the subscriber down, or no sharded pub/sub).
-_POLL_UNSUBSCRIBED = (0.05, 0.5)
 # Host states per script call when flushing.
 _FLUSH_CHUNK = 500
 
@@ -58,6 +57,25 @@ class Slot:
     start_us: int
     #: The server's clock when the slot was granted (same unit).
     granted_us: int
+
+
+def _cluster_mode(url: str, cluster: bool, client: aioredis.Redis | RedisCluster | None) -> bool:
+    """Whether the store talks to a cluster; raises ValueError for a client it cannot use."""
+    if isinstance(client, RedisCluster):
+        cluster = True
+        decode = client.connection_kwargs.get("decode_responses")
+    elif client is not None:
+        if cluster:
+            raise ValueError("cluster=True needs a RedisCluster client (or none)")
+        decode = client.connection_pool.connection_kwargs.get("decode_responses")
+    else:
+        decode = False
+        if cluster and url.startswith("unix:"):
+            raise ValueError("Redis Cluster is reached over TCP, not a unix socket")
+    if decode:
+        # Bodies are bytes, and so are the channel names the subscriber matches.
+        raise ValueError("RedisStore needs a client with decode_responses=False")
+    return cluster
 
 
 class RedisStore(Store):
@@ -108,20 +126,7 @@ class RedisStore(Store):
             raise ValueError("unavailable_timeout must be positive")
         if max_connections < 2:
             raise ValueError("max_connections must be at least 2 (one is the subscriber)")
-        if isinstance(client, RedisCluster):
-            cluster = True
-            decode = client.connection_kwargs.get("decode_responses")
-        elif client is not None:
-            if cluster:
-                raise ValueError("cluster=True needs a RedisCluster client (or none)")
-            decode = client.connection_pool.connection_kwargs.get("decode_responses")
-        else:
-            decode = False
-            if cluster and url.startswith("unix:"):
-                raise ValueError("Redis Cluster is reached over TCP, not a unix socket")
-        if decode:
-            # Bodies are bytes, and so are the channel names the subscriber matches.
-            raise ValueError("RedisStore needs a client with decode_responses=False")
+        cluster = _cluster_mode(url, cluster, client)
         self.url = url
         self.prefix = prefix
         self.cluster = cluster
@@ -140,13 +145,14 @@ class RedisStore(Store):
             unavailable_timeout=unavailable_timeout,
             max_connections=max_connections,
             label=label,
-            map_error=self._response_error,
+            map_error=self._keys.response_error,
         )
         self._hosts = HostBatcher(
             self._write_hosts, interval=flush_interval, batch=flush_batch, label=label
         )
         self._notifier: Notifier | None = None
-        self._publish = "SPUBLISH" if cluster else "PUBLISH"
+        # On a cluster, notifications are published after the script.
+        self._announcer = Announcer(self._link, self._keys) if cluster else None
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
 
@@ -183,6 +189,8 @@ class RedisStore(Store):
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             await notifier.close()
+        if self._announcer is not None:
+            await self._announcer.settle()
         try:
             await self._hosts.close()
         finally:
@@ -204,16 +212,6 @@ class RedisStore(Store):
             self._opened = True
 
     # -- calls and errors ----------------------------------------------------
-
-    def _response_error(self, exc: ResponseError, keys: Sequence[str]) -> StoreError:
-        message = str(exc)
-        found = re.search(r"BADDATA (.*?) (holds a \w+|is not a pacing time|has a bad na)", message)
-        if found:
-            return self._keys.bad(found.group(1), found.group(2))
-        if "WRONGTYPE" in message:
-            shown = ", ".join(repr(k) for k in keys)
-            return self._keys.bad(shown, "holds a value of the wrong type")
-        return StoreError(f"Redis at {self._link.label} refused a robotgate command: {message}")
 
     async def _call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
         await self._ensure_open()
@@ -239,8 +237,9 @@ class RedisStore(Store):
             scripts.SAVE_ROBOTS,
             [key],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
-             self._keys.channel(entry.origin), self._publish],
+             *self._notice("saved", entry.origin)],
         )
+        self._announce("saved", entry.origin)
 
     # -- host state (batched) ----------------------------------------------
 
@@ -294,11 +293,19 @@ class RedisStore(Store):
 
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
-        await self._script(
-            scripts.UNLOCK,
-            [self._keys.lock(origin)],
-            [token, self._keys.channel(origin), self._publish],
+        released = await self._script(
+            scripts.UNLOCK, [self._keys.lock(origin)], [token, *self._notice("released", origin)]
         )
+        if released == 1:
+            self._announce("released", origin)
+
+    def _notice(self, kind: str, origin: str) -> list[Any]:
+        # What the script publishes: nothing on a cluster (the announcer does).
+        return ["", ""] if self.cluster else [self._keys.done, message(kind, origin)]
+
+    def _announce(self, kind: str, origin: str) -> None:
+        if self._announcer is not None:
+            self._announcer.announce(kind, origin)
 
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
         """Wait for the lock holder's result, woken by pub/sub rather than polling.
@@ -308,65 +315,25 @@ class RedisStore(Store):
         once seen held, is released or expires without such an entry (the
         holder gave up or died): the caller should then try :meth:`lock_fetch`.
         """
-        started = time.time()
-        deadline = time.monotonic() + max(0.0, timeout)
         await self._ensure_open()
         if self._notifier is None:
-            self._notifier = (ShardNotifier if self.cluster else PatternNotifier)(
+            self._notifier = (ShardNotifier if self.cluster else ChannelNotifier)(
                 self._link, self._keys
             )
-        notifier = self._notifier
-        waiter = notifier.add(origin)
         robots_key, lock_key = self._keys.robots(origin), self._keys.lock(origin)
-        saw_lock = False
-        poll = _POLL_UNSUBSCRIBED[0]
-        try:
-            while True:
-                # Cleared before the check: a message arriving during it sets it again.
-                waiter.event.clear()
-                listening = notifier.listening_for(origin)
-                reply = await self._script(scripts.PEEK, [robots_key, lock_key], [])
-                try:
-                    raw, lock_ms = reply
-                except (TypeError, ValueError):
-                    raise StoreError(
-                        f"Redis at {self._link.label} gave an odd reply {reply!r}"
-                    ) from None
-                entry = decode_robots(self._keys, origin, robots_key, raw)
-                # A save announced during the wait counts whatever the
-                # fetching worker's clock says (clocks of workers may differ).
-                if entry is not None and (
-                    waiter.saved or entry.fetched_at >= started or entry.is_fresh(time.time())
-                ):
-                    return entry
-                held = isinstance(lock_ms, int) and lock_ms != -2
-                if held:
-                    saw_lock = True
-                elif saw_lock or waiter.released:
-                    return None
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                if not listening:
-                    await notifier.listen_for(origin, remaining)
-                    if notifier.listening_for(origin):
-                        # Subscribed after that check: look again before sleeping.
-                        continue
-                poll_min, poll_max = (
-                    _POLL_SUBSCRIBED if notifier.listening_for(origin) else _POLL_UNSUBSCRIBED
-                )
-                poll = min(max(poll, poll_min), poll_max)
-                # Jitter so that waiting workers do not poll in lockstep.
-                nap = min(remaining, poll * random.uniform(0.5, 1.0))
-                if held and isinstance(lock_ms, int) and lock_ms >= 0:
-                    # Look again just after the lock expires: its holder may be dead.
-                    nap = min(nap, lock_ms / 1000 + 0.01)
-                try:
-                    await asyncio.wait_for(waiter.event.wait(), nap)
-                except asyncio.TimeoutError:
-                    poll = min(poll * 2, poll_max)
-        finally:
-            notifier.remove(origin, waiter)
+
+        async def peek() -> tuple[RobotsEntry | None, object]:
+            # The entry and the lock's remaining life, in one round trip.
+            reply = await self._script(scripts.PEEK, [robots_key, lock_key], [])
+            try:
+                raw, lock_ms = reply
+            except (TypeError, ValueError):
+                raise StoreError(
+                    f"Redis at {self._link.label} gave an odd reply {reply!r}"
+                ) from None
+            return decode_robots(self._keys, origin, robots_key, raw), lock_ms
+
+        return await wait_for_entry(self._notifier, origin, timeout, peek)
 
     # -- fleet hooks: pacing -------------------------------------------------
 
