@@ -813,3 +813,15 @@ def test_rejects_bad_settings() -> None:
         RedisStore(client=RedisCluster(host="127.0.0.1", port=1, decode_responses=True))
     assert "secret" not in repr(RedisStore("redis://user:secret@host:1/0"))
     assert "cluster=True" in repr(RedisStore("redis://host:1", cluster=True))
+    assert RedisStore("redis+cluster://host:7000").cluster
+    assert RedisStore("rediss+cluster://host:7000").url == "rediss://host:7000"
+    assert not RedisStore("redis://host:7000").cluster
+
+
+async def test_cluster_named_by_the_url_scheme(redis_cluster: str, prefix: str) -> None:
+    # For places that take only a URL: robotgate fetch --store, Scrapy's settings.
+    url = redis_cluster.replace("redis://", "redis+cluster://")
+    async with RedisStore(url, prefix=prefix) as store:
+        assert store.cluster and isinstance(store.client, RedisCluster)
+        await store.save_robots(entry("https://scheme.example"))
+        assert await store.load_robots("https://scheme.example") is not None

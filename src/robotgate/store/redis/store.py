@@ -59,6 +59,14 @@ class Slot:
     granted_us: int
 
 
+def _cluster_url(url: str) -> tuple[str, bool]:
+    """``redis+cluster://`` (or ``rediss+cluster://``) names a cluster node: the URL without it."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("redis+cluster", "rediss+cluster"):
+        return f"{scheme[: -len('+cluster')]}://{rest}", True
+    return url, False
+
+
 def _cluster_mode(url: str, cluster: bool, client: aioredis.Redis | RedisCluster | None) -> bool:
     """Whether the store talks to a cluster; raises ValueError for a client it cannot use."""
     if isinstance(client, RedisCluster):
@@ -83,6 +91,9 @@ class RedisStore(Store):
 
     ``url``: a redis-py URL (``redis://``, ``rediss://``, ``unix://``); with
     ``cluster=True``, any node of a Redis Cluster (the others are discovered).
+    ``redis+cluster://host:port`` (or ``rediss+cluster://``) says ``cluster=True``
+    in the URL itself, for places that take only a URL (``robotgate fetch
+    --store``, Scrapy's ``ROBOTGATE_STORE``).
     ``prefix``: namespace for every key; workers sharing data use the same one
     (no braces: they would break the cluster hash tags).
     ``unavailable_timeout``: how long a call keeps retrying an unreachable
@@ -126,7 +137,8 @@ class RedisStore(Store):
             raise ValueError("unavailable_timeout must be positive")
         if max_connections < 2:
             raise ValueError("max_connections must be at least 2 (one is the subscriber)")
-        cluster = _cluster_mode(url, cluster, client)
+        url, by_scheme = _cluster_url(url)
+        cluster = _cluster_mode(url, cluster or by_scheme, client)
         self.url = url
         self.prefix = prefix
         self.cluster = cluster
