@@ -25,10 +25,10 @@ def how(**pacing: object) -> Interpretation:
 
 
 def test_rules_decide_per_url_and_the_body_is_dropped() -> None:
-    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n"), how(), started=12.5)
+    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n"), how())
     assert site.verdict is None and site.rules is not None
     assert site.entry.body is None  # the store keeps the body, not the cache
-    assert site.fresh_until == NOW + 3600 and site.robots_started == 12.5
+    assert site.fresh_until == NOW + 3600
     assert site.allowed("/public", AGENT) and not site.allowed("/private/a", AGENT)
     d = site.decide("/private/a", AGENT)
     assert not d.allowed and d.rule is not None and d.rule.line == 2

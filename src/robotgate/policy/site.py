@@ -41,17 +41,15 @@ class SiteRules:
     cache's recently-used bit (CLOCK eviction).
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "robots_started", "rules",
-                 "used", "verdict")
+    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
-                 interval: float, robots_started: float = -float("inf")) -> None:
+                 interval: float) -> None:
         self.entry = entry  # without its body (the store keeps that)
         self.rules = rules
         self.verdict = verdict
         self.fresh_until = entry.fresh_until
         self.interval = interval
-        self.robots_started = robots_started  # loop time the robots.txt request started
         self.used = True
         self.host: HostState | None = None  # visit counts of the origin's server
         self.key: str | None = None  # the server's politeness key, once known
@@ -71,7 +69,7 @@ class SiteRules:
         return self.rules.allowed(url, agent)
 
 
-def interpret(entry: RobotsEntry, how: Interpretation, started: float = -float("inf"),
+def interpret(entry: RobotsEntry, how: Interpretation,
               rules: RobotsTxt | None = None) -> SiteRules:
     """Parse ``entry`` (unless ``rules`` stand in for it) into :class:`SiteRules`."""
     verdict = outcome_decision(entry)
@@ -83,7 +81,7 @@ def interpret(entry: RobotsEntry, how: Interpretation, started: float = -float("
     if too_long is not None and verdict is None:
         verdict = Decision(False, f"{too_long}: the origin is skipped", outcome=SKIPPED)
     interval = pacing.delay if too_long is not None else pacing.interval_for(asked)
-    return SiteRules(entry.copy(body=None), rules, verdict, interval, started)
+    return SiteRules(entry.copy(body=None), rules, verdict, interval)
 
 
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:

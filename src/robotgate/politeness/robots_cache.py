@@ -160,7 +160,6 @@ class RobotsCache:
                 return self._install(origin, again, host)
         try:
             async with self._turn(origin) if self._turn is not None else _nothing():
-                started = asyncio.get_running_loop().time()
                 again = await store.load_robots(origin) if store.shared else None
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
@@ -182,7 +181,7 @@ class RobotsCache:
         if host.visits_since_check:
             host.visits_since_check = 0
             await self._save_host(host)  # or the next start would recheck again
-        return self._install(origin, entry, host, started, kept)
+        return self._install(origin, entry, host, kept)
 
     async def _save(self, entry: RobotsEntry) -> None:
         # A store that cannot save (a full disk) must not cost the site a robots.txt
@@ -219,8 +218,8 @@ class RobotsCache:
                         what, type(exc).__name__, exc)
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
-                 started: float = -float("inf"), rules: RobotsTxt | None = None) -> SiteRules:
-        site = interpret(entry, self.how, started, rules)
+                 rules: RobotsTxt | None = None) -> SiteRules:
+        site = interpret(entry, self.how, rules)
         site.host = host
         site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites
