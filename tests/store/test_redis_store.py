@@ -269,8 +269,7 @@ async def test_round_trips_per_operation(
         assert asyncio.iscoroutine(operation)
         await operation
         # On a cluster "saved"/"released" is published after the script returns.
-        if store._announcer is not None:
-            await store._announcer.settle()
+        await store._publisher.settle()
         return store.round_trips - before
 
     # Warm up: scripts get cached on the server, the subscriber starts.

@@ -40,9 +40,9 @@ from .codec import Keys
 from .link import RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
 
 __all__ = [
-    "Announcer",
     "ChannelNotifier",
     "Notifier",
+    "Publisher",
     "ShardNotifier",
     "Waiter",
     "message",
@@ -78,19 +78,29 @@ def message(kind: str, origin: str) -> bytes:
     return f"{kind} {origin}".encode()
 
 
-class Announcer:
-    """On a cluster, publishes that an origin's fetch ended, in the background.
+class Publisher:
+    """Says that an origin's robots.txt fetch ended: ``saved`` or ``released``.
 
-    The channel lives in another slot than the script's keys, so the script
-    cannot publish it; best effort, as waiters also poll.
+    On one server the script that saves or unlocks publishes it (atomically).
+    On a cluster the channel lives in another slot than the script's keys, so
+    the script cannot: the store publishes after it, in the background; best
+    effort, as waiters also poll.
     """
 
-    def __init__(self, link: Link, keys: Keys) -> None:
+    def __init__(self, link: Link, keys: Keys, cluster: bool) -> None:
         self._link = link
         self._keys = keys
+        self._cluster = cluster
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def announce(self, kind: str, origin: str) -> None:
+    def script_args(self, kind: str, origin: str) -> list[Any]:
+        """The channel and message for the script (empty on a cluster)."""
+        return ["", ""] if self._cluster else [self._keys.done, message(kind, origin)]
+
+    def after(self, kind: str, origin: str) -> None:
+        """The script has run: on a cluster, publish now."""
+        if not self._cluster:
+            return
         task = asyncio.get_running_loop().create_task(self._publish(kind, origin))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -30,14 +30,7 @@ from .codec import (
     text,
 )
 from .link import Client, Link
-from .notify import (
-    Announcer,
-    ChannelNotifier,
-    Notifier,
-    ShardNotifier,
-    message,
-    wait_for_entry,
-)
+from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_for_entry
 
 __all__ = ["RedisStore", "Slot"]
 
@@ -91,9 +84,8 @@ class RedisStore(Store):
 
     ``url``: a redis-py URL (``redis://``, ``rediss://``, ``unix://``); with
     ``cluster=True``, any node of a Redis Cluster (the others are discovered).
-    ``redis+cluster://host:port`` (or ``rediss+cluster://``) says ``cluster=True``
-    in the URL itself, for places that take only a URL (``robotgate fetch
-    --store``, Scrapy's ``ROBOTGATE_STORE``).
+    ``redis+cluster://`` (``rediss+cluster://``) says ``cluster=True`` in the URL
+    itself, for places that take only a URL.
     ``prefix``: namespace for every key; workers sharing data use the same one
     (no braces: they would break the cluster hash tags).
     ``unavailable_timeout``: how long a call keeps retrying an unreachable
@@ -163,8 +155,7 @@ class RedisStore(Store):
             self._write_hosts, interval=flush_interval, batch=flush_batch, label=label
         )
         self._notifier: Notifier | None = None
-        # On a cluster, notifications are published after the script.
-        self._announcer = Announcer(self._link, self._keys) if cluster else None
+        self._publisher = Publisher(self._link, self._keys, cluster)
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
 
@@ -201,8 +192,7 @@ class RedisStore(Store):
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             await notifier.close()
-        if self._announcer is not None:
-            await self._announcer.settle()
+        await self._publisher.settle()
         try:
             await self._hosts.close()
         finally:
@@ -249,9 +239,9 @@ class RedisStore(Store):
             scripts.SAVE_ROBOTS,
             [key],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
-             *self._notice("saved", entry.origin)],
+             *self._publisher.script_args("saved", entry.origin)],
         )
-        self._announce("saved", entry.origin)
+        self._publisher.after("saved", entry.origin)
 
     # -- host state (batched) ----------------------------------------------
 
@@ -305,19 +295,9 @@ class RedisStore(Store):
 
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
-        released = await self._script(
-            scripts.UNLOCK, [self._keys.lock(origin)], [token, *self._notice("released", origin)]
-        )
-        if released == 1:
-            self._announce("released", origin)
-
-    def _notice(self, kind: str, origin: str) -> list[Any]:
-        # What the script publishes: nothing on a cluster (the announcer does).
-        return ["", ""] if self.cluster else [self._keys.done, message(kind, origin)]
-
-    def _announce(self, kind: str, origin: str) -> None:
-        if self._announcer is not None:
-            self._announcer.announce(kind, origin)
+        args = [token, *self._publisher.script_args("released", origin)]
+        if await self._script(scripts.UNLOCK, [self._keys.lock(origin)], args) == 1:
+            self._publisher.after("released", origin)
 
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
         """Wait for the lock holder's result, woken by pub/sub rather than polling.
