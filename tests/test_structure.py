@@ -16,7 +16,8 @@ def test_pure_core_imports_no_client_or_store() -> None:
         "from robotgate import RobotsTxt, FetchPolicy, Decision, InvalidURL\n"
         "import robotgate.robots, robotgate.policy, robotgate.policy.fetch_flow\n"
         "import robotgate.policy.site, robotgate.policy.pacing, robotgate.robots.usage\n"
-        "bad = {'aiohttp', 'aiolimiter', 'redis', 'sqlite3', 'httpx', 'scrapy'} & set(sys.modules)\n"
+        "shell = {'aiohttp', 'aiolimiter', 'redis', 'sqlite3', 'httpx', 'scrapy'}\n"
+        "bad = shell & set(sys.modules)\n"
         "print(sorted(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -82,7 +83,7 @@ def test_no_import_cycle_inside_the_package() -> None:
             if node.startswith(nxt + ".") and modules[nxt].name == "__init__.py":
                 continue  # robotgate.x.y -> robotgate.x (the package being imported)
             if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = [*stack[stack.index(nxt):], nxt]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if nxt not in state:
                 walk(nxt)

@@ -262,3 +262,5 @@ def test_store_setting(tmp_path: Path) -> None:
     assert (tmp_path / "a").is_dir()
     redis = make_store("redis://127.0.0.1:6379/0", prefix="fleet")
     assert type(redis).__name__ == "RedisStore"
+    cluster = make_store("redis+cluster://127.0.0.1:7000", prefix="fleet")
+    assert type(cluster).__name__ == "RedisStore" and cluster.cluster

@@ -90,7 +90,8 @@ def make_store(spec: str | None) -> Store:
         return MemoryStore()
     elif spec.startswith("sqlite:"):
         path = Path(os.path.expanduser(spec[len("sqlite:") :]))
-    elif spec.startswith(("redis://", "rediss://", "unix://")):
+    elif spec.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
+                          "rediss+cluster://")):
         try:
             from ..store.redis import RedisStore
         except ImportError:

@@ -131,8 +131,9 @@ def make_store(spec: str, prefix: str | None = None) -> Store:
     """The store ``ROBOTGATE_STORE`` names (not opened yet).
 
     ``memory`` (default: one process), a Redis URL (``redis://``, ``rediss://``,
-    ``unix://``: a fleet; ``prefix`` names its keys), or a SQLite file path
-    (``sqlite:PATH`` or just ``PATH``: processes on one machine, and restarts).
+    ``unix://``, or ``redis+cluster://`` for a Redis Cluster: a fleet; ``prefix`` names
+    its keys), or a SQLite file path (``sqlite:PATH`` or just ``PATH``: processes on one
+    machine, and restarts).
     """
     from ...store.memory import MemoryStore
     from ...store.sqlite import SQLiteStore
@@ -140,7 +141,8 @@ def make_store(spec: str, prefix: str | None = None) -> Store:
     spec = spec.strip()
     if spec == "memory":
         return MemoryStore()
-    if spec.startswith(("redis://", "rediss://", "unix://")):
+    if spec.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
+                          "rediss+cluster://")):
         try:
             from ...store.redis import RedisStore
         except ImportError:
