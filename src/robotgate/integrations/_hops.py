@@ -15,7 +15,8 @@ from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.network import Resolve
 from ..policy.network import hop_refusal as refuse_hop
 
-__all__ = ["first_address", "hop_refusal", "refused_robots_hop", "resolve"]
+__all__ = ["first_address", "hop_refusal", "refused_robots_hop", "resolve",
+           "robots_headers"]
 
 
 async def resolve(host: str) -> list[str]:
@@ -47,3 +48,11 @@ async def refused_robots_hop(request: RobotsRequest, refuse_private: bool) -> Ro
     if why is None:
         return None
     return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+
+
+def robots_headers(request: RobotsRequest, headers: dict[str, str]) -> dict[str, str]:
+    """The gate's headers, the flow's validators, and no compression: the byte cap
+    counts what the server sends (a compressed body could inflate far past it)."""
+    merged = {**headers, **request.headers}
+    merged.setdefault("Accept-Encoding", "identity")
+    return merged

@@ -33,7 +33,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
 from ._fleet import on_time
-from ._hops import first_address, hop_refusal, refused_robots_hop
+from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
@@ -67,9 +67,7 @@ class HttpxRobotsTransport:
         refused = await refused_robots_hop(request, self.refuse_private)
         if refused is not None:
             return refused
-        headers = {**self.headers, **request.headers}
-        # Identity: a compressed body could inflate far beyond max_bytes per chunk.
-        headers.setdefault("Accept-Encoding", "identity")
+        headers = robots_headers(request, self.headers)
         req = httpx.Request("GET", request.url, headers=headers)
         resp = await self.inner.handle_async_request(req)
         try:

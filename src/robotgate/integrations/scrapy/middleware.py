@@ -45,7 +45,7 @@ from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...urls import InvalidURL
 from .._fleet import on_time
-from .._hops import first_address, refused_robots_hop
+from .._hops import first_address, refused_robots_hop, robots_headers
 from .settings import make_store, read_settings
 
 if TYPE_CHECKING:
@@ -153,9 +153,7 @@ class ScrapyRobotsTransport:
         refused = await refused_robots_hop(request, self.refuse_private)
         if refused is not None:
             return refused
-        headers = {**self.headers, **request.headers}
-        # Identity: the byte cap counts what the server sends.
-        headers.setdefault("Accept-Encoding", "identity")
+        headers = robots_headers(request, self.headers)
         req = Request(
             request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
             meta={SKIP: True, "dont_obey_robotstxt": True, "dont_redirect": True,
