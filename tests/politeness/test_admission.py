@@ -28,27 +28,12 @@ from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
 from robotgate.store.base import Store
 from robotgate.store.memory import MemoryStore
+from tests.support.clock import Clock
 
 AGENT = "AdmitBot/1.0"
 A = "http://a.example"
-WALL0 = 1_700_000_000.0
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-        self.wall = WALL0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def now_wall(self) -> float:
-        return self.wall
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self.wall += seconds
 
 
 class Transport:

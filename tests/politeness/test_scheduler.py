@@ -17,26 +17,7 @@ from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness import scheduler as scheduler_module
 from robotgate.politeness.scheduler import Group, Scheduler, Slots
 from robotgate.records import HostState
-
-WALL0 = 1_700_000_000.0
-
-
-class Clock:
-    """Loop time and wall time that move together, only when told."""
-
-    def __init__(self) -> None:
-        self.t = 100.0
-        self.wall = WALL0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def now_wall(self) -> float:
-        return self.wall
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self.wall += seconds
+from tests.support.clock import WALL0, Clock
 
 
 def make(clock: Clock, **kwargs: object) -> Scheduler:
