@@ -247,6 +247,31 @@ async def test_lock_holder_killed_mid_fetch(
 # -- Redis goes away mid-crawl --------------------------------------------------
 
 
+def assert_outage_survived(srv: BenchServer, quitting: dict[str, Any],
+                           outcomes: dict[str, str], found: FleetChecks, stats: dict[str, Any],
+                           resumed: float) -> dict[str, str]:
+    """What an outage of the store must leave true; returns the URLs that failed closed."""
+    # The impatient worker failed closed while the store was away, with a clear error ...
+    failed = {u: o for u, o in outcomes.items() if o.startswith("store_error")}
+    assert quitting["store_errors"] == len(failed) > 0
+    assert all("unreachable" in o for o in failed.values()), list(failed.values())[:3]
+    assert quitting["errors"] == 0
+    # ... and every other answer of both workers is right.
+    wrong = {u: o for u, o in outcomes.items() if u not in failed and o != expected(srv, u)}
+    assert not wrong, list(wrong.items())[:5]
+    # The crawl went on by itself after the restart.
+    assert max(t for s in stats.values() for t in s.page_times) > resumed
+    # No page went out without a slot, and no promise was broken: one robots.txt
+    # request per origin (the entries survived), no disallowed page, no two requests
+    # to a host closer than the delay.
+    fetched = sum(1 for o in outcomes.values() if o == "fetched")
+    assert found.page_requests == fetched
+    assert [s.robots_requests for s in stats.values()] == [1] * 40
+    assert found.disallowed_at_server == 0
+    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    return failed
+
+
 async def test_redis_stopped_and_restarted_mid_crawl(
     persistent_redis: RedisServer, tmp_path: Path
 ) -> None:
@@ -283,24 +308,8 @@ async def test_redis_stopped_and_restarted_mid_crawl(
     # The patient worker lost nothing: every URL has its right answer.
     assert waiting["store_errors"] == waiting["errors"] == 0
     assert waiting["answered"] == waiting["urls"]
-    # The other failed closed while Redis was away, with a clear error ...
-    failed = {u: o for u, o in outcomes.items() if o.startswith("store_error")}
-    assert quitting["store_errors"] == len(failed) > 0
-    assert all("unreachable" in o and redis.url in o for o in failed.values())
-    assert quitting["errors"] == 0
-    # ... and every other answer of both is right.
-    wrong = {u: o for u, o in outcomes.items() if u not in failed and o != expected(srv, u)}
-    assert not wrong, list(wrong.items())[:5]
-    # The crawl went on by itself after the restart.
-    assert max(t for s in stats.values() for t in s.page_times) > resumed
-    # No page went out without a slot, and no promise was broken: one robots.txt
-    # request per origin (the entries survived in Redis), no disallowed page, no
-    # two requests to a host closer than the delay.
-    fetched = sum(1 for o in outcomes.values() if o == "fetched")
-    assert found.page_requests == fetched
-    assert [s.robots_requests for s in stats.values()] == [1] * 40
-    assert found.disallowed_at_server == 0
-    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    failed = assert_outage_survived(srv, quitting, outcomes, found, stats, resumed)
+    assert all(redis.url in o for o in failed.values())
     async with RedisStore(redis.url, prefix="outage") as check:
         entries = [await check.load_robots(srv.base_url(i)) for i in range(40)]
     assert all(entry is not None for entry in entries)
@@ -355,18 +364,7 @@ async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> 
     # (The impatient one may end while the cluster is still down: its last host
     # states are then not written, and its close says so.)
     assert waiting["close_error"] == ""
-    failed = {u: o for u, o in outcomes.items() if o.startswith("store_error")}
-    assert quitting["store_errors"] == len(failed) > 0
-    assert all("unreachable" in o for o in failed.values()), list(failed.values())[:3]
-    assert quitting["errors"] == 0
-    wrong = {u: o for u, o in outcomes.items() if u not in failed and o != expected(srv, u)}
-    assert not wrong, list(wrong.items())[:5]
-    assert max(t for s in stats.values() for t in s.page_times) > resumed
-    fetched = sum(1 for o in outcomes.values() if o == "fetched")
-    assert found.page_requests == fetched
-    assert [s.robots_requests for s in stats.values()] == [1] * 40
-    assert found.disallowed_at_server == 0
-    assert found.violations == 0, f"smallest gap {found.min_gap:.4f} s"
+    assert_outage_survived(srv, quitting, outcomes, found, stats, resumed)
     assert all(entry is not None for entry in entries)
 
 

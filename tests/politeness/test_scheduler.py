@@ -388,28 +388,18 @@ def test_pause() -> None:
     assert not s.try_start(g, 0.0)
 
 
-def test_latency_factor_keeps_k_times_the_response_time() -> None:
+@pytest.mark.parametrize(("factor", "wait"), [(3.0, 6.0), (None, 0.1)],
+                         ids=["k times the response time", "ignored unless asked"])
+def test_latency_factor(factor: float | None, wait: float) -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1, latency_factor=3.0))
+    s = make(clock, policy=PacingPolicy(delay=0.1, latency_factor=factor))
     g = group_of(s)
     sent = clock.t
     assert s.try_start(g, 0.1)
     clock.advance(2.0)
     s.answered(g, 200, None, sent_at=sent)
     s.done(g)
-    assert s.wait_seconds(g, 0.1) == pytest.approx(6.0)
-
-
-def test_latency_is_ignored_unless_asked() -> None:
-    clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1))
-    g = group_of(s)
-    sent = clock.t
-    assert s.try_start(g, 0.1)
-    clock.advance(2.0)
-    s.answered(g, 200, None, sent_at=sent)
-    s.done(g)
-    assert s.wait_seconds(g, 0.1) == pytest.approx(0.1)
+    assert s.wait_seconds(g, 0.1) == pytest.approx(wait)
 
 
 # -- groups from stored state and eviction -------------------------------------------------
