@@ -298,6 +298,57 @@ async def test_recheck_after_n_visits_refetches_robots_txt() -> None:
     assert group is not None and group.state.visits_since_check == 1
 
 
+# -- check: the synchronous verdict ---------------------------------------------------------
+
+TRICKY = ROBOTS + b"Allow: /private/ok\n"
+URLS = ["/private", "/private/ok", "/public", "/a/../private/x", "/%2e%2e/private",
+        "/a/%2E%2E/private", "//private", "/private?x=1", "", "?q=/private", "/PRIVATE",
+        "/robots.txt", "/pri%76ate"]
+
+
+async def test_check_is_none_until_robots_txt_is_cached() -> None:
+    admission = build(Clock())
+    assert admission.check(A + "/private") is None
+    assert transport_of(admission).requests == []  # check never fetches
+
+
+@pytest.mark.parametrize("rest", URLS)
+async def test_check_answers_as_decide_on_the_slow_and_the_fast_path(rest: str) -> None:
+    admission = build(Clock(), transport=None)
+    transport_of(admission).bodies[A] = TRICKY
+    site = await admission.site(A)
+    expected = site.decide(admission.cached(A + rest)[1], AGENT)  # type: ignore[index]
+    first = admission.check(A + rest)  # not yet learnt: the slow path learns it
+    again = admission.check(A + rest)  # the prefix map
+    assert first == again == expected
+    assert again is not None and again.allowed == site.allowed(A + rest, AGENT)
+
+
+async def test_check_reads_the_path_the_client_sends() -> None:
+    admission = build(Clock())
+    await admission.site(A)
+    admission.check(A + "/")
+    for rest in ("/a/../private/x", "/%2e%2e/private", "/public/%2E%2E/private"):
+        d = admission.check(A + rest)
+        assert d is not None and not d.allowed and d.line == 2, rest
+    d = admission.check(A + "/private/../public")
+    assert d is not None and d.allowed
+
+
+async def test_check_is_none_once_stale_or_due_for_a_recheck() -> None:
+    clock = Clock()
+    admission = build(clock, delay=0.0, recheck_visits=2)
+    site = await admission.site(A)
+    assert admission.check(A + "/x") is not None
+    await run(admission, A + "/1")
+    await run(admission, A + "/2")
+    assert admission.check(A + "/x") is None  # two visits: robots.txt is asked again first
+    site.host.visits_since_check = 0  # type: ignore[union-attr]
+    assert admission.check(A + "/x") is not None
+    site.fresh_until = 0.0
+    assert admission.check(A + "/x") is None
+
+
 # -- answered and the store --------------------------------------------------------------
 
 

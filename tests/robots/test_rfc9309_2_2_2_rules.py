@@ -78,7 +78,13 @@ def test_disallow_root_blocks_everything_but_robots_txt() -> None:
 def test_robots_txt_is_always_allowed(url: str) -> None:
     rules = group("Disallow: /", "Disallow: /robots.txt", "Disallow: /*.txt$")
     assert rules.allowed(url, "MyBot") is True
-    assert rules.decide(url, "MyBot").allowed is True
+    d = rules.decide(url, "MyBot")
+    assert d.allowed is True and d.rule is None and "RFC 9309 2.2.2" in d.reason
+
+
+def test_a_rule_allowing_robots_txt_explains_it() -> None:
+    d = group("Allow: /robots", "Disallow: /").decide("/robots.txt", "MyBot")
+    assert d.allowed and d.line is not None and "Allow: /robots" in d.reason
 
 
 def test_only_robots_txt_itself_is_exempt() -> None:

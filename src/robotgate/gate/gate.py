@@ -251,8 +251,7 @@ class RobotGate:
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        hit = self.admission.cached(url)
-        return hit[0].decide(hit[1], self.user_agent) if hit is not None else None
+        return self.admission.check(url)
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""

@@ -96,6 +96,7 @@ class RuleSet:
         "_wild_probe",
         "allows",
         "bound_hits",
+        "exact_len",
         "max_work",
         "meta",
     )
@@ -129,6 +130,8 @@ class RuleSet:
         # index, also those rules themselves (tuples shared between entries).
         self._stop = stop
         self._fast_len = _fast_lengths(wild, stop)
+        #: Paths up to this long are never near the work bound: match() is exact.
+        self.exact_len = min(self._fast_len) if wild else 1 << 62
         self._needs: list[frozenset[str] | None] = [None] * len(wild)
         self._regex: dict[str, re.Pattern[str]] = {}
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.

@@ -74,8 +74,6 @@ _WS = " \t\n\v\f\r"
 _URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
 # At most this many User-Agent strings are remembered per file.
 _MEMO_MAX = 8
-# Explanations kept per parsed file (one per group, rule and flags met).
-_DECISIONS_MAX = 4096
 _COMMENTS = re.compile(r"#[^\n]*").sub
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
@@ -246,8 +244,7 @@ class Rfc9309Rules(RobotsTxt):
     2.0
     """
 
-    __slots__ = ("_agents", "_cut", "_decisions", "_groups_memo", "_memo", "_prefix", "_sitemaps",
-                 "_star")
+    __slots__ = ("_agents", "_cut", "_deciders", "_memo", "_prefix", "_sitemaps", "_star")
 
     DIALECT = "rfc9309"
 
@@ -263,8 +260,8 @@ class Rfc9309Rules(RobotsTxt):
         # Query caches: each User-Agent string's rules, and the "scheme://host/"
         # of the last URL asked about (a file serves one origin, so it repeats).
         self._memo: dict[str, RuleSet | None] = {}
-        self._decisions: dict[tuple[int, int, bool, bool], Decision] = {}
-        self._groups_memo: dict[str, tuple[_Group | None, bool]] = {}
+        # Made on the first decide(): most files are only asked allowed().
+        self._deciders: dict[str, _Decider | None] = _NO_DECIDERS
         self._prefix: str | None = None  # equal to no slice of a URL
         self._cut = 0  # len(self._prefix), kept so the hot path need not ask
 
@@ -364,38 +361,44 @@ class Rfc9309Rules(RobotsTxt):
         if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
                 or "/." in path):
             path = _clean(path)
-        if path[:11] == "/robots.txt" and path[11:12] in ("", "?"):
-            return Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
         try:
-            group, fallback = self._groups_memo[user_agent]
+            decider = self._deciders[user_agent]
         except KeyError:
-            group, fallback = self._group_and_fallback(user_agent)
-        if group is None:
-            return Decision(True, "allowed: no group names this agent and there is no '*' group")
-        i, exact = group.ruleset().match_exact(path)
-        # The explanation depends only on the group, the rule and these flags: built once.
-        key = (id(group), i, fallback, exact)
-        decision = self._decisions.get(key)
-        if decision is None:
-            decision = _explain(group, i, fallback, exact)
-            if len(self._decisions) >= _DECISIONS_MAX:
-                self._decisions.clear()
-            self._decisions[key] = decision
-        # Usage applies only to what may be crawled (draft-ietf-aipref-attach).
-        if decision.allowed and group.usage:
-            return _with_usage(decision, group, path)
-        return decision
+            decider = self._decider(user_agent)
+        if decider is None:
+            return _NO_GROUP
+        rules = decider.rules
+        if len(path) <= rules.exact_len:  # too short for the work bound to bite
+            i = rules.match(path)
+            # The explanation depends only on the group and the rule: built once.
+            try:
+                decision = decider.table[i]
+            except KeyError:
+                decision = decider.table[i] = decider.explain(i)
+        else:
+            i, exact = rules.match_exact(path)
+            decision = decider.explain(i, exact)
+        if decision.allowed and not decider.usage:
+            return decision
+        # RFC 9309 2.2.2: /robots.txt is always allowed (a rule allowing it says so
+        # too), and carries no usage of its own.
+        if path[:11] == "/robots.txt" and path[11:12] in ("", "?"):
+            return _ROBOTS_ALLOWED
+        return decider.usage_of(decision, path) if decision.allowed else decision
 
-    def _group_and_fallback(self, user_agent: str) -> tuple[_Group | None, bool]:
+    def _decider(self, user_agent: str) -> _Decider | None:
         token = product_token(user_agent)
         group = self._agents.get(token)
         fallback = False
         if group is None:
             group = self._star
             fallback = token != "*"
-        if len(self._groups_memo) < _MEMO_MAX:
-            self._groups_memo[user_agent] = (group, fallback)
-        return group, fallback
+        decider = _Decider(group, fallback) if group is not None else None
+        if not self._deciders:
+            self._deciders = {}  # the shared empty one is never written
+        if len(self._deciders) < _MEMO_MAX:
+            self._deciders[user_agent] = decider
+        return decider
 
     def crawl_delay(self, user_agent: str) -> float | None:
         """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
@@ -497,36 +500,55 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     return Rfc9309Rules._build(groups, sitemaps)
 
 
-def _explain(group: _Group, i: int, fallback: bool, exact: bool) -> Decision:
-    """The decision of rule ``i`` of ``group`` (-1: no rule matched), with its reason."""
-    agents = group.names()
-    names = ", ".join(repr(a) for a in agents)
-    where = f"the group for {names}" + (" (no group names this agent)" if fallback else "")
-    bound = "" if exact else (
-        " (the path is too long to check exactly against this group's wildcard rules "
-        "within robotgate's work bound; undecided Disallow rules count as matching)")
-    if i < 0:
-        return Decision(True, f"allowed: no rule matches in {where}{bound}", None, agents)
-    rule: Rule = group.ruleset().rule(i)
-    verb = "allowed" if rule.allow else "disallowed"
-    pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-    return Decision(rule.allow, f"{verb} by {pattern!r} (line {rule.line}) in {where}{bound}",
-                    rule, agents)
+class _Decider:
+    """What :meth:`Rfc9309Rules.decide` keeps per User-Agent: the group it reads,
+    and each rule's explanation, built the first time that rule decides."""
+
+    __slots__ = ("fallback", "group", "rules", "table", "usage")
+
+    def __init__(self, group: _Group, fallback: bool) -> None:
+        self.group = group
+        self.fallback = fallback  # the '*' group stands in: no group names the agent
+        self.rules = group.ruleset()
+        self.table: dict[int, Decision] = {}
+        self.usage = bool(group.usage)
+
+    def explain(self, i: int, exact: bool = True) -> Decision:
+        """The decision of rule ``i`` (-1: no rule matched), with its reason."""
+        agents = self.group.names()
+        names = ", ".join(repr(a) for a in agents)
+        where = f"the group for {names}" + (
+            " (no group names this agent)" if self.fallback else "")
+        bound = "" if exact else (
+            " (the path is too long to check exactly against this group's wildcard rules "
+            "within robotgate's work bound; undecided Disallow rules count as matching)")
+        if i < 0:
+            return Decision(True, f"allowed: no rule matches in {where}{bound}", None, agents)
+        rule: Rule = self.rules.rule(i)
+        verb = "allowed" if rule.allow else "disallowed"
+        pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+        return Decision(rule.allow, f"{verb} by {pattern!r} (line {rule.line}) in {where}{bound}",
+                        rule, agents)
+
+    def usage_of(self, decision: Decision, path: str) -> Decision:
+        """``decision`` with what the group's usage rules say of ``path``
+        (usage applies only to what may be crawled: draft-ietf-aipref-attach)."""
+        compiled = self.group.usage_rules() if decision.allowed else None
+        if compiled is None:
+            return decision
+        usage, usage_rules = compiled[0].match(path)
+        signals, signal_rules = compiled[1].match(path)
+        if not (usage_rules or signal_rules):
+            return decision
+        d = decision
+        return Decision(
+            d.allowed, d.reason, d.rule, d.group, d.outcome, usage, signals, usage_rules,
+            signal_rules)
 
 
-def _with_usage(decision: Decision, group: _Group, path: str) -> Decision:
-    """``decision`` (an allowed one) with what its group's usage rules say of ``path``."""
-    compiled = group.usage_rules()
-    if compiled is None:
-        return decision
-    usage, usage_rules = compiled[0].match(path)
-    signals, signal_rules = compiled[1].match(path)
-    if not (usage_rules or signal_rules):
-        return decision
-    d = decision
-    return Decision(
-        d.allowed, d.reason, d.rule, d.group, d.outcome, usage, signals, usage_rules, signal_rules
-    )
+_ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
+_NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
+_NO_DECIDERS: dict[str, _Decider | None] = {}
 
 
 def _clean(path: str) -> str:
