@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from typing import Protocol
 
@@ -46,7 +47,11 @@ class RobotsFetcher:
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
         try:
-            entry = await asyncio.wait_for(self._drive(flow), policy.timeout)
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(policy.timeout):  # no task, unlike wait_for
+                    entry = await self._drive(flow)
+            else:
+                entry = await asyncio.wait_for(self._drive(flow), policy.timeout)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except asyncio.CancelledError:

@@ -70,6 +70,11 @@ _REGEX_CACHE_CHARS = 65536
 _REGEX_PIECE_MAX = 2048
 # A bounded search scans this many positions first, then twice as many each time.
 _WINDOW = 256
+# What a rule set without wildcard rules shares: never written, as only the
+# wildcard search writes them.
+_NO_STOP = array("l")
+_NO_NEEDS: list[frozenset[str] | None] = []
+_NO_REGEX: dict[str, re.Pattern[str]] = {}
 
 
 class RuleSet:
@@ -121,32 +126,47 @@ class RuleSet:
         best = _chain_best(entries, parent)
         self._best = _rule_numbers(entries, best)
         self._patterns = tuple(e[2] for e in real)
-        wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
-        self._wild = wild
-        ranks = array("l", [-r[0] for r in starred])
-        stop = array("l", [bisect_left(ranks, -entries[b][0]) for b in best])
-        self._index = _WildIndex(wild) if len(wild) >= _INDEX_MIN else None
-        # How many wildcard rules to consider after each entry; without an
-        # index, also those rules themselves (tuples shared between entries).
-        self._stop = stop
-        self._fast_len = _fast_lengths(wild, stop)
-        #: Paths up to this long are never near the work bound: match() is exact.
-        self.exact_len = min(self._fast_len) if wild else 1 << 62
-        self._needs: list[frozenset[str] | None] = [None] * len(wild)
-        self._regex: dict[str, re.Pattern[str]] = {}
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
         self.bound_hits = 0
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
         self.max_work = 0
-        shared: dict[int, tuple[_Wild, ...]] = {}
-        small = wild and self._index is None
-        self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()
-        self._wild_probe = _wild_probe(wild)
+        if starred:
+            self._compile_wildcards(starred, [entries[b][0] for b in best], n)
+        else:
+            # Most files: prefix rules only; the wildcard machinery is never read.
+            self._wild: tuple[_Wild, ...] = ()
+            self._index: _WildIndex | None = None
+            self._wild_probe: tuple[str, ...] | None = None
+            self._stop: array[int] = _NO_STOP
+            self._fast_len: tuple[int, ...] = ()
+            self._tries: tuple[tuple[_Wild, ...], ...] = ()
+            #: Paths up to this long are never near the work bound: match() is exact.
+            self.exact_len = 1 << 62
+            self._needs: list[frozenset[str] | None] = _NO_NEEDS
+            self._regex: dict[str, re.Pattern[str]] = _NO_REGEX
         #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
         self.meta = array("l", [(e[1] << 1) | (e[0] & 1) for e in real + starred])
         #: Whether the rule at that index allows, and a last True that
         #: ``allows[-1]`` reads when no rule matches: ``allows[match(path)]``.
         self.allows = tuple([bool(m & 1) for m in self.meta] + [True])
+
+    def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int], n: int) -> None:
+        wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
+        self._wild = wild
+        ranks = array("l", [-r[0] for r in starred])
+        stop = array("l", [bisect_left(ranks, -rank) for rank in best_ranks])
+        self._index = _WildIndex(wild) if len(wild) >= _INDEX_MIN else None
+        # How many wildcard rules to consider after each entry; without an
+        # index, also those rules themselves (tuples shared between entries).
+        self._stop = stop
+        self._fast_len = _fast_lengths(wild, stop)
+        self.exact_len = min(self._fast_len)
+        self._needs = [None] * len(wild)
+        self._regex = {}
+        shared: dict[int, tuple[_Wild, ...]] = {}
+        small = self._index is None
+        self._tries = tuple(shared.setdefault(s, wild[:s]) for s in stop) if small else ()
+        self._wild_probe = _wild_probe(wild)
 
     def __len__(self) -> int:
         return len(self.meta)

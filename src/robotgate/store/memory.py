@@ -11,6 +11,8 @@ from .base import HostState, RobotsEntry, Store
 __all__ = ["MemoryStore"]
 
 _V = TypeVar("_V")
+# Bodies up to this size are kept as they are (zlib would save a few dozen bytes).
+_KEEP_RAW = 256
 
 
 class MemoryStore(Store):
@@ -27,7 +29,8 @@ class MemoryStore(Store):
             raise ValueError("max_origins must be at least 1")
         self.max_origins = max_origins
         # Bodies are kept compressed (text compresses 3-4x): they are read only
-        # when an origin is revalidated or another gate shares the store.
+        # when an origin is revalidated or another gate shares the store.  A
+        # small one gains little: its entry is kept as given (packed is None).
         self._robots: OrderedDict[str, tuple[RobotsEntry, bytes | None]] = OrderedDict()
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
 
@@ -37,11 +40,14 @@ class MemoryStore(Store):
             return None
         self._robots.move_to_end(origin)
         entry, packed = got
-        return entry.copy(body=zlib.decompress(packed) if packed is not None else None)
+        return entry.copy(body=zlib.decompress(packed) if packed is not None else entry.body)
 
     async def save_robots(self, entry: RobotsEntry) -> None:
-        packed = zlib.compress(entry.body) if entry.body is not None else None
-        self._put(self._robots, entry.origin, (entry.copy(body=None), packed))
+        body = entry.body
+        if body is None or len(body) <= _KEEP_RAW:
+            self._put(self._robots, entry.origin, (entry.copy(body=body), None))
+        else:
+            self._put(self._robots, entry.origin, (entry.copy(body=None), zlib.compress(body)))
 
     async def load_host(self, origin: str) -> HostState | None:
         state = self._hosts.get(origin)
