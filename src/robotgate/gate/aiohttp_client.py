@@ -34,6 +34,10 @@ REFUSED = "redirect-refused"
 #: The last redirect the middleware let through in this task: (from, to).
 _HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "robotgate_hop", default=None)
+#: The user's session a middleware request came through: a robots.txt fetch it
+#: starts (in a task that inherits this) goes over the same connections.
+_VIA: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.ContextVar(
+    "robotgate_via", default=None)
 
 
 class FetchCall:
@@ -231,20 +235,27 @@ class AiohttpClient:
                 req.headers.pop("Authorization", None)  # never credentials from a Location
         group = admission.admit(url)
         if not isinstance(group, Group):
-            group = await group
+            via = _VIA.set(getattr(req, "session", None))
+            try:
+                group = await group
+            finally:
+                _VIA.reset(via)
         headers = req.headers
         for name, value in self.headers.items():
             headers[name] = value
+        fleet = admission.fleet
         try:
-            slot = CURRENT.get()
-            if slot is not None:
-                slot.check(asyncio.get_running_loop().time())
+            if fleet is not None:
+                slot = CURRENT.get()
+                if slot is not None:
+                    slot.check(asyncio.get_running_loop().time())
             resp = await handler(req)
             pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
             if pending is not None:
                 await pending
         finally:
-            CURRENT.set(None)
+            if fleet is not None:
+                CURRENT.set(None)
             admission.done(group)
         if resp.status in REDIRECTS:
             location = resp.headers.get("Location")
@@ -288,7 +299,8 @@ class AiohttpClient:
 
 
 class AiohttpRobotsTransport:
-    """Sends the robots.txt flow's requests through the gate's aiohttp session."""
+    """Sends the robots.txt flow's requests through the gate's aiohttp session, or
+    through the user's session when a request of theirs (the middleware) asked."""
 
     def __init__(self, client: AiohttpClient) -> None:
         self.client = client
@@ -300,11 +312,25 @@ class AiohttpRobotsTransport:
             if why is not None:
                 return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
         headers = {**client.headers, **request.headers} if request.headers else client.headers
-        async with client.session().get(request.url, headers=headers, allow_redirects=False,
-                                        middlewares=(_once(),)) as resp:
-            status = resp.status
-            body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
-            return RobotsResponse(status, resp.headers, body, str(resp.url))
+        via = _VIA.get()
+        if via is not None and not via.closed:
+            try:
+                return await _get(via, request, headers)
+            except aiohttp.ClientError:
+                if not via.closed:
+                    raise
+                # The user closed that session meanwhile: not the site's failure.
+        return await _get(client.session(), request, headers)
+
+
+async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
+               headers: dict[str, str]) -> RobotsResponse:
+    # Our own middleware list: the session's (gate.middleware among them) stays out.
+    async with session.get(request.url, headers=headers, allow_redirects=False,
+                           raise_for_status=False, middlewares=(_once(),)) as resp:
+        status = resp.status
+        body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
+        return RobotsResponse(status, resp.headers, body, str(resp.url))
 
 
 async def check_slot(session: aiohttp.ClientSession, ctx: object,

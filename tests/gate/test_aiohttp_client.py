@@ -1,0 +1,101 @@
+"""The aiohttp adapter (src/robotgate/gate/aiohttp_client.py): where the middleware's
+robots.txt requests go."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+
+AGENT = "ViaBot/1.0"
+
+
+class Site:
+    """One loopback site that records which client port sent each request."""
+
+    def __init__(self, robots_status: int = 200, robots_wait: float = 0.0) -> None:
+        self.seen: list[tuple[str, int]] = []
+        self.robots_status = robots_status
+        self.robots_wait = robots_wait
+        self.robots_arrived = asyncio.Event()
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.seen.append((request.path, peer[1] if peer else -1))
+        if request.path == "/robots.txt":
+            self.robots_arrived.set()
+            if self.robots_wait and len(self.seen) == 1:
+                await asyncio.sleep(self.robots_wait)
+            return web.Response(status=self.robots_status, text="User-agent: *\nDisallow: /private\n")
+        return web.Response(text="page")
+
+
+async def serve(site: Site) -> web.AppRunner:
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", site.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    port = runner.addresses[0][1]
+    site.url = f"http://127.0.0.1:{port}"
+    return runner
+
+
+async def test_the_middleware_asks_robots_txt_over_the_users_own_connection() -> None:
+    site = Site()
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate, aiohttp.ClientSession(
+                middlewares=[gate.middleware]) as session:
+            async with session.get(site.url + "/page") as resp:
+                assert resp.status == 200
+            with pytest.raises(Disallowed):
+                await session.get(site.url + "/private/secret")
+    finally:
+        await runner.cleanup()
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/page"]
+    assert site.seen[0][1] == site.seen[1][1]  # one connection, not one per session
+
+
+async def test_a_session_that_raises_for_status_still_reads_a_missing_robots_txt() -> None:
+    site = Site(robots_status=404)
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate, aiohttp.ClientSession(
+                middlewares=[gate.middleware], raise_for_status=True) as session:
+            async with session.get(site.url + "/private/anything") as resp:
+                assert resp.status == 200  # 404: no rules, everything allowed
+            decision = await gate.decide(site.url + "/private/x")
+            assert decision.allowed and decision.outcome == "unavailable"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> None:
+    site = Site(robots_wait=0.5)
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            first = aiohttp.ClientSession(middlewares=[gate.middleware])
+            asking = asyncio.ensure_future(first.get(site.url + "/page"))
+            await asyncio.wait_for(site.robots_arrived.wait(), 10)
+            async with aiohttp.ClientSession(middlewares=[gate.middleware]) as second:
+                waiting = asyncio.ensure_future(second.get(site.url + "/page"))
+                await asyncio.sleep(0.05)
+                await first.close()  # the robots.txt request in flight goes down with it
+                with pytest.raises(Exception):
+                    await asyncio.wait_for(asking, 10)
+                resp = await asyncio.wait_for(waiting, 10)
+                assert resp.status == 200
+                resp.release()
+            decision = await gate.decide(site.url + "/private/x")
+            assert not decision.allowed and decision.rule is not None  # the rules, read
+    finally:
+        await runner.cleanup()
+    assert [path for path, _ in site.seen].count("/robots.txt") == 2
