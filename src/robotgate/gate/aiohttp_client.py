@@ -64,10 +64,9 @@ class FetchCall:
         return self._client.fetch(self._url, *self._args).__await__()
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
-        if not self._stream:
-            self._resp = await self._client.fetch(self._url, *self._args)
-            return self._resp
-        self._resp, self._group = await self._client.fetch_streaming(self._url, *self._args)
+        method, kwargs = self._args
+        self._resp, self._group = await self._client.follow(self._url, method, kwargs,
+                                                             self._stream)
         return self._resp
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -103,18 +102,13 @@ class AiohttpClient:
 
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
         """Send ``url`` and read its body, hop by hop through redirects, each checked and paced."""
-        resp, _ = await self._follow(url, method, kwargs, stream=False)
+        resp, _ = await self.follow(url, method, kwargs, stream=False)
         return resp
 
-    async def fetch_streaming(self, url: str, method: str,
-                              kwargs: dict[str, Any]) -> tuple[aiohttp.ClientResponse, Group]:
-        """Like :meth:`fetch`, but the last response is unread and its slot still held."""
-        resp, group = await self._follow(url, method, kwargs, stream=True)
-        assert group is not None
-        return resp, group
-
-    async def _follow(self, url: str, method: str, kwargs: dict[str, Any],
-                      stream: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
+    async def follow(self, url: str, method: str, kwargs: dict[str, Any],
+                     stream: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
+        """Like :meth:`fetch`; with ``stream`` the last response is unread and its
+        server's Group (still held) comes with it."""
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         if not self.owned:
@@ -125,8 +119,10 @@ class AiohttpClient:
             resp, group = await self._send(url, method, kwargs, stream, follow)
             if group is not None:
                 return resp, group  # streamed: the caller reads it and lets go
-            location = resp.headers.get("Location") if follow else None
-            if location is None or resp.status not in REDIRECTS:
+            if not follow or resp.status not in REDIRECTS:
+                return resp, None
+            location = resp.headers.get("Location")
+            if location is None:
                 return resp, None
             if len(history) >= max_redirects:
                 raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
@@ -160,10 +156,14 @@ class AiohttpClient:
             group = await group
         kept = False
         try:
-            resp = await self._request(group, method, url, kwargs)
+            if admission.fleet is None:
+                resp = await self.session().request(
+                    method, url, allow_redirects=False, middlewares=(), **kwargs)
+            else:
+                resp = await self._request_in_slot(group, method, url, kwargs)
             self._open.add(resp)
             try:
-                pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
+                pending = admission.answered(group, resp.status, _retry_after(resp))
                 if pending is not None:
                     await pending
                 if stream and not (follow and resp.status in REDIRECTS):
@@ -187,12 +187,11 @@ class AiohttpClient:
         """A streamed response was let go."""
         self._open.discard(resp)
 
-    async def _request(self, group: Group, method: str, url: str,
-                       kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+    async def _request_in_slot(self, group: Group, method: str, url: str,
+                               kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+        """Send within the fleet slot the admission reserved (or reserve again)."""
         fleet = self.admission.fleet
-        if fleet is None:
-            return await self.session().request(
-                method, url, allow_redirects=False, middlewares=(), **kwargs)
+        assert fleet is not None
         while True:
             slot = CURRENT.get()
             try:
@@ -250,7 +249,7 @@ class AiohttpClient:
                 if slot is not None:
                     slot.check(asyncio.get_running_loop().time())
             resp = await handler(req)
-            pending = admission.answered(group, resp.status, resp.headers.get("Retry-After"))
+            pending = admission.answered(group, resp.status, _retry_after(resp))
             if pending is not None:
                 await pending
         finally:
@@ -339,6 +338,12 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     slot = CURRENT.get()
     if slot is not None:
         slot.check(asyncio.get_running_loop().time())
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> str | None:
+    """The Retry-After of a 429/503 (the only answers whose wait it sets)."""
+    status = resp.status
+    return resp.headers.get("Retry-After") if status == 429 or status == 503 else None
 
 
 def _once() -> Middleware:

@@ -25,6 +25,8 @@ __all__ = ["Group", "Scheduler", "Slots"]
 
 #: Groups looked at per eviction.
 _EVICT_LOOK = 8
+#: The back-off of every group that has not needed one.
+_CALM = Backoff()
 
 
 class Slots:
@@ -35,7 +37,8 @@ class Slots:
     def __init__(self, size: int) -> None:
         self.size = size
         self.free = size
-        self.waiters: deque[asyncio.Future[None]] = deque()
+        # Made by the first waiter: most servers never have one.
+        self.waiters: deque[asyncio.Future[None]] | None = None
 
     def try_take(self) -> bool:
         if self.free > 0 and not self.waiters:
@@ -47,14 +50,17 @@ class Slots:
         if self.try_take():
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiters.append(fut)
+        waiters = self.waiters
+        if waiters is None:
+            waiters = self.waiters = deque()
+        waiters.append(fut)
         try:
             await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 self.give()  # handed a slot, then cancelled: pass it on
             else:
-                self.waiters.remove(fut)
+                waiters.remove(fut)
             raise
 
     def give(self) -> None:
@@ -83,7 +89,7 @@ class Group:
         self.slots = Slots(cap)
         self.last = -float("inf")  # loop time of the last start or answer, whichever is later
         self.paused_until = paused_until
-        self.backoff = Backoff()
+        self.backoff = _CALM  # its own Backoff from the first 429/503 or latency seen
         self.interval = 0.0  # interval of the last request (for describe and host_wait)
         self.active = 0
         self.waiting = 0
@@ -308,6 +314,8 @@ class Scheduler:
             group.last = now
         policy = self.policy
         backoff = group.backoff
+        if (status == 429 or status == 503 or policy.latency_factor) and backoff is _CALM:
+            backoff = group.backoff = Backoff()  # _CALM is shared: never changed
         if policy.latency_factor and sent_at is not None:
             backoff.observe(now - sent_at)
         wall = self._wall()
