@@ -114,14 +114,28 @@ class AiohttpClient:
         if not self.owned:
             given = kwargs.pop("headers", None)
             kwargs["headers"] = {**given, **self.headers} if given else self.headers
+        admission = self.admission
         history: list[aiohttp.ClientResponse] = []
         while True:
-            resp, group = await self._send(url, method, kwargs, stream, follow)
-            if group is not None:
+            # One hop, inline: a coroutine layer less on every resumption of the request.
+            group = admission.admit(url)
+            if not isinstance(group, Group):
+                group = await group
+            kept = False
+            try:
+                if admission.fleet is None:
+                    resp = await self.session().request(
+                        method, url, allow_redirects=False, middlewares=(), **kwargs)
+                else:
+                    resp = await self._request_in_slot(group, method, url, kwargs)
+                redirect = follow and resp.status in REDIRECTS
+                kept = await self._answered(resp, group, url, stream and not redirect)
+            finally:
+                if not kept:
+                    admission.done(group)
+            if kept:
                 return resp, group  # streamed: the caller reads it and lets go
-            if not follow or resp.status not in REDIRECTS:
-                return resp, None
-            location = resp.headers.get("Location")
+            location = resp.headers.get("Location") if redirect else None
             if location is None:
                 return resp, None
             if len(history) >= max_redirects:
@@ -139,6 +153,28 @@ class AiohttpClient:
                 kwargs.pop("json", None)
             url = target
 
+    async def _answered(self, resp: aiohttp.ClientResponse, group: Group, url: str,
+                        keep: bool) -> bool:
+        """Learn from the answer, then read its body unless ``keep`` (streamed: True)."""
+        self._open.add(resp)
+        try:
+            pending = self.admission.answered(group, resp.status, _retry_after(resp))
+            if pending is not None:
+                await pending
+            if keep:
+                return True
+            await resp.read()
+        except BaseException as exc:
+            keep = False
+            resp.close()
+            if self.closed:
+                raise GateClosed(f"the gate was closed while reading {redact(url)}") from exc
+            raise
+        finally:
+            if not keep:
+                self._open.discard(resp)
+        return False
+
     def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
         try:
             target = strip_credentials(str(resp.url.join(URL(location))))
@@ -146,42 +182,6 @@ class AiohttpClient:
         except (ValueError, InvalidURL):
             return None
         return target
-
-    async def _send(self, url: str, method: str, kwargs: dict[str, Any], stream: bool,
-                    follow: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
-        """One hop. Returns the group too when the response is handed over unread."""
-        admission = self.admission
-        group = admission.admit(url)
-        if not isinstance(group, Group):
-            group = await group
-        kept = False
-        try:
-            if admission.fleet is None:
-                resp = await self.session().request(
-                    method, url, allow_redirects=False, middlewares=(), **kwargs)
-            else:
-                resp = await self._request_in_slot(group, method, url, kwargs)
-            self._open.add(resp)
-            try:
-                pending = admission.answered(group, resp.status, _retry_after(resp))
-                if pending is not None:
-                    await pending
-                if stream and not (follow and resp.status in REDIRECTS):
-                    kept = True
-                    return resp, group
-                await resp.read()
-            except BaseException as exc:
-                resp.close()
-                if self.closed:
-                    raise GateClosed(f"the gate was closed while reading {redact(url)}") from exc
-                raise
-            finally:
-                if not kept:
-                    self._open.discard(resp)
-        finally:
-            if not kept:
-                admission.done(group)
-        return resp, None
 
     def forget(self, resp: aiohttp.ClientResponse) -> None:
         """A streamed response was let go."""
