@@ -349,6 +349,22 @@ async def test_check_is_none_once_stale_or_due_for_a_recheck() -> None:
     assert admission.check(A + "/x") is None
 
 
+async def test_check_answers_from_the_newer_rules_after_a_refetch() -> None:
+    clock = Clock()
+    transport = Transport(clock)
+    admission = build(clock, transport=transport, delay=0.0)
+    first = await admission.site(A)
+    assert admission.check(A + "/x") == first.decide("/x", AGENT)  # learnt and remembered
+    transport.bodies[A] = b"User-agent: *\nDisallow: /x\n"
+    first.fresh_until = 0.0  # stale, here and in the store: the next ask fetches it again
+    await admission.store.save_robots(first.entry.copy(fresh_until=0.0))
+    second = await asyncio.wait_for(admission.site(A), 10)
+    assert second is not first and len(transport.requests) == 2
+    for _ in range(2):  # the stale copy is not what check() keeps answering from
+        d = admission.check(A + "/x")
+        assert d is not None and not d.allowed and d.line == 2
+
+
 # -- answered and the store --------------------------------------------------------------
 
 

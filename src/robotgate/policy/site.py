@@ -41,7 +41,8 @@ class SiteRules:
     cache's recently-used bit (CLOCK eviction).
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict")
+    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict",
+                 "whole_urls")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float) -> None:
@@ -53,6 +54,8 @@ class SiteRules:
         self.used = True
         self.host: HostState | None = None  # visit counts of the origin's server
         self.key: str | None = None  # the server's politeness key, once known
+        # The rules may be handed a URL as written: they resolve its dot segments.
+        self.whole_urls = rules is not None and rules.RESOLVES_DOT_SEGMENTS
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""

@@ -52,7 +52,9 @@ class Admission:
         self._saves_hosts = not isinstance(store, MemoryStore)
         self.disallowed = 0
         self._fast: dict[str, SiteRules] = {}
+        self._last: tuple[str, SiteRules | None] = ("\x00", None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
+        self._recheck = cache.recheck_visits
         self._groups = scheduler.groups_by_key
 
     # -- robots.txt ------------------------------------------------------------------
@@ -137,29 +139,36 @@ class Admission:
         """The rules of ``url``'s origin and the path they judge, if cached and fresh."""
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
-        if site is None:
-            origin, rest = split_origin(url)
-            site = self.cache.cached(origin)
-            if site is None:
+        if site is not None and site.fresh_until > time.time():
+            if self._recheck_due(site):
                 return None
-            self._learn(url, site)
-            return site, url if rest[:2] == "//" else rest
-        if site.fresh_until <= time.time() or self._recheck_due(site):
+            site.used = True
+            return site, _path_of(url, cut)
+        # Not learnt yet, or superseded by a newer fetch: the cache knows.
+        origin, rest = split_origin(url)
+        site = self.cache.cached(origin)
+        if site is None:
             return None
-        site.used = True
-        return site, _path_of(url, cut)
+        self._learn(url, site)
+        return site, url if rest[:2] == "//" else rest
 
     def check(self, url: str) -> Decision | None:
         """The verdict for ``url`` if its origin's rules are cached and fresh (no I/O)."""
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
-        cut = url.find("/", 8)
-        site = self._fast.get(url[:cut] if cut > 0 else url)
-        if site is None:
-            hit = self.cached(url)
-            return hit[0].decide(hit[1], self.agent) if hit is not None else None
-        if site.fresh_until <= _now():
-            return None
-        host, limit = site.host, self.cache.recheck_visits
+        # The links of one page mostly share its origin: the last one is tried first.
+        now = _now()
+        key, site = self._last
+        cut = len(key)
+        if (site is None or url[:cut] != key or url[cut:cut + 1] not in "/"  # "/" or the end
+                or site.fresh_until <= now):
+            cut = url.find("/", 8)
+            key = url[:cut] if cut > 0 else url
+            site = self._fast.get(key)
+            if site is None or site.fresh_until <= now:
+                hit = self.cached(url)
+                return hit[0].decide(hit[1], self.agent) if hit is not None else None
+            self._last = key, site
+        host, limit = site.host, self._recheck
         if host is not None and limit is not None and host.visits_since_check >= limit:
             return None
         site.used = True
@@ -167,10 +176,10 @@ class Admission:
             return site.verdict
         rules = site.rules
         assert rules is not None
-        if "/." in url or "/%2" in url:
-            return rules.decide(_path_of(url, cut), self.agent)
-        # The rules know their own origin: the whole URL costs them one compare.
-        return rules.decide(url, self.agent)
+        if site.whole_urls or not ("/." in url or "/%2" in url):
+            # The rules know their own origin: the whole URL costs them one compare.
+            return rules.decide(url, self.agent)
+        return rules.decide(_path_of(url, cut), self.agent)
 
     def _recheck_due(self, site: SiteRules) -> bool:
         """Has the server had the visits after which robots.txt is fetched again?"""

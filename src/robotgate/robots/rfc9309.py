@@ -247,6 +247,7 @@ class Rfc9309Rules(RobotsTxt):
     __slots__ = ("_agents", "_cut", "_deciders", "_memo", "_prefix", "_sitemaps", "_star")
 
     DIALECT = "rfc9309"
+    RESOLVES_DOT_SEGMENTS = True
 
     def __init__(
         self,

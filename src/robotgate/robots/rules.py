@@ -83,6 +83,9 @@ class RobotsTxt(ABC):
 
     #: The dialect ``cls.parse`` reads by default (each dialect class sets its own).
     DIALECT: ClassVar[str] = DEFAULT_DIALECT
+    #: Whether a URL's dot segments (``/a/../b``, ``/%2e%2e/``) are resolved by the
+    #: rules themselves, as the client resolves them before sending.
+    RESOLVES_DOT_SEGMENTS: ClassVar[bool] = False
 
     @classmethod
     def parse(
