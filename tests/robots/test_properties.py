@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from robotgate import InvalidURL, RobotsTxt
-from robotgate.robots import patterns
+from robotgate.robots import bounded_search, patterns
 from robotgate.robots.patterns import RuleSet
 from robotgate.urls import normalise_path, path_of, redact, split_origin
 
@@ -162,12 +162,12 @@ def test_many_rules_agree_with_the_reference(
 @contextmanager
 def bounded(budget: int) -> Iterator[None]:
     """Rule sets built inside take the bounded search for every query, with ``budget``."""
-    saved = patterns._FAST_WORK, patterns.MATCH_BUDGET
-    patterns._FAST_WORK, patterns.MATCH_BUDGET = -1, budget
+    saved = patterns._FAST_WORK, patterns.MATCH_BUDGET, bounded_search.MATCH_BUDGET
+    patterns._FAST_WORK, patterns.MATCH_BUDGET, bounded_search.MATCH_BUDGET = -1, budget, budget
     try:
         yield
     finally:
-        patterns._FAST_WORK, patterns.MATCH_BUDGET = saved
+        patterns._FAST_WORK, patterns.MATCH_BUDGET, bounded_search.MATCH_BUDGET = saved
 
 
 def check_bounded(rules: list[tuple[bool, str, int]], paths: list[str], budget: int) -> None:

@@ -40,12 +40,10 @@ from bisect import bisect_left, bisect_right
 
 from ..decision import Rule
 from ..urls import remove_dot_segments
+from .bounded_search import MATCH_BUDGET, RULE_OVERHEAD, Search
+from .bounded_search import Wild as _Wild
 
 __all__ = ["MATCH_BUDGET", "RuleSet"]
-
-# A wildcard rule: (longest piece, index in the rule set,
-# first piece, middle pieces, last piece, anchored, has star, pattern)
-_Wild = tuple[str, int, str, tuple[str, ...], str, bool, bool, str]
 
 # Up to this many distinct first pieces, one startswith(tuple) call rules out
 # every wildcard rule of a path that starts with none of them.
@@ -53,23 +51,10 @@ _PROBE_MAX = 16
 # Past this many wildcard rules, index them instead of trying each in turn.
 _INDEX_MIN = 24
 
-#: Work allowed for one query's wildcard rules, in units of about a nanosecond
-#: of CPython's worst case (see :class:`_Search`): some 15 ms, whatever the
-#: file and the path.  Past it, the rules not yet decided are settled
-#: conservatively (see the module's docstring).
-MATCH_BUDGET = 15_000_000
 # Extra work for settling the undecided rules once the budget is spent.
 _SETTLE_BUDGET = 5_000_000
 # Queries whose worst case is below this take the plain loop, unbounded.
 _FAST_WORK = 2_000_000
-# Estimated cost of trying one wildcard rule, beyond its searches.
-_RULE_OVERHEAD = 150
-# Characters of the compiled pieces kept per rule set (about 18 bytes each),
-# and the longest piece compiled at all (re keeps its own cache of 512 too).
-_REGEX_CACHE_CHARS = 65536
-_REGEX_PIECE_MAX = 2048
-# A bounded search scans this many positions first, then twice as many each time.
-_WINDOW = 256
 # What a rule set without wildcard rules shares: never written, as only the
 # wildcard search writes them.
 _NO_STOP = array("l")
@@ -241,7 +226,7 @@ class RuleSet:
         else:
             cands = index.candidates(path)
             del cands[bisect_left(cands, stop) :]
-        search = _Search(path, self._regex)
+        search = Search(path, self._regex)
         needs = self._needs
         allows = self.allows
         result = -2
@@ -413,7 +398,7 @@ def _fast_lengths(wild: tuple[_Wild, ...], stop: array[int]) -> tuple[int, ...]:
         pieces = 2 + len(w[3])
         steps.append(steps[-1] + 3 * pieces + (len(w[7]) >> 2) + 1)
     return tuple(
-        max(0, _FAST_WORK - _RULE_OVERHEAD * s) // steps[s] if s else 1 << 62 for s in stop
+        max(0, _FAST_WORK - RULE_OVERHEAD * s) // steps[s] if s else 1 << 62 for s in stop
     )
 
 
@@ -490,123 +475,3 @@ def _distinct(starred: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]
 
 
 _STARS = re.compile(r"\*\*+").sub
-
-
-class _Search:
-    """The searches of one bounded query: memoised, and costed before they run.
-
-    Costs are estimates of CPython's worst case, in about nanoseconds on a
-    slow core: ``str.find`` may compare every piece character at every path
-    position (a needle under 100 characters in a path under 30,000 runs the
-    simple search), a compiled pattern (``re`` searches a literal with a
-    Knuth-Morris-Pratt table) is linear but costs about 2 us per character to
-    compile.  A search scans windows of doubling size, each run the cheaper
-    way, so a piece found early costs little; a window that would overdraw
-    :attr:`left` is not scanned, and the rule it was for stays undecided.
-    Costs never depend on what earlier queries cached: the same query gets
-    the same answer.
-    """
-
-    __slots__ = ("_chars", "_compiled", "_found", "_regex", "left", "n", "path")
-
-    def __init__(self, path: str, regex: dict[str, re.Pattern[str]]) -> None:
-        self.path = path
-        self.n = len(path)
-        self.left = MATCH_BUDGET
-        self._regex = regex
-        self._compiled: set[str] = set()  # pieces whose compiling this query paid for
-        self._found: dict[tuple[str, int], int] = {}
-        self._chars: frozenset[str] | None = None
-
-    @property
-    def chars(self) -> frozenset[str]:
-        """The characters of the path."""
-        chars = self._chars
-        if chars is None:
-            self.left -= 20 * self.n + 100
-            chars = self._chars = frozenset(self.path)
-        return chars
-
-    def absent(self, piece: str) -> bool:
-        """Whether a search already found that ``piece`` is nowhere in the path."""
-        return self._found.get((piece, 0)) == -1
-
-    def find(self, piece: str, pos: int) -> int | None:
-        """``path.find(piece, pos)``, or ``None`` if the budget does not cover it."""
-        n = self.n
-        m = len(piece)
-        if m > n - pos:
-            return -1
-        if not m:
-            return pos
-        found = self._found
-        # A search from an earlier position that found a match at or after
-        # `pos`, or none at all, answers this one too.
-        hit = found.get((piece, 0))
-        if hit is not None and (hit < 0 or hit >= pos):
-            return hit
-        key = (piece, pos)
-        hit = found.get(key)
-        if hit is not None:
-            return hit
-        lo = pos
-        size = _WINDOW
-        while True:
-            # A match starting in [lo, lo + size) ends by `hi`.
-            hi = min(n, lo + size + m - 1)
-            span = hi - lo
-            plain = 60 + span * (3 + (m >> 2))
-            linear = 400 + 2 * span
-            if piece not in self._compiled:
-                linear += 20_000 + 2_000 * m if m <= _REGEX_PIECE_MAX else 1 << 62
-            if min(plain, linear) > self.left:
-                return None
-            if plain <= linear:
-                self.left -= plain
-                hit = self.path.find(piece, lo, hi)
-            else:
-                self.left -= linear
-                self._compiled.add(piece)
-                compiled = self._regex.get(piece)
-                if compiled is None:
-                    compiled = re.compile(re.escape(piece))
-                    regex = self._regex
-                    if len(regex) >= 256 or sum(map(len, regex)) + m > _REGEX_CACHE_CHARS:
-                        self._regex.clear()
-                    self._regex[piece] = compiled
-                mt = compiled.search(self.path, lo, hi)
-                hit = mt.start() if mt is not None else -1
-            if hit >= 0 or hi >= n:
-                found[key] = hit
-                return hit
-            lo += size
-            size <<= 1
-
-    def wild_match(self, w: _Wild) -> bool | None:
-        """:func:`_wild_match` with costed, memoised searches; ``None``: undecided."""
-        self.left -= _RULE_OVERHEAD + (len(w[2]) >> 3)
-        path = self.path
-        first = w[2]
-        if not path.startswith(first):
-            return False
-        pos = len(first)
-        if not w[6]:
-            return self.n == pos
-        # The key piece must occur somewhere: one search shared by every rule
-        # with that piece rules most of them out.
-        hit = self.find(w[0], 0)
-        if hit is None or hit < 0:
-            return None if hit is None else False
-        for piece in w[3]:
-            j = self.find(piece, pos)
-            if j is None or j < 0:
-                return None if j is None else False
-            pos = j + len(piece)
-        last = w[4]
-        if w[5]:
-            self.left -= len(last) >> 3
-            return self.n - len(last) >= pos and path.endswith(last)
-        if not last:
-            return True
-        j = self.find(last, pos)
-        return None if j is None else j >= 0
