@@ -292,6 +292,18 @@ def test_503_without_retry_after_widens_but_500_does_not() -> None:
     assert g.backoff.extra > 0.1
 
 
+def test_one_servers_back_off_leaves_the_others_alone() -> None:
+    # Groups share one calm Backoff until they need their own: it must never change.
+    clock = Clock()
+    s = make(clock, policy=PacingPolicy(delay=0.1))
+    hot, calm = group_of(s, "host:hot"), group_of(s, "host:calm")
+    s.answered(hot, 429, None)
+    s.answered(hot, 503, None)
+    assert hot.backoff.extra > 0.1 and hot.backoff is not calm.backoff
+    assert calm.backoff.extra == 0.0 and s.gap(calm, 0.1) == 0.1
+    assert group_of(s, "host:new").backoff.extra == 0.0
+
+
 def test_back_off_is_capped_by_max_backoff() -> None:
     clock = Clock()
     s = make(clock, policy=PacingPolicy(delay=1.0, max_backoff=5.0))

@@ -183,7 +183,7 @@ class Admission:
 
     def _recheck_due(self, site: SiteRules) -> bool:
         """Has the server had the visits after which robots.txt is fetched again?"""
-        limit = self.cache.recheck_visits
+        limit = self._recheck
         host = site.host
         return limit is not None and host is not None and host.visits_since_check >= limit
 
@@ -198,7 +198,7 @@ class Admission:
         if site is not None and site.fresh_until > time.time():
             # One look-up from the URL's "scheme://authority" to what the slow path
             # learnt of it: the same checks as there, none of the splitting.
-            host, limit = site.host, self.cache.recheck_visits
+            host, limit = site.host, self._recheck
             if host is not None and (limit is None or host.visits_since_check < limit):
                 path = _path_of(url, cut)
                 if not site.allowed(path, self.agent):

@@ -30,7 +30,7 @@ class MemoryStore(Store):
         self.max_origins = max_origins
         # Bodies are kept compressed (text compresses 3-4x): they are read only
         # when an origin is revalidated or another gate shares the store.  A
-        # small one gains little: its entry is kept as given (packed is None).
+        # small one gains little: it stays in its entry (packed is None).
         self._robots: OrderedDict[str, tuple[RobotsEntry, bytes | None]] = OrderedDict()
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
 
