@@ -335,6 +335,21 @@ async def test_check_reads_the_path_the_client_sends() -> None:
     assert d is not None and d.allowed
 
 
+async def test_check_never_answers_for_another_origin_sharing_a_prefix() -> None:
+    # check() remembers the last origin it answered for: a look-alike must not pass as it.
+    evil = A + ".evil"
+    admission = build(Clock(), delay=0.0)
+    transport_of(admission).bodies[evil] = b"User-agent: *\nDisallow: /public\n"
+    await admission.site(A)
+    await admission.site(evil)
+    for _ in range(2):
+        for url, allowed in ((A + "/public", True), (evil + "/public", False),
+                             (A + "/private", False), (A, True), (evil + "/private", True),
+                             (A + ":80/public", True)):  # the same origin, written out
+            d = admission.check(url)
+            assert (d.allowed if d is not None else None) is allowed, url
+
+
 async def test_check_is_none_once_stale_or_due_for_a_recheck() -> None:
     clock = Clock()
     admission = build(clock, delay=0.0, recheck_visits=2)

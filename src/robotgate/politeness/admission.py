@@ -52,7 +52,7 @@ class Admission:
         self._saves_hosts = not isinstance(store, MemoryStore)
         self.disallowed = 0
         self._fast: dict[str, SiteRules] = {}
-        self._last: tuple[str, SiteRules | None] = ("\x00", None)  # check()'s last origin
+        self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
         self._recheck = cache.recheck_visits
         self._groups = scheduler.groups_by_key
@@ -157,17 +157,17 @@ class Admission:
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
         # The links of one page mostly share its origin: the last one is tried first.
         now = _now()
-        key, site = self._last
-        cut = len(key)
-        if (site is None or url[:cut] != key or url[cut:cut + 1] not in "/"  # "/" or the end
-                or site.fresh_until <= now):
+        head, n, site = self._last  # "scheme://authority/", its length, its site
+        if site is None or url[:n] != head or site.fresh_until <= now:
             cut = url.find("/", 8)
-            key = url[:cut] if cut > 0 else url
-            site = self._fast.get(key)
+            site = self._fast.get(url[:cut] if cut > 0 else url)
             if site is None or site.fresh_until <= now:
                 hit = self.cached(url)
                 return hit[0].decide(hit[1], self.agent) if hit is not None else None
-            self._last = key, site
+            if cut > 0:
+                self._last = url[:cut + 1], cut + 1, site
+        else:
+            cut = n - 1
         host, limit = site.host, self._recheck
         if host is not None and limit is not None and host.visits_since_check >= limit:
             return None
