@@ -206,20 +206,11 @@ def entry_for_response(
             detail=f"robots.txt answered {status}",
             good_at=now,
         )
-    if status in (401, 403) and policy.forbidden_disallows_all:
+    forbidden = status in (401, 403) and policy.forbidden_disallows_all
+    if forbidden or (400 <= status < 500 and status != 429):
         return RobotsEntry(
             origin=origin,
-            outcome=Outcome.FORBIDDEN,
-            fetched_at=now,
-            fresh_until=_fresh_until(headers, now, policy),
-            status=status,
-            final_url=_redacted(final_url),
-            detail=f"robots.txt answered {status}",
-        )
-    if 400 <= status < 500 and status != 429:
-        return RobotsEntry(
-            origin=origin,
-            outcome=Outcome.UNAVAILABLE,
+            outcome=Outcome.FORBIDDEN if forbidden else Outcome.UNAVAILABLE,
             fetched_at=now,
             fresh_until=_fresh_until(headers, now, policy),
             status=status,
