@@ -613,7 +613,7 @@ async def run_alternative(name: str, spec: dict[str, Any], workdir: Path
 # -- figure 4: overhead, each run a fresh client process ------------------------------
 
 #: The overhead contenders; a name with BEFORE runs on the ``--before-src`` tree.
-OVERHEAD_CONTENDERS = ("aiohttp", "gate.fetch", "middleware", "baseline")
+OVERHEAD_CONTENDERS = ("aiohttp", "floor", "gate.fetch", "middleware", "baseline")
 BEFORE = " (before)"
 #: C functions counted in callgrind runs: GC-tracked allocations, small-object
 #: allocations, and the collector itself (its inclusive instructions).
@@ -686,6 +686,25 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
         plain = session()
 
         async def fetch(url: str) -> bool:
+            async with plain.get(url, headers=headers) as resp:
+                await resp.read()
+                return resp.status == 200
+    elif name == "floor":
+        # What any robots.txt-respecting client must do at least: plain aiohttp
+        # plus one robots.txt request per host (single flight), read, not parsed.
+        plain = session()
+        asked: dict[str, asyncio.Future[None]] = {}
+
+        async def fetch(url: str) -> bool:
+            origin = url[:url.index("/", 8)]
+            done = asked.get(origin)
+            if done is None:
+                done = asked[origin] = asyncio.get_running_loop().create_future()
+                async with plain.get(origin + "/robots.txt", headers=headers) as resp:
+                    await resp.read()
+                done.set_result(None)
+            elif not done.done():
+                await done
             async with plain.get(url, headers=headers) as resp:
                 await resp.read()
                 return resp.status == 200

@@ -6,9 +6,13 @@ import threading
 
 import pytest
 import yarl
+from hypothesis import given
+from hypothesis import strategies as st
 
 from robotgate import InvalidURL, RobotsTxt
 from robotgate.urls import (
+    _origin_slow,
+    _plain_origin,
     normalise_path,
     origin_of,
     path_of,
@@ -20,6 +24,29 @@ from robotgate.urls import (
 )
 
 # -- origins ------------------------------------------------------------------------
+
+_LABEL = st.text("abcXYZ019-_", min_size=0, max_size=70)
+
+
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
+       labels=st.lists(_LABEL, min_size=1, max_size=5),
+       port=st.one_of(st.none(), st.sampled_from(["", "0", "08", "80", "443", "65535",
+                                                 "65536", "99999"]),
+                      st.integers(1, 70000).map(str)))
+def test_the_plain_origin_shortcut_agrees_with_the_full_parse(
+        scheme: str, labels: list[str], port: str | None) -> None:
+    prefix = f"{scheme}://{'.'.join(labels)}" + ("" if port is None else f":{port}")
+    fast = _plain_origin(prefix)
+    if fast is None:
+        return  # not plain: the full parse answers (or refuses)
+    assert fast == _origin_slow(prefix + "/x")
+
+
+@pytest.mark.parametrize("prefix", ["http://a.com", "https://127.0.3.7:8080", "http://a.com:80",
+                                    "https://a-b.c_d.example:443"])
+def test_common_prefixes_take_the_plain_origin_shortcut(prefix: str) -> None:
+    assert _plain_origin(prefix) == origin_of(prefix + "/")
+
 
 
 @pytest.mark.parametrize(

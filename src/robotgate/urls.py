@@ -231,6 +231,26 @@ def _origin_slow(url: str) -> str:
     return f"{scheme}://{host}"
 
 
+#: A ``scheme://authority`` that needs no normalising: lower-case http(s), an ASCII
+#: host of well-formed labels, an optional port without a leading zero.
+_PLAIN_PREFIX = re.compile(
+    r"(https?)://((?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63})(?::([1-9][0-9]{0,4}))?").fullmatch
+
+
+def _plain_origin(prefix: str) -> str | None:
+    """The origin of a plain prefix (as :func:`_origin_slow` would give), else None."""
+    m = _PLAIN_PREFIX(prefix)
+    if m is None or len(m[2]) > MAX_HOST_LENGTH:
+        return None
+    port = m[3]
+    if port is None:
+        return prefix
+    number = int(port)
+    if number > 65535:
+        return None
+    return prefix[: m.start(3) - 1] if number == _DEFAULT_PORTS[m[1]] else prefix
+
+
 def split_origin(url: str) -> tuple[str, str]:
     """Split an absolute http(s) URL into its origin and the rest.
 
@@ -250,7 +270,7 @@ def split_origin(url: str) -> tuple[str, str]:
         prefix = m[0]
         origin = _ORIGIN_CACHE.get(prefix)
         if origin is None:
-            origin = _origin_slow(url)
+            origin = _plain_origin(prefix) or _origin_slow(url)
             if "@" not in prefix:  # no password is kept
                 if len(_ORIGIN_CACHE) >= _ORIGIN_CACHE_MAX:
                     _ORIGIN_CACHE.clear()

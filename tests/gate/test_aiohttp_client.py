@@ -4,12 +4,16 @@ robots.txt requests go."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import aiohttp
 import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
+from robotgate.gate.aiohttp_client import AiohttpRobotsTransport
+from robotgate.policy.fetch import FetchPolicy
+from robotgate.policy.fetch_flow import RobotsRequest
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"
@@ -101,3 +105,53 @@ async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> N
     finally:
         await runner.cleanup()
     assert [path for path, _ in site.seen].count("/robots.txt") == 2
+
+
+async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
+    # The fetcher adds no timer for this transport: its own request must stop.
+    async def trickle(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        for _ in range(50):
+            await resp.write(b"# slow\n")
+            await asyncio.sleep(0.1)
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", trickle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/robots.txt"
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            transport = AiohttpRobotsTransport(gate.client)
+            assert transport.enforces_deadline
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(asyncio.TimeoutError):
+                await transport.send(RobotsRequest(url, deadline=time.time() + 0.3))
+            assert loop.time() - start < 2.0  # not the 5 s the body would take
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(5)
+        return web.Response(text=ROBOTS)
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", slow)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with RobotGate(AGENT, delay=0, policy=FetchPolicy(timeout=0.3)) as gate:
+            start = asyncio.get_running_loop().time()
+            decision = await gate.decide(base + "/page")
+            assert asyncio.get_running_loop().time() - start < 2.0
+            assert not decision.allowed and "did not answer within 0.3s" in decision.reason
+    finally:
+        await runner.cleanup()

@@ -187,6 +187,27 @@ async def test_the_fetch_completes_even_if_every_asker_is_cancelled() -> None:
     assert len(transport.requests) == 1  # the next ask uses it
 
 
+async def test_an_error_in_the_shared_fetch_reaches_every_waiter_then_clears() -> None:
+    calls: list[str] = []
+
+    async def broken_host_state(origin: str) -> HostState:
+        calls.append(origin)
+        await asyncio.sleep(0.01)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the host state")
+        return HostState(origin)
+
+    transport = Transport()
+    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), MemoryStore(),
+                        Interpretation(AGENT), host_state=broken_host_state)
+    asks = [asyncio.ensure_future(cache.get(SITE)) for _ in range(3)]
+    done = await asyncio.gather(*asks, return_exceptions=True)
+    assert all(isinstance(d, RuntimeError) for d in done) and calls == [SITE]
+    assert cache.inflight == 0
+    site = await cache.get(SITE)  # the failed flight is gone: the next ask fetches
+    assert not site.allowed("/x", AGENT) and len(transport.requests) == 1
+
+
 async def test_close_ends_waiters_with_cache_closed() -> None:
     transport = Transport(held=True)
     cache, _ = make(transport)

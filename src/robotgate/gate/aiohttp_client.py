@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import socket
+import time
 from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any
@@ -301,13 +302,19 @@ class AiohttpRobotsTransport:
     """Sends the robots.txt flow's requests through the gate's aiohttp session, or
     through the user's session when a request of theirs (the middleware) asked."""
 
+    #: Each request ends at its deadline (aiohttp's own timer, which every request
+    #: has anyway): no second timer per robots.txt fetch.
+    enforces_deadline = True
+
     def __init__(self, client: AiohttpClient) -> None:
         self.client = client
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
         if request.previous is not None:
-            why = await client.hop_refusal(request.previous, request.url)
+            # The resolver has no timer of its own.
+            why = await asyncio.wait_for(client.hop_refusal(request.previous, request.url),
+                                         _left(request))
             if why is not None:
                 return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
         headers = {**client.headers, **request.headers} if request.headers else client.headers
@@ -325,8 +332,11 @@ class AiohttpRobotsTransport:
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
                headers: dict[str, str]) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
+    left = _left(request)
+    timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
     async with session.get(request.url, headers=headers, allow_redirects=False,
-                           raise_for_status=False, middlewares=(_once(),)) as resp:
+                           raise_for_status=False, middlewares=(_once(),),
+                           timeout=timeout) as resp:
         status = resp.status
         body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
         return RobotsResponse(status, resp.headers, body, str(resp.url))
@@ -338,6 +348,13 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     slot = CURRENT.get()
     if slot is not None:
         slot.check(asyncio.get_running_loop().time())
+
+
+def _left(request: RobotsRequest) -> float | None:
+    """Seconds left until the request's deadline (None: no deadline)."""
+    if request.deadline is None:
+        return None
+    return max(request.deadline - time.time(), 0.001)
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> str | None:

@@ -52,6 +52,10 @@ class RobotsRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     max_bytes: int = 500 * 1024
     previous: str | None = None
+    #: Unix time by which the whole fetch (every hop) must be over.  The fetcher
+    #: bounds the time itself unless the transport says it ends the request then
+    #: (``enforces_deadline = True``), as the aiohttp one does with its own timer.
+    deadline: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +99,9 @@ def robots_flow(
             headers["If-Modified-Since"] = previous.last_modified
     seen = {url}
     hop_from: str | None = None
+    deadline = now + policy.timeout
     for _hop in range(policy.max_redirects + 1):
-        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from)
+        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline)
         if resp.refused is not None:
             return entry_for_redirect_failure(origin, resp.refused, when(), policy, final_url=url)
         status = resp.status

@@ -14,10 +14,9 @@ A request that is cached, allowed and due costs no coroutine at all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
@@ -82,6 +81,7 @@ class Admission:
         return (await self.group(origin)).state
 
     async def group(self, origin: str) -> Group:
+        """The politeness group of ``origin``'s server (created, from the store, if new)."""
         key = self.keys.cached(origin)
         if key is None:
             key = await self.keys.key(origin)
@@ -97,19 +97,9 @@ class Admission:
             group = self.scheduler.get(key) or self.scheduler.add(key, state)
         return group
 
-    @contextlib.asynccontextmanager
-    async def robots_turn(self, origin: str) -> AsyncIterator[None]:
+    def robots_turn(self, origin: str) -> RobotsTurn:
         """A robots.txt request is a request to the server: paced and capped like a page."""
-        group = await self.group(origin)
-        scheduler = self.scheduler
-        await scheduler.start(group, scheduler.policy.delay, page=False)
-        try:
-            yield
-        finally:
-            now = scheduler.now()
-            if now > group.last:
-                group.last = now  # paced from the answer, as pages are
-            scheduler.done(group)
+        return RobotsTurn(self, origin)
 
     def known_group(self, origin: str) -> Group | None:
         key = self.keys.cached(origin)
@@ -273,6 +263,41 @@ class Admission:
 
     def done(self, group: Group) -> None:
         self.scheduler.done(group)
+
+
+class RobotsTurn:
+    """``async with admission.robots_turn(origin)``: the server's turn for its robots.txt.
+
+    A class, not a generator-based context manager: once per origin, on every
+    cold start.
+    """
+
+    __slots__ = ("_admission", "_group", "_origin")
+
+    def __init__(self, admission: Admission, origin: str) -> None:
+        self._admission = admission
+        self._origin = origin
+        self._group: Group | None = None
+
+    async def __aenter__(self) -> None:
+        admission = self._admission
+        group = admission.known_group(self._origin)
+        if group is None:
+            group = await admission.group(self._origin)
+        scheduler = admission.scheduler
+        interval = scheduler.policy.delay
+        if not scheduler.try_start(group, interval, page=False):
+            await scheduler.start(group, interval, page=False)
+        self._group = group
+
+    async def __aexit__(self, *exc: object) -> None:
+        group = self._group
+        assert group is not None
+        scheduler = self._admission.scheduler
+        now = scheduler.now()
+        if now > group.last:
+            group.last = now  # paced from the answer, as pages are
+        scheduler.done(group)
 
 
 def _path_of(url: str, cut: int) -> str:

@@ -8,7 +8,6 @@ fetch lock so that one worker fetches for all.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +27,16 @@ log = logging.getLogger("robotgate.robots")
 @asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield
+
+
+class _Flight:
+    """One origin's robots.txt fetch in flight and the futures of those waiting for it."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[None] | None = None
+        self.waiters: list[asyncio.Future[SiteRules]] = []
 
 
 class CacheClosed(RuntimeError):
@@ -61,7 +70,7 @@ class RobotsCache:
         self._host_state = host_state
         self._turn = turn
         self._sites: dict[str, SiteRules] = {}
-        self._inflight: dict[str, asyncio.Task[SiteRules]] = {}
+        self._inflight: dict[str, _Flight] = {}
         self._closed = False
         self.store_errors = 0
 
@@ -88,27 +97,49 @@ class RobotsCache:
         site = self.cached(origin)
         if site is not None:
             return site
-        task = self._inflight.get(origin)
-        if task is None:
+        flight = self._inflight.get(origin)
+        loop = asyncio.get_running_loop()
+        if flight is None:
             if self._closed:
                 raise CacheClosed("the gate is closed")
-            task = asyncio.get_running_loop().create_task(
-                self._refresh(origin, self._sites.get(origin)))
-            self._inflight[origin] = task
-            task.add_done_callback(functools.partial(self._forget, origin))
+            flight = self._inflight[origin] = _Flight()
+            flight.task = loop.create_task(self._fly(origin, flight))
+        # Each waiter awaits its own future: one that is cancelled cancels only
+        # that, never the shared fetch (as asyncio.shield, with fewer hops).
+        waiter: asyncio.Future[SiteRules] = loop.create_future()
+        flight.waiters.append(waiter)
         try:
-            # shield: a waiter that is cancelled must not cancel the shared fetch.
-            return await asyncio.shield(task)
+            return await waiter
         except asyncio.CancelledError:
-            if self._closed and task.cancelled():
+            if self._closed and flight.task is not None and flight.task.cancelled():
                 raise CacheClosed("the gate was closed during the robots.txt fetch") from None
             raise
 
-    def _forget(self, origin: str, task: asyncio.Task[SiteRules]) -> None:
-        if self._inflight.get(origin) is task:
+    async def _fly(self, origin: str, flight: _Flight) -> None:
+        """The shared fetch: its answer (or error) goes to every waiter still waiting."""
+        try:
+            site = await self._refresh(origin, self._sites.get(origin))
+        except asyncio.CancelledError:
+            self._land(origin, flight)
+            for waiter in flight.waiters:
+                waiter.cancel()
+            raise
+        except BaseException as exc:
+            self._land(origin, flight)
+            for waiter in flight.waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit: the loop's too
+            return
+        self._land(origin, flight)
+        for waiter in flight.waiters:
+            if not waiter.done():
+                waiter.set_result(site)
+
+    def _land(self, origin: str, flight: _Flight) -> None:
+        if self._inflight.get(origin) is flight:
             del self._inflight[origin]
-        if not task.cancelled():
-            task.exception()  # retrieved: waiters got it; no "never retrieved" warning
 
     @property
     def inflight(self) -> int:
@@ -120,7 +151,7 @@ class RobotsCache:
     async def close(self) -> None:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
         self._closed = True
-        tasks = list(self._inflight.values())
+        tasks = [f.task for f in self._inflight.values() if f.task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -139,25 +170,12 @@ class RobotsCache:
         if stored is not None and stored.is_fresh(time.time()) and not recheck:
             return self._install(origin, stored, host)
         previous = stored if stored is not None else (site.entry if site is not None else None)
-        timeout = self.fetcher.policy.timeout
-        token = await store.lock_fetch(origin, timeout * 2 + 5)
-        tries = 0
-        while token is None and tries < 10:
-            # Another worker fetches it: wait for its result, then use it.
-            tries += 1
-            got = await store.wait_robots(origin, timeout + 5)
-            if got is not None and got.is_fresh(time.time()):
+        token: str | None = None
+        if store.shared:
+            # Other workers may fetch it: one does, the others use its entry.
+            token, got = await self._lock(origin, stored, recheck)
+            if got is not None:
                 return self._install(origin, got, host)
-            token = await store.lock_fetch(origin, timeout * 2 + 5)
-        if token is not None and store.shared:
-            # Another worker may have fetched it and let go of the lock between our
-            # first look and taking the lock: look again before fetching.
-            again = await store.load_robots(origin)
-            if again is not None and again.is_fresh(time.time()) and (
-                not recheck or stored is None or again.fetched_at > stored.fetched_at
-            ):
-                await self._unlock(origin, token)
-                return self._install(origin, again, host)
         try:
             async with self._turn(origin) if self._turn is not None else _nothing():
                 again = await store.load_robots(origin) if store.shared else None
@@ -182,6 +200,31 @@ class RobotsCache:
             host.visits_since_check = 0
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
+
+    async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
+                    ) -> tuple[str | None, RobotsEntry | None]:
+        """The shared store's fetch lock (a token), or the entry another worker fetched."""
+        store = self.store
+        timeout = self.fetcher.policy.timeout
+        token = await store.lock_fetch(origin, timeout * 2 + 5)
+        tries = 0
+        while token is None and tries < 10:
+            # Another worker fetches it: wait for its result, then use it.
+            tries += 1
+            got = await store.wait_robots(origin, timeout + 5)
+            if got is not None and got.is_fresh(time.time()):
+                return None, got
+            token = await store.lock_fetch(origin, timeout * 2 + 5)
+        if token is not None:
+            # Another worker may have fetched it and let go of the lock between our
+            # first look and taking the lock: look again before fetching.
+            again = await store.load_robots(origin)
+            if again is not None and again.is_fresh(time.time()) and (
+                not recheck or stored is None or again.fetched_at > stored.fetched_at
+            ):
+                await self._unlock(origin, token)
+                return None, again
+        return token, None
 
     async def _save(self, entry: RobotsEntry) -> None:
         # A store that cannot save (a full disk) must not cost the site a robots.txt

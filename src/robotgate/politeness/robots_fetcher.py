@@ -23,7 +23,12 @@ log = logging.getLogger("robotgate.robots")
 
 
 class RobotsTransport(Protocol):
-    """What a client adapter provides to fetch robots.txt."""
+    """What a client adapter provides to fetch robots.txt.
+
+    A transport may also set ``enforces_deadline = True`` when it ends each
+    request at its :attr:`RobotsRequest.deadline` (raising ``TimeoutError``);
+    the fetcher then adds no timer of its own.
+    """
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one GET (no redirects followed) and return its answer."""
@@ -47,7 +52,9 @@ class RobotsFetcher:
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
         try:
-            if sys.version_info >= (3, 11):
+            if getattr(self.transport, "enforces_deadline", False):
+                entry = await self._drive(flow)  # each request carries the deadline
+            elif sys.version_info >= (3, 11):
                 async with asyncio.timeout(policy.timeout):  # no task, unlike wait_for
                     entry = await self._drive(flow)
             else:

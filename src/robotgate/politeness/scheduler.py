@@ -211,8 +211,11 @@ class Scheduler:
         gap = self.gap(group, group.interval if interval is None else interval)
         return max(0.0, group.paused_until - now, group.last + gap - now)
 
-    def try_start(self, group: Group, interval: float) -> bool:
-        """Start a request now if it is due and under every cap; no coroutine."""
+    def try_start(self, group: Group, interval: float, page: bool = True) -> bool:
+        """Start a request now if it is due and under every cap; no coroutine.
+
+        ``page`` False: a robots.txt request (see :meth:`start`).
+        """
         if group.waiting or not group.slots.try_take():
             return False
         now = self.now()
@@ -223,7 +226,7 @@ class Scheduler:
         if glob is not None and not glob.try_take():
             group.slots.give()
             return False
-        self._started(group, interval, now)
+        self._started(group, interval, now, page)
         return True
 
     async def start(
