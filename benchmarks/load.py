@@ -42,7 +42,10 @@ overhead  (figure 4, issue 15) 1,000 hosts x 5 pages, 200 tasks, delay 0,
           gate.fetch and middleware of another tree (e.g. a worktree of an
           older commit), interleaved; ``--profile`` one cProfile run each;
           ``--callgrind`` exact instructions and GC-tracked allocations
-          (calls of ``_PyObject_GC_Link``) per cached page under valgrind.
+          (calls of ``_PyObject_GC_Link``) per cached page and per new host
+          under valgrind.  ``floor`` is plain aiohttp plus one unparsed
+          robots.txt request per host: what any client that asks for
+          robots.txt must at least do.
 decisions (figure 5, issue 15) 1,000 corpus robots.txt files installed
           through a MemoryStore (no network), 50 URLs each: the parser's own
           ``allowed`` (and ``decide``) on the gate's parsed rules, ``await
@@ -986,26 +989,30 @@ def parse_callgrind(path: Path) -> dict[str, Any]:
 
 async def callgrind_overhead(
     server: ServerProcess, contenders: Sequence[tuple[str, Path | None]], workdir: Path,
-    progress: Progress, hosts: int = 200, pages: tuple[int, int] = (1, 6),
+    progress: Progress, hosts: tuple[int, int] = (200, 600), pages: tuple[int, int] = (1, 6),
 ) -> dict[str, Any]:
-    """Instructions and allocations per cached page, exactly, under callgrind.
+    """Instructions and allocations per cached page and per new host, exactly, under callgrind.
 
-    Each contender runs twice on ``hosts`` hosts, with ``pages[0]`` and
-    ``pages[1]`` pages per host: the same robots.txt fetches and connections,
-    so the difference over the extra pages is the cost of a page whose
-    robots.txt is cached, on a kept-alive connection.
+    Each contender runs three times: ``hosts[0]`` hosts with ``pages[0]`` and
+    ``pages[1]`` pages each (the same robots.txt fetches and connections, so
+    the difference over the extra pages is the cost of a page whose robots.txt
+    is cached, on a kept-alive connection), and ``hosts[1]`` hosts with
+    ``pages[0]`` (the difference over the extra hosts is the cost of a new
+    host: its connection, robots.txt and first page).
     """
     if shutil.which("valgrind") is None:
         return {"error": "valgrind not installed"}
-    out: dict[str, Any] = {"hosts": hosts, "pages": list(pages), "contenders": {}}
+    out: dict[str, Any] = {"hosts": hosts[0], "new_hosts": list(hosts), "pages": list(pages),
+                           "contenders": {}}
     for name, src in contenders:
         got: list[dict[str, Any]] = []
-        for n in pages:
-            spec_path = workdir / f"cg-spec-{n}.json"
-            spec_path.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": n,
-                                             "concurrency": min(200, hosts)}))
+        for h, n in ((hosts[0], pages[0]), (hosts[0], pages[1]), (hosts[1], pages[0])):
+            spec_path = workdir / f"cg-spec-{h}-{n}.json"
+            spec_path.write_text(json.dumps({"base_urls": server.base_urls[:h], "pages": n,
+                                             "concurrency": min(200, h)}))
             cg_file = workdir / f"cg-{len(got)}.out"
-            progress.start(f"overhead: callgrind {name}, {n} page(s) per host")
+            progress.start(f"overhead: callgrind {name}, {h} hosts, {n} page(s) per host")
+            await server.reset()
             child = await _child_json(
                 ["--overhead-child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800,
                 src, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg_file}"])
@@ -1015,18 +1022,29 @@ async def callgrind_overhead(
                 break
             got.append(parse_callgrind(cg_file))
             cg_file.unlink()
-        if len(got) != 2:
+        if len(got) != 3:
             continue
-        extra = hosts * (pages[1] - pages[0])
-        a, b = got
+        a, b, c = got
+
+        def per(x: dict[str, Any], y: dict[str, Any], n: int) -> dict[str, float]:
+            return {"instructions": (y["instructions"] - x["instructions"]) / n,
+                    "gc_allocations": (y["calls"]["_PyObject_GC_Link"]
+                                       - x["calls"]["_PyObject_GC_Link"]) / n,
+                    "mallocs": (y["calls"]["_PyObject_Malloc"]
+                                - x["calls"]["_PyObject_Malloc"]) / n,
+                    "gc_instructions": (y["inclusive"]["gc_collect_main"]
+                                        - x["inclusive"]["gc_collect_main"]) / n}
+
+        page = per(a, b, hosts[0] * (pages[1] - pages[0]))
+        host = per(a, c, hosts[1] - hosts[0])
         out["contenders"][name] = {
-            "instructions_per_page": (b["instructions"] - a["instructions"]) / extra,
-            "gc_allocations_per_page":
-                (b["calls"]["_PyObject_GC_Link"] - a["calls"]["_PyObject_GC_Link"]) / extra,
-            "mallocs_per_page":
-                (b["calls"]["_PyObject_Malloc"] - a["calls"]["_PyObject_Malloc"]) / extra,
-            "gc_instructions_per_page":
-                (b["inclusive"]["gc_collect_main"] - a["inclusive"]["gc_collect_main"]) / extra,
+            "instructions_per_page": page["instructions"],
+            "gc_allocations_per_page": page["gc_allocations"],
+            "mallocs_per_page": page["mallocs"],
+            "gc_instructions_per_page": page["gc_instructions"],
+            "instructions_per_new_host": host["instructions"],
+            "gc_allocations_per_new_host": host["gc_allocations"],
+            "gc_instructions_per_new_host": host["gc_instructions"],
         }
     return out
 
@@ -1479,7 +1497,7 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
                 rules = memo.get(i % k)
                 if rules is None:
                     rules = memo[i % k] = parse_entry(entry, cache.how)
-            sites.append(cache._install(origin, entry, HostState(origin), -math.inf, rules))
+            sites.append(cache._install(origin, entry, HostState(origin), rules))
         result["fill_seconds"] = time.perf_counter() - t0
         gc.collect()
         rss1 = _rss()
@@ -2019,6 +2037,23 @@ def render_details(report: dict[str, Any]) -> str:
             out += _md(["contender", "instructions/page", "vs aiohttp",
                         "GC-tracked allocations/page", "small allocations/page",
                         "GC instructions/page"], body)
+            floor = cg["contenders"].get("floor", {}).get("instructions_per_new_host")
+            hosts = cg.get("new_hosts", [0, 0])
+            out.append(f"\nCallgrind, per new host: its connection, robots.txt (but for "
+                       f"aiohttp) and first page (runs with {hosts[1]} and {hosts[0]} hosts, "
+                       f"one page each; the floor is aiohttp plus an unparsed robots.txt "
+                       f"request):\n")
+            body = []
+            for name, c in cg["contenders"].items():
+                if "instructions_per_new_host" not in c:
+                    continue
+                ins = c["instructions_per_new_host"]
+                body.append([name, _fmt_int(ins),
+                             f"{ins - floor:+,.0f}" if floor else "-",
+                             f"{c['gc_allocations_per_new_host']:.1f}",
+                             _fmt_int(c["gc_instructions_per_new_host"])])
+            out += _md(["contender", "instructions/new host", "vs floor",
+                        "GC-tracked allocations/new host", "GC instructions/new host"], body)
         for name, prof in (o.get("profile") or {}).items():
             if not isinstance(prof, dict):
                 out.append(f"\ncProfile {name}: {prof}")

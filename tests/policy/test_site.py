@@ -7,7 +7,7 @@ import pytest
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.pacing import PacingPolicy
-from robotgate.policy.site import SKIPPED, Interpretation, interpret
+from robotgate.policy.site import SKIPPED, SMALL_BODY, Interpretation, interpret
 from robotgate.records import Outcome, RobotsEntry
 
 AGENT = "SiteBot/1.0"
@@ -24,8 +24,10 @@ def how(**pacing: object) -> Interpretation:
     return Interpretation(AGENT, pacing=PacingPolicy(**pacing))  # type: ignore[arg-type]
 
 
-def test_rules_decide_per_url_and_the_body_is_dropped() -> None:
-    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n"), how())
+def test_rules_decide_per_url_and_a_large_body_is_dropped() -> None:
+    small = ok_entry(b"User-agent: *\nDisallow: /private\n")
+    assert interpret(small, how()).entry is small  # small: kept, no copy made
+    site = interpret(ok_entry(b"User-agent: *\nDisallow: /private\n" + b"#" * SMALL_BODY), how())
     assert site.verdict is None and site.rules is not None
     assert site.entry.body is None  # the store keeps the body, not the cache
     assert site.fresh_until == NOW + 3600

@@ -75,9 +75,11 @@ class FetchCall:
         resp, group = self._resp, self._group
         if resp is not None:
             resp.release()
-            self._client.forget(resp)
         if group is not None:
+            # Streamed: the response is still tracked and holds its server's slot.
             self._group = None
+            if resp is not None:
+                self._client.forget(resp)
             self._client.admission.done(group)
 
 
@@ -116,7 +118,7 @@ class AiohttpClient:
             given = kwargs.pop("headers", None)
             kwargs["headers"] = {**given, **self.headers} if given else self.headers
         admission = self.admission
-        history: list[aiohttp.ClientResponse] = []
+        history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         while True:
             # One hop, inline: a coroutine layer less on every resumption of the request.
             group = admission.admit(url)
@@ -147,7 +149,7 @@ class AiohttpClient:
             why = await self.hop_refusal(url, target)
             if why is not None:
                 raise Disallowed(target, Decision(False, why, outcome=REFUSED))
-            history.append(resp)
+            history += (resp,)
             if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
                 method = "GET"
                 kwargs.pop("data", None)

@@ -19,6 +19,8 @@ __all__ = ["Interpretation", "SiteRules", "interpret"]
 
 #: ``Decision.outcome`` of an origin skipped because it asks for too long a delay.
 SKIPPED = "skipped"
+#: Bodies up to this size stay in the site's entry; larger ones only in the store.
+SMALL_BODY = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class SiteRules:
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float) -> None:
-        self.entry = entry  # without its body (the store keeps that)
+        self.entry = entry  # without its body unless small (the store keeps that)
         self.rules = rules
         self.verdict = verdict
         self.fresh_until = entry.fresh_until
@@ -84,7 +86,10 @@ def interpret(entry: RobotsEntry, how: Interpretation,
     if too_long is not None and verdict is None:
         verdict = Decision(False, f"{too_long}: the origin is skipped", outcome=SKIPPED)
     interval = pacing.delay if too_long is not None else pacing.interval_for(asked)
-    return SiteRules(entry.copy(body=None), rules, verdict, interval)
+    # A small body costs less kept than a copy of the entry without it.
+    body = entry.body
+    kept = entry if body is None or len(body) <= SMALL_BODY else entry.copy(body=None)
+    return SiteRules(kept, rules, verdict, interval)
 
 
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
