@@ -21,6 +21,11 @@ class Outcome:
     ALL = (OK, UNAVAILABLE, FORBIDDEN, UNREACHABLE)
 
 
+#: Bodies up to this size stay in their entry, wherever it is kept (the cache's
+#: site, the memory store): a copy without the body or compression saves little.
+SMALL_BODY = 256
+
+
 @dataclass(slots=True)
 class RobotsEntry:
     """What is known of one origin's robots.txt.

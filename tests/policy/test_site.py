@@ -7,8 +7,8 @@ import pytest
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.pacing import PacingPolicy
-from robotgate.policy.site import SKIPPED, SMALL_BODY, Interpretation, interpret
-from robotgate.records import Outcome, RobotsEntry
+from robotgate.policy.site import SKIPPED, Interpretation, interpret
+from robotgate.records import SMALL_BODY, Outcome, RobotsEntry
 
 AGENT = "SiteBot/1.0"
 ORIGIN = "http://site.example"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from robotgate.records import SMALL_BODY
 from robotgate.store.base import HostState, Outcome, RobotsEntry, Store
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
@@ -481,3 +482,17 @@ async def test_memory_store_is_bounded() -> None:
 def test_memory_store_rejects_zero_bound() -> None:
     with pytest.raises(ValueError):
         MemoryStore(max_origins=0)
+
+
+async def test_memory_store_hands_out_copies_of_small_and_large_bodies() -> None:
+    store = MemoryStore()
+    for size in (SMALL_BODY, SMALL_BODY + 1, 50_000):
+        body = b"User-agent: *\nDisallow: /x\n" + b"#" * size
+        saved = RobotsEntry("https://m.example", Outcome.OK, 1.0, 2.0, 200, body)
+        await store.save_robots(saved)
+        first = await store.load_robots("https://m.example")
+        assert first == saved and first is not saved  # a copy: the caller's to change
+        assert first is not None
+        first.body = b"changed"
+        again = await store.load_robots("https://m.example")
+        assert again is not None and again.body == body

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..decision import Decision
-from ..records import HostState, RobotsEntry
+from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
@@ -19,8 +19,6 @@ __all__ = ["Interpretation", "SiteRules", "interpret"]
 
 #: ``Decision.outcome`` of an origin skipped because it asks for too long a delay.
 SKIPPED = "skipped"
-#: Bodies up to this size stay in the site's entry; larger ones only in the store.
-SMALL_BODY = 256
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,7 +176,7 @@ class _Group:
         compiled = self._compiled
         if compiled is None:
             compiled = self._compiled = RuleSet(_normalised(self.rules))
-            self.rules = []
+            self.rules = _COMPILED
         return compiled
 
     def usage_rules(self) -> tuple[UsageRules, UsageRules] | None:
@@ -255,9 +255,10 @@ class Rfc9309Rules(RobotsTxt):
         star: _Group | None = None,
         sitemaps: list[str] | None = None,
     ) -> None:
-        self._agents: dict[str, _Group] = agents or {}
+        # Most files name no agent but "*" and list no sitemap: shared empties.
+        self._agents: dict[str, _Group] = agents or _NO_AGENTS
         self._star = star
-        self._sitemaps: list[str] = sitemaps or []
+        self._sitemaps: tuple[str, ...] = tuple(sitemaps) if sitemaps else ()
         # Query caches: each User-Agent string's rules, and the "scheme://host/"
         # of the last URL asked about (a file serves one origin, so it repeats).
         self._memo: dict[str, RuleSet | None] = {}
@@ -550,6 +551,10 @@ class _Decider:
 _ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
 _NO_DECIDERS: dict[str, _Decider | None] = {}
+#: Read only, shared by every file that names no agent but "*".
+_NO_AGENTS: dict[str, _Group] = {}
+#: A compiled group's rules: they live in its RuleSet (never appended to).
+_COMPILED: list[tuple[bool, str, int]] = []
 
 
 def _clean(path: str) -> str:

@@ -6,13 +6,12 @@ import zlib
 from collections import OrderedDict
 from typing import TypeVar
 
+from ..records import SMALL_BODY
 from .base import HostState, RobotsEntry, Store
 
 __all__ = ["MemoryStore"]
 
 _V = TypeVar("_V")
-# Bodies up to this size are kept as they are (zlib would save a few dozen bytes).
-_KEEP_RAW = 256
 
 
 class MemoryStore(Store):
@@ -30,8 +29,9 @@ class MemoryStore(Store):
         self.max_origins = max_origins
         # Bodies are kept compressed (text compresses 3-4x): they are read only
         # when an origin is revalidated or another gate shares the store.  A
-        # small one gains little: it stays in its entry (packed is None).
-        self._robots: OrderedDict[str, tuple[RobotsEntry, bytes | None]] = OrderedDict()
+        # small one gains little: it stays in its entry, kept as given (entries
+        # are values: robotgate never changes one; load_robots returns a copy).
+        self._robots: OrderedDict[str, RobotsEntry | tuple[RobotsEntry, bytes]] = OrderedDict()
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
 
     async def load_robots(self, origin: str) -> RobotsEntry | None:
@@ -39,13 +39,15 @@ class MemoryStore(Store):
         if got is None:
             return None
         self._robots.move_to_end(origin)
+        if isinstance(got, RobotsEntry):
+            return got.copy(body=got.body)
         entry, packed = got
-        return entry.copy(body=zlib.decompress(packed) if packed is not None else entry.body)
+        return entry.copy(body=zlib.decompress(packed))
 
     async def save_robots(self, entry: RobotsEntry) -> None:
         body = entry.body
-        if body is None or len(body) <= _KEEP_RAW:
-            self._put(self._robots, entry.origin, (entry.copy(body=body), None))
+        if body is None or len(body) <= SMALL_BODY:
+            self._put(self._robots, entry.origin, entry)
         else:
             self._put(self._robots, entry.origin, (entry.copy(body=None), zlib.compress(body)))
 
