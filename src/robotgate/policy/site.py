@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..decision import Decision
 from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
+from ..robots.body import decode_body
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
 from .pacing import PacingPolicy
@@ -92,8 +93,6 @@ def interpret(entry: RobotsEntry, how: Interpretation,
 
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
     """The rules of a 2xx entry, decoded by its declared charset."""
-    from ..robots.body import decode_body
-
     max_bytes = how.fetch.max_bytes
     text = decode_body(entry.body or b"", entry.content_type, max_bytes)
     if how.lwp_conventions:

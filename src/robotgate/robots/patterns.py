@@ -99,24 +99,14 @@ class RuleSet:
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
             prefixes[""] = (-1, 0, "")
-        lit = tuple(sorted(prefixes))
-        entries = [prefixes[p] for p in lit]
-        real = [e for e in entries if e[0] >= 0]
-        self._lit = lit
-        # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
-        self._upper = tuple(p + "\x80" for p in lit)
-        parent = _parents(lit)
-        # Tuples: indexing them is cheaper than indexing arrays.
-        self._parent = tuple(parent)
-        best = _chain_best(entries, parent)
-        self._best = _rule_numbers(entries, best)
-        self._patterns = tuple(e[2] for e in real)
+        best_ranks = self._prefix_tables(prefixes)
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
         self.bound_hits = 0
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
         self.max_work = 0
         if starred:
-            self._compile_wildcards(starred, [entries[b][0] for b in best], n)
+            self._compile_wildcards(starred, best_ranks, n)
+            self.meta.extend([(line << 1) | (rank & 1) for rank, line, _ in starred])
         else:
             # Most files: prefix rules only; the wildcard machinery is never read.
             self._wild: tuple[_Wild, ...] = ()
@@ -129,11 +119,47 @@ class RuleSet:
             self.exact_len = 1 << 62
             self._needs: list[frozenset[str] | None] = _NO_NEEDS
             self._regex: dict[str, re.Pattern[str]] = _NO_REGEX
-        #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
-        self.meta = array("l", [(e[1] << 1) | (e[0] & 1) for e in real + starred])
         #: Whether the rule at that index allows, and a last True that
         #: ``allows[-1]`` reads when no rule matches: ``allows[match(path)]``.
-        self.allows = tuple([bool(m & 1) for m in self.meta] + [True])
+        self.allows = (*[bool(m & 1) for m in self.meta], True)
+
+    def _prefix_tables(self, prefixes: dict[str, _Entry]) -> list[int]:
+        """The prefix entries' tables, in one pass; returns each entry's best rank.
+
+        Entries are sorted; each one's parent is the longest other entry that
+        prefixes it, and the best rule of its chain of parents is known in
+        advance (every prefix of a path is on one chain).
+        """
+        lit = tuple(sorted(prefixes))
+        parent = _parents(lit)
+        upper: list[str] = []
+        best: list[int] = []  # the rule number of the best rule on the entry's chain
+        best_rank: list[int] = []
+        patterns: list[str] = []
+        #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
+        self.meta = array("l")
+        for s, up in zip(lit, parent, strict=True):
+            rank, line, pattern = prefixes[s]
+            # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
+            upper.append(s + "\x80")
+            number = -1
+            if rank >= 0:
+                number = len(patterns)
+                patterns.append(pattern)
+                self.meta.append((line << 1) | (rank & 1))
+            if up >= 0 and best_rank[up] > rank:
+                best.append(best[up])
+                best_rank.append(best_rank[up])
+            else:
+                best.append(number)
+                best_rank.append(rank)
+        self._lit = lit
+        self._upper = tuple(upper)
+        # Tuples: indexing them is cheaper than indexing arrays.
+        self._parent = tuple(parent)
+        self._best = tuple(best)
+        self._patterns = tuple(patterns)
+        return best_rank
 
     def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int], n: int) -> None:
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
@@ -361,32 +387,6 @@ def _split_rules(rules: list[tuple[bool, str, int]]) -> tuple[dict[str, _Entry],
     return prefixes, _distinct(starred)
 
 
-def _chain_best(entries: list[_Entry], parent: array[int]) -> array[int]:
-    """For each sorted entry, the entry of highest rank on its chain of parents.
-
-    Every prefix of a path is on one chain of parents: the best rule of each
-    chain is known in advance, and so are the wildcard rules that could beat
-    it (those of higher rank, first in priority order).
-    """
-    best = array("l", range(len(entries)))
-    for i in range(1, len(entries)):
-        up = parent[i]
-        if entries[best[up]][0] > entries[i][0]:
-            best[i] = best[up]
-    return best
-
-
-def _rule_numbers(entries: list[_Entry], best: array[int]) -> tuple[int, ...]:
-    """``best`` as rule numbers (the real entries counted in order), -1 for none."""
-    rule_of = array("l", [-1]) * len(entries)
-    k = 0
-    for i, e in enumerate(entries):
-        if e[0] >= 0:
-            rule_of[i] = k
-            k += 1
-    return tuple([rule_of[b] for b in best])
-
-
 def _fast_lengths(wild: tuple[_Wild, ...], stop: array[int]) -> tuple[int, ...]:
     """The longest path the plain loop may take after each entry.
 
@@ -421,6 +421,7 @@ def _parents(lit: tuple[str, ...]) -> array[int]:
             parent[i] = stack[-1]
         stack.append(i)
     return parent
+
 
 
 def _compile_wild(pattern: str, index: int) -> _Wild:
