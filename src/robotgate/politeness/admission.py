@@ -224,6 +224,8 @@ class Admission:
         fleet = self.fleet
         if fleet is None:
             self._learn(url, site)
+            if self.scheduler.try_start(group, site.interval):
+                return group  # due now (often: robots.txt just came back)
         await self.scheduler.start(group, site.interval,
                                    fleet.reserve if fleet is not None else None)
         return group
