@@ -222,6 +222,17 @@ async def test_close_ends_waiters_with_cache_closed() -> None:
         await cache.get("http://other.example")
 
 
+async def test_close_before_the_fetch_began_still_ends_its_waiters() -> None:
+    cache, _ = make(Transport(held=True))
+    ask = cache.get(SITE)
+    waiting = ask.send(None)  # the ask, run by hand to its wait: the fetch task not yet run
+    assert isinstance(waiting, asyncio.Future) and cache.inflight == 1
+    await cache.close()  # in this task: it cancels the fetch before that begins
+    assert waiting.cancelled()  # its task would wake it with CancelledError
+    with pytest.raises(CacheClosed):
+        ask.throw(asyncio.CancelledError())
+
+
 async def test_close_keeps_answering_from_the_cache() -> None:
     cache, _ = make(Transport())
     site = await cache.get(SITE)

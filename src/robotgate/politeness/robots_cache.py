@@ -151,11 +151,16 @@ class RobotsCache:
     async def close(self) -> None:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
         self._closed = True
-        tasks = [f.task for f in self._inflight.values() if f.task is not None]
+        flights = list(self._inflight.values())
+        tasks = [f.task for f in flights if f.task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        for flight in flights:
+            # A fetch cancelled before it began never told its waiters.
+            for waiter in flight.waiters:
+                waiter.cancel()
         self._inflight.clear()
 
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
