@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import pytest
@@ -107,6 +108,17 @@ async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> N
     assert [path for path, _ in site.seen].count("/robots.txt") == 2
 
 
+async def serve_robots(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                       ) -> tuple[web.AppRunner, str]:
+    """A loopback server whose /robots.txt is ``handler``: its runner and base URL."""
+    app = web.Application()
+    app.router.add_get("/robots.txt", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
 async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
     # The fetcher adds no timer for this transport: its own request must stop.
     async def trickle(request: web.Request) -> web.StreamResponse:
@@ -117,12 +129,8 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
             await asyncio.sleep(0.1)
         return resp
 
-    app = web.Application()
-    app.router.add_get("/robots.txt", trickle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/robots.txt"
+    runner, base = await serve_robots(trickle)
+    url = base + "/robots.txt"
     try:
         async with RobotGate(AGENT, delay=0) as gate:
             transport = AiohttpRobotsTransport(gate.client)
@@ -141,12 +149,7 @@ async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
         await asyncio.sleep(5)
         return web.Response(text=ROBOTS)
 
-    app = web.Application()
-    app.router.add_get("/robots.txt", slow)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    runner, base = await serve_robots(slow)
     try:
         async with RobotGate(AGENT, delay=0, policy=FetchPolicy(timeout=0.3)) as gate:
             start = asyncio.get_running_loop().time()

@@ -423,7 +423,6 @@ def _parents(lit: tuple[str, ...]) -> array[int]:
     return parent
 
 
-
 def _compile_wild(pattern: str, index: int) -> _Wild:
     anchored = pattern[-1] == "$"
     body = pattern[:-1] if anchored else pattern
