@@ -954,6 +954,23 @@ def _overhead_summary(runs: dict[str, list[dict[str, Any]]], spec: dict[str, Any
             "concurrency": spec["concurrency"], "rounds": rounds, "contenders": table}
 
 
+def _requests_per_instruction(contenders: dict[str, Any], pages: int) -> dict[str, float]:
+    """The overhead phase's ratio as callgrind counts it: requests per instruction
+    for a host of ``pages`` pages (one new host, then cached pages), over aiohttp's.
+
+    Every contender but plain aiohttp also asks for robots.txt: ``pages + 1`` requests.
+    """
+    def rate(name: str, c: dict[str, Any]) -> float:
+        cost = float(c["instructions_per_new_host"] + (pages - 1) * c["instructions_per_page"])
+        return (pages + (name != "aiohttp")) / cost
+
+    ok = {n: c for n, c in contenders.items() if "instructions_per_new_host" in c}
+    if "aiohttp" not in ok:
+        return {}
+    ref = rate("aiohttp", ok["aiohttp"])
+    return {n: rate(n, c) / ref for n, c in ok.items()}
+
+
 def parse_callgrind(path: Path) -> dict[str, Any]:
     """Total instructions, and calls and inclusive instructions of :data:`CG_FUNCTIONS`."""
     names: dict[str, str] = {}
@@ -2043,6 +2060,8 @@ def render_details(report: dict[str, Any]) -> str:
                        f"aiohttp) and first page (runs with {hosts[1]} and {hosts[0]} hosts, "
                        f"one page each; the floor is aiohttp plus an unparsed robots.txt "
                        f"request):\n")
+            pages = int(o.get("pages_per_host") or 5)
+            model = _requests_per_instruction(cg["contenders"], pages)
             body = []
             for name, c in cg["contenders"].items():
                 if "instructions_per_new_host" not in c:
@@ -2051,9 +2070,11 @@ def render_details(report: dict[str, Any]) -> str:
                 body.append([name, _fmt_int(ins),
                              f"{ins - floor:+,.0f}" if floor else "-",
                              f"{c['gc_allocations_per_new_host']:.1f}",
-                             _fmt_int(c["gc_instructions_per_new_host"])])
+                             _fmt_int(c["gc_instructions_per_new_host"]),
+                             f"{model[name]:.1%}" if name in model else "-"])
             out += _md(["contender", "instructions/new host", "vs floor",
-                        "GC-tracked allocations/new host", "GC instructions/new host"], body)
+                        "GC-tracked allocations/new host", "GC instructions/new host",
+                        f"requests per instruction vs aiohttp, {pages} pages a host"], body)
         for name, prof in (o.get("profile") or {}).items():
             if not isinstance(prof, dict):
                 out.append(f"\ncProfile {name}: {prof}")
