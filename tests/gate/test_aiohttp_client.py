@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
 import aiohttp
 import pytest
@@ -15,6 +14,7 @@ from robotgate import Disallowed, RobotGate
 from robotgate.gate.aiohttp_client import AiohttpRobotsTransport
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
+from tests.support.hostile import HostileServer
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"
@@ -108,52 +108,26 @@ async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> N
     assert [path for path, _ in site.seen].count("/robots.txt") == 2
 
 
-async def serve_robots(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                       ) -> tuple[web.AppRunner, str]:
-    """A loopback server whose /robots.txt is ``handler``: its runner and base URL."""
-    app = web.Application()
-    app.router.add_get("/robots.txt", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
-
-
 async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
     # The fetcher adds no timer for this transport: its own request must stop.
-    async def trickle(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse()
-        await resp.prepare(request)
-        for _ in range(50):
-            await resp.write(b"# slow\n")
-            await asyncio.sleep(0.1)
-        return resp
-
-    runner, base = await serve_robots(trickle)
-    url = base + "/robots.txt"
-    try:
-        async with RobotGate(AGENT, delay=0) as gate:
-            transport = AiohttpRobotsTransport(gate.client)
-            assert transport.enforces_deadline
-            loop = asyncio.get_running_loop()
-            start = loop.time()
-            with pytest.raises(asyncio.TimeoutError):
-                await transport.send(RobotsRequest(url, deadline=time.time() + 0.3))
-            assert loop.time() - start < 2.0  # not the 5 s the body would take
-    finally:
-        await runner.cleanup()
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
+        transport = AiohttpRobotsTransport(gate.client)
+        assert transport.enforces_deadline
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(asyncio.TimeoutError):
+            await transport.send(RobotsRequest(srv.url("/trickle/5"),
+                                               deadline=time.time() + 0.3))
+        assert loop.time() - start < 2.0  # not the 5 s the body would take
 
 
 async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
-    async def slow(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(5)
-        return web.Response(text=ROBOTS)
-
-    runner, base = await serve_robots(slow)
+    site = Site(robots_wait=5)
+    runner = await serve(site)
     try:
         async with RobotGate(AGENT, delay=0, policy=FetchPolicy(timeout=0.3)) as gate:
             start = asyncio.get_running_loop().time()
-            decision = await gate.decide(base + "/page")
+            decision = await gate.decide(site.url + "/page")
             assert asyncio.get_running_loop().time() - start < 2.0
             assert not decision.allowed and "did not answer within 0.3s" in decision.reason
     finally:

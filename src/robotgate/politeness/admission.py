@@ -53,6 +53,7 @@ class Admission:
         self._fast: dict[str, SiteRules] = {}
         self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
+        # The cache's limit, read here on every check and admit (inlined there).
         self._recheck = cache.recheck_visits
         self._groups = scheduler.groups_by_key
 
@@ -130,7 +131,7 @@ class Admission:
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
         if site is not None and site.fresh_until > time.time():
-            if self._recheck_due(site):
+            if self.cache.recheck_due(site):
                 return None
             site.used = True
             return site, _path_of(url, cut)
@@ -170,12 +171,6 @@ class Admission:
             # The rules know their own origin: the whole URL costs them one compare.
             return rules.decide(url, self.agent)
         return rules.decide(_path_of(url, cut), self.agent)
-
-    def _recheck_due(self, site: SiteRules) -> bool:
-        """Has the server had the visits after which robots.txt is fetched again?"""
-        limit = self._recheck
-        host = site.host
-        return limit is not None and host is not None and host.visits_since_check >= limit
 
     def admit(self, url: str) -> Group | Awaitable[Group]:
         """Check ``url`` and take its turn: the started Group, or an awaitable of it.

@@ -79,14 +79,16 @@ class RobotsCache:
     def cached(self, origin: str) -> SiteRules | None:
         """The origin's rules if cached, fresh and not due for a recheck; no I/O."""
         site = self._sites.get(origin)
-        if site is None or site.fresh_until <= time.time():
-            return None
-        limit = self.recheck_visits
-        host = site.host
-        if limit is not None and host is not None and host.visits_since_check >= limit:
+        if site is None or site.fresh_until <= time.time() or self.recheck_due(site):
             return None
         site.used = True
         return site
+
+    def recheck_due(self, site: SiteRules) -> bool:
+        """Has the site's server had the visits after which robots.txt is fetched again?"""
+        limit = self.recheck_visits
+        host = site.host
+        return limit is not None and host is not None and host.visits_since_check >= limit
 
     def peek(self, origin: str) -> SiteRules | None:
         """The origin's rules as cached, fresh or not (for describe and host_wait)."""

@@ -95,7 +95,6 @@ class RuleSet:
         """``rules``: ``(allow, normalised pattern, line)``; empty patterns are ignored."""
         # Entries are (rank, line, pattern); a rank is 2 * priority + allow: higher wins.
         prefixes, starred = _split_rules(rules)
-        n = len(prefixes)
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
             prefixes[""] = (-1, 0, "")
@@ -105,7 +104,7 @@ class RuleSet:
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
         self.max_work = 0
         if starred:
-            self._compile_wildcards(starred, best_ranks, n)
+            self._compile_wildcards(starred, best_ranks)
             self.meta.extend([(line << 1) | (rank & 1) for rank, line, _ in starred])
         else:
             # Most files: prefix rules only; the wildcard machinery is never read.
@@ -161,7 +160,8 @@ class RuleSet:
         self._patterns = tuple(patterns)
         return best_rank
 
-    def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int], n: int) -> None:
+    def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int]) -> None:
+        n = len(self._patterns)  # wildcard rules are numbered after the prefix ones
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
         self._wild = wild
         ranks = array("l", [-r[0] for r in starred])

@@ -533,9 +533,9 @@ class _Decider:
                         rule, agents)
 
     def usage_of(self, decision: Decision, path: str) -> Decision:
-        """``decision`` with what the group's usage rules say of ``path``
-        (usage applies only to what may be crawled: draft-ietf-aipref-attach)."""
-        compiled = self.group.usage_rules() if decision.allowed else None
+        """``decision``, an allowed one, with what the group's usage rules say of
+        ``path`` (usage applies only to what may be crawled: draft-ietf-aipref-attach)."""
+        compiled = self.group.usage_rules()
         if compiled is None:
             return decision
         usage, usage_rules = compiled[0].match(path)
