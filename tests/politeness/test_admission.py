@@ -235,7 +235,7 @@ async def test_disallowed_is_raised_at_once_when_cached() -> None:
     assert info.value.url == A + "/private/x"
     assert admission.disallowed == 1
     group = admission.scheduler.get("host:a.example")
-    assert group is not None and group.active == 0 and group.slots.busy == 0
+    assert group is not None and group.active == 0 and group.busy == 0
 
 
 async def test_disallowed_is_raised_by_the_awaitable_when_not_cached() -> None:

@@ -194,7 +194,7 @@ def test_zero_interval_lets_requests_start_back_to_back() -> None:
     g = group_of(s)
     assert s.try_start(g, 0.0) and s.try_start(g, 0.0) and s.try_start(g, 0.0)
     assert not s.try_start(g, 0.0)  # the cap
-    assert g.active == 3 and g.slots.busy == 3
+    assert g.active == 3 and g.busy == 3
 
 
 # -- caps ------------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_global_cap_across_groups() -> None:
     a, b, c = (group_of(s, f"host:{n}.example") for n in "abc")
     assert s.try_start(a, 0.0) and s.try_start(b, 0.0)
     assert not s.try_start(c, 0.0)
-    assert c.slots.busy == 0  # the group slot taken for the try was given back
+    assert c.busy == 0  # the group slot taken for the try was given back
     s.done(a)
     assert s.try_start(c, 0.0)
     assert s.global_slots is not None and s.global_slots.busy == 2
@@ -231,7 +231,7 @@ def test_a_request_that_is_not_due_takes_no_slot() -> None:
     assert s.try_start(g, 1.0)
     s.done(g)
     assert not s.try_start(g, 1.0)
-    assert g.slots.busy == 0 and s.global_slots is not None and s.global_slots.busy == 0
+    assert g.busy == 0 and s.global_slots is not None and s.global_slots.busy == 0
 
 
 def test_try_start_does_not_overtake_a_waiting_request() -> None:
@@ -546,7 +546,7 @@ async def test_start_waits_for_the_group_slot() -> None:
     assert not task.done()
     s.done(g)
     await asyncio.wait_for(task, 10)
-    assert g.active == 1 and g.slots.busy == 1
+    assert g.active == 1 and g.busy == 1
 
 
 async def test_start_waits_for_the_global_slot() -> None:
@@ -556,7 +556,7 @@ async def test_start_waits_for_the_global_slot() -> None:
     assert s.try_start(a, 0.0)
     task = asyncio.ensure_future(s.start(b, 0.0))
     await settle()
-    assert not task.done() and b.slots.busy == 1
+    assert not task.done() and b.busy == 1
     s.done(a)
     await asyncio.wait_for(task, 10)
     assert b.active == 1 and s.global_slots is not None and s.global_slots.busy == 1
@@ -585,7 +585,7 @@ async def test_a_cancelled_start_gives_its_slots_back() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert g.waiting == 0 and g.active == 0 and g.slots.busy == 0
+    assert g.waiting == 0 and g.active == 0 and g.busy == 0
     assert s.global_slots is not None and s.global_slots.busy == 0
     assert g.idle()
 

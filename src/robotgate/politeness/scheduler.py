@@ -77,16 +77,17 @@ class Slots:
         return self.size - self.free
 
 
-class Group:
-    """Pacing state of one server (politeness key)."""
+class Group(Slots):
+    """Pacing state of one server (politeness key), and its cap: the group is its
+    own :class:`Slots` (one object less per server)."""
 
-    __slots__ = ("active", "backoff", "interval", "key", "last", "paused_until", "slots",
-                 "state", "waiting")
+    __slots__ = ("active", "backoff", "interval", "key", "last", "paused_until", "state",
+                 "waiting")
 
     def __init__(self, key: str, state: HostState, cap: int, paused_until: float) -> None:
+        super().__init__(cap)
         self.key = key
         self.state = state
-        self.slots = Slots(cap)
         self.last = -float("inf")  # loop time of the last start or answer, whichever is later
         self.paused_until = paused_until
         self.backoff = _CALM  # its own Backoff from the first 429/503 or latency seen
@@ -216,15 +217,15 @@ class Scheduler:
 
         ``page`` False: a robots.txt request (see :meth:`start`).
         """
-        if group.waiting or not group.slots.try_take():
+        if group.waiting or not group.try_take():
             return False
         now = self.now()
         if now < group.paused_until or now < group.last + self.gap(group, interval):
-            group.slots.give()
+            group.give()
             return False
         glob = self.global_slots
         if glob is not None and not glob.try_take():
-            group.slots.give()
+            group.give()
             return False
         self._started(group, interval, now, page)
         return True
@@ -247,7 +248,7 @@ class Scheduler:
         glob = self.global_slots
         held_group = held_global = False
         try:
-            await group.slots.take()
+            await group.take()
             held_group = True
             if reserve is not None:
                 if glob is not None:
@@ -275,7 +276,7 @@ class Scheduler:
             self._started(group, interval, now, page)
         except BaseException:
             if held_group:
-                group.slots.give()
+                group.give()
             if held_global and glob is not None:
                 glob.give()
             raise
@@ -341,7 +342,7 @@ class Scheduler:
     def done(self, group: Group) -> None:
         """The request no longer holds its slots (answered, failed or cancelled)."""
         group.active -= 1
-        group.slots.give()
+        group.give()
         glob = self.global_slots
         if glob is not None:
             glob.give()

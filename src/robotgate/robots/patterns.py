@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 
 from ..decision import Rule
 from ..urls import remove_dot_segments
@@ -50,6 +51,8 @@ __all__ = ["MATCH_BUDGET", "RuleSet"]
 _PROBE_MAX = 16
 # Past this many wildcard rules, index them instead of trying each in turn.
 _INDEX_MIN = 24
+# Up to this many rules, their meta is a tuple (see RuleSet.meta).
+_META_TUPLE = 64
 
 # Extra work for settling the undecided rules once the budget is spent.
 _SETTLE_BUDGET = 5_000_000
@@ -98,14 +101,15 @@ class RuleSet:
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
             prefixes[""] = (-1, 0, "")
-        best_ranks = self._prefix_tables(prefixes)
+        meta: list[int] = []
+        best_ranks = self._prefix_tables(prefixes, meta)
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
         self.bound_hits = 0
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
         self.max_work = 0
         if starred:
             self._compile_wildcards(starred, best_ranks)
-            self.meta.extend([(line << 1) | (rank & 1) for rank, line, _ in starred])
+            meta += [(line << 1) | (rank & 1) for rank, line, _ in starred]
         else:
             # Most files: prefix rules only; the wildcard machinery is never read.
             self._wild: tuple[_Wild, ...] = ()
@@ -118,12 +122,17 @@ class RuleSet:
             self.exact_len = 1 << 62
             self._needs: list[frozenset[str] | None] = _NO_NEEDS
             self._regex: dict[str, re.Pattern[str]] = _NO_REGEX
+        #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
+        #: A tuple of small ints is no object for the garbage collector to
+        #: visit; an array is, but holds many rules in less memory.
+        self.meta: Sequence[int] = tuple(meta) if len(meta) <= _META_TUPLE else array("l", meta)
         #: Whether the rule at that index allows, and a last True that
         #: ``allows[-1]`` reads when no rule matches: ``allows[match(path)]``.
-        self.allows = (*[bool(m & 1) for m in self.meta], True)
+        self.allows = (*[bool(m & 1) for m in meta], True)
 
-    def _prefix_tables(self, prefixes: dict[str, _Entry]) -> list[int]:
-        """The prefix entries' tables, in one pass; returns each entry's best rank.
+    def _prefix_tables(self, prefixes: dict[str, _Entry], meta: list[int]) -> list[int]:
+        """The prefix entries' tables, in one pass (their ``meta`` appended to
+        ``meta``); returns each entry's best rank.
 
         Entries are sorted; each one's parent is the longest other entry that
         prefixes it, and the best rule of its chain of parents is known in
@@ -135,8 +144,6 @@ class RuleSet:
         best: list[int] = []  # the rule number of the best rule on the entry's chain
         best_rank: list[int] = []
         patterns: list[str] = []
-        #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
-        self.meta = array("l")
         for s, up in zip(lit, parent, strict=True):
             rank, line, pattern = prefixes[s]
             # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
@@ -145,7 +152,7 @@ class RuleSet:
             if rank >= 0:
                 number = len(patterns)
                 patterns.append(pattern)
-                self.meta.append((line << 1) | (rank & 1))
+                meta.append((line << 1) | (rank & 1))
             if up >= 0 and best_rank[up] > rank:
                 best.append(best[up])
                 best_rank.append(best_rank[up])

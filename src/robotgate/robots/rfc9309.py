@@ -140,7 +140,9 @@ class _Group:
     __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules", "usage")
 
     def __init__(self, line: int) -> None:
-        self.agents: list[str] = []
+        # A list while the file is read, a tuple once built (no object for the
+        # garbage collector to visit, kept as long as the file).
+        self.agents: list[str] | tuple[str, ...] = []
         self.line = line
         self.rules: list[tuple[bool, str, int]] = []
         self.crawl_delay_value: str | None = None
@@ -153,7 +155,7 @@ class _Group:
     @classmethod
     def merged(cls, groups: list[_Group]) -> _Group:
         merged = cls(groups[0].line)
-        merged.agents = list(dict.fromkeys(a for g in groups for a in g.agents))
+        merged.agents = tuple(dict.fromkeys(a for g in groups for a in g.agents))
         merged.rules = [r for g in groups for r in g.rules]
         merged._other_records(groups)
         return merged
@@ -221,7 +223,7 @@ class _LazyGroup(_Group):
 
     def names(self) -> tuple[str, ...]:
         if self._agent_lists:
-            self.agents = list(dict.fromkeys(a for lst in self._agent_lists for a in lst))
+            self.agents = tuple(dict.fromkeys(a for lst in self._agent_lists for a in lst))
             self._agent_lists = ()
         return super().names()
 
@@ -244,7 +246,8 @@ class Rfc9309Rules(RobotsTxt):
     2.0
     """
 
-    __slots__ = ("_agents", "_cut", "_deciders", "_memo", "_prefix", "_sitemaps", "_star")
+    __slots__ = ("_agent", "_agent_rules", "_agents", "_cut", "_deciders", "_memo", "_prefix",
+                 "_sitemaps", "_star")
 
     DIALECT = "rfc9309"
     RESOLVES_DOT_SEGMENTS = True
@@ -259,9 +262,12 @@ class Rfc9309Rules(RobotsTxt):
         self._agents: dict[str, _Group] = agents or _NO_AGENTS
         self._star = star
         self._sitemaps: tuple[str, ...] = tuple(sitemaps) if sitemaps else ()
-        # Query caches: each User-Agent string's rules, and the "scheme://host/"
-        # of the last URL asked about (a file serves one origin, so it repeats).
-        self._memo: dict[str, RuleSet | None] = {}
+        # Query caches: the rules of the first User-Agent string asked about (a
+        # robot asks with one), of any others, and the "scheme://host/" of the
+        # last URL asked about (a file serves one origin, so it repeats).
+        self._agent: str | None = None
+        self._agent_rules: RuleSet | None = None
+        self._memo: dict[str, RuleSet | None] = _NO_MEMO
         # Made on the first decide(): most files are only asked allowed().
         self._deciders: dict[str, _Decider | None] = _NO_DECIDERS
         self._prefix: str | None = None  # equal to no slice of a URL
@@ -298,6 +304,8 @@ class Rfc9309Rules(RobotsTxt):
                 star = group
             elif agent:
                 agents[agent] = group
+        for g in groups:
+            g.agents = tuple(g.agents)
         return cls(agents, star, sitemaps)
 
     # -- queries -----------------------------------------------------------
@@ -307,10 +315,7 @@ class Rfc9309Rules(RobotsTxt):
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
-        try:
-            rules = self._memo[user_agent]
-        except KeyError:
-            rules = self._rules_for(user_agent)
+        rules = self._agent_rules if user_agent == self._agent else self._rules_for(user_agent)
         if rules is None:
             return True  # no group, or one without rules
         cut = self._cut
@@ -329,12 +334,19 @@ class Rfc9309Rules(RobotsTxt):
         )
 
     def _rules_for(self, user_agent: str) -> RuleSet | None:
+        memo = self._memo
+        if user_agent in memo:
+            return memo[user_agent]
         group = self._group(user_agent)
         rules = group.ruleset() if group is not None else None
         if rules is not None and not rules:
             rules = None
-        if len(self._memo) < _MEMO_MAX:
-            self._memo[user_agent] = rules
+        if self._agent is None:
+            self._agent, self._agent_rules = user_agent, rules
+        elif len(memo) < _MEMO_MAX:
+            if memo is _NO_MEMO:
+                memo = self._memo = {}  # the shared empty one is never written
+            memo[user_agent] = rules
         return rules
 
     def _path(self, url: str) -> str:
@@ -447,6 +459,7 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     sitemaps: list[str] = []
     seen_sitemaps: set[str] = set()
     cur: _Group | None = None
+    cur_agents: list[str] = []
     in_rules = False
     keys = _KEYS
     ws = _WS
@@ -476,9 +489,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
         elif kind == _UA:
             if cur is None or in_rules:
                 cur = _Group(n)
+                cur.agents = cur_agents = []
                 groups.append(cur)
                 in_rules = False
-            cur.agents.append(_agent_of_line(value))
+            cur_agents.append(_agent_of_line(value))
         elif kind == _SITEMAP:
             if value and value not in seen_sitemaps and "://" in value:
                 seen_sitemaps.add(value)
@@ -551,6 +565,7 @@ class _Decider:
 _ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
 _NO_DECIDERS: dict[str, _Decider | None] = {}
+_NO_MEMO: dict[str, RuleSet | None] = {}
 #: Read only, shared by every file that names no agent but "*".
 _NO_AGENTS: dict[str, _Group] = {}
 #: A compiled group's rules: they live in its RuleSet (never appended to).

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias, TypeVar
@@ -63,6 +64,9 @@ UNAVAILABLE: tuple[type[BaseException], ...] = (
 # Back-off between retries of an unreachable Redis (seconds).
 RETRY_MIN = 0.05
 RETRY_MAX = 1.0
+# How long close() waits for a connection to close or a cancelled subscriber to
+# end (seconds): redis-py can wait for a socket's close forever (its issue 3941).
+CLOSE_WAIT = 2.0
 
 MapError = Callable[[ResponseError, Sequence[str]], StoreError]
 
@@ -128,7 +132,7 @@ class Link:
     def _make(self) -> Client:
         # Bounded socket timeouts so a hung server counts as unreachable; no
         # redis-py retries: call() retries, within unavailable_timeout.
-        timeout = max(0.5, min(5.0, self.unavailable_timeout))
+        timeout = self._socket_timeout()
         if self.cluster:
             return RedisCluster.from_url(
                 self.url,
@@ -149,16 +153,21 @@ class Link:
         )
         return aioredis.Redis.from_pool(pool)
 
+    def _socket_timeout(self) -> float:
+        return max(0.5, min(5.0, self.unavailable_timeout))
+
     async def close(self) -> None:
         client, self._client = self._client, self._given
         self._gate = None
         if client is not None and client is not self._given:
             self._remember(client)
-            await client.aclose()
-            nodes, self._nodes = list(self._nodes.values()), {}
-            for node in nodes:
-                with contextlib.suppress(Exception):
-                    await node.disconnect()
+            try:
+                await within(client.aclose(), CLOSE_WAIT)
+            finally:
+                nodes, self._nodes = list(self._nodes.values()), {}
+                for node in nodes:
+                    with contextlib.suppress(Exception):
+                        await within(node.disconnect(), CLOSE_WAIT)
 
     def _remember(self, client: Client) -> None:
         if isinstance(client, RedisCluster) and client is not self._given:
@@ -195,20 +204,27 @@ class Link:
     # -- calls ---------------------------------------------------------------
 
     async def call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
-        """Run ``attempt`` until it answers; fail closed after ``unavailable_timeout``."""
+        """Run ``attempt`` until it answers; fail closed after ``unavailable_timeout``.
+
+        A try that neither answers nor fails (redis-py waiting on something with
+        no timer of its own) is cut off once the time is up, plus two socket
+        timeouts: a call always ends.
+        """
         started = time.monotonic()
         delay = RETRY_MIN
+        slack = 2 * self._socket_timeout()
         while True:
             self.round_trips += 1
             client = self.client()
             failure: BaseException
             try:
+                bound = self.unavailable_timeout - (time.monotonic() - started) + slack
                 if not self.cluster:
-                    return await attempt(client)
+                    return await _bounded(attempt(client), bound)
                 if self._gate is None:
                     self._gate = asyncio.Semaphore(self._cluster_connections(client))
                 async with self._gate:
-                    return await attempt(client)
+                    return await _bounded(attempt(client), bound)
             except ResponseError as exc:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
@@ -313,3 +329,29 @@ class Link:
             self.round_trips += 1
         replies: list[Any] = await pipe.execute(raise_on_error=False)
         return replies
+
+
+async def _bounded(aw: Awaitable[_T], seconds: float) -> _T:
+    """``aw``, cut off with :class:`asyncio.TimeoutError` after ``seconds``."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):  # no task, unlike wait_for
+            return await aw
+    return await asyncio.wait_for(aw, seconds)
+
+
+async def within(aw: Awaitable[Any], seconds: float) -> None:
+    """Await ``aw`` for at most ``seconds``, then cancel it and go on (for closing).
+
+    Unlike ``wait_for``, this does not wait for the cancelled work to end: a
+    close must not hang on a socket that never says it is closed.
+    """
+    task = asyncio.ensure_future(aw)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        return
+    task.result()

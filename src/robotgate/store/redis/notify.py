@@ -37,7 +37,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from ..base import RobotsEntry
 from .codec import Keys
-from .link import RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
+from .link import CLOSE_WAIT, RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
 
 __all__ = [
     "ChannelNotifier",
@@ -53,6 +53,8 @@ _log = logging.getLogger("robotgate.store.redis")
 
 # Seconds to wait for a subscription to be confirmed before polling instead.
 SUBSCRIBE_WAIT = 0.5
+# Longest wait of a subscriber for a message: it checks for close() this often.
+READ_WAIT = 5.0
 # A waiter re-checks on its own this often while its channel is subscribed (a
 # safety net for messages lost in a reconnect) ...
 POLL_SUBSCRIBED = (1.0, 5.0)
@@ -195,10 +197,20 @@ class Notifier(abc.ABC):
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:
-    if task is not None and not task.done():
+    """Cancel a subscriber task and let it end, waiting at most ``CLOSE_WAIT`` seconds
+    per try.  A cancellation that lands as a read completes can be lost inside
+    redis-py: it is asked twice, and the task also ends at its next read, as it
+    sees its notifier closed."""
+    for _ in range(2):
+        if task is None or task.done():
+            return
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_WAIT)
+        if done:
+            if not task.cancelled():
+                task.exception()  # retrieved: it handled its own errors
+            return
+    _log.debug("robotgate: a Redis subscriber did not end within %g s", 2 * CLOSE_WAIT)
 
 
 class ChannelNotifier(Notifier):
@@ -236,15 +248,15 @@ class ChannelNotifier(Notifier):
         while it was down are lost.
         """
         delay = RETRY_MIN
-        while True:
+        while not self.closed:
             client = self._link.client()
             assert not isinstance(client, RedisCluster)
             pubsub = client.pubsub()
             try:
                 self._link.round_trips += 1
                 await pubsub.subscribe(self._keys.done)
-                while True:
-                    got = await pubsub.get_message(timeout=30.0)
+                while not self.closed:
+                    got = await pubsub.get_message(timeout=READ_WAIT)
                     if got is None:
                         continue
                     kind = got.get("type")
@@ -285,8 +297,8 @@ class _NodeSubscriber:
             self.owner._link.round_trips += 1
             for channel in sorted(self.channels):
                 await pubsub.ssubscribe(channel)
-            while self.channels:
-                got = await pubsub.get_message(timeout=30.0)
+            while self.channels and not self.owner.closed:
+                got = await pubsub.get_message(timeout=READ_WAIT)
                 if got is None:
                     continue
                 kind, channel = got.get("type"), got.get("channel")
