@@ -10,7 +10,7 @@ import asyncio
 import contextvars
 import socket
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
@@ -64,11 +64,10 @@ class FetchCall:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
         return self._client.fetch(self._url, *self._args).__await__()
 
-    async def __aenter__(self) -> aiohttp.ClientResponse:
+    def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
+        # The fetch itself, not a coroutine around it: one frame less per page.
         method, kwargs = self._args
-        self._resp, self._group = await self._client.follow(self._url, method, kwargs,
-                                                             self._stream)
-        return self._resp
+        return self._client.fetch(self._url, method, kwargs, self)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -103,15 +102,15 @@ class AiohttpClient:
 
     # -- gate.fetch -----------------------------------------------------------------
 
-    async def fetch(self, url: str, method: str, kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
-        """Send ``url`` and read its body, hop by hop through redirects, each checked and paced."""
-        resp, _ = await self.follow(url, method, kwargs, stream=False)
-        return resp
+    async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
+                    call: FetchCall | None = None) -> aiohttp.ClientResponse:
+        """Send ``url`` and read its body, hop by hop through redirects, each checked and paced.
 
-    async def follow(self, url: str, method: str, kwargs: dict[str, Any],
-                     stream: bool) -> tuple[aiohttp.ClientResponse, Group | None]:
-        """Like :meth:`fetch`; with ``stream`` the last response is unread and its
-        server's Group (still held) comes with it."""
+        With ``call`` (``async with``) the last response is kept there for its
+        exit; when it streams, the response is unread and its server's Group,
+        still held, is kept there too.
+        """
+        stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         if not self.owned:
@@ -132,20 +131,44 @@ class AiohttpClient:
                 else:
                     resp = await self._request_in_slot(group, method, url, kwargs)
                 redirect = follow and resp.status in REDIRECTS
-                kept = await self._answered(resp, group, url, stream and not redirect)
+                # Learn from the answer, then read its body unless it streams.
+                # (Inline, not a coroutine of its own: this runs for every page.)
+                keep = stream and not redirect
+                self._open.add(resp)
+                try:
+                    pending = admission.answered(group, resp.status, _retry_after(resp))
+                    if pending is not None:
+                        await pending
+                    if not keep:
+                        await resp.read()
+                except BaseException as exc:
+                    keep = False
+                    resp.close()
+                    if self.closed:
+                        raise GateClosed(
+                            f"the gate was closed while reading {redact(url)}") from exc
+                    raise
+                finally:
+                    if not keep:
+                        self._open.discard(resp)
+                kept = keep
             finally:
                 if not kept:
                     admission.done(group)
-            if kept:
-                return resp, group  # streamed: the caller reads it and lets go
             location = resp.headers.get("Location") if redirect else None
-            if location is None:
-                return resp, None
+            if kept or location is None:
+                if call is not None:
+                    call._resp = resp
+                    if kept:
+                        call._group = group  # streamed: the caller reads it and lets go
+                return resp
             if len(history) >= max_redirects:
                 raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
             target = self._target(resp, location)
             if target is None:
-                return resp, None  # not an http(s) URL: the redirect is the answer
+                if call is not None:
+                    call._resp = resp
+                return resp  # not an http(s) URL: the redirect is the answer
             why = await self.hop_refusal(url, target)
             if why is not None:
                 raise Disallowed(target, Decision(False, why, outcome=REFUSED))
@@ -155,28 +178,6 @@ class AiohttpClient:
                 kwargs.pop("data", None)
                 kwargs.pop("json", None)
             url = target
-
-    async def _answered(self, resp: aiohttp.ClientResponse, group: Group, url: str,
-                        keep: bool) -> bool:
-        """Learn from the answer, then read its body unless ``keep`` (streamed: True)."""
-        self._open.add(resp)
-        try:
-            pending = self.admission.answered(group, resp.status, _retry_after(resp))
-            if pending is not None:
-                await pending
-            if keep:
-                return True
-            await resp.read()
-        except BaseException as exc:
-            keep = False
-            resp.close()
-            if self.closed:
-                raise GateClosed(f"the gate was closed while reading {redact(url)}") from exc
-            raise
-        finally:
-            if not keep:
-                self._open.discard(resp)
-        return False
 
     def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
         try:

@@ -220,14 +220,15 @@ class Scheduler:
         if group.waiting or not group.try_take():
             return False
         now = self.now()
-        if now < group.paused_until or now < group.last + self.gap(group, interval):
+        gap = self.gap(group, interval)
+        if now < group.paused_until or now < group.last + gap:
             group.give()
             return False
         glob = self.global_slots
         if glob is not None and not glob.try_take():
             group.give()
             return False
-        self._started(group, interval, now, page)
+        self._started(group, interval, now, page, gap)
         return True
 
     async def start(
@@ -287,7 +288,8 @@ class Scheduler:
         while (wait := group.paused_until - self.now()) > 0:
             await asyncio.sleep(wait)
 
-    def _started(self, group: Group, interval: float, now: float, page: bool = True) -> None:
+    def _started(self, group: Group, interval: float, now: float, page: bool = True,
+                 gap: float | None = None) -> None:
         group.active += 1
         group.last = now
         if not page:
@@ -299,7 +301,8 @@ class Scheduler:
         state.visits += 1
         state.visits_since_check += 1
         state.last_visit = wall
-        gap = self.gap(group, interval)
+        if gap is None:
+            gap = self.gap(group, interval)
         state.next_allowed = wall + max(gap, group.paused_until - now)
 
     # -- after the answer ----------------------------------------------------------

@@ -102,9 +102,7 @@ def _cut_line(line: str) -> str:
 
 def _parse_delay(value: str) -> float | None:
     m = _NUMBER_RE.match(value)
-    if m is None:
-        return None
-    delay = float(m.group(1))
+    delay = float(m.group(1)) if m is not None else math.inf
     return delay if math.isfinite(delay) else None
 
 
@@ -140,8 +138,7 @@ class _Group:
     __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules", "usage")
 
     def __init__(self, line: int) -> None:
-        # A list while the file is read, a tuple once built (no object for the
-        # garbage collector to visit, kept as long as the file).
+        # A list while the file is read, a tuple once built (nothing for the GC to visit).
         self.agents: list[str] | tuple[str, ...] = []
         self.line = line
         self.rules: list[tuple[bool, str, int]] = []
@@ -262,9 +259,8 @@ class Rfc9309Rules(RobotsTxt):
         self._agents: dict[str, _Group] = agents or _NO_AGENTS
         self._star = star
         self._sitemaps: tuple[str, ...] = tuple(sitemaps) if sitemaps else ()
-        # Query caches: the rules of the first User-Agent string asked about (a
-        # robot asks with one), of any others, and the "scheme://host/" of the
-        # last URL asked about (a file serves one origin, so it repeats).
+        # Query caches: rules of the first User-Agent asked about (a robot has one), of
+        # others, and the "scheme://host/" last asked about (a file serves one origin).
         self._agent: str | None = None
         self._agent_rules: RuleSet | None = None
         self._memo: dict[str, RuleSet | None] = _NO_MEMO
@@ -283,6 +279,7 @@ class Rfc9309Rules(RobotsTxt):
                 lst = by_agent.setdefault(agent, [])
                 if not lst or lst[-1] is not g:
                     lst.append(g)
+            g.agents = tuple(g.agents)
         agents: dict[str, _Group] = {}
         star: _Group | None = None
         merged: dict[tuple[int, ...], _Group] = {}
@@ -304,8 +301,6 @@ class Rfc9309Rules(RobotsTxt):
                 star = group
             elif agent:
                 agents[agent] = group
-        for g in groups:
-            g.agents = tuple(g.agents)
         return cls(agents, star, sitemaps)
 
     # -- queries -----------------------------------------------------------
@@ -556,10 +551,8 @@ class _Decider:
         signals, signal_rules = compiled[1].match(path)
         if not (usage_rules or signal_rules):
             return decision
-        d = decision
-        return Decision(
-            d.allowed, d.reason, d.rule, d.group, d.outcome, usage, signals, usage_rules,
-            signal_rules)
+        return Decision(decision.allowed, decision.reason, decision.rule, decision.group,
+                        decision.outcome, usage, signals, usage_rules, signal_rules)
 
 
 _ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
