@@ -51,8 +51,8 @@ __all__ = ["MATCH_BUDGET", "RuleSet"]
 _PROBE_MAX = 16
 # Past this many wildcard rules, index them instead of trying each in turn.
 _INDEX_MIN = 24
-# Up to this many rules, their meta is a tuple (see RuleSet.meta).
-_META_TUPLE = 64
+# CPython shares the ints up to this one: a tuple of them costs no more than an array.
+_SHARED_INTS = 256
 
 # Extra work for settling the undecided rules once the budget is spent.
 _SETTLE_BUDGET = 5_000_000
@@ -123,9 +123,10 @@ class RuleSet:
             self._needs: list[frozenset[str] | None] = _NO_NEEDS
             self._regex: dict[str, re.Pattern[str]] = _NO_REGEX
         #: ``line << 1 | allow`` of every rule: prefix ones, then wildcard ones.
-        #: A tuple of small ints is no object for the garbage collector to
-        #: visit; an array is, but holds many rules in less memory.
-        self.meta: Sequence[int] = tuple(meta) if len(meta) <= _META_TUPLE else array("l", meta)
+        #: A tuple of ints is nothing for the garbage collector to visit (an
+        #: array is); an array is smaller once the ints are not shared ones.
+        small = not meta or max(meta) <= _SHARED_INTS
+        self.meta: Sequence[int] = tuple(meta) if small else array("l", meta)
         #: Whether the rule at that index allows, and a last True that
         #: ``allows[-1]`` reads when no rule matches: ``allows[match(path)]``.
         self.allows = (*[bool(m & 1) for m in meta], True)

@@ -41,7 +41,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from ..base import StoreError
 from .scripts import Script
 
-__all__ = ["UNAVAILABLE", "Client", "Link"]
+__all__ = ["CLOSE_WAIT", "UNAVAILABLE", "Client", "Link", "bounded", "within"]
 
 _T = TypeVar("_T")
 
@@ -220,11 +220,11 @@ class Link:
             try:
                 bound = self.unavailable_timeout - (time.monotonic() - started) + slack
                 if not self.cluster:
-                    return await _bounded(attempt(client), bound)
+                    return await bounded(attempt(client), bound)
                 if self._gate is None:
                     self._gate = asyncio.Semaphore(self._cluster_connections(client))
                 async with self._gate:
-                    return await _bounded(attempt(client), bound)
+                    return await bounded(attempt(client), bound)
             except ResponseError as exc:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
@@ -246,15 +246,17 @@ class Link:
             delay = min(delay * 2, RETRY_MAX)
 
     async def once(self, attempt: Callable[[Client], Awaitable[_T]]) -> _T:
-        """One try of ``attempt``, no retry (for what is best effort), counted."""
+        """One try of ``attempt``, no retry (for what is best effort), counted; bounded
+        like a call's."""
         self.round_trips += 1
         client = self.client()
+        bound = self.unavailable_timeout + 2 * self._socket_timeout()
         if not self.cluster:
-            return await attempt(client)
+            return await bounded(attempt(client), bound)
         if self._gate is None:
             self._gate = asyncio.Semaphore(self._cluster_connections(client))
         async with self._gate:
-            return await attempt(client)
+            return await bounded(attempt(client), bound)
 
     def _cluster_connections(self, client: Client) -> int:
         if client is self._given and isinstance(client, RedisCluster):
@@ -331,7 +333,7 @@ class Link:
         return replies
 
 
-async def _bounded(aw: Awaitable[_T], seconds: float) -> _T:
+async def bounded(aw: Awaitable[_T], seconds: float) -> _T:
     """``aw``, cut off with :class:`asyncio.TimeoutError` after ``seconds``."""
     if sys.version_info >= (3, 11):
         async with asyncio.timeout(seconds):  # no task, unlike wait_for

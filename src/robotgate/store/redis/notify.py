@@ -37,7 +37,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from ..base import RobotsEntry
 from .codec import Keys
-from .link import CLOSE_WAIT, RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
+from .link import CLOSE_WAIT, RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link, bounded
 
 __all__ = [
     "ChannelNotifier",
@@ -369,7 +369,7 @@ class ShardNotifier(Notifier):
     async def _supervise(self) -> None:
         """Keep every channel subscribed on the node that owns it, whatever happens."""
         delay = RETRY_MIN
-        while not self.unsupported:
+        while not self.unsupported and not self.closed:
             self._changed.clear()
             missing = [c for c in self._keys.buckets if c not in self._placed]
             if missing:
@@ -391,7 +391,8 @@ class ShardNotifier(Notifier):
             # Something was lost: the layout may have changed (a failover, a
             # slot moved, a node back); read it again first.
             self._link.refresh(client)
-        await client.initialize()
+        # Bounded: a layout read that never ends would stop every re-subscription.
+        await bounded(client.initialize(), self._link.unavailable_timeout + 10)
         by_node: dict[str, tuple[Any, list[str]]] = {}
         for channel in channels:
             node = client.get_node_from_key(channel)
