@@ -1054,15 +1054,8 @@ async def callgrind_overhead(
 
         page = per(a, b, hosts[0] * (pages[1] - pages[0]))
         host = per(a, c, hosts[1] - hosts[0])
-        out["contenders"][name] = {
-            "instructions_per_page": page["instructions"],
-            "gc_allocations_per_page": page["gc_allocations"],
-            "mallocs_per_page": page["mallocs"],
-            "gc_instructions_per_page": page["gc_instructions"],
-            "instructions_per_new_host": host["instructions"],
-            "gc_allocations_per_new_host": host["gc_allocations"],
-            "gc_instructions_per_new_host": host["gc_instructions"],
-        }
+        out["contenders"][name] = {**{f"{k}_per_page": v for k, v in page.items()},
+                                   **{f"{k}_per_new_host": v for k, v in host.items()}}
     return out
 
 

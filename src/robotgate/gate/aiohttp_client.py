@@ -123,7 +123,7 @@ class AiohttpClient:
             group = admission.admit(url)
             if not isinstance(group, Group):
                 group = await group
-            kept = False
+            keep = False  # True once a streamed response holds the server's slot
             try:
                 if admission.fleet is None:
                     resp = await self.session().request(
@@ -133,16 +133,15 @@ class AiohttpClient:
                 redirect = follow and resp.status in REDIRECTS
                 # Learn from the answer, then read its body unless it streams.
                 # (Inline, not a coroutine of its own: this runs for every page.)
-                keep = stream and not redirect
                 self._open.add(resp)
                 try:
                     pending = admission.answered(group, resp.status, _retry_after(resp))
                     if pending is not None:
                         await pending
+                    keep = stream and not redirect
                     if not keep:
                         await resp.read()
                 except BaseException as exc:
-                    keep = False
                     resp.close()
                     if self.closed:
                         raise GateClosed(
@@ -151,24 +150,20 @@ class AiohttpClient:
                 finally:
                     if not keep:
                         self._open.discard(resp)
-                kept = keep
             finally:
-                if not kept:
+                if not keep:
                     admission.done(group)
             location = resp.headers.get("Location") if redirect else None
-            if kept or location is None:
+            if location is not None and len(history) >= max_redirects:
+                raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
+            target = self._target(resp, location) if location is not None else None
+            if target is None:
+                # The answer (not a redirect, or to no http(s) URL), or streamed.
                 if call is not None:
                     call._resp = resp
-                    if kept:
+                    if keep:
                         call._group = group  # streamed: the caller reads it and lets go
                 return resp
-            if len(history) >= max_redirects:
-                raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
-            target = self._target(resp, location)
-            if target is None:
-                if call is not None:
-                    call._resp = resp
-                return resp  # not an http(s) URL: the redirect is the answer
             why = await self.hop_refusal(url, target)
             if why is not None:
                 raise Disallowed(target, Decision(False, why, outcome=REFUSED))

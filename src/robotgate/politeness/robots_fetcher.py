@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from typing import Protocol
 
 from ..policy.fetch import FetchPolicy, entry_for_error
 from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robots_flow
 from ..records import RobotsEntry
+from ..timeouts import bounded
 
 __all__ = ["RobotsFetcher", "RobotsTransport"]
 
@@ -54,11 +54,8 @@ class RobotsFetcher:
         try:
             if getattr(self.transport, "enforces_deadline", False):
                 entry = await self._drive(flow)  # each request carries the deadline
-            elif sys.version_info >= (3, 11):
-                async with asyncio.timeout(policy.timeout):  # no task, unlike wait_for
-                    entry = await self._drive(flow)
             else:
-                entry = await asyncio.wait_for(self._drive(flow), policy.timeout)
+                entry = await bounded(self._drive(flow), policy.timeout)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except asyncio.CancelledError:

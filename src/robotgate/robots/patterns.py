@@ -101,8 +101,7 @@ class RuleSet:
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
             prefixes[""] = (-1, 0, "")
-        meta: list[int] = []
-        best_ranks = self._prefix_tables(prefixes, meta)
+        best_ranks, meta = self._prefix_tables(prefixes)
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
         self.bound_hits = 0
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.
@@ -131,9 +130,9 @@ class RuleSet:
         #: ``allows[-1]`` reads when no rule matches: ``allows[match(path)]``.
         self.allows = (*[bool(m & 1) for m in meta], True)
 
-    def _prefix_tables(self, prefixes: dict[str, _Entry], meta: list[int]) -> list[int]:
-        """The prefix entries' tables, in one pass (their ``meta`` appended to
-        ``meta``); returns each entry's best rank.
+    def _prefix_tables(self, prefixes: dict[str, _Entry]) -> tuple[list[int], list[int]]:
+        """The prefix entries' tables, in one pass; returns each entry's best rank,
+        and the prefix rules' ``meta`` (see :attr:`meta`).
 
         Entries are sorted; each one's parent is the longest other entry that
         prefixes it, and the best rule of its chain of parents is known in
@@ -145,6 +144,7 @@ class RuleSet:
         best: list[int] = []  # the rule number of the best rule on the entry's chain
         best_rank: list[int] = []
         patterns: list[str] = []
+        meta: list[int] = []
         for s, up in zip(lit, parent, strict=True):
             rank, line, pattern = prefixes[s]
             # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
@@ -166,7 +166,7 @@ class RuleSet:
         self._parent = tuple(parent)
         self._best = tuple(best)
         self._patterns = tuple(patterns)
-        return best_rank
+        return best_rank, meta
 
     def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int]) -> None:
         n = len(self._patterns)  # wildcard rules are numbered after the prefix ones

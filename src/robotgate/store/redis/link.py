@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import random
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias, TypeVar
@@ -38,10 +37,11 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...timeouts import bounded
 from ..base import StoreError
 from .scripts import Script
 
-__all__ = ["CLOSE_WAIT", "UNAVAILABLE", "Client", "Link", "bounded", "within"]
+__all__ = ["CLOSE_WAIT", "UNAVAILABLE", "Client", "Link", "within"]
 
 _T = TypeVar("_T")
 
@@ -331,14 +331,6 @@ class Link:
             self.round_trips += 1
         replies: list[Any] = await pipe.execute(raise_on_error=False)
         return replies
-
-
-async def bounded(aw: Awaitable[_T], seconds: float) -> _T:
-    """``aw``, cut off with :class:`asyncio.TimeoutError` after ``seconds``."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):  # no task, unlike wait_for
-            return await aw
-    return await asyncio.wait_for(aw, seconds)
 
 
 async def within(aw: Awaitable[Any], seconds: float) -> None:

@@ -35,9 +35,10 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
+from ...timeouts import bounded
 from ..base import RobotsEntry
 from .codec import Keys
-from .link import CLOSE_WAIT, RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link, bounded
+from .link import CLOSE_WAIT, RETRY_MAX, RETRY_MIN, UNAVAILABLE, Link
 
 __all__ = [
     "ChannelNotifier",
