@@ -13,6 +13,7 @@ from robotgate import InvalidURL, RobotsTxt
 from robotgate.urls import (
     _origin_slow,
     _plain_origin,
+    as_sent,
     normalise_path,
     origin_of,
     path_of,
@@ -506,3 +507,21 @@ def test_invalid_url_never_shows_the_password(url: str) -> None:
 def test_origins_never_hold_credentials() -> None:
     assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")
     assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")
+
+
+@pytest.mark.parametrize("url", [
+    "\u00a0http://user:secret@example.com/x",  # whitespace urlsplit strips
+    "http:/\t/user:secret@example.com:99999/",  # a tab urlsplit drops
+    "ht\ttp://user:secret@a..b/",
+])
+def test_an_invalid_url_never_shows_its_password_however_it_is_written(url: str) -> None:
+    with pytest.raises(InvalidURL) as err:
+        split_origin(url)
+    assert "secret" not in str(err.value) and "secret" not in str(err.value.url)
+    assert "user:***@" in str(err.value)
+
+
+def test_as_sent_drops_tabs_and_newlines_as_url_parsers_do() -> None:
+    assert as_sent("http://a.example/pri\tva\r\nte") == "http://a.example/private"
+    url = "http://a.example/plain"
+    assert as_sent(url) is url

@@ -98,6 +98,21 @@ def _secret(url: str) -> str:
     return password if colon else user
 
 
+_TABS_AND_NEWLINES = str.maketrans("", "", "\t\r\n")
+
+
+def as_sent(url: str) -> str:
+    """``url`` without the tabs and newlines that URL parsers (yarl, urllib) drop:
+    judged as it is sent, ``/pri\tvate`` is ``/private``.
+
+    >>> as_sent("http://example.com/pri\tvate")
+    'http://example.com/private'
+    """
+    if "\t" in url or "\n" in url or "\r" in url:
+        return url.translate(_TABS_AND_NEWLINES)
+    return url
+
+
 def redact(url: str) -> str:
     """``url`` with the secret of its user information replaced by ``***``.
 
@@ -116,7 +131,10 @@ def redact(url: str) -> str:
         return url
     span = _userinfo(url)
     if span is None:
-        return url
+        # Read as urlsplit reads it (outer whitespace, tabs and newlines gone), its
+        # user information may be found: then the URL is shown in that form.
+        clean = as_sent(url.strip())
+        return redact(clean) if clean != url else url
     start, at = span
     user, colon, password = url[start:at].partition(":")
     if not (password if colon else user):

@@ -201,6 +201,65 @@ async def test_close_cancels_fetches_in_flight_and_leaves_no_warning() -> None:
             await gate.allowed(srv.url(0, "/page/1"))
 
 
+async def test_after_close_no_request_goes_out_and_waits_for_a_turn_end() -> None:
+    async with BenchServer([HostPlan("partial")]) as srv:
+        gate = RobotGate(AGENT, delay=30)
+        async with aiohttp.ClientSession(middlewares=[gate.middleware]) as session:
+            async with gate.fetch(srv.url(0, "/page/1")) as resp:
+                assert resp.status == 200
+            # The next turn is 30 s away: both ways of asking wait for it.
+            waiting = [asyncio.ensure_future(gate.fetch(srv.url(0, "/page/2"))),
+                       asyncio.ensure_future(session.get(srv.url(0, "/page/3")))]
+            await asyncio.sleep(0.2)
+            await gate.close()
+            for waiter in waiting:
+                with pytest.raises(GateClosed):
+                    await asyncio.wait_for(waiter, 5)
+            # The origin's rules are cached: a request would be due at once
+            # without the delay, and still none goes out.
+            with pytest.raises(GateClosed):
+                await gate.fetch(srv.url(0, "/page/4"))
+            with pytest.raises(GateClosed):
+                await session.get(srv.url(0, "/page/5"))
+            decision = gate.check(srv.url(0, "/page/6"))  # cached verdicts still answered
+            assert decision is not None and decision.allowed
+        stats = srv.host_stats(0)
+    assert stats.page_requests == 1 and stats.robots_requests == 1
+
+
+async def test_a_tab_or_newline_in_the_path_does_not_slip_past_robots_txt() -> None:
+    # aiohttp (yarl) drops them, and would send /private/1: judged as sent.
+    async with BenchServer([HostPlan("partial")]) as srv:
+        async with RobotGate(AGENT, delay=0) as gate:
+            for url in (srv.url(0, "/pri\tvate/1"), srv.url(0, "/private\r\n/1"),
+                        srv.url(0, "/a/.\t./private/1")):
+                assert await gate.allowed(url) is False
+                decision = gate.check(url)
+                assert decision is not None and not decision.allowed
+                with pytest.raises(Disallowed):
+                    await gate.fetch(url)
+        stats = srv.host_stats(0)
+    assert stats.page_requests == 0 and stats.disallowed_page_requests == 0
+
+
+async def test_a_crawl_ends_with_gate_closed_when_its_gate_closes() -> None:
+    async with BenchServer([HostPlan("partial")]) as srv:
+        gate = RobotGate(AGENT, delay=30)
+
+        async def handler(url: str, resp: aiohttp.ClientResponse) -> None:
+            return None
+
+        urls = [srv.url(0, f"/page/{i}") for i in range(6)]
+        crawl = asyncio.ensure_future(gate.crawl(urls, handler, concurrency=2))
+        await asyncio.sleep(0.5)  # robots.txt fetched: the server's next turn is 30 s away
+        await gate.close()
+        sent = srv.host_stats(0).page_requests
+        with pytest.raises(GateClosed):
+            await asyncio.wait_for(crawl, 5)
+        await asyncio.sleep(0.2)
+        assert srv.host_stats(0).page_requests == sent
+
+
 async def test_unreachable_is_retried_once_after_backoff_not_per_waiter() -> None:
     async with BenchServer([HostPlan("500")]) as srv:
         policy = FetchPolicy(retry_base=0.3)

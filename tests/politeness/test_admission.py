@@ -87,8 +87,8 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     transport = transport or Transport(clock)
     holder: list[Admission] = []
 
-    async def host_state(origin: str) -> HostState:
-        return await holder[0].host_state(origin)
+    def host_state(origin: str) -> HostState | Awaitable[HostState]:
+        return holder[0].host_state(origin)
 
     def turn(origin: str) -> contextlib.AbstractAsyncContextManager[None]:
         return holder[0].robots_turn(origin)

@@ -434,3 +434,16 @@ async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> 
     held.set()
     await asyncio.wait_for(waiting, 10)
     assert len(transport.requests) == 1
+
+
+async def test_the_memory_store_answers_without_an_await_and_a_subclass_is_awaited() -> None:
+    plain = MemoryStore()
+    cache, _ = make(Transport(), plain)
+    await cache.get(SITE)
+    stored = plain.get_robots(SITE)
+    assert stored is not None and stored.body == RULES
+    # A subclass may do I/O in its coroutines: they are the ones called.
+    disk = FullDisk()
+    cache, _ = make(Transport(), disk)
+    await cache.get(SITE)
+    assert disk.saves == 1 and disk.get_robots(SITE) is None

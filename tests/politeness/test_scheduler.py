@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 
 import pytest
 
+from robotgate.errors import GateClosed
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness import scheduler as scheduler_module
 from robotgate.politeness.scheduler import Group, Scheduler, Slots
@@ -103,6 +105,18 @@ async def test_a_slot_handed_to_the_last_cancelled_waiter_is_freed() -> None:
     only.cancel()
     await settle()
     assert only.cancelled() and slots.free == 1 and not slots.waiters
+
+
+async def test_a_waiter_cancelled_in_the_turn_its_slot_is_given_ends_cancelled() -> None:
+    slots = Slots(1)
+    assert slots.try_take()
+    task = asyncio.ensure_future(slots.take())
+    await settle()
+    task.cancel()  # a timeout firing...
+    slots.give()  # ...in the same turn as the holder lets go: give() drops the waiter
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert slots.free == 1 and not slots.waiters
 
 
 # -- pacing on the fake clock ------------------------------------------------------------
@@ -644,3 +658,41 @@ async def test_fleet_reserve_none_falls_back_to_local_pacing() -> None:
     assert not task.done()
     clock.advance(0.02)
     await asyncio.wait_for(task, 10)
+
+
+# -- close ---------------------------------------------------------------------------------
+
+
+async def test_close_ends_the_waits_for_a_turn_with_gate_closed() -> None:
+    clock = Clock()  # stands still: without close() the waits would never end
+    s = make(clock, policy=PacingPolicy(delay=10), max_concurrency=5)
+    g = group_of(s)
+    assert s.try_start(g, 10)
+    s.done(g)
+    waiters = [asyncio.ensure_future(s.start(g, 10)) for _ in range(3)]
+    await settle()
+    assert g.waiting == 3
+    s.close()
+    for waiter in waiters:
+        with pytest.raises(GateClosed):
+            await asyncio.wait_for(waiter, 10)
+    assert g.waiting == 0 and g.free == g.size and not g.waiters
+    assert s.global_slots is not None and s.global_slots.free == 5
+    with pytest.raises(GateClosed):
+        await s.start(g, 10)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.uncancel is 3.11's")
+async def test_a_wait_its_owner_cancels_stays_cancelled_when_closed_too() -> None:
+    clock = Clock()
+    s = make(clock, policy=PacingPolicy(delay=10))
+    g = group_of(s)
+    assert s.try_start(g, 10)
+    s.done(g)
+    waiter = asyncio.ensure_future(s.start(g, 10))
+    await settle()
+    waiter.cancel()
+    s.close()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert waiter.cancelled() and g.waiting == 0

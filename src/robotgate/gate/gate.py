@@ -33,7 +33,7 @@ from ..records import HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..urls import split_origin
+from ..urls import as_sent, split_origin
 from .aiohttp_client import AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
 
@@ -215,6 +215,7 @@ class RobotGate:
         if self._closed:
             return
         self._closed = True
+        self.admission.close()
         self.client.close_responses()
         await self.cache.close()
         if self.client.owned and self._session is not None:
@@ -258,7 +259,7 @@ class RobotGate:
         hit = self.admission.cached(url)
         if hit is not None:
             return hit[0].allowed(hit[1], self.user_agent)
-        origin, rest = split_origin(url)
+        origin, rest = split_origin(url := as_sent(url))
         site = await self.admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
@@ -270,7 +271,7 @@ class RobotGate:
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        origin, rest = split_origin(url)
+        origin, rest = split_origin(url := as_sent(url))
         site = await self.admission.site(origin)
         return site.decide(url if rest[:2] == "//" else rest, self.user_agent)
 
@@ -350,12 +351,13 @@ class RobotGate:
 
     async def crawl(self, urls: Iterable[str] | AsyncIterable[str], handler: CrawlHandler, *,
                     concurrency: int = 16, **options: Any) -> CrawlSummary:
-        """Crawl ``urls`` with ``concurrency`` workers kept busy across servers.
+        """Crawl ``urls`` with ``concurrency`` workers kept busy across servers (see
+        :func:`robotgate.politeness.frontier.crawl`); :meth:`close` ends it."""
+        from ..politeness.frontier import Frontier
 
-        See :func:`robotgate.politeness.frontier.crawl`.
-        """
-        from ..politeness.frontier import crawl
-
-        summary: CrawlSummary = await crawl(self, urls, handler, concurrency=concurrency,
-                                            **options)
-        return summary
+        crawls = self.admission.crawls  # close() ends them
+        crawls.add(frontier := Frontier(self, urls, handler, concurrency=concurrency, **options))
+        try:
+            return await frontier.run()
+        finally:
+            crawls.discard(frontier)

@@ -17,14 +17,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
+from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
-from ..store.memory import MemoryStore
-from ..urls import match_prefix, remove_dot_segments, split_origin
+from ..store.memory import MemoryStore, immediate
+from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
@@ -34,6 +35,12 @@ __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
 _now = time.time
+
+
+class Halts(Protocol):
+    """A running crawl, as :meth:`Admission.close` ends it."""
+
+    def halt(self, failure: BaseException | None = None) -> None: ...
 
 
 class Admission:
@@ -49,7 +56,10 @@ class Admission:
         self.fleet = fleet
         # The memory store holds the very HostState objects the groups update.
         self._saves_hosts = not isinstance(store, MemoryStore)
+        self._mem = immediate(store)
         self.disallowed = 0
+        self.closed = False
+        self.crawls: set[Halts] = set()  # running crawls, ended by close()
         self._fast: dict[str, SiteRules] = {}
         self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
@@ -77,23 +87,45 @@ class Admission:
 
     # -- groups --------------------------------------------------------------------
 
-    async def host_state(self, origin: str) -> HostState:
-        """The HostState of ``origin``'s politeness group (loaded from the store if new)."""
+    def host_state(self, origin: str) -> HostState | Awaitable[HostState]:
+        """The HostState of ``origin``'s politeness group (loaded from the store if new);
+        an awaitable of it only when that needs I/O."""
+        group = self.group_now(origin)
+        return group.state if group is not None else self._host_state(origin)
+
+    async def _host_state(self, origin: str) -> HostState:
         return (await self.group(origin)).state
+
+    def group_now(self, origin: str) -> Group | None:
+        """The politeness group of ``origin``'s server if known, or made without I/O."""
+        key = self.keys.cached(origin)
+        if key is None:
+            return None
+        group = self.scheduler.get(key)
+        mem = self._mem
+        if group is None and mem is not None:
+            state = mem.get_host(key)
+            if state is None:
+                # The memory store holds this very object from now on: a group the
+                # scheduler evicts keeps its pacing (next_allowed) there.
+                state = HostState(key)
+                mem.put_host(state)
+            group = self.scheduler.add(key, state)
+        return group
 
     async def group(self, origin: str) -> Group:
         """The politeness group of ``origin``'s server (created, from the store, if new)."""
-        key = self.keys.cached(origin)
-        if key is None:
-            key = await self.keys.key(origin)
+        group = self.group_now(origin)
+        if group is not None:
+            return group
+        key = await self.keys.key(origin)
         group = self.scheduler.get(key)
         if group is None:
             state = await self.store.load_host(key)
             if state is None:
                 state = HostState(key)
                 if not self._saves_hosts:
-                    # The memory store holds this very object from now on: a group the
-                    # scheduler evicts keeps its pacing (next_allowed) there.
+                    # As in group_now, for a subclass of the memory store.
                     await self.store.save_host(state)
             group = self.scheduler.get(key) or self.scheduler.add(key, state)
         return group
@@ -128,6 +160,7 @@ class Admission:
 
     def cached(self, url: str) -> tuple[SiteRules, str] | None:
         """The rules of ``url``'s origin and the path they judge, if cached and fresh."""
+        url = as_sent(url)
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
         if site is not None and site.fresh_until > time.time():
@@ -145,6 +178,8 @@ class Admission:
 
     def check(self, url: str) -> Decision | None:
         """The verdict for ``url`` if its origin's rules are cached and fresh (no I/O)."""
+        if "\t" in url or "\n" in url or "\r" in url:
+            url = as_sent(url)  # judged as the client will send it (yarl drops them)
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
         # The links of one page mostly share its origin: the last one is tried first.
         now = _now()
@@ -178,6 +213,8 @@ class Admission:
         Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
         cached) and :class:`~robotgate.urls.InvalidURL`.
         """
+        if "\t" in url or "\n" in url or "\r" in url:
+            url = as_sent(url)  # judged as the client will send it (yarl drops them)
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url) if self.fleet is None else None
         if site is not None and site.fresh_until > time.time():
@@ -193,6 +230,8 @@ class Admission:
                 if group is not None and group.state is host and self.scheduler.try_start(
                         group, site.interval):
                     return group
+        if self.closed:
+            raise GateClosed("the gate is closed")
         origin, rest = split_origin(url)
         site = self.cache.cached(origin)
         if site is not None and self.fleet is None:
@@ -212,7 +251,7 @@ class Admission:
         path = url if rest[:2] == "//" else rest
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)
-        group = await self.group(origin)
+        group = self.group_now(origin) or await self.group(origin)
         if site.host is not group.state:
             site.host = group.state
         site.key = group.key
@@ -227,8 +266,8 @@ class Admission:
 
     def _learn(self, url: str, site: SiteRules) -> None:
         m = match_prefix(url)
-        if m is None or "@" in m[0]:
-            return  # no password is kept
+        if m is None or "@" in m[0] or self.closed:
+            return  # no password is kept; after close(), admit() must take its slow path
         fast = self._fast
         if fast.get(m[0]) is not site:
             if len(fast) >= self._fast_max:
@@ -261,6 +300,15 @@ class Admission:
     def done(self, group: Group) -> None:
         self.scheduler.done(group)
 
+    def close(self) -> None:
+        """No request starts from now on: :meth:`admit`, the waits for a turn and
+        running crawls end with :class:`GateClosed`.  Cached verdicts are still answered."""
+        self.closed = True
+        self._fast.clear()  # and _learn() fills it no more: admit() takes its slow path
+        self.scheduler.close()
+        for crawl in list(self.crawls):
+            crawl.halt(GateClosed("the gate was closed during the crawl"))
+
 
 class RobotsTurn:
     """``async with admission.robots_turn(origin)``: the server's turn for its robots.txt.
@@ -278,9 +326,7 @@ class RobotsTurn:
 
     async def __aenter__(self) -> None:
         admission = self._admission
-        group = admission.known_group(self._origin)
-        if group is None:
-            group = await admission.group(self._origin)
+        group = admission.group_now(self._origin) or await admission.group(self._origin)
         scheduler = admission.scheduler
         interval = scheduler.policy.delay
         if not scheduler.try_start(group, interval, page=False):

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import GateClosed
 from ..urls import InvalidURL, split_origin
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 
@@ -257,9 +258,10 @@ class Frontier:
     async def _watch_stop(self, event: asyncio.Event) -> None:
         await event.wait()
         self.summary.stopped = True
-        self._halt()
+        self.halt()
 
-    def _halt(self, failure: BaseException | None = None) -> None:
+    def halt(self, failure: BaseException | None = None) -> None:
+        """End the crawl: in-flight visits are cancelled and ``failure``, if any, raised."""
         if failure is not None and self._failure is None:
             self._failure = failure
         self._halted = True
@@ -268,7 +270,7 @@ class Frontier:
     def _feed_done(self, task: asyncio.Task[None]) -> None:
         self.summary.input_done = True
         if not task.cancelled() and task.exception() is not None:
-            self._halt(task.exception())
+            self.halt(task.exception())
         self._poke()
 
     async def _schedule(self) -> None:
@@ -369,7 +371,7 @@ class Frontier:
         self._visits.discard(task)
         self.summary.in_flight -= 1
         if not task.cancelled() and task.exception() is not None:
-            self._halt(task.exception())
+            self.halt(task.exception())
         self._poke()
 
     async def _visit(self, host: _Host, item: _Item) -> None:
@@ -391,6 +393,9 @@ class Frontier:
                     return
                 self.summary.host(host.key).started_at(self._loop.time())
                 await self._page(url, record)
+        except GateClosed as exc:
+            self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
+            return
         except asyncio.TimeoutError as exc:
             record.error = (
                 f"timed out: page not done within {self.timeout:g}s"
@@ -522,7 +527,8 @@ async def crawl(
     ``retry_statuses`` (429/503 answers retried after the gate's back-off),
     ``stop`` (an :class:`asyncio.Event`: set it to end the crawl early, in
     flight requests cancelled) and ``summary`` (a :class:`CrawlSummary` to
-    fill in live, e.g. for a progress bar).
+    fill in live, e.g. for a progress bar).  A gate closed under the crawl
+    ends it at once with :class:`~robotgate.errors.GateClosed`.
 
     >>> async def handler(url, resp):                          # doctest: +SKIP
     ...     html = await resp.text()

@@ -17,6 +17,7 @@ from ..policy.site import Interpretation, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
+from ..store.memory import immediate
 from .robots_fetcher import RobotsFetcher
 
 __all__ = ["CacheClosed", "RobotsCache"]
@@ -57,7 +58,7 @@ class RobotsCache:
         store: Store,
         how: Interpretation,
         *,
-        host_state: Callable[[str], Awaitable[HostState]],
+        host_state: Callable[[str], HostState | Awaitable[HostState]],
         turn: Callable[[str], AbstractAsyncContextManager[None]] | None = None,
         max_origins: int = 100_000,
         recheck_visits: int | None = 1000,
@@ -69,6 +70,7 @@ class RobotsCache:
         self.recheck_visits = recheck_visits
         self._host_state = host_state
         self._turn = turn
+        self._mem = immediate(store)  # answers without an await: one coroutine less each
         self._sites: dict[str, SiteRules] = {}
         self._inflight: dict[str, _Flight] = {}
         self._closed = False
@@ -168,9 +170,11 @@ class RobotsCache:
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
 
     async def _refresh(self, origin: str, site: SiteRules | None) -> SiteRules:
-        store = self.store
-        host = await self._host_state(origin)
-        stored = await store.load_robots(origin)
+        store, mem = self.store, self._mem
+        host = self._host_state(origin)
+        if not isinstance(host, HostState):
+            host = await host
+        stored = mem.get_robots(origin) if mem is not None else await store.load_robots(origin)
         limit = self.recheck_visits
         # The stored count counts too: N visits, a restart, and the first ask rechecks.
         recheck = limit is not None and host.visits_since_check >= limit
@@ -198,6 +202,8 @@ class RobotsCache:
                 # A good copy stands in whose body only our parsed rules still hold
                 # (the store forgot it): keep the rules, and store nothing without them.
                 kept = site.rules
+            elif mem is not None:
+                mem.put_robots(entry)
             else:
                 await self._save(entry)
         finally:

@@ -13,10 +13,12 @@ A request that is due and under every cap starts without a coroutine
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
 
+from ..errors import GateClosed
 from ..policy.fetch import parse_retry_after
 from ..policy.pacing import Backoff, PacingPolicy
 from ..records import HostState
@@ -59,7 +61,7 @@ class Slots:
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 self.give()  # handed a slot, then cancelled: pass it on
-            else:
+            elif fut in waiters:  # give() drops a cancelled waiter itself
                 waiters.remove(fut)
             raise
 
@@ -128,6 +130,9 @@ class Scheduler:
         # The gap is the interval itself unless back-off, latency or a margin apply.
         self._plain = not policy.latency_factor and not policy.margin
         self._time: Callable[[], float] | None = clock
+        # Tasks waiting in start(): close() ends their wait.
+        self._waiting: set[asyncio.Task[object]] = set()
+        self.closed = False
 
     @property
     def stats(self) -> dict[str, int]:
@@ -245,9 +250,14 @@ class Scheduler:
         ``page`` False: a robots.txt request, paced and capped like a page but
         not counted as a visit.
         """
+        if self.closed:
+            raise GateClosed("the gate is closed")
         group.waiting += 1
         glob = self.global_slots
         held_group = held_global = False
+        task = asyncio.current_task()
+        if task is not None:
+            self._waiting.add(task)
         try:
             await group.take()
             held_group = True
@@ -275,14 +285,26 @@ class Scheduler:
                     continue  # the wait for the global slot may have let another start
                 break
             self._started(group, interval, now, page)
-        except BaseException:
+        except BaseException as exc:
             if held_group:
                 group.give()
             if held_global and glob is not None:
                 glob.give()
+            if isinstance(exc, asyncio.CancelledError) and self.closed and _only_ours(task):
+                raise GateClosed(
+                    "the gate was closed while the request waited for its server's turn"
+                ) from None
             raise
         finally:
             group.waiting -= 1
+            self._waiting.discard(task)
+
+    def close(self) -> None:
+        """End every wait for a turn: the waiting requests get :class:`GateClosed`,
+        and so does every later :meth:`start`."""
+        self.closed = True
+        for task in list(self._waiting):
+            task.cancel()
 
     async def _wait_paused(self, group: Group) -> None:
         while (wait := group.paused_until - self.now()) > 0:
@@ -353,3 +375,10 @@ class Scheduler:
     def pause(self, group: Group, seconds: float) -> None:
         """No request of ``group`` starts for ``seconds`` from now."""
         group.paused_until = max(group.paused_until, self.now() + seconds)
+
+
+def _only_ours(task: asyncio.Task[object] | None) -> bool:
+    """Was ``task`` cancelled by :meth:`Scheduler.close` alone (not by its owner too)?"""
+    if task is None or sys.version_info < (3, 11):
+        return True  # no count of cancellations to tell them apart
+    return task.uncancel() == 0

@@ -9,7 +9,7 @@ from typing import TypeVar
 from ..records import SMALL_BODY
 from .base import HostState, RobotsEntry, Store
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "immediate"]
 
 _V = TypeVar("_V")
 
@@ -35,6 +35,22 @@ class MemoryStore(Store):
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
 
     async def load_robots(self, origin: str) -> RobotsEntry | None:
+        return self.get_robots(origin)
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        self.put_robots(entry)
+
+    async def load_host(self, origin: str) -> HostState | None:
+        return self.get_host(origin)
+
+    async def save_host(self, state: HostState) -> None:
+        self.put_host(state)
+
+    # The same, answered at once: the gate calls these on every new origin
+    # (see :func:`immediate`), where a coroutine each would cost more than the work.
+
+    def get_robots(self, origin: str) -> RobotsEntry | None:
+        """:meth:`load_robots` without a coroutine."""
         got = self._robots.get(origin)
         if got is None:
             return None
@@ -44,20 +60,23 @@ class MemoryStore(Store):
         entry, packed = got
         return entry.copy(body=zlib.decompress(packed))
 
-    async def save_robots(self, entry: RobotsEntry) -> None:
+    def put_robots(self, entry: RobotsEntry) -> None:
+        """:meth:`save_robots` without a coroutine."""
         body = entry.body
         if body is None or len(body) <= SMALL_BODY:
             self._put(self._robots, entry.origin, entry)
         else:
             self._put(self._robots, entry.origin, (entry.copy(body=None), zlib.compress(body)))
 
-    async def load_host(self, origin: str) -> HostState | None:
+    def get_host(self, origin: str) -> HostState | None:
+        """:meth:`load_host` without a coroutine."""
         state = self._hosts.get(origin)
         if state is not None:
             self._hosts.move_to_end(origin)
         return state
 
-    async def save_host(self, state: HostState) -> None:
+    def put_host(self, state: HostState) -> None:
+        """:meth:`save_host` without a coroutine."""
         self._put(self._hosts, state.origin, state)
 
     def _put(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
@@ -65,3 +84,11 @@ class MemoryStore(Store):
         table.move_to_end(key)
         while len(table) > self.max_origins:
             table.popitem(last=False)
+
+
+def immediate(store: Store) -> MemoryStore | None:
+    """``store`` if it is the plain memory store, whose answers need no await.
+
+    A subclass may do I/O in its coroutines: it gets ``None`` and is awaited.
+    """
+    return store if type(store) is MemoryStore else None
