@@ -535,12 +535,18 @@ def test_eviction_work_per_add_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
 # -- async waits (real sleeps, fake clock decides) ------------------------------------------
 
 
+def after_one_request(clock: Clock, delay: float, **kwargs: object) -> tuple[Scheduler, Group]:
+    """A scheduler whose group has just had a request: the next waits ``delay``."""
+    s = make(clock, policy=PacingPolicy(delay=delay), **kwargs)
+    g = group_of(s)
+    assert s.try_start(g, delay)
+    s.done(g)
+    return s, g
+
+
 async def test_start_waits_until_the_clock_says_so() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.02))
-    g = group_of(s)
-    assert s.try_start(g, 0.02)
-    s.done(g)
+    s, g = after_one_request(clock, 0.02)
     task = asyncio.ensure_future(s.start(g, 0.02))
     await asyncio.sleep(0.1)  # several real intervals: the fake clock stood still
     assert not task.done() and g.waiting == 1
@@ -664,11 +670,8 @@ async def test_fleet_reserve_none_falls_back_to_local_pacing() -> None:
 
 
 async def test_close_ends_the_waits_for_a_turn_with_gate_closed() -> None:
-    clock = Clock()  # stands still: without close() the waits would never end
-    s = make(clock, policy=PacingPolicy(delay=10), max_concurrency=5)
-    g = group_of(s)
-    assert s.try_start(g, 10)
-    s.done(g)
+    # The clock stands still: without close() the waits would never end.
+    s, g = after_one_request(Clock(), 10, max_concurrency=5)
     waiters = [asyncio.ensure_future(s.start(g, 10)) for _ in range(3)]
     await settle()
     assert g.waiting == 3
@@ -684,11 +687,7 @@ async def test_close_ends_the_waits_for_a_turn_with_gate_closed() -> None:
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="Task.uncancel is 3.11's")
 async def test_a_wait_its_owner_cancels_stays_cancelled_when_closed_too() -> None:
-    clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=10))
-    g = group_of(s)
-    assert s.try_start(g, 10)
-    s.done(g)
+    s, g = after_one_request(Clock(), 10)
     waiter = asyncio.ensure_future(s.start(g, 10))
     await settle()
     waiter.cancel()
