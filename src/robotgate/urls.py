@@ -102,7 +102,7 @@ _TABS_AND_NEWLINES = str.maketrans("", "", "\t\r\n")
 
 
 def as_sent(url: str) -> str:
-    """``url`` without the tabs and newlines that URL parsers (yarl, urllib) drop:
+    r"""``url`` without the tabs and newlines that URL parsers (yarl, urllib) drop:
     judged as it is sent, ``/pri\tvate`` is ``/private``.
 
     >>> as_sent("http://example.com/pri\tvate")

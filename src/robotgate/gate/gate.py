@@ -256,10 +256,10 @@ class RobotGate:
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
-        hit = self.admission.cached(url)
+        hit = self.admission.cached(url := as_sent(url))
         if hit is not None:
             return hit[0].allowed(hit[1], self.user_agent)
-        origin, rest = split_origin(url := as_sent(url))
+        origin, rest = split_origin(url)
         site = await self.admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
@@ -355,9 +355,5 @@ class RobotGate:
         :func:`robotgate.politeness.frontier.crawl`); :meth:`close` ends it."""
         from ..politeness.frontier import Frontier
 
-        crawls = self.admission.crawls  # close() ends them
-        crawls.add(frontier := Frontier(self, urls, handler, concurrency=concurrency, **options))
-        try:
-            return await frontier.run()
-        finally:
-            crawls.discard(frontier)
+        return await self.admission.run_crawl(
+            Frontier(self, urls, handler, concurrency=concurrency, **options))

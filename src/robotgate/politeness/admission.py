@@ -26,6 +26,7 @@ from ..records import HostState
 from ..store.base import Store
 from ..store.memory import MemoryStore, immediate
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin
+from .crawl_results import CrawlSummary
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
@@ -37,8 +38,10 @@ log = logging.getLogger("robotgate.pacing")
 _now = time.time
 
 
-class Halts(Protocol):
-    """A running crawl, as :meth:`Admission.close` ends it."""
+class Crawl(Protocol):
+    """A crawl as :meth:`Admission.run_crawl` runs it and :meth:`Admission.close` ends it."""
+
+    async def run(self) -> CrawlSummary: ...
 
     def halt(self, failure: BaseException | None = None) -> None: ...
 
@@ -59,7 +62,7 @@ class Admission:
         self._mem = immediate(store)
         self.disallowed = 0
         self.closed = False
-        self.crawls: set[Halts] = set()  # running crawls, ended by close()
+        self._crawls: set[Crawl] = set()  # running crawls, ended by close()
         self._fast: dict[str, SiteRules] = {}
         self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
@@ -159,8 +162,8 @@ class Admission:
     # -- requests ------------------------------------------------------------------
 
     def cached(self, url: str) -> tuple[SiteRules, str] | None:
-        """The rules of ``url``'s origin and the path they judge, if cached and fresh."""
-        url = as_sent(url)
+        """The rules of ``url`` (as sent: see :func:`~robotgate.urls.as_sent`)'s origin
+        and the path they judge, if cached and fresh."""
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
         if site is not None and site.fresh_until > time.time():
@@ -179,7 +182,7 @@ class Admission:
     def check(self, url: str) -> Decision | None:
         """The verdict for ``url`` if its origin's rules are cached and fresh (no I/O)."""
         if "\t" in url or "\n" in url or "\r" in url:
-            url = as_sent(url)  # judged as the client will send it (yarl drops them)
+            url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
         # The links of one page mostly share its origin: the last one is tried first.
         now = _now()
@@ -214,7 +217,7 @@ class Admission:
         cached) and :class:`~robotgate.urls.InvalidURL`.
         """
         if "\t" in url or "\n" in url or "\r" in url:
-            url = as_sent(url)  # judged as the client will send it (yarl drops them)
+            url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url) if self.fleet is None else None
         if site is not None and site.fresh_until > time.time():
@@ -300,13 +303,21 @@ class Admission:
     def done(self, group: Group) -> None:
         self.scheduler.done(group)
 
+    async def run_crawl(self, crawl: Crawl) -> CrawlSummary:
+        """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed`."""
+        self._crawls.add(crawl)
+        try:
+            return await crawl.run()
+        finally:
+            self._crawls.discard(crawl)
+
     def close(self) -> None:
         """No request starts from now on: :meth:`admit`, the waits for a turn and
         running crawls end with :class:`GateClosed`.  Cached verdicts are still answered."""
         self.closed = True
         self._fast.clear()  # and _learn() fills it no more: admit() takes its slow path
         self.scheduler.close()
-        for crawl in list(self.crawls):
+        for crawl in list(self._crawls):
             crawl.halt(GateClosed("the gate was closed during the crawl"))
 
 
