@@ -17,12 +17,13 @@ from .robots import RequestRate, RobotsTxt
 from .urls import InvalidURL
 
 if TYPE_CHECKING:
-    from .gate import Disallowed, GateClosed, RobotGate
+    from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .store import MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
 
 __all__ = [
+    "BodyTooLarge",
     "CrawlResult",
     "CrawlSummary",
     "Decision",
@@ -51,6 +52,7 @@ _LAZY = {
     "CrawlResult": ".politeness.crawl_results",
     "CrawlSummary": ".politeness.crawl_results",
     "Handled": ".politeness.crawl_results",
+    "BodyTooLarge": ".gate",
     "Disallowed": ".gate",
     "GateClosed": ".gate",
     "RobotGate": ".gate",

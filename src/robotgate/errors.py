@@ -5,7 +5,7 @@ from __future__ import annotations
 from .decision import Decision
 from .urls import redact
 
-__all__ = ["Disallowed", "GateClosed"]
+__all__ = ["BodyTooLarge", "Disallowed", "GateClosed"]
 
 
 class Disallowed(Exception):
@@ -20,6 +20,21 @@ class Disallowed(Exception):
         super().__init__(f"{url}: {decision.reason}")
         self.url = url
         self.decision = decision
+
+
+class BodyTooLarge(ValueError):
+    """A response body (decoded) was longer than ``gate.fetch``'s ``max_bytes``.
+
+    The response is closed; nothing past the limit was kept.  The URL is shown
+    and kept without its password.
+    """
+
+    def __init__(self, url: str, limit: int) -> None:
+        url = redact(url)
+        super().__init__(f"{url}: the body is longer than {limit:,} bytes (max_bytes); "
+                         "read big bodies with gate.fetch(url, stream=True)")
+        self.url = url
+        self.limit = limit
 
 
 class GateClosed(RuntimeError):

@@ -22,6 +22,7 @@ import pytest
 
 import robotgate.cli.bodies
 import robotgate.cli.fetch
+import robotgate.cli.inputs
 from robotgate.cli import build_parser, main
 from robotgate.cli.bodies import save_name
 from robotgate.store.memory import MemoryStore
@@ -140,6 +141,30 @@ async def test_a_bad_url_in_the_list_gets_its_own_line_and_the_run_goes_on(
     ]
     assert "Traceback" not in err
     assert err.count("robotgate: error: invalid URL") == 4
+
+
+async def test_an_endless_line_in_the_list_ends_the_input_with_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, a line with no end (-i /dev/zero) grew until MemoryError killed
+    # the reading thread, and the run then waited forever.
+    async with HostileServer() as srv:
+        listing = tmp_path / "urls.txt"
+        longest = "a" * (robotgate.cli.inputs.MAX_LINE - 1) + "\n"
+        with listing.open("wb") as f:
+            f.write(f"{srv.url('/page/1')}\n{longest}".encode())
+            f.write(b"\0" * (robotgate.cli.inputs.MAX_LINE + 1))
+            f.write(f"\n{srv.url('/page/2')}\n".encode())
+        code, out, err = await asyncio.wait_for(
+            run_async([*FETCH, "-i", str(listing)], capsys), 60
+        )
+        requested = srv.paths()
+    assert code == 2
+    # The line of exactly MAX_LINE bytes is read (and judged: not a URL).
+    assert set(by_url(out)) == {srv.url("/page/1"), longest.strip()}
+    assert [p for p in requested if p.startswith("/page/")] == ["/page/1"]
+    assert f"cannot read '{listing}': line 3 is longer than 1,048,576 bytes" in err
+    assert "Traceback" not in err
 
 
 # -- item 15: --timeout bounds a whole page ------------------------------------------------

@@ -9,9 +9,10 @@ import time
 import aiohttp
 import pytest
 from aiohttp import web
+from yarl import URL
 
-from robotgate import Disallowed, RobotGate
-from robotgate.gate.aiohttp_client import AiohttpRobotsTransport
+from robotgate import BodyTooLarge, Disallowed, RobotGate
+from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
 from tests.support.hostile import HostileServer
@@ -132,3 +133,37 @@ async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
             assert not decision.allowed and "did not answer within 0.3s" in decision.reason
     finally:
         await runner.cleanup()
+
+
+async def test_fetch_refuses_a_body_longer_than_max_bytes_and_reads_one_within_it() -> None:
+    mib = 1 << 20
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
+        # A gzip bomb: 16 MiB once decoded, a few KB on the wire.
+        with pytest.raises(BodyTooLarge) as caught:
+            await gate.fetch(srv.url("/bomb/gzip/16").replace("//", "//u:secret@"),
+                             max_bytes=mib)
+        assert caught.value.limit == mib and "secret" not in str(caught.value)
+        assert "stream=True" in str(caught.value)
+        with pytest.raises(BodyTooLarge):
+            await gate.fetch(srv.url(f"/sized/{mib + 1}"), max_bytes=mib)
+        exact = await gate.fetch(srv.url(f"/sized/{mib}"), max_bytes=mib)
+        assert len(await exact.read()) == mib
+        bomb = await gate.fetch(srv.url("/bomb/br/1"), max_bytes=mib)
+        assert await bomb.read() == b"\0" * mib and len(await bomb.text()) == mib
+        # No length given and no end: the default limit ends it.
+        with pytest.raises(BodyTooLarge) as endless:
+            await gate.fetch(srv.url("/endless"))
+        assert endless.value.limit == MAX_BODY
+        unlimited = await gate.fetch(srv.url("/bomb/gzip/2"), max_bytes=None)
+        assert len(await unlimited.read()) == 2 * mib
+        page = await gate.fetch(srv.url("/page/1"))  # the gate and the pool go on
+        assert page.status == 200 and await page.text()
+
+
+async def test_fetch_takes_a_yarl_url_as_aiohttp_does() -> None:
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
+        page = await gate.fetch(URL(srv.url("/page/1")))
+        assert page.status == 200
+        with pytest.raises(Disallowed):
+            await gate.fetch(URL(srv.url("/private/1")))
+    assert srv.paths().count("/private/1") == 0

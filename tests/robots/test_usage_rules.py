@@ -4,7 +4,7 @@ give a path its preferences.  Paths match as Allow/Disallow paths do (RFC 9309
 
 from __future__ import annotations
 
-from robotgate.robots.usage import UsageRules, parse_content_signal
+from robotgate.robots.usage import TIE_LIMIT, UsageRules, parse_content_signal
 
 
 def usage_of(rules: UsageRules, path: str) -> tuple[dict[str, bool], list[int]]:
@@ -68,6 +68,31 @@ def test_different_patterns_of_the_same_length_that_both_match_combine() -> None
     rules = UsageRules([("/a* train-ai=y", 1), ("/a$ search=n, train-ai=n", 2)])
     assert usage_of(rules, "/a") == ({"train-ai": False, "search": False}, [1, 2])
     assert usage_of(rules, "/ab") == ({"train-ai": True}, [1])
+
+
+def test_a_starred_winner_ties_with_a_plain_path_and_with_other_starred_ones() -> None:
+    rules = UsageRules(
+        [("/ab* train-ai=y", 1), ("/abc search=n", 2), ("/*bc train-ai=n", 3), ("/ab$ search=y", 4)]
+    )
+    assert usage_of(rules, "/abcd") == ({"train-ai": False, "search": False}, [1, 2, 3])
+    assert usage_of(rules, "/ab") == ({"train-ai": True, "search": True}, [1, 4])
+    assert usage_of(rules, "/x/../abx") == ({"train-ai": True}, [1])
+    assert usage_of(rules, "/xbc") == ({"train-ai": False}, [3])
+
+
+def test_thousands_of_paths_of_one_length_compile_and_match_without_pairing_them() -> None:
+    # Before, every path was paired with every other of its length: 8,000
+    # four-character paths took seconds and gigabytes.
+    plain = [(f"/{i:03x} train-ai=n", 10 + i) for i in range(1, 4001)]
+    starred = [(f"/*{i:03x} search=n", 5000 + i) for i in range(1, 4001)]
+    rules = UsageRules([("/0011 train-ai=n", 3), *plain, *starred])
+    # "/0011" (plain) ties with "/*001" and "/*011"; "/001" is shorter.
+    assert usage_of(rules, "/0011") == ({"train-ai": False, "search": False}, [3, 5001, 5017])
+    assert usage_of(rules, "/0012") == ({"search": False}, [5001, 5018])
+    # Only the first TIE_LIMIT starred paths of the length are tried.
+    assert len(rules._singles) <= TIE_LIMIT
+    late = f"/x{4000:03x}"
+    assert usage_of(rules, late) == ({"search": False}, [9000])
 
 
 def test_a_statement_that_fails_to_parse_still_names_its_rule() -> None:

@@ -203,6 +203,17 @@ def test_parse_usage_returns_a_fresh_dict() -> None:
     assert parse_usage("train-ai=n") == {"train-ai": False}
 
 
+def test_a_long_header_is_read_but_not_kept_in_the_cache() -> None:
+    # Hostile 1 MB headers would otherwise fill the cache to hundreds of MB.
+    from robotgate.robots.usage import _usage
+
+    _usage.cache_clear()
+    long = "train-ai=n, " + ", ".join(f"x{i}=y" for i in range(20_000))
+    assert usage_from_headers({"Content-Usage": long}) == {"train-ai": False}
+    assert parse_usage("search=y") == {"search": True}
+    assert _usage.cache_info().currsize == 1
+
+
 # -- combining -------------------------------------------------------------------
 
 

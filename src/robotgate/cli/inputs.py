@@ -116,10 +116,15 @@ class UrlReader:
             reader.stop()
 
 
+#: The longest input line read (a URL is far shorter; browsers stop near 2 MB).
+MAX_LINE = 1 << 20
+
+
 class LineReader:
     """Lines of a stream, read on a daemon thread so a slow pipe never blocks the loop.
 
     At most ``room`` lines wait in memory; the thread pauses when they are not taken.
+    A line longer than :data:`MAX_LINE` ends the stream with an :class:`OSError`.
     """
 
     def __init__(self, stream: IO[bytes], room: int = 10_000) -> None:
@@ -140,15 +145,24 @@ class LineReader:
         return True
 
     def _run(self) -> None:
+        number = 0
         try:
-            for line in self._stream:
+            while line := self._stream.readline(MAX_LINE + 1):
+                number += 1
+                if len(line) > MAX_LINE and line[-1:] != b"\n":
+                    # Not a list of URLs (e.g. a binary file): an error, not a hang.
+                    raise OSError(f"line {number} is longer than {MAX_LINE:,} bytes")
                 while not self._room.acquire(timeout=0.2):
                     if self._stop.is_set():
                         return
                 if self._stop.is_set() or not self._put(line):
                     return
-        except (OSError, ValueError) as exc:  # ValueError: the file was closed under us
-            self._put(exc if isinstance(exc, OSError) else OSError(str(exc)))
+        except OSError as exc:
+            self._put(exc)
+            return
+        except Exception as exc:  # e.g. ValueError: the file was closed under us
+            # Whatever ends the thread must reach the run, or the run waits forever.
+            self._put(OSError(f"{type(exc).__name__}: {exc}"))
             return
         self._put(None)
 

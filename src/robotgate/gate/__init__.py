@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import Disallowed, GateClosed
+from ..errors import BodyTooLarge, Disallowed, GateClosed
 from .gate import RobotGate
 
-__all__ = ["Disallowed", "GateClosed", "RobotGate"]
+__all__ = ["BodyTooLarge", "Disallowed", "GateClosed", "RobotGate"]

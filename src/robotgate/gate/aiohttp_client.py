@@ -18,7 +18,7 @@ import aiohttp
 from yarl import URL
 
 from ..decision import Decision
-from ..errors import Disallowed, GateClosed
+from ..errors import BodyTooLarge, Disallowed, GateClosed
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.network import hop_refusal, strip_credentials
 from ..politeness.admission import Admission
@@ -26,7 +26,12 @@ from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
 from ..urls import InvalidURL, redact, split_origin
 
-__all__ = ["AiohttpClient", "AiohttpRobotsTransport", "FetchCall"]
+__all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall"]
+
+#: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
+#: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
+MAX_BODY = 64 << 20
+_CHUNK = 1 << 16
 
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
@@ -41,6 +46,21 @@ _VIA: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.Context
     "robotgate_via", default=None)
 
 
+async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> None:
+    """``resp.read()``, but past ``limit`` decoded bytes :class:`BodyTooLarge`."""
+    chunks: list[bytes] = []
+    size = 0
+    content = resp.content
+    # One byte past the limit tells a body of exactly `limit` bytes from a longer one.
+    while chunk := await content.read(min(_CHUNK, limit + 1 - size)):
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(url, limit)
+        chunks.append(chunk)
+    resp._body = b"".join(chunks)
+    await resp.read()  # as aiohttp ends a read (the connection goes back to the pool)
+
+
 class FetchCall:
     """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``.
 
@@ -51,10 +71,10 @@ class FetchCall:
     __slots__ = ("_args", "_client", "_group", "_resp", "_stream", "_url")
 
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
-                 stream: bool) -> None:
+                 stream: bool, max_bytes: int | None) -> None:
         self._client = client
         self._url = url
-        self._args = (method, kwargs)
+        self._args = (method, kwargs, max_bytes)
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
         self._group: Group | None = None
@@ -66,8 +86,8 @@ class FetchCall:
 
     def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
         # The fetch itself, not a coroutine around it: one frame less per page.
-        method, kwargs = self._args
-        return self._client.fetch(self._url, method, kwargs, self)
+        method, kwargs, max_bytes = self._args
+        return self._client.fetch(self._url, method, kwargs, max_bytes, self)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -103,12 +123,14 @@ class AiohttpClient:
     # -- gate.fetch -----------------------------------------------------------------
 
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
+                    max_bytes: int | None = MAX_BODY,
                     call: FetchCall | None = None) -> aiohttp.ClientResponse:
         """Send ``url`` and read its body, hop by hop through redirects, each checked and paced.
 
         With ``call`` (``async with``) the last response is kept there for its
         exit; when it streams, the response is unread and its server's Group,
-        still held, is kept there too.
+        still held, is kept there too.  A body longer than ``max_bytes`` (not
+        None) raises :class:`BodyTooLarge`.
         """
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
@@ -140,7 +162,14 @@ class AiohttpClient:
                         await pending
                     keep = stream and not redirect
                     if not keep:
-                        await resp.read()
+                        # A Content-Length without encoding bounds the body: aiohttp reads no more.
+                        length = resp.content_length
+                        if max_bytes is None or (
+                                length is not None and length <= max_bytes
+                                and "Content-Encoding" not in resp.headers):
+                            await resp.read()
+                        else:
+                            await _read_within(resp, max_bytes, url)
                 except BaseException as exc:
                     resp.close()
                     if self.closed:

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 import aiohttp
+from yarl import URL
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
@@ -34,7 +35,7 @@ from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin
-from .aiohttp_client import AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
+from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
 
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
@@ -323,20 +324,24 @@ class RobotGate:
 
     # -- requests ------------------------------------------------------------
 
-    def fetch(self, url: str, *, method: str = "GET", stream: bool = False,
-              **kwargs: Any) -> FetchCall:
-        """Fetch ``url`` politely; raises :class:`Disallowed` if robots.txt forbids it.
+    def fetch(self, url: str | URL, *, method: str = "GET", stream: bool = False,
+              max_bytes: int | None = MAX_BODY, **kwargs: Any) -> FetchCall:
+        """Fetch ``url`` (text, or a :class:`yarl.URL` as aiohttp takes) politely;
+        raises :class:`Disallowed` if robots.txt forbids it.
 
         Returns the :class:`aiohttp.ClientResponse` with its body already read
         (the server's slot is held until then); usable as ``await`` or
         ``async with``.  Redirects are followed hop by hop, each checked and paced.
         With ``stream=True`` (``async with`` only) the body is left for the caller
-        to read, and the slot is held until the block exits.
+        to read, and the slot is held until the block exits.  Otherwise a body longer
+        than ``max_bytes`` decoded (``None``: no limit) raises :class:`BodyTooLarge`.
 
         >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
         ...     first = await resp.content.read(65536)
         """
-        return FetchCall(self.client, url, method, kwargs, stream)
+        if url.__class__ is not str and isinstance(url, URL):
+            url = str(url)  # as it is sent
+        return FetchCall(self.client, url, method, kwargs, stream, max_bytes)
 
     @property
     def middleware(self) -> Middleware:

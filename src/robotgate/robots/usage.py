@@ -26,10 +26,11 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..decision import UsageRule
-from ..urls import normalise_path
+from ..urls import normalise_path, remove_dot_segments
 from .patterns import RuleSet
 
 __all__ = [
+    "TIE_LIMIT",
     "VOCABULARY",
     "Date",
     "DisplayString",
@@ -264,6 +265,10 @@ def _number(s: str, i: int) -> tuple[int | float, int]:
 # -- the vocabulary -------------------------------------------------------------
 
 
+# Real statements are a few dozen bytes: those are cached, by the hundred.
+_CACHED_LEN = 1024
+
+
 @lru_cache(maxsize=512)
 def _usage(value: str | bytes) -> tuple[tuple[str, bool], ...]:
     try:
@@ -293,6 +298,8 @@ def parse_usage(value: str | bytes) -> dict[str, bool]:
     >>> parse_usage('train-ai="n"'), parse_usage("Train-AI=n")
     ({}, {})
     """
+    if len(value) > _CACHED_LEN:
+        return dict(_usage.__wrapped__(value))  # hostile sizes are not kept
     return dict(_usage(value))
 
 
@@ -420,6 +427,9 @@ def _normalise_pattern(path: str) -> str:
 
 
 _Found = tuple[Mapping[str, bool], tuple[UsageRule, ...]]
+#: The most starred paths of one length :meth:`UsageRules.match` tries for a
+#: tie with the longest match; real files have a handful, hostile ones thousands.
+TIE_LIMIT = 64
 _NONE: _Found = (MappingProxyType({}), ())
 
 
@@ -429,7 +439,8 @@ class UsageRules:
     :meth:`match` finds the rules whose path is the longest match for a path,
     with the same wildcards, ``$`` and percent-encoding as Allow/Disallow
     (RFC 9309 2.2.2); rules with identical paths, and different paths of the
-    same length that both match, combine per label (:func:`combine_usage`).
+    same length that both match, combine per label (:func:`combine_usage`;
+    of many paths with a wildcard and one length, the first :data:`TIE_LIMIT`).
     Rules without a path match every path, below any rule with one.
 
     >>> rules = UsageRules([("train-ai=n", 3), ("/ai-ok/ train-ai=y", 4)])
@@ -438,7 +449,7 @@ class UsageRules:
     ({'train-ai': True}, [4])
     """
 
-    __slots__ = ("_by_line", "_default", "_ruleset", "_same_length", "_singles")
+    __slots__ = ("_by_line", "_default", "_plain", "_ruleset", "_singles", "_starred")
 
     def __init__(
         self,
@@ -462,16 +473,17 @@ class UsageRules:
         # A pattern is known to the rule set by the line of its first rule.
         self._by_line = {rules[0].line: found(rules) for rules in by_pattern.values()}
         self._ruleset = RuleSet([(True, p, rules[0].line) for p, rules in by_pattern.items()])
-        lengths: dict[int, list[str]] = {}
-        for p in by_pattern:
-            lengths.setdefault(len(p), []).append(p)
-        # Patterns that share their length with another: a tie to resolve.
-        self._same_length = {
-            p: [(q, by_pattern[q][0].line) for q in same if q != p]
-            for same in lengths.values()
-            if len(same) > 1
-            for p in same
-        }
+        # Two paths of one length both match only if one has a "*": a tie is
+        # a starred path of the winner's length, or a plain one when the
+        # winner is starred.  Starred paths are kept by length, plain ones by
+        # path, so nothing grows with the square of the rule count.
+        self._starred: dict[int, list[tuple[str, int]]] = {}
+        self._plain: dict[str, int] = {}
+        for p, rules in by_pattern.items():
+            if "*" in p:
+                self._starred.setdefault(len(p), []).append((p, rules[0].line))
+            else:
+                self._plain[p] = rules[0].line
         self._singles: dict[str, RuleSet] = {}
 
     def __bool__(self) -> bool:
@@ -485,17 +497,32 @@ class UsageRules:
             return self._default
         rule = self._ruleset.rule(i)
         best = self._by_line[rule.line]
-        others = self._same_length.get(rule.pattern)
-        if others:
-            tied = [best]
-            for q, line in others:
-                single = self._singles.get(q)
-                if single is None:
-                    single = self._singles[q] = RuleSet([(True, q, line)])
-                if single.match(path) >= 0:
-                    tied.append(self._by_line[line])
-            if len(tied) > 1:
-                tied.sort(key=lambda f: f[1][0].line)
-                usage = combine_usage(*(f[0] for f in tied))
-                return MappingProxyType(usage), tuple(r for f in tied for r in f[1])
-        return best
+        pattern = rule.pattern
+        starred = self._starred.get(len(pattern), ())
+        if not starred and "*" not in pattern:
+            return best  # a plain winner and no starred path of its length
+        if "/." in path:
+            path = remove_dot_segments(path)  # as RuleSet.match reads it
+        lines = [rule.line]
+        if "*" in pattern:
+            end = len(pattern)
+            plain = path[:end] if len(path) >= end else path + "$" if len(path) + 1 == end else ""
+            line = self._plain.get(plain)
+            if line is not None:
+                lines.append(line)
+        # Each candidate costs a bounded match: past the limit, ties are not looked for.
+        for q, line in starred[:TIE_LIMIT]:
+            if line != rule.line and self._single(q, line).match(path) >= 0:
+                lines.append(line)
+        if len(lines) == 1:
+            return best
+        lines.sort()
+        tied = [self._by_line[line] for line in lines]
+        usage = combine_usage(*(f[0] for f in tied))
+        return MappingProxyType(usage), tuple(r for f in tied for r in f[1])
+
+    def _single(self, pattern: str, line: int) -> RuleSet:
+        single = self._singles.get(pattern)
+        if single is None:
+            single = self._singles[pattern] = RuleSet([(True, pattern, line)])
+        return single
