@@ -146,6 +146,9 @@ async def test_fetch_refuses_a_body_longer_than_max_bytes_and_reads_one_within_i
         assert "stream=True" in str(caught.value)
         with pytest.raises(BodyTooLarge):
             await gate.fetch(srv.url(f"/sized/{mib + 1}"), max_bytes=mib)
+        with pytest.raises(BodyTooLarge):  # whole in its first packet, still too long
+            await gate.fetch(srv.url("/sized/100"), max_bytes=99)
+        assert len(await (await gate.fetch(srv.url("/sized/100"), max_bytes=100)).read()) == 100
         exact = await gate.fetch(srv.url(f"/sized/{mib}"), max_bytes=mib)
         assert len(await exact.read()) == mib
         bomb = await gate.fetch(srv.url("/bomb/br/1"), max_bytes=mib)

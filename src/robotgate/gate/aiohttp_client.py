@@ -162,11 +162,12 @@ class AiohttpClient:
                         await pending
                     keep = stream and not redirect
                     if not keep:
-                        # A Content-Length without encoding bounds the body: aiohttp reads no more.
-                        length = resp.content_length
+                        # A body already whole in memory and within the limit (most
+                        # pages: they come in the packet of their headers) is read
+                        # as aiohttp reads it; any other, chunk by chunk.
+                        content = resp.content
                         if max_bytes is None or (
-                                length is not None and length <= max_bytes
-                                and "Content-Encoding" not in resp.headers):
+                                content.is_eof() and content.total_bytes <= max_bytes):
                             await resp.read()
                         else:
                             await _read_within(resp, max_bytes, url)
