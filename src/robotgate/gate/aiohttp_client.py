@@ -162,9 +162,8 @@ class AiohttpClient:
                         await pending
                     keep = stream and not redirect
                     if not keep:
-                        # A body already whole in memory and within the limit (most
-                        # pages: they come in the packet of their headers) is read
-                        # as aiohttp reads it; any other, chunk by chunk.
+                        # A body already whole and within the limit (most pages: they come
+                        # with their headers) is read as aiohttp does; any other in chunks.
                         content = resp.content
                         if max_bytes is None or (
                                 content.is_eof() and content.total_bytes <= max_bytes):
