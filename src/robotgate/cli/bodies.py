@@ -12,10 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..gate.aiohttp_client import read_body
 from ..politeness.frontier import Handled
 from ..urls import split_origin
 
-_CHUNK = 65536
 _UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -31,39 +31,6 @@ _FILE_MODE = 0o666 & ~_read_umask()
 
 class SaveError(OSError):
     """A body could not be written under ``--save-dir`` (nothing is left behind)."""
-
-
-async def read_body(resp: Any, limit: int, keep: bool) -> tuple[bytes, int, bool]:
-    """Up to ``limit`` bytes of the decoded body, read chunk by chunk: (body, size, cut).
-
-    Memory stays within ``limit`` whatever the server sends (a gzip or brotli
-    bomb inflates only as fast as it is read).  ``keep=False`` counts without
-    keeping.
-    """
-    chunks: list[bytes] = []
-    size = 0
-    truncated = False
-    content = resp.content
-    while not truncated:
-        # One byte past the cap tells a body of exactly `limit` bytes from a longer one.
-        chunk = await content.read(min(_CHUNK, limit + 1 - size))
-        if not chunk:
-            break
-        size += len(chunk)
-        if size > limit:
-            chunk = chunk[: len(chunk) - (size - limit)]
-            size = limit
-            truncated = True
-        if keep:
-            chunks.append(chunk)
-    if size == 0 and not truncated:
-        # A gate that read the body before handing the response over: take it from there.
-        body = await resp.read()
-        if body:
-            truncated = len(body) > limit
-            body = body[:limit]
-            return (body if keep else b""), len(body), truncated
-    return b"".join(chunks), size, truncated
 
 
 def save_name(url: str, content_type: str) -> str:

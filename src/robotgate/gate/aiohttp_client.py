@@ -26,7 +26,7 @@ from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
 from ..urls import InvalidURL, redact, split_origin
 
-__all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall"]
+__all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall", "read_body"]
 
 #: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
@@ -46,18 +46,47 @@ _VIA: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.Context
     "robotgate_via", default=None)
 
 
-async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> None:
-    """``resp.read()``, but past ``limit`` decoded bytes :class:`BodyTooLarge`."""
+async def read_body(resp: aiohttp.ClientResponse, limit: int,
+                    keep: bool) -> tuple[bytes, int, bool]:
+    """Up to ``limit`` bytes of the decoded body, read chunk by chunk: (body, size, cut).
+    (``gate.fetch``'s ``max_bytes``, and ``robotgate fetch --max-bytes``.)
+
+    Memory stays within ``limit`` whatever the server sends (a gzip or brotli
+    bomb inflates only as fast as it is read).  ``keep=False`` counts without
+    keeping.
+    """
     chunks: list[bytes] = []
     size = 0
+    truncated = False
     content = resp.content
-    # One byte past the limit tells a body of exactly `limit` bytes from a longer one.
-    while chunk := await content.read(min(_CHUNK, limit + 1 - size)):
+    while not truncated:
+        # One byte past the cap tells a body of exactly `limit` bytes from a longer one.
+        chunk = await content.read(min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
         size += len(chunk)
         if size > limit:
-            raise BodyTooLarge(url, limit)
-        chunks.append(chunk)
-    resp._body = b"".join(chunks)
+            chunk = chunk[: len(chunk) - (size - limit)]
+            size = limit
+            truncated = True
+        if keep:
+            chunks.append(chunk)
+    if size == 0 and not truncated:
+        # A gate that read the body before handing the response over: take it from there.
+        body = await resp.read()
+        if body:
+            truncated = len(body) > limit
+            body = body[:limit]
+            return (body if keep else b""), len(body), truncated
+    return b"".join(chunks), size, truncated
+
+
+async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> None:
+    """``resp.read()``, but past ``limit`` decoded bytes :class:`BodyTooLarge`."""
+    body, _, cut = await read_body(resp, limit, keep=True)
+    if cut:
+        raise BodyTooLarge(url, limit)
+    resp._body = body
     await resp.read()  # as aiohttp ends a read (the connection goes back to the pool)
 
 

@@ -275,7 +275,8 @@ class Scheduler:
                     return
             while True:
                 now = self.now()
-                wait = max(group.paused_until, group.last + self.gap(group, interval)) - now
+                gap = self.gap(group, interval)
+                wait = max(group.paused_until, group.last + gap) - now
                 if wait > 0:
                     await asyncio.sleep(wait)
                     continue
@@ -284,7 +285,7 @@ class Scheduler:
                     held_global = True
                     continue  # the wait for the global slot may have let another start
                 break
-            self._started(group, interval, now, page)
+            self._started(group, interval, now, page, gap)
         except BaseException as exc:
             if held_group:
                 group.give()

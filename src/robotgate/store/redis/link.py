@@ -219,12 +219,7 @@ class Link:
             failure: BaseException
             try:
                 bound = self.unavailable_timeout - (time.monotonic() - started) + slack
-                if not self.cluster:
-                    return await bounded(attempt(client), bound)
-                if self._gate is None:
-                    self._gate = asyncio.Semaphore(self._cluster_connections(client))
-                async with self._gate:
-                    return await bounded(attempt(client), bound)
+                return await self._try(client, attempt, bound)
             except ResponseError as exc:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
@@ -249,8 +244,13 @@ class Link:
         """One try of ``attempt``, no retry (for what is best effort), counted; bounded
         like a call's."""
         self.round_trips += 1
-        client = self.client()
         bound = self.unavailable_timeout + 2 * self._socket_timeout()
+        return await self._try(self.client(), attempt, bound)
+
+    async def _try(self, client: Client, attempt: Callable[[Client], Awaitable[_T]],
+                   bound: float) -> _T:
+        """One try, cut off after ``bound`` seconds; on a cluster, within the
+        connection cap (see :meth:`_cluster_connections`)."""
         if not self.cluster:
             return await bounded(attempt(client), bound)
         if self._gate is None:
