@@ -84,9 +84,7 @@ def robots_flow(
     ``previous`` (an earlier good copy) makes the first request conditional.
     ``clock`` gives the time of each answer (default: ``now`` for all).
     """
-    def when() -> float:
-        return clock() if clock is not None else now
-
+    when = clock if clock is not None else (lambda: now)
     url = robots_url(origin)
     headers: dict[str, str] = {}
     conditional = previous is not None and previous.outcome == Outcome.OK and (
@@ -97,7 +95,7 @@ def robots_flow(
             headers["If-None-Match"] = previous.etag
         if previous.last_modified:
             headers["If-Modified-Since"] = previous.last_modified
-    seen = {url}
+    seen: set[str] | None = None  # the URLs asked, made by the first redirect
     hop_from: str | None = None
     deadline = now + policy.timeout
     for _hop in range(policy.max_redirects + 1):
@@ -111,6 +109,8 @@ def robots_flow(
                 target = strip_credentials(urljoin(url, location.strip()))
             except ValueError:
                 target = location
+            if seen is None:
+                seen = {url}
             why = _bad_target(url, target, seen)
             if why is not None:
                 return entry_for_redirect_failure(origin, why, when(), policy, final_url=url)

@@ -222,17 +222,20 @@ class Scheduler:
 
         ``page`` False: a robots.txt request (see :meth:`start`).
         """
-        if group.waiting or not group.try_take():
+        # try_take(), now() and gap() inlined (this runs for every page); the
+        # group's slot is taken last, so a request that is not due gives nothing back.
+        if group.waiting or group.free <= 0 or group.waiters:
             return False
-        now = self.now()
-        gap = self.gap(group, interval)
+        clock = self._time
+        now = clock() if clock is not None else self.now()
+        backoff = group.backoff
+        gap = interval if self._plain and not backoff.extra else backoff.gap(self.policy, interval)
         if now < group.paused_until or now < group.last + gap:
-            group.give()
             return False
         glob = self.global_slots
         if glob is not None and not glob.try_take():
-            group.give()
             return False
+        group.free -= 1
         self._started(group, interval, now, page, gap)
         return True
 
@@ -337,7 +340,8 @@ class Scheduler:
         Returns the Unix time the group is paused until when a shared store
         must hear of it (a 429/503), else None.
         """
-        now = self.now()
+        clock = self._time
+        now = clock() if clock is not None else self.now()
         if now > group.last:
             # Paced from the answer's arrival, not the start: however late the
             # server handled the request, the next one reaches it an interval later.
@@ -361,14 +365,19 @@ class Scheduler:
             return wall + wait
         if backoff.extra or backoff.failures:
             backoff.narrow(policy)
-        group.state.next_allowed = wall + max(
-            self.gap(group, group.interval), group.paused_until - now)
+        gap = group.interval
+        if backoff.extra or not self._plain:
+            gap = backoff.gap(policy, gap)
+        group.state.next_allowed = wall + max(gap, group.paused_until - now)
         return None
 
     def done(self, group: Group) -> None:
         """The request no longer holds its slots (answered, failed or cancelled)."""
         group.active -= 1
-        group.give()
+        if group.waiters:
+            group.give()
+        else:
+            group.free += 1  # give() without a waiter, inlined
         glob = self.global_slots
         if glob is not None:
             glob.give()

@@ -391,6 +391,8 @@ def _split_rules(rules: list[tuple[bool, str, int]]) -> tuple[dict[str, _Entry],
         # Same prefix twice: the higher rank wins, else the first line stays.
         if old is None or rank > old[0]:
             prefixes[prefix] = (rank, line, pattern)
+    if not starred:
+        return prefixes, starred  # most groups
     starred.sort(key=lambda r: (-r[0], r[1]))
     return prefixes, _distinct(starred)
 
