@@ -365,9 +365,8 @@ class Scheduler:
             return wall + wait
         if backoff.extra or backoff.failures:
             backoff.narrow(policy)
-        gap = group.interval
-        if backoff.extra or not self._plain:
-            gap = backoff.gap(policy, gap)
+        interval = group.interval  # gap(), inlined as in try_start
+        gap = interval if self._plain and not backoff.extra else backoff.gap(policy, interval)
         group.state.next_allowed = wall + max(gap, group.paused_until - now)
         return None
 
