@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from robotgate import Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
+from robotgate import Decision, Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
 from tests.support.server import BenchServer, HostPlan, page_paths
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
@@ -405,3 +405,17 @@ async def test_crosswise_redirects_do_not_deadlock() -> None:
         assert [r.status for r in got] == [200, 200]
     finally:
         await runner.cleanup()
+
+
+async def test_check_is_the_admissions_own_unless_a_subclass_overrides_it() -> None:
+    seen: list[str] = []
+
+    class Logged(RobotGate):
+        def check(self, url: str) -> Decision | None:
+            seen.append(url)
+            return super().check(url)
+
+    async with RobotGate(AGENT) as plain, Logged(AGENT) as logged:
+        assert plain.check == plain.admission.check  # no call in between on the hot path
+        assert logged.check("http://a.example/x") is None
+        assert seen == ["http://a.example/x"]

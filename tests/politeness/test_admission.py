@@ -44,13 +44,14 @@ class Transport:
         self.clock = clock
         self.bodies = bodies or {}
         self.takes = takes
+        self.statuses: dict[str, int] = {}  # robots.txt status per host (default 200)
         self.requests: list[RobotsRequest] = []
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         self.requests.append(request)
         self.clock.advance(self.takes)
         origin = request.url.rsplit("/", 1)[0]
-        return RobotsResponse(200, {}, self.bodies.get(origin, ROBOTS))
+        return RobotsResponse(self.statuses.get(origin, 200), {}, self.bodies.get(origin, ROBOTS))
 
 
 class DictStore(Store):
@@ -80,7 +81,8 @@ class DictStore(Store):
 
 def build(clock: Clock, *, store: Store | None = None, transport: Transport | None = None,
           delay: float = 1.0, pacing: PacingPolicy | None = None, fleet: bool = False,
-          recheck_visits: int | None = 1000, max_groups: int = 100_000) -> Admission:
+          recheck_visits: int | None = 1000, max_groups: int = 100_000,
+          dialect: str = "rfc9309") -> Admission:
     store = store if store is not None else MemoryStore()
     pacing = pacing or PacingPolicy(delay=delay)
     sched = Scheduler(pacing, clock=clock, wall=clock.now_wall, max_groups=max_groups)
@@ -94,7 +96,7 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
         return holder[0].robots_turn(origin)
 
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
-                        Interpretation(AGENT, pacing=pacing), host_state=host_state,
+                        Interpretation(AGENT, dialect, pacing=pacing), host_state=host_state,
                         turn=turn, recheck_visits=recheck_visits)
     admission = Admission(cache, PaceKeys("host"), sched, store, AGENT,
                           FleetSlots(store) if fleet else None)
@@ -312,9 +314,11 @@ async def test_check_is_none_until_robots_txt_is_cached() -> None:
     assert transport_of(admission).requests == []  # check never fetches
 
 
+@pytest.mark.parametrize("dialect", ["rfc9309", "classic"])  # classic: rules see paths only
 @pytest.mark.parametrize("rest", URLS)
-async def test_check_answers_as_decide_on_the_slow_and_the_fast_path(rest: str) -> None:
-    admission = build(Clock(), transport=None)
+async def test_check_answers_as_decide_on_the_slow_and_the_fast_path(rest: str,
+                                                                       dialect: str) -> None:
+    admission = build(Clock(), transport=None, dialect=dialect)
     transport_of(admission).bodies[A] = TRICKY
     site = await admission.site(A)
     expected = site.decide(admission.cached(A + rest)[1], AGENT)  # type: ignore[index]
@@ -322,6 +326,18 @@ async def test_check_answers_as_decide_on_the_slow_and_the_fast_path(rest: str) 
     again = admission.check(A + rest)  # the prefix map
     assert first == again == expected
     assert again is not None and again.allowed == site.allowed(A + rest, AGENT)
+
+
+@pytest.mark.parametrize(("status", "allowed"), [(503, False), (404, True)])
+async def test_check_answers_a_whole_site_verdict(status: int, allowed: bool) -> None:
+    admission = build(Clock())
+    transport_of(admission).statuses[A] = status
+    site = await admission.site(A)
+    assert site.verdict is not None and site.rules is None
+    for _ in range(2):  # learnt on the slow path, then the prefix map
+        for rest in ("/private", "/a/../private", "/public", "/robots.txt"):
+            d = admission.check(A + rest)
+            assert d is site.verdict and d.allowed is allowed, rest
 
 
 async def test_check_reads_the_path_the_client_sends() -> None:

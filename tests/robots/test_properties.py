@@ -337,7 +337,7 @@ CACHE_URLS = st.builds(
     ),
     st.builds(
         str.__add__,
-        st.sampled_from(["/", "/a", "?a", ""]),
+        st.sampled_from(["/", "/a", "?a", "", "/robots.txt"]),
         st.text(alphabet="ab/*$%?#é", max_size=6),
     ),
 )
@@ -357,6 +357,10 @@ CACHE_URLS = st.builds(
 @example([(False, "/a%24", 1)], [("https://a.com/", "b"), ("https://a.com/a$", "b")])
 @example([(False, "/%C3%A9", 1)], [("https://a.com/", "b"), ("https://a.com/é", "b")])
 @example([(False, "/b", 1)], [("https://a.com/", "b"), ("https://a.com?/b", "b")])
+# A rule's explanation is kept: a Disallow that covers /robots.txt must still
+# let decide() look at each path.
+@example([(False, "/", 1)], [("/x", "b"), ("/robots.txt", "b"), ("/robots.txt?a", "b")])
+@example([(False, "/robots.txt?", 1)], [("/robots.txt?a", "b"), ("/robots.txt?b", "b")])
 def test_query_caches_change_no_verdict(
     rules: list[tuple[bool, str, int]], queries: list[tuple[str, str]]
 ) -> None:
@@ -368,6 +372,7 @@ def test_query_caches_change_no_verdict(
         fresh = RobotsTxt.parse(body)
         assert reused.allowed(url, agent) is fresh.allowed(url, agent), (body, url, agent)
         assert reused.allowed(url, agent) is reused.decide(url, agent).allowed, (body, url, agent)
+        assert reused.decide(url, agent) == fresh.decide(url, agent), (body, url, agent)
 
 
 PIECES = [

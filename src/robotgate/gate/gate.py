@@ -139,9 +139,7 @@ class RobotGate:
             respect_crawl_delay=respect_crawl_delay, on_long_delay=on_long_delay,
             max_backoff=max_backoff, latency_factor=latency_factor, margin=pacing_margin)
         self.store: Store = store if store is not None else MemoryStore(max_origins)
-        self._headers = {"User-Agent": user_agent}
-        if from_:
-            self._headers["From"] = from_
+        self._headers = {"User-Agent": user_agent, **({"From": from_} if from_ else {})}
         self._session = session
         self._closed = False
         self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
@@ -169,6 +167,8 @@ class RobotGate:
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
                                    self.user_agent, fleet)
         self.client.admission = self.admission
+        if type(self).check is RobotGate.check:  # one call less on the hot path
+            self.check = self.admission.check  # type: ignore[method-assign]
         if self.pace_by == "ip":
             self.keys.set_resolver(self.client.first_address)
 

@@ -42,8 +42,8 @@ class SiteRules:
     cache's recently-used bit (CLOCK eviction).
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict",
-                 "whole_urls")
+    __slots__ = ("entry", "fresh_until", "host", "interval", "judge", "key", "rules", "used",
+                 "verdict")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float) -> None:
@@ -55,8 +55,10 @@ class SiteRules:
         self.used = True
         self.host: HostState | None = None  # visit counts of the origin's server
         self.key: str | None = None  # the server's politeness key, once known
-        # The rules may be handed a URL as written: they resolve its dot segments.
-        self.whole_urls = rules is not None and rules.RESOLVES_DOT_SEGMENTS
+        # The rules that decide every URL of the site and may be handed one as
+        # written (they resolve its dot segments): one test on the hot path.
+        whole = verdict is None and rules is not None and rules.RESOLVES_DOT_SEGMENTS
+        self.judge = rules if whole else None
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Awaitable
 from typing import Protocol
@@ -66,8 +67,10 @@ class Admission:
         self._fast: dict[str, SiteRules] = {}
         self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
-        # The cache's limit, read here on every check and admit (inlined there).
-        self._recheck = cache.recheck_visits
+        # The cache's limit, read here on every check and admit (inlined there);
+        # no limit is one no count reaches, so the test is one compare.
+        limit = cache.recheck_visits
+        self._recheck_at = limit if limit is not None else sys.maxsize
         self._groups = scheduler.groups_by_key
 
     # -- robots.txt ------------------------------------------------------------------
@@ -195,20 +198,21 @@ class Admission:
                 return hit[0].decide(hit[1], self.agent) if hit is not None else None
             if cut > 0:
                 self._last = url[:cut + 1], cut + 1, site
-        else:
-            cut = n - 1
-        host, limit = site.host, self._recheck
-        if host is not None and limit is not None and host.visits_since_check >= limit:
+        host = site.host
+        if host is not None and host.visits_since_check >= self._recheck_at:
             return None
         site.used = True
+        judge = site.judge
+        if judge is not None:
+            # The rules know their own origin: the whole URL costs them one compare.
+            return judge.decide(url, self.agent)
         if site.verdict is not None:
             return site.verdict
         rules = site.rules
         assert rules is not None
-        if site.whole_urls or not ("/." in url or "/%2" in url):
-            # The rules know their own origin: the whole URL costs them one compare.
-            return rules.decide(url, self.agent)
-        return rules.decide(_path_of(url, cut), self.agent)
+        if "/." in url or "/%2" in url:  # rules that read paths only: resolved here
+            url = _path_of(url, url.find("/", 8))
+        return rules.decide(url, self.agent)
 
     def admit(self, url: str) -> Group | Awaitable[Group]:
         """Check ``url`` and take its turn: the started Group, or an awaitable of it.
@@ -223,8 +227,8 @@ class Admission:
         if site is not None and site.fresh_until > time.time():
             # One look-up from the URL's "scheme://authority" to what the slow path
             # learnt of it: the same checks as there, none of the splitting.
-            host, limit = site.host, self._recheck
-            if host is not None and (limit is None or host.visits_since_check < limit):
+            host = site.host
+            if host is not None and host.visits_since_check < self._recheck_at:
                 path = _path_of(url, cut)
                 if not site.allowed(path, self.agent):
                     raise self.refuse(url, path, site)

@@ -9,9 +9,10 @@ import math
 import re
 
 from ..agents import product_token
-from ..decision import Decision, Rule
+from ..decision import Decision
 from ..urls import normalise_path, path_of, request_path
 from .body import DEFAULT_MAX_BYTES, cut_utf8
+from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet
 from .rules import RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal
@@ -265,7 +266,7 @@ class Rfc9309Rules(RobotsTxt):
         self._agent_rules: RuleSet | None = None
         self._memo: dict[str, RuleSet | None] = _NO_MEMO
         # Made on the first decide(): most files are only asked allowed().
-        self._deciders: dict[str, _Decider | None] = _NO_DECIDERS
+        self._deciders: dict[str, Decider | None] = _NO_DECIDERS
         self._prefix: str | None = None  # equal to no slice of a URL
         self._cut = 0  # len(self._prefix), kept so the hot path need not ask
 
@@ -381,9 +382,12 @@ class Rfc9309Rules(RobotsTxt):
             i = rules.match(path)
             # The explanation depends only on the group and the rule: built once.
             try:
-                decision = decider.table[i]
+                decision = decider.direct[i]
             except KeyError:
-                decision = decider.table[i] = decider.explain(i)
+                decision = decider.learn(i)
+            if decision is not None:
+                return decision
+            decision = decider.table[i]
         else:
             i, exact = rules.match_exact(path)
             decision = decider.explain(i, exact)
@@ -391,18 +395,18 @@ class Rfc9309Rules(RobotsTxt):
             return decision
         # RFC 9309 2.2.2: /robots.txt is always allowed (a rule allowing it says so
         # too), and carries no usage of its own.
-        if path[:11] == "/robots.txt" and path[11:12] in ("", "?"):
-            return _ROBOTS_ALLOWED
+        if is_robots_path(path):
+            return ROBOTS_ALLOWED
         return decider.usage_of(decision, path) if decision.allowed else decision
 
-    def _decider(self, user_agent: str) -> _Decider | None:
+    def _decider(self, user_agent: str) -> Decider | None:
         token = product_token(user_agent)
         group = self._agents.get(token)
         fallback = False
         if group is None:
             group = self._star
             fallback = token != "*"
-        decider = _Decider(group, fallback) if group is not None else None
+        decider = Decider(group, fallback) if group is not None else None
         if not self._deciders:
             self._deciders = {}  # the shared empty one is never written
         if len(self._deciders) < _MEMO_MAX:
@@ -511,53 +515,8 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     return Rfc9309Rules._build(groups, sitemaps)
 
 
-class _Decider:
-    """What :meth:`Rfc9309Rules.decide` keeps per User-Agent: the group it reads,
-    and each rule's explanation, built the first time that rule decides."""
-
-    __slots__ = ("fallback", "group", "rules", "table", "usage")
-
-    def __init__(self, group: _Group, fallback: bool) -> None:
-        self.group = group
-        self.fallback = fallback  # the '*' group stands in: no group names the agent
-        self.rules = group.ruleset()
-        self.table: dict[int, Decision] = {}
-        self.usage = bool(group.usage)
-
-    def explain(self, i: int, exact: bool = True) -> Decision:
-        """The decision of rule ``i`` (-1: no rule matched), with its reason."""
-        agents = self.group.names()
-        names = ", ".join(repr(a) for a in agents)
-        where = f"the group for {names}" + (
-            " (no group names this agent)" if self.fallback else "")
-        bound = "" if exact else (
-            " (the path is too long to check exactly against this group's wildcard rules "
-            "within robotgate's work bound; undecided Disallow rules count as matching)")
-        if i < 0:
-            return Decision(True, f"allowed: no rule matches in {where}{bound}", None, agents)
-        rule: Rule = self.rules.rule(i)
-        verb = "allowed" if rule.allow else "disallowed"
-        pattern = f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-        return Decision(rule.allow, f"{verb} by {pattern!r} (line {rule.line}) in {where}{bound}",
-                        rule, agents)
-
-    def usage_of(self, decision: Decision, path: str) -> Decision:
-        """``decision``, an allowed one, with what the group's usage rules say of
-        ``path`` (usage applies only to what may be crawled: draft-ietf-aipref-attach)."""
-        compiled = self.group.usage_rules()
-        if compiled is None:
-            return decision
-        usage, usage_rules = compiled[0].match(path)
-        signals, signal_rules = compiled[1].match(path)
-        if not (usage_rules or signal_rules):
-            return decision
-        return Decision(decision.allowed, decision.reason, decision.rule, decision.group,
-                        decision.outcome, usage, signals, usage_rules, signal_rules)
-
-
-_ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
-_NO_DECIDERS: dict[str, _Decider | None] = {}
+_NO_DECIDERS: dict[str, Decider | None] = {}
 _NO_MEMO: dict[str, RuleSet | None] = {}
 #: Read only, shared by every file that names no agent but "*".
 _NO_AGENTS: dict[str, _Group] = {}
