@@ -14,6 +14,7 @@ from .usage import UsageRules
 __all__ = ["ROBOTS_ALLOWED", "Decider", "is_robots_path"]
 
 ROBOTS_ALLOWED = Decision(True, "/robots.txt is always allowed (RFC 9309 2.2.2)")
+_NO_TABLE: dict[int, Decision] = {}  # shared, never written
 
 
 def is_robots_path(path: str) -> bool:
@@ -40,8 +41,8 @@ class Decider:
 
     ``direct`` holds, by rule index (-1: no rule matched), the decision
     ``decide()`` returns as it is, or ``None`` when the path must still be
-    looked at (usage rules, or a Disallow that could match /robots.txt);
-    ``table`` holds every explanation built.
+    looked at (usage rules, or a Disallow that could match /robots.txt):
+    then ``table`` holds the explanation.
     """
 
     __slots__ = ("direct", "fallback", "group", "rules", "table", "usage")
@@ -51,12 +52,12 @@ class Decider:
         self.fallback = fallback  # the '*' group stands in: no group names the agent
         self.rules = group.ruleset()
         self.direct: dict[int, Decision | None] = {}
-        self.table: dict[int, Decision] = {}
+        self.table: dict[int, Decision] = _NO_TABLE  # most groups never need one
         self.usage = bool(group.usage)
 
     def learn(self, i: int) -> Decision | None:
         """Explain rule ``i`` once; its ``direct`` entry."""
-        decision = self.table[i] = self.explain(i)
+        decision = self.explain(i)
         rule = decision.rule
         if decision.allowed:
             final = not self.usage  # usage applies to what may be crawled
@@ -67,8 +68,14 @@ class Decider:
             prefix = rule.pattern.rstrip("*")
             final = not ("*" in prefix or prefix[-1:] == "$" or "/robots.txt".startswith(prefix)
                          or prefix.startswith("/robots.txt?"))
-        direct = self.direct[i] = decision if final else None
-        return direct
+        if final:
+            self.direct[i] = decision
+            return decision
+        if self.table is _NO_TABLE:
+            self.table = {}
+        self.table[i] = decision
+        self.direct[i] = None
+        return None
 
     def explain(self, i: int, exact: bool = True) -> Decision:
         """The decision of rule ``i`` (-1: no rule matched), with its reason."""
