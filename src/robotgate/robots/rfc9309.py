@@ -324,7 +324,7 @@ class Rfc9309Rules(RobotsTxt):
         if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
                 or "/." in path):
             path = _clean(path)
-        # RFC 9309 2.2.2: /robots.txt is always allowed.
+        # RFC 9309 2.2.2: /robots.txt is always allowed (is_robots_path, inlined).
         return rules.allows[rules.match(path)] or (
             path[:11] == "/robots.txt" and path[11:12] in ("", "?")
         )
