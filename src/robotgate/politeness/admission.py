@@ -183,7 +183,12 @@ class Admission:
         return site, url if rest[:2] == "//" else rest
 
     def check(self, url: str) -> Decision | None:
-        """The verdict for ``url`` if its origin's rules are cached and fresh (no I/O)."""
+        """The verdict for ``url`` if its origin's rules are cached and fresh, else None.
+
+        No I/O and no coroutine; the gate's ``check`` is this very method:
+
+        >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
+        """
         if "\t" in url or "\n" in url or "\r" in url:
             url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
