@@ -58,14 +58,13 @@ class Decider:
     def learn(self, i: int) -> Decision | None:
         """Explain rule ``i`` once; its ``direct`` entry."""
         decision = self.explain(i)
-        rule = decision.rule
         if decision.allowed:
             final = not self.usage  # usage applies to what may be crawled
         else:
             # A literal prefix can match "/robots.txt[?...]" only as a prefix of
             # "/robots.txt" or by starting with "/robots.txt?"; a wildcard may.
-            assert rule is not None
-            prefix = rule.pattern.rstrip("*")
+            assert decision.rule is not None
+            prefix = decision.rule.pattern.rstrip("*")
             final = not ("*" in prefix or prefix[-1:] == "$" or "/robots.txt".startswith(prefix)
                          or prefix.startswith("/robots.txt?"))
         if final:
