@@ -81,7 +81,7 @@ class Admission:
         if site is not None:
             return site
         try:
-            return await self.cache.get(origin)
+            return await self.cache.fetched(origin)
         except CacheClosed as exc:
             raise GateClosed(str(exc)) from None
 

@@ -101,6 +101,10 @@ class RobotsCache:
         site = self.cached(origin)
         if site is not None:
             return site
+        return await self.fetched(origin)
+
+    async def fetched(self, origin: str) -> SiteRules:
+        """As :meth:`get`, right after :meth:`cached` said no: joins or starts the fetch."""
         flight = self._inflight.get(origin)
         loop = asyncio.get_running_loop()
         if flight is None:

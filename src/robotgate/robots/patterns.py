@@ -138,17 +138,15 @@ class RuleSet:
         prefixes it, and the best rule of its chain of parents is known in
         advance (every prefix of a path is on one chain).
         """
-        lit = tuple(sorted(prefixes))
-        parent = _parents(lit)
-        upper: list[str] = []
+        lit = sorted(prefixes)
+        # Entry 0 is "", the parent of all: with one rule beside it, nothing to work out.
+        parent = _parents(lit) if len(lit) > 2 else (-1, 0)[: len(lit)]
         best: list[int] = []  # the rule number of the best rule on the entry's chain
         best_rank: list[int] = []
         patterns: list[str] = []
         meta: list[int] = []
-        for s, up in zip(lit, parent, strict=True):
+        for s, up in zip(lit, parent):
             rank, line, pattern = prefixes[s]
-            # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
-            upper.append(s + "\x80")
             number = -1
             if rank >= 0:
                 number = len(patterns)
@@ -160,10 +158,11 @@ class RuleSet:
             else:
                 best.append(number)
                 best_rank.append(rank)
-        self._lit = lit
-        self._upper = tuple(upper)
         # Tuples: indexing them is cheaper than indexing arrays.
-        self._parent = tuple(parent)
+        self._lit = tuple(lit)
+        # Paths are ASCII: an entry followed by "\x80" sorts after every path it prefixes.
+        self._upper = tuple([s + "\x80" for s in lit])
+        self._parent = parent
         self._best = tuple(best)
         self._patterns = tuple(patterns)
         return best_rank, meta
@@ -420,17 +419,16 @@ def _wild_probe(wild: tuple[_Wild, ...]) -> tuple[str, ...] | None:
     return firsts if useful else None
 
 
-def _parents(lit: tuple[str, ...]) -> array[int]:
+def _parents(lit: Sequence[str]) -> tuple[int, ...]:
     """For each sorted entry, the index of the longest other entry that is a prefix of it."""
-    parent = array("l", [-1]) * len(lit)
+    parent: list[int] = []
     stack: list[int] = []
     for i, s in enumerate(lit):
         while stack and not s.startswith(lit[stack[-1]]):
             stack.pop()
-        if stack:
-            parent[i] = stack[-1]
+        parent.append(stack[-1] if stack else -1)
         stack.append(i)
-    return parent
+    return tuple(parent)
 
 
 def _compile_wild(pattern: str, index: int) -> _Wild:

@@ -284,9 +284,7 @@ class Rfc9309Rules(RobotsTxt):
         agents: dict[str, _Group] = {}
         star: _Group | None = None
         merged: dict[tuple[int, ...], _Group] = {}
-        # Copying merged groups costs memory once per distinct list of groups;
-        # past this many copied lines (more than real files need), merge lazily.
-        budget = 4096 + 4 * sum(len(g.rules) + len(g.agents) for g in groups)
+        budget: int | None = None  # worked out on the first merge: most files have none
         for agent, found in by_agent.items():
             if len(found) == 1:
                 group = found[0]
@@ -294,6 +292,11 @@ class Rfc9309Rules(RobotsTxt):
                 key = tuple(map(id, found))
                 same = merged.get(key)
                 if same is None:
+                    if budget is None:
+                        # Copying merged groups costs memory once per distinct list of
+                        # groups; past this many copied lines (more than real files
+                        # need), merge lazily.
+                        budget = 4096 + 4 * sum(len(g.rules) + len(g.agents) for g in groups)
                     budget -= sum(len(g.rules) + len(g.agents) for g in found)
                     same = _Group.merged(found) if budget >= 0 else _LazyGroup(found)
                     merged[key] = same
