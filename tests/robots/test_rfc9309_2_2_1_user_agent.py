@@ -173,7 +173,7 @@ def test_merges_past_the_copy_budget_stay_lazy_and_answer_the_same() -> None:
     rules = RobotsTxt.parse(big + own)
     kinds = [type(rules._agents[a]).__name__ for a in names]  # type: ignore[attr-defined]
     first_lazy = kinds.index("_LazyGroup")
-    assert 0 < first_lazy and kinds[first_lazy:] == ["_LazyGroup"] * (n - first_lazy)
+    assert first_lazy > 0 and kinds[first_lazy:] == ["_LazyGroup"] * (n - first_lazy)
     for i in (0, first_lazy - 1, first_lazy, n - 1):
         agent = names[i]
         assert not rules.allowed("/big1999/x", agent)

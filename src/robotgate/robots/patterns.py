@@ -145,7 +145,7 @@ class RuleSet:
         best_rank: list[int] = []
         patterns: list[str] = []
         meta: list[int] = []
-        for s, up in zip(lit, parent):
+        for s, up in zip(lit, parent, strict=True):
             rank, line, pattern = prefixes[s]
             number = -1
             if rank >= 0:
