@@ -7,7 +7,7 @@ Pure functions, no I/O.
 from __future__ import annotations
 
 import re
-from ipaddress import ip_address
+from ipaddress import IPv6Address
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -170,10 +170,15 @@ def _encode_host(url: str, host: str) -> str:
         part = "%25" if "%25" in host else "%"
         raw_ip, sep, zone = host.partition(part)
         try:
-            ip = ip_address(raw_ip)
+            ip = IPv6Address(raw_ip)
         except ValueError:
             raise InvalidURL(url, "bad IPv6 address") from None
-        return f"[{ip.compressed}{sep}{zone}]"
+        mapped = ip.ipv4_mapped
+        if mapped is None:
+            return f"[{ip.compressed}{sep}{zone}]"
+        # All hex, as WHATWG URLs write it; CPython 3.13+ would write it dotted.
+        n = int(mapped)
+        return f"[::ffff:{n >> 16:x}:{n & 0xFFFF:x}{sep}{zone}]"
     host = host.lower() if host.isascii() else _idna(url, host)
     if host[-1:] == ".":
         # "a.com." and "a.com" are one DNS name: one origin, one budget.
