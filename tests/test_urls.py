@@ -512,6 +512,17 @@ def test_invalid_url_never_shows_the_password(url: str) -> None:
     assert "s3cr3tpw" not in info.value.why
 
 
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://u@host:x/", "Port could not be cast to integer value as 'x'"),
+    ("http://e@exa mple.com/", "bad characters in host"),
+])
+def test_a_short_hidden_user_name_leaves_the_reason_whole(url: str, why: str) -> None:
+    with pytest.raises(InvalidURL) as info:
+        split_origin(url)
+    assert info.value.why == why
+    assert str(info.value).startswith("invalid URL 'http://***@")
+
+
 def test_origins_never_hold_credentials() -> None:
     assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")
     assert split_origin("http://user:secret@a.com/x") == ("http://a.com", "/x")

@@ -62,7 +62,9 @@ class InvalidURL(ValueError):
             secret = _secret(url)
             url = redact(url)
             if secret:
-                why = why.replace(secret, "***")
+                # As it shows in a parser's message (the netloc): a bare replace
+                # would also garble words holding a short user name.
+                why = why.replace(secret + "@", "***@")
             shown = repr(url) if len(url) <= _SHOWN_URL else f"{url[:_SHOWN_URL]!r}..."
         else:
             shown = repr(url)
@@ -93,7 +95,8 @@ def _secret(url: str) -> str:
     """What :func:`redact` hides in ``url`` ("" if nothing)."""
     span = _userinfo(url) if "@" in url else None
     if span is None:
-        return ""
+        clean = as_sent(url.strip())  # as redact reads it
+        return _secret(clean) if clean != url else ""
     user, colon, password = url[span[0] : span[1]].partition(":")
     return password if colon else user
 

@@ -252,6 +252,9 @@ def test_settings_are_read_with_their_names_in_errors() -> None:
     policy = read_settings({"USER_AGENT": "S", "ROBOTGATE_ROBOTS_TIMEOUT": "5",
                             "ROBOTGATE_DIALECT": "classic"}).options["policy"]
     assert policy.timeout == 5.0 and policy.forbidden_disallows_all
+    for bad in ("soon", "inf", "0"):
+        with pytest.raises(ValueError, match="ROBOTGATE_ROBOTS_TIMEOUT"):
+            read_settings({"USER_AGENT": "S", "ROBOTGATE_ROBOTS_TIMEOUT": bad})
 
 
 def test_store_setting(tmp_path: Path) -> None:

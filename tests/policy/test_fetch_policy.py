@@ -63,6 +63,13 @@ def test_429_and_5xx_are_unreachable_disallow_all(status: int) -> None:
     assert "fully disallowed" in d.reason
 
 
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 0.0, -1.0])
+def test_a_fetch_must_have_a_finite_timeout(seconds: float) -> None:
+    # An endless robots.txt fetch would hold every page of the origin with it.
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        FetchPolicy(timeout=seconds)
+
+
 def test_unreachable_backs_off_exponentially_capped() -> None:
     policy = FetchPolicy(retry_base=2.0, retry_cap=20.0)
     e = None

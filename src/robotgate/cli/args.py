@@ -162,7 +162,9 @@ def _number(kind: type[float] | type[int], low: float, strict: bool) -> Callable
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < low or (strict and value == low) or value != value:  # NaN
+        if value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        if value < low or (strict and value == low):
             raise argparse.ArgumentTypeError(
                 f"{text} is too small (must be {'>' if strict else '>='} {low:g})"
             )

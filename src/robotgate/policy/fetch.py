@@ -68,6 +68,11 @@ class FetchPolicy:
     #: How long an earlier good copy stands in while robots.txt is unreachable.
     stale_limit: float = 30 * 24 * 3600.0
 
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout < math.inf:
+            # An endless fetch would hold every waiter of the origin forever.
+            raise ValueError(f"timeout must be a positive number of seconds, not {self.timeout!r}")
+
     def retry_delay(self, failures: int) -> float:
         """Back-off before the next retry after ``failures`` consecutive failures."""
         return min(self.retry_cap, self.retry_base * 2.0 ** max(0, min(failures - 1, 60)))

@@ -115,13 +115,13 @@ def read_settings(settings: SettingsLike, spider_user_agent: str | None = None,
     if timeout is not None:
         from ...policy.fetch import FetchPolicy
 
-        try:
-            seconds = float(timeout)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"ROBOTGATE_ROBOTS_TIMEOUT: {exc}") from None
         # What RobotGate builds by default, with this timeout.
         classic = options["dialect"] == "classic"
-        options["policy"] = FetchPolicy(timeout=seconds, forbidden_disallows_all=classic)
+        try:
+            options["policy"] = FetchPolicy(timeout=float(timeout),
+                                            forbidden_disallows_all=classic)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"ROBOTGATE_ROBOTS_TIMEOUT: {exc}") from None
     store = settings.get("ROBOTGATE_STORE") or "memory"
     prefix = _optional_text(settings.get("ROBOTGATE_STORE_PREFIX"))
     return GateSettings(str(agent), str(store), prefix, options)
