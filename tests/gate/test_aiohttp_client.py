@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import tracemalloc
 
 import aiohttp
 import pytest
@@ -15,7 +16,7 @@ from robotgate import BodyTooLarge, Disallowed, RobotGate
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
-from tests.support.hostile import HostileServer
+from tests.support.hostile import MIB, HostileServer, robots_bomb
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"
@@ -120,6 +121,24 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
             await transport.send(RobotsRequest(srv.url("/trickle/5"),
                                                deadline=time.time() + 0.3))
         assert loop.time() - start < 2.0  # not the 5 s the body would take
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+async def test_a_compressed_robots_txt_is_read_as_far_as_the_limit(coding: str) -> None:
+    # As through httpx and Scrapy (tests/integrations): aiohttp inflates chunk by
+    # chunk, so 64 MiB of comments compressed to a few KB cost a few MiB at most.
+    robots_bomb(coding)  # made before memory is traced
+    async with HostileServer(robots_coding=coding) as srv, RobotGate(AGENT, delay=0) as gate:
+        tracemalloc.start()
+        try:
+            decision = await gate.decide(srv.url("/private/1"))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        entry = await gate.robots_entry(srv.url("/"))
+    assert not decision.allowed and decision.rule is not None and decision.rule.line == 2
+    assert entry.body is not None and len(entry.body) == 500 * 1024
+    assert peak < 8 * MIB
 
 
 async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from collections.abc import AsyncIterator
 
 import pytest
@@ -10,6 +11,8 @@ from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest
+from robotgate.urls import InvalidURL
+from tests.support.hostile import MIB, RULES, HostileServer, robots_bomb
 from tests.support.server import BenchServer, HostPlan, page_paths
 
 httpx = pytest.importorskip("httpx")
@@ -261,3 +264,50 @@ async def test_aclose_closes_the_inner_transport_not_the_gate() -> None:
             pass
         assert inner.closed
         assert not gate._closed
+
+
+# -- what a server sends that the caller did not ask for -------------------------------------
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: str) -> None:
+    # 64 MiB of comments after the rules, compressed to a few KB, sent although
+    # the gate asked for identity: read as far as the 500 KiB limit, no further.
+    robots_bomb(coding)  # made (and cached) before memory is traced
+    async with HostileServer(robots_coding=coding) as srv:
+        robots = HttpxRobotsTransport(httpx.AsyncHTTPTransport(), {"User-Agent": AGENT})
+        tracemalloc.start()
+        try:
+            got = await robots.send(RobotsRequest(srv.url("/robots.txt")))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            await robots.inner.aclose()
+        async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+                transport=RobotGateTransport(gate)) as client:
+            assert (await client.get(srv.url("/page/1"))).status_code == 200
+            with pytest.raises(Disallowed) as no:
+                await client.get(srv.url("/private/1"))
+    assert got.body is not None and len(got.body) == 500 * 1024
+    assert got.body.startswith(RULES)
+    assert peak < 8 * MIB  # inflating a whole chunk as httpx does takes tens of MiB
+    assert no.value.decision.rule is not None and no.value.decision.rule.line == 2
+    assert "/private/1" not in srv.paths()
+
+
+async def test_a_redirect_to_an_unusable_url_raises_what_plain_httpx_raises() -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/robots.txt":
+            return httpx.Response(200, text="User-agent: *\nAllow: /\n")
+        return httpx.Response(302, headers={"Location": "ftp://93.184.216.34/file"})
+
+    async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate, httpx.MockTransport(answer)),
+            follow_redirects=True) as client:
+        # The server's Location is the server's error: one a crawler catching
+        # httpx.HTTPError handles, as without the gate.
+        with pytest.raises(httpx.UnsupportedProtocol, match=r"ftp://93\.184\.216\.34/file"):
+            await client.get("http://93.184.216.34/start")
+        # The caller's own URL is the caller's error, as everywhere in robotgate.
+        with pytest.raises(InvalidURL, match=r"ftp://93\.184\.216\.34/x"):
+            await client.get("ftp://93.184.216.34/x")

@@ -19,6 +19,7 @@ import pytest
 from robotgate.decision import Decision
 from robotgate.integrations.scrapy.settings import make_store, read_settings
 from robotgate.store import MemoryStore, SQLiteStore
+from tests.support.hostile import HostileServer
 from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
 pytest.importorskip("scrapy")
@@ -106,6 +107,30 @@ async def test_a_robots_txt_slower_than_the_timeout_disallows_the_site() -> None
     assert fine.page_requests == 5
     assert stat(result, "robotgate/disallowed/unreachable") == 5
     assert any("did not answer within 1s" in d["message"] for d in result["dropped"])
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: str) -> None:
+    # Sent compressed although identity was asked for: 64 MiB of comments after the
+    # rules.  Scrapy's HttpCompressionMiddleware would inflate all of it (up to
+    # DOWNLOAD_MAXSIZE, 1 GiB); the middleware reads it as far as 500 KiB only.
+    async with HostileServer(robots_coding=coding) as srv:
+        result = await crawl({"urls": [srv.url("/page/1"), srv.url("/private/1")],
+                              "settings": {"ROBOTGATE_DELAY": 0}})
+    assert srv.paths() == ["/robots.txt", "/page/1"]
+    assert [d["line"] for d in result["dropped"]] == [2]
+    assert stat(result, "httpcompression/response_bytes") == 0  # Scrapy inflated nothing
+    assert "download warning size" not in result["stderr"]
+
+
+async def test_no_password_in_the_middlewares_log() -> None:
+    async with HostileServer() as srv:
+        url = srv.url("/private/1").replace("http://", "http://someone:hunter2@")
+        result = await crawl({"urls": [url], "settings": {
+            "ROBOTGATE_DELAY": 0, "LOG_LEVEL": "DEBUG"}})
+    ours = [line for line in result["stderr"].splitlines() if "[robotgate" in line]
+    assert any("Forbidden by robots.txt: <GET http://someone:***@" in line for line in ours)
+    assert not [line for line in ours if "hunter2" in line]
 
 
 async def test_one_robots_request_per_host_while_following_links() -> None:

@@ -1,6 +1,7 @@
 """A small loopback server that misbehaves on purpose, for the CLI's bulk-fetch tests.
 
-One host (``127.0.0.1``, a free port); robots.txt disallows ``/private/``.
+One host (``127.0.0.1``, a free port); robots.txt disallows ``/private/`` (and
+may come compressed, see :class:`HostileServer`).
 
 ``/bomb/gzip/N`` and ``/bomb/br/N``   N MiB of zeros, compressed (a few hundred KB
                                       or bytes on the wire)
@@ -16,6 +17,7 @@ Each request's path and arrival time are kept in ``requests``.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
 import zlib
 from functools import lru_cache
@@ -41,11 +43,27 @@ def brotli_bomb(mib: int) -> bytes:
     return b"".join(c.process(_ZEROS) for _ in range(mib)) + c.finish()
 
 
-class HostileServer:
-    """``async with HostileServer() as srv: srv.url("/endless")``."""
+#: The rules every robots.txt of the server starts with.
+RULES = b"User-agent: *\nDisallow: /private/\n"
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+
+@lru_cache(maxsize=2)
+def robots_bomb(coding: str) -> bytes:
+    """:data:`RULES` then 64 MiB of comment, compressed with ``coding`` (gzip or br)."""
+    body = RULES + b"#" * (64 * MIB)
+    return gzip.compress(body, 9) if coding == "gzip" else bytes(brotli.compress(body, quality=5))
+
+
+class HostileServer:
+    """``async with HostileServer() as srv: srv.url("/endless")``.
+
+    With ``robots_coding`` ("gzip" or "br") robots.txt is :func:`robots_bomb`,
+    sent with that ``Content-Encoding`` whatever the client accepts.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", robots_coding: str | None = None) -> None:
         self.host = host
+        self.robots_coding = robots_coding
         self.port = 0
         self.requests: list[tuple[float, str]] = []
         self._runner: web.AppRunner | None = None
@@ -86,7 +104,10 @@ class HostileServer:
 
     async def _robots(self, request: web.Request) -> web.Response:
         self._note(request)
-        return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        if self.robots_coding is not None:
+            return web.Response(body=robots_bomb(self.robots_coding), headers={
+                "Content-Encoding": self.robots_coding, "Content-Type": "text/plain"})
+        return web.Response(body=RULES, content_type="text/plain")
 
     async def _bomb(self, request: web.Request) -> web.Response:
         self._note(request)

@@ -32,6 +32,8 @@ from ..errors import Disallowed
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
+from ..urls import InvalidURL
+from ._coding import decode_capped
 from ._fleet import on_time
 from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 
@@ -72,17 +74,24 @@ class HttpxRobotsTransport:
         resp = await self.inner.handle_async_request(req)
         try:
             status = resp.status_code
-            body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
+            body = None
+            if 200 <= status < 300 and resp.is_stream_consumed:
+                body = resp.content[:request.max_bytes]  # read already (MockTransport)
+            elif 200 <= status < 300:
+                # Raw bytes, decoded here: httpx would inflate a whole chunk unbounded.
+                raw = await _read_capped(resp, request.max_bytes)
+                body = decode_capped(raw, resp.headers.get_list("Content-Encoding"),
+                                     request.max_bytes)
         finally:
             await resp.aclose()
         return RobotsResponse(status, resp.headers, body, request.url)
 
 
 async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
-    """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
+    """At most ``limit`` bytes of the raw body; the rest is not read."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in resp.aiter_bytes(_CHUNK):
+    async for chunk in resp.aiter_raw(_CHUNK):
         chunks.append(chunk)
         size += len(chunk)
         if size >= limit:
@@ -124,7 +133,10 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
     transport makes the gate fetch robots.txt through ``inner``.
 
     A disallowed URL raises :class:`~robotgate.Disallowed` from the client
-    call, as does a redirect from a public site into a private address.
+    call, as does a redirect from a public site into a private address; a
+    redirect to a URL that is not http(s), or not valid, raises the
+    ``httpx.TransportError`` plain httpx gives (``UnsupportedProtocol``,
+    ``RemoteProtocolError``).
     """
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
@@ -148,7 +160,15 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             if why is not None:
                 raise Disallowed(url, Decision(False, why, outcome=REFUSED))
         admission = self.admission
-        group = admission.admit(url)
+        try:
+            group = admission.admit(url)
+        except InvalidURL as exc:
+            if not isinstance(came_from, str):
+                raise  # the caller's own URL
+            # A Location the server sent: the error plain httpx gives for it.
+            kind = (httpx.UnsupportedProtocol if request.url.scheme not in ("http", "https")
+                    else httpx.RemoteProtocolError)
+            raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
         if not isinstance(group, Group):
             group = await group
         try:

@@ -44,6 +44,7 @@ from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...urls import InvalidURL
+from .._coding import decode_capped
 from .._fleet import on_time
 from .._hops import first_address, refused_robots_hop, robots_headers
 from .settings import make_store, read_settings
@@ -62,6 +63,7 @@ SKIP = "robotgate_skip"
 _HELD = "_robotgate_held"  # the server slot a request holds
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
+_CODING = "_robotgate_content_coding"  # robots.txt's Content-Encoding, taken off
 _PARK = "_robotgate_park"  # a copy on its way to the parking
 _WAS_PARKED = "_robotgate_was_parked"
 
@@ -167,7 +169,9 @@ class ScrapyRobotsTransport:
         status = resp.status
         if stats is not None:
             stats.inc_value(f"robotgate/robots/response_status_count/{status}")
-        body = resp.body[:request.max_bytes] if 200 <= status < 300 else None
+        body = None
+        if 200 <= status < 300:
+            body = decode_capped(resp.body, req.meta.get(_CODING, ()), request.max_bytes)
         # Scrapy's CaseInsensitiveDict: the flow's header look-ups ignore case, as it needs.
         headers_out = cast("Mapping[str, str]", resp.headers.to_unicode_dict())
         return RobotsResponse(status, headers_out, body, request.url)
@@ -181,6 +185,18 @@ class ScrapyRobotsTransport:
             resp: Response = await download_async(req)
             return resp
         return await maybe_deferred_to_future(engine.download(req))
+
+    @staticmethod
+    def response_downloaded(response: Response, request: Request, **_: Any) -> None:
+        """Signal handler: take a robots.txt response's content codings off before
+        Scrapy's HttpCompressionMiddleware inflates it without bound; ``send`` undoes
+        them within ``max_bytes``."""
+        if _CAP not in request.meta:
+            return
+        codings = response.headers.getlist(b"Content-Encoding")
+        if codings:
+            del response.headers[b"Content-Encoding"]
+            request.meta[_CODING] = [value.decode("latin-1") for value in codings]
 
     @staticmethod
     def bytes_received(data: bytes, request: Request, **_: Any) -> None:
@@ -246,6 +262,8 @@ class RobotGateMiddleware:
         sig.connect(self._request_left, signal=signals.request_left_downloader)
         sig.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         sig.connect(ScrapyRobotsTransport.bytes_received, signal=signals.bytes_received)
+        sig.connect(ScrapyRobotsTransport.response_downloaded,
+                    signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -290,7 +308,8 @@ class RobotGateMiddleware:
                     raise
         except Disallowed as no:
             self._count(no.decision)
-            log.debug("Forbidden by robots.txt: %s: %s", request, no.decision)
+            # The URL as the refusal gives it: without its password (the request's repr has it).
+            log.debug("Forbidden by robots.txt: <%s %s>: %s", request.method, no.url, no.decision)
             raise RobotsDisallowed(no.url, no.decision) from None
         except InvalidURL as exc:
             raise IgnoreRequest(f"robotgate: {exc}") from None
