@@ -8,8 +8,9 @@ subprocess, so that each crawl gets a fresh reactor::
 Config keys: ``urls`` (requested in order), ``settings`` (Scrapy settings),
 ``follow`` (follow links in pages), ``robotgate`` (enable RobotGateMiddleware
 instead of Scrapy's RobotsTxtMiddleware; default true).
-The output holds Scrapy's numeric stats, the pages seen and the requests
-dropped (with the robotgate decision when there is one).
+The output holds Scrapy's numeric stats, the pages seen (with their
+``robotgate_usage`` meta) and the requests dropped (with the robotgate
+decision when there is one).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MIDDLEWARES = {
 
 def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
-    seen: dict[str, Any] = {"pages": [], "dropped": [], "errors": [], "stats": {}}
+    seen: dict[str, Any] = {"pages": [], "dropped": [], "errors": [], "stats": {}, "usage": {}}
     follow = bool(config.get("follow"))
 
     class Site(scrapy.Spider):
@@ -43,6 +44,8 @@ def main(argv: list[str]) -> int:
 
         def parse(self, response: Any) -> Any:
             seen["pages"].append([response.url, response.status])
+            if "robotgate_usage" in response.meta:
+                seen["usage"][response.url] = response.meta["robotgate_usage"]
             if follow:
                 yield from response.follow_all(css="a", callback=self.parse,
                                                errback=self.failed)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from robotgate.decision import Decision
 from robotgate.integrations.scrapy.settings import make_store, read_settings
@@ -131,6 +132,34 @@ async def test_no_password_in_the_middlewares_log() -> None:
     ours = [line for line in result["stderr"].splitlines() if "[robotgate" in line]
     assert any("Forbidden by robots.txt: <GET http://someone:***@" in line for line in ours)
     assert not [line for line in ours if "hunter2" in line]
+
+
+async def test_each_page_carries_its_usage_preferences_in_meta() -> None:
+    robots = ("User-agent: *\nDisallow: /private/\n"
+              "Content-Usage: train-ai=n\nContent-Usage: /open/ train-ai=y\n")
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text=robots)
+        header = {"Content-Usage": "train-ai=n, search=y"} if request.path == "/open/2" else {}
+        return web.Response(text="page", headers=header)
+
+    runner = web.ServerRunner(web.Server(handle))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        result = await crawl({"urls": [base + p for p in ("/page/1", "/open/1", "/open/2")],
+                              "settings": {"ROBOTGATE_DELAY": 0}})
+    finally:
+        await runner.cleanup()
+    # robots.txt's rule for the path, then the header: any "n" wins.
+    assert result["usage"] == {
+        base + "/page/1": {"train-ai": False},
+        base + "/open/1": {"train-ai": True},
+        base + "/open/2": {"train-ai": False, "search": True},
+    }
 
 
 async def test_one_robots_request_per_host_while_following_links() -> None:

@@ -43,6 +43,7 @@ from ...gate.gate import RobotGate
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
+from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL
 from .._coding import decode_capped
 from .._fleet import on_time
@@ -60,6 +61,9 @@ log = logging.getLogger("robotgate.scrapy")
 #: ``request.meta`` key that keeps a request away from the middleware (its own
 #: robots.txt requests set it).
 SKIP = "robotgate_skip"
+#: ``response.meta`` key of the page's usage preferences: label -> allowed
+#: (robots.txt's ``Content-Usage`` rules and the response header, combined).
+USAGE = "robotgate_usage"
 _HELD = "_robotgate_held"  # the server slot a request holds
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
@@ -405,12 +409,29 @@ class RobotGateMiddleware:
                 self._unpark(key)
         raise DontCloseSpider
 
-    def process_response(self, request: Request, response: Response,
-                         spider: Any = None) -> Response:
-        """A response that did not come from the downloader (a cache) ends the turn too."""
-        held = request.meta.pop(_HELD, None)
+    async def process_response(self, request: Request, response: Response,
+                               spider: Any = None) -> Response:
+        """Put the page's usage preferences in ``meta["robotgate_usage"]``.
+
+        robots.txt's ``Content-Usage`` rules for the URL and the response's
+        ``Content-Usage`` header, combined (:meth:`RobotGate.usage`).  A response
+        that did not come from the downloader (a cache) ends the turn here too.
+        """
+        meta = request.meta
+        held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.finish(response.status, _retry_after(response))
+        url = request.url
+        if (meta.get(SKIP) or meta.get("dont_obey_robotstxt")
+                or not url.startswith(("http://", "https://"))):
+            return response
+        gate = self.gate
+        try:
+            # Fresh rules answer at once; rules gone stale meanwhile are asked again.
+            decision = gate.check(url) or await gate.decide(url)
+        except (GateClosed, InvalidURL):
+            return response
+        meta[USAGE] = combine_usage(decision.usage, usage_from_headers(response.headers))
         return response
 
     def process_exception(self, request: Request, exception: BaseException,
