@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from robotgate import BodyTooLarge, Disallowed, RobotGate
+from robotgate import BodyTooLarge, Disallowed, GateClosed, RobotGate
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
@@ -189,3 +189,18 @@ async def test_fetch_takes_a_yarl_url_as_aiohttp_does() -> None:
         with pytest.raises(Disallowed):
             await gate.fetch(URL(srv.url("/private/1")))
     assert srv.paths().count("/private/1") == 0
+
+
+async def test_close_while_a_request_awaits_its_headers_raises_gate_closed() -> None:
+    async with HostileServer() as srv:
+        gate = RobotGate(AGENT, delay=0)
+        await gate.open()
+        asking = asyncio.ensure_future(gate.fetch(srv.url("/slow/30")))
+        for _ in range(200):  # until the request reached the server
+            if "/slow/30" in srv.paths():
+                break
+            await asyncio.sleep(0.02)
+        assert "/slow/30" in srv.paths()
+        await gate.close()
+        with pytest.raises(GateClosed, match="closed while requesting"):
+            await asyncio.wait_for(asking, 5)

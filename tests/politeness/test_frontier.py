@@ -405,3 +405,25 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="timeout"):
         asyncio.run(go(timeout=0))
     assert issubclass(InvalidURL, ValueError)
+
+
+async def test_a_crawl_on_a_closed_gate_ends_at_once_whatever_the_wait() -> None:
+    from robotgate import GateClosed, MemoryStore, RobotGate, RobotsEntry
+    from robotgate.records import HostState, Outcome
+
+    store = MemoryStore()
+    now = time.time()
+    await store.save_robots(RobotsEntry("http://127.0.0.1:9", Outcome.OK, now, now + 3600, 200,
+                                        b"User-agent: *\nAllow: /\n", "text/plain"))
+    await store.save_host(HostState("host:127.0.0.1", next_allowed=now + 20))
+    gate = RobotGate("T/1", store=store, delay=0)
+    await gate.open()
+    assert (await gate.decide("http://127.0.0.1:9/x")).allowed
+    assert gate.host_wait("http://127.0.0.1:9/x") > 15
+    await gate.close()
+
+    async def handler(url: str, resp: Any) -> None:
+        raise AssertionError("nothing is fetched from a closed gate")
+
+    with pytest.raises(GateClosed):
+        await asyncio.wait_for(gate.crawl(["http://127.0.0.1:9/x"], handler), 5)

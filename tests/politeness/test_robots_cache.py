@@ -16,6 +16,7 @@ from robotgate.policy.site import Interpretation
 from robotgate.politeness.robots_cache import CacheClosed, RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import HostState, Outcome, RobotsEntry
+from robotgate.store.base import StoreError
 from robotgate.store.memory import MemoryStore
 
 AGENT = "CacheBot/1.0"
@@ -447,3 +448,38 @@ async def test_the_memory_store_answers_without_an_await_and_a_subclass_is_await
     cache, _ = make(Transport(), disk)
     await cache.get(SITE)
     assert disk.saves == 1 and disk.get_robots(SITE) is None
+
+
+async def test_a_shared_store_that_cannot_take_the_lock_still_decides(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # A full disk or a read-only file refuses the lock row too: this worker fetches
+    # alone (the lock only spares the others a request), and says so once.
+    caplog.set_level(logging.WARNING, logger="robotgate")
+
+    class ReadOnly(SharedStore):
+        async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+            raise StoreError("attempt to write a readonly database")
+
+        async def save_robots(self, entry: RobotsEntry) -> None:
+            raise StoreError("attempt to write a readonly database")
+
+    transport = Transport()
+    cache, _ = make(transport, ReadOnly([0.0]))
+    for i in range(3):
+        assert not (await cache.get(f"http://h{i}.example")).allowed("/x", AGENT)
+        assert (await cache.get(f"http://h{i}.example")).allowed("/y", AGENT)
+    assert len(transport.requests) == 3  # one per origin, no storm
+    assert cache.store_errors == 6  # a lock and a save per origin
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "take the robots.txt fetch lock" in warnings[0]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_stored_ok_entry_without_its_body_is_fetched_again(shared: bool) -> None:
+    # robotgate never stores one; read as it is, it would allow everything.
+    store: MemoryStore = SharedStore([0.0]) if shared else MemoryStore()
+    await store.save_robots(RobotsEntry(SITE, Outcome.OK, 0.0, 1e12, 200, None, "text/plain"))
+    transport = Transport()
+    cache, _ = make(transport, store)
+    assert not (await cache.get(SITE)).allowed("/x", AGENT)
+    assert len(transport.requests) == 1

@@ -208,6 +208,11 @@ class AiohttpClient:
                 finally:
                     if not keep:
                         self._open.discard(resp)
+            except aiohttp.ClientError as exc:
+                if self.closed:  # the session's connector went down under the request
+                    raise GateClosed(
+                        f"the gate was closed while requesting {redact(url)}") from exc
+                raise
             finally:
                 if not keep:
                     admission.done(group)
@@ -222,15 +227,21 @@ class AiohttpClient:
                     if keep:
                         call._group = group  # streamed: the caller reads it and lets go
                 return resp
-            why = await self.hop_refusal(url, target)
-            if why is not None:
-                raise Disallowed(target, Decision(False, why, outcome=REFUSED))
+            method = await self._hop(url, target, resp.status, method, kwargs)
             history += (resp,)
-            if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
-                method = "GET"
-                kwargs.pop("data", None)
-                kwargs.pop("json", None)
             url = target
+
+    async def _hop(self, url: str, target: str, status: int, method: str,
+                   kwargs: dict[str, Any]) -> str:
+        """May a redirect from ``url`` lead to ``target``?  Returns the next hop's method."""
+        why = await self.hop_refusal(url, target)
+        if why is not None:
+            raise Disallowed(target, Decision(False, why, outcome=REFUSED))
+        if status == 303 or (status in (301, 302) and method == "POST"):
+            kwargs.pop("data", None)
+            kwargs.pop("json", None)
+            return "GET"
+        return method
 
     def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
         try:

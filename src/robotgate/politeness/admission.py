@@ -160,7 +160,9 @@ class Admission:
             return self.scheduler.wait_seconds(group, site.interval if site else None)
         # No request yet in this process: the stored next allowed time still holds.
         host = site.host if site is not None else None
-        return max(0.0, host.next_allowed - time.time()) if host is not None else 0.0
+        if host is None:
+            return 0.0
+        return min(max(0.0, host.next_allowed - time.time()), self.scheduler.longest_wait)
 
     # -- requests ------------------------------------------------------------------
 
@@ -313,7 +315,10 @@ class Admission:
         self.scheduler.done(group)
 
     async def run_crawl(self, crawl: Crawl) -> CrawlSummary:
-        """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed`."""
+        """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed` (at once if
+        the gate is closed already: the crawl would first wait for a server's turn)."""
+        if self.closed:
+            raise GateClosed("the gate is closed")
         self._crawls.add(crawl)
         try:
             return await crawl.run()

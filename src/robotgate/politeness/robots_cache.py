@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Literal
 
 from ..policy.site import Interpretation, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
@@ -28,6 +29,14 @@ log = logging.getLogger("robotgate.robots")
 @asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield
+
+
+def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
+    """A stored entry, or None when it is damaged: an "ok" one without its body
+    (robotgate never stores one) would read as "allow everything"."""
+    if entry is not None and entry.outcome == Outcome.OK and entry.body is None:
+        return None
+    return entry
 
 
 class _Flight:
@@ -178,7 +187,8 @@ class RobotsCache:
         host = self._host_state(origin)
         if not isinstance(host, HostState):
             host = await host
-        stored = mem.get_robots(origin) if mem is not None else await store.load_robots(origin)
+        stored = _intact(mem.get_robots(origin) if mem is not None
+                         else await store.load_robots(origin))
         limit = self.recheck_visits
         # The stored count counts too: N visits, a restart, and the first ask rechecks.
         recheck = limit is not None and host.visits_since_check >= limit
@@ -193,7 +203,7 @@ class RobotsCache:
                 return self._install(origin, got, host)
         try:
             async with self._turn(origin) if self._turn is not None else _nothing():
-                again = await store.load_robots(origin) if store.shared else None
+                again = _intact(await store.load_robots(origin)) if store.shared else None
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
                 ):
@@ -223,25 +233,39 @@ class RobotsCache:
         """The shared store's fetch lock (a token), or the entry another worker fetched."""
         store = self.store
         timeout = self.fetcher.policy.timeout
-        token = await store.lock_fetch(origin, timeout * 2 + 5)
+        token = await self._take_lock(origin, timeout * 2 + 5)
         tries = 0
         while token is None and tries < 10:
             # Another worker fetches it: wait for its result, then use it.
             tries += 1
-            got = await store.wait_robots(origin, timeout + 5)
+            got = _intact(await store.wait_robots(origin, timeout + 5))
             if got is not None and got.is_fresh(time.time()):
                 return None, got
-            token = await store.lock_fetch(origin, timeout * 2 + 5)
+            token = await self._take_lock(origin, timeout * 2 + 5)
+        if token is False:
+            return None, None  # fetched without the lock
         if token is not None:
             # Another worker may have fetched it and let go of the lock between our
             # first look and taking the lock: look again before fetching.
-            again = await store.load_robots(origin)
+            again = _intact(await store.load_robots(origin))
             if again is not None and again.is_fresh(time.time()) and (
                 not recheck or stored is None or again.fetched_at > stored.fetched_at
             ):
                 await self._unlock(origin, token)
                 return None, again
         return token, None
+
+    async def _take_lock(self, origin: str, ttl: float) -> str | Literal[False] | None:
+        """The fetch lock's token, None if another worker holds it, or False when the
+        store cannot take it (a full disk, a read-only file): then this worker fetches
+        alone, as the lock only spares the others a request."""
+        try:
+            return await self.store.lock_fetch(origin, ttl)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("take the robots.txt fetch lock", exc)
+            return False
 
     async def _save(self, entry: RobotsEntry) -> None:
         # A store that cannot save (a full disk) must not cost the site a robots.txt

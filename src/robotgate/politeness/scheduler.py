@@ -129,6 +129,9 @@ class Scheduler:
         self.backoffs = 0
         # The gap is the interval itself unless back-off, latency or a margin apply.
         self._plain = not policy.latency_factor and not policy.margin
+        # The longest wait this policy asks of a server (Retry-After and back-off are
+        # capped at max_backoff): a stored next_allowed past it is not waited out.
+        self.longest_wait = max(policy.max_backoff, policy.delay, policy.max_crawl_delay)
         self._time: Callable[[], float] | None = clock
         # Tasks waiting in start(): close() ends their wait.
         self._waiting: set[asyncio.Task[object]] = set()
@@ -168,6 +171,9 @@ class Scheduler:
             self._evict()
         now = self.now()
         wait = state.next_allowed - self._wall()
+        if wait > self.longest_wait:
+            # Damage, or a clock far ahead: no longer than this policy could ask.
+            wait = self.longest_wait
         group = Group(key, state, self.max_per_group, now + wait if wait > 0 else -float("inf"))
         group.last = last
         groups[key] = group
@@ -236,7 +242,13 @@ class Scheduler:
         if glob is not None and not glob.try_take():
             return False
         group.free -= 1
-        self._started(group, interval, now, page, gap)
+        try:
+            self._started(group, interval, now, page, gap)
+        except BaseException:
+            group.give()  # never a slot lost: the host would wait for it for good
+            if glob is not None:
+                glob.give()
+            raise
         return True
 
     async def start(
@@ -316,20 +328,21 @@ class Scheduler:
 
     def _started(self, group: Group, interval: float, now: float, page: bool = True,
                  gap: float | None = None) -> None:
+        if page:
+            # The visit's bookkeeping first: if it fails (a store's garbage), the
+            # request has not counted as started and the caller gives its slot back.
+            state = group.state
+            wall = self._wall()
+            state.visits += 1
+            state.visits_since_check += 1
+            state.last_visit = wall
+            if gap is None:
+                gap = self.gap(group, interval)
+            state.next_allowed = wall + max(gap, group.paused_until - now)
+            group.interval = interval
+            self.pages += 1
         group.active += 1
         group.last = now
-        if not page:
-            return
-        group.interval = interval
-        self.pages += 1
-        state = group.state
-        wall = self._wall()
-        state.visits += 1
-        state.visits_since_check += 1
-        state.last_visit = wall
-        if gap is None:
-            gap = self.gap(group, interval)
-        state.next_allowed = wall + max(gap, group.paused_until - now)
 
     # -- after the answer ----------------------------------------------------------
 

@@ -67,6 +67,7 @@ class HostBatcher:
         self._timer: asyncio.Task[None] | None = None
         # Batches leave in order, one at a time.
         self._order: asyncio.Lock | None = None
+        self._failing = False  # a timed flush failed and none has succeeded since
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -136,4 +137,14 @@ class HostBatcher:
             await self.flush()
         except Exception:
             # The batch is back in pending; the next save, flush or close retries.
-            _log.warning("robotgate: writing host state to %s failed", self.label, exc_info=True)
+            # One warning per run of failures: a full disk must not flood the log.
+            if self._failing:
+                _log.debug("robotgate: writing host state to %s failed again", self.label,
+                           exc_info=True)
+                return
+            self._failing = True
+            _log.warning("robotgate: writing host state to %s failed (retried at each flush; "
+                         "further failures are logged at DEBUG until a write succeeds)",
+                         self.label, exc_info=True)
+        else:
+            self._failing = False

@@ -1,0 +1,42 @@
+"""HostBatcher (store/batching.py): failed writes keep their states and warn once per run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from robotgate.records import HostState
+from robotgate.store.batching import HostBatcher
+
+
+async def test_a_run_of_failed_writes_warns_once_and_keeps_the_states(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="robotgate")
+    written: list[list[str]] = []
+    full = [True]
+
+    async def write(states: list[HostState]) -> None:
+        if full[0]:
+            raise OSError(28, "No space left on device")
+        written.append([s.origin for s in states])
+
+    batcher = HostBatcher(write, interval=0, batch=100, label="full.db")
+
+    async def timed_flush(origin: str) -> None:
+        await batcher.save(HostState(origin))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the timer's flush runs
+
+    for i in range(4):
+        await timed_flush(f"host:{i}")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "full.db failed" in warnings[0].getMessage()
+    assert len(batcher) == 4  # nothing lost
+    full[0] = False
+    await timed_flush("host:4")
+    assert sorted(written[0]) == [f"host:{i}" for i in range(5)]
+    full[0] = True
+    await timed_flush("host:5")  # a new run of failures: warned again
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
