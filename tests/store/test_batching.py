@@ -40,3 +40,27 @@ async def test_a_run_of_failed_writes_warns_once_and_keeps_the_states(
     full[0] = True
     await timed_flush("host:5")  # a new run of failures: warned again
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+
+
+async def test_close_waits_for_a_timed_write_under_way_and_writes_what_it_failed() -> None:
+    gate = asyncio.Event()
+    attempts: list[list[str]] = []
+
+    async def write(states: list[HostState]) -> None:
+        attempts.append([s.origin for s in states])
+        if len(attempts) == 1:
+            await gate.wait()  # the first write hangs on a lock, then fails
+            raise OSError("database is locked")
+
+    batcher = HostBatcher(write, interval=0, batch=100, label="locked.db")
+    await batcher.save(HostState("host:a"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert attempts == [["host:a"]]  # the timed write is under way
+    closing = asyncio.ensure_future(batcher.close())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not closing.done()  # close() waits for it
+    gate.set()
+    await asyncio.wait_for(closing, 5)
+    assert attempts == [["host:a"], ["host:a"]] and len(batcher) == 0

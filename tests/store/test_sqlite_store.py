@@ -15,12 +15,14 @@ import random
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from robotgate import GateClosed, RobotGate
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 
@@ -212,6 +214,105 @@ async def test_event_loop_keeps_running_during_writes(tmp_path: Path) -> None:
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) >= 5, "the ticker never ran while writing"
     assert max(gaps) < 0.2
+
+
+# -- another connection holding the write lock -------------------------------------
+
+
+@contextlib.contextmanager
+def write_locked(path: Path) -> Iterator[sqlite3.Connection]:
+    """Hold the file's write lock, as another process in a long transaction would."""
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+
+def worker_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("robotgate-sqlite")]
+
+
+async def test_close_does_not_wait_out_another_connections_lock(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    store = SQLiteStore(path)
+    await store.save_robots(entry("https://kept.example"))
+    with write_locked(path):
+        # Waits for the lock (up to the 30 s busy timeout), on the worker thread.
+        waiting = asyncio.ensure_future(store.lock_fetch("https://new.example", 60))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        started = time.monotonic()
+        await store.close()
+        # It took 29 s, the rest of SQLite's busy timeout: "did not hang".
+        assert time.monotonic() - started < 5
+        with pytest.raises(StoreError, match="closed while waiting"):
+            await waiting
+        assert worker_threads() == []
+    # What was committed stays, and the store reopens.
+    assert await store.load_robots("https://kept.example") is not None
+    assert await store.lock_fetch("https://new.example", 60) is not None
+    await store.close()
+
+
+async def test_close_keeps_host_states_it_could_not_write(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    store = SQLiteStore(path, flush_interval=60)
+    await store.open()
+    await store.save_host(HostState("host:a.example", visits=7))
+    with write_locked(path):
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="closed while waiting"):
+            await store.close()
+        assert time.monotonic() - started < 5
+        assert worker_threads() == []
+    # Still pending: the next close writes it.
+    await store.close()
+    async with SQLiteStore(path) as again:
+        assert await again.load_host("host:a.example") == HostState("host:a.example", visits=7)
+
+
+async def test_gate_close_ends_a_robots_lookup_waiting_for_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    gate = RobotGate("TestBot/1.0", store=SQLiteStore(path))
+    await gate.open()
+    with write_locked(path):
+        # Stuck in lock_fetch before any request: the port need not answer.
+        asking = asyncio.ensure_future(gate.decide("http://127.0.0.1:9/page"))
+        await asyncio.sleep(0.3)
+        assert not asking.done()
+        started = time.monotonic()
+        await gate.close()
+        assert time.monotonic() - started < 5
+        with pytest.raises(GateClosed):
+            await asking
+        assert worker_threads() == []
+
+
+async def test_waits_for_the_lock_longer_than_one_slice(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    async with SQLiteStore(path) as store:
+        with write_locked(path) as holder:
+            waiting = asyncio.ensure_future(store.lock_fetch("https://a.example", 60))
+            await asyncio.sleep(0.5)  # several of SQLite's short waits
+            assert not waiting.done()
+            holder.execute("ROLLBACK")
+            assert await asyncio.wait_for(waiting, 10) is not None
+
+
+async def test_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "gate.sqlite3"
+    store = SQLiteStore(path)
+    store._busy_timeout = 0.5
+    await store.open()
+    with write_locked(path):
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="locked"):
+            await store.lock_fetch("https://a.example", 60)
+        assert time.monotonic() - started < 5
+    await store.close()
 
 
 # -- crashes ---------------------------------------------------------------

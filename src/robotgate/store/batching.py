@@ -68,6 +68,7 @@ class HostBatcher:
         # Batches leave in order, one at a time.
         self._order: asyncio.Lock | None = None
         self._failing = False  # a timed flush failed and none has succeeded since
+        self._sending: set[asyncio.Future[BaseException | None]] = set()
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -103,6 +104,8 @@ class HostBatcher:
             # write short, and the states are put back only once it has ended.
             task = asyncio.ensure_future(self._send(list(batch.values())))
             task.add_done_callback(functools.partial(self._settle, batch))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
             problem = await asyncio.shield(task)
             if problem is not None:
                 raise problem
@@ -114,6 +117,10 @@ class HostBatcher:
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
+        if self._sending:
+            # A timed write still under way: a failure puts its states back in
+            # pending, to be written below rather than after close() returned.
+            await asyncio.wait(list(self._sending))
         await self.flush()
 
     async def _send(self, states: list[HostState]) -> BaseException | None:

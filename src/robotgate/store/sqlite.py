@@ -21,16 +21,18 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import operator
 import os
 import random
+import reprlib
 import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_type_hints
 
 from .base import HostState, RobotsEntry, Store, StoreError
 from .batching import HostBatcher
@@ -79,6 +81,47 @@ def _upsert_hosts(rows: int) -> str:
 # wait_robots polls with a backoff between these bounds (seconds).
 _POLL_MIN = 0.05
 _POLL_MAX = 0.5
+
+# SQLite's own wait for a lock cannot be interrupted: it waits in slices, and _run_job goes
+# on up to the busy timeout, or stops soon once close() has begun (not to sit out the rest).
+_BUSY_SLICE, _CLOSE_PATIENCE = 0.1, 0.25  # close() lets jobs wait on, for one slice at least
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:  # SQLITE_BUSY (5) or an extended code
+    code = getattr(exc, "sqlite_errorcode", None)  # from Python 3.11
+    return str(exc).startswith("database is locked") if code is None else code & 0xFF == 5
+
+
+# -- reading rows: any value may sit in any column (text in a REAL column, written by another
+# tool, say); rows are checked first, so that damage raises StoreError, not a later TypeError.
+_SQL_NAMES = {str: "text", bytes: "a blob", int: "an integer", float: "a real"}
+
+
+def _columns(cls: type) -> tuple[tuple[str, tuple[type, ...], bool], ...]:
+    kinds = [(name, get_args(t) or (t,)) for name, t in get_type_hints(cls).items()]
+    # (name, allowed types, is a time): float fields are Unix times, and ints will do.
+    return tuple((n, (*k, int) if float in k else k, float in k) for n, k in kinds)
+
+
+# The body may be NULL even on an "ok" entry: the robots cache copes.
+_TYPES = {"robots": _columns(RobotsEntry), "hosts": _columns(HostState)}
+
+
+def _checked(row: tuple[Any, ...], table: str, path: str) -> tuple[Any, ...]:
+    """``row``; raises StoreError naming file, table, key and column if it is not as written."""
+    for value, (name, kinds, is_time) in zip(row, _TYPES[table], strict=True):
+        # An infinite time would pause a host or keep an entry for ever.
+        if type(value) in kinds and (not is_time or value is None or math.isfinite(value)):
+            continue
+        shown = "NULL" if value is None else f"{_SQL_NAMES.get(type(value))} {reprlib.repr(value)}"
+        wanted = "a finite time" if is_time else _SQL_NAMES[kinds[0]]
+        raise StoreError(
+            f"{path} has a damaged {table} row for {row[0]!r}: {name} holds {shown}, not {wanted}"
+            f"{' or NULL' if type(None) in kinds else ''}. Nothing was changed. Delete that row to"
+            f" have it rebuilt, or open the store with SQLiteStore({path!r}, fresh=True), which"
+            f" moves the file aside."
+        )
+    return row
 
 
 # -- schema -----------------------------------------------------------------
@@ -170,11 +213,12 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
+        # Inside: a failed COMMIT is rolled back too, so the job can be retried.
+        conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def _fresh_hint(path: str) -> str:
@@ -226,6 +270,7 @@ class SQLiteStore(Store):
         self.moved_aside: str | None = None
         self._fresh = fresh
         self._busy_timeout = 30.0
+        self._close_by = math.inf  # while close() runs: when jobs stop waiting for locks
         # Touched only on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -248,18 +293,22 @@ class SQLiteStore(Store):
     async def close(self) -> None:
         """Write pending host states, close the file and stop the worker thread.
 
-        Idempotent; the store may be used again afterwards (it reopens).
+        Idempotent; the store may be used again afterwards (it reopens).  Jobs waiting for
+        another connection's lock (the last flush too) soon give up, with :class:`StoreError`.
         """
+        close_by = self._close_by = time.monotonic() + _CLOSE_PATIENCE
         try:
             await self._hosts.close()
         finally:
             executor, self._executor = self._executor, None
-            if executor is not None:
-                try:
+            try:
+                if executor is not None:
                     await asyncio.get_running_loop().run_in_executor(executor, self._close_sync)
-                finally:
-                    # The worker is idle now, so this join returns at once.
-                    executor.shutdown(wait=True)
+            finally:
+                if executor is not None:
+                    executor.shutdown(wait=True)  # the worker is idle now: returns at once
+                if self._close_by == close_by:  # no other close() begun since
+                    self._close_by = math.inf
 
     # -- robots entries (write-through) --------------------------------------
 
@@ -268,7 +317,7 @@ class SQLiteStore(Store):
             row = conn.execute(
                 f"SELECT {_ROBOTS_COLUMNS} FROM robots WHERE origin = ?", (origin,)
             ).fetchone()
-            return None if row is None else RobotsEntry(*row)
+            return None if row is None else RobotsEntry(*_checked(row, "robots", self.path))
 
         return await self._call(job)
 
@@ -297,7 +346,7 @@ class SQLiteStore(Store):
             row = conn.execute(
                 f"SELECT {_HOSTS_COLUMNS} FROM hosts WHERE origin = ?", (origin,)
             ).fetchone()
-            return None if row is None else HostState(*row)
+            return None if row is None else HostState(*_checked(row, "hosts", self.path))
 
         return await self._call(job)
 
@@ -330,7 +379,9 @@ class SQLiteStore(Store):
                 row = conn.execute(
                     "SELECT expires_at FROM locks WHERE origin = ?", (origin,)
                 ).fetchone()
-                if row is not None and row[0] > now:
+                # Damage counts as expired: an expiry that is no number, or past any ttl.
+                expires = None if row is None else row[0]
+                if isinstance(expires, (float, int)) and now < expires <= now + max(ttl, 3600):
                     return None
                 conn.execute(
                     "INSERT OR REPLACE INTO locks (origin, token, expires_at) VALUES (?, ?, ?)",
@@ -396,36 +447,44 @@ class SQLiteStore(Store):
         return await self._submit(functools.partial(self._run_job, job))
 
     def _run_job(self, job: Callable[[sqlite3.Connection], _T]) -> _T:
-        conn = self._connect()
-        try:
-            return job(conn)
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"robotgate store {self.path}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"robotgate store {self.path} is damaged ({exc}). {_fresh_hint(self.path)}"
-            ) from exc
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                return job(self._connect(deadline))
+            except sqlite3.OperationalError as exc:
+                # Each job is one transaction or a read: a busy one did nothing, and runs again.
+                if _busy(exc) and time.monotonic() < min(deadline, self._close_by):
+                    continue
+                closing = self._close_by < math.inf and _busy(exc)
+                why = " (closed while waiting for another connection's lock)" if closing else ""
+                raise StoreError(f"robotgate store {self.path}: {exc}{why}") from exc
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(
+                    f"robotgate store {self.path} is damaged ({exc}). {_fresh_hint(self.path)}"
+                ) from exc
 
     def _close_sync(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, deadline: float) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
         if self._fresh:
             self.moved_aside = _move_aside(self.path) or self.moved_aside
             self._fresh = False
         try:
-            conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None)
+            conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
         try:
-            _prepare(conn, self.path, self._busy_timeout)
+            _prepare(conn, self.path, lambda: min(deadline, self._close_by))
         except BaseException as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError):
+                if _busy(exc):
+                    raise  # another process creates or upgrades the file: _run_job waits
                 raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StoreError(
@@ -440,11 +499,11 @@ class SQLiteStore(Store):
 # -- opening a file ---------------------------------------------------------
 
 
-def _prepare(conn: sqlite3.Connection, path: str, busy_timeout: float) -> None:
+def _prepare(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
     """Check the file is ours, switch to WAL, create or upgrade the schema."""
     # Identify before writing anything: a foreign file must stay untouched.
     version = _inspect(conn, path)
-    _enable_wal(conn, path, busy_timeout)
+    _enable_wal(conn, path, deadline)
     # Safe against a killed process in WAL mode; only power loss may drop
     # the last commits.
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -486,7 +545,7 @@ def _inspect(conn: sqlite3.Connection, path: str) -> int:
         )
     try:
         version = int(meta["schema_version"])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         raise StoreError(
             f"{path} is a robotgate store without a valid schema version."
             f" {_fresh_hint(path)}"
@@ -505,20 +564,19 @@ def _inspect(conn: sqlite3.Connection, path: str) -> int:
     return version
 
 
-def _enable_wal(conn: sqlite3.Connection, path: str, busy_timeout: float) -> None:
+def _enable_wal(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
     # Switching to WAL needs a moment alone with the file, which another
     # process opening it at the same time may deny: retry, bounded.
-    deadline = time.monotonic() + busy_timeout
     while True:
         try:
             mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
         except sqlite3.OperationalError:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline():
                 raise
             mode = ""
         if mode in ("wal", "memory"):
             return
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline():
             raise StoreError(f"cannot switch {path} to WAL mode (still {mode!r})")
         time.sleep(0.05)
 
