@@ -4,12 +4,21 @@ The store spaces one key's slots ``gap + slack`` apart on its own clock.  A
 request that leaves no later than ``slack`` after its slot's start is still
 ``gap`` from the next one, whichever worker holds that; a request that would
 leave later is held back (:class:`LateSlot`) and asks again, with more slack.
+
+This process only knows that the server granted the slot somewhere within the
+round trip, so the slot starts no earlier than ``asked + wait``, and the
+deadline counts from there: the slack covers the round trip as well as the
+loop's own lateness.  The two are learnt apart.  The loop's lateness (measured
+from the reply) shrinks slowly; the round-trip allowance grows only when a slow
+reply cost a slot, at most doubling per miss, and shrinks with each quick
+reply, so one Redis stall does not widen every later slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Callable
 
 from ..store.base import Store
 
@@ -17,6 +26,9 @@ __all__ = ["FleetSlots", "LateSlot", "Slot"]
 
 _SLACK_MIN = 0.01
 _SLACK_MAX = 5.0
+# Per quick reply, the round-trip allowance keeps at least this share of itself
+# (so a peak is remembered for a while), and never less than the reply took.
+_TRIP_DECAY = 0.95
 
 #: The slot of the request being sent, checked by the client adapter at the last
 #: moment before its first bytes go out.
@@ -31,11 +43,17 @@ class LateSlot(Exception):
 class Slot:
     """A granted slot as this process sees it: the loop time it may not leave after."""
 
-    __slots__ = ("deadline", "slack")
+    __slots__ = ("deadline", "ready", "rtt", "slack", "trip")
 
     def __init__(self) -> None:
         self.deadline = float("inf")
+        #: When the request could leave at the earliest (reply + wait).
+        self.ready = float("inf")
+        #: The slack asked for, and the round-trip allowance in it.
         self.slack = 0.0
+        self.trip = 0.0
+        #: How long the store took to grant it.
+        self.rtt = 0.0
 
     def check(self, now: float) -> None:
         if now > self.deadline:
@@ -43,24 +61,43 @@ class Slot:
 
 
 class FleetSlots:
-    """Asks ``store.reserve`` for slots and learns how much slack this process needs."""
+    """Asks ``store.reserve`` for slots and learns how much slack this process needs.
 
-    def __init__(self, store: Store) -> None:
+    :attr:`slack` follows the loop's lateness after a slot is ready, :attr:`trip`
+    the store's round trips; each slot asks for both.  ``clock`` (default: the
+    running loop's) is the time :meth:`Slot.check` is given.
+    """
+
+    def __init__(self, store: Store, clock: Callable[[], float] | None = None) -> None:
         self.store = store
         self.slack = _SLACK_MIN
+        self.trip = 0.0
         self.late = 0
+        self._clock = clock
+
+    def _now(self) -> float:
+        clock = self._clock
+        return clock() if clock is not None else asyncio.get_running_loop().time()
 
     async def reserve(self, key: str, gap: float) -> float | None:
         """Claim ``key``'s next slot; sets :data:`CURRENT`; returns seconds to wait."""
-        loop = asyncio.get_running_loop()
         slot = Slot()
-        slack = self.slack if gap > 0 else 0.0
-        asked = loop.time()
+        trip = self.trip if gap > 0 else 0.0
+        slack = self.slack + trip if gap > 0 else 0.0
+        asked = self._now()
         wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
-        slot.slack = slack
-        if wait is not None and gap > 0:
-            # The slot starts no earlier than `asked + wait`, whatever the clocks say.
-            slot.deadline = asked + max(0.0, wait) + slack
+        replied = self._now()
+        slot.slack, slot.trip, slot.rtt = slack, trip, replied - asked
+        if wait is not None:
+            # Quick replies bring the allowance down; only a missed slot raises it.
+            self.trip = max(self.trip * _TRIP_DECAY, min(self.trip, slot.rtt))
+            if gap > 0:
+                ahead = max(0.0, wait)
+                # The server may have granted it as early as `asked`: counting from the
+                # reply would let a slow reply carry the request past `start + slack`,
+                # closer than `gap` to the next slot (another worker's).
+                slot.deadline = asked + ahead + slack
+                slot.ready = replied + ahead
         CURRENT.set(slot)
         return wait
 
@@ -69,7 +106,15 @@ class FleetSlots:
         self.slack = max(_SLACK_MIN, self.slack * 0.999)
 
     def missed(self, slot: Slot) -> None:
-        """A slot was missed: grow the slack by how late it was (not compounded)."""
+        """A slot was missed: grow the slack by how late it was (not compounded).
+
+        The loop's part counts from the reply, not from the request: a slow round
+        trip is the store's, and raises :attr:`trip` by one step only, so that a
+        stall (all replies slow at once) costs its slots, not the crawl's pace.
+        """
         self.late += 1
-        late = asyncio.get_running_loop().time() - (slot.deadline - slot.slack)
+        late = self._now() - slot.ready
         self.slack = min(_SLACK_MAX, max(self.slack, late))
+        if slot.rtt > slot.trip:
+            step = min(slot.rtt, 2.0 * slot.trip + _SLACK_MIN)
+            self.trip = min(_SLACK_MAX, max(self.trip, step))

@@ -11,6 +11,7 @@ Redis Cluster hash tag, with ``%``, ``{`` and ``}`` percent-escaped)::
     P:done:{bN}     the same, on a cluster: 64 channels (sharded pub/sub), N = slot of O mod 64
     P:host:{G}      hash    v visits, lv last visit, na next allowed, vc visits since check
     P:tat:{G}       string  GCRA theoretical arrival time, microseconds, server clock
+                            (expires 1 s after it: a tat beyond its expiry is damage)
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ class Keys:
     def response_error(self, exc: Exception, keys: Sequence[str]) -> StoreError:
         """The StoreError for an error reply to a command on ``keys``."""
         message = str(exc)
-        found = re.search(r"BADDATA (.*?) (holds a \w+|is not a pacing time|has a bad na)", message)
+        found = re.search(
+            r"BADDATA (.*?) (holds a \w+|is not a pacing time|is a pacing time beyond its expiry"
+            r"|has a bad na)", message)
         if found:
             return self.bad(found.group(1), found.group(2))
         if "WRONGTYPE" in message:

@@ -103,7 +103,9 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[2])}
 """)
 
 # Shared by the pacing scripts: the server clock in microseconds, and the
-# stored theoretical arrival time (0 when absent).
+# stored theoretical arrival time (0 when absent).  set_tat gives every tat an
+# expiry 1 s past it, so a future tat without an expiry, or beyond it, was not
+# written by robotgate (a tat of 1e16 would stop the group for centuries).
 _CLOCK = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
@@ -113,6 +115,12 @@ local function stored_tat(key)
   local n = tonumber(raw)
   if not n or n ~= n or n < 0 or n > 1e17 then
     return redis.error_reply('BADDATA ' .. key .. ' is not a pacing time')
+  end
+  if n > now then
+    local left = redis.call('PTTL', key)
+    if left < 0 or n - now > left * 1000 then
+      return redis.error_reply('BADDATA ' .. key .. ' is a pacing time beyond its expiry')
+    end
   end
   return n
 end

@@ -1,0 +1,138 @@
+"""Fleet slots (politeness/fleet_slots.py) against a fake store on a fake clock.
+
+The fake store plays the Redis pacing script: it grants ``max(now, tat)`` and
+moves ``tat`` one interval on, at a moment of the round trip the test chooses
+(``up`` seconds after the request, ``down`` before the reply).  The server's
+clock is the test's clock, so a request's distance to the next one is exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from robotgate.politeness.fleet_slots import CURRENT, FleetSlots, LateSlot, Slot
+from robotgate.store.memory import MemoryStore
+from tests.support.clock import Clock
+
+KEY = "host:fleet.example"
+GAP = 0.3
+
+
+class SlotServer(MemoryStore):
+    """``reserve`` as the Redis script does it, on ``clock``, with a chosen round trip."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.tat = 0.0
+        self.up = self.down = 0.0005
+        self.asked: list[float] = []  # the intervals asked for
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        self.asked.append(interval)
+        self.clock.advance(self.up)
+        now = self.clock()
+        start = max(now, self.tat)
+        self.tat = start + interval
+        self.clock.advance(self.down)
+        return start - now
+
+
+def setup() -> tuple[Clock, SlotServer, FleetSlots]:
+    clock = Clock()
+    server = SlotServer(clock)
+    return clock, server, FleetSlots(server, clock=clock)
+
+
+async def take(fleet: FleetSlots, clock: Clock, lag: float = 0.0) -> Slot | None:
+    """Reserve, sleep the wait, then try to leave ``lag`` late: the slot if it went out."""
+    wait = await fleet.reserve(KEY, GAP)
+    assert wait is not None
+    clock.advance(wait + lag)
+    slot = current()
+    try:
+        slot.check(clock())
+    except LateSlot:
+        fleet.missed(slot)
+        return None
+    fleet.on_time()
+    return slot
+
+
+def current() -> Slot:
+    slot = CURRENT.get()
+    assert slot is not None
+    return slot
+
+
+async def test_one_slow_reply_does_not_widen_later_slots() -> None:
+    clock, server, fleet = setup()
+    assert await take(fleet, clock) is not None
+    # Redis stalls for 1.5 s: the slot is lost (it may have begun before the stall).
+    server.up = 1.5
+    assert await take(fleet, clock) is None
+    server.up = 0.0005
+    # The stall was the store's, not this loop's: the next slots ask for the usual width.
+    for _ in range(5):
+        assert await take(fleet, clock) is not None
+    assert server.asked[-1] < GAP + 0.03
+    assert fleet.slack == pytest.approx(0.01)
+    assert fleet.late == 1
+
+
+async def test_slow_reply_does_not_move_the_deadline() -> None:
+    # Granted at once, answered a second later: the slot may have begun a second ago.
+    clock, server, fleet = setup()
+    server.tat = clock() + 0.2
+    server.up, server.down = 0.0, 1.0
+    asked = clock()
+    assert await fleet.reserve(KEY, GAP) == pytest.approx(0.2)
+    slot = current()
+    assert slot.deadline == pytest.approx(asked + 0.2 + slot.slack)
+    with pytest.raises(LateSlot):
+        slot.check(clock() + 0.2)
+
+
+async def test_loop_lateness_is_still_learnt() -> None:
+    clock, server, fleet = setup()
+    assert await take(fleet, clock, lag=0.25) is None
+    assert fleet.slack == pytest.approx(0.25, abs=0.002)
+    assert await take(fleet, clock, lag=0.2) is not None
+    assert server.asked[-1] >= GAP + 0.25
+
+
+async def test_store_slow_for_good_is_learnt() -> None:
+    # Every round trip takes 0.2 s: the allowance grows miss by miss, then holds.
+    clock, server, fleet = setup()
+    server.up = server.down = 0.1
+    outcomes = [await take(fleet, clock) is not None for _ in range(30)]
+    first = outcomes.index(True)
+    assert first <= 6
+    assert all(outcomes[first:])
+    assert fleet.trip >= 0.2 - 1e-9
+
+
+async def test_no_two_requests_closer_than_the_gap() -> None:
+    # Two workers on one key, sequentially; round trips fast, slow (either way) or
+    # stalled, loops sometimes late.  Whatever goes out keeps the gap.
+    rng = random.Random(1234)
+    clock = Clock()
+    server = SlotServer(clock)
+    workers = [FleetSlots(server, clock=clock) for _ in range(2)]
+    sent: list[float] = []
+    for step in range(3000):
+        server.up, server.down = (rng.choice([0.0005, 0.005, 0.05, 0.4, 1.5]) * rng.random()
+                                  for _ in range(2))
+        if step >= 2000:
+            server.up = server.down = 0.0005
+        slot = await take(workers[step % 2], clock, lag=rng.choice([0.0, 0.0, 0.02, 0.3]))
+        if slot is not None:
+            sent.append(clock())
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert len(sent) > 1000
+    assert min(gaps) >= GAP - 1e-9
+    # Once the store is quick again, only the loop's own lateness widens the slots.
+    assert all(w.trip < 0.01 for w in workers)
