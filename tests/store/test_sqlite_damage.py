@@ -71,39 +71,28 @@ HOSTS_DAMAGE = [
 ]
 
 
-@pytest.mark.parametrize(("column", "value"), ROBOTS_DAMAGE)
-async def test_damaged_robots_row_raises_store_error(
-    tmp_path: Path, column: str, value: str
+DAMAGE = [("robots", *d) for d in ROBOTS_DAMAGE] + [("hosts", *d) for d in HOSTS_DAMAGE]
+
+
+@pytest.mark.parametrize(("table", "column", "value"), DAMAGE)
+async def test_a_damaged_row_raises_store_error(
+    tmp_path: Path, table: str, column: str, value: str
 ) -> None:
     path = tmp_path / "gate.sqlite3"
     await seeded(path)
-    damage(path, f"UPDATE robots SET {column} = {value}")
+    damage(path, f"UPDATE {table} SET {column} = {value}")
     before = digest(path)
+    key = ORIGIN if table == "robots" else HOST
     async with SQLiteStore(path) as store:
+        load = store.load_robots if table == "robots" else store.load_host
         with pytest.raises(StoreError) as caught:
-            await store.load_robots(ORIGIN)
+            await load(key)
         message = str(caught.value)
-        assert str(path) in message and repr(ORIGIN) in message
-        assert "robots row" in message and f" {column} holds " in message
-        with pytest.raises(StoreError):
-            await store.wait_robots(ORIGIN, 1)
-    assert digest(path) == before
-
-
-@pytest.mark.parametrize(("column", "value"), HOSTS_DAMAGE)
-async def test_damaged_hosts_row_raises_store_error(
-    tmp_path: Path, column: str, value: str
-) -> None:
-    path = tmp_path / "gate.sqlite3"
-    await seeded(path)
-    damage(path, f"UPDATE hosts SET {column} = {value}")
-    before = digest(path)
-    async with SQLiteStore(path) as store:
-        with pytest.raises(StoreError) as caught:
-            await store.load_host(HOST)
-        message = str(caught.value)
-        assert str(path) in message and repr(HOST) in message
-        assert "hosts row" in message and f" {column} holds " in message
+        assert str(path) in message and repr(key) in message
+        assert f"{table} row" in message and f" {column} holds " in message
+        if table == "robots":
+            with pytest.raises(StoreError):
+                await store.wait_robots(ORIGIN, 1)
     assert digest(path) == before
 
 
