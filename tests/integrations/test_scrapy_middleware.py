@@ -321,3 +321,26 @@ def test_store_setting(tmp_path: Path) -> None:
     assert type(redis).__name__ == "RedisStore"
     cluster = make_store("redis+cluster://127.0.0.1:7000", prefix="fleet")
     assert type(cluster).__name__ == "RedisStore" and cluster.cluster
+
+
+async def test_a_page_is_never_lost_for_its_usage_preferences(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from scrapy import Request
+    from scrapy.http import Response
+    from scrapy.utils.test import get_crawler
+
+    from robotgate.integrations.scrapy.middleware import RobotGateMiddleware
+    from robotgate.store.base import StoreError
+
+    middleware = RobotGateMiddleware.from_crawler(get_crawler(settings_dict={
+        "ROBOTSTXT_OBEY": True}))
+
+    async def store_down(url: str) -> Decision:
+        raise StoreError("Redis at redis://127.0.0.1:1/0 unreachable for 10.0 s")
+
+    monkeypatch.setattr(middleware.gate, "check", lambda url: None)  # rules gone stale
+    monkeypatch.setattr(middleware.gate, "decide", store_down)
+    request = Request("http://127.0.0.1:9/page")
+    response = Response(request.url, request=request)
+    assert await middleware.process_response(request, response) is response
+    assert "robotgate_usage" not in request.meta

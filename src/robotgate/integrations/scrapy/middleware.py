@@ -44,7 +44,7 @@ from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...robots.usage import combine_usage, usage_from_headers
-from ...urls import InvalidURL
+from ...urls import InvalidURL, redact
 from .._coding import decode_capped
 from .._fleet import on_time
 from .._hops import first_address, refused_robots_hop, robots_headers
@@ -429,7 +429,8 @@ class RobotGateMiddleware:
         try:
             # Fresh rules answer at once; rules gone stale meanwhile are asked again.
             decision = gate.check(url) or await gate.decide(url)
-        except (GateClosed, InvalidURL):
+        except Exception as exc:  # closing, a store down: the page is not lost for its usage
+            log.debug("no usage preferences for %s: %s", redact(url), exc)
             return response
         meta[USAGE] = combine_usage(decision.usage, usage_from_headers(response.headers))
         return response
