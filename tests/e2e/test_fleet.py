@@ -13,6 +13,7 @@ is gone or holds foreign data.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 import time
@@ -54,6 +55,20 @@ class PersistentRedis(RedisServer):
 
     def _options(self) -> list[str]:
         return [*super()._options(), "--appendonly", "yes", "--appendfsync", "always"]
+
+
+@pytest.fixture(autouse=True)
+def no_collector_pauses() -> Iterator[None]:
+    # The server records arrivals in this process, which holds a whole test session's
+    # objects by now: one full collection of them (100 ms or more on a busy machine)
+    # would delay one record and shorten a gap the workers kept.  Frozen, they are
+    # not visited again.
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @pytest.fixture
