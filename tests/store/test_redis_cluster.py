@@ -310,3 +310,33 @@ async def test_master_down_fails_closed_then_recovers(
     finally:
         await store.close()
         await patient.close()
+
+
+async def test_a_cluster_restarted_without_its_data_is_found_again(
+    own_cluster: Callable[[int], LocalCluster],
+) -> None:
+    # Nodes that answer with no slots (restarted empty, not yet joined) leave
+    # redis-py's cluster client with no node at all: the store makes a new one.
+    cluster = await asyncio.to_thread(own_cluster, 0)
+    store = RedisStore(cluster.nodes[0].url, prefix="empty", cluster=True,
+                       unavailable_timeout=0.5)
+
+    def restart_empty() -> None:
+        for node in cluster.nodes:
+            node.stop(kill=True)
+        for node in cluster.nodes:
+            for path in node.directory.iterdir():
+                if path.name != "redis.log":
+                    path.unlink()
+        for node in cluster.nodes:
+            node.resume()
+
+    try:
+        assert await store.reserve("host:a.example", 0.0) == 0.0
+        await asyncio.to_thread(restart_empty)
+        with pytest.raises(StoreError, match="unreachable for"):  # slots without a master
+            await store.reserve("host:a.example", 0.0)
+        await asyncio.to_thread(cluster._join, 0)
+        assert await store.reserve("host:a.example", 0.0) == 0.0  # the same store, again
+    finally:
+        await store.close()

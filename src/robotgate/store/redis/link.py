@@ -73,16 +73,24 @@ MapError = Callable[[ResponseError, Sequence[str]], StoreError]
 _INSIDE = (os.path.dirname(redis.__file__), os.path.dirname(asyncio.__file__))
 
 
+#: Errors that redis-py raises from its own state rather than as a RedisError.
+_STATE_ERRORS = (AttributeError, TypeError, IndexError, KeyError)
+
+
 def closed_under_us(exc: BaseException) -> bool:
-    """True for an AttributeError/TypeError raised inside redis-py or asyncio's transport.
+    """True for an AttributeError, TypeError, IndexError or KeyError raised inside
+    redis-py or asyncio.
 
     A connection closed by another task while this one writes on it (the
     cluster client closes every connection on CLUSTERDOWN) surfaces as
     ``'NoneType' object has no attribute 'writelines'`` and the like instead
-    of a ConnectionError (redis-py issue 4287): the connection is gone, so it
-    counts as unreachable.  Raised from anywhere else, it is a bug, not retried.
+    of a ConnectionError (redis-py issue 4287); a cluster whose nodes answer
+    with no slots (restarted without data, not yet joined) leaves the cluster
+    client with no node at all (an IndexError) or without the slot asked for (a
+    KeyError).  Either way Redis is not there: it counts as unreachable.  Raised
+    from anywhere else, it is a bug, not retried.
     """
-    if not isinstance(exc, (AttributeError, TypeError)):
+    if not isinstance(exc, _STATE_ERRORS):
         return False
     tb = exc.__traceback__
     last = None
@@ -200,6 +208,10 @@ class Link:
         if isinstance(client, RedisCluster) and hasattr(client, "_initialize"):
             self._remember(client)
             client._initialize = True
+            if client is not self._given and not client.nodes_manager.startup_nodes:
+                # It forgot every node (they answered with no slots): only a new
+                # client, from the URL, finds the cluster again.
+                self._client = None
 
     # -- calls ---------------------------------------------------------------
 
@@ -226,7 +238,7 @@ class Link:
                 failure = exc
             except UNAVAILABLE as exc:
                 failure = exc
-            except (AttributeError, TypeError) as exc:
+            except _STATE_ERRORS as exc:
                 if not closed_under_us(exc):
                     raise
                 failure = exc
