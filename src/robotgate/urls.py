@@ -428,6 +428,10 @@ def _first_of(s: str, chars: str, start: int) -> int:
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# What no URI may hold as such, which every client encodes before sending (a space,
+# "<>[\\]^`{|}" and control characters): its escape and the character read alike,
+# so "/a b" is judged as the "/a%20b" that goes out.
+_DECODED = _UNRESERVED | frozenset(b' "<>[\\]^`{|}') | frozenset(range(0x20)) | {0x7F}
 _ESCAPE_RE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x80-\xff]")
 
 
@@ -436,7 +440,7 @@ def _escape_sub(m: re.Match[bytes]) -> bytes:
     if hexpair is None:
         return b"%%%02X" % m.group(0)[0]
     value = int(hexpair, 16)
-    if value in _UNRESERVED:
+    if value in _DECODED:
         return bytes((value,))
     return b"%" + hexpair.upper()
 
@@ -445,12 +449,16 @@ def normalise_path(s: str) -> str:
     """Percent-encoding normalisation shared by patterns and paths (RFC 9309 2.2.2).
 
     Non-ASCII characters become UTF-8 ``%XX``; hex digits are upper-cased; an
-    encoded unreserved character is decoded, so ``/%62%61%7A`` equals ``/baz``.
+    encoded unreserved character is decoded, so ``/%62%61%7A`` equals ``/baz``,
+    and so is one that no URI holds as such (a space, ``"<>[\\]^`{|}``, control
+    characters): clients send ``/a b`` as ``/a%20b``, and both are judged alike.
 
     >>> normalise_path("/foo/bar/ツ")
     '/foo/bar/%E3%83%84'
     >>> normalise_path("/%62%61%7a?%2f")
     '/baz?%2F'
+    >>> normalise_path("/a%20b/%7Bid%7D")
+    '/a b/{id}'
     """
     if s.isascii() and "%" not in s:
         return s

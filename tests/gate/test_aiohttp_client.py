@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import tracemalloc
+from typing import Literal
 
 import aiohttp
 import pytest
@@ -13,7 +14,7 @@ from aiohttp import web
 from yarl import URL
 
 from robotgate import BodyTooLarge, Disallowed, GateClosed, RobotGate
-from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport
+from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, yarl_form
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
 from tests.support.hostile import MIB, HostileServer, robots_bomb
@@ -25,7 +26,9 @@ ROBOTS = "User-agent: *\nDisallow: /private\n"
 class Site:
     """One loopback site that records which client port sent each request."""
 
-    def __init__(self, robots_status: int = 200, robots_wait: float = 0.0) -> None:
+    def __init__(self, robots_status: int = 200, robots_wait: float = 0.0,
+                 robots: str = ROBOTS) -> None:
+        self.robots = robots
         self.seen: list[tuple[str, int]] = []
         self.robots_status = robots_status
         self.robots_wait = robots_wait
@@ -39,7 +42,7 @@ class Site:
             self.robots_arrived.set()
             if self.robots_wait and len(self.seen) == 1:
                 await asyncio.sleep(self.robots_wait)
-            return web.Response(status=self.robots_status, text=ROBOTS)
+            return web.Response(status=self.robots_status, text=self.robots)
         return web.Response(text="page")
 
 
@@ -204,3 +207,29 @@ async def test_close_while_a_request_awaits_its_headers_raises_gate_closed() -> 
         await gate.close()
         with pytest.raises(GateClosed, match="closed while requesting"):
             await asyncio.wait_for(asking, 5)
+
+
+@pytest.mark.parametrize(("dialect", "rule", "path", "sent"), [
+    ("rfc9309", "/a%20b", "/a b", "/a%20b"),
+    ("rfc9309", "/a%7Cb", "/a|b", "/a%7Cb"),
+    ("rfc9309", "/a!b", "/a%21b", "/a!b"),
+    ("rfc9309", "/s?q=a+b", "/s?q=a b", "/s?q=a+b"),
+    ("classic", "/private", "/%70rivate", "/private"),
+    ("classic", "/a~b", "/a%7eb", "/a~b"),
+])
+async def test_a_url_is_judged_as_aiohttp_sends_it(
+        dialect: Literal["rfc9309", "classic"], rule: str, path: str, sent: str) -> None:
+    # yarl rewrites the URL before it goes out: the rule for what goes out decides.
+    site = Site(robots=f"User-agent: *\nDisallow: {rule}\n")
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0, dialect=dialect) as gate:
+            assert yarl_form(site.url + path) == site.url + sent
+            with pytest.raises(Disallowed):
+                await gate.fetch(site.url + path)
+            async with aiohttp.ClientSession(middlewares=[gate.middleware]) as session:
+                with pytest.raises(Disallowed):
+                    await session.get(site.url + path)
+    finally:
+        await runner.cleanup()
+    assert [p for p, _ in site.seen] == ["/robots.txt"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
@@ -37,6 +38,22 @@ Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
 #: ``Decision.outcome`` of a redirect refused for where it leads.
 REFUSED = "redirect-refused"
+# What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
+# "%21", upper-cases the rest), what no URI holds as such, non-ASCII characters.
+_REWRITTEN = re.compile(r'[%\x00-\x20"<>\[\\\]^`{|}\x7f-\U0010ffff]').search
+
+
+def yarl_form(url: str) -> str:
+    """``url`` as aiohttp sends it, which is what robots.txt must judge: yarl encodes
+    a space as ``%20`` (``+`` in the query), decodes ``%41`` and ``%21``...
+
+    >>> yarl_form("http://example.com/%70rivate/a b")
+    'http://example.com/private/a%20b'
+    """
+    try:
+        return str(URL(url))
+    except (ValueError, TypeError):
+        return url  # the admission's InvalidURL says what is wrong with it
 #: The last redirect the middleware let through in this task: (from, to).
 _HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "robotgate_hop", default=None)
@@ -102,7 +119,7 @@ class FetchCall:
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
                  stream: bool, max_bytes: int | None) -> None:
         self._client = client
-        self._url = url
+        self._url = url if _REWRITTEN(url) is None else yarl_form(url)
         self._args = (method, kwargs, max_bytes)
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
