@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -377,6 +377,39 @@ async def test_discovered_links_beyond_max_seen_are_dropped() -> None:
 
     summary = await crawl(FakeGate(delay=0), ["http://h.example/"], handler, max_seen=4)
     assert summary.pages == 4 and summary.dropped > 0
+
+
+async def test_an_endless_iterable_of_links_is_read_only_as_far_as_the_bounds() -> None:
+    read = []
+
+    def endless() -> Iterator[str]:
+        for i in itertools.count():
+            read.append(i)
+            if i > 10_000:  # would go on for ever: a failure, not a hang
+                raise AssertionError("read far past the bounds")
+            yield f"http://h.example/page/{i}"
+
+    async def handler(url: str, resp: FakeResponse) -> Iterator[str] | None:
+        return endless() if url == "http://h.example/" else None
+
+    summary = await asyncio.wait_for(
+        crawl(FakeGate(delay=0), ["http://h.example/"], handler, max_seen=50, max_queued=20), 30)
+    assert len(read) == 50  # max(max_seen, max_queued) links, not for ever
+    assert summary.pages == 21 and summary.dropped == 30
+
+
+async def test_an_on_result_error_for_a_discovered_link_ends_the_crawl() -> None:
+    # Raised for the record of a link the handler returned (an invalid one), not
+    # only for a page's record: the crawl ends, and raises it.
+    async def handler(url: str, resp: FakeResponse) -> list[str]:
+        return ["ftp://h.example/file"]
+
+    def on_result(record: CrawlResult) -> None:
+        if record.kind == "invalid":
+            raise BrokenPipeError("reader left")
+
+    with pytest.raises(BrokenPipeError):
+        await crawl(FakeGate(delay=0), ["http://h.example/"], handler, on_result=on_result)
 
 
 async def test_a_live_summary_and_a_string_of_links_is_an_error() -> None:

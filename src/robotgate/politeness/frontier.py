@@ -341,7 +341,9 @@ class Frontier:
 
     def _discover(self, links: Iterable[str]) -> None:
         summary = self.summary
-        for link in links:
+        # Read no further than the bounds could use: an endless iterable of links
+        # must not hold the loop (a page cannot queue more, nor be seen more).
+        for link in itertools.islice(links, max(self.max_seen, self.queues.max_queued)):
             if not isinstance(link, str):
                 continue
             url = _defrag(link)
@@ -477,7 +479,10 @@ class Frontier:
 
     def _emit(self, record: CrawlResult) -> None:
         if self.on_result is not None:
-            self.on_result(record)  # an exception here ends the crawl, and is raised
+            try:
+                self.on_result(record)
+            except Exception as exc:  # ends the crawl, and is raised from it, wherever
+                self.halt(exc)        # the record came from (a page, a link it found)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
