@@ -17,7 +17,6 @@ Each request's path and arrival time are kept in ``requests``.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import time
 import zlib
 from functools import lru_cache
@@ -50,8 +49,14 @@ RULES = b"User-agent: *\nDisallow: /private/\n"
 @lru_cache(maxsize=2)
 def robots_bomb(coding: str) -> bytes:
     """:data:`RULES` then 64 MiB of comment, compressed with ``coding`` (gzip or br)."""
-    body = RULES + b"#" * (64 * MIB)
-    return gzip.compress(body, 9) if coding == "gzip" else bytes(brotli.compress(body, quality=5))
+    # Compressed a MiB at a time: 64 MiB at once would raise this process's peak, which
+    # children spawned later carry (see tests/cli/test_fetch_hostile.py).
+    comments = b"#" * MIB
+    if coding == "gzip":
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return z.compress(RULES) + b"".join(z.compress(comments) for _ in range(64)) + z.flush()
+    c = brotli.Compressor(quality=5)
+    return c.process(RULES) + b"".join(c.process(comments) for _ in range(64)) + c.finish()
 
 
 class HostileServer:
