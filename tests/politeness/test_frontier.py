@@ -412,6 +412,18 @@ async def test_an_on_result_error_for_a_discovered_link_ends_the_crawl() -> None
         await crawl(FakeGate(delay=0), ["http://h.example/"], handler, on_result=on_result)
 
 
+async def test_a_handler_that_raises_cancelled_error_is_recorded() -> None:
+    # A task of the handler's own was cancelled and it let that out: the URL is
+    # recorded as an error, not lost (the crawl itself is not being cancelled).
+    async def handler(url: str, resp: FakeResponse) -> None:
+        raise asyncio.CancelledError
+
+    results: list[CrawlResult] = []
+    summary = await crawl(FakeGate(), ["http://h.example/a"], handler, on_result=results.append)
+    assert summary.errors == 1 and [r.kind for r in results] == ["error"]
+    assert "CancelledError" in str(results[0].error)
+
+
 async def test_a_live_summary_and_a_string_of_links_is_an_error() -> None:
     async def handler(url: str, resp: FakeResponse) -> str:
         return "http://h.example/oops"

@@ -435,9 +435,17 @@ class Frontier:
                 record.usage = dict(await usage if inspect.isawaitable(usage) else usage)
             if self._will_retry(record):
                 return  # the handler sees the answer that counts, not the 429 before it
-            returned = self.handler(url, resp)
-            if inspect.isawaitable(returned):
-                returned = await returned
+            try:
+                returned = self.handler(url, resp)
+                if inspect.isawaitable(returned):
+                    returned = await returned
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+                if cancelling is None or cancelling():
+                    raise  # this visit is cancelled: the crawl ends, or the page timed out
+                # The handler's own (a task of its own cancelled): recorded, not lost.
+                raise RuntimeError("the handler raised CancelledError") from None
         if isinstance(returned, Handled):
             record.bytes = returned.bytes
             record.info.update(returned.info)
