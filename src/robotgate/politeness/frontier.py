@@ -341,8 +341,7 @@ class Frontier:
 
     def _discover(self, links: Iterable[str]) -> None:
         summary = self.summary
-        # Read no further than the bounds could use: an endless iterable of links
-        # must not hold the loop (a page cannot queue more, nor be seen more).
+        # No further than the bounds could use: an endless iterable must not hold the loop.
         for link in itertools.islice(links, max(self.max_seen, self.queues.max_queued)):
             if not isinstance(link, str):
                 continue
@@ -435,17 +434,7 @@ class Frontier:
                 record.usage = dict(await usage if inspect.isawaitable(usage) else usage)
             if self._will_retry(record):
                 return  # the handler sees the answer that counts, not the 429 before it
-            try:
-                returned = self.handler(url, resp)
-                if inspect.isawaitable(returned):
-                    returned = await returned
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                cancelling = getattr(task, "cancelling", None)  # Python 3.11+
-                if cancelling is None or cancelling():
-                    raise  # this visit is cancelled: the crawl ends, or the page timed out
-                # The handler's own (a task of its own cancelled): recorded, not lost.
-                raise RuntimeError("the handler raised CancelledError") from None
+            returned = await _handled(self.handler, url, resp)
         if isinstance(returned, Handled):
             record.bytes = returned.bytes
             record.info.update(returned.info)
@@ -512,6 +501,19 @@ def _describe(exc: BaseException) -> str:
     text = str(exc)
     name = type(exc).__name__
     return f"{name}: {text}" if text else name
+
+
+async def _handled(handler: Handler, url: str, resp: Any) -> Any:
+    """The handler's answer; a CancelledError of its own (a task of its own cancelled,
+    not this visit) becomes an error to record: the URL is not lost."""
+    try:
+        returned = handler(url, resp)
+        return await returned if inspect.isawaitable(returned) else returned
+    except asyncio.CancelledError:
+        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
+        if cancelling is None or cancelling():
+            raise  # this visit is cancelled: the crawl ends, or the page timed out
+        raise RuntimeError("the handler raised CancelledError") from None
 
 
 async def crawl(
