@@ -54,6 +54,8 @@ def yarl_form(url: str) -> str:
         return str(URL(url))
     except (ValueError, TypeError):
         return url  # the admission's InvalidURL says what is wrong with it
+
+
 #: The last redirect the middleware let through in this task: (from, to).
 _HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "robotgate_hop", default=None)
