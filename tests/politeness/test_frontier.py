@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -412,6 +413,7 @@ async def test_an_on_result_error_for_a_discovered_link_ends_the_crawl() -> None
         await crawl(FakeGate(delay=0), ["http://h.example/"], handler, on_result=on_result)
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="needs Task.cancelling (Python 3.11)")
 async def test_a_handler_that_raises_cancelled_error_is_recorded() -> None:
     # A task of the handler's own was cancelled and it let that out: the URL is
     # recorded as an error, not lost (the crawl itself is not being cancelled).
