@@ -124,6 +124,21 @@ async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: 
     assert "download warning size" not in result["stderr"]
 
 
+async def test_a_compressed_robots_txt_from_scrapys_http_cache_is_read_alike(
+        tmp_path: Path) -> None:
+    # The second crawl gets robots.txt from HttpCacheMiddleware's copy, which never
+    # passes the downloader: the coding taken off the first time must be kept with it.
+    settings = {"ROBOTGATE_DELAY": 0, "HTTPCACHE_ENABLED": True,
+                "HTTPCACHE_DIR": str(tmp_path / "cache")}
+    async with HostileServer(robots_coding="gzip") as srv:
+        urls = [srv.url("/page/1"), srv.url("/private/1")]
+        first = await crawl({"urls": urls, "settings": settings})
+        second = await crawl({"urls": urls, "settings": settings})
+    assert srv.paths() == ["/robots.txt", "/page/1"]  # the second crawl: all from the cache
+    assert [d["line"] for d in first["dropped"]] == [2]
+    assert [d["line"] for d in second["dropped"]] == [2]
+
+
 async def test_no_password_in_the_middlewares_log() -> None:
     async with HostileServer() as srv:
         url = srv.url("/private/1").replace("http://", "http://someone:hunter2@")

@@ -67,7 +67,9 @@ USAGE = "robotgate_usage"
 _HELD = "_robotgate_held"  # the server slot a request holds
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
-_CODING = "_robotgate_content_coding"  # robots.txt's Content-Encoding, taken off
+# robots.txt's Content-Encoding, moved aside; a header, so that a copy in Scrapy's
+# HTTP cache (which never passes the downloader again) keeps it.
+_CODING = b"X-Robotgate-Content-Encoding"
 _PARK = "_robotgate_park"  # a copy on its way to the parking
 _WAS_PARKED = "_robotgate_was_parked"
 
@@ -175,7 +177,8 @@ class ScrapyRobotsTransport:
             stats.inc_value(f"robotgate/robots/response_status_count/{status}")
         body = None
         if 200 <= status < 300:
-            body = decode_capped(resp.body, req.meta.get(_CODING, ()), request.max_bytes)
+            codings = [value.decode("latin-1") for value in resp.headers.getlist(_CODING)]
+            body = decode_capped(resp.body, codings, request.max_bytes)
         # Scrapy's CaseInsensitiveDict: the flow's header look-ups ignore case, as it needs.
         headers_out = cast("Mapping[str, str]", resp.headers.to_unicode_dict())
         return RobotsResponse(status, headers_out, body, request.url)
@@ -192,7 +195,7 @@ class ScrapyRobotsTransport:
 
     @staticmethod
     def response_downloaded(response: Response, request: Request, **_: Any) -> None:
-        """Signal handler: take a robots.txt response's content codings off before
+        """Signal handler: move a robots.txt response's content codings aside before
         Scrapy's HttpCompressionMiddleware inflates it without bound; ``send`` undoes
         them within ``max_bytes``."""
         if _CAP not in request.meta:
@@ -200,7 +203,7 @@ class ScrapyRobotsTransport:
         codings = response.headers.getlist(b"Content-Encoding")
         if codings:
             del response.headers[b"Content-Encoding"]
-            request.meta[_CODING] = [value.decode("latin-1") for value in codings]
+            response.headers.setlist(_CODING, codings)
 
     @staticmethod
     def bytes_received(data: bytes, request: Request, **_: Any) -> None:
