@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "MAX_HOST_LENGTH",
     "MAX_LABEL_LENGTH",
+    "NOT_IN_URIS",
     "InvalidURL",
     "normalise_path",
     "origin_of",
@@ -428,10 +429,12 @@ def _first_of(s: str, chars: str, start: int) -> int:
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-# What no URI may hold as such, which every client encodes before sending (a space,
-# "<>[\\]^`{|}" and control characters): its escape and the character read alike,
-# so "/a b" is judged as the "/a%20b" that goes out.
-_DECODED = _UNRESERVED | frozenset(b' "<>[\\]^`{|}') | frozenset(range(0x20)) | {0x7F}
+#: What no URI may hold as such (control characters aside), which every client
+#: encodes before sending.
+NOT_IN_URIS = ' "<>[\\]^`{|}'
+# Its escape and the character read alike, so "/a b" is judged as the "/a%20b" that
+# goes out.
+_DECODED = _UNRESERVED | frozenset(NOT_IN_URIS.encode()) | frozenset(range(0x20)) | {0x7F}
 _ESCAPE_RE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x80-\xff]")
 
 

@@ -25,7 +25,7 @@ from ..policy.network import hop_refusal, strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
-from ..urls import InvalidURL, redact, split_origin
+from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
 __all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall", "read_body"]
 
@@ -40,7 +40,7 @@ Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.Client
 REFUSED = "redirect-refused"
 # What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
 # "%21", upper-cases the rest), what no URI holds as such, non-ASCII characters.
-_REWRITTEN = re.compile(r'[%\x00-\x20"<>\[\\\]^`{|}\x7f-\U0010ffff]').search
+_REWRITTEN = re.compile(f"[%{re.escape(NOT_IN_URIS)}\\x00-\\x1f\\x7f-\\U0010ffff]").search
 
 
 def yarl_form(url: str) -> str:

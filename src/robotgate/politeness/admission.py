@@ -160,9 +160,7 @@ class Admission:
             return self.scheduler.wait_seconds(group, site.interval if site else None)
         # No request yet in this process: the stored next allowed time still holds.
         host = site.host if site is not None else None
-        if host is None:
-            return 0.0
-        return min(max(0.0, host.next_allowed - time.time()), self.scheduler.longest_wait)
+        return max(0.0, self.scheduler.stored_wait(host)) if host is not None else 0.0
 
     # -- requests ------------------------------------------------------------------
 

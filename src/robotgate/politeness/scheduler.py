@@ -170,14 +170,16 @@ class Scheduler:
         if len(groups) >= self.max_groups:
             self._evict()
         now = self.now()
-        wait = state.next_allowed - self._wall()
-        if wait > self.longest_wait:
-            # Damage, or a clock far ahead: no longer than this policy could ask.
-            wait = self.longest_wait
+        wait = self.stored_wait(state)
         group = Group(key, state, self.max_per_group, now + wait if wait > 0 else -float("inf"))
         group.last = last
         groups[key] = group
         return group
+
+    def stored_wait(self, state: HostState) -> float:
+        """Seconds until ``state.next_allowed`` (negative if past), but no longer than
+        this policy could ask: a time further ahead is damage or a clock far off."""
+        return min(state.next_allowed - self._wall(), self.longest_wait)
 
     def _evict(self) -> None:
         # Bounded work per add (O(1)): look at the few oldest groups; the first idle
