@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from benchmarks.load import (
     CrawlConfig,
     Drive,
     Host,
+    _overhead_summary,
     check_crawl,
     crawl_hosts,
     crawl_robotgate,
@@ -157,6 +159,21 @@ async def test_overhead_contenders_fetch_every_page() -> None:
             # robots.txt once per host through the gate and the baseline, never for aiohttp
             assert totals["robots_requests"] == (0 if name == "aiohttp" else 6)
             assert out["cpu"] > 0 and len(out["gc_collections"]) == 3
+
+
+def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
+    def run(name: str, r: int, elapsed: float) -> dict[str, Any]:
+        return {"name": name, "round": r, "pages": 10, "ok": 10, "errors": 0,
+                "elapsed": elapsed, "cpu": elapsed, "server_requests": 100,
+                "server_robots": 0, "gc_collections": [0, 0, 0], "gc_collected": 0,
+                "gc_seconds": 0.0, "robotgate": ""}
+    # aiohttp 1 s both rounds; the gate 1 s, then 3 s: ratios 1.0 and 1/3.
+    runs = {"aiohttp": [run("aiohttp", 0, 1.0), run("aiohttp", 1, 1.0)],
+            "gate.fetch": [run("gate.fetch", 0, 1.0), run("gate.fetch", 1, 3.0)]}
+    spec = {"base_urls": ["http://a"], "pages": 10, "concurrency": 1}
+    c = _overhead_summary(runs, spec, 2)["contenders"]["gate.fetch"]
+    assert c["ratio"] == pytest.approx(2 / 3)  # the median of 1 and 1/3
+    assert c["pooled_ratio"] == pytest.approx(0.5)  # 200 requests in 4 s against 2 s
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
