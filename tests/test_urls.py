@@ -150,6 +150,21 @@ def test_invalid_urls_raise_invalid_url_naming_the_url(url: str) -> None:
         assert info.value.why
 
 
+@pytest.mark.parametrize("url", [
+    "http://user:s3cr3t@decoy.example\\@127.0.0.1:8080/ok",
+    "http://decoy.example\\@127.0.0.1/",
+    "http://[::1]junk:8080/ok",
+    "http://[::1]x/",
+])
+def test_an_authority_yarl_refuses_is_no_other_origin(url: str) -> None:
+    # urlsplit reads these as 127.0.0.1 and [::1]; yarl, which sends them, refuses them.
+    with pytest.raises(ValueError):
+        yarl.URL(url)
+    with pytest.raises(InvalidURL) as info:
+        split_origin(url)
+    assert "s3cr3t" not in str(info.value)
+
+
 @pytest.mark.parametrize("url", [None, b"http://example.com/", 42])
 def test_non_strings_are_invalid(url: object) -> None:
     with pytest.raises(InvalidURL, match="not a string"):

@@ -92,6 +92,15 @@ def _userinfo(url: str) -> tuple[int, int] | None:
     return (start, at) if at >= 0 else None
 
 
+def _authority(url: str) -> str:
+    """The authority of ``url`` as written, user information included ("" if none)."""
+    m = _AUTHORITY_START.match(url)
+    if m is None:
+        return ""
+    end = _first_of(url, "/?#", m.end())
+    return url[m.end() : len(url) if end < 0 else end]
+
+
 def _secret(url: str) -> str:
     """What :func:`redact` hides in ``url`` ("" if nothing)."""
     span = _userinfo(url) if "@" in url else None
@@ -252,7 +261,16 @@ def _origin_slow(url: str) -> str:
         raise InvalidURL(url, "scheme must be http or https")
     if not parts.hostname:
         raise InvalidURL(url, "no host")
-    host = _encode_host(url, _raw_host(parts.netloc))
+    netloc = parts.netloc
+    # What yarl refuses, never read as some other origin: urlsplit would take
+    # "a.com\\@b.com" for host b.com (redact() hides "a.com\\" as a user name,
+    # hence the look at the URL as given) and "[::1]junk" for [::1].
+    if "\\" in netloc or "\\" in _authority(url.strip()):
+        raise InvalidURL(url, "backslash in the authority")
+    hostport = netloc.rpartition("@")[2]
+    if hostport[:1] == "[" and hostport.partition("]")[2][:1] not in ("", ":"):
+        raise InvalidURL(url, "characters after the IPv6 address")
+    host = _encode_host(url, _raw_host(netloc))
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         return f"{scheme}://{host}:{port}"
     return f"{scheme}://{host}"

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from robotgate import Decision, Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
+from tests.support.arrivals import Arrivals
 from tests.support.server import BenchServer, HostPlan, page_paths
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
@@ -419,3 +420,21 @@ async def test_check_is_the_admissions_own_unless_a_subclass_overrides_it() -> N
         assert plain.check == plain.admission.check  # no call in between on the hot path
         assert logged.check("http://a.example/x") is None
         assert seen == ["http://a.example/x"]
+
+
+async def test_usage_keeps_the_robots_txt_rules_when_a_recheck_is_due() -> None:
+    # check() says None once a recheck is due; the rules the page was judged by still
+    # count: robots.txt's "n" wins over the header's "y".
+    server = Arrivals(robots="User-agent: *\nAllow: /\nContent-Usage: train-ai=n\n")
+    base = f"http://127.0.0.1:{await server.listen()}"
+    try:
+        async with RobotGate("MyBot/1.0", delay=0, recheck_visits=2) as gate:
+            for i in range(2):
+                async with gate.fetch(f"{base}/p{i}"):
+                    pass
+            assert gate.check(f"{base}/p") is None
+            header = {"Content-Usage": "train-ai=y"}
+            assert gate.usage(f"{base}/p", header) == {"train-ai": False}
+            assert gate.usage("http://127.0.0.1:1/never", header) == {"train-ai": True}
+    finally:
+        await server.close()

@@ -309,10 +309,10 @@ class RobotGate:
 
     def usage(self, url: str, headers: Mapping[str, str] | None = None) -> dict[str, bool]:
         """What the site lets its content be used for (IETF AIPREF), robots.txt and the
-        response's ``Content-Usage`` header combined; needs the origin cached."""
+        response's ``Content-Usage`` header combined; needs the origin cached (fresh or not)."""
         from ..robots.usage import combine_usage, usage_from_headers
 
-        decision = self.check(url)
+        decision = self.admission.as_cached(url)
         found = [dict(decision.usage)] if decision is not None else []
         if headers is not None:
             found.append(usage_from_headers(headers))

@@ -219,6 +219,19 @@ class Admission:
             url = _path_of(url, url.find("/", 8))
         return rules.decide(url, self.agent)
 
+    def as_cached(self, url: str) -> Decision | None:
+        """As :meth:`check`, but by the rules as cached even when due for a refresh
+        (the rules a page just fetched was judged by); None if never fetched."""
+        decision = self.check(url)
+        if decision is not None:
+            return decision
+        url = as_sent(url)
+        origin, rest = split_origin(url)
+        site = self.cache.peek(origin)
+        if site is None:
+            return None
+        return site.decide(url if rest[:2] == "//" else rest, self.agent)
+
     def admit(self, url: str) -> Group | Awaitable[Group]:
         """Check ``url`` and take its turn: the started Group, or an awaitable of it.
 

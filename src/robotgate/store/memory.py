@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections import OrderedDict
 from typing import TypeVar
@@ -12,6 +13,8 @@ from .base import HostState, RobotsEntry, Store
 __all__ = ["MemoryStore", "immediate"]
 
 _V = TypeVar("_V")
+#: How many of the least recently used host states eviction chooses among.
+_EVICTION_CHOICES = 8
 
 
 class MemoryStore(Store):
@@ -77,7 +80,26 @@ class MemoryStore(Store):
 
     def put_host(self, state: HostState) -> None:
         """:meth:`save_host` without a coroutine."""
-        self._put(self._hosts, state.origin, state)
+        hosts = self._hosts
+        hosts[state.origin] = state
+        hosts.move_to_end(state.origin)
+        while len(hosts) > self.max_origins:
+            self._evict_host()
+
+    def _evict_host(self) -> None:
+        # Of the least recently used few, the one whose server may be asked soonest:
+        # a wait a server asked for (Retry-After, a back-off) is not forgotten
+        # because other servers came since; still O(1).
+        hosts = self._hosts
+        now = time.time()
+        victim: HostState | None = None
+        for state, _ in zip(hosts.values(), range(_EVICTION_CHOICES), strict=False):
+            if victim is None or state.next_allowed < victim.next_allowed:
+                victim = state
+            if state.next_allowed <= now:
+                break
+        assert victim is not None
+        del hosts[victim.origin]
 
     def _put(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
         table[key] = value

@@ -1,0 +1,29 @@
+"""The memory store's eviction: bounded, and a wait a server asked for is kept."""
+
+from __future__ import annotations
+
+import time
+
+from robotgate import MemoryStore
+from robotgate.records import HostState
+
+
+def test_eviction_takes_the_least_recently_used_when_no_server_waits() -> None:
+    store = MemoryStore(max_origins=2)
+    for i in range(4):
+        store.put_host(HostState(f"host:{i}"))
+    assert [store.get_host(f"host:{i}") is not None for i in range(4)] == [
+        False, False, True, True]
+
+
+def test_eviction_keeps_a_wait_the_server_asked_for() -> None:
+    # A 503's Retry-After (300 s) outlives the servers that came after it; those wait
+    # only their delay, and it is one of them that goes.
+    store = MemoryStore(max_origins=2)
+    now = time.time()
+    store.put_host(HostState("host:r", next_allowed=now + 300))
+    for i in range(5):
+        store.put_host(HostState(f"host:{i}", next_allowed=now + 0.2))
+    kept = store.get_host("host:r")
+    assert kept is not None and kept.next_allowed == now + 300
+    assert sum(store.get_host(f"host:{i}") is not None for i in range(5)) == 1
