@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable
 
 import pytest
 
+from robotgate import RobotGate
 from robotgate.errors import Disallowed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
@@ -28,6 +29,7 @@ from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
 from robotgate.store.base import Store
 from robotgate.store.memory import MemoryStore
+from tests.support.arrivals import Arrivals
 from tests.support.clock import Clock
 
 AGENT = "AdmitBot/1.0"
@@ -482,3 +484,19 @@ async def test_an_evicted_group_keeps_its_pacing_with_a_persistent_store() -> No
     assert not isinstance(got, Group)
     async with pending(got) as task:
         assert await still_waiting(task)
+
+
+async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
+    # recheck_visits=2: robots.txt is asked again between pages, at the Crawl-delay's
+    # pace (0.3 s), not the gate's delay (0.05 s).
+    server = Arrivals(robots="User-agent: *\nCrawl-delay: 0.3\n")
+    base = f"http://127.0.0.1:{await server.listen()}"
+    try:
+        async with RobotGate("T/1", delay=0.05, recheck_visits=2) as gate:
+            for i in range(5):
+                async with gate.fetch(f"{base}/p{i}"):
+                    pass
+    finally:
+        await server.close()
+    assert server.robots_requests == 3
+    assert min(server.gaps()) >= 0.29

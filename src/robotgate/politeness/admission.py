@@ -364,7 +364,8 @@ class RobotsTurn:
         admission = self._admission
         group = admission.group_now(self._origin) or await admission.group(self._origin)
         scheduler = admission.scheduler
-        interval = scheduler.policy.delay
+        # A refetch keeps to the interval the server's pages keep (its Crawl-delay).
+        interval = max(scheduler.policy.delay, group.interval)
         if not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = group

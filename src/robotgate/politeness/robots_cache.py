@@ -23,6 +23,10 @@ from .robots_fetcher import RobotsFetcher
 
 __all__ = ["CacheClosed", "RobotsCache"]
 
+#: close() cancels a fetch up to this many times, waiting this long (s) after each.
+_CLOSE_TRIES = 3
+_CLOSE_WAIT = 0.25
+
 log = logging.getLogger("robotgate.robots")
 
 
@@ -169,15 +173,24 @@ class RobotsCache:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
         self._closed = True
         flights = list(self._inflight.values())
-        tasks = [f.task for f in flights if f.task is not None]
+        tasks = {f.task for f in flights if f.task is not None}
+        for _ in range(_CLOSE_TRIES):
+            # Asked again: on 3.11 a cancel can be lost inside redis-py's wait_for.
+            pending = {task for task in tasks if not task.done()}
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=_CLOSE_WAIT)
         for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: _fly gave it to its waiters
+        closed = "the gate was closed during the robots.txt fetch"
         for flight in flights:
-            # A fetch cancelled before it began never told its waiters.
+            # A fetch cancelled before it began, or one still running, never told its waiters.
             for waiter in flight.waiters:
-                waiter.cancel()
+                if not waiter.done():
+                    waiter.set_exception(CacheClosed(closed))
         self._inflight.clear()
 
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
@@ -211,6 +224,9 @@ class RobotsCache:
                     # another worker fetched it meanwhile.
                     return self._install(origin, again, host)
                 entry = await self.fetcher.fetch(origin, previous)
+            if self._closed:
+                # A fetch that outlived close() stores nothing: its failure may be ours.
+                raise CacheClosed("the gate was closed during the robots.txt fetch")
             kept: RobotsTxt | None = None
             if entry.outcome == Outcome.OK and entry.body is None and site is not None:
                 # A good copy stands in whose body only our parsed rules still hold

@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Protocol
 
+from ..errors import GateClosed
 from ..policy.fetch import FetchPolicy, entry_for_error
 from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robots_flow
 from ..records import RobotsEntry
@@ -58,8 +59,8 @@ class RobotsFetcher:
                 entry = await bounded(self._drive(flow), policy.timeout)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, GateClosed):
+            raise  # the gate's own end is no answer of the server's
         except Exception as exc:  # every waiter must still get an answer
             why = f"robots.txt could not be fetched ({type(exc).__name__}: {exc})"
         else:
