@@ -9,7 +9,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from robotgate import Decision, Disallowed, FetchPolicy, GateClosed, InvalidURL, RobotGate
+from robotgate import (
+    Decision,
+    Disallowed,
+    FetchPolicy,
+    GateClosed,
+    InvalidURL,
+    MemoryStore,
+    RobotGate,
+)
+from robotgate.records import RobotsEntry
 from tests.support.arrivals import Arrivals
 from tests.support.server import BenchServer, HostPlan, page_paths
 
@@ -436,5 +445,49 @@ async def test_usage_keeps_the_robots_txt_rules_when_a_recheck_is_due() -> None:
             header = {"Content-Usage": "train-ai=y"}
             assert gate.usage(f"{base}/p", header) == {"train-ai": False}
             assert gate.usage("http://127.0.0.1:1/never", header) == {"train-ai": True}
+    finally:
+        await server.close()
+
+
+class _Hanging:
+    """A robots.txt transport that never answers: a fetch stays in flight."""
+
+    async def send(self, request: object) -> object:
+        await asyncio.Event().wait()
+
+
+async def test_a_close_cut_short_is_finished_and_a_second_close_waits_for_it() -> None:
+    gate = RobotGate("T/1", robots_transport=_Hanging())  # type: ignore[arg-type]
+    asker = asyncio.ensure_future(gate.allowed("http://a.example/x"))
+    await asyncio.sleep(0.01)
+    session = gate.session
+    first = asyncio.ensure_future(gate.close())
+    await asyncio.sleep(0)  # close() is under way: it waits for the robots.txt fetch to end
+    first.cancel()  # a timeout, Ctrl-C
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(gate.close(), 5)  # waits for the first one's work
+    assert session.closed
+    with pytest.raises(GateClosed):
+        await asker
+
+
+async def test_robots_entry_after_close_reopens_no_store() -> None:
+    class Counting(MemoryStore):
+        loads = 0
+
+        async def load_robots(self, origin: str) -> RobotsEntry | None:
+            Counting.loads += 1
+            return await super().load_robots(origin)
+
+    server = Arrivals()
+    base = f"http://127.0.0.1:{await server.listen()}"
+    try:
+        gate = RobotGate("T/1", delay=0, store=Counting())
+        assert await gate.allowed(f"{base}/x")
+        await gate.close()
+        before = Counting.loads
+        entry = await gate.robots_entry(f"{base}/x")  # from memory, as allowed() answers
+        assert entry.status == 200 and Counting.loads == before
     finally:
         await server.close()

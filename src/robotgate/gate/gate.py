@@ -11,6 +11,7 @@ It keeps three promises under load:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Literal
@@ -142,6 +143,7 @@ class RobotGate:
         self._headers = {"User-Agent": user_agent, **({"From": from_} if from_ else {})}
         self._session = session
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
         self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
                    robots_transport)
 
@@ -212,16 +214,12 @@ class RobotGate:
 
     async def close(self) -> None:
         """End everything the gate started: robots.txt fetches, responses being
-        read (their readers get :class:`GateClosed`), an owned session, the store."""
-        if self._closed:
-            return
-        self._closed = True
-        self.admission.close()
-        self.client.close_responses()
-        await self.cache.close()
-        if self.client.owned and self._session is not None:
-            await self._session.close()
-        await self.store.close()
+        read (their readers get :class:`GateClosed`), an owned session, the store.
+        Another call waits for the first; one cancelled part-way still ends it all."""
+        if self._closing is None:
+            self._closed = True
+            self._closing = asyncio.ensure_future(_shut(self))
+        await asyncio.shield(self._closing)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -285,7 +283,7 @@ class RobotGate:
         and the body as fetched (from the store)."""
         origin, _ = split_origin(url)
         site = await self.admission.site(origin)
-        stored = await self.store.load_robots(origin)
+        stored = await self.store.load_robots(origin) if not self._closed else None
         if stored is not None and stored.fetched_at == site.entry.fetched_at:
             return stored
         return site.entry
@@ -362,3 +360,13 @@ class RobotGate:
 
         return await self.admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
+
+
+async def _shut(gate: RobotGate) -> None:
+    """close()'s work, in a task of its own: a caller cancelled meanwhile cuts nothing short."""
+    gate.admission.close()
+    gate.client.close_responses()
+    await gate.cache.close()
+    if gate.client.owned and gate._session is not None:
+        await gate._session.close()
+    await gate.store.close()
