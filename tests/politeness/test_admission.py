@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable
 
 import pytest
+from aiohttp import web
 
 from robotgate import RobotGate
 from robotgate.errors import Disallowed
@@ -24,7 +26,7 @@ from robotgate.politeness.admission import Admission
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
 from robotgate.politeness.robots_cache import RobotsCache
-from robotgate.politeness.robots_fetcher import RobotsFetcher
+from robotgate.politeness.robots_fetcher import Heard, RobotsFetcher
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
 from robotgate.store.base import Store
@@ -94,7 +96,7 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     def host_state(origin: str) -> HostState | Awaitable[HostState]:
         return holder[0].host_state(origin)
 
-    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[None]:
+    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[Heard | None]:
         return holder[0].robots_turn(origin)
 
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
@@ -500,3 +502,42 @@ async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
         await server.close()
     assert server.robots_requests == 3
     assert min(server.gaps()) >= 0.29
+
+
+async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
+    # The earlier copy stands in, so pages go on, but only after the Retry-After.
+    arrivals: list[tuple[float, str, int]] = []
+    robots_asked = 0
+
+    async def robots(request: web.Request) -> web.Response:
+        nonlocal robots_asked
+        robots_asked += 1
+        status = 200 if robots_asked == 1 else 503
+        arrivals.append((time.monotonic(), request.path, status))
+        if status == 503:
+            return web.Response(status=503, headers={"Retry-After": "1"})
+        return web.Response(text="User-agent: *\nDisallow: /private\n")
+
+    async def page(request: web.Request) -> web.Response:
+        arrivals.append((time.monotonic(), request.path, 200))
+        return web.Response(text="page")
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", robots)
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with RobotGate("T/1", delay=0.05, recheck_visits=2) as gate:
+            for i in range(3):
+                async with gate.fetch(f"http://127.0.0.1:{port}/p{i}"):
+                    pass
+    finally:
+        await runner.cleanup()
+    statuses = [(path, status) for _, path, status in arrivals]
+    assert statuses == [("/robots.txt", 200), ("/p0", 200), ("/p1", 200),
+                        ("/robots.txt", 503), ("/p2", 200)]
+    assert arrivals[4][0] - arrivals[3][0] >= 0.95

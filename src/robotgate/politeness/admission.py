@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
+from ..policy.fetch_flow import RobotsResponse
 from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
@@ -31,6 +32,7 @@ from .crawl_results import CrawlSummary
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
+from .robots_fetcher import Heard
 from .scheduler import Group, Scheduler
 
 __all__ = ["Admission"]
@@ -353,14 +355,23 @@ class RobotsTurn:
     cold start.
     """
 
-    __slots__ = ("_admission", "_group", "_origin")
+    __slots__ = ("_admission", "_answer", "_group", "_origin")
 
     def __init__(self, admission: Admission, origin: str) -> None:
         self._admission = admission
         self._origin = origin
         self._group: Group | None = None
+        self._answer: tuple[int, str | None] | None = None
 
-    async def __aenter__(self) -> None:
+    def heard(self, response: RobotsResponse) -> None:
+        """The server's answer: a 429 or 503 backs it off as a page's would."""
+        try:
+            retry_after = response.headers.get("Retry-After")
+        except Exception:  # a hostile or broken mapping: no header
+            retry_after = None
+        self._answer = response.status, retry_after if isinstance(retry_after, str) else None
+
+    async def __aenter__(self) -> Heard:
         admission = self._admission
         group = admission.group_now(self._origin) or await admission.group(self._origin)
         scheduler = admission.scheduler
@@ -369,15 +380,22 @@ class RobotsTurn:
         if not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = group
+        return self.heard
 
     async def __aexit__(self, *exc: object) -> None:
         group = self._group
         assert group is not None
         scheduler = self._admission.scheduler
-        now = scheduler.now()
-        if now > group.last:
-            group.last = now  # paced from the answer, as pages are
-        scheduler.done(group)
+        try:
+            if self._answer is not None:
+                # Paced from the answer, as pages are; a 429 or 503 pauses the server.
+                pending = self._admission.answered(group, *self._answer)
+                if pending is not None:
+                    await pending
+            elif scheduler.now() > group.last:
+                group.last = scheduler.now()  # no answer (a timeout): from now
+        finally:
+            scheduler.done(group)
 
 
 def _path_of(url: str, cut: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import GateClosed
@@ -18,7 +19,10 @@ from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robot
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
-__all__ = ["RobotsFetcher", "RobotsTransport"]
+__all__ = ["Heard", "RobotsFetcher", "RobotsTransport"]
+
+#: Told the origin's own answer (the first request's, not a redirect hop's).
+Heard = Callable[[RobotsResponse], None]
 
 log = logging.getLogger("robotgate.robots")
 
@@ -48,15 +52,16 @@ class RobotsFetcher:
         self.policy = policy
         self.requests = 0
 
-    async def fetch(self, origin: str, previous: RobotsEntry | None) -> RobotsEntry:
+    async def fetch(self, origin: str, previous: RobotsEntry | None,
+                    heard: Heard | None = None) -> RobotsEntry:
         policy = self.policy
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
         try:
             if getattr(self.transport, "enforces_deadline", False):
-                entry = await self._drive(flow)  # each request carries the deadline
+                entry = await self._drive(flow, heard)  # each request carries the deadline
             else:
-                entry = await bounded(self._drive(flow), policy.timeout)
+                entry = await bounded(self._drive(flow, heard), policy.timeout)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
@@ -69,11 +74,13 @@ class RobotsFetcher:
         log.info("%s/robots.txt: %s", origin, why)
         return entry_for_error(origin, why, time.time(), policy, previous)
 
-    async def _drive(self, flow: RobotsFlow) -> RobotsEntry:
+    async def _drive(self, flow: RobotsFlow, heard: Heard | None = None) -> RobotsEntry:
         request: RobotsRequest = next(flow)
         send = self.transport.send
         while True:
             response = await send(request)
+            if heard is not None and request.previous is None:
+                heard(response)
             try:
                 request = flow.send(response)
             except StopIteration as done:
