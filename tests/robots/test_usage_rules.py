@@ -4,6 +4,7 @@ give a path its preferences.  Paths match as Allow/Disallow paths do (RFC 9309
 
 from __future__ import annotations
 
+from robotgate import RobotsTxt
 from robotgate.robots.usage import TIE_LIMIT, UsageRules, parse_content_signal
 
 
@@ -111,3 +112,23 @@ def test_content_signal_rules() -> None:
     assert dict(usage) == {"ai-train": True}
     assert str(found[0]) == "Content-Signal: /blog/ ai-train=yes (line 5)"
     assert usage_of(rules, "/") == ({"search": True, "ai-train": False}, [4])
+
+
+def _past_the_bound() -> tuple[str, str]:
+    # 90 long starred paths that do not match the path, one that does and says "n",
+    # and a "/" that says "y": the path is too long for the search to decide them all.
+    lines = ["User-agent: *", "Allow: /", "Content-Usage: / train-ai=y search=y"]
+    lines += ["Content-Usage: /*" + "a" * k + "b" + "a" * (100 - k) + " train-ai=n"
+              for k in range(90)]
+    lines.append("Content-Usage: /*baaaaaaaaaa train-ai=n")
+    return "\n".join(lines) + "\n", "/" + "a" * 60_000 + "b" + "a" * 10
+
+
+def test_usage_past_the_work_bound_is_cautious_and_says_so() -> None:
+    body, path = _past_the_bound()
+    d = RobotsTxt.parse(body).decide(path, "MyBot")
+    # "n" from any rule wins; "search" is said by one rule of many: not known to be allowed.
+    assert dict(d.usage) == {"train-ai": False}
+    assert len(d.usage_rules) == 92 and "work bound" in d.reason
+    short = RobotsTxt.parse(body).decide("/xbaaaaaaaaaa", "MyBot")  # exact: one rule decides
+    assert [r.line for r in short.usage_rules] == [94] and "work bound" not in short.reason

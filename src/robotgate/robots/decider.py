@@ -99,9 +99,14 @@ class Decider:
         compiled = self.group.usage_rules()
         if compiled is None:
             return decision
-        usage, usage_rules = compiled[0].match(path)
-        signals, signal_rules = compiled[1].match(path)
+        (usage, usage_rules), exact = compiled[0].match_exact(path)
+        (signals, signal_rules), exact_signals = compiled[1].match_exact(path)
         if not (usage_rules or signal_rules):
             return decision
-        return Decision(decision.allowed, decision.reason, decision.rule, decision.group,
+        reason = decision.reason
+        if not (exact and exact_signals):
+            reason += ("; usage: the path is too long to match exactly within robotgate's "
+                       "work bound, so every usage rule counts and a label is allowed only "
+                       "if all of them allow it")
+        return Decision(decision.allowed, reason, decision.rule, decision.group,
                         decision.outcome, usage, signals, usage_rules, signal_rules)

@@ -449,7 +449,8 @@ class UsageRules:
     ({'train-ai': True}, [4])
     """
 
-    __slots__ = ("_by_line", "_default", "_plain", "_ruleset", "_singles", "_starred")
+    __slots__ = ("_by_line", "_cautious", "_default", "_plain", "_ruleset", "_singles",
+                 "_starred")
 
     def __init__(
         self,
@@ -470,6 +471,7 @@ class UsageRules:
 
         default = by_pattern.pop("", None)
         self._default = found(default) if default else _NONE
+        self._cautious: _Found | None = None  # the answer past the work bound, made once
         # A pattern is known to the rule set by the line of its first rule.
         self._by_line = {rules[0].line: found(rules) for rules in by_pattern.values()}
         self._ruleset = RuleSet([(True, p, rules[0].line) for p, rules in by_pattern.items()])
@@ -492,15 +494,24 @@ class UsageRules:
     def match(self, path: str) -> tuple[Mapping[str, bool], tuple[UsageRule, ...]]:
         """The preferences for ``path`` (normalised, as for :meth:`RuleSet.match`), and the
         rules that gave them (none when no rule applies)."""
-        i = self._ruleset.match(path)
+        return self.match_exact(path)[0]
+
+    def match_exact(self, path: str) -> tuple[_Found, bool]:
+        """As :meth:`match`, and whether the answer is exact.  ``False`` when a path
+        too long for the work bound (see :data:`~robotgate.robots.patterns.MATCH_BUDGET`)
+        leaves the winner undecided: then every rule counts, and a label is allowed
+        only if every rule allows it (:meth:`cautious`)."""
+        i, exact = self._ruleset.match_exact(path)
+        if not exact:
+            return self.cautious(), False
         if i < 0:
-            return self._default
+            return self._default, True
         rule = self._ruleset.rule(i)
         best = self._by_line[rule.line]
         pattern = rule.pattern
         starred = self._starred.get(len(pattern), ())
         if not starred and "*" not in pattern:
-            return best  # a plain winner and no starred path of its length
+            return best, True  # a plain winner and no starred path of its length
         if "/." in path:
             path = remove_dot_segments(path)  # as RuleSet.match reads it
         lines = [rule.line]
@@ -512,14 +523,35 @@ class UsageRules:
                 lines.append(line)
         # Each candidate costs a bounded match: past the limit, ties are not looked for.
         for q, line in starred[:TIE_LIMIT]:
-            if line != rule.line and self._single(q, line).match(path) >= 0:
-                lines.append(line)
+            if line != rule.line:
+                j, exact = self._single(q, line).match_exact(path)
+                if not exact:
+                    return self.cautious(), False
+                if j >= 0:
+                    lines.append(line)
         if len(lines) == 1:
-            return best
+            return best, True
         lines.sort()
         tied = [self._by_line[line] for line in lines]
         usage = combine_usage(*(f[0] for f in tied))
-        return MappingProxyType(usage), tuple(r for f in tied for r in f[1])
+        return (MappingProxyType(usage), tuple(r for f in tied for r in f[1])), True
+
+    def cautious(self) -> _Found:
+        """Every rule, and per label ``False`` if any says so, ``True`` only if all do."""
+        if self._cautious is None:
+            every = [self._default, *self._by_line.values()] if self._default[1] else [
+                *self._by_line.values()]
+            labels = {label for usage, _ in every for label in usage}
+            usage = {}
+            for label in sorted(labels):
+                said = [u.get(label) for u, _ in every]
+                if False in said:
+                    usage[label] = False
+                elif all(said):
+                    usage[label] = True
+            rules = tuple(sorted((r for _, found in every for r in found), key=lambda r: r.line))
+            self._cautious = MappingProxyType(usage), rules
+        return self._cautious
 
     def _single(self, pattern: str, line: int) -> RuleSet:
         single = self._singles.get(pattern)
