@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable
 
@@ -26,7 +27,7 @@ from robotgate.politeness.admission import Admission
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
 from robotgate.politeness.robots_cache import RobotsCache
-from robotgate.politeness.robots_fetcher import Heard, RobotsFetcher
+from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
 from robotgate.store.base import Store
@@ -96,7 +97,7 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     def host_state(origin: str) -> HostState | Awaitable[HostState]:
         return holder[0].host_state(origin)
 
-    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[Heard | None]:
+    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[TurnHooks | None]:
         return holder[0].robots_turn(origin)
 
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
@@ -541,3 +542,44 @@ async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
     assert statuses == [("/robots.txt", 200), ("/p0", 200), ("/p1", 200),
                         ("/robots.txt", 503), ("/p2", 200)]
     assert arrivals[4][0] - arrivals[3][0] >= 0.95
+
+
+async def test_robots_txt_redirect_hops_are_paced_on_the_server_they_reach() -> None:
+    # A's robots.txt: /robots.txt -> /r1 -> B's /robots-a.txt, just after a page of B.
+    arrivals: list[tuple[float, str]] = []
+    ports: dict[str, int] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        host = request.url.host or ""
+        arrivals.append((time.monotonic(), f"{host}{request.path}"))
+        if host == "127.0.0.1" and request.path == "/robots.txt":
+            raise web.HTTPFound("/r1")
+        if host == "127.0.0.1" and request.path == "/r1":
+            raise web.HTTPFound(f"http://127.0.0.2:{ports['127.0.0.2']}/robots-a.txt")
+        if request.path.startswith("/robots"):
+            return web.Response(text="User-agent: *\nDisallow: /private\n")
+        return web.Response(text="page")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    for address in ("127.0.0.1", "127.0.0.2"):
+        site = web.TCPSite(runner, address, 0)
+        await site.start()
+        ports[address] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    a, b = (f"http://{h}:{ports[h]}" for h in ("127.0.0.1", "127.0.0.2"))
+    try:
+        async with RobotGate("T/1", delay=0.3) as gate:
+            async with gate.fetch(f"{b}/p0"):
+                pass
+            async with gate.fetch(f"{a}/p0"):
+                pass
+    finally:
+        await runner.cleanup()
+    seen = [what for _, what in arrivals]
+    assert seen == ["127.0.0.2/robots.txt", "127.0.0.2/p0", "127.0.0.1/robots.txt",
+                    "127.0.0.1/r1", "127.0.0.2/robots-a.txt", "127.0.0.1/p0"]
+    for host in ("127.0.0.1", "127.0.0.2"):
+        times = [t for t, what in arrivals if what.startswith(host)]
+        assert min(b - a for a, b in itertools.pairwise(times)) >= 0.29, host

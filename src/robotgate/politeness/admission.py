@@ -22,7 +22,7 @@ from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
-from ..policy.fetch_flow import RobotsResponse
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
@@ -32,7 +32,6 @@ from .crawl_results import CrawlSummary
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
-from .robots_fetcher import Heard
 from .scheduler import Group, Scheduler
 
 __all__ = ["Admission"]
@@ -351,27 +350,52 @@ class Admission:
 class RobotsTurn:
     """``async with admission.robots_turn(origin)``: the server's turn for its robots.txt.
 
+    Each answer paces its server as a page's would (a 429 or 503 pauses it); a
+    redirect hop waits for its own server's turn, within this fetch's slot.
     A class, not a generator-based context manager: once per origin, on every
     cold start.
     """
 
-    __slots__ = ("_admission", "_answer", "_group", "_origin")
+    __slots__ = ("_admission", "_answered", "_group", "_hop", "_origin", "_pending")
 
     def __init__(self, admission: Admission, origin: str) -> None:
         self._admission = admission
         self._origin = origin
         self._group: Group | None = None
-        self._answer: tuple[int, str | None] | None = None
+        self._hop: Group | None = None
+        self._answered = False
+        self._pending: list[Awaitable[None]] = []
 
-    def heard(self, response: RobotsResponse) -> None:
-        """The server's answer: a 429 or 503 backs it off as a page's would."""
+    async def before_hop(self, url: str) -> None:
+        self._hop = None
+        try:
+            origin = split_origin(url)[0]
+        except ValueError:
+            return  # the flow refuses it
+        admission = self._admission
+        group = admission.group_now(origin) or await admission.group(origin)
+        scheduler = admission.scheduler
+        while (wait := scheduler.wait_seconds(
+                group, max(scheduler.policy.delay, group.interval))) > 0:
+            await asyncio.sleep(wait)  # again: another request may have gone meanwhile
+        group.last = scheduler.now()  # gone: the server's next request waits for it
+        self._hop = group
+
+    def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
+        group = self._group if request.previous is None else self._hop
+        if group is None:
+            return
+        self._answered = True
         try:
             retry_after = response.headers.get("Retry-After")
         except Exception:  # a hostile or broken mapping: no header
             retry_after = None
-        self._answer = response.status, retry_after if isinstance(retry_after, str) else None
+        pending = self._admission.answered(
+            group, response.status, retry_after if isinstance(retry_after, str) else None)
+        if pending is not None:
+            self._pending.append(pending)
 
-    async def __aenter__(self) -> Heard:
+    async def __aenter__(self) -> RobotsTurn:
         admission = self._admission
         group = admission.group_now(self._origin) or await admission.group(self._origin)
         scheduler = admission.scheduler
@@ -380,20 +404,17 @@ class RobotsTurn:
         if not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = group
-        return self.heard
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         group = self._group
         assert group is not None
         scheduler = self._admission.scheduler
         try:
-            if self._answer is not None:
-                # Paced from the answer, as pages are; a 429 or 503 pauses the server.
-                pending = self._admission.answered(group, *self._answer)
-                if pending is not None:
-                    await pending
-            elif scheduler.now() > group.last:
-                group.last = scheduler.now()  # no answer (a timeout): from now
+            if not self._answered and scheduler.now() > group.last:
+                group.last = scheduler.now()  # no answer (a timeout): paced from now
+            for pending in self._pending:
+                await pending  # the store hears of a 429 or 503
         finally:
             scheduler.done(group)
 

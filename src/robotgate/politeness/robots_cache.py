@@ -19,7 +19,7 @@ from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import immediate
-from .robots_fetcher import Heard, RobotsFetcher
+from .robots_fetcher import RobotsFetcher, TurnHooks
 
 __all__ = ["CacheClosed", "RobotsCache"]
 
@@ -31,7 +31,7 @@ log = logging.getLogger("robotgate.robots")
 
 
 @asynccontextmanager
-async def _nothing() -> AsyncIterator[Heard | None]:
+async def _nothing() -> AsyncIterator[TurnHooks | None]:
     yield None
 
 
@@ -72,7 +72,7 @@ class RobotsCache:
         how: Interpretation,
         *,
         host_state: Callable[[str], HostState | Awaitable[HostState]],
-        turn: Callable[[str], AbstractAsyncContextManager[Heard | None]] | None = None,
+        turn: Callable[[str], AbstractAsyncContextManager[TurnHooks | None]] | None = None,
         max_origins: int = 100_000,
         recheck_visits: int | None = 1000,
     ) -> None:
@@ -215,7 +215,7 @@ class RobotsCache:
             if got is not None:
                 return self._install(origin, got, host)
         try:
-            async with self._turn(origin) if self._turn is not None else _nothing() as heard:
+            async with self._turn(origin) if self._turn is not None else _nothing() as hooks:
                 again = _intact(await store.load_robots(origin)) if store.shared else None
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
@@ -223,7 +223,7 @@ class RobotsCache:
                     # Our lock expired while we waited for the server's turn and
                     # another worker fetched it meanwhile.
                     return self._install(origin, again, host)
-                entry = await self.fetcher.fetch(origin, previous, heard)
+                entry = await self.fetcher.fetch(origin, previous, hooks)
             if self._closed:
                 # A fetch that outlived close() stores nothing: its failure may be ours.
                 raise CacheClosed("the gate was closed during the robots.txt fetch")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import GateClosed
@@ -19,10 +18,7 @@ from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robot
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
-__all__ = ["Heard", "RobotsFetcher", "RobotsTransport"]
-
-#: Told the origin's own answer (the first request's, not a redirect hop's).
-Heard = Callable[[RobotsResponse], None]
+__all__ = ["RobotsFetcher", "RobotsTransport", "TurnHooks"]
 
 log = logging.getLogger("robotgate.robots")
 
@@ -40,6 +36,19 @@ class RobotsTransport(Protocol):
         ...
 
 
+class TurnHooks(Protocol):
+    """What the servers' turns hear of a robots.txt fetch: each server is paced
+    by its answers, and a redirect hop waits for its own server's turn."""
+
+    async def before_hop(self, url: str) -> None:
+        """A redirect hop to ``url`` is about to be sent."""
+        ...
+
+    def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
+        """The answer to ``request`` (the first one or a hop) arrived."""
+        ...
+
+
 class RobotsFetcher:
     """Fetches one origin's robots.txt through ``transport``: always returns an entry.
 
@@ -53,15 +62,15 @@ class RobotsFetcher:
         self.requests = 0
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
-                    heard: Heard | None = None) -> RobotsEntry:
+                    hooks: TurnHooks | None = None) -> RobotsEntry:
         policy = self.policy
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
         try:
             if getattr(self.transport, "enforces_deadline", False):
-                entry = await self._drive(flow, heard)  # each request carries the deadline
+                entry = await self._drive(flow, hooks)  # each request carries the deadline
             else:
-                entry = await bounded(self._drive(flow, heard), policy.timeout)
+                entry = await bounded(self._drive(flow, hooks), policy.timeout)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
@@ -74,13 +83,15 @@ class RobotsFetcher:
         log.info("%s/robots.txt: %s", origin, why)
         return entry_for_error(origin, why, time.time(), policy, previous)
 
-    async def _drive(self, flow: RobotsFlow, heard: Heard | None = None) -> RobotsEntry:
+    async def _drive(self, flow: RobotsFlow, hooks: TurnHooks | None = None) -> RobotsEntry:
         request: RobotsRequest = next(flow)
         send = self.transport.send
         while True:
+            if hooks is not None and request.previous is not None:
+                await hooks.before_hop(request.url)
             response = await send(request)
-            if heard is not None and request.previous is None:
-                heard(response)
+            if hooks is not None:
+                hooks.heard(request, response)
             try:
                 request = flow.send(response)
             except StopIteration as done:
