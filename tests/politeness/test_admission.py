@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -489,6 +489,24 @@ async def test_an_evicted_group_keeps_its_pacing_with_a_persistent_store() -> No
         assert await still_waiting(task)
 
 
+@contextlib.asynccontextmanager
+async def served(handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                 ports: dict[str, int], *addresses: str) -> AsyncIterator[dict[str, int]]:
+    """``handle`` serving every path on each loopback address; ``ports`` filled in."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        for address in addresses:
+            site = web.TCPSite(runner, address, 0)
+            await site.start()
+            ports[address] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        yield ports
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
     # recheck_visits=2: robots.txt is asked again between pages, at the Crawl-delay's
     # pace (0.3 s), not the gate's delay (0.05 s).
@@ -523,21 +541,15 @@ async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
         arrivals.append((time.monotonic(), request.path, 200))
         return web.Response(text="page")
 
-    app = web.Application()
-    app.router.add_get("/robots.txt", robots)
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with RobotGate("T/1", delay=0.05, recheck_visits=2) as gate:
-            for i in range(3):
-                async with gate.fetch(f"http://127.0.0.1:{port}/p{i}"):
-                    pass
-    finally:
-        await runner.cleanup()
+    async def handle(request: web.Request) -> web.Response:
+        return await (robots if request.path == "/robots.txt" else page)(request)
+
+    ports: dict[str, int] = {}
+    async with served(handle, ports, "127.0.0.1"), RobotGate(
+            "T/1", delay=0.05, recheck_visits=2) as gate:
+        for i in range(3):
+            async with gate.fetch(f"http://127.0.0.1:{ports['127.0.0.1']}/p{i}"):
+                pass
     statuses = [(path, status) for _, path, status in arrivals]
     assert statuses == [("/robots.txt", 200), ("/p0", 200), ("/p1", 200),
                         ("/robots.txt", 503), ("/p2", 200)]
@@ -560,23 +572,13 @@ async def test_robots_txt_redirect_hops_are_paced_on_the_server_they_reach() -> 
             return web.Response(text="User-agent: *\nDisallow: /private\n")
         return web.Response(text="page")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    for address in ("127.0.0.1", "127.0.0.2"):
-        site = web.TCPSite(runner, address, 0)
-        await site.start()
-        ports[address] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    a, b = (f"http://{h}:{ports[h]}" for h in ("127.0.0.1", "127.0.0.2"))
-    try:
+    async with served(handle, ports, "127.0.0.1", "127.0.0.2"):
+        a, b = (f"http://{h}:{ports[h]}" for h in ("127.0.0.1", "127.0.0.2"))
         async with RobotGate("T/1", delay=0.3) as gate:
             async with gate.fetch(f"{b}/p0"):
                 pass
             async with gate.fetch(f"{a}/p0"):
                 pass
-    finally:
-        await runner.cleanup()
     seen = [what for _, what in arrivals]
     assert seen == ["127.0.0.2/robots.txt", "127.0.0.2/p0", "127.0.0.1/robots.txt",
                     "127.0.0.1/r1", "127.0.0.2/robots-a.txt", "127.0.0.1/p0"]
