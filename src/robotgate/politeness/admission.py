@@ -17,7 +17,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from typing import Protocol
 
 from ..decision import Decision
@@ -417,6 +417,9 @@ class RobotsTurn:
                 await pending  # the store hears of a 429 or 503
         finally:
             scheduler.done(group)
+            for pending in self._pending:
+                if isinstance(pending, Coroutine):
+                    pending.close()  # cut short (a cancel): no "never awaited" warning
 
 
 def _path_of(url: str, cut: int) -> str:
