@@ -364,7 +364,7 @@ class RobotsTurn:
         self._group: Group | None = None
         self._hop: Group | None = None
         self._answered = False
-        self._pending: list[Awaitable[None]] = []
+        self._pending: list[Awaitable[None]] | None = None  # made only for a 429 or 503
 
     async def before_hop(self, url: str) -> None:
         self._hop = None
@@ -386,13 +386,21 @@ class RobotsTurn:
         if group is None:
             return
         self._answered = True
+        status = response.status
+        if status != 429 and status != 503:
+            now = self._admission.scheduler.now()
+            if now > group.last:
+                group.last = now  # paced from the answer, as pages are
+            return
         try:
             retry_after = response.headers.get("Retry-After")
         except Exception:  # a hostile or broken mapping: no header
             retry_after = None
         pending = self._admission.answered(
-            group, response.status, retry_after if isinstance(retry_after, str) else None)
+            group, status, retry_after if isinstance(retry_after, str) else None)
         if pending is not None:
+            if self._pending is None:
+                self._pending = []
             self._pending.append(pending)
 
     async def __aenter__(self) -> RobotsTurn:
@@ -413,11 +421,11 @@ class RobotsTurn:
         try:
             if not self._answered and scheduler.now() > group.last:
                 group.last = scheduler.now()  # no answer (a timeout): paced from now
-            for pending in self._pending:
+            for pending in self._pending or ():
                 await pending  # the store hears of a 429 or 503
         finally:
             scheduler.done(group)
-            for pending in self._pending:
+            for pending in self._pending or ():
                 if isinstance(pending, Coroutine):
                     pending.close()  # cut short (a cancel): no "never awaited" warning
 
