@@ -13,10 +13,11 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from robotgate import BodyTooLarge, Disallowed, GateClosed, RobotGate
+from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGate
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, yarl_form
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
+from tests.support.arrivals import Arrivals
 from tests.support.hostile import MIB, HostileServer, robots_bomb
 
 AGENT = "ViaBot/1.0"
@@ -233,3 +234,26 @@ async def test_a_url_is_judged_as_aiohttp_sends_it(
     finally:
         await runner.cleanup()
     assert [p for p, _ in site.seen] == ["/robots.txt"]
+
+
+async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Should the client refuse a URL robotgate accepted, its error (which quotes the
+    # URL, password and all) becomes InvalidURL with the password hidden.
+    server = Arrivals()
+    base = f"http://user:s3cret@127.0.0.1:{await server.listen()}"
+    try:
+        async with RobotGate("T/1", delay=0) as gate:
+            assert await gate.allowed(f"{base}/x")  # robots.txt cached: the page is sent
+
+            def refuse(self: aiohttp.ClientSession, method: str, url: str,
+                       **kwargs: object) -> None:
+                raise aiohttp.InvalidUrlClientError(url)
+
+            monkeypatch.setattr(aiohttp.ClientSession, "request", refuse)
+            with pytest.raises(InvalidURL) as info:
+                await gate.fetch(f"{base}/x")
+            assert "s3cret" not in str(info.value) and "user:***@" in str(info.value)
+            assert info.value.__cause__ is None and info.value.__suppress_context__
+    finally:
+        await server.close()

@@ -109,6 +109,15 @@ async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> No
     await resp.read()  # as aiohttp ends a read (the connection goes back to the pool)
 
 
+def _ours(exc: aiohttp.ClientError, url: str, closed: bool) -> Exception:
+    """A client error gate.fetch answers itself: the session's connector went down
+    under the request (``close()``), or the client refuses a URL (its message would
+    show the password)."""
+    if closed:
+        return GateClosed(f"the gate was closed while requesting {redact(url)}")
+    return InvalidURL(url, "the HTTP client refuses it")
+
+
 class FetchCall:
     """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``.
 
@@ -228,9 +237,8 @@ class AiohttpClient:
                     if not keep:
                         self._open.discard(resp)
             except aiohttp.ClientError as exc:
-                if self.closed:  # the session's connector went down under the request
-                    raise GateClosed(
-                        f"the gate was closed while requesting {redact(url)}") from exc
+                if self.closed or isinstance(exc, aiohttp.InvalidURL):
+                    raise _ours(exc, url, self.closed) from (exc if self.closed else None)
                 raise
             finally:
                 if not keep:
