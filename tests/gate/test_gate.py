@@ -454,6 +454,7 @@ class _Hanging:
 
     async def send(self, request: object) -> object:
         await asyncio.Event().wait()
+        raise AssertionError("never answers")
 
 
 async def test_a_close_cut_short_is_finished_and_a_second_close_waits_for_it() -> None:
@@ -491,3 +492,22 @@ async def test_robots_entry_after_close_reopens_no_store() -> None:
         assert entry.status == 200 and Counting.loads == before
     finally:
         await server.close()
+
+
+async def test_close_again_after_its_own_work_was_cancelled() -> None:
+    # A "cancel every task" shutdown can hit close()'s own task: the next close()
+    # does the work again rather than raise CancelledError.
+    gate = RobotGate("T/1", robots_transport=_Hanging())  # type: ignore[arg-type]
+    asker = asyncio.ensure_future(gate.allowed("http://a.example/x"))
+    await asyncio.sleep(0.01)
+    session = gate.session
+    first = asyncio.ensure_future(gate.close())
+    await asyncio.sleep(0)
+    assert gate._closing is not None
+    gate._closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(gate.close(), 5)
+    assert session.closed
+    with pytest.raises(GateClosed):
+        await asker

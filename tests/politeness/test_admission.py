@@ -585,3 +585,21 @@ async def test_robots_txt_redirect_hops_are_paced_on_the_server_they_reach() -> 
     for host in ("127.0.0.1", "127.0.0.2"):
         times = [t for t, what in arrivals if what.startswith(host)]
         assert min(b - a for a, b in itertools.pairwise(times)) >= 0.29, host
+
+
+async def test_a_hops_wait_for_its_server_is_not_counted_against_the_timeout() -> None:
+    # delay 0.6 s, timeout 0.5 s: the same-host hop waits 0.6 s for its turn and is
+    # still fetched (it used to time out: the whole site disallowed).
+    ports: dict[str, int] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            raise web.HTTPMovedPermanently("/robots2.txt")
+        await asyncio.sleep(0.2)  # well within the timeout, once the turn has come
+        return web.Response(text="User-agent: *\nDisallow: /private\n")
+
+    async with served(handle, ports, "127.0.0.1"), RobotGate(
+            "T/1", delay=0.6, policy=FetchPolicy(timeout=0.5)) as gate:
+        base = f"http://127.0.0.1:{ports['127.0.0.1']}"
+        assert await gate.allowed(f"{base}/x")  # unreachable would disallow it
+        assert not await gate.allowed(f"{base}/private")

@@ -510,3 +510,37 @@ async def test_a_stored_ok_entry_without_its_body_is_fetched_again(shared: bool)
     cache, _ = make(transport, store)
     assert not (await cache.get(SITE)).allowed("/x", AGENT)
     assert len(transport.requests) == 1
+
+
+class SlowUnlock(MemoryStore):
+    """A shared store whose fetch lock takes 0.4 s to let go (a slow Redis)."""
+
+    shared = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locks: dict[str, str] = {}
+
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        if origin in self.locks:
+            return None
+        self.locks[origin] = "token"
+        return "token"
+
+    async def unlock_fetch(self, origin: str, token: str) -> None:
+        await asyncio.sleep(0.4)
+        self.locks.pop(origin, None)
+
+
+async def test_close_lets_a_fleet_fetch_lock_go_before_it_returns() -> None:
+    # close() asks again after 0.25 s, but not a fetch letting go of its lock: other
+    # workers would wait out the lock's time to live.
+    store = SlowUnlock()
+    cache, _ = make(Transport(held=True), store)
+    ask = asyncio.ensure_future(cache.get(SITE))
+    await settle()
+    assert store.locks == {SITE: "token"}
+    await asyncio.wait_for(cache.close(), 5)
+    assert store.locks == {}
+    with pytest.raises(CacheClosed):
+        await ask

@@ -27,3 +27,12 @@ def test_eviction_keeps_a_wait_the_server_asked_for() -> None:
     kept = store.get_host("host:r")
     assert kept is not None and kept.next_allowed == now + 300
     assert sum(store.get_host(f"host:{i}") is not None for i in range(5)) == 1
+
+
+def test_eviction_never_takes_the_state_just_stored() -> None:
+    store = MemoryStore(max_origins=2)
+    now = time.time()
+    store.put_host(HostState("host:a", next_allowed=now + 60))
+    store.put_host(HostState("host:b", next_allowed=now + 60))
+    store.put_host(HostState("host:c"))  # new: due at once, yet the one kept
+    assert store.get_host("host:c") is not None

@@ -216,7 +216,7 @@ class RobotGate:
         """End everything the gate started: robots.txt fetches, responses being
         read (their readers get :class:`GateClosed`), an owned session, the store.
         Another call waits for the first; one cancelled part-way still ends it all."""
-        if self._closing is None:
+        if self._closing is None or self._closing.cancelled():  # cut short: again
             self._closed = True
             self._closing = asyncio.ensure_future(_shut(self))
         await asyncio.shield(self._closing)

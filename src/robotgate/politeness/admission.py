@@ -356,36 +356,39 @@ class RobotsTurn:
     cold start.
     """
 
-    __slots__ = ("_admission", "_answered", "_group", "_hop", "_origin", "_pending")
+    __slots__ = ("_admission", "_asked", "_group", "_hop", "_origin", "_pending")
 
     def __init__(self, admission: Admission, origin: str) -> None:
         self._admission = admission
         self._origin = origin
         self._group: Group | None = None
         self._hop: Group | None = None
-        self._answered = False
+        self._asked: Group | None = None  # the server of the request awaiting its answer
         self._pending: list[Awaitable[None]] | None = None  # made only for a 429 or 503
 
-    async def before_hop(self, url: str) -> None:
+    async def before_hop(self, url: str) -> float:
         self._hop = None
         try:
             origin = split_origin(url)[0]
         except ValueError:
-            return  # the flow refuses it
+            return 0.0  # the flow refuses it
         admission = self._admission
         group = admission.group_now(origin) or await admission.group(origin)
         scheduler = admission.scheduler
+        start = scheduler.now()
         while (wait := scheduler.wait_seconds(
                 group, max(scheduler.policy.delay, group.interval))) > 0:
             await asyncio.sleep(wait)  # again: another request may have gone meanwhile
-        group.last = scheduler.now()  # gone: the server's next request waits for it
-        self._hop = group
+        group.last = now = scheduler.now()  # gone: the server's next request waits for it
+        self._hop = self._asked = group
+        return now - start
 
     def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
         group = self._group if request.previous is None else self._hop
         if group is None:
             return
-        self._answered = True
+        self._asked = None
+
         status = response.status
         if status != 429 and status != 503:
             now = self._admission.scheduler.now()
@@ -411,7 +414,7 @@ class RobotsTurn:
         interval = max(scheduler.policy.delay, group.interval)
         if not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
-        self._group = group
+        self._group = self._asked = group
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -419,8 +422,9 @@ class RobotsTurn:
         assert group is not None
         scheduler = self._admission.scheduler
         try:
-            if not self._answered and scheduler.now() > group.last:
-                group.last = scheduler.now()  # no answer (a timeout): paced from now
+            asked = self._asked
+            if asked is not None and scheduler.now() > asked.last:
+                asked.last = scheduler.now()  # no answer (a timeout): paced from now
             for pending in self._pending or ():
                 await pending  # the store hears of a 429 or 503
         finally:

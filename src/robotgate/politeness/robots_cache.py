@@ -86,6 +86,7 @@ class RobotsCache:
         self._mem = immediate(store)  # answers without an await: one coroutine less each
         self._sites: dict[str, SiteRules] = {}
         self._inflight: dict[str, _Flight] = {}
+        self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False
         self.store_errors = 0
 
@@ -173,14 +174,16 @@ class RobotsCache:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
         self._closed = True
         flights = list(self._inflight.values())
-        tasks = {f.task for f in flights if f.task is not None}
+        origins = {f.task: origin for origin, f in self._inflight.items() if f.task is not None}
+        tasks = set(origins)
         for _ in range(_CLOSE_TRIES):
             # Asked again: on 3.11 a cancel can be lost inside redis-py's wait_for.
             pending = {task for task in tasks if not task.done()}
             if not pending:
                 break
             for task in pending:
-                task.cancel()
+                if origins[task] not in self._releasing:
+                    task.cancel()
             await asyncio.wait(pending, timeout=_CLOSE_WAIT)
         for task in tasks:
             if task.done() and not task.cancelled():
@@ -238,7 +241,11 @@ class RobotsCache:
                 await self._save(entry)
         finally:
             if token is not None:
-                await self._unlock(origin, token)
+                self._releasing.add(origin)  # close() lets this end: other workers wait on it
+                try:
+                    await self._unlock(origin, token)
+                finally:
+                    self._releasing.discard(origin)
         if host.visits_since_check:
             host.visits_since_check = 0
             await self._save_host(host)  # or the next start would recheck again

@@ -8,6 +8,7 @@ else (redirects, validators, 304, what failures mean) is the flow's.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Protocol
@@ -40,8 +41,9 @@ class TurnHooks(Protocol):
     """What the servers' turns hear of a robots.txt fetch: each server is paced
     by its answers, and a redirect hop waits for its own server's turn."""
 
-    async def before_hop(self, url: str) -> None:
-        """A redirect hop to ``url`` is about to be sent."""
+    async def before_hop(self, url: str) -> float:
+        """A redirect hop to ``url`` is about to be sent: wait for its server's turn;
+        returns the seconds waited (not counted against the fetch's timeout)."""
         ...
 
     def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
@@ -67,10 +69,10 @@ class RobotsFetcher:
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
         try:
-            if getattr(self.transport, "enforces_deadline", False):
-                entry = await self._drive(flow, hooks)  # each request carries the deadline
-            else:
-                entry = await bounded(self._drive(flow, hooks), policy.timeout)
+            # Each request carries the deadline (a transport without its own timer gets
+            # one per request): a redirect hop's wait for its server's turn is not
+            # the server's slowness, and moves the deadline on.
+            entry = await self._drive(flow, hooks)
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
@@ -86,10 +88,17 @@ class RobotsFetcher:
     async def _drive(self, flow: RobotsFlow, hooks: TurnHooks | None = None) -> RobotsEntry:
         request: RobotsRequest = next(flow)
         send = self.transport.send
+        timed = not getattr(self.transport, "enforces_deadline", False)
+        waited = 0.0
         while True:
             if hooks is not None and request.previous is not None:
-                await hooks.before_hop(request.url)
-            response = await send(request)
+                waited += await hooks.before_hop(request.url)
+            if waited and request.deadline is not None:
+                request = dataclasses.replace(request, deadline=request.deadline + waited)
+            if timed and request.deadline is not None:
+                response = await bounded(send(request), max(request.deadline - time.time(), 0.0))
+            else:
+                response = await send(request)
             if hooks is not None:
                 hooks.heard(request, response)
             try:

@@ -93,7 +93,9 @@ class MemoryStore(Store):
         hosts = self._hosts
         now = time.time()
         victim: HostState | None = None
-        for state, _ in zip(hosts.values(), range(_EVICTION_CHOICES), strict=False):
+        # Never the newest: the state just stored.
+        choices = min(_EVICTION_CHOICES, len(hosts) - 1)
+        for state, _ in zip(hosts.values(), range(choices), strict=False):
             if victim is None or state.next_allowed < victim.next_allowed:
                 victim = state
             if state.next_allowed <= now:
