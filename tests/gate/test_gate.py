@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 
 import aiohttp
 import pytest
@@ -457,20 +458,37 @@ class _Hanging:
         raise AssertionError("never answers")
 
 
-async def test_a_close_cut_short_is_finished_and_a_second_close_waits_for_it() -> None:
+async def _close_cut_short(
+        cut: Callable[[RobotGate, asyncio.Future[None]], object]) -> None:
+    # close() under way (it waits for a robots.txt fetch to end) is cut by ``cut``;
+    # a second close() still closes the session, and the asker gets GateClosed.
     gate = RobotGate("T/1", robots_transport=_Hanging())  # type: ignore[arg-type]
     asker = asyncio.ensure_future(gate.allowed("http://a.example/x"))
     await asyncio.sleep(0.01)
     session = gate.session
     first = asyncio.ensure_future(gate.close())
-    await asyncio.sleep(0)  # close() is under way: it waits for the robots.txt fetch to end
-    first.cancel()  # a timeout, Ctrl-C
+    await asyncio.sleep(0)
+    cut(gate, first)
     with pytest.raises(asyncio.CancelledError):
         await first
-    await asyncio.wait_for(gate.close(), 5)  # waits for the first one's work
+    await asyncio.wait_for(gate.close(), 5)
     assert session.closed
     with pytest.raises(GateClosed):
         await asker
+
+
+async def test_a_close_cut_short_is_finished_and_a_second_close_waits_for_it() -> None:
+    await _close_cut_short(lambda gate, first: first.cancel())  # a timeout, Ctrl-C
+
+
+async def test_close_again_after_its_own_work_was_cancelled() -> None:
+    # A "cancel every task" shutdown can hit close()'s own task: the next close()
+    # does the work again rather than raise CancelledError.
+    def cancel_its_work(gate: RobotGate, first: asyncio.Future[None]) -> None:
+        assert gate._closing is not None
+        gate._closing.cancel()
+
+    await _close_cut_short(cancel_its_work)
 
 
 async def test_robots_entry_after_close_reopens_no_store() -> None:
@@ -493,21 +511,3 @@ async def test_robots_entry_after_close_reopens_no_store() -> None:
     finally:
         await server.close()
 
-
-async def test_close_again_after_its_own_work_was_cancelled() -> None:
-    # A "cancel every task" shutdown can hit close()'s own task: the next close()
-    # does the work again rather than raise CancelledError.
-    gate = RobotGate("T/1", robots_transport=_Hanging())  # type: ignore[arg-type]
-    asker = asyncio.ensure_future(gate.allowed("http://a.example/x"))
-    await asyncio.sleep(0.01)
-    session = gate.session
-    first = asyncio.ensure_future(gate.close())
-    await asyncio.sleep(0)
-    assert gate._closing is not None
-    gate._closing.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    await asyncio.wait_for(gate.close(), 5)
-    assert session.closed
-    with pytest.raises(GateClosed):
-        await asker
