@@ -388,7 +388,6 @@ class RobotsTurn:
         if group is None:
             return
         self._asked = None
-
         status = response.status
         if status != 429 and status != 503:
             now = self._admission.scheduler.now()
