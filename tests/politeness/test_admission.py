@@ -603,3 +603,33 @@ async def test_a_hops_wait_for_its_server_is_not_counted_against_the_timeout() -
         base = f"http://127.0.0.1:{ports['127.0.0.1']}"
         assert await gate.allowed(f"{base}/x")  # unreachable would disallow it
         assert not await gate.allowed(f"{base}/private")
+
+
+async def test_a_hop_without_an_answer_paces_its_server_from_the_timeout() -> None:
+    # The refetch's hop /r1 never answers within the timeout (0.5 s): the next page
+    # waits the delay (0.3 s) after that timeout, not after the hop was sent.
+    ports: dict[str, int] = {}
+    arrivals: list[tuple[float, str]] = []
+    robots_asked = 0
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        nonlocal robots_asked
+        arrivals.append((time.monotonic(), request.path))
+        if request.path == "/robots.txt":
+            robots_asked += 1
+            if robots_asked > 1:
+                raise web.HTTPFound("/r1")
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path == "/r1":
+            await asyncio.sleep(1.0)
+        return web.Response(text="page")
+
+    async with served(handle, ports, "127.0.0.1"), RobotGate(
+            "T/1", delay=0.3, recheck_visits=2, policy=FetchPolicy(timeout=0.5)) as gate:
+        for i in range(3):
+            async with gate.fetch(f"http://127.0.0.1:{ports['127.0.0.1']}/p{i}"):
+                pass
+    when = dict((path, t) for t, path in arrivals)
+    assert [path for _, path in arrivals] == [
+        "/robots.txt", "/p0", "/p1", "/robots.txt", "/r1", "/p2"]
+    assert when["/p2"] - when["/r1"] >= 0.75  # 0.5 s timeout, then the 0.3 s delay
