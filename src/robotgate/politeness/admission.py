@@ -421,9 +421,9 @@ class RobotsTurn:
         assert group is not None
         scheduler = self._admission.scheduler
         try:
-            asked = self._asked
-            if asked is not None and scheduler.now() > asked.last:
-                asked.last = scheduler.now()  # no answer (a timeout): paced from now
+            asked, now = self._asked, scheduler.now()
+            if asked is not None and now > asked.last:
+                asked.last = now  # no answer (a timeout): paced from now
             for pending in self._pending or ():
                 await pending  # the store hears of a 429 or 503
         finally:

@@ -26,6 +26,7 @@ __all__ = ["CacheClosed", "RobotsCache"]
 #: close() cancels a fetch up to this many times, waiting this long (s) after each.
 _CLOSE_TRIES = 3
 _CLOSE_WAIT = 0.25
+_CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 
 log = logging.getLogger("robotgate.robots")
 
@@ -134,7 +135,7 @@ class RobotsCache:
             return await waiter
         except asyncio.CancelledError:
             if self._closed and flight.task is not None and flight.task.cancelled():
-                raise CacheClosed("the gate was closed during the robots.txt fetch") from None
+                raise CacheClosed(_CLOSED_DURING) from None
             raise
 
     async def _fly(self, origin: str, flight: _Flight) -> None:
@@ -188,12 +189,11 @@ class RobotsCache:
         for task in tasks:
             if task.done() and not task.cancelled():
                 task.exception()  # retrieved: _fly gave it to its waiters
-        closed = "the gate was closed during the robots.txt fetch"
         for flight in flights:
             # A fetch cancelled before it began, or one still running, never told its waiters.
             for waiter in flight.waiters:
                 if not waiter.done():
-                    waiter.set_exception(CacheClosed(closed))
+                    waiter.set_exception(CacheClosed(_CLOSED_DURING))
         self._inflight.clear()
 
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
@@ -229,7 +229,7 @@ class RobotsCache:
                 entry = await self.fetcher.fetch(origin, previous, hooks)
             if self._closed:
                 # A fetch that outlived close() stores nothing: its failure may be ours.
-                raise CacheClosed("the gate was closed during the robots.txt fetch")
+                raise CacheClosed(_CLOSED_DURING)
             kept: RobotsTxt | None = None
             if entry.outcome == Outcome.OK and entry.body is None and site is not None:
                 # A good copy stands in whose body only our parsed rules still hold
