@@ -491,6 +491,26 @@ async def test_close_again_after_its_own_work_was_cancelled() -> None:
     await _close_cut_short(cancel_its_work)
 
 
+async def test_a_store_failing_to_close_after_its_caller_was_cancelled_is_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The only close() caller is cut short (a timeout): nobody awaits the work any
+    # more, so its failure is logged rather than dropped.
+    class Failing(MemoryStore):
+        async def close(self) -> None:
+            await asyncio.sleep(0.05)
+            raise OSError("the disk went away")
+
+    gate = RobotGate("T/1", store=Failing())
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(gate.close(), 0.01)
+    assert gate._closing is not None
+    await asyncio.wait([gate._closing], timeout=5)
+    await asyncio.sleep(0)  # the done callbacks run
+    failed = [r for r in caplog.records if r.name == "robotgate" and r.levelname == "ERROR"]
+    assert [r.getMessage() for r in failed] == [
+        "closing the gate failed (OSError: the disk went away)"]
+
+
 async def test_robots_entry_after_close_reopens_no_store() -> None:
     class Counting(MemoryStore):
         loads = 0

@@ -12,6 +12,7 @@ It keeps three promises under load:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Literal
@@ -40,6 +41,8 @@ from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, Fet
 from .describe import describe, stats_of
 
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
+
+log = logging.getLogger("robotgate")
 
 Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
 #: ``handler(url, response)`` of :meth:`RobotGate.crawl`: may return new URLs (or ``Handled``).
@@ -219,7 +222,7 @@ class RobotGate:
         if self._closing is None or self._closing.cancelled():  # cut short: again
             self._closed = True
             self._closing = asyncio.ensure_future(_shut(self))
-        await asyncio.shield(self._closing)
+        await _wait_for(self._closing)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -360,6 +363,20 @@ class RobotGate:
 
         return await self.admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
+
+
+async def _wait_for(closing: asyncio.Future[None]) -> None:
+    try:
+        await asyncio.shield(closing)
+    except asyncio.CancelledError:
+        # No caller may be left to hear how it ends: an error is logged, not lost.
+        closing.add_done_callback(_log_failure)
+        raise
+
+
+def _log_failure(closing: asyncio.Future[None]) -> None:
+    if not closing.cancelled() and (exc := closing.exception()) is not None:
+        log.error("closing the gate failed (%s: %s)", type(exc).__name__, exc, exc_info=exc)
 
 
 async def _shut(gate: RobotGate) -> None:
