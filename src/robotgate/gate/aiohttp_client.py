@@ -433,7 +433,7 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
                            timeout=timeout) as resp:
         status = resp.status
         body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
-        return RobotsResponse(status, resp.headers, body, str(resp.url))
+        return RobotsResponse(status, resp.headers, body, request.url)
 
 
 async def check_slot(session: aiohttp.ClientSession, ctx: object,
