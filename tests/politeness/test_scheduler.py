@@ -499,6 +499,27 @@ def test_eviction_prefers_a_group_with_no_wait_pending() -> None:
     assert len(s) == 3 and s.get("host:pending.example") is pending
 
 
+def test_eviction_spares_a_backed_off_group_whose_wait_is_over() -> None:
+    # Its settled back-off lives in the group only: evicted, the server would be
+    # asked at the plain interval again and answer 429 again.
+    clock = Clock()
+    s = make(clock, max_groups=2)
+    limited = group_of(s, "host:limited.example")
+    assert s.try_start(limited, 1.0)
+    s.answered(limited, 429, None)
+    s.done(limited)
+    assert limited.backoff.extra > 0
+    clock.advance(limited.backoff.extra + 5.0)  # its wait is over, the back-off is not
+    assert s.wait_seconds(limited, 1.0) == 0.0
+    calm = group_of(s, "host:calm.example")
+    assert s.try_start(calm, 1.0)
+    s.answered(calm, 200, None)
+    s.done(calm)
+    clock.advance(5.0)
+    group_of(s, "host:new.example")
+    assert s.get("host:limited.example") is limited and s.get("host:calm.example") is None
+
+
 def test_eviction_work_per_add_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 12 item 11: 20,000 origins, each with a Crawl-delay pending, must not
     make every new origin cost a sweep of the table."""

@@ -183,9 +183,10 @@ class Scheduler:
 
     def _evict(self) -> None:
         # Bounded work per add (O(1)): look at the few oldest groups; the first idle
-        # one with no wait pending goes, else the first idle one.  A group with
-        # requests in flight or waiting goes to the back.  An evicted group's
-        # pacing survives in its HostState (next_allowed, in the store).
+        # one with no wait pending and no back-off goes, else the first idle one.  A
+        # group with requests in flight or waiting goes to the back.  An evicted
+        # group's pending wait survives in its HostState (next_allowed, in the
+        # store); its back-off does not, so a backed-off group goes last.
         groups = self._groups
         now = self.now()
         fallback: str | None = None
@@ -195,7 +196,8 @@ class Scheduler:
             if not group.idle():
                 groups[key] = groups.pop(key)
                 continue
-            if group.paused_until <= now and group.last + self.gap(group, group.interval) <= now:
+            if (group.paused_until <= now and not group.backoff.extra
+                    and group.last + self.gap(group, group.interval) <= now):
                 del groups[key]
                 return
             if fallback is None:
