@@ -130,7 +130,7 @@ def test_usage_only_for_what_may_be_crawled(lines: list[str], paths: list[str]) 
                 assert lines[r.line - 1].startswith("Content-Usage:")
             for r in d.signal_rules:
                 assert lines[r.line - 1].startswith("Content-Signal:")
-            assert set(d.usage) <= {"train-ai", "ai-use", "search"}
+            assert set(d.usage) <= {"train-ai", "search"}
 
 
 def reference(values: list[tuple[str, int]], p: str) -> tuple[dict[str, bool], set[int]]:
@@ -169,5 +169,5 @@ def test_usage_rules_agree_with_a_naive_reference(values: list[str], paths: list
 @given(st.text(alphabet=st.sampled_from([*'az-*=,;() "?:@%019\t.yn', "é", "\\"])))
 def test_statements_never_raise(text: str) -> None:
     usage = parse_usage(text)
-    assert set(usage) <= {"train-ai", "ai-use", "search"}
+    assert set(usage) <= {"train-ai", "search"}
     assert all(isinstance(v, bool) for v in parse_content_signal(text).values())

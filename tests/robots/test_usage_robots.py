@@ -8,6 +8,7 @@ import pytest
 
 from robotgate import RobotsTxt
 from robotgate.decision import UsageRule
+from robotgate.robots.rfc9309 import MAX_LINE_LENGTH
 
 # The attach draft's example (its current revision writes the first rule without a path).
 DRAFT = """\
@@ -90,7 +91,8 @@ def decide_usage(body: str, path: str, agent: str = "Bot") -> tuple[dict[str, bo
 
 def test_several_labels() -> None:
     body = "User-agent: *\nContent-Usage: / train-ai=n, search=y, ai-use=n\n"
-    assert decide_usage(body, "/a") == ({"train-ai": False, "search": True, "ai-use": False}, [2])
+    # ai-use (an earlier draft's) is no label of the vocabulary now: ignored.
+    assert decide_usage(body, "/a") == ({"train-ai": False, "search": True}, [2])
 
 
 def test_a_repeated_key_keeps_its_last_value() -> None:
@@ -127,10 +129,10 @@ def test_identical_paths_combine_most_restrictively() -> None:
         "Content-Usage: /docs/ train-ai=y, search=y\n"
         "Allow: /\n"
         "Content-Usage: /docs/ train-ai=n\n"
-        "Content-Usage: /docs/ ai-use=y\n"
+        "Content-Usage: /docs/ search=n\n"
     )
     assert decide_usage(body, "/docs/a") == (
-        {"train-ai": False, "search": True, "ai-use": True},
+        {"train-ai": False, "search": False},
         [2, 4, 5],
     )
 
@@ -314,3 +316,20 @@ def test_several_content_signal_lines_for_the_same_paths_combine() -> None:
     d = RobotsTxt.parse(body).decide("/x", "Bot")
     assert dict(d.signals) == {"search": True, "ai-train": False}
     assert [r.line for r in d.signal_rules] == [2, 3]
+
+
+def test_a_usage_line_cut_at_the_line_limit_states_nothing_it_did_not_say() -> None:
+    # Cut at Google's 16,663 octets, "train-ai=yes" (unknown) would read "train-ai=y".
+    pad = "a" * (MAX_LINE_LENGTH - len("Content-Usage: /x other=\"\", train-ai=y"))
+    # ... and "ai-train=yesterday" (ignored) would read "ai-train=yes".
+    signal_pad = "a" * (MAX_LINE_LENGTH - len("Content-Signal: search=yes, x=, ai-train=yes"))
+    body = (f"User-agent: *\nContent-Usage: / search=y\n"
+            f"Content-Usage: /x other=\"{pad}\", train-ai=yes\n"
+            f"Content-Signal: search=yes, x={signal_pad}, ai-train=yesterday\n")
+    rules = RobotsTxt.parse(body)
+    d = rules.decide("/x", "MyBot")
+    # The cut rule still matches (its path is whole) and says nothing; the signal
+    # keeps the pair before the cut one.
+    assert (dict(d.usage), [r.line for r in d.usage_rules]) == ({}, [3])
+    assert dict(d.signals) == {"search": True}
+    assert dict(rules.decide("/y", "MyBot").usage) == {"search": True}

@@ -39,9 +39,9 @@ def test_no_rule_matches() -> None:
 
 
 def test_identical_paths_combine_most_restrictively() -> None:
-    rules = UsageRules([("/a train-ai=y, search=y", 1), ("/a train-ai=n", 2), ("/a ai-use=y", 3)])
+    rules = UsageRules([("/a train-ai=y, search=y", 1), ("/a train-ai=n", 2), ("/a search=y", 3)])
     assert usage_of(rules, "/a/b") == (
-        {"train-ai": False, "search": True, "ai-use": True},
+        {"train-ai": False, "search": True},
         [1, 2, 3],
     )
 
@@ -86,14 +86,27 @@ def test_thousands_of_paths_of_one_length_compile_and_match_without_pairing_them
     # four-character paths took seconds and gigabytes.
     plain = [(f"/{i:03x} train-ai=n", 10 + i) for i in range(1, 4001)]
     starred = [(f"/*{i:03x} search=n", 5000 + i) for i in range(1, 4001)]
-    rules = UsageRules([("/0011 train-ai=n", 3), *plain, *starred])
+    few = UsageRules([("/0011 train-ai=n", 3), *plain, *starred[:TIE_LIMIT]])
     # "/0011" (plain) ties with "/*001" and "/*011"; "/001" is shorter.
-    assert usage_of(rules, "/0011") == ({"train-ai": False, "search": False}, [3, 5001, 5017])
-    assert usage_of(rules, "/0012") == ({"search": False}, [5001, 5018])
-    # Only the first TIE_LIMIT starred paths of the length are tried.
-    assert len(rules._singles) <= TIE_LIMIT
-    late = f"/x{4000:03x}"
-    assert usage_of(rules, late) == ({"search": False}, [9000])
+    assert usage_of(few, "/0011") == ({"train-ai": False, "search": False}, [3, 5001, 5017])
+    assert usage_of(few, "/0012") == ({"search": False}, [5001, 5018])
+    rules = UsageRules([("/0011 train-ai=n", 3), *plain, *starred])
+    # Past TIE_LIMIT starred paths of the winner's length, none is tried: every rule counts.
+    (usage, found), exact = rules.match_exact("/0011")
+    assert not exact and dict(usage) == {"train-ai": False, "search": False}
+    assert len(found) == 8001 and not rules._singles
+
+
+def test_past_the_tie_limit_the_rules_order_does_not_change_the_answer() -> None:
+    # 70 starred paths of one length all match; one of them says "n".
+    matching = [f"/*{i:02d}x search=y" for i in range(TIE_LIMIT + 6)]
+    for at in (0, len(matching)):
+        ordered = [*matching[:at], "/*zzx train-ai=n", *matching[at:]]
+        rules = UsageRules([(value, n) for n, value in enumerate(ordered, 1)])
+        body = "User-agent: *\n" + "".join(f"Content-Usage: {v}\n" for v in ordered)
+        d = RobotsTxt.parse(body).decide("/00x/zzx/01x", "MyBot")
+        assert dict(d.usage) == {"train-ai": False} and "work bound" in d.reason
+        assert usage_of(rules, "/00x/zzx/01x")[0] == {"train-ai": False}
 
 
 def test_a_statement_that_fails_to_parse_still_names_its_rule() -> None:
@@ -117,7 +130,7 @@ def test_content_signal_rules() -> None:
 def _past_the_bound() -> tuple[str, str]:
     # 90 long starred paths that do not match the path, one that does and says "n",
     # and a "/" that says "y": the path is too long for the search to decide them all.
-    lines = ["User-agent: *", "Allow: /", "Content-Usage: / train-ai=y search=y"]
+    lines = ["User-agent: *", "Allow: /", "Content-Usage: / train-ai=y, search=y"]
     lines += ["Content-Usage: /*" + "a" * k + "b" + "a" * (100 - k) + " train-ai=n"
               for k in range(90)]
     lines.append("Content-Usage: /*baaaaaaaaaa train-ai=n")

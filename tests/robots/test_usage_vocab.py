@@ -146,7 +146,7 @@ def test_what_fails_to_parse(text: str) -> None:
 
 
 def test_the_vocabulary() -> None:
-    assert VOCABULARY == ("train-ai", "ai-use", "search")
+    assert VOCABULARY == ("train-ai", "search")
 
 
 def test_y_and_n() -> None:
@@ -155,11 +155,13 @@ def test_y_and_n() -> None:
 
 
 def test_several_labels() -> None:
-    assert parse_usage("search=y, ai-use=n, train-ai=y") == {
-        "train-ai": True,
-        "ai-use": False,
-        "search": True,
-    }
+    assert parse_usage("search=y, train-ai=y") == {"train-ai": True, "search": True}
+
+
+def test_labels_of_earlier_drafts_are_unknown_and_ignored() -> None:
+    # vocab-07 6.4: unknown labels MUST be ignored; ai-use was vocab-02's.
+    assert parse_usage("ai-use=n, train-ai=y") == {"train-ai": True}
+    assert parse_usage("ai-use=n") == {}
 
 
 def test_a_repeated_label_keeps_its_last_value() -> None:

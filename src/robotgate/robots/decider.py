@@ -105,8 +105,8 @@ class Decider:
             return decision
         reason = decision.reason
         if not (exact and exact_signals):
-            reason += ("; usage: the path is too long to match exactly within robotgate's "
-                       "work bound, so every usage rule counts and a label is allowed only "
-                       "if all of them allow it")
+            reason += ("; usage: the path is too long, or the rules of its length too "
+                       "many, to match exactly within robotgate's work bound, so every "
+                       "usage rule counts and a label is allowed only if all of them allow it")
         return Decision(decision.allowed, reason, decision.rule, decision.group,
                         decision.outcome, usage, signals, usage_rules, signal_rules)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 
 from ..agents import product_token
 from ..decision import Decision
@@ -15,7 +16,7 @@ from .body import DEFAULT_MAX_BYTES, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet
 from .rules import RequestRate, RobotsTxt
-from .usage import UsageRules, parse_content_signal
+from .usage import UsageRules, parse_content_signal, split_rule_value
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc9309"]
 
@@ -99,6 +100,26 @@ def _cut_line(line: str) -> str:
     if len(line) > _MAX_LINE_CHARS and (len(line) > MAX_LINE_LENGTH or not line.isascii()):
         return cut_utf8(line[:MAX_LINE_LENGTH], MAX_LINE_LENGTH)
     return line
+
+
+def _cut_lines(lines: list[str]) -> tuple[list[str], set[int]]:
+    """The lines cut at Google's limit, and the numbers of those that were."""
+    out = [_cut_line(line) for line in lines]
+    return out, {n for n, (a, b) in enumerate(zip(lines, out, strict=True), 1) if a is not b}
+
+
+#: What a Content-Usage statement cut at the line limit is read as: no label.
+_CUT_STATEMENT = "(cut at the line limit)"
+
+
+def _still_stated(kind: int, value: str) -> str:
+    """What a usage line cut at the line limit still says.  Its statement would
+    read as something the site never wrote: a Content-Usage statement (one
+    Dictionary) says nothing, its path still matching; a Content-Signal keeps
+    the pairs before the one that was cut."""
+    if kind == _CONTENT_SIGNAL:
+        return value.rpartition(",")[0]
+    return f"{split_rule_value(value)[0]} {_CUT_STATEMENT}".lstrip()
 
 
 def _parse_delay(value: str) -> float | None:
@@ -455,8 +476,9 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     lines = text.split("\n")
     # Cutting after the comments are gone keeps the same text: only a line
     # whose key and value alone pass the limit is cut into.
+    cut: Collection[int] = ()  # the numbers of the lines cut at the limit
     if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
-        lines = [_cut_line(line) for line in lines]
+        lines, cut = _cut_lines(lines)
     groups: list[_Group] = []
     sitemaps: list[str] = []
     seen_sitemaps: set[str] = set()
@@ -511,6 +533,8 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                 # it ends the group's user-agent lines; Content-Signal does not.
                 if kind == _CONTENT_USAGE:
                     in_rules = True
+                if n in cut:
+                    value = _still_stated(kind, value)
                 if value:
                     if not isinstance(cur.usage, list):
                         cur.usage = []

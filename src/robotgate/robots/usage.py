@@ -46,10 +46,9 @@ __all__ = [
     "usage_from_headers",
 ]
 
-#: The labels whose preferences are kept; any other label is ignored.
-#: ``train-ai`` and ``search`` are the current vocabulary draft's; ``ai-use``
-#: was defined by earlier revisions, and is kept so files written to them read.
-VOCABULARY: tuple[str, ...] = ("train-ai", "ai-use", "search")
+#: The labels whose preferences are kept: draft-ietf-aipref-vocab-07's (6.1).  Any
+#: other label, ``ai-use`` of its earlier revisions among them, is ignored (6.4: MUST).
+VOCABULARY: tuple[str, ...] = ("train-ai", "search")
 
 # -- RFC 9651 Structured Fields: the Dictionary, and all it may hold ----------
 
@@ -428,7 +427,8 @@ def _normalise_pattern(path: str) -> str:
 
 _Found = tuple[Mapping[str, bool], tuple[UsageRule, ...]]
 #: The most starred paths of one length :meth:`UsageRules.match` tries for a
-#: tie with the longest match; real files have a handful, hostile ones thousands.
+#: tie with the longest match; real files have a handful, hostile ones thousands
+#: (past it, :meth:`UsageRules.cautious` answers).
 TIE_LIMIT = 64
 _NONE: _Found = (MappingProxyType({}), ())
 
@@ -440,7 +440,7 @@ class UsageRules:
     with the same wildcards, ``$`` and percent-encoding as Allow/Disallow
     (RFC 9309 2.2.2); rules with identical paths, and different paths of the
     same length that both match, combine per label (:func:`combine_usage`;
-    of many paths with a wildcard and one length, the first :data:`TIE_LIMIT`).
+    past :data:`TIE_LIMIT` paths with a wildcard and that length, every rule counts).
     Rules without a path match every path, below any rule with one.
 
     >>> rules = UsageRules([("train-ai=n", 3), ("/ai-ok/ train-ai=y", 4)])
@@ -499,7 +499,8 @@ class UsageRules:
     def match_exact(self, path: str) -> tuple[_Found, bool]:
         """As :meth:`match`, and whether the answer is exact.  ``False`` when a path
         too long for the work bound (see :data:`~robotgate.robots.patterns.MATCH_BUDGET`)
-        leaves the winner undecided: then every rule counts, and a label is allowed
+        leaves the winner undecided, or more than :data:`TIE_LIMIT` starred paths of
+        its length might tie with it: then every rule counts, and a label is allowed
         only if every rule allows it (:meth:`cautious`)."""
         i, exact = self._ruleset.match_exact(path)
         if not exact:
@@ -521,8 +522,12 @@ class UsageRules:
             line = self._plain.get(plain)
             if line is not None:
                 lines.append(line)
-        # Each candidate costs a bounded match: past the limit, ties are not looked for.
-        for q, line in starred[:TIE_LIMIT]:
+        if len(starred) > TIE_LIMIT:
+            # Each candidate costs a bounded match, so not all are tried; the first
+            # few would make the answer depend on the rules' order, which has no
+            # meaning (draft-ietf-aipref-attach 3.1).
+            return self.cautious(), False
+        for q, line in starred:
             if line != rule.line:
                 j, exact = self._single(q, line).match_exact(path)
                 if not exact:
