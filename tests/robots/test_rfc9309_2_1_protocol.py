@@ -212,3 +212,22 @@ def test_agents_lists_the_groups_product_tokens() -> None:
     rules = RobotsTxt.parse("User-agent: FooBot\nUser-agent: *\nDisallow: /\nUser-agent: Bar\n")
     assert sorted(rules.agents) == ["*", "bar", "foobot"]
     assert "foobot" in repr(rules)
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "allowed"),
+    [
+        # Google reads lines as C strings: a NUL ends the line.
+        (b"User-agent: *\nDisallow: /secret\x00 junk\n", "/secret", False),
+        (b"User-agent: *\x00 junk\nDisallow: /\n", "/a", False),
+        # Only ASCII whitespace is whitespace: U+00A0 is no colon, and no blank
+        # before a product token; "key value" words are apart by spaces or tabs.
+        ("User-agent: FooBot\nDisallow\u00a0/a\n".encode(), "/a", True),
+        ("User-agent: \u00a0FooBot\nDisallow: /\n".encode(), "/a", True),
+        ("User-agent: *\nDisallow /a\u00a0b\n".encode(), "/a%C2%A0b", False),
+        (b"User-agent: *\nDisallow \t /a\n", "/a", False),
+    ],
+)
+def test_lines_are_read_as_googles_reference_reads_them(
+        body: bytes, path: str, allowed: bool) -> None:
+    assert RobotsTxt.parse(body).allowed(path, "FooBot") is allowed

@@ -77,6 +77,9 @@ _URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
 # At most this many User-Agent strings are remembered per file.
 _MEMO_MAX = 8
 _COMMENTS = re.compile(r"#[^\n]*").sub
+_AFTER_NUL = re.compile(r"\x00[^\n]*").sub
+# "key value" without a colon: words apart by spaces or tabs, as Google reads them.
+_WORDS = re.compile(r"[^ \t]+").findall
 # Lines of at most this many characters are within MAX_LINE_LENGTH octets.
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
 # Keys longer than this are not worth remembering in _KEYS.
@@ -471,6 +474,8 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        text = _AFTER_NUL("", text)  # Google reads lines as C strings: a NUL ends one
     if "#" in text:
         text = _COMMENTS("", text)
     lines = text.split("\n")
@@ -495,7 +500,7 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             value = value.strip(ws)
         else:
             # Google accepts "key value" for exactly two words.
-            parts = line.split()
+            parts = _WORDS(line.strip(ws))
             if len(parts) != 2:
                 continue
             key, value = parts
