@@ -144,3 +144,11 @@ def test_lwp_conventions_keep_a_text_body_with_disallow() -> None:
 def test_new_sites_count_as_recently_used() -> None:
     site = interpret(ok_entry(b""), how())
     assert site.used is True and site.host is None
+
+
+def test_bytes_that_do_not_decode_are_read_as_each_dialect_reads_them() -> None:
+    # RFC 9309: escaped as Google's reference does ("/caf%E9"); classic: replaced.
+    entry = ok_entry(b"User-agent: *\nDisallow: /caf\xe9\n")
+    assert not interpret(entry, how()).allowed("/caf%E9", AGENT)
+    classic = Interpretation(AGENT, dialect="classic")
+    assert interpret(entry, classic).allowed("/caf%E9", AGENT)

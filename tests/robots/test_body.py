@@ -17,7 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robotgate import RobotsTxt
-from robotgate.robots.body import DEFAULT_MAX_BYTES, body_text, charset_of, decode_body
+from robotgate.robots.body import (
+    DEFAULT_MAX_BYTES,
+    ESCAPE_INVALID,
+    body_text,
+    charset_of,
+    decode_body,
+)
 
 BODY = b"User-agent: *\nDisallow: /private\nAllow: /private/press\n"
 URL = "http://example.com/robots.txt"
@@ -150,6 +156,15 @@ def test_cap_cuts_at_a_whole_line(charset: str | None) -> None:
     assert decode_body(raw, ct, len(raw)) == source
     assert decode_body(raw, ct, 0) == ""
     assert decode_body(raw, ct, -5) == ""
+
+
+def test_bytes_that_do_not_decode_can_be_escaped() -> None:
+    raw = b"User-agent: *\nDisallow: /caf\xe9/\xff\xfe\n"
+    assert decode_body(raw, None, 100, ESCAPE_INVALID) == (
+        "User-agent: *\nDisallow: /caf%E9/%FF%FE\n")
+    assert decode_body(raw, "text/plain; charset=utf-16-le", 100, ESCAPE_INVALID) == (
+        "User-agent: *\nDisallow: /caf%E9/%FF%FE\n")  # no robots.txt line as UTF-16: UTF-8
+    assert decode_body(raw, None, 100) == "User-agent: *\nDisallow: /caf\ufffd/\ufffd\ufffd\n"
 
 
 def test_no_charset_is_the_rfc_reading() -> None:

@@ -220,6 +220,9 @@ def test_agents_lists_the_groups_product_tokens() -> None:
         # Google reads lines as C strings: a NUL ends the line.
         (b"User-agent: *\nDisallow: /secret\x00 junk\n", "/secret", False),
         (b"User-agent: *\x00 junk\nDisallow: /\n", "/a", False),
+        # A byte that does not decode is escaped, not replaced by U+FFFD.
+        (b"User-agent: *\nDisallow: /caf\xe9\n", "/caf%E9", False),
+        (b"User-agent: *\nDisallow: /a\xed\xa0\x80x\n", "/a%ED%A0%80x", False),
         # Only ASCII whitespace is whitespace: U+00A0 is no colon, and no blank
         # before a product token; "key value" words are apart by spaces or tabs.
         ("User-agent: FooBot\nDisallow\u00a0/a\n".encode(), "/a", True),

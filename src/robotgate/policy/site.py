@@ -12,6 +12,7 @@ from ..decision import Decision
 from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
+from ..robots.rules import invalid_bytes_of
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
 from .pacing import PacingPolicy
@@ -96,7 +97,8 @@ def interpret(entry: RobotsEntry, how: Interpretation,
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
     """The rules of a 2xx entry, decoded by its declared charset."""
     max_bytes = how.fetch.max_bytes
-    text = decode_body(entry.body or b"", entry.content_type, max_bytes)
+    text = decode_body(entry.body or b"", entry.content_type, max_bytes,
+                       invalid_bytes_of(how.dialect))
     if how.lwp_conventions:
         from ..robots.classic import classic_body_usable
 

@@ -13,7 +13,8 @@ import codecs
 import re
 from typing import TypeVar
 
-__all__ = ["DEFAULT_MAX_BYTES", "body_text", "charset_of", "cut_utf8", "decode_body"]
+__all__ = ["DEFAULT_MAX_BYTES", "ESCAPE_INVALID", "body_text", "charset_of", "cut_utf8",
+           "decode_body"]
 
 #: RFC 9309 2.5: crawlers must parse at least 500 KiB.
 DEFAULT_MAX_BYTES = 500 * 1024
@@ -87,16 +88,31 @@ def _cap(body: bytes, max_bytes: int, unit: int = 1) -> tuple[bytes, bool]:
     return body[: max_bytes - max_bytes % unit], True
 
 
-def _utf8(body: bytes, max_bytes: int) -> str:
-    """UTF-8 with a BOM dropped and invalid bytes replaced: RFC 9309's reading."""
+#: A codec error handler: each byte that does not decode becomes ``%XX``, as Google's
+#: reference escapes it in a pattern (``Disallow: /caf\xe9`` matches ``/caf%E9``).
+ESCAPE_INVALID = "robotgate.escape"
+
+
+def _escape_invalid(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "".join(f"%{b:02X}" for b in exc.object[exc.start:exc.end]), exc.end
+
+
+codecs.register_error(ESCAPE_INVALID, _escape_invalid)
+
+
+def _utf8(body: bytes, max_bytes: int, errors: str = "replace") -> str:
+    """UTF-8 with a BOM dropped and invalid bytes replaced (or by ``errors``)."""
     if len(body) > max_bytes:
         body = whole_lines(body[:max_bytes])
     if body[:3] == _UTF8_BOM:
         body = body[3:]
-    return body.decode("utf-8", "replace")
+    return body.decode("utf-8", errors)
 
 
-def decode_body(body: bytes, content_type: str | None, max_bytes: int) -> str:
+def decode_body(body: bytes, content_type: str | None, max_bytes: int,
+                errors: str = "replace") -> str:
     """The text of a robots.txt response body, for either dialect; never raises.
 
     * Only the first ``max_bytes`` octets are read, and a last line cut by
@@ -107,7 +123,8 @@ def decode_body(body: bytes, content_type: str | None, max_bytes: int) -> str:
     * Otherwise the Content-Type's ``charset`` is used, when it names a text
       encoding Python has; UTF-8 otherwise (unknown names, ``idna``,
       ``punycode``, ``undefined``, ``utf-7``, ``rot13``, ``base64``...).  Bytes that do
-      not decode are replaced with U+FFFD.
+      not decode are replaced with U+FFFD, or as the codec error handler ``errors``
+      says (:data:`ESCAPE_INVALID`, the RFC 9309 dialect's reading: ``%XX``).
     * A declared charset is trusted only if it yields robots.txt lines: when
       its text has no ``User-agent``, ``Allow``, ``Disallow``, ``Sitemap`` or
       ``Crawl-delay`` line while the UTF-8 reading has one, the UTF-8 reading
@@ -116,40 +133,42 @@ def decode_body(body: bytes, content_type: str | None, max_bytes: int) -> str:
     """
     max_bytes = max(max_bytes, 0)
     if body[:3] == _UTF8_BOM:
-        return _utf8(body, max_bytes)
+        return _utf8(body, max_bytes, errors)
     head = body[:4]
     if head[:2] in _UTF16_BOMS:
         # UTF-32's little-endian BOM starts like UTF-16's: test it first.
-        return _declared(body, _UTF32_BOMS.get(head) or _UTF16_BOMS[head[:2]], max_bytes)
+        return _declared(body, _UTF32_BOMS.get(head) or _UTF16_BOMS[head[:2]], max_bytes,
+                         errors)
     if head == b"\x00\x00\xfe\xff":
-        return _declared(body, "utf-32-be", max_bytes)
+        return _declared(body, "utf-32-be", max_bytes, errors)
     charset = charset_of(content_type)
     codec = None if charset is None else _text_codec(charset)
     if codec is None or codec == "utf-8":
-        return _utf8(body, max_bytes)
-    return _declared(body, codec, max_bytes)
+        return _utf8(body, max_bytes, errors)
+    return _declared(body, codec, max_bytes, errors)
 
 
-def _declared(body: bytes, codec: str, max_bytes: int) -> str:
+def _declared(body: bytes, codec: str, max_bytes: int, errors: str) -> str:
     """``body`` read in a declared encoding, or as UTF-8 if that yields no robots.txt line."""
     wide = 4 if codec.startswith("utf-32") else 2 if codec.startswith("utf-16") else 1
     raw, cut = _cap(body, max_bytes, wide)
     try:
-        text = raw.decode(codec, "replace")
+        text = raw.decode(codec, errors)
     except Exception:  # a codec may raise anything on hostile bytes
-        return _utf8(body, max_bytes)
+        return _utf8(body, max_bytes, errors)
     if cut:
         text = whole_lines(text)
     if text[:1] == "\ufeff":
         text = text[1:]
     if _KNOWN_LINE.search(text) is None:
-        fallback = _utf8(body, max_bytes)
+        fallback = _utf8(body, max_bytes, errors)
         if _KNOWN_LINE.search(fallback) is not None:
             return fallback
     return text
 
 
-def body_text(body: str | bytes | bytearray | memoryview, max_bytes: int) -> str:
+def body_text(body: str | bytes | bytearray | memoryview, max_bytes: int,
+              errors: str = "replace") -> str:
     """What a parser reads of a body given without a Content-Type.
 
     Bytes are decoded as :func:`decode_body` does with no charset declared.
@@ -160,8 +179,8 @@ def body_text(body: str | bytes | bytearray | memoryview, max_bytes: int) -> str
     if isinstance(body, (bytes, bytearray, memoryview)):
         raw = bytes(body)
         if raw[:2] in _UTF16_BOMS or raw[:4] == b"\x00\x00\xfe\xff":
-            return decode_body(raw, None, max_bytes)
-        return _utf8(raw, max_bytes)
+            return decode_body(raw, None, max_bytes, errors)
+        return _utf8(raw, max_bytes, errors)
     text = body[:max_bytes]
     if len(text) > max_bytes >> 2 and not text.isascii():
         # The limit counts UTF-8 octets, as for bytes.

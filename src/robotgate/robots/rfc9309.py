@@ -12,7 +12,7 @@ from collections.abc import Collection
 from ..agents import product_token
 from ..decision import Decision
 from ..urls import normalise_path, path_of, request_path
-from .body import DEFAULT_MAX_BYTES, cut_utf8
+from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet
 from .rules import RequestRate, RobotsTxt
@@ -273,6 +273,7 @@ class Rfc9309Rules(RobotsTxt):
 
     DIALECT = "rfc9309"
     RESOLVES_DOT_SEGMENTS = True
+    INVALID_BYTES = ESCAPE_INVALID  # Google escapes them: "/caf\xe9" matches "/caf%E9"
 
     def __init__(
         self,

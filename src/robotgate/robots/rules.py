@@ -66,6 +66,12 @@ def dialects() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def invalid_bytes_of(dialect: str) -> str:
+    """How ``dialect`` reads bytes that do not decode: a codec error handler's name."""
+    entry = _REGISTRY.get(dialect)
+    return entry[1].INVALID_BYTES if entry is not None else "replace"
+
+
 class RobotsTxt(ABC):
     """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
 
@@ -86,6 +92,8 @@ class RobotsTxt(ABC):
     #: Whether a URL's dot segments (``/a/../b``, ``/%2e%2e/``) are resolved by the
     #: rules themselves, as the client resolves them before sending.
     RESOLVES_DOT_SEGMENTS: ClassVar[bool] = False
+    #: The codec error handler for bytes that do not decode (see ``decode_body``).
+    INVALID_BYTES: ClassVar[str] = "replace"
 
     @classmethod
     def parse(
@@ -117,7 +125,7 @@ class RobotsTxt(ABC):
             raise ValueError(f"unknown robots.txt dialect {name!r} (known: {known})") from None
         if not issubclass(rules_class, cls):
             raise ValueError(f"{cls.__name__}.parse cannot read the {name!r} dialect")
-        return cast(_R, parser(body_text(body, max_bytes), url))
+        return cast(_R, parser(body_text(body, max_bytes, rules_class.INVALID_BYTES), url))
 
     @abstractmethod
     def allowed(self, url: str, user_agent: str) -> bool:
