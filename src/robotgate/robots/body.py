@@ -102,7 +102,7 @@ def _escape_invalid(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ESCAPE_INVALID, _escape_invalid)
 
 
-def _utf8(body: bytes, max_bytes: int, errors: str = "replace") -> str:
+def _utf8(body: bytes, max_bytes: int, errors: str) -> str:
     """UTF-8 with a BOM dropped and invalid bytes replaced (or by ``errors``)."""
     if len(body) > max_bytes:
         body = whole_lines(body[:max_bytes])

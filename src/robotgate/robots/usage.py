@@ -513,6 +513,11 @@ class UsageRules:
         starred = self._starred.get(len(pattern), ())
         if not starred and "*" not in pattern:
             return best, True  # a plain winner and no starred path of its length
+        if len(starred) > TIE_LIMIT:
+            # Each candidate costs a bounded match, so not all are tried; the first
+            # few would make the answer depend on the rules' order, which has no
+            # meaning (draft-ietf-aipref-attach 3.1).
+            return self.cautious(), False
         if "/." in path:
             path = remove_dot_segments(path)  # as RuleSet.match reads it
         lines = [rule.line]
@@ -522,11 +527,6 @@ class UsageRules:
             line = self._plain.get(plain)
             if line is not None:
                 lines.append(line)
-        if len(starred) > TIE_LIMIT:
-            # Each candidate costs a bounded match, so not all are tried; the first
-            # few would make the answer depend on the rules' order, which has no
-            # meaning (draft-ietf-aipref-attach 3.1).
-            return self.cautious(), False
         for q, line in starred:
             if line != rule.line:
                 j, exact = self._single(q, line).match_exact(path)
@@ -544,8 +544,7 @@ class UsageRules:
     def cautious(self) -> _Found:
         """Every rule, and per label ``False`` if any says so, ``True`` only if all do."""
         if self._cautious is None:
-            every = [self._default, *self._by_line.values()] if self._default[1] else [
-                *self._by_line.values()]
+            every = [f for f in (self._default, *self._by_line.values()) if f[1]]
             labels = {label for usage, _ in every for label in usage}
             usage = {}
             for label in sorted(labels):
