@@ -75,3 +75,9 @@ class HostState:
     next_allowed: float = 0.0
     # Visits since robots.txt was last (re)checked, for the recheck-after-N-visits policy.
     visits_since_check: int = 0
+    # The adaptive back-off (AIMD) its 429/503 answers earned: seconds the interval is
+    # raised to, and that back-off at its last widening (each success takes a
+    # ``backoff_recovery``-th of it off).  Stored so that a restart, an evicted
+    # group or another worker of the fleet starts from it, not from the plain interval.
+    backoff: float = 0.0
+    backoff_peak: float = 0.0

@@ -402,6 +402,33 @@ async def test_gate_fails_closed_when_redis_is_down_at_start() -> None:
     assert robots.robots_requests == 0 and robots.page_requests == 0
 
 
+# -- back-off -------------------------------------------------------------------
+
+
+async def test_a_back_off_one_worker_earned_slows_every_worker(
+    redis_target: tuple[str, bool], prefix: str
+) -> None:
+    # Worker A's page gets a 429 without Retry-After: its back-off (0.5 s, the base)
+    # must hold worker B too, which already paces that host and never saw a 429.
+    redis_url, cluster = redis_target
+    plan = HostPlan("allow", page_status=429, page_status_times=1)
+    async with BenchServer([plan]) as srv:
+        a, b = (RobotGate(AGENT, delay=0.05,
+                          store=RedisStore(redis_url, prefix=prefix, cluster=cluster))
+                for _ in range(2))
+        async with a, b:
+            assert await b.allowed(srv.url(0, "/page/0"))  # B's robots.txt request
+            async with a.fetch(srv.url(0, "/page/1")) as resp:
+                assert resp.status == 429
+            for i in range(2, 5):
+                async with b.fetch(srv.url(0, f"/page/{i}")) as resp:
+                    assert resp.status == 200
+            assert (a.stats["backoffs"], b.stats["backoffs"]) == (1, 0)
+        s = srv.host_stats(0)
+    assert s.page_requests == 4 and s.robots_requests == 1
+    assert s.min_interval is not None and s.min_interval >= 0.45
+
+
 # -- foreign data ---------------------------------------------------------------
 
 

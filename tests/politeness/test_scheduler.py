@@ -499,25 +499,40 @@ def test_eviction_prefers_a_group_with_no_wait_pending() -> None:
     assert len(s) == 3 and s.get("host:pending.example") is pending
 
 
-def test_eviction_spares_a_backed_off_group_whose_wait_is_over() -> None:
-    # Its settled back-off lives in the group only: evicted, the server would be
-    # asked at the plain interval again and answer 429 again.
+def test_an_evicted_groups_back_off_survives_in_its_host_state() -> None:
+    # Its wait is over, so it may be evicted; made again from its HostState (the
+    # memory store keeps that object), it must not ask at the plain interval again.
     clock = Clock()
-    s = make(clock, max_groups=2)
-    limited = group_of(s, "host:limited.example")
+    s = make(clock, max_groups=1)
+    state = HostState("host:limited.example")
+    limited = s.add(state.origin, state)
     assert s.try_start(limited, 1.0)
     s.answered(limited, 429, None)
     s.done(limited)
-    assert limited.backoff.extra > 0
-    clock.advance(limited.backoff.extra + 5.0)  # its wait is over, the back-off is not
-    assert s.wait_seconds(limited, 1.0) == 0.0
-    calm = group_of(s, "host:calm.example")
-    assert s.try_start(calm, 1.0)
-    s.answered(calm, 200, None)
-    s.done(calm)
-    clock.advance(5.0)
-    group_of(s, "host:new.example")
-    assert s.get("host:limited.example") is limited and s.get("host:calm.example") is None
+    settled = limited.backoff.extra
+    assert settled > 1.0 and (state.backoff, state.backoff_peak) == (settled, settled)
+    clock.advance(settled + 5.0)  # its wait is over, the back-off is not
+    group_of(s, "host:other.example")
+    assert s.get(state.origin) is None
+    again = s.add(state.origin, state)
+    assert again is not limited and s.gap(again, 1.0) == settled
+    assert s.try_start(again, 1.0)
+    s.answered(again, 200, None)  # a success narrows the restored back-off
+    s.done(again)
+    assert 1.0 < again.backoff.extra < settled and state.backoff == again.backoff.extra
+
+
+def test_stored_back_off_is_restored_within_this_policy() -> None:
+    clock = Clock()
+    s = make(clock, policy=PacingPolicy(delay=1.0, max_backoff=10.0))
+    kept = s.add("host:kept", HostState("host:kept", backoff=4.0, backoff_peak=8.0))
+    assert (kept.backoff.extra, kept.backoff.peak) == (4.0, 8.0) and s.gap(kept, 1.0) == 4.0
+    huge = s.add("host:huge", HostState("host:huge", backoff=1e300, backoff_peak=1e300))
+    assert s.gap(huge, 1.0) == 10.0  # damage or another policy: never past max_backoff
+    nan = s.add("host:nan", HostState("host:nan", backoff=float("nan"), backoff_peak=-1.0))
+    assert s.gap(nan, 1.0) == 1.0
+    calm = s.add("host:calm", HostState("host:calm"))
+    assert calm.backoff.extra == 0.0 and s.gap(calm, 1.0) == 1.0
 
 
 def test_eviction_work_per_add_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

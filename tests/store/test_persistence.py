@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import sqlite3
@@ -127,6 +128,28 @@ async def test_restart_serves_fresh_entries_and_keeps_host_state_and_pacing(
     rows = host_rows(path)
     assert rows[host_key(srv, 0)][0] == 3
     assert all(rows[host_key(srv, i)][0] == 2 for i in range(1, n))
+
+
+async def test_restart_keeps_a_servers_back_off(tmp_path: Path) -> None:
+    # A 429 without Retry-After widened the interval to 0.5 s (the base); after a
+    # restart the server is not asked at the plain 0.05 s again.
+    path = tmp_path / "gate.sqlite3"
+    plan = HostPlan("allow", page_status=429, page_status_times=1)
+    async with BenchServer([plan]) as srv:
+        gate1 = RobotGate(AGENT, delay=0.05, store=open_store(path))
+        async with gate1, gate1.fetch(srv.url(0, "/page/0")) as resp:
+            assert resp.status == 429
+        async with RobotGate(AGENT, delay=0.05, store=open_store(path)) as gate2:
+            for i in range(1, 4):
+                async with gate2.fetch(srv.url(0, f"/page/{i}")) as resp:
+                    assert resp.status == 200
+            after = gate2.host_state(srv.url(0, "/"))
+        times = srv.stats()[srv.hosts[0]].page_times
+    assert len(times) == 4 and min(b - a for a, b in itertools.pairwise(times[1:])) >= 0.4
+    # Restored at 0.5 s, and each success took a twentieth of that peak off
+    # (PacingPolicy.backoff_recovery).
+    assert after is not None and after.backoff_peak == 0.5
+    assert after.backoff == pytest.approx(0.5 - 3 * 0.5 / 20)
 
 
 # -- stale entries: conditional revalidation ---------------------------------------

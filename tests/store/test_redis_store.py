@@ -228,8 +228,8 @@ async def test_key_layout_and_values(stores: list[RedisStore], rawt: Any) -> Non
     token = await store.lock_fetch(origin, 30)
     assert token is not None
     p = store.prefix
-    assert FORMAT_VERSION == 2
-    assert await rawt.get(f"{p}:meta") == b"robotgate/2"
+    assert FORMAT_VERSION == 3
+    assert await rawt.get(f"{p}:meta") == b"robotgate/3"
     # Every key of one origin (or group) carries it as the cluster hash tag.
     robots = await rawt.hgetall(f"{p}:robots:{{{origin}}}")
     assert robots[b"b"] == b"\x00raw body"
@@ -446,6 +446,47 @@ async def test_pause_holds_fleet_wide(stores: list[RedisStore]) -> None:
     assert (await b.reserve_slot("https://other.example", 0.05)).wait == 0
 
 
+async def test_back_off_reaches_every_worker_and_is_kept(
+    stores: list[RedisStore], rawt: Any
+) -> None:
+    # One worker's back-off (a 429) reaches the others at once: the pause carries
+    # it, and every later slot keeps it.  A worker that never backed off leaves it.
+    a, b = stores
+    group = "host:limited.example"
+    await a.save_host(HostState(group, visits=1, backoff=0.3, backoff_peak=0.6))
+    await a.pause(group, time.time())  # before the batch is flushed
+    raw = await rawt.hgetall(f"{a.prefix}:host:{{{group}}}")
+    assert (raw[b"bx"], raw[b"bp"]) == (b"0.3", b"0.6")
+    await a.flush()
+    first = await b.reserve_slot(group, 0.01)
+    second = await b.reserve_slot(group, 0.01)
+    assert second.start_us - first.start_us >= 300_000
+    await b.save_host(HostState(group, visits=5))
+    await b.flush()
+    state = await b.load_host(group)
+    assert state is not None and (state.visits, state.backoff, state.backoff_peak) == (
+        5, 0.3, 0.6)
+    # The worker that backed off narrows it to nothing: slots keep the interval again.
+    await a.save_host(HostState(group, visits=6, backoff=0.0, backoff_peak=0.6))
+    await a.flush()
+    third = await b.reserve_slot(group, 0.01)
+    fourth = await b.reserve_slot(group, 0.01)
+    assert 10_000 <= fourth.start_us - third.start_us < 300_000
+    # A back-off that no worker renewed for 20 times its length has lapsed: the
+    # worker that would narrow it is gone.
+    await a.save_host(HostState(group, visits=7, backoff=0.3, backoff_peak=0.6))
+    await a.flush()
+    fifth = await b.reserve_slot(group, 0.01)
+    sixth = await b.reserve_slot(group, 0.01)
+    assert sixth.start_us - fifth.start_us >= 300_000
+    renewed = int(await rawt.hget(f"{a.prefix}:host:{{{group}}}", "bt"))
+    assert abs(renewed - sixth.start_us) < 5_000_000  # the server's clock
+    await rawt.hset(f"{a.prefix}:host:{{{group}}}", "bt", str(renewed - 6_000_001))
+    seventh = await b.reserve_slot(group, 0.01)
+    eighth = await b.reserve_slot(group, 0.01)
+    assert 10_000 <= eighth.start_us - seventh.start_us < 300_000
+
+
 async def test_pause_ignores_worker_clock_skew(
     stores: list[RedisStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -643,6 +684,9 @@ async def test_foreign_data_under_prefix(target: Target, prefix: str, rawt: Any)
             await store.wait_robots(o, 1)
         with pytest.raises(StoreError, match="not a pacing time"):
             await store.reserve(o, 0.1)
+        await raw.delete(f"{prefix}:tat:{{{o}}}")
+        with pytest.raises(StoreError, match=f"{prefix}:host:{{{o}}}.* holds a list"):
+            await store.reserve(o, 0.1)  # its stored back-off is read too
         with pytest.raises(StoreError, match="wrong type"):
             await store.lock_fetch(o, 1)
         # Clean origins still work.
@@ -658,6 +702,8 @@ async def test_foreign_data_under_prefix(target: Target, prefix: str, rawt: Any)
         ("robotgate", "another application"),
         # The layout before hash tags and politeness groups: not converted in place.
         ("robotgate/1", "format 1 .*older robotgate.*Use a new prefix.*redis-cli --scan"),
+        # Host state without the back-off, whose readers refuse a hash that has it.
+        ("robotgate/2", "format 2 .*older robotgate.*back-off"),
     ],
 )
 async def test_foreign_older_or_newer_meta(

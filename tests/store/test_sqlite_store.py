@@ -494,7 +494,7 @@ INSERT INTO hosts VALUES ('https://good.example', 12, 99.0, 101.0, 4);
 
 
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     path = tmp_path / "old.sqlite3"
     with raw(path) as conn:
         conn.executescript(V1_LAYOUT)
@@ -521,7 +521,7 @@ async def test_migrates_version_1_file(tmp_path: Path) -> None:
         # The upgraded file takes new entries with every field.
         await store.save_robots(entry("https://new.example"))
     with raw(path) as conn:
-        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "3"
+        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "4"
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -550,5 +550,31 @@ async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: 
         assert good is not None and good.body == b"hi"
     with raw(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        assert meta["schema_version"] == "3" and meta["host_key"] == "politeness group"
+        assert meta["schema_version"] == "4" and meta["host_key"] == "politeness group"
         assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 3
+
+
+async def test_migrates_version_3_file_and_keeps_back_off(tmp_path: Path) -> None:
+    # Version 3 had no back-off columns: its rows load as never backed off, and a
+    # server's back-off, once saved, comes back after a restart.
+    path = tmp_path / "v3.sqlite3"
+    with raw(path) as conn:
+        conn.executescript(V1_LAYOUT)
+        conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    async with SQLiteStore(path) as store:
+        assert await store.load_host("https://good.example") == HostState(
+            "https://good.example", 12, 99.0, 101.0, 4
+        )
+        await store.save_host(HostState("host:slow.example", visits=3, backoff=2.5,
+                                        backoff_peak=4.0))
+    async with SQLiteStore(path) as store:
+        slow = await store.load_host("host:slow.example")
+        assert slow is not None and (slow.backoff, slow.backoff_peak) == (2.5, 4.0)
+        await store.save_host(HostState("host:slow.example", visits=4, backoff=2.0,
+                                        backoff_peak=4.0))
+        await store.flush()
+        slow = await store.load_host("host:slow.example")
+        assert slow is not None and (slow.visits, slow.backoff) == (4, 2.0)
+    with raw(path) as conn:
+        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "4"

@@ -210,6 +210,8 @@ async def test_host_round_trip(store: Store) -> None:
         last_visit=1_700_000_000.5,
         next_allowed=1_700_000_002.25,
         visits_since_check=3,
+        backoff=1.5,
+        backoff_peak=2.25,
     )
     await store.save_host(state)
     assert await store.load_host(state.origin) == state

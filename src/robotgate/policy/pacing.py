@@ -85,11 +85,22 @@ class Backoff:
 
     __slots__ = ("extra", "failures", "latency", "peak")
 
-    def __init__(self) -> None:
-        self.extra = 0.0  # seconds the group's interval is raised to, at least
-        self.peak = 0.0  # extra at the last widening: the step of each narrowing
+    def __init__(self, extra: float = 0.0, peak: float = 0.0) -> None:
+        self.extra = extra  # seconds the group's interval is raised to, at least
+        self.peak = peak  # extra at the last widening: the step of each narrowing
         self.failures = 0  # consecutive 429/503 answers
         self.latency = 0.0  # smoothed response time (s), for latency_factor
+
+    @classmethod
+    def stored(cls, extra: float, peak: float, policy: PacingPolicy) -> Backoff:
+        """A back-off as a store kept it, within what ``policy`` could ask (damage, or
+        another policy's longer ``max_backoff``, is not waited out).
+
+        >>> Backoff.stored(7200.0, float("nan"), PacingPolicy()).extra
+        3600.0
+        """
+        cap = policy.max_backoff
+        return cls(min(extra, cap) if extra > 0 else 0.0, min(peak, cap) if peak > 0 else 0.0)
 
     def widen(self, policy: PacingPolicy, interval: float) -> float:
         """A 429 or a 503 without Retry-After: twice the gap that was too short; return it."""

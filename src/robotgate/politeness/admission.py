@@ -314,10 +314,11 @@ class Admission:
     async def _tell_store(self, group: Group, until: float | None) -> None:
         store = self.store
         try:
-            if until is not None and store.shared:
-                await store.pause(group.key, until)
             if self._saves_hosts:
                 await store.save_host(group.state)
+            if until is not None and store.shared:
+                # After the save: a shared store may send the state's back-off with it.
+                await store.pause(group.key, until)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

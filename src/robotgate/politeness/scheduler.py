@@ -4,6 +4,9 @@ One :class:`Group` per politeness key (see :mod:`.grouping`) owns that
 server's pacing: the time of the last request (its answer's arrival), a
 pause (Retry-After), the adaptive back-off, the per-group cap and the visit
 bookkeeping (:class:`~robotgate.records.HostState`).  Nothing else writes them.
+The HostState is what a store keeps of it: ``next_allowed`` for the pause and
+the interval, ``backoff`` for the back-off, so that a group made again from it
+(after eviction, a restart, or in another worker) paces as this one did.
 
 A request that is due and under every cap starts without a coroutine
 (:meth:`Scheduler.try_start`); only a request that must wait awaits
@@ -102,11 +105,8 @@ class Group(Slots):
 
 
 class Scheduler:
-    """Paces requests per politeness key, caps them per key and in all.
-
-    ``fleet_reserve(key, gap)`` (optional, a shared store's slot) replaces the
-    local interval wait with a fleet-wide one.
-    """
+    """Paces requests per politeness key, caps them per key and in all; :meth:`start`
+    may wait for a shared store's fleet-wide slot instead of the local interval."""
 
     def __init__(
         self,
@@ -125,8 +125,7 @@ class Scheduler:
         self._wall = wall
         self._groups: dict[str, Group] = {}
         self.global_slots = Slots(max_concurrency) if max_concurrency else None
-        self.pages = 0
-        self.backoffs = 0
+        self.pages = self.backoffs = 0
         # The gap is the interval itself unless back-off, latency or a margin apply.
         self._plain = not policy.latency_factor and not policy.margin
         # The longest wait this policy asks of a server (Retry-After and back-off are
@@ -160,19 +159,21 @@ class Scheduler:
     def add(self, key: str, state: HostState, last: float = -float("inf")) -> Group:
         """The group of ``key``, created from its stored state if new.
 
-        A stored ``next_allowed`` (a restart, or another process) is honoured;
-        ``last`` is when a request to it last went out (its robots.txt).
+        A stored ``next_allowed`` and back-off (a restart, another process) are
+        honoured; ``last`` is when a request to it last went out (its robots.txt).
         """
-        group = self._groups.get(key)
+        groups = self._groups
+        group = groups.get(key)
         if group is not None:
             return group
-        groups = self._groups
         if len(groups) >= self.max_groups:
             self._evict()
         now = self.now()
         wait = self.stored_wait(state)
         group = Group(key, state, self.max_per_group, now + wait if wait > 0 else -float("inf"))
         group.last = last
+        if state.backoff_peak:  # backed off before
+            group.backoff = Backoff.stored(state.backoff, state.backoff_peak, self.policy)
         groups[key] = group
         return group
 
@@ -183,10 +184,9 @@ class Scheduler:
 
     def _evict(self) -> None:
         # Bounded work per add (O(1)): look at the few oldest groups; the first idle
-        # one with no wait pending and no back-off goes, else the first idle one.  A
-        # group with requests in flight or waiting goes to the back.  An evicted
-        # group's pending wait survives in its HostState (next_allowed, in the
-        # store); its back-off does not, so a backed-off group goes last.
+        # one with no wait pending goes, else the first idle one.  A group with
+        # requests in flight or waiting goes to the back.  An evicted group's pending
+        # wait and back-off survive in its HostState (next_allowed, backoff).
         groups = self._groups
         now = self.now()
         fallback: str | None = None
@@ -196,8 +196,7 @@ class Scheduler:
             if not group.idle():
                 groups[key] = groups.pop(key)
                 continue
-            if (group.paused_until <= now and not group.backoff.extra
-                    and group.last + self.gap(group, group.interval) <= now):
+            if group.paused_until <= now and group.last + self.gap(group, group.interval) <= now:
                 del groups[key]
                 return
             if fallback is None:
@@ -378,10 +377,12 @@ class Scheduler:
                 group.paused_until = max(group.paused_until, now + wait)
             else:
                 wait = backoff.widen(policy, group.interval)
+                group.state.backoff, group.state.backoff_peak = backoff.extra, backoff.peak
             group.state.next_allowed = max(group.state.next_allowed, wall + wait)
             return wall + wait
         if backoff.extra or backoff.failures:
             backoff.narrow(policy)
+            group.state.backoff = backoff.extra
         interval = group.interval  # gap(), inlined as in try_start
         gap = interval if self._plain and not backoff.extra else backoff.gap(policy, interval)
         group.state.next_allowed = wall + max(gap, group.paused_until - now)

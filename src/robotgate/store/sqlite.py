@@ -29,22 +29,26 @@ import reprlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from typing import Any, TypeVar, get_args, get_type_hints
 
 from .base import HostState, RobotsEntry, Store, StoreError
 from .batching import HostBatcher
+from .sqlite_schema import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    fresh_hint,
+    immediate,
+    move_aside,
+    prepare,
+)
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-#: ``PRAGMA application_id`` of robotgate files: "RBTG" in ASCII.
-APPLICATION_ID = 0x52425447
-_APP_NAME = "robotgate"
 
 # Columns in dataclass order, so rows map straight onto the dataclasses.
 _ROBOTS_COLUMNS = ", ".join(f.name for f in fields(RobotsEntry))
@@ -75,7 +79,9 @@ def _upsert_hosts(rows: int) -> str:
         " visits = excluded.visits,"
         " last_visit = excluded.last_visit,"
         " next_allowed = max(hosts.next_allowed, excluded.next_allowed),"
-        " visits_since_check = excluded.visits_since_check"
+        " visits_since_check = excluded.visits_since_check,"
+        " backoff = excluded.backoff,"
+        " backoff_peak = excluded.backoff_peak"
     )
 
 # wait_robots polls with a backoff between these bounds (seconds).
@@ -122,110 +128,6 @@ def _checked(row: tuple[Any, ...], table: str, path: str) -> tuple[Any, ...]:
             f" moves the file aside."
         )
     return row
-
-
-# -- schema -----------------------------------------------------------------
-#
-# Version 1 is created from scratch; every later version is reached through
-# the migrations below, so new files and upgraded files take the same path.
-
-
-def _create_v1(conn: sqlite3.Connection) -> None:
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('app', ?), ('schema_version', '1')",
-        (_APP_NAME,),
-    )
-    # One row per origin: the raw body is interpreted per user agent on load.
-    conn.execute(
-        """CREATE TABLE robots (
-            origin TEXT PRIMARY KEY,
-            outcome TEXT NOT NULL,
-            fetched_at REAL NOT NULL,
-            fresh_until REAL NOT NULL,
-            status INTEGER,
-            body BLOB,
-            content_type TEXT,
-            etag TEXT,
-            last_modified TEXT,
-            failures INTEGER NOT NULL DEFAULT 0,
-            final_url TEXT,
-            detail TEXT NOT NULL DEFAULT ''
-        )"""
-    )
-    conn.execute(
-        """CREATE TABLE hosts (
-            origin TEXT PRIMARY KEY,
-            visits INTEGER NOT NULL DEFAULT 0,
-            last_visit REAL,
-            next_allowed REAL NOT NULL DEFAULT 0,
-            visits_since_check INTEGER NOT NULL DEFAULT 0
-        )"""
-    )
-    conn.execute(
-        """CREATE TABLE locks (
-            origin TEXT PRIMARY KEY,
-            token TEXT NOT NULL,
-            expires_at REAL NOT NULL
-        )"""
-    )
-
-
-def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
-    """Version 2 records when the stored body was last known good."""
-    conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
-    # A clean "ok" fetch was good when it was fetched; otherwise we do not know.
-    conn.execute("UPDATE robots SET good_at = fetched_at WHERE outcome = 'ok' AND failures = 0")
-
-
-def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    """Version 3 keys host state by politeness group (``host:example.com``), not origin.
-
-    The rows written before are kept as they are: they are keyed by origin,
-    which is the group key under ``pace_by="origin"``, so they still apply
-    there; under the other ``pace_by`` values nothing reads them again (they
-    are only pacing hints, and small).  The ``hosts.origin`` column keeps its
-    name, holding the group key.  Robots.txt entries stay keyed by origin.
-    """
-    conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES ('host_key', 'politeness group')"
-    )
-
-
-#: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
-    _migrate_1_to_2,
-    _migrate_2_to_3,
-)
-
-#: The schema version this code writes.
-SCHEMA_VERSION = 1 + len(_MIGRATIONS)
-
-
-@contextlib.contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction that takes the write lock up front.
-
-    ``BEGIN IMMEDIATE`` waits (busy timeout) for other writers; a deferred
-    transaction that upgrades from read to write can fail at once instead.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        # Inside: a failed COMMIT is rolled back too, so the job can be retried.
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _fresh_hint(path: str) -> str:
-    return (
-        f"Nothing was changed. To start afresh, open it with SQLiteStore({path!r}, fresh=True),"
-        f" which moves the old file aside to {path}.corrupt-<timestamp>."
-    )
 
 
 class SQLiteStore(Store):
@@ -361,7 +263,7 @@ class SQLiteStore(Store):
         rows = [_host_row(state) for state in states]
 
         def job(conn: sqlite3.Connection) -> None:
-            with _immediate(conn):
+            with immediate(conn):
                 for start in range(0, len(rows), _FLUSH_ROWS):
                     chunk = rows[start : start + _FLUSH_ROWS]
                     conn.execute(_upsert_hosts(len(chunk)), [v for row in chunk for v in row])
@@ -375,7 +277,7 @@ class SQLiteStore(Store):
 
         def job(conn: sqlite3.Connection) -> str | None:
             now = time.time()
-            with _immediate(conn):
+            with immediate(conn):
                 row = conn.execute(
                     "SELECT expires_at FROM locks WHERE origin = ?", (origin,)
                 ).fetchone()
@@ -460,7 +362,7 @@ class SQLiteStore(Store):
                 raise StoreError(f"robotgate store {self.path}: {exc}{why}") from exc
             except sqlite3.DatabaseError as exc:
                 raise StoreError(
-                    f"robotgate store {self.path} is damaged ({exc}). {_fresh_hint(self.path)}"
+                    f"robotgate store {self.path} is damaged ({exc}). {fresh_hint(self.path)}"
                 ) from exc
 
     def _close_sync(self) -> None:
@@ -472,14 +374,14 @@ class SQLiteStore(Store):
         if self._conn is not None:
             return self._conn
         if self._fresh:
-            self.moved_aside = _move_aside(self.path) or self.moved_aside
+            self.moved_aside = move_aside(self.path) or self.moved_aside
             self._fresh = False
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
         try:
-            _prepare(conn, self.path, lambda: min(deadline, self._close_by))
+            prepare(conn, self.path, lambda: min(deadline, self._close_by))
         except BaseException as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError):
@@ -489,111 +391,8 @@ class SQLiteStore(Store):
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StoreError(
                     f"{self.path} is not a readable robotgate store ({exc})."
-                    f" {_fresh_hint(self.path)}"
+                    f" {fresh_hint(self.path)}"
                 ) from exc
             raise
         self._conn = conn
         return conn
-
-
-# -- opening a file ---------------------------------------------------------
-
-
-def _prepare(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
-    """Check the file is ours, switch to WAL, create or upgrade the schema."""
-    # Identify before writing anything: a foreign file must stay untouched.
-    version = _inspect(conn, path)
-    _enable_wal(conn, path, deadline)
-    # Safe against a killed process in WAL mode; only power loss may drop
-    # the last commits.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    if version == SCHEMA_VERSION:
-        return
-    with _immediate(conn):
-        # Another process may have created or upgraded it meanwhile.
-        found = _inspect(conn, path)
-        if found == 0:
-            _create_v1(conn)
-        for step in _MIGRATIONS[max(found, 1) - 1 :]:
-            step(conn)
-        conn.execute(
-            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-        )
-    if 0 < found < SCHEMA_VERSION:
-        _log.info(
-            "robotgate: upgraded %s from schema %d to %d", path, found, SCHEMA_VERSION
-        )
-
-
-def _inspect(conn: sqlite3.Connection, path: str) -> int:
-    """The file's schema version, 0 for an empty file; raises if it is not ours."""
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
-    if app_id == 0 and not tables:
-        return 0
-    meta: dict[str, Any] = {}
-    if "meta" in tables:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    # Our meta table with application_id still 0: another process is creating
-    # the file at this moment (seen when two open a new file at once).
-    if app_id not in (APPLICATION_ID, 0) or meta.get("app") != _APP_NAME:
-        shown = ", ".join(sorted(tables)[:8]) or "none"
-        raise StoreError(
-            f"{path} is an SQLite database of another application"
-            f" (application_id {app_id}, tables: {shown}), not a robotgate store."
-            f" {_fresh_hint(path)}"
-        )
-    try:
-        version = int(meta["schema_version"])
-    except (KeyError, ValueError, TypeError):
-        raise StoreError(
-            f"{path} is a robotgate store without a valid schema version."
-            f" {_fresh_hint(path)}"
-        ) from None
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{path} has robotgate schema version {version}, newer than this"
-            f" robotgate understands ({SCHEMA_VERSION}). Upgrade robotgate to use it."
-            f" {_fresh_hint(path)}"
-        )
-    if version < 1:
-        raise StoreError(
-            f"{path} has an invalid robotgate schema version {version}."
-            f" {_fresh_hint(path)}"
-        )
-    return version
-
-
-def _enable_wal(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
-    # Switching to WAL needs a moment alone with the file, which another
-    # process opening it at the same time may deny: retry, bounded.
-    while True:
-        try:
-            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
-        except sqlite3.OperationalError:
-            if time.monotonic() > deadline():
-                raise
-            mode = ""
-        if mode in ("wal", "memory"):
-            return
-        if time.monotonic() > deadline():
-            raise StoreError(f"cannot switch {path} to WAL mode (still {mode!r})")
-        time.sleep(0.05)
-
-
-def _move_aside(path: str) -> str | None:
-    """Move the file at ``path`` (and its -wal/-shm files) aside; the new name, if moved."""
-    if not os.path.exists(path):
-        return None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = f"{path}.corrupt-{stamp}"
-    n = 0
-    while any(os.path.exists(target + s) for s in ("", "-wal", "-shm")):
-        n += 1
-        target = f"{path}.corrupt-{stamp}-{n}"
-    # The -wal file may hold committed data: keep it beside its database.
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(path + suffix):
-            os.replace(path + suffix, target + suffix)
-    _log.warning("robotgate: moved %s aside to %s and started afresh", path, target)
-    return target

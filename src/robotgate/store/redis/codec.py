@@ -1,4 +1,4 @@
-"""Key names and value formats of the Redis store (format 2).
+"""Key names and value formats of the Redis store (format 3).
 
 Keys (``P`` the prefix, ``O`` an origin, ``G`` a politeness-group key such as
 ``host:example.com``; both opaque strings, written between braces as the
@@ -9,7 +9,9 @@ Redis Cluster hash tag, with ``%``, ``{`` and ``}`` percent-escaped)::
     P:lock:{O}      string  the robots.txt fetcher's token (PX expiry)
     P:done          channel "saved O" / "released O" (one server)
     P:done:{bN}     the same, on a cluster: 64 channels (sharded pub/sub), N = slot of O mod 64
-    P:host:{G}      hash    v visits, lv last visit, na next allowed, vc visits since check
+    P:host:{G}      hash    v visits, lv last visit, na next allowed, vc visits since check,
+                            bx back-off and bp its peak (seconds; once a worker backed off),
+                            bt when a worker last renewed them (microseconds, server clock)
     P:tat:{G}       string  GCRA theoretical arrival time, microseconds, server clock
                             (expires 1 s after it: a tat beyond its expiry is damage)
 """
@@ -33,14 +35,19 @@ _T = TypeVar("_T")
 APP = "robotgate"
 #: The value format this code writes under a prefix (kept in ``P:meta``).
 #: 1: keys ``P:kind:O``, host state per origin.  2: hash-tagged keys, host
-#: state and pacing per politeness group.
-FORMAT_VERSION = 2
+#: state and pacing per politeness group.  3: the adaptive back-off in the host
+#: state (fields a format 2 reader refuses).
+FORMAT_VERSION = 3
 
 # Longest TTL the store sets (Redis rejects absurd expiry times).
 MAX_TTL = 400 * 86_400.0
+#: A stored back-off no worker renewed for this many times its length no longer
+#: paces the fleet: the worker narrowing it (one step in 20 per success, the
+#: default ``backoff_recovery``, each at least the back-off apart) is gone.
+BACKOFF_LAPSE = 20
 
 _HEADER_LEN = 11
-_HOST_FIELDS = frozenset({b"v", b"lv", b"na", b"vc"})
+_HOST_FIELDS = frozenset({b"v", b"lv", b"na", b"vc", b"bx", b"bp", b"bt"})
 _ROBOTS_FIELDS = frozenset({b"h", b"b"})
 _ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
 #: Channels of the "done" notifications on a cluster: few, fixed, each in its own
@@ -142,11 +149,12 @@ class Keys:
             raise StoreError(
                 f"{where} holds robotgate data in format {found_version} ({self.meta!r}),"
                 f" written by an older robotgate; this one reads format {FORMAT_VERSION}"
-                " (host state and pacing per politeness group, keys hash-tagged for Redis"
-                " Cluster). It is not converted in place: it is a cache, and the workers"
-                " sharing it must all move at once. Use a new prefix (robots.txt is then"
-                " fetched once more per origin), or stop the old workers and delete the"
-                f" keys under this one: redis-cli --scan --pattern '{self.prefix}:*'"
+                " (host state with its back-off and pacing per politeness group, keys"
+                " hash-tagged for Redis Cluster). It is not converted in place: it is a"
+                " cache, and the workers sharing it must all move at once. Use a new"
+                " prefix (robots.txt is then fetched once more per origin), or stop the"
+                " old workers and delete the keys under this one:"
+                f" redis-cli --scan --pattern '{self.prefix}:*'"
                 " | xargs redis-cli unlink"
             )
 
@@ -226,6 +234,8 @@ def decode_host(keys: Keys, group: str, key: str, raw: object) -> HostState | No
             last_visit=None if last_visit is None else float(last_visit),
             next_allowed=float(raw.get(b"na", b"0")),
             visits_since_check=int(raw.get(b"vc", b"0")),
+            backoff=float(raw.get(b"bx", b"0")),
+            backoff_peak=float(raw.get(b"bp", b"0")),
         )
     except ValueError as exc:
         raise keys.bad(key, f"has a bad number ({exc})") from exc
@@ -238,7 +248,16 @@ def host_args(state: HostState) -> list[Any]:
         "" if state.last_visit is None else repr(float(state.last_visit)),
         repr(float(state.next_allowed)),
         state.visits_since_check,
+        *backoff_args(state),
     ]
+
+
+def backoff_args(state: HostState) -> tuple[str, str]:
+    """The back-off fields, or two empty strings for a worker that never backed off
+    this group: it leaves another worker's back-off alone, it did not see it end."""
+    if not state.backoff_peak:
+        return "", ""
+    return repr(float(state.backoff)), repr(float(state.backoff_peak))
 
 
 def _need(value: object, kind: type[_T]) -> _T:

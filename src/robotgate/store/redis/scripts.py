@@ -130,21 +130,37 @@ local function set_tat(key, tat)
 end
 """
 
-# GCRA with no burst: KEYS[1] tat; ARGV[1] interval_us.  Grants the slot at
-# max(now, tat) and moves tat one interval past it, so any two grants for one
-# group are at least one interval apart on the server clock.
+# GCRA with no burst: KEYS[1] tat, KEYS[2] host; ARGV[1] interval_us,
+# ARGV[2] the longest interval (us), ARGV[3] the lapse factor.  Grants the
+# slot at max(now, tat) and moves tat one interval past it, so any two grants
+# for one group are at least one interval apart on the server clock.  The
+# interval is at least the group's stored back-off (bx, s), whichever worker
+# earned it, up to ARGV[2], unless no worker renewed it (bt, us) for
+# ARGV[3] times its length: the worker that narrows it may have gone.
 # Returns {wait_us, start_us}.
 RESERVE = Script.of(_CLOCK + """
 local tat = stored_tat(KEYS[1])
 if type(tat) == 'table' then return tat end
+local t = redis.call('TYPE', KEYS[2])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
+end
+local interval = tonumber(ARGV[1])
+local b = redis.call('HMGET', KEYS[2], 'bx', 'bt')
+local bx, bt = tonumber(b[1] or ''), tonumber(b[2] or '')
+if bx and bt and bx > 0 and now - bt < bx * tonumber(ARGV[3]) * 1000000 then
+  interval = math.max(interval, math.min(bx * 1000000, tonumber(ARGV[2])))
+end
 local start = math.max(now, tat)
-set_tat(KEYS[1], start + tonumber(ARGV[1]))
+set_tat(KEYS[1], start + interval)
 return {start - now, start}
 """)
 
 # KEYS[1] tat, KEYS[2] host; ARGV delay_us, until (client Unix time, as
-# text), host_ttl_ms, client_now.  No slot is granted before now + delay on
-# the server clock, and the host's next_allowed becomes max(old, until).
+# text), host_ttl_ms, client_now, back-off, its peak ('' to leave them).  No
+# slot is granted before now + delay on the server clock, the host's
+# next_allowed becomes max(old, until), and its back-off the one given
+# (renewed now: bt).
 PAUSE = Script.of(_CLOCK + """
 local t = redis.call('TYPE', KEYS[2])['ok']
 if t ~= 'none' and t ~= 'hash' then
@@ -162,16 +178,23 @@ if old then
   if o >= tonumber(na) then na = old end
 end
 redis.call('HSET', KEYS[2], 'na', na)
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[2], 'bx', ARGV[5], 'bp', ARGV[6], 'bt', string.format('%.0f', now))
+end
 local keep = tonumber(ARGV[3]) + math.max(0, (tonumber(na) - tonumber(ARGV[4])) * 1000)
 redis.call('PEXPIRE', KEYS[2], string.format('%d', math.floor(keep)))
 return 1
 """)
 
 # KEYS host keys (one slot on a cluster); ARGV host_ttl_ms, client_now, then
-# per key: visits, last_visit ('' for none), next_allowed, visits_since_check.
-# next_allowed only moves forward.  Keys holding foreign data are skipped (the
-# others are written) and returned as {key, why, key, why, ...}.
+# per key: visits, last_visit ('' for none), next_allowed, visits_since_check,
+# back-off and its peak ('' for both: left as stored; written, they are
+# renewed now: bt, server clock).  next_allowed only moves forward.  Keys
+# holding foreign data are skipped (the others are written) and returned as
+# {key, why, key, why, ...}.
 FLUSH_HOSTS = Script.of("""
+local clock = redis.call('TIME')
+local now = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
 local ttl = tonumber(ARGV[1])
 local client_now = tonumber(ARGV[2])
 local bad = {}
@@ -186,7 +209,7 @@ for i, key in ipairs(KEYS) do
     bad[#bad + 1] = key
     bad[#bad + 1] = 'has a bad na'
   else
-    local at = 2 + (i - 1) * 4
+    local at = 2 + (i - 1) * 6
     local na = ARGV[at + 3]
     if old and tonumber(old) > tonumber(na) then na = old end
     redis.call('HSET', key, 'v', ARGV[at + 1], 'na', na, 'vc', ARGV[at + 4])
@@ -194,6 +217,9 @@ for i, key in ipairs(KEYS) do
       redis.call('HDEL', key, 'lv')
     else
       redis.call('HSET', key, 'lv', ARGV[at + 2])
+    end
+    if ARGV[at + 5] ~= '' then
+      redis.call('HSET', key, 'bx', ARGV[at + 5], 'bp', ARGV[at + 6], 'bt', now)
     end
     local keep = ttl + math.max(0, (tonumber(na) - client_now) * 1000)
     redis.call('PEXPIRE', key, string.format('%d', math.floor(keep)))

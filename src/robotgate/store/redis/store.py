@@ -18,9 +18,11 @@ from ..batching import HostBatcher
 from . import scripts
 from .codec import (
     APP,
+    BACKOFF_LAPSE,
     FORMAT_VERSION,
     MAX_TTL,
     Keys,
+    backoff_args,
     decode_host,
     decode_robots,
     host_args,
@@ -333,9 +335,11 @@ class RedisStore(Store):
         """Claim the next request slot for ``origin``; the seconds to wait before it.
 
         Any two slots granted for one key, by any worker, are at least
-        ``interval`` apart on the Redis server's clock, and none falls within
-        a :meth:`pause`.  The caller must sleep the returned time and then
-        start its request (a slot it does not use is simply lost).
+        ``interval`` apart on the Redis server's clock (or the key's stored
+        back-off, when longer and renewed lately: a 429 one worker saw slows
+        them all), and none falls within a :meth:`pause`.  The caller must
+        sleep the returned time and then start its request (a slot it does
+        not use is simply lost).
         """
         return (await self.reserve_slot(origin, interval)).wait
 
@@ -344,7 +348,10 @@ class RedisStore(Store):
         if not interval >= 0:
             raise ValueError("interval must not be negative")
         interval_us = math.ceil(min(interval, MAX_TTL) * 1_000_000)
-        reply = await self._script(scripts.RESERVE, [self._keys.tat(origin)], [interval_us])
+        reply = await self._script(scripts.RESERVE,
+                                   [self._keys.tat(origin), self._keys.host(origin)],
+                                   [interval_us, math.ceil(MAX_TTL * 1_000_000),
+                                    BACKOFF_LAPSE])
         try:
             wait_us, start_us = (int(part) for part in reply)
         except (TypeError, ValueError) as exc:
@@ -357,13 +364,16 @@ class RedisStore(Store):
         The pause is applied as a duration (``until`` minus this worker's
         clock) from the server's clock, so clock skew between workers and
         Redis does not shorten it.  The host's ``next_allowed`` becomes
-        ``until`` unless it is later already.
+        ``until`` unless it is later already; its back-off becomes the one this
+        worker saved last, at once, so that every worker's next slot keeps it.
         """
         self._hosts.pause(origin, until)
+        saved = self._hosts.get(origin)
+        backoff = backoff_args(saved) if saved is not None else ("", "")
         now = time.time()
         delay_us = math.ceil(max(-MAX_TTL, min(until - now, MAX_TTL)) * 1_000_000)
         await self._script(
             scripts.PAUSE,
             [self._keys.tat(origin), self._keys.host(origin)],
-            [delay_us, repr(float(until)), ms(self.host_ttl), repr(now)],
+            [delay_us, repr(float(until)), ms(self.host_ttl), repr(now), *backoff],
         )

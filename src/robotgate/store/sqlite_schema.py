@@ -1,0 +1,241 @@
+"""The SQLite store's file: how a robotgate file is told apart, created and upgraded.
+
+A file is ours when its ``application_id`` and ``meta`` table say so; anything
+else is refused untouched.  Version 1 is created from scratch and every later
+version is reached through the migrations, in one ``IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .base import StoreError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "fresh_hint", "immediate", "move_aside",
+           "prepare"]
+
+_log = logging.getLogger("robotgate.store.sqlite")
+
+#: ``PRAGMA application_id`` of robotgate files: "RBTG" in ASCII.
+APPLICATION_ID = 0x52425447
+_APP_NAME = "robotgate"
+
+
+# -- schema -----------------------------------------------------------------
+#
+# Version 1 is created from scratch; every later version is reached through
+# the migrations below, so new files and upgraded files take the same path.
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('app', ?), ('schema_version', '1')",
+        (_APP_NAME,),
+    )
+    # One row per origin: the raw body is interpreted per user agent on load.
+    conn.execute(
+        """CREATE TABLE robots (
+            origin TEXT PRIMARY KEY,
+            outcome TEXT NOT NULL,
+            fetched_at REAL NOT NULL,
+            fresh_until REAL NOT NULL,
+            status INTEGER,
+            body BLOB,
+            content_type TEXT,
+            etag TEXT,
+            last_modified TEXT,
+            failures INTEGER NOT NULL DEFAULT 0,
+            final_url TEXT,
+            detail TEXT NOT NULL DEFAULT ''
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE hosts (
+            origin TEXT PRIMARY KEY,
+            visits INTEGER NOT NULL DEFAULT 0,
+            last_visit REAL,
+            next_allowed REAL NOT NULL DEFAULT 0,
+            visits_since_check INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE locks (
+            origin TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )"""
+    )
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Version 2 records when the stored body was last known good."""
+    conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
+    # A clean "ok" fetch was good when it was fetched; otherwise we do not know.
+    conn.execute("UPDATE robots SET good_at = fetched_at WHERE outcome = 'ok' AND failures = 0")
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Version 3 keys host state by politeness group (``host:example.com``), not origin.
+
+    The rows written before are kept as they are: they are keyed by origin,
+    which is the group key under ``pace_by="origin"``, so they still apply
+    there; under the other ``pace_by`` values nothing reads them again (they
+    are only pacing hints, and small).  The ``hosts.origin`` column keeps its
+    name, holding the group key.  Robots.txt entries stay keyed by origin.
+    """
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('host_key', 'politeness group')"
+    )
+
+
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    """Version 4 keeps each server's adaptive back-off (none for the rows before)."""
+    conn.execute("ALTER TABLE hosts ADD COLUMN backoff REAL NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE hosts ADD COLUMN backoff_peak REAL NOT NULL DEFAULT 0")
+
+
+#: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_1_to_2,
+    _migrate_2_to_3,
+    _migrate_3_to_4,
+)
+
+#: The schema version this code writes.
+SCHEMA_VERSION = 1 + len(_MIGRATIONS)
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction that takes the write lock up front.
+
+    ``BEGIN IMMEDIATE`` waits (busy timeout) for other writers; a deferred
+    transaction that upgrades from read to write can fail at once instead.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        # Inside: a failed COMMIT is rolled back too, so the job can be retried.
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def fresh_hint(path: str) -> str:
+    return (
+        f"Nothing was changed. To start afresh, open it with SQLiteStore({path!r}, fresh=True),"
+        f" which moves the old file aside to {path}.corrupt-<timestamp>."
+    )
+
+
+# -- opening a file ---------------------------------------------------------
+
+
+def prepare(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
+    """Check the file is ours, switch to WAL, create or upgrade the schema."""
+    # Identify before writing anything: a foreign file must stay untouched.
+    version = _inspect(conn, path)
+    _enable_wal(conn, path, deadline)
+    # Safe against a killed process in WAL mode; only power loss may drop
+    # the last commits.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    if version == SCHEMA_VERSION:
+        return
+    with immediate(conn):
+        # Another process may have created or upgraded it meanwhile.
+        found = _inspect(conn, path)
+        if found == 0:
+            _create_v1(conn)
+        for step in _MIGRATIONS[max(found, 1) - 1 :]:
+            step(conn)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+        )
+    if 0 < found < SCHEMA_VERSION:
+        _log.info(
+            "robotgate: upgraded %s from schema %d to %d", path, found, SCHEMA_VERSION
+        )
+
+
+def _inspect(conn: sqlite3.Connection, path: str) -> int:
+    """The file's schema version, 0 for an empty file; raises if it is not ours."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+    if app_id == 0 and not tables:
+        return 0
+    meta: dict[str, Any] = {}
+    if "meta" in tables:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    # Our meta table with application_id still 0: another process is creating
+    # the file at this moment (seen when two open a new file at once).
+    if app_id not in (APPLICATION_ID, 0) or meta.get("app") != _APP_NAME:
+        shown = ", ".join(sorted(tables)[:8]) or "none"
+        raise StoreError(
+            f"{path} is an SQLite database of another application"
+            f" (application_id {app_id}, tables: {shown}), not a robotgate store."
+            f" {fresh_hint(path)}"
+        )
+    try:
+        version = int(meta["schema_version"])
+    except (KeyError, ValueError, TypeError):
+        raise StoreError(
+            f"{path} is a robotgate store without a valid schema version."
+            f" {fresh_hint(path)}"
+        ) from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has robotgate schema version {version}, newer than this"
+            f" robotgate understands ({SCHEMA_VERSION}). Upgrade robotgate to use it."
+            f" {fresh_hint(path)}"
+        )
+    if version < 1:
+        raise StoreError(
+            f"{path} has an invalid robotgate schema version {version}."
+            f" {fresh_hint(path)}"
+        )
+    return version
+
+
+def _enable_wal(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) -> None:
+    # Switching to WAL needs a moment alone with the file, which another
+    # process opening it at the same time may deny: retry, bounded.
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline():
+                raise
+            mode = ""
+        if mode in ("wal", "memory"):
+            return
+        if time.monotonic() > deadline():
+            raise StoreError(f"cannot switch {path} to WAL mode (still {mode!r})")
+        time.sleep(0.05)
+
+
+def move_aside(path: str) -> str | None:
+    """Move the file at ``path`` (and its -wal/-shm files) aside; the new name, if moved."""
+    if not os.path.exists(path):
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = f"{path}.corrupt-{stamp}"
+    n = 0
+    while any(os.path.exists(target + s) for s in ("", "-wal", "-shm")):
+        n += 1
+        target = f"{path}.corrupt-{stamp}-{n}"
+    # The -wal file may hold committed data: keep it beside its database.
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.replace(path + suffix, target + suffix)
+    _log.warning("robotgate: moved %s aside to %s and started afresh", path, target)
+    return target
