@@ -4,7 +4,7 @@ Every test runs a real server on 127.0.X.Y (``tests/support/server.py``, or a
 small aiohttp app where custom robots.txt bodies are needed) and opens a new
 gate *and a new store object* on the same file for each "restart", as a new
 process would.  The storage interface itself is covered per backend in
-``test_store_contract.py``; the file format in ``test_sqlite_store.py``.
+``test_store_contract.py``; the file format in ``test_sqlite_schema.py``.
 """
 
 from __future__ import annotations
