@@ -141,11 +141,25 @@ INSERT INTO hosts VALUES ('https://good.example', 12, 99.0, 101.0, 4);
 """
 
 
+#: V1_LAYOUT's host row, as every later version reads it.
+OLD_HOST = HostState("https://good.example", 12, 99.0, 101.0, 4)
+
+
+def old_file(path: Path, version: int) -> None:
+    """A file as the robotgate of schema ``version`` (1 to 3) left it, with V1_LAYOUT's rows."""
+    with raw(path) as conn:
+        conn.executescript(V1_LAYOUT)
+        if version >= 2:
+            conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
+        if version >= 3:
+            conn.execute("INSERT INTO meta VALUES ('host_key', 'politeness group')")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+
+
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
     assert SCHEMA_VERSION == 4
     path = tmp_path / "old.sqlite3"
-    with raw(path) as conn:
-        conn.executescript(V1_LAYOUT)
+    old_file(path, 1)
     async with SQLiteStore(path) as store:
         good = await store.load_robots("https://good.example")
         assert good == RobotsEntry(
@@ -163,9 +177,7 @@ async def test_migrates_version_1_file(tmp_path: Path) -> None:
         assert flaky is not None
         assert flaky.body == b"\x00\xff" and flaky.failures == 2
         assert flaky.good_at is None  # not known from a version 1 file
-        assert await store.load_host("https://good.example") == HostState(
-            "https://good.example", 12, 99.0, 101.0, 4
-        )
+        assert await store.load_host("https://good.example") == OLD_HOST
         # The upgraded file takes new entries with every field.
         await store.save_robots(entry("https://new.example"))
     with raw(path) as conn:
@@ -177,14 +189,9 @@ async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: 
     # Version 2 keyed host state by origin; version 3 by politeness group.  The
     # old rows stay: under pace_by="origin" the origin is the group key.
     path = tmp_path / "v2.sqlite3"
-    with raw(path) as conn:
-        conn.executescript(V1_LAYOUT)
-        conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    old_file(path, 2)
     async with SQLiteStore(path) as store:
-        assert await store.load_host("https://good.example") == HostState(
-            "https://good.example", 12, 99.0, 101.0, 4
-        )
+        assert await store.load_host("https://good.example") == OLD_HOST
         # Group keys are opaque strings beside them.
         await store.save_host(HostState("host:good.example", visits=1, next_allowed=5.0))
         await store.pause("ip:127.0.0.1", 7.0)
@@ -206,14 +213,9 @@ async def test_migrates_version_3_file_and_keeps_back_off(tmp_path: Path) -> Non
     # Version 3 had no back-off columns: its rows load as never backed off, and a
     # server's back-off, once saved, comes back after a restart.
     path = tmp_path / "v3.sqlite3"
-    with raw(path) as conn:
-        conn.executescript(V1_LAYOUT)
-        conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    old_file(path, 3)
     async with SQLiteStore(path) as store:
-        assert await store.load_host("https://good.example") == HostState(
-            "https://good.example", 12, 99.0, 101.0, 4
-        )
+        assert await store.load_host("https://good.example") == OLD_HOST
         await store.save_host(HostState("host:slow.example", visits=3, backoff=2.5,
                                         backoff_peak=4.0))
     async with SQLiteStore(path) as store:
