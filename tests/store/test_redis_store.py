@@ -481,10 +481,14 @@ async def test_back_off_reaches_every_worker_and_is_kept(
     assert sixth.start_us - fifth.start_us >= 300_000
     renewed = int(await rawt.hget(f"{a.prefix}:host:{{{group}}}", "bt"))
     assert abs(renewed - sixth.start_us) < 5_000_000  # the server's clock
-    await rawt.hset(f"{a.prefix}:host:{{{group}}}", "bt", str(renewed - 6_000_001))
-    seventh = await b.reserve_slot(group, 0.01)
-    eighth = await b.reserve_slot(group, 0.01)
-    assert 10_000 <= eighth.start_us - seventh.start_us < 300_000
+    # Lapsed, or not robotgate's (past MAX_TTL, renewed in an hour): the interval.
+    host = f"{a.prefix}:host:{{{group}}}"
+    for bx, bt in (("0.3", renewed - 6_000_001), ("1e9", renewed),
+                   ("0.3", renewed + 3_600_000_000), ("nan", renewed), ("soon", renewed)):
+        await rawt.hset(host, mapping={"bx": bx, "bt": str(bt)})
+        seventh = await b.reserve_slot(group, 0.01)
+        eighth = await b.reserve_slot(group, 0.01)
+        assert 10_000 <= eighth.start_us - seventh.start_us < 300_000, (bx, bt)
 
 
 async def test_pause_ignores_worker_clock_skew(

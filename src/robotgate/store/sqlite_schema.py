@@ -2,7 +2,9 @@
 
 A file is ours when its ``application_id`` and ``meta`` table say so; anything
 else is refused untouched.  Version 1 is created from scratch and every later
-version is reached through the migrations, in one ``IMMEDIATE`` transaction.
+version is reached through the migrations, in one ``IMMEDIATE`` transaction
+(:func:`immediate`, which the store's writes use too).  A damaged file is
+moved aside only when asked (:func:`move_aside`).
 """
 
 from __future__ import annotations

@@ -135,8 +135,10 @@ end
 # slot at max(now, tat) and moves tat one interval past it, so any two grants
 # for one group are at least one interval apart on the server clock.  The
 # interval is at least the group's stored back-off (bx, s), whichever worker
-# earned it, up to ARGV[2], unless no worker renewed it (bt, us) for
-# ARGV[3] times its length: the worker that narrows it may have gone.
+# earned it, unless no worker renewed it (bt, us) for ARGV[3] times its
+# length: the worker that narrows it may have gone.  A back-off past ARGV[2],
+# or renewed more than a minute ahead of this clock, is not robotgate's: a
+# hint, it is ignored (the group keeps its interval) rather than obeyed.
 # Returns {wait_us, start_us}.
 RESERVE = Script.of(_CLOCK + """
 local tat = stored_tat(KEYS[1])
@@ -148,8 +150,9 @@ end
 local interval = tonumber(ARGV[1])
 local b = redis.call('HMGET', KEYS[2], 'bx', 'bt')
 local bx, bt = tonumber(b[1] or ''), tonumber(b[2] or '')
-if bx and bt and bx > 0 and now - bt < bx * tonumber(ARGV[3]) * 1000000 then
-  interval = math.max(interval, math.min(bx * 1000000, tonumber(ARGV[2])))
+if bx and bt and bx > 0 and bx * 1000000 <= tonumber(ARGV[2]) and bt - now < 60000000
+    and now - bt < bx * tonumber(ARGV[3]) * 1000000 then
+  interval = math.max(interval, bx * 1000000)
 end
 local start = math.max(now, tat)
 set_tat(KEYS[1], start + interval)
