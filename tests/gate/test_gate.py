@@ -152,8 +152,10 @@ async def test_429_without_retry_after_backs_off() -> None:
     async with BenchServer([plan]) as srv:
         async with RobotGate(AGENT, delay=0.05, max_backoff=0.3) as gate:
             await _crawl(gate, [srv.url(0, "/page/1")])
+            assert "backed off to 0.3s" in gate.describe()  # max_backoff caps the base
             await _crawl(gate, [srv.url(0, "/page/2")])
             assert gate.stats["backoffs"] == 1
+            assert "backed off to 0.285s" in gate.describe()  # a success took 1/20 off
         s = srv.host_stats(0)
     assert s.min_interval is not None and s.min_interval >= 0.3
 

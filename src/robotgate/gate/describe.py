@@ -21,7 +21,8 @@ def stats_of(gate: RobotGate) -> dict[str, int]:
 
 
 def describe(gate: RobotGate) -> str:
-    """One line for the gate, one per cached origin (robots.txt, interval, its server)."""
+    """One line for the gate, one per cached origin (robots.txt, interval, its server,
+    any back-off)."""
     now = time.time()
     cache, scheduler = gate.cache, gate.scheduler
     sites = cache.sites()
@@ -45,6 +46,7 @@ def describe(gate: RobotGate) -> str:
             f"interval {site.interval:g}s{verdict}"
             + (f", server {group.key}" if group is not None else "")
             + (f", visits {host.visits}" if host is not None else "")
+            + (f", backed off to {host.backoff:g}s" if host is not None and host.backoff else "")
             + f", next request {'now' if wait <= 0 else 'in ' + _duration(wait)}"
             + (f", {group.active} in flight, {group.waiting} waiting" if group else "")
         )
