@@ -102,10 +102,11 @@ end
 return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[2])}
 """)
 
-# Shared by the pacing scripts: the server clock in microseconds, and the
-# stored theoretical arrival time (0 when absent).  set_tat gives every tat an
-# expiry 1 s past it, so a future tat without an expiry, or beyond it, was not
-# written by robotgate (a tat of 1e16 would stop the group for centuries).
+# Shared by the pacing scripts: the server clock in microseconds, the stored
+# theoretical arrival time (0 when absent), and the check that a host key is a
+# hash or absent.  set_tat gives every tat an expiry 1 s past it, so a future
+# tat without an expiry, or beyond it, was not written by robotgate (a tat of
+# 1e16 would stop the group for centuries).
 _CLOCK = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
@@ -128,6 +129,12 @@ local function set_tat(key, tat)
   redis.call('SET', key, string.format('%.0f', tat),
              'PX', string.format('%d', math.floor((tat - now) / 1000) + 1000))
 end
+local function foreign_host(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'hash' then
+    return redis.error_reply('BADDATA ' .. key .. ' holds a ' .. t)
+  end
+end
 """
 
 # GCRA with no burst: KEYS[1] tat, KEYS[2] host; ARGV[1] interval_us,
@@ -143,10 +150,8 @@ end
 RESERVE = Script.of(_CLOCK + """
 local tat = stored_tat(KEYS[1])
 if type(tat) == 'table' then return tat end
-local t = redis.call('TYPE', KEYS[2])['ok']
-if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
-end
+local foreign = foreign_host(KEYS[2])
+if foreign then return foreign end
 local interval = tonumber(ARGV[1])
 local b = redis.call('HMGET', KEYS[2], 'bx', 'bt')
 local bx, bt = tonumber(b[1] or ''), tonumber(b[2] or '')
@@ -165,10 +170,8 @@ return {start - now, start}
 # next_allowed becomes max(old, until), and its back-off the one given
 # (renewed now: bt).
 PAUSE = Script.of(_CLOCK + """
-local t = redis.call('TYPE', KEYS[2])['ok']
-if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
-end
+local foreign = foreign_host(KEYS[2])
+if foreign then return foreign end
 local tat = stored_tat(KEYS[1])
 if type(tat) == 'table' then return tat end
 local target = now + tonumber(ARGV[1])
