@@ -7,7 +7,7 @@ import pytest
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.pacing import PacingPolicy
-from robotgate.policy.site import SKIPPED, Interpretation, interpret
+from robotgate.policy.site import SKIPPED, Interpretation, ParsedBodies, interpret
 from robotgate.records import SMALL_BODY, Outcome, RobotsEntry
 
 AGENT = "SiteBot/1.0"
@@ -152,3 +152,68 @@ def test_bytes_that_do_not_decode_are_read_as_each_dialect_reads_them() -> None:
     assert not interpret(entry, how()).allowed("/caf%E9", AGENT)
     classic = Interpretation(AGENT, dialect="classic")
     assert interpret(entry, classic).allowed("/caf%E9", AGENT)
+
+
+# -- ParsedBodies: sites that serve the same bytes share one parse -------------------------
+
+
+def entry_of(origin: str, body: bytes, content_type: str | None = "text/plain") -> RobotsEntry:
+    return RobotsEntry(origin, Outcome.OK, NOW, NOW + 3600, status=200, body=body,
+                       content_type=content_type, good_at=NOW)
+
+
+def test_origins_serving_the_same_bytes_share_one_parse() -> None:
+    bodies = ParsedBodies()
+    body = b"User-agent: *\nDisallow: /private\n"
+    a = interpret(entry_of("http://a.example", body), how(), bodies=bodies)
+    b = interpret(entry_of("https://b.example:8443", body), how(), bodies=bodies)
+    assert a.rules is not None and a.rules is b.rules and len(bodies) == 1
+    # Each site still judges its own URLs, whichever origin asked last.
+    for site, origin in ((a, "http://a.example"), (b, "https://b.example:8443"),
+                         (a, "http://a.example")):
+        assert not site.allowed(origin + "/private/x", AGENT)
+        assert site.allowed(origin + "/public", AGENT)
+        assert site.decide(origin + "/private/x", AGENT).rule is not None
+    other = interpret(entry_of("http://c.example", body + b"Allow: /private/ok\n"), how(),
+                      bodies=bodies)
+    assert other.rules is not a.rules and len(bodies) == 2
+
+
+def test_the_charset_is_part_of_what_is_shared() -> None:
+    bodies = ParsedBodies()
+    body = "User-agent: *\nDisallow: /caf\u00e9\n".encode("latin-1")
+    latin = interpret(entry_of("http://a.example", body, "text/plain; charset=iso-8859-1"),
+                      how(), bodies=bodies)
+    utf8 = interpret(entry_of("http://b.example", body, "text/plain; charset=utf-8"), how(),
+                     bodies=bodies)
+    assert latin.rules is not utf8.rules
+    assert not latin.allowed("/caf%C3%A9", AGENT)  # read as é, matched as UTF-8
+    assert utf8.allowed("/caf%C3%A9", AGENT) and not utf8.allowed("/caf%E9", AGENT)
+
+
+def test_parsed_bodies_stay_within_their_bounds() -> None:
+    bodies = ParsedBodies(max_entries=2, max_body=64)
+
+    def parse(origin: str, body: bytes) -> RobotsTxt:
+        return bodies.parse(entry_of(origin, body), how())
+
+    first, second = parse("http://a.example", b"Disallow: /0"), parse("http://a.example",
+                                                                        b"Disallow: /1")
+    assert parse("http://b.example", b"Disallow: /0") is first  # now the most recently read
+    parse("http://a.example", b"Disallow: /2")  # the third: the least recently read goes
+    assert len(bodies) == 2
+    assert parse("http://c.example", b"Disallow: /0") is first
+    assert parse("http://c.example", b"Disallow: /1") is not second
+    big = b"User-agent: *\nDisallow: /x\n" + b"#" * 64  # past max_body: parsed each time
+    assert parse("http://a.example", big) is not parse("http://b.example", big)
+    assert len(bodies) == 2
+
+
+def test_a_dialect_whose_rules_depend_on_the_url_is_never_shared() -> None:
+    bodies = ParsedBodies()
+    classic = Interpretation(AGENT, dialect="classic")
+    body = b"User-agent: *\nDisallow: /private\n"
+    a = interpret(entry_of("http://a.example", body), classic, bodies=bodies)
+    b = interpret(entry_of("http://b.example", body), classic, bodies=bodies)
+    assert a.rules is not b.rules and len(bodies) == 0
+    assert not a.allowed("http://a.example/private", AGENT)

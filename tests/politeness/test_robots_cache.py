@@ -100,6 +100,15 @@ async def test_origins_are_fetched_independently() -> None:
     assert len(transport.requests) == 20
 
 
+async def test_origins_serving_the_same_file_share_its_parsed_rules() -> None:
+    cache, _ = make(Transport())
+    sites = await asyncio.gather(*(cache.get(f"http://h{i}.example") for i in range(3)))
+    assert sites[0].rules is not None
+    assert all(site.rules is sites[0].rules for site in sites)
+    assert [site.entry.origin for site in sites] == [f"http://h{i}.example" for i in range(3)]
+    assert not sites[2].allowed("http://h2.example/x", AGENT)
+
+
 async def test_cached_is_synchronous_and_none_until_fetched() -> None:
     cache, _ = make(Transport())
     assert cache.cached(SITE) is None and cache.peek(SITE) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..decision import Decision
-from ..records import SMALL_BODY, HostState, RobotsEntry
+from ..records import SMALL_BODY, HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
 from ..robots.rules import invalid_bytes_of
@@ -17,7 +17,7 @@ from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
 from .pacing import PacingPolicy
 
-__all__ = ["Interpretation", "SiteRules", "interpret"]
+__all__ = ["Interpretation", "ParsedBodies", "SiteRules", "interpret"]
 
 #: ``Decision.outcome`` of an origin skipped because it asks for too long a delay.
 SKIPPED = "skipped"
@@ -76,12 +76,57 @@ class SiteRules:
         return self.rules.allowed(url, agent)
 
 
-def interpret(entry: RobotsEntry, how: Interpretation,
-              rules: RobotsTxt | None = None) -> SiteRules:
-    """Parse ``entry`` (unless ``rules`` stand in for it) into :class:`SiteRules`."""
+class ParsedBodies:
+    """The rules of the robots.txt bodies read last, by their bytes: the sites that
+    serve the same file (a CMS's default, a hosting platform's) share one parse
+    and one set of rules, compiled once.
+
+    Only dialects whose rules do not depend on the file's URL share
+    (``RobotsTxt.ORIGIN_FREE``).  At most ``max_entries`` bodies of at most
+    ``max_body`` bytes are kept, the least recently read going first.
+
+    >>> bodies = ParsedBodies()
+    >>> how = Interpretation("MyBot/1.0")
+    >>> def entry(origin: str) -> RobotsEntry:
+    ...     return RobotsEntry(origin, Outcome.OK, 0.0, 60.0, 200, b"Disallow: /x")
+    >>> bodies.parse(entry("http://a.example"), how) is bodies.parse(entry("http://b.example"), how)
+    True
+    """
+
+    __slots__ = ("_parsed", "max_body", "max_entries")
+
+    def __init__(self, max_entries: int = 256, max_body: int = 16 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_body = max_body
+        self._parsed: dict[tuple[bytes, str | None], RobotsTxt] = {}
+
+    def parse(self, entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
+        """The rules of a 2xx ``entry`` read as ``how`` says (one reader per instance)."""
+        body = entry.body or b""
+        if len(body) > self.max_body:
+            return parse_entry(entry, how)
+        key = (body, entry.content_type)  # the charset decides how the bytes read
+        parsed = self._parsed.pop(key, None)
+        if parsed is None:
+            parsed = parse_entry(entry, how)
+            if not parsed.ORIGIN_FREE:
+                return parsed
+            if len(self._parsed) >= self.max_entries:
+                del self._parsed[next(iter(self._parsed))]
+        self._parsed[key] = parsed  # last: the most recently read
+        return parsed
+
+    def __len__(self) -> int:
+        return len(self._parsed)
+
+
+def interpret(entry: RobotsEntry, how: Interpretation, rules: RobotsTxt | None = None,
+              bodies: ParsedBodies | None = None) -> SiteRules:
+    """Parse ``entry`` (unless ``rules`` stand in for it) into :class:`SiteRules`;
+    through ``bodies`` when given, so that sites serving the same bytes share rules."""
     verdict = outcome_decision(entry)
     if verdict is None and rules is None:
-        rules = parse_entry(entry, how)
+        rules = parse_entry(entry, how) if bodies is None else bodies.parse(entry, how)
     pacing = how.pacing
     asked = pacing.asked(rules, how.agent)
     too_long = pacing.too_long(asked)

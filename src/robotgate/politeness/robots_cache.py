@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal
 
-from ..policy.site import Interpretation, SiteRules, interpret
+from ..policy.site import Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
@@ -86,6 +86,7 @@ class RobotsCache:
         self._turn = turn
         self._mem = immediate(store)  # answers without an await: one coroutine less each
         self._sites: dict[str, SiteRules] = {}
+        self._bodies = ParsedBodies()  # sites serving the same file share its rules
         self._inflight: dict[str, _Flight] = {}
         self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False
@@ -326,7 +327,7 @@ class RobotsCache:
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
                  rules: RobotsTxt | None = None) -> SiteRules:
-        site = interpret(entry, self.how, rules)
+        site = interpret(entry, self.how, rules, self._bodies)
         site.host = host
         site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites

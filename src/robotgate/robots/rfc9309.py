@@ -274,6 +274,7 @@ class Rfc9309Rules(RobotsTxt):
     DIALECT = "rfc9309"
     RESOLVES_DOT_SEGMENTS = True
     INVALID_BYTES = ESCAPE_INVALID  # Google escapes them: "/caf\xe9" matches "/caf%E9"
+    ORIGIN_FREE = True  # parse_rfc9309 ignores the URL; query caches test their origin
 
     def __init__(
         self,

@@ -94,6 +94,9 @@ class RobotsTxt(ABC):
     RESOLVES_DOT_SEGMENTS: ClassVar[bool] = False
     #: The codec error handler for bytes that do not decode (see ``decode_body``).
     INVALID_BYTES: ClassVar[str] = "replace"
+    #: Whether the parsed rules are the same whatever URL the file came from, so
+    #: that one parsed object may serve every origin that sends the same bytes.
+    ORIGIN_FREE: ClassVar[bool] = False
 
     @classmethod
     def parse(
