@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..decision import Decision
-from ..records import SMALL_BODY, HostState, Outcome, RobotsEntry
+from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
 from ..robots.rules import invalid_bytes_of
@@ -85,6 +85,7 @@ class ParsedBodies:
     (``RobotsTxt.ORIGIN_FREE``).  At most ``max_entries`` bodies of at most
     ``max_body`` bytes are kept, the least recently read going first.
 
+    >>> from robotgate.records import Outcome
     >>> bodies = ParsedBodies()
     >>> how = Interpretation("MyBot/1.0")
     >>> def entry(origin: str) -> RobotsEntry:
