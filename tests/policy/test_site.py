@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
@@ -217,3 +219,29 @@ def test_a_dialect_whose_rules_depend_on_the_url_is_never_shared() -> None:
     b = interpret(entry_of("http://b.example", body), classic, bodies=bodies)
     assert a.rules is not b.rules and len(bodies) == 0
     assert not a.allowed("http://a.example/private", AGENT)
+
+
+_ORIGINS = ("http://a.example", "http://a.example:8080", "https://a.example.com",
+            "http://b.example")
+_LINES = st.sampled_from(["Disallow: /", "Disallow: /private", "Allow: /private/ok",
+                          "Disallow: /*.pdf$", "Allow: /$", "Disallow: /a%2Fb", "Disallow: /p?q=1",
+                          "Crawl-delay: 2"])
+_PATHS = st.sampled_from(["", "/", "/private", "/private/ok/x", "/x.pdf", "/x.pdf?a", "/a/b",
+                          "/a%2fb", "/p?q=1", "/./private", "/%70rivate", "//private"])
+
+
+@given(lines=st.lists(_LINES, max_size=6),
+       asks=st.lists(st.tuples(st.sampled_from(_ORIGINS), _PATHS, st.booleans(), st.booleans()),
+                     max_size=30))
+def test_shared_rules_answer_every_origin_as_its_own_parse_would(
+        lines: list[str], asks: list[tuple[str, str, bool, bool]]) -> None:
+    body = ("User-agent: *\n" + "\n".join(lines) + "\n").encode()
+    bodies = ParsedBodies()
+    shared = {o: interpret(entry_of(o, body), how(), bodies=bodies) for o in _ORIGINS}
+    alone = {o: interpret(entry_of(o, body), how()) for o in _ORIGINS}
+    for origin, path, whole, why in asks:  # origins interleaved: the rules' origin memo turns over
+        url = origin + path if whole or not path.startswith("/") else path
+        if why:
+            assert shared[origin].decide(url, AGENT) == alone[origin].decide(url, AGENT), url
+        else:
+            assert shared[origin].allowed(url, AGENT) == alone[origin].allowed(url, AGENT), url

@@ -210,7 +210,8 @@ class Admission:
         site.used = True
         judge = site.judge
         if judge is not None:
-            # The rules know their own origin: the whole URL costs them one compare.
+            # The rules remember the origin last asked about (most often this site's,
+            # even when sites share a file): the whole URL costs them one compare.
             return judge.decide(url, self.agent)
         if site.verdict is not None:
             return site.verdict

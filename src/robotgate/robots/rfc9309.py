@@ -287,7 +287,8 @@ class Rfc9309Rules(RobotsTxt):
         self._star = star
         self._sitemaps: tuple[str, ...] = tuple(sitemaps) if sitemaps else ()
         # Query caches: rules of the first User-Agent asked about (a robot has one), of
-        # others, and the "scheme://host/" last asked about (a file serves one origin).
+        # others, and the "scheme://host/" last asked about (most often the only one, but
+        # origins that serve the same bytes may share one parse: see ORIGIN_FREE).
         self._agent: str | None = None
         self._agent_rules: RuleSet | None = None
         self._memo: dict[str, RuleSet | None] = _NO_MEMO
