@@ -209,6 +209,9 @@ def test_parsed_bodies_stay_within_their_bounds() -> None:
     big = b"User-agent: *\nDisallow: /x\n" + b"#" * 64  # past max_body: parsed each time
     assert parse("http://a.example", big) is not parse("http://b.example", big)
     assert len(bodies) == 2
+    none = ParsedBodies(max_entries=0)  # a cache of no sites keeps no bodies either
+    body = entry_of("http://a.example", b"Disallow: /0")
+    assert none.parse(body, how()) is not none.parse(body, how()) and len(none) == 0
 
 
 def test_a_dialect_whose_rules_depend_on_the_url_is_never_shared() -> None:

@@ -104,7 +104,7 @@ class ParsedBodies:
     def parse(self, entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
         """The rules of a 2xx ``entry`` read as ``how`` says (one reader per instance)."""
         body = entry.body or b""
-        if len(body) > self.max_body:
+        if len(body) > self.max_body or self.max_entries <= 0:
             return parse_entry(entry, how)
         key = (body, entry.content_type)  # the charset decides how the bytes read
         parsed = self._parsed.pop(key, None)

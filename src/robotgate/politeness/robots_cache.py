@@ -86,7 +86,8 @@ class RobotsCache:
         self._turn = turn
         self._mem = immediate(store)  # answers without an await: one coroutine less each
         self._sites: dict[str, SiteRules] = {}
-        self._bodies = ParsedBodies()  # sites serving the same file share its rules
+        # Sites serving the same file share its rules; never more kept than sites.
+        self._bodies = ParsedBodies(min(256, max_origins))
         self._inflight: dict[str, _Flight] = {}
         self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False

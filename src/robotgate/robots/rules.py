@@ -56,7 +56,10 @@ def register_dialect(name: str, parser: Parser, rules_class: type[RobotsTxt]) ->
 
     ``parser`` returns instances of ``rules_class``, so that
     ``rules_class.parse(body)`` reads this dialect too.  Registering a name
-    again replaces it.
+    again replaces it.  A ``rules_class`` whose ``ORIGIN_FREE`` is true (it
+    inherits it from :class:`~robotgate.robots.rfc9309.Rfc9309Rules`) promises
+    that ``parser`` ignores the file's URL: the gate then lets the sites that
+    serve the same bytes share one parsed object.
     """
     _REGISTRY[name] = (parser, rules_class)
 
