@@ -403,7 +403,17 @@ class AiohttpRobotsTransport:
     def __init__(self, client: AiohttpClient) -> None:
         self.client = client
 
-    async def send(self, request: RobotsRequest) -> RobotsResponse:
+    def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:
+        """The request's coroutine: on the common path (a first request through the
+        gate's own session) the GET itself, with no coroutine around it."""
+        if request.previous is None and _VIA.get() is None:
+            client = self.client
+            headers = ({**client.headers, **request.headers} if request.headers
+                       else client.headers)
+            return _get(client.session(), request, headers)
+        return self._send(request)
+
+    async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
         if request.previous is not None:
             # The resolver has no timer of its own.
@@ -432,7 +442,12 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
                            raise_for_status=False, middlewares=(_once(),),
                            timeout=timeout) as resp:
         status = resp.status
-        body = await _read_capped(resp, request.max_bytes) if 200 <= status < 300 else None
+        body = None
+        if 200 <= status < 300:
+            content = resp.content
+            # Most robots.txt come whole with their headers: no coroutine to read them.
+            body = (content.read_nowait(request.max_bytes) if content.is_eof()
+                    else await _read_capped(resp, request.max_bytes))
         return RobotsResponse(status, resp.headers, body, request.url)
 
 

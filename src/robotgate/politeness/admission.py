@@ -274,7 +274,12 @@ class Admission:
         return self._admit(url, origin, rest)
 
     async def _admit(self, url: str, origin: str, rest: str) -> Group:
-        site = await self.site(origin)
+        site = self.cache.cached(origin)  # site(), inlined: one coroutine less a new host
+        if site is None:
+            try:
+                site = await self.cache.fetched(origin)
+            except CacheClosed as exc:
+                raise GateClosed(str(exc)) from None
         path = url if rest[:2] == "//" else rest
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)

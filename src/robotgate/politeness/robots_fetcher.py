@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..errors import GateClosed
 from ..policy.fetch import FetchPolicy, entry_for_error
-from ..policy.fetch_flow import RobotsFlow, RobotsRequest, RobotsResponse, robots_flow
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse, robots_flow
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
@@ -68,11 +68,32 @@ class RobotsFetcher:
         policy = self.policy
         self.requests += 1
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
+        transport = self.transport
+        timed = not getattr(transport, "enforces_deadline", False)
+        waited = 0.0
         try:
+            # The flow driven here, not in a coroutine of its own (once per origin).
             # Each request carries the deadline (a transport without its own timer gets
             # one per request): a redirect hop's wait for its server's turn is not
             # the server's slowness, and moves the deadline on.
-            entry = await self._drive(flow, hooks)
+            request: RobotsRequest = next(flow)
+            while True:
+                if hooks is not None and request.previous is not None:
+                    waited += await hooks.before_hop(request.url)
+                if waited and request.deadline is not None:
+                    request = dataclasses.replace(request, deadline=request.deadline + waited)
+                if timed and request.deadline is not None:
+                    response = await bounded(transport.send(request),
+                                             max(request.deadline - time.time(), 0.0))
+                else:
+                    response = await transport.send(request)
+                if hooks is not None:
+                    hooks.heard(request, response)
+                try:
+                    request = flow.send(response)
+                except StopIteration as done:
+                    entry: RobotsEntry = done.value
+                    break
         except asyncio.TimeoutError:
             why = f"robots.txt did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
@@ -84,25 +105,3 @@ class RobotsFetcher:
             return entry
         log.info("%s/robots.txt: %s", origin, why)
         return entry_for_error(origin, why, time.time(), policy, previous)
-
-    async def _drive(self, flow: RobotsFlow, hooks: TurnHooks | None = None) -> RobotsEntry:
-        request: RobotsRequest = next(flow)
-        send = self.transport.send
-        timed = not getattr(self.transport, "enforces_deadline", False)
-        waited = 0.0
-        while True:
-            if hooks is not None and request.previous is not None:
-                waited += await hooks.before_hop(request.url)
-            if waited and request.deadline is not None:
-                request = dataclasses.replace(request, deadline=request.deadline + waited)
-            if timed and request.deadline is not None:
-                response = await bounded(send(request), max(request.deadline - time.time(), 0.0))
-            else:
-                response = await send(request)
-            if hooks is not None:
-                hooks.heard(request, response)
-            try:
-                request = flow.send(response)
-            except StopIteration as done:
-                entry: RobotsEntry = done.value
-                return entry
