@@ -78,11 +78,8 @@ class Admission:
 
     async def site(self, origin: str) -> SiteRules:
         """The origin's rules (fetching robots.txt once if needed)."""
-        site = self.cache.cached(origin)
-        if site is not None:
-            return site
         try:
-            return await self.cache.fetched(origin)
+            return self.cache.cached(origin) or await self.cache.fetched(origin)
         except CacheClosed as exc:
             raise GateClosed(str(exc)) from None
 
@@ -210,8 +207,7 @@ class Admission:
         site.used = True
         judge = site.judge
         if judge is not None:
-            # The rules remember the origin last asked about (most often this site's,
-            # even when sites share a file): the whole URL costs them one compare.
+            # The rules remember the origin last asked (sites may share them): one compare.
             return judge.decide(url, self.agent)
         if site.verdict is not None:
             return site.verdict
@@ -274,12 +270,10 @@ class Admission:
         return self._admit(url, origin, rest)
 
     async def _admit(self, url: str, origin: str, rest: str) -> Group:
-        site = self.cache.cached(origin)  # site(), inlined: one coroutine less a new host
-        if site is None:
-            try:
-                site = await self.cache.fetched(origin)
-            except CacheClosed as exc:
-                raise GateClosed(str(exc)) from None
+        try:  # site(), inlined: one coroutine less a new host
+            site = self.cache.cached(origin) or await self.cache.fetched(origin)
+        except CacheClosed as exc:
+            raise GateClosed(str(exc)) from None
         path = url if rest[:2] == "//" else rest
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)
