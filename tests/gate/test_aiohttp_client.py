@@ -145,6 +145,21 @@ async def test_a_compressed_robots_txt_is_read_as_far_as_the_limit(coding: str) 
     assert peak < 8 * MIB
 
 
+async def test_a_robots_txt_that_came_whole_is_still_read_only_to_the_limit() -> None:
+    # 3 KB arrive with their headers: read from the buffer at once, to max_bytes only.
+    site = Site(robots="User-agent: *\n" + "#" * 1000 + "\nDisallow: /x\n" + "#" * 2000 + "\n"
+                       "Disallow: /y\n")
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0, policy=FetchPolicy(max_bytes=1100)) as gate:
+            assert not await gate.allowed(site.url + "/x")
+            assert await gate.allowed(site.url + "/y")  # past the limit: never read
+            entry = await gate.robots_entry(site.url + "/")
+        assert entry.body is not None and len(entry.body) == 1100
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
     site = Site(robots_wait=5)
     runner = await serve(site)
