@@ -251,6 +251,15 @@ async def test_a_url_is_judged_as_aiohttp_sends_it(
     assert [p for p, _ in site.seen] == ["/robots.txt"]
 
 
+@pytest.mark.parametrize("url", ["https://9[%]@?x", "http://u:p@[%]@h/x"])
+async def test_a_url_yarl_cannot_parse_is_invalid_url(url: str) -> None:
+    # yarl raises IndexError on some authorities: gate.fetch raises InvalidURL.
+    async with RobotGate("T/1", delay=0) as gate:
+        with pytest.raises(InvalidURL) as info:
+            await gate.fetch(url)
+        assert "p@" not in str(info.value)
+
+
 async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Should the client refuse a URL robotgate accepted, its error (which quotes the

@@ -43,17 +43,33 @@ REFUSED = "redirect-refused"
 _REWRITTEN = re.compile(f"[%{re.escape(NOT_IN_URIS)}\\x00-\\x1f\\x7f-\\U0010ffff]").search
 
 
+def for_aiohttp(url: str) -> tuple[URL | str, str]:
+    """What to hand aiohttp for ``url``, and the URL as it goes out, which is what
+    robots.txt must judge: yarl encodes a space as ``%20`` (``+`` in the query),
+    decodes ``%41`` and ``%21``...  A URL yarl would rewrite goes as the yarl URL
+    (parsed once, not again by aiohttp); one it cannot parse raises
+    :class:`~robotgate.urls.InvalidURL`.
+
+    >>> for_aiohttp("http://example.com/%70rivate/a b")
+    (URL('http://example.com/private/a%20b'), 'http://example.com/private/a%20b')
+    """
+    if _REWRITTEN(url) is None:
+        return url, url
+    try:
+        parsed = URL(url)
+    except Exception:  # yarl's ValueError, and its IndexError on some odd authorities
+        split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
+        raise InvalidURL(url, "the HTTP client cannot parse it") from None
+    return parsed, str(parsed)
+
+
 def yarl_form(url: str) -> str:
-    """``url`` as aiohttp sends it, which is what robots.txt must judge: yarl encodes
-    a space as ``%20`` (``+`` in the query), decodes ``%41`` and ``%21``...
+    """``url`` as aiohttp sends it (see :func:`for_aiohttp`).
 
     >>> yarl_form("http://example.com/%70rivate/a b")
     'http://example.com/private/a%20b'
     """
-    try:
-        return str(URL(url))
-    except (ValueError, TypeError):
-        return url  # the admission's InvalidURL says what is wrong with it
+    return for_aiohttp(url)[1]
 
 
 #: The last redirect the middleware let through in this task: (from, to).
@@ -130,7 +146,7 @@ class FetchCall:
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
                  stream: bool, max_bytes: int | None) -> None:
         self._client = client
-        self._url = url if _REWRITTEN(url) is None else yarl_form(url)
+        self._url = url
         self._args = (method, kwargs, max_bytes)
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
@@ -199,6 +215,9 @@ class AiohttpClient:
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         while True:
             # One hop, inline: a coroutine layer less on every resumption of the request.
+            sent: URL | str = url
+            if _REWRITTEN(url) is not None:  # for_aiohttp's test, inline: every page
+                sent, url = for_aiohttp(url)
             group = admission.admit(url)
             if not isinstance(group, Group):
                 group = await group
@@ -206,9 +225,9 @@ class AiohttpClient:
             try:
                 if admission.fleet is None:
                     resp = await self.session().request(
-                        method, url, allow_redirects=False, middlewares=(), **kwargs)
+                        method, sent, allow_redirects=False, middlewares=(), **kwargs)
                 else:
-                    resp = await self._request_in_slot(group, method, url, kwargs)
+                    resp = await self._request_in_slot(group, method, sent, kwargs)
                 redirect = follow and resp.status in REDIRECTS
                 # Learn from the answer, then read its body unless it streams.
                 # (Inline, not a coroutine of its own: this runs for every page.)
@@ -282,7 +301,7 @@ class AiohttpClient:
         """A streamed response was let go."""
         self._open.discard(resp)
 
-    async def _request_in_slot(self, group: Group, method: str, url: str,
+    async def _request_in_slot(self, group: Group, method: str, url: URL | str,
                                kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
         """Send within the fleet slot the admission reserved (or reserve again)."""
         fleet = self.admission.fleet
