@@ -181,6 +181,22 @@ def test_origins_serving_the_same_bytes_share_one_parse() -> None:
     assert other.rules is not a.rules and len(bodies) == 2
 
 
+@pytest.mark.parametrize(("asked", "skipped", "interval"), [(5, False, 5.0), (90, True, 1.0)])
+def test_sites_sharing_a_parse_share_what_its_crawl_delay_means(
+        asked: int, skipped: bool, interval: float) -> None:
+    # The pacing a file asks for is worked out once for the sites that serve it:
+    # each gets the same interval, or the same skip past max_crawl_delay.
+    bodies = ParsedBodies()
+    body = f"User-agent: *\nCrawl-delay: {asked}\nDisallow: /private\n".encode()
+    sites = [interpret(entry_of(o, body), how(), bodies=bodies)
+             for o in ("http://a.example", "http://b.example", "http://a.example")]
+    alone = interpret(entry_of("http://c.example", body), how())
+    for site in [*sites, alone]:
+        assert site.interval == interval
+        assert (site.verdict is not None and site.verdict.outcome == SKIPPED) is skipped
+    assert sites[0].rules is sites[1].rules and len(bodies) == 1
+
+
 def test_the_charset_is_part_of_what_is_shared() -> None:
     bodies = ParsedBodies()
     body = "User-agent: *\nDisallow: /caf\u00e9\n".encode("latin-1")

@@ -215,9 +215,7 @@ class AiohttpClient:
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         while True:
             # One hop, inline: a coroutine layer less on every resumption of the request.
-            sent: URL | str = url
-            if _REWRITTEN(url) is not None:  # for_aiohttp's test, inline: every page
-                sent, url = for_aiohttp(url)
+            sent, url = (url, url) if _REWRITTEN(url) is None else for_aiohttp(url)  # inline
             group = admission.admit(url)
             if not isinstance(group, Group):
                 group = await group

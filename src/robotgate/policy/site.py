@@ -99,18 +99,26 @@ class ParsedBodies:
     def __init__(self, max_entries: int = 256, max_body: int = 16 * 1024) -> None:
         self.max_entries = max_entries
         self.max_body = max_body
-        self._parsed: dict[tuple[bytes, str | None], RobotsTxt] = {}
+        self._parsed: dict[tuple[bytes, str | None], tuple[RobotsTxt, Decision | None, float]] = {}
 
     def parse(self, entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
         """The rules of a 2xx ``entry`` read as ``how`` says (one reader per instance)."""
+        return self.read(entry, how)[0]
+
+    def read(self, entry: RobotsEntry, how: Interpretation
+             ) -> tuple[RobotsTxt, Decision | None, float]:
+        """As :meth:`parse`, with what the rules mean for pacing (see :func:`paced`),
+        worked out once for the sites that share them."""
         body = entry.body or b""
         if len(body) > self.max_body or self.max_entries <= 0:
-            return parse_entry(entry, how)
+            rules = parse_entry(entry, how)
+            return (rules, *paced(rules, how, None))
         key = (body, entry.content_type)  # the charset decides how the bytes read
         parsed = self._parsed.pop(key, None)
         if parsed is None:
-            parsed = parse_entry(entry, how)
-            if not parsed.ORIGIN_FREE:
+            rules = parse_entry(entry, how)
+            parsed = (rules, *paced(rules, how, None))
+            if not rules.ORIGIN_FREE:
                 return parsed
             if len(self._parsed) >= self.max_entries:
                 del self._parsed[next(iter(self._parsed))]
@@ -126,18 +134,28 @@ def interpret(entry: RobotsEntry, how: Interpretation, rules: RobotsTxt | None =
     """Parse ``entry`` (unless ``rules`` stand in for it) into :class:`SiteRules`;
     through ``bodies`` when given, so that sites serving the same bytes share rules."""
     verdict = outcome_decision(entry)
-    if verdict is None and rules is None:
-        rules = parse_entry(entry, how) if bodies is None else bodies.parse(entry, how)
+    if verdict is None and rules is None and bodies is not None:
+        rules, verdict, interval = bodies.read(entry, how)
+    else:
+        if verdict is None and rules is None:
+            rules = parse_entry(entry, how)
+        verdict, interval = paced(rules, how, verdict)
+    # A small body costs less kept than a copy of the entry without it.
+    body = entry.body
+    kept = entry if body is None or len(body) <= SMALL_BODY else entry.copy(body=None)
+    return SiteRules(kept, rules, verdict, interval)
+
+
+def paced(rules: RobotsTxt | None, how: Interpretation, verdict: Decision | None
+          ) -> tuple[Decision | None, float]:
+    """The site's verdict (``verdict``, or a skip for too long a delay asked) and its
+    pacing interval, by what ``rules`` ask of ``how.agent``."""
     pacing = how.pacing
     asked = pacing.asked(rules, how.agent)
     too_long = pacing.too_long(asked)
     if too_long is not None and verdict is None:
         verdict = Decision(False, f"{too_long}: the origin is skipped", outcome=SKIPPED)
-    interval = pacing.delay if too_long is not None else pacing.interval_for(asked)
-    # A small body costs less kept than a copy of the entry without it.
-    body = entry.body
-    kept = entry if body is None or len(body) <= SMALL_BODY else entry.copy(body=None)
-    return SiteRules(kept, rules, verdict, interval)
+    return verdict, pacing.delay if too_long is not None else pacing.interval_for(asked)
 
 
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:

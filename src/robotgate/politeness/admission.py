@@ -68,10 +68,8 @@ class Admission:
         self._fast: dict[str, SiteRules] = {}
         self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
-        # The cache's limit, read here on every check and admit (inlined there);
-        # no limit is one no count reaches, so the test is one compare.
-        limit = cache.recheck_visits
-        self._recheck_at = limit if limit is not None else sys.maxsize
+        # The cache's recheck limit, inlined in check and admit (none: one no count reaches).
+        self._recheck_at = sys.maxsize if cache.recheck_visits is None else cache.recheck_visits
         self._groups = scheduler.groups_by_key
 
     # -- robots.txt ------------------------------------------------------------------
@@ -246,7 +244,8 @@ class Admission:
             host = site.host
             if host is not None and host.visits_since_check < self._recheck_at:
                 path = _path_of(url, cut)
-                if not site.allowed(path, self.agent):
+                # The rules themselves when they decide every URL: a call less.
+                if not (site.judge or site).allowed(path, self.agent):
                     raise self.refuse(url, path, site)
                 site.used = True
                 group = self._groups.get(site.key)  # type: ignore[arg-type]
@@ -267,17 +266,20 @@ class Admission:
                 self._learn(url, site)
                 if self.scheduler.try_start(group, site.interval):
                     return group
-        return self._admit(url, origin, rest)
+        return self._admit(url, origin, rest, site)
 
-    async def _admit(self, url: str, origin: str, rest: str) -> Group:
-        try:  # site(), inlined: one coroutine less a new host
-            site = self.cache.cached(origin) or await self.cache.fetched(origin)
+    async def _admit(self, url: str, origin: str, rest: str, site: SiteRules | None) -> Group:
+        try:  # as admit() found it (no await since), else fetched
+            site = site or await self.cache.fetched(origin)
         except CacheClosed as exc:
             raise GateClosed(str(exc)) from None
         path = url if rest[:2] == "//" else rest
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)
-        group = self.group_now(origin) or await self.group(origin)
+        host = site.host  # the cache's: its group without the key's look-up, if still its
+        group = self._groups.get(host.origin) if host is not None else None
+        if group is None or group.state is not host:
+            group = self.group_now(origin) or await self.group(origin)
         if site.host is not group.state:
             site.host = group.state
         site.key = group.key

@@ -121,7 +121,6 @@ class Scheduler:
         self.policy = policy
         self.max_per_group = max_per_group
         self.max_groups = max_groups
-        self._clock = clock
         self._wall = wall
         self._groups: dict[str, Group] = {}
         self.global_slots = Slots(max_concurrency) if max_concurrency else None
@@ -132,8 +131,7 @@ class Scheduler:
         # capped at max_backoff): a stored next_allowed past it is not waited out.
         self.longest_wait = max(policy.max_backoff, policy.delay, policy.max_crawl_delay)
         self._time: Callable[[], float] | None = clock
-        # Tasks waiting in start(): close() ends their wait.
-        self._waiting: set[asyncio.Task[object]] = set()
+        self._waiting: set[asyncio.Task[object]] = set()  # in start(): close() ends them
         self.closed = False
 
     @property
@@ -362,8 +360,12 @@ class Scheduler:
             # Paced from the answer's arrival, not the start: however late the
             # server handled the request, the next one reaches it an interval later.
             group.last = now
-        policy = self.policy
         backoff = group.backoff
+        if backoff is _CALM and self._plain and status != 429 and status != 503:
+            # Most answers: nothing to widen, narrow or observe; the gap is the interval.
+            group.state.next_allowed = self._wall() + max(group.interval, group.paused_until - now)
+            return None
+        policy = self.policy
         if (status == 429 or status == 503 or policy.latency_factor) and backoff is _CALM:
             backoff = group.backoff = Backoff()  # _CALM is shared: never changed
         if policy.latency_factor and sent_at is not None:
