@@ -351,9 +351,7 @@ class AiohttpClient:
                 group = await group
             finally:
                 _VIA.reset(via)
-        headers = req.headers
-        for name, value in self.headers.items():
-            headers[name] = value
+        req.headers.update(self.headers)  # each name's values replaced, as setting it would
         fleet = admission.fleet
         try:
             if fleet is not None:

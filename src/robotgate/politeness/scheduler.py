@@ -32,6 +32,7 @@ __all__ = ["Group", "Scheduler", "Slots"]
 _EVICT_LOOK = 8
 #: The back-off of every group that has not needed one.
 _CALM = Backoff()
+_LOOP_TIME = asyncio.BaseEventLoop.time
 
 
 class Slots:
@@ -140,8 +141,9 @@ class Scheduler:
 
     def now(self) -> float:
         time_ = self._time
-        if time_ is None:
-            time_ = self._time = asyncio.get_running_loop().time
+        if time_ is None:  # asyncio's own loops read time.monotonic: read it, not their frame
+            loop = asyncio.get_running_loop()
+            time_ = self._time = time.monotonic if type(loop).time is _LOOP_TIME else loop.time
         return time_()
 
     # -- groups ----------------------------------------------------------------
@@ -181,10 +183,9 @@ class Scheduler:
         return min(state.next_allowed - self._wall(), self.longest_wait)
 
     def _evict(self) -> None:
-        # Bounded work per add (O(1)): look at the few oldest groups; the first idle
-        # one with no wait pending goes, else the first idle one.  A group with
-        # requests in flight or waiting goes to the back.  An evicted group's pending
-        # wait and back-off survive in its HostState (next_allowed, backoff).
+        # Bounded work per add (O(1)): of the few oldest groups, the first idle one with
+        # no wait pending goes, else the first idle one; a busy one goes to the back.  An
+        # evicted group's wait and back-off survive in its HostState (next_allowed, backoff).
         groups = self._groups
         now = self.now()
         fallback: str | None = None
@@ -357,8 +358,7 @@ class Scheduler:
         clock = self._time
         now = clock() if clock is not None else self.now()
         if now > group.last:
-            # Paced from the answer's arrival, not the start: however late the
-            # server handled the request, the next one reaches it an interval later.
+            # Paced from the answer's arrival: the next request reaches it an interval later.
             group.last = now
         backoff = group.backoff
         if backoff is _CALM and self._plain and status != 429 and status != 503:
