@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
+import time
 
 import pytest
 
@@ -37,6 +38,17 @@ async def settle() -> None:
 
 
 # -- Slots ----------------------------------------------------------------------------------
+
+
+async def test_the_scheduler_reads_the_loops_own_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # asyncio's loop.time() is time.monotonic(), read directly; a loop whose clock was
+    # replaced (a time-travelling test loop) is read through that clock.
+    plain = Scheduler(PacingPolicy())
+    before = time.monotonic()
+    assert before <= plain.now() <= time.monotonic()
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(loop, "time", lambda: 1e9)
+    assert Scheduler(PacingPolicy()).now() == 1e9
 
 
 def test_slots_count() -> None:

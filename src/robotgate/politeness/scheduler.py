@@ -32,7 +32,13 @@ __all__ = ["Group", "Scheduler", "Slots"]
 _EVICT_LOOK = 8
 #: The back-off of every group that has not needed one.
 _CALM = Backoff()
-_LOOP_TIME = asyncio.BaseEventLoop.time
+
+
+def _clock_of(loop_time: Callable[[], float]) -> Callable[[], float]:
+    """The loop's clock; asyncio's own loops' is time.monotonic, read without their
+    frame (unless replaced on the loop, as time-travelling test loops do)."""
+    own = getattr(loop_time, "__func__", None) is asyncio.BaseEventLoop.time
+    return time.monotonic if own else loop_time
 
 
 class Slots:
@@ -141,9 +147,8 @@ class Scheduler:
 
     def now(self) -> float:
         time_ = self._time
-        if time_ is None:  # asyncio's own loops read time.monotonic: read it, not their frame
-            loop = asyncio.get_running_loop()
-            time_ = self._time = time.monotonic if type(loop).time is _LOOP_TIME else loop.time
+        if time_ is None:
+            time_ = self._time = _clock_of(asyncio.get_running_loop().time)
         return time_()
 
     # -- groups ----------------------------------------------------------------
