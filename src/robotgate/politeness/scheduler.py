@@ -32,12 +32,13 @@ __all__ = ["Group", "Scheduler", "Slots"]
 _EVICT_LOOK = 8
 #: The back-off of every group that has not needed one.
 _CALM = Backoff()
+_ASYNCIO_TIME = asyncio.BaseEventLoop.time  # as asyncio defines it: time.monotonic()
 
 
 def _clock_of(loop_time: Callable[[], float]) -> Callable[[], float]:
     """The loop's clock; asyncio's own loops' is time.monotonic, read without their
-    frame (unless replaced on the loop, as time-travelling test loops do)."""
-    own = getattr(loop_time, "__func__", None) is asyncio.BaseEventLoop.time
+    frame (unless replaced on the loop or its class, as time-travelling test loops do)."""
+    own = getattr(loop_time, "__func__", None) is _ASYNCIO_TIME
     return time.monotonic if own else loop_time
 
 
