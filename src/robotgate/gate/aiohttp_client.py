@@ -422,11 +422,12 @@ class AiohttpRobotsTransport:
         """The request's coroutine: on the common path (a first request through the
         gate's own session) the GET itself, with no coroutine around it."""
         if request.previous is None and _VIA.get() is None:
-            client = self.client
-            headers = ({**client.headers, **request.headers} if request.headers
-                       else client.headers)
-            return _get(client.session(), request, headers)
+            return _get(self.client.session(), request, self._headers(request))
         return self._send(request)
+
+    def _headers(self, request: RobotsRequest) -> dict[str, str]:
+        client_headers = self.client.headers
+        return {**client_headers, **request.headers} if request.headers else client_headers
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
@@ -436,7 +437,7 @@ class AiohttpRobotsTransport:
                                          _left(request))
             if why is not None:
                 return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
-        headers = {**client.headers, **request.headers} if request.headers else client.headers
+        headers = self._headers(request)
         via = _VIA.get()
         if via is not None and not via.closed:
             try:

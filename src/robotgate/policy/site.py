@@ -110,15 +110,13 @@ class ParsedBodies:
         """As :meth:`parse`, with what the rules mean for pacing (see :func:`paced`),
         worked out once for the sites that share them."""
         body = entry.body or b""
-        if len(body) > self.max_body or self.max_entries <= 0:
-            rules = parse_entry(entry, how)
-            return (rules, *paced(rules, how, None))
+        kept = len(body) <= self.max_body and self.max_entries > 0
         key = (body, entry.content_type)  # the charset decides how the bytes read
-        parsed = self._parsed.pop(key, None)
+        parsed = self._parsed.pop(key, None) if kept else None
         if parsed is None:
             rules = parse_entry(entry, how)
             parsed = (rules, *paced(rules, how, None))
-            if not rules.ORIGIN_FREE:
+            if not (kept and rules.ORIGIN_FREE):
                 return parsed
             if len(self._parsed) >= self.max_entries:
                 del self._parsed[next(iter(self._parsed))]
