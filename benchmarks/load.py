@@ -1764,8 +1764,12 @@ def _machine() -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             return ""
 
+    from robotgate.compiled import compiled_modules
+
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
             "aiohttp": aiohttp.__version__, "load_average": os.getloadavg(),
+            # The children run the same install (but --before-src trees, which are pure).
+            "compiled": compiled_modules(),
             "commit": git("rev-parse", "--short", "HEAD"),
             "src_changed": bool(git("status", "--porcelain", "--", "src"))}
 
@@ -2016,6 +2020,10 @@ def _md(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
 def render_details(report: dict[str, Any]) -> str:
     """The detail tables (Markdown), ready for benchmarks/README-figures.md."""
     out: list[str] = []
+    compiled = report.get("machine", {}).get("compiled")
+    if compiled is not None:
+        out.append("\nrobotgate's hot path ran " + (
+            f"compiled with mypyc ({', '.join(compiled)})" if compiled else "as pure Python"))
     o = report.get("overhead")
     if o:
         out.append(f"\n### Overhead: {o['hosts']:,} loopback hosts x {o['pages_per_host']} pages, "

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from robotgate import RobotGate
-from robotgate.errors import Disallowed
+from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.pacing import PacingPolicy
@@ -633,3 +633,16 @@ async def test_a_hop_without_an_answer_paces_its_server_from_the_timeout() -> No
     assert [path for _, path in arrivals] == [
         "/robots.txt", "/p0", "/p1", "/robots.txt", "/r1", "/p2"]
     assert when["/p2"] - when["/r1"] >= 0.75  # 0.5 s timeout, then the 0.3 s delay
+
+
+async def test_a_closed_cache_answers_gate_closed_without_its_own_error() -> None:
+    admission = build(Clock())
+    await admission.cache.close()
+    admitted = admission.admit(A + "/x")
+    assert not isinstance(admitted, Group)
+    for asked in (admission.site(A), admitted):
+        with pytest.raises(GateClosed) as closed:
+            await asked
+        # The cache's error stays out of the traceback, in the compiled build too.
+        assert type(closed.value.__context__).__name__ == "CacheClosed"
+        assert closed.value.__suppress_context__ and closed.value.__cause__ is None

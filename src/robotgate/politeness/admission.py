@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Coroutine
 from typing import Protocol
 
 from ..decision import Decision
-from ..errors import Disallowed, GateClosed
+from ..errors import Disallowed, GateClosed, without_context
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.site import SiteRules
 from ..records import HostState
@@ -79,7 +79,7 @@ class Admission:
         try:
             return self.cache.cached(origin) or await self.cache.fetched(origin)
         except CacheClosed as exc:
-            raise GateClosed(str(exc)) from None
+            raise without_context(GateClosed(str(exc))) from None
 
     def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
         self.disallowed += 1
@@ -272,7 +272,7 @@ class Admission:
         try:  # as admit() found it (no await since), else fetched
             site = site or await self.cache.fetched(origin)
         except CacheClosed as exc:
-            raise GateClosed(str(exc)) from None
+            raise without_context(GateClosed(str(exc))) from None
         path = url if rest[:2] == "//" else rest
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ..errors import GateClosed
+from ..errors import GateClosed, without_context
 from ..policy.fetch import parse_retry_after
 from ..policy.pacing import Backoff, PacingPolicy
 from ..records import HostState
@@ -315,9 +315,8 @@ class Scheduler:
             if held_global and glob is not None:
                 glob.give()
             if isinstance(exc, asyncio.CancelledError) and self.closed and _only_ours(task):
-                raise GateClosed(
-                    "the gate was closed while the request waited for its server's turn"
-                ) from None
+                raise without_context(GateClosed(
+                    "the gate was closed while the request waited for its server's turn")) from None
             raise
         finally:
             group.waiting -= 1

@@ -1,0 +1,38 @@
+"""Which of robotgate's modules run as compiled code in this installation.
+
+A normal install (``pip install robotgate`` or ``pip install .``) compiles the
+modules in :data:`HOT_PATH` with mypyc where a C compiler is at hand: they run
+on every page a gate admits.  An editable install (``pip install -e .``) keeps
+them as Python, so that edits take effect, unless ``ROBOTGATE_COMPILE=1`` is set;
+``ROBOTGATE_PURE=1`` keeps any install pure.  Both builds pass the same tests.
+This module is standard library only: ``setup.py`` reads the list from it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+__all__ = ["HOT_PATH", "compiled_modules"]
+
+#: The modules a compiled build compiles: the per-page admission and pacing, a
+#: site's rules as the gate holds them, and the robots.txt fetch's driver.
+HOT_PATH = (
+    "robotgate.policy.site",
+    "robotgate.politeness.admission",
+    "robotgate.politeness.robots_fetcher",
+    "robotgate.politeness.scheduler",
+)
+
+
+def compiled_modules() -> list[str]:
+    """The modules of :data:`HOT_PATH` that load as compiled code here.
+
+    >>> set(compiled_modules()) <= set(HOT_PATH)
+    True
+    """
+    out = []
+    for name in HOT_PATH:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None and not spec.origin.endswith(".py"):
+            out.append(name)
+    return out
