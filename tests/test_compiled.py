@@ -40,6 +40,7 @@ def test_setup_compiles_nothing_for_an_editable_install(monkeypatch: pytest.Monk
     seen: list[object] = []
     monkeypatch.setattr(setuptools, "setup", lambda **kw: seen.append(kw["ext_modules"]))
     monkeypatch.delenv("ROBOTGATE_COMPILE", raising=False)
+    monkeypatch.delenv("ROBOTGATE_PURE", raising=False)
     monkeypatch.setattr("sys.argv", ["setup.py", "editable_wheel"])
     runpy.run_path(str(ROOT / "setup.py"))
     monkeypatch.setenv("ROBOTGATE_PURE", "1")
