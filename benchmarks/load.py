@@ -102,6 +102,7 @@ import aiohttp
 
 from benchmarks.baselines import HandRolled, RobotsDenied, alternative_available
 from robotgate import Disallowed, FetchPolicy, RobotGate
+from robotgate.compiled import compiled_modules
 from tests.support.server import (
     SCENARIOS,
     HostPlan,
@@ -1763,8 +1764,6 @@ def _machine() -> dict[str, Any]:
                                   timeout=30).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
-
-    from robotgate.compiled import compiled_modules
 
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
             "aiohttp": aiohttp.__version__, "load_average": os.getloadavg(),
