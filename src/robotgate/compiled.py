@@ -15,8 +15,10 @@ import importlib.util
 __all__ = ["HOT_PATH", "compiled_modules"]
 
 #: The modules a compiled build compiles: the per-page admission and pacing, a
-#: site's rules as the gate holds them, and the robots.txt fetch's driver.
+#: site's rules as the gate holds them, the robots.txt fetch's driver, and
+#: gate.fetch's own loop (the aiohttp adapter).
 HOT_PATH = (
+    "robotgate.gate.aiohttp_client",
     "robotgate.policy.site",
     "robotgate.politeness.admission",
     "robotgate.politeness.robots_fetcher",

@@ -11,6 +11,7 @@ from typing import Literal
 import aiohttp
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 from yarl import URL
 
 from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGate
@@ -31,6 +32,7 @@ class Site:
                  robots: str = ROBOTS) -> None:
         self.robots = robots
         self.seen: list[tuple[str, int]] = []
+        self.headers: list[CIMultiDict[str]] = []  # each request's, in order
         self.robots_status = robots_status
         self.robots_wait = robots_wait
         self.robots_arrived = asyncio.Event()
@@ -39,11 +41,14 @@ class Site:
     async def handle(self, request: web.Request) -> web.Response:
         peer = request.transport.get_extra_info("peername") if request.transport else None
         self.seen.append((request.path, peer[1] if peer else -1))
+        self.headers.append(request.headers.copy())
         if request.path == "/robots.txt":
             self.robots_arrived.set()
             if self.robots_wait and len(self.seen) == 1:
                 await asyncio.sleep(self.robots_wait)
             return web.Response(status=self.robots_status, text=self.robots)
+        if request.path == "/hop":
+            raise web.HTTPFound("/page")
         return web.Response(text="page")
 
 
@@ -73,6 +78,30 @@ async def test_the_middleware_asks_robots_txt_over_the_users_own_connection() ->
         await runner.cleanup()
     assert [path for path, _ in site.seen] == ["/robots.txt", "/page"]
     assert site.seen[0][1] == site.seen[1][1]  # one connection, not one per session
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["owned session", "given session"])
+async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(given: bool) -> None:
+    # robots.txt was read for this agent: every hop of gate.fetch says so, and the
+    # session's and the call's other headers still go out.
+    site = Site()
+    runner = await serve(site)
+    try:
+        theirs = {"User-Agent": "Theirs/1", "X-Session": "s"}
+        async with aiohttp.ClientSession(headers=theirs) as session, RobotGate(
+                AGENT, from_="ops@example.com", delay=0,
+                session=session if given else None) as gate:
+            plain = await gate.fetch(site.url + "/page")
+            called = await gate.fetch(site.url + "/hop",
+                                      headers={"user-agent": "Call/2", "X-Call": "c"})
+    finally:
+        await runner.cleanup()
+    assert plain.status == called.status == 200
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/page", "/hop", "/page"]
+    for sent in site.headers:
+        assert sent.getall("User-Agent") == [AGENT] and sent.getall("From") == ["ops@example.com"]
+    assert [h.get("X-Session") for h in site.headers] == ["s" if given else None] * 4
+    assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
 
 
 async def test_a_session_that_raises_for_status_still_reads_a_missing_robots_txt() -> None:
@@ -258,6 +287,7 @@ async def test_a_url_yarl_cannot_parse_is_invalid_url(url: str) -> None:
         with pytest.raises(InvalidURL) as info:
             await gate.fetch(url)
         assert "p@" not in str(info.value)
+        assert info.value.__context__ is None  # not yarl's error, which may show the password
 
 
 async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(

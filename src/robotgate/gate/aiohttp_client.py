@@ -19,7 +19,7 @@ import aiohttp
 from yarl import URL
 
 from ..decision import Decision
-from ..errors import BodyTooLarge, Disallowed, GateClosed
+from ..errors import BodyTooLarge, Disallowed, GateClosed, without_context
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.network import hop_refusal, strip_credentials
 from ..politeness.admission import Admission
@@ -55,11 +55,14 @@ def for_aiohttp(url: str) -> tuple[URL | str, str]:
     """
     if _REWRITTEN(url) is None:
         return url, url
+    parsed: URL | None
     try:
         parsed = URL(url)
     except Exception:  # yarl's ValueError, and its IndexError on some odd authorities
+        parsed = None
+    if parsed is None:  # raised out here, the client's error is no context of ours
         split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
-        raise InvalidURL(url, "the HTTP client cannot parse it") from None
+        raise InvalidURL(url, "the HTTP client cannot parse it")
     return parsed, str(parsed)
 
 
@@ -182,12 +185,20 @@ class AiohttpClient:
     Responses in flight are tracked so that :meth:`close` can end them.
     """
 
-    def __init__(self, admission: Admission, session: Callable[[], aiohttp.ClientSession],
-                 headers: dict[str, str], owned: bool, refuse_private: bool = True) -> None:
-        self.admission = admission
+    #: The gate's, set once it is built (it needs this client's robots.txt transport).
+    admission: Admission
+
+    def __init__(self, session: Callable[[], aiohttp.ClientSession], headers: dict[str, str],
+                 owned: bool, refuse_private: bool = True) -> None:
         self.session = session
         self.headers = headers
         self.owned = owned
+        # What gate.fetch sends through instead of the session's own middlewares:
+        # nothing for the owned session (its defaults carry our headers) unless the
+        # call brings headers, else one that sets ours on the built request (cheaper
+        # than merging them per request): the agent robots.txt was read for is sent.
+        self._stamping: tuple[Middleware, ...] = (self._stamp,)
+        self._sending = () if owned else self._stamping
         self.refuse_private = refuse_private
         self.resolver: aiohttp.abc.AbstractResolver | None = None
         self._open: set[aiohttp.ClientResponse] = set()
@@ -208,9 +219,7 @@ class AiohttpClient:
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
-        if not self.owned:
-            given = kwargs.pop("headers", None)
-            kwargs["headers"] = {**given, **self.headers} if given else self.headers
+        sending = self._stamping if "headers" in kwargs else self._sending
         admission = self.admission
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         while True:
@@ -223,9 +232,10 @@ class AiohttpClient:
             try:
                 if admission.fleet is None:
                     resp = await self.session().request(
-                        method, sent, allow_redirects=False, middlewares=(), **kwargs)
+                        method, sent, allow_redirects=False, middlewares=sending,
+                        **kwargs)
                 else:
-                    resp = await self._request_in_slot(group, method, sent, kwargs)
+                    resp = await self._request_in_slot(group, method, sent, sending, kwargs)
                 redirect = follow and resp.status in REDIRECTS
                 # Learn from the answer, then read its body unless it streams.
                 # (Inline, not a coroutine of its own: this runs for every page.)
@@ -254,8 +264,10 @@ class AiohttpClient:
                     if not keep:
                         self._open.discard(resp)
             except aiohttp.ClientError as exc:
-                if self.closed or isinstance(exc, aiohttp.InvalidURL):
-                    raise _ours(exc, url, self.closed) from (exc if self.closed else None)
+                if self.closed:
+                    raise _ours(exc, url, True) from exc
+                if isinstance(exc, aiohttp.InvalidURL):
+                    raise without_context(_ours(exc, url, False)) from None
                 raise
             finally:
                 if not keep:
@@ -287,6 +299,11 @@ class AiohttpClient:
             return "GET"
         return method
 
+    async def _stamp(self, req: aiohttp.ClientRequest,
+                     handler: Handler) -> aiohttp.ClientResponse:
+        req.headers.update(self.headers)  # ours win over the session's and the call's
+        return await handler(req)
+
     def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
         try:
             target = strip_credentials(str(resp.url.join(URL(location))))
@@ -300,6 +317,7 @@ class AiohttpClient:
         self._open.discard(resp)
 
     async def _request_in_slot(self, group: Group, method: str, url: URL | str,
+                               sending: tuple[Middleware, ...],
                                kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
         """Send within the fleet slot the admission reserved (or reserve again)."""
         fleet = self.admission.fleet
@@ -310,7 +328,7 @@ class AiohttpClient:
                 if slot is not None:
                     slot.check(asyncio.get_running_loop().time())
                 resp = await self.session().request(
-                    method, url, allow_redirects=False, middlewares=(), **kwargs)
+                    method, url, allow_redirects=False, middlewares=sending, **kwargs)
             except LateSlot:
                 # Too late for its fleet slot (the loop lagged): not sent; ask again
                 # (reserve() sets the new slot, checked on the next round).

@@ -157,8 +157,8 @@ class RobotGate:
         self.keys = PaceKeys(self.pace_by, max_entries=max_origins)
         self.scheduler = Scheduler(self.pacing, max_per_group=cap,
                                    max_concurrency=max_concurrency, max_groups=max_origins)
-        self.client = AiohttpClient(None, self._ensure_session,  # type: ignore[arg-type]
-                                    self._headers, owned=self._session is None,
+        self.client = AiohttpClient(self._ensure_session, self._headers,
+                                    owned=self._session is None,
                                     refuse_private=not allow_private_redirects)
         self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
                                      self.policy)
@@ -333,7 +333,9 @@ class RobotGate:
         Returns the :class:`aiohttp.ClientResponse` with its body already read
         (the server's slot is held until then); usable as ``await`` or
         ``async with``.  Redirects are followed hop by hop, each checked and paced.
-        With ``stream=True`` (``async with`` only) the body is left for the caller
+        Other keyword arguments go to aiohttp's request; the gate's ``User-Agent``
+        and ``From`` replace any the session or the call sets (robots.txt was read
+        for that agent).  With ``stream=True`` (``async with`` only) the body is left for the caller
         to read, and the slot is held until the block exits.  Otherwise a body longer
         than ``max_bytes`` decoded (``None``: no limit) raises :class:`BodyTooLarge`.
 
