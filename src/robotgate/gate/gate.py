@@ -335,9 +335,10 @@ class RobotGate:
         ``async with``.  Redirects are followed hop by hop, each checked and paced.
         Other keyword arguments go to aiohttp's request; the gate's ``User-Agent``
         and ``From`` replace any the session or the call sets (robots.txt was read
-        for that agent).  With ``stream=True`` (``async with`` only) the body is left for the caller
-        to read, and the slot is held until the block exits.  Otherwise a body longer
-        than ``max_bytes`` decoded (``None``: no limit) raises :class:`BodyTooLarge`.
+        for that agent).  With ``stream=True`` (``async with`` only) the body is
+        left for the caller to read, and the slot is held until the block exits.
+        Otherwise a body longer than ``max_bytes`` decoded (``None``: no limit)
+        raises :class:`BodyTooLarge`.
 
         >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
         ...     first = await resp.content.read(65536)
