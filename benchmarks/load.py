@@ -1767,7 +1767,7 @@ def _machine() -> dict[str, Any]:
 
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
             "aiohttp": aiohttp.__version__, "load_average": os.getloadavg(),
-            # The children run the same install (but --before-src trees, which are pure).
+            # The children run this install; a --before-src tree runs whatever it holds.
             "compiled": compiled_modules(),
             "commit": git("rev-parse", "--short", "HEAD"),
             "src_changed": bool(git("status", "--porcelain", "--", "src"))}
