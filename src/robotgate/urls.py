@@ -23,6 +23,7 @@ __all__ = [
     "request_path",
     "robots_url",
     "split_origin",
+    "text_url",
 ]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -121,9 +122,25 @@ def as_sent(url: str) -> str:
     >>> as_sent("http://example.com/pri\tvate")
     'http://example.com/private'
     """
+    if url.__class__ is not str:
+        url = text_url(url)  # InvalidURL for what is no text, not TypeError
     if "\t" in url or "\n" in url or "\r" in url:
         return url.translate(_TABS_AND_NEWLINES)
     return url
+
+
+def text_url(url: object) -> str:
+    """``url`` as plain text when it is not a ``str``: a ``str`` subclass is one;
+    anything else raises :class:`InvalidURL` (a ``ValueError``), as a malformed URL does.
+
+    >>> text_url(b"http://example.com/")
+    Traceback (most recent call last):
+    ...
+    robotgate.urls.InvalidURL: invalid URL b'http://example.com/': not a string
+    """
+    if isinstance(url, str):
+        return str.__str__(url)
+    raise InvalidURL(url, "not a string")
 
 
 def redact(url: str) -> str:

@@ -353,6 +353,28 @@ async def test_invalid_urls_raise_value_error_naming_the_url() -> None:
             assert isinstance(err.value, ValueError) and repr(bad) in str(err.value)
 
 
+async def test_a_url_that_is_not_text_raises_invalid_url_from_every_question() -> None:
+    class Text(str):
+        pass
+
+    async with BenchServer([HostPlan("partial")]) as srv, RobotGate(AGENT, delay=0) as gate:
+        url = srv.url(0, "/page/1")
+        assert await gate.allowed(url)  # cached: check answers too
+        for text in (url, Text(url)):
+            checked = gate.check(text)
+            assert checked is not None and checked.allowed
+            assert await gate.allowed(text) and (await gate.decide(text)).allowed
+        for bad in (None, 123, url.encode(), [url]):
+            for ask in (gate.check, gate.allowed, gate.decide, gate.fetch, gate.usage,
+                        gate.rules, gate.robots_entry, gate.pace_key, gate.host_wait):
+                with pytest.raises(InvalidURL, match="not a string") as err:
+                    got = ask(bad)  # type: ignore[arg-type]
+                    if hasattr(got, "__await__"):
+                        await got
+                assert isinstance(err.value, ValueError) and repr(bad)[:20] in str(err.value)
+        assert srv.host_stats(0).page_requests == 0
+
+
 async def test_origins_normalised() -> None:
     async with BenchServer([HostPlan("partial")]) as srv, RobotGate(AGENT) as gate:
         host, port = srv.hosts[0], srv.port

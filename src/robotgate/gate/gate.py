@@ -36,7 +36,7 @@ from ..records import HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import MemoryStore
-from ..urls import as_sent, split_origin
+from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
 
@@ -313,7 +313,7 @@ class RobotGate:
         response's ``Content-Usage`` header combined; needs the origin cached (fresh or not)."""
         from ..robots.usage import combine_usage, usage_from_headers
 
-        decision = self.admission.as_cached(url)
+        decision = self.admission.as_cached(as_sent(url))  # a URL that is no str: InvalidURL
         found = [dict(decision.usage)] if decision is not None else []
         if headers is not None:
             found.append(usage_from_headers(headers))
@@ -343,8 +343,8 @@ class RobotGate:
         >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
         ...     first = await resp.content.read(65536)
         """
-        if url.__class__ is not str and isinstance(url, URL):
-            url = str(url)  # as it is sent
+        if url.__class__ is not str:
+            url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
         return FetchCall(self.client, url, method, kwargs, stream, max_bytes)
 
     @property

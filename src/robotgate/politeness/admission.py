@@ -27,7 +27,7 @@ from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
 from ..store.memory import MemoryStore, immediate
-from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin
+from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .crawl_results import CrawlSummary
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
@@ -178,27 +178,27 @@ class Admission:
         self._learn(url, site)
         return site, url if rest[:2] == "//" else rest
 
-    def check(self, url: str) -> Decision | None:
-        """The verdict for ``url`` if its origin's rules are cached and fresh, else None.
-
-        No I/O and no coroutine; the gate's ``check`` is this very method:
+    def check(self, url: object) -> Decision | None:
+        """The verdict for ``url`` if its origin's rules are cached and fresh, else None:
+        no I/O, no coroutine.  The gate's ``check`` is this very method:
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        if "\t" in url or "\n" in url or "\r" in url:
-            url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
+        link = url if isinstance(url, str) else text_url(url)  # InvalidURL, not TypeError
+        if "\t" in link or "\n" in link or "\r" in link:
+            link = as_sent(link)  # judged as sent (yarl drops them); inlined test: hot path
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
         # The links of one page mostly share its origin: the last one is tried first.
         now = _now()
         head, n, site = self._last  # "scheme://authority/", its length, its site
-        if site is None or url[:n] != head or site.fresh_until <= now:
-            cut = url.find("/", 8)
-            site = self._fast.get(url[:cut] if cut > 0 else url)
+        if site is None or link[:n] != head or site.fresh_until <= now:
+            cut = link.find("/", 8)
+            site = self._fast.get(link[:cut] if cut > 0 else link)
             if site is None or site.fresh_until <= now:
-                hit = self.cached(url)
+                hit = self.cached(link)
                 return hit[0].decide(hit[1], self.agent) if hit is not None else None
             if cut > 0:
-                self._last = url[:cut + 1], cut + 1, site
+                self._last = link[:cut + 1], cut + 1, site
         host = site.host
         if host is not None and host.visits_since_check >= self._recheck_at:
             return None
@@ -206,14 +206,14 @@ class Admission:
         judge = site.judge
         if judge is not None:
             # The rules remember the origin last asked (sites may share them): one compare.
-            return judge.decide(url, self.agent)
+            return judge.decide(link, self.agent)
         if site.verdict is not None:
             return site.verdict
         rules = site.rules
         assert rules is not None
-        if "/." in url or "/%2" in url:  # rules that read paths only: resolved here
-            url = _path_of(url, url.find("/", 8))
-        return rules.decide(url, self.agent)
+        if "/." in link or "/%2" in link:  # rules that read paths only: resolved here
+            link = _path_of(link, link.find("/", 8))
+        return rules.decide(link, self.agent)
 
     def as_cached(self, url: str) -> Decision | None:
         """As :meth:`check`, but by the rules as cached even when due for a refresh
