@@ -130,8 +130,9 @@ def as_sent(url: str) -> str:
 
 
 def text_url(url: object) -> str:
-    """``url`` as plain text when it is not a ``str``: a ``str`` subclass is one;
-    anything else raises :class:`InvalidURL` (a ``ValueError``), as a malformed URL does.
+    """A URL given as other than a plain ``str``: a ``str`` subclass becomes a plain
+    one; anything else raises :class:`InvalidURL` (a ``ValueError``), as a malformed
+    URL does, where string methods would raise ``TypeError`` or ``AttributeError``.
 
     >>> text_url(b"http://example.com/")
     Traceback (most recent call last):
