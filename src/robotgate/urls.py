@@ -255,9 +255,7 @@ def _idna(url: str, host: str) -> str:
 
 
 def _origin_slow(url: str) -> str:
-    if not isinstance(url, str):
-        raise InvalidURL(url, "not a string")
-    text = url.strip()
+    text = text_url(url).strip()
     if len(text) > _MAX_RAW_HOST:
         # Before parsing a megabyte of host name: it cannot be one.
         m = _AUTHORITY_START.match(text)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GateClosed
-from ..urls import InvalidURL, split_origin
+from ..urls import InvalidURL, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 
 __all__ = [
@@ -488,9 +488,7 @@ def _wake(fut: asyncio.Future[None]) -> None:
 
 
 def _key(gate: Any, url: object) -> str:
-    if not isinstance(url, str):
-        raise InvalidURL(url, "not a string")
-    return str(gate.pace_key(url))
+    return str(gate.pace_key(text_url(url)))
 
 
 def _defrag(url: str) -> str:
