@@ -20,7 +20,6 @@ from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
 from tests.support.arrivals import Arrivals
 from tests.support.hostile import MIB, HostileServer, robots_bomb
-from tests.support.server import BenchServer, HostPlan
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"
@@ -63,44 +62,6 @@ async def serve(site: Site) -> web.AppRunner:
     port = runner.addresses[0][1]
     site.url = f"http://127.0.0.1:{port}"
     return runner
-
-
-def fetch_tasks() -> list[asyncio.Task[object]]:
-    """Tasks running a robots.txt fetch: the cache's own, or an inline run moved to one."""
-    return [t for t in asyncio.all_tasks()
-            if "_fly" in repr(t.get_coro()) or "inline_run" in repr(t.get_coro())]
-
-
-@pytest.mark.parametrize("via", ["gate", "middleware"])
-async def test_robots_txt_is_fetched_in_the_first_askers_task_unless_the_session_runs_hooks(
-        via: str) -> None:
-    robots_in: list[asyncio.Task[object] | None] = []  # the task each robots.txt request ran in
-
-    async def started(_: object, __: object, params: aiohttp.TraceRequestStartParams) -> None:
-        if params.url.path == "/robots.txt":
-            robots_in.append(asyncio.current_task())
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(started)
-    async with BenchServer([HostPlan("slow", slow_seconds=0.5)] * 2) as srv:
-        for host, hooks in ((0, []), (1, [trace])):
-            async with (aiohttp.ClientSession(trace_configs=hooks) as own,
-                        RobotGate(AGENT, session=own) as gate,
-                        aiohttp.ClientSession(middlewares=[gate.middleware],
-                                              trace_configs=hooks) as users):
-                url = srv.url(host, "/page/1")
-                ask = asyncio.ensure_future(
-                    gate.allowed(url) if via == "gate" else users.get(url))
-                await asyncio.sleep(0.2)  # robots.txt is on its way
-                # A plain session: the asker fetches; a trace hook is the user's code,
-                # which may cancel the task it runs in: the fetch has a task of its own.
-                assert len(fetch_tasks()) == host and not ask.done()
-                answer = await ask
-                if isinstance(answer, aiohttp.ClientResponse):
-                    answer.release()
-                assert len(robots_in) == host and ask not in robots_in
-    assert robots_in[0] is not None
-    assert srv.host_stats(0).robots_requests == srv.host_stats(1).robots_requests == 1
 
 
 async def test_the_middleware_asks_robots_txt_over_the_users_own_connection() -> None:

@@ -449,17 +449,13 @@ class AiohttpRobotsTransport:
         """The request's coroutine: on the common path (a first request through the
         gate's own session) the GET itself, with no coroutine around it."""
         if request.previous is None and _VIA.get() is None:
-            return self._get(self.client.session(), request, self._headers(request))
+            session = self.client.session()
+            run = inline_run.current()
+            if run is None:
+                return _get(session, request, self._headers(request))
+            if session is self._plain or self._is_plain(session):
+                return _get_inline(session, request, self._headers(request), run)
         return self._send(request)
-
-    def _get(self, session: aiohttp.ClientSession, request: RobotsRequest,
-             headers: dict[str, str]) -> Coroutine[Any, Any, RobotsResponse]:
-        run = inline_run.current()
-        if run is None:
-            return _get(session, request, headers)
-        if session is self._plain or self._is_plain(session):
-            return _get_inline(session, request, headers, run)
-        return _get_in_task(session, request, headers)
 
     def _is_plain(self, session: aiohttp.ClientSession) -> bool:
         """Nothing of the user's runs inside a request through ``session`` (no trace
@@ -477,9 +473,9 @@ class AiohttpRobotsTransport:
         return {**client_headers, **request.headers} if request.headers else client_headers
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
+        await inline_run.LEAVE  # wait_for, a user's session: code that may cancel its task
         client = self.client
         if request.previous is not None:
-            await inline_run.LEAVE  # wait_for cancels the task it runs in
             # The resolver has no timer of its own.
             why = await asyncio.wait_for(client.hop_refusal(request.previous, request.url),
                                          _left(request))
@@ -489,12 +485,12 @@ class AiohttpRobotsTransport:
         via = _VIA.get()
         if via is not None and not via.closed:
             try:
-                return await self._get(via, request, headers)
+                return await _get(via, request, headers)
             except aiohttp.ClientError:
                 if not via.closed:
                     raise
                 # The user closed that session meanwhile: not the site's failure.
-        return await self._get(client.session(), request, headers)
+        return await _get(client.session(), request, headers)
 
 
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
@@ -523,7 +519,8 @@ async def _get_inline(session: aiohttp.ClientSession, request: RobotsRequest,
     so the deadline moves the fetch to a task of its own and cancels that."""
     left = _left(request)
     if left is None:
-        return await _get_in_task(session, request, headers)  # the session's timeouts
+        await inline_run.LEAVE
+        return await _get(session, request, headers)
     timer = asyncio.get_running_loop().call_later(left, run.expire)
     try:
         return await _get(session, request, headers, _NO_TIMERS)
@@ -533,12 +530,6 @@ async def _get_inline(session: aiohttp.ClientSession, request: RobotsRequest,
         raise
     finally:
         timer.cancel()
-
-
-async def _get_in_task(session: aiohttp.ClientSession, request: RobotsRequest,
-                       headers: dict[str, str]) -> RobotsResponse:
-    await inline_run.LEAVE  # the session runs code of the user's: it may cancel its task
-    return await _get(session, request, headers)
 
 
 async def check_slot(session: aiohttp.ClientSession, ctx: object,

@@ -26,22 +26,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
-import threading
 from collections.abc import Coroutine, Generator
 from typing import Any
 
 __all__ = ["LEAVE", "InlineRun", "current"]
 
-# The run whose step is running in this thread. Not a context variable: the
-# callbacks a step registers (a connection's reader) keep a copy of the context.
-_DRIVING = threading.local()
+_RUN: contextvars.ContextVar[InlineRun | None] = contextvars.ContextVar(
+    "robotgate_inline_run", default=None)
 _MOVE = object()  # what LEAVE yields to the driving asker
 
 
 def current() -> InlineRun | None:
-    """The run whose step is running, while it is driven inline; else None."""
-    run: InlineRun | None = getattr(_DRIVING, "run", None)
-    return run
+    """The run the calling code is part of while it is still driven inline, else None."""
+    run = _RUN.get()
+    return run if run is not None and run.task is None else None
 
 
 class _Leave:
@@ -73,7 +71,8 @@ class InlineRun:
 
     def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
         self._coro = coro
-        self._ctx = contextvars.copy_context()  # as a task would run it
+        self._ctx = ctx = contextvars.copy_context()  # as a task would run it
+        ctx.run(_RUN.set, self)
         self._relay: asyncio.Future[None] | None = None
         self._waiting: asyncio.Future[Any] | None = None  # what the coroutine waits for
         self.task: asyncio.Task[None] | None = None
@@ -82,15 +81,10 @@ class InlineRun:
     def __await__(self) -> Generator[Any, None, None]:
         coro, ctx = self._coro, self._ctx
         while self.task is None:
-            outer = getattr(_DRIVING, "run", None)
-            _DRIVING.run = self
             try:
                 yielded = ctx.run(coro.send, None)
             except StopIteration:
-                self._relay = None
                 return
-            finally:
-                _DRIVING.run = outer
             if yielded is None:  # a bare yield (asyncio.sleep(0)): one turn of the loop
                 try:
                     yield None
