@@ -200,36 +200,6 @@ async def test_cancelled_waiters_do_not_cancel_the_shared_fetch() -> None:
         assert srv.host_stats(0).robots_requests == 1
 
 
-async def test_robots_txt_is_fetched_in_the_first_askers_task_unless_the_session_runs_hooks(
-) -> None:
-    def fetch_tasks() -> list[asyncio.Task[object]]:
-        return [t for t in asyncio.all_tasks() if "_fly" in repr(t.get_coro())
-                or "inline_run" in repr(t.get_coro())]
-
-    async with BenchServer([HostPlan("slow", slow_seconds=0.5)] * 2) as srv:
-        async with RobotGate(AGENT) as gate:
-            ask = asyncio.ensure_future(gate.allowed(srv.url(0, "/page/1")))
-            await asyncio.sleep(0.2)  # robots.txt is on its way
-            assert not fetch_tasks() and not ask.done()
-            await ask
-        # A trace hook is the user's code: it may cancel the task it runs in.
-        hooked: list[asyncio.Task[object] | None] = []
-
-        async def started(*_: object) -> None:
-            hooked.append(asyncio.current_task())
-
-        trace = aiohttp.TraceConfig()
-        trace.on_request_start.append(started)
-        async with (aiohttp.ClientSession(trace_configs=[trace]) as session,
-                    RobotGate(AGENT, session=session) as gate):
-            ask = asyncio.ensure_future(gate.allowed(srv.url(1, "/page/1")))
-            await asyncio.sleep(0.2)
-            assert len(fetch_tasks()) == 1
-            await ask
-        assert hooked and hooked[0] is not ask
-        assert srv.host_stats(0).robots_requests == srv.host_stats(1).robots_requests == 1
-
-
 async def test_close_cancels_fetches_in_flight_and_leaves_no_warning() -> None:
     async with BenchServer([HostPlan("slow", slow_seconds=5)]) as srv:
         gate = RobotGate(AGENT)

@@ -35,24 +35,12 @@ class Transport:
         if not held:
             self.release.set()
         self.finished = 0
-        self.tasks: list[asyncio.Task[object] | None] = []  # each request ran in
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         self.requests.append(request)
-        self.tasks.append(asyncio.current_task())
         await self.release.wait()
         self.finished += 1
         return self.answer
-
-
-@pytest.fixture(autouse=True, params=["task", "inline"])
-def flight(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test twice: the fetch in a task of its own, and in its first asker's
-    (a transport that runs inline; these fakes keep no deadline of their own)."""
-    if request.param == "inline":
-        monkeypatch.setattr(Transport, "runs_inline", True, raising=False)
-        monkeypatch.setattr(Transport, "enforces_deadline", True, raising=False)
-    return str(request.param)
 
 
 class FullDisk(MemoryStore):
@@ -178,19 +166,6 @@ async def test_the_site_knows_its_host_state() -> None:
 # -- cancellation and close ----------------------------------------------------------------
 
 
-async def test_the_first_asker_runs_the_fetch_itself_only_inline(flight: str) -> None:
-    transport = Transport(held=True)
-    cache, _ = make(transport)
-    first = asyncio.ensure_future(cache.get(SITE))
-    second = asyncio.ensure_future(cache.get(SITE))
-    await settle()
-    transport.release.set()
-    assert (await first) is (await second)
-    assert len(transport.tasks) == 1
-    assert (transport.tasks[0] is first) == (flight == "inline")
-    assert transport.tasks[0] is not second
-
-
 async def test_a_cancelled_asker_does_not_cancel_the_shared_fetch() -> None:
     transport = Transport(held=True)
     cache, _ = make(transport)
@@ -258,16 +233,13 @@ async def test_close_ends_waiters_with_cache_closed() -> None:
         await cache.get("http://other.example")
 
 
-async def test_close_before_the_fetch_began_still_ends_its_waiters(flight: str) -> None:
+async def test_close_before_the_fetch_began_still_ends_its_waiters() -> None:
     cache, _ = make(Transport(held=True))
     ask = cache.get(SITE)
     waiting = ask.send(None)  # the ask, run by hand to its wait: the fetch task not yet run
     assert isinstance(waiting, asyncio.Future) and cache.inflight == 1
     await cache.close()  # in this task: it cancels the fetch before that begins
-    if flight == "task":
-        assert isinstance(waiting.exception(), CacheClosed)
-    else:  # the ask drove the fetch to its wait; close() moved it to a task, then ended it
-        assert waiting.done() and not waiting.cancelled()
+    assert isinstance(waiting.exception(), CacheClosed)
     with pytest.raises(CacheClosed):
         ask.send(None)  # woken, the ask reads its answer
 

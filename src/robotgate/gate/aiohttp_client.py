@@ -22,7 +22,6 @@ from ..decision import Decision
 from ..errors import BodyTooLarge, Disallowed, GateClosed, without_context
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.network import hop_refusal, strip_credentials
-from ..politeness import inline_run
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
@@ -34,10 +33,6 @@ __all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall", "
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
 MAX_BODY = 64 << 20
 _CHUNK = 1 << 16
-#: A robots.txt request run in its asker's task: no timer of aiohttp's (see _get_inline).
-_NO_TIMERS = aiohttp.ClientTimeout(total=None, connect=None, sock_read=None, sock_connect=None)
-#: aiohttp's resolvers, which run nothing that cancels a task (ThreadedResolver, AsyncResolver).
-_PLAIN_RESOLVERS = frozenset({aiohttp.ThreadedResolver, aiohttp.AsyncResolver})
 
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
@@ -435,45 +430,24 @@ class AiohttpRobotsTransport:
     through the user's session when a request of theirs (the middleware) asked."""
 
     #: Each request ends at its deadline (aiohttp's own timer, which every request
-    #: has anyway, or the inline run's): no second timer per robots.txt fetch.
+    #: has anyway): no second timer per robots.txt fetch.
     enforces_deadline = True
-    #: A first request through a session of known parts may run in the asker's
-    #: task (inline_run); anything else leaves it first.
-    runs_inline = True
 
     def __init__(self, client: AiohttpClient) -> None:
         self.client = client
-        self._plain: aiohttp.ClientSession | None = None  # last session found plain
 
     def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:
         """The request's coroutine: on the common path (a first request through the
         gate's own session) the GET itself, with no coroutine around it."""
         if request.previous is None and _VIA.get() is None:
-            session = self.client.session()
-            run = inline_run.current()
-            if run is None:
-                return _get(session, request, self._headers(request))
-            if session is self._plain or self._is_plain(session):
-                return _get_inline(session, request, self._headers(request), run)
+            return _get(self.client.session(), request, self._headers(request))
         return self._send(request)
-
-    def _is_plain(self, session: aiohttp.ClientSession) -> bool:
-        """Nothing of the user's runs inside a request through ``session`` (no trace
-        hooks, aiohttp's own connector and resolver) that could cancel the task the
-        request runs in; so it may run in the asker's (inline_run)."""
-        connector = session.connector
-        plain = (not session.trace_configs and type(connector) is aiohttp.TCPConnector
-                 and type(getattr(connector, "_resolver", None)) in _PLAIN_RESOLVERS)
-        if plain:
-            self._plain = session
-        return plain
 
     def _headers(self, request: RobotsRequest) -> dict[str, str]:
         client_headers = self.client.headers
         return {**client_headers, **request.headers} if request.headers else client_headers
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
-        await inline_run.LEAVE  # wait_for, a user's session: code that may cancel its task
         client = self.client
         if request.previous is not None:
             # The resolver has no timer of its own.
@@ -494,12 +468,10 @@ class AiohttpRobotsTransport:
 
 
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
-               headers: dict[str, str], timeout: aiohttp.ClientTimeout | None = None
-               ) -> RobotsResponse:
+               headers: dict[str, str]) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
-    if timeout is None:
-        left = _left(request)
-        timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
+    left = _left(request)
+    timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
     async with session.get(request.url, headers=headers, allow_redirects=False,
                            raise_for_status=False, middlewares=(_once(),),
                            timeout=timeout) as resp:
@@ -511,25 +483,6 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
             body = (content.read_nowait(request.max_bytes) if content.is_eof()
                     else await _read_capped(resp, request.max_bytes))
         return RobotsResponse(status, resp.headers, body, request.url)
-
-
-async def _get_inline(session: aiohttp.ClientSession, request: RobotsRequest,
-                      headers: dict[str, str], run: inline_run.InlineRun) -> RobotsResponse:
-    """:func:`_get` in the asker's task: aiohttp's timers would cancel that task,
-    so the deadline moves the fetch to a task of its own and cancels that."""
-    left = _left(request)
-    if left is None:
-        await inline_run.LEAVE
-        return await _get(session, request, headers)
-    timer = asyncio.get_running_loop().call_later(left, run.expire)
-    try:
-        return await _get(session, request, headers, _NO_TIMERS)
-    except asyncio.CancelledError:
-        if run.timed_out():
-            raise asyncio.TimeoutError from None
-        raise
-    finally:
-        timer.cancel()
 
 
 async def check_slot(session: aiohttp.ClientSession, ctx: object,

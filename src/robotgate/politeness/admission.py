@@ -31,7 +31,6 @@ from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, tex
 from .crawl_results import CrawlSummary
 from .fleet_slots import FleetSlots
 from .grouping import PaceKeys
-from .inline_run import LEAVE
 from .robots_cache import CacheClosed, RobotsCache
 from .scheduler import Group, Scheduler
 
@@ -416,7 +415,6 @@ class RobotsTurn:
         # A refetch keeps to the interval the server's pages keep (its Crawl-delay).
         interval = max(scheduler.policy.delay, group.interval)
         if not scheduler.try_start(group, interval, page=False):
-            await LEAVE  # the wait for a turn ends in a cancel of the task it runs in
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group
         return self

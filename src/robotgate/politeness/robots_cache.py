@@ -12,14 +12,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Literal, TypeVar
+from typing import Literal
 
 from ..policy.site import Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import immediate
-from .inline_run import InlineRun
 from .robots_fetcher import RobotsFetcher, TurnHooks
 
 __all__ = ["CacheClosed", "RobotsCache"]
@@ -30,7 +29,6 @@ _CLOSE_WAIT = 0.25
 _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 
 log = logging.getLogger("robotgate.robots")
-_T = TypeVar("_T")
 
 
 @asynccontextmanager
@@ -46,25 +44,13 @@ def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
     return entry
 
 
-def _runs_inline(transport: object) -> bool:
-    """May a fetch through ``transport`` run in its asker's task?  Only when the
-    transport says so and keeps its own deadline (the fetcher's timer would
-    cancel the asker)."""
-    return (getattr(transport, "runs_inline", False) is True
-            and getattr(transport, "enforces_deadline", False) is True)
-
-
 class _Flight:
-    """One origin's robots.txt fetch in flight and the futures of those waiting for it.
+    """One origin's robots.txt fetch in flight and the futures of those waiting for it."""
 
-    The fetch runs in its task, or (``run``) in its first asker's until it needs one.
-    """
-
-    __slots__ = ("run", "task", "waiters")
+    __slots__ = ("task", "waiters")
 
     def __init__(self) -> None:
         self.task: asyncio.Task[None] | None = None
-        self.run: InlineRun | None = None
         self.waiters: list[asyncio.Future[SiteRules]] = []
 
 
@@ -106,9 +92,6 @@ class RobotsCache:
         self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False
         self.store_errors = 0
-        # The first asker runs the fetch where nothing on its path cancels the task it
-        # runs in: the memory store, and a transport that says so (inline_run).
-        self._inline_store = self._mem is not None and not store.shared
 
     # -- the hot path -------------------------------------------------------------
 
@@ -141,24 +124,15 @@ class RobotsCache:
         """As :meth:`get`, right after :meth:`cached` said no: joins or starts the fetch."""
         flight = self._inflight.get(origin)
         loop = asyncio.get_running_loop()
-        # Each waiter awaits its own future: one that is cancelled cancels only
-        # that, never the shared fetch (as asyncio.shield, with fewer hops).
-        waiter: asyncio.Future[SiteRules] = loop.create_future()
         if flight is None:
             if self._closed:
                 raise CacheClosed("the gate is closed")
             flight = self._inflight[origin] = _Flight()
-            flight.waiters.append(waiter)
-            if self._inline_store and _runs_inline(self.fetcher.transport):
-                run = flight.run = InlineRun(self._fly(origin, flight))
-                try:
-                    await run  # a cancel here is the asker's; the fetch goes on in run.task
-                finally:
-                    flight.task = run.task  # None: it ended here, and the waiter is done
-            else:
-                flight.task = loop.create_task(self._fly(origin, flight))
-        else:
-            flight.waiters.append(waiter)
+            flight.task = loop.create_task(self._fly(origin, flight))
+        # Each waiter awaits its own future: one that is cancelled cancels only
+        # that, never the shared fetch (as asyncio.shield, with fewer hops).
+        waiter: asyncio.Future[SiteRules] = loop.create_future()
+        flight.waiters.append(waiter)
         try:
             return await waiter
         except asyncio.CancelledError:
@@ -203,9 +177,6 @@ class RobotsCache:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
         self._closed = True
         flights = list(self._inflight.values())
-        for flight in flights:
-            if flight.task is None and flight.run is not None:
-                flight.task = flight.run.to_task()  # cancelled below, as any fetch's
         origins = {f.task: origin for origin, f in self._inflight.items() if f.task is not None}
         tasks = set(origins)
         for _ in range(_CLOSE_TRIES):
@@ -269,19 +240,17 @@ class RobotsCache:
             elif mem is not None:
                 mem.put_robots(entry)
             else:
-                await self._tolerated("save robots.txt", self.store.save_robots(entry), None)
+                await self._save(entry)
         finally:
             if token is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
-                    await self._tolerated("release the robots.txt lock",
-                                          self.store.unlock_fetch(origin, token), None)
+                    await self._unlock(origin, token)
                 finally:
                     self._releasing.discard(origin)
         if host.visits_since_check:
             host.visits_since_check = 0
-            # Saved, or the next start would recheck again.
-            await self._tolerated("save host state", self.store.save_host(host), None)
+            await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
     async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
@@ -307,8 +276,7 @@ class RobotsCache:
             if again is not None and again.is_fresh(time.time()) and (
                 not recheck or stored is None or again.fetched_at > stored.fetched_at
             ):
-                await self._tolerated("release the robots.txt lock",
-                                      self.store.unlock_fetch(origin, token), None)
+                await self._unlock(origin, token)
                 return None, again
         return token, None
 
@@ -316,20 +284,39 @@ class RobotsCache:
         """The fetch lock's token, None if another worker holds it, or False when the
         store cannot take it (a full disk, a read-only file): then this worker fetches
         alone, as the lock only spares the others a request."""
-        return await self._tolerated("take the robots.txt fetch lock",
-                                     self.store.lock_fetch(origin, ttl), False)
-
-    async def _tolerated(self, what: str, op: Awaitable[_T], failed: _T) -> _T:
-        """``await op``; a store that fails (a full disk) gives ``failed`` instead, so
-        that the site does not cost a robots.txt request per ask (the rules are kept
-        in memory all the same) and a lock left held expires on its own."""
         try:
-            return await op
+            return await self.store.lock_fetch(origin, ttl)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.store_trouble(what, exc)
-            return failed
+            self.store_trouble("take the robots.txt fetch lock", exc)
+            return False
+
+    async def _save(self, entry: RobotsEntry) -> None:
+        # A store that cannot save (a full disk) must not cost the site a robots.txt
+        # request per ask: the rules are installed in memory all the same.
+        try:
+            await self.store.save_robots(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save robots.txt", exc)
+
+    async def _save_host(self, host: HostState) -> None:
+        try:
+            await self.store.save_host(host)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save host state", exc)
+
+    async def _unlock(self, origin: str, token: str) -> None:
+        try:
+            await self.store.unlock_fetch(origin, token)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the lock expires on its own
+            self.store_trouble("release the robots.txt lock", exc)
 
     def store_trouble(self, what: str, exc: Exception) -> None:
         """Count a store error; log the first one (the crawl goes on without the store)."""
