@@ -284,6 +284,152 @@ async def test_close_with_nothing_in_flight() -> None:
     await cache.close()
 
 
+# -- the first asker's next step, run in the fetch's task -------------------------------------
+
+
+class Step:
+    """A ``then`` for fetched_then: records where it ran; can hold or fail."""
+
+    def __init__(self, held: bool = False, fails: bool = False) -> None:
+        self.tasks: list[asyncio.Task[object] | None] = []
+        self.sites: list[object] = []
+        self.release = asyncio.Event()
+        if not held:
+            self.release.set()
+        self.fails = fails
+        self.cancelled = False
+
+    async def __call__(self, site: object) -> str:
+        self.tasks.append(asyncio.current_task())
+        self.sites.append(site)
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        if self.fails:
+            raise ValueError("the step failed")
+        return "sent"
+
+
+async def test_the_first_asker_s_next_step_runs_in_the_fetch_s_task() -> None:
+    transport = Transport(held=True)
+    cache, _ = make(transport)
+    step = Step()
+    first = asyncio.ensure_future(cache.fetched_then(SITE, step))
+    await settle()
+    joiner = asyncio.ensure_future(cache.get(SITE))
+    await settle()
+    transport.release.set()
+    assert await asyncio.wait_for(first, 10) == "sent"
+    site = await joiner
+    assert step.sites == [site] and cache.cached(SITE) is site
+    assert step.tasks[0] is not None and step.tasks[0] is not first
+    assert len(transport.requests) == 1 and cache.inflight == 0
+
+
+async def test_an_asker_that_joins_a_fetch_runs_its_step_itself() -> None:
+    transport = Transport(held=True)
+    cache, _ = make(transport)
+    starter = asyncio.ensure_future(cache.get(SITE))
+    await settle()
+    step = Step()
+    joiner = asyncio.ensure_future(cache.fetched_then(SITE, step))
+    await settle()
+    transport.release.set()
+    assert await asyncio.wait_for(joiner, 10) == "sent"
+    assert step.tasks == [joiner] and step.sites == [await starter]
+    assert len(transport.requests) == 1
+
+
+async def test_a_first_asker_cancelled_during_the_fetch_drops_only_its_step() -> None:
+    transport = Transport(held=True)
+    cache, _ = make(transport)
+    step = Step()
+    first = asyncio.ensure_future(cache.fetched_then(SITE, step))
+    await settle()
+    joiner = asyncio.ensure_future(cache.get(SITE))
+    await settle()
+    first.cancel()
+    await settle()
+    transport.release.set()
+    site = await asyncio.wait_for(joiner, 10)
+    assert first.cancelled() and not site.allowed("/x", AGENT)
+    await settle()
+    assert step.tasks == [] and len(transport.requests) == 1
+
+
+async def test_a_first_asker_cancelled_during_its_step_cancels_the_step_only() -> None:
+    transport = Transport()
+    cache, _ = make(transport)
+    step = Step(held=True)
+    first = asyncio.ensure_future(cache.fetched_then(SITE, step))
+    for _ in range(100):
+        if step.tasks:
+            break
+        await asyncio.sleep(0.01)
+    assert step.tasks and cache.inflight == 0  # the fetch has landed; the step waits
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await settle()
+    task = step.tasks[0]
+    assert step.cancelled and task is not None and task.cancelled()
+    site = await cache.get(SITE)  # the rules stay
+    assert cache.cached(SITE) is site and len(transport.requests) == 1
+
+
+async def test_a_failing_step_reaches_its_asker_and_not_the_others() -> None:
+    transport = Transport(held=True)
+    cache, _ = make(transport)
+    first = asyncio.ensure_future(cache.fetched_then(SITE, Step(fails=True)))
+    await settle()
+    joiner = asyncio.ensure_future(cache.get(SITE))
+    await settle()
+    transport.release.set()
+    with pytest.raises(ValueError, match="the step failed"):
+        await asyncio.wait_for(first, 10)
+    assert (await joiner).allowed("/y", AGENT) and cache.peek(SITE) is not None
+
+
+async def test_a_failing_fetch_reaches_the_first_asker_without_its_step() -> None:
+    async def broken_host_state(origin: str) -> HostState:
+        raise RuntimeError("a bug in the host state")
+
+    cache = RobotsCache(RobotsFetcher(Transport(), FetchPolicy()), MemoryStore(),
+                        Interpretation(AGENT), host_state=broken_host_state)
+    step = Step()
+    with pytest.raises(RuntimeError, match="a bug in the host state"):
+        await asyncio.wait_for(cache.fetched_then(SITE, step), 10)
+    assert step.tasks == [] and cache.inflight == 0
+
+
+async def test_close_ends_a_first_asker_with_cache_closed_and_no_step() -> None:
+    cache, _ = make(Transport(held=True))
+    step = Step()
+    first = asyncio.ensure_future(cache.fetched_then(SITE, step))
+    await settle()
+    await asyncio.wait_for(cache.close(), 10)
+    with pytest.raises(CacheClosed):
+        await first
+    assert step.tasks == []
+    with pytest.raises(CacheClosed):
+        await cache.fetched_then("http://other.example", step)
+
+
+async def test_close_before_the_fetch_began_ends_its_first_asker() -> None:
+    cache, _ = make(Transport(held=True))
+    step = Step()
+    ask = cache.fetched_then(SITE, step)
+    waiting = ask.send(None)  # run by hand to its wait: the fetch task not yet run
+    assert isinstance(waiting, asyncio.Future) and cache.inflight == 1
+    await cache.close()
+    assert isinstance(waiting.exception(), CacheClosed)
+    with pytest.raises(CacheClosed):
+        ask.send(None)
+    assert step.tasks == []
+
+
 # -- store trouble (issue 12 item 10) ----------------------------------------------------------
 
 
