@@ -12,7 +12,6 @@ import re
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -208,30 +207,26 @@ class AiohttpClient:
     # -- gate.fetch -----------------------------------------------------------------
 
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
-                    max_bytes: int | None = MAX_BODY, call: FetchCall | None = None,
-                    first: Group | None = None) -> aiohttp.ClientResponse:
+                    max_bytes: int | None = MAX_BODY,
+                    call: FetchCall | None = None) -> aiohttp.ClientResponse:
         """Send ``url`` and read its body, hop by hop through redirects, each checked and paced.
 
         With ``call`` (``async with``) the last response is kept there for its
         exit; when it streams, the response is unread and its server's Group,
         still held, is kept there too.  A body longer than ``max_bytes`` (not
-        None) raises :class:`BodyTooLarge`.  ``first``: the first hop's Group, started."""
+        None) raises :class:`BodyTooLarge`.
+        """
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         sending = self._stamping if "headers" in kwargs else self._sending
         admission = self.admission
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
-        while True:  # one hop a turn, inline: a coroutine layer less on every resumption
+        while True:
+            # One hop, inline: a coroutine layer less on every resumption of the request.
             sent, url = (url, url) if _REWRITTEN(url) is None else for_aiohttp(url)  # inline
-            group = admission.admit(url) if first is None else first
+            group = admission.admit(url)
             if not isinstance(group, Group):
-                if not (history or stream or admission.fleet is not None):
-                    # Sent in its robots.txt fetch's task, right after it.  Not a stream:
-                    # one held by a caller cancelled as that task ends would keep its slot.
-                    return await group.then(partial(self.fetch, url, method, {
-                        **kwargs, "allow_redirects": follow, "max_redirects": max_redirects,
-                    }, max_bytes, call))
                 group = await group
             keep = False  # True once a streamed response holds the server's slot
             try:
@@ -242,7 +237,8 @@ class AiohttpClient:
                 else:
                     resp = await self._request_in_slot(group, method, sent, sending, kwargs)
                 redirect = follow and resp.status in REDIRECTS
-                # Learn from the answer, then read its body unless it streams (inline).
+                # Learn from the answer, then read its body unless it streams.
+                # (Inline, not a coroutine of its own: this runs for every page.)
                 self._open.add(resp)
                 try:
                     pending = admission.answered(group, resp.status, _retry_after(resp))
@@ -250,8 +246,8 @@ class AiohttpClient:
                         await pending
                     keep = stream and not redirect
                     if not keep:
-                        # A body whole and within the limit (most pages: they come with
-                        # their headers) is read as aiohttp does; any other in chunks.
+                        # A body already whole and within the limit (most pages: they come
+                        # with their headers) is read as aiohttp does; any other in chunks.
                         content = resp.content
                         if max_bytes is None or (
                                 content.is_eof() and content.total_bytes <= max_bytes):
@@ -276,7 +272,10 @@ class AiohttpClient:
             finally:
                 if not keep:
                     admission.done(group)
-            target = self._next_hop(resp, history, max_redirects) if redirect else None
+            location = resp.headers.get("Location") if redirect else None
+            if location is not None and len(history) >= max_redirects:
+                raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
+            target = self._target(resp, location) if location is not None else None
             if target is None:
                 # The answer (not a redirect, or to no http(s) URL), or streamed.
                 if call is not None:
@@ -286,7 +285,7 @@ class AiohttpClient:
                 return resp
             method = await self._hop(url, target, resp.status, method, kwargs)
             history += (resp,)
-            url, first = target, None
+            url = target
 
     async def _hop(self, url: str, target: str, status: int, method: str,
                    kwargs: dict[str, Any]) -> str:
@@ -304,16 +303,6 @@ class AiohttpClient:
                      handler: Handler) -> aiohttp.ClientResponse:
         req.headers.update(self.headers)  # ours win over the session's and the call's
         return await handler(req)
-
-    def _next_hop(self, resp: aiohttp.ClientResponse,
-                  history: tuple[aiohttp.ClientResponse, ...], max_redirects: int) -> str | None:
-        """A redirect's target (None: none to follow); past the limit, TooManyRedirects."""
-        location = resp.headers.get("Location")
-        if location is None:
-            return None
-        if len(history) >= max_redirects:
-            raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
-        return self._target(resp, location)
 
     def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
         try:

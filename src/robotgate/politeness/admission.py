@@ -17,9 +17,8 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from functools import partial
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Coroutine
+from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed, without_context
@@ -39,7 +38,6 @@ __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
 _now = time.time
-T = TypeVar("T")
 
 
 class Crawl(Protocol):
@@ -230,8 +228,8 @@ class Admission:
             return None
         return site.decide(url if rest[:2] == "//" else rest, self.agent)
 
-    def admit(self, url: str) -> Group | Pending:
-        """Check ``url`` and take its turn: the started Group, or a :class:`Pending` for it.
+    def admit(self, url: str) -> Group | Awaitable[Group]:
+        """Check ``url`` and take its turn: the started Group, or an awaitable of it.
 
         Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
         cached) and :class:`~robotgate.urls.InvalidURL`.
@@ -268,7 +266,7 @@ class Admission:
                 self._learn(url, site)
                 if self.scheduler.try_start(group, site.interval):
                     return group
-        return Pending(self, url, origin, rest, site)
+        return self._admit(url, origin, rest, site)
 
     async def _admit(self, url: str, origin: str, rest: str, site: SiteRules | None) -> Group:
         try:  # as admit() found it (no await since), else fetched
@@ -350,45 +348,6 @@ class Admission:
         self.scheduler.close()
         for crawl in list(self._crawls):
             crawl.halt(GateClosed("the gate was closed during the crawl"))
-
-
-class Pending:
-    """What :meth:`Admission.admit` returns when the request must wait.
-
-    ``await pending`` gives the started Group.  ``await pending.then(send)`` gives
-    ``await send(group)``; when this request starts its origin's robots.txt fetch,
-    ``send`` runs in the fetch's task right after it, with no turn of the loop
-    between them (fewer objects alive at once, so fewer garbage collections: see
-    benchmarks/README-figures.md).  A cancel of the caller during the fetch drops
-    ``send``; during ``send``, ends it.
-    """
-
-    __slots__ = ("_admission", "_origin", "_rest", "_site", "_url")
-
-    def __init__(self, admission: Admission, url: str, origin: str, rest: str,
-                 site: SiteRules | None) -> None:
-        self._admission = admission
-        self._url = url
-        self._origin = origin
-        self._rest = rest
-        self._site = site
-
-    def __await__(self) -> Generator[Any, None, Group]:
-        return self._admission._admit(self._url, self._origin, self._rest,
-                                      self._site).__await__()
-
-    async def then(self, send: Callable[[Group], Awaitable[T]]) -> T:
-        """``await send(group)``, its robots.txt fetched first when needed."""
-        admission = self._admission
-        if self._site is None and admission.fleet is None:
-            try:
-                return await admission.cache.fetched_then(self._origin, partial(self._sent, send))
-            except CacheClosed as exc:
-                raise without_context(GateClosed(str(exc))) from None
-        return await self._sent(send, self._site)
-
-    async def _sent(self, send: Callable[[Group], Awaitable[T]], site: SiteRules | None) -> T:
-        return await send(await self._admission._admit(self._url, self._origin, self._rest, site))
 
 
 class RobotsTurn:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from ..policy.site import Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
@@ -29,7 +29,6 @@ _CLOSE_WAIT = 0.25
 _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 
 log = logging.getLogger("robotgate.robots")
-T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -46,36 +45,13 @@ def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
 
 
 class _Flight:
-    """One origin's robots.txt fetch in flight and the futures of those waiting for it.
+    """One origin's robots.txt fetch in flight and the futures of those waiting for it."""
 
-    The asker that started it may leave its next step (``then``) to the fetch's
-    task, which runs it right after the fetch, and its result goes to ``owner``.
-    """
-
-    __slots__ = ("owner", "task", "then", "waiters")
+    __slots__ = ("task", "waiters")
 
     def __init__(self) -> None:
         self.task: asyncio.Task[None] | None = None
         self.waiters: list[asyncio.Future[SiteRules]] = []
-        self.then: Callable[[SiteRules], Awaitable[Any]] | None = None
-        self.owner: asyncio.Future[Any] | None = None
-
-    def fail(self, exc: BaseException | None) -> None:
-        """Tell everyone still waiting that the fetch failed (``None``: was cancelled)."""
-        owner = () if self.owner is None else (self.owner,)
-        for waiter in (*self.waiters, *owner):
-            if exc is None:
-                waiter.cancel()
-            elif not waiter.done():
-                waiter.set_exception(exc)
-
-    def tell(self, site: SiteRules) -> Callable[[SiteRules], Awaitable[Any]] | None:
-        """Give the waiters ``site``; the owner's next step, if the owner still waits."""
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(site)
-        then, self.then = self.then, None  # from now on a cancel of the owner ends the task
-        return then if self.owner is not None and not self.owner.done() else None
 
 
 class CacheClosed(RuntimeError):
@@ -164,54 +140,27 @@ class RobotsCache:
                 raise CacheClosed(_CLOSED_DURING) from None
             raise
 
-    async def fetched_then(self, origin: str, then: Callable[[SiteRules], Awaitable[T]]) -> T:
-        """``await then(await self.fetched(origin))``, but when this call starts the
-        fetch, ``then`` runs in the fetch's own task right after it (no turn of the
-        loop between them).  A cancel of the caller during the fetch only drops
-        ``then``; during ``then``, it cancels ``then``."""
-        if origin in self._inflight or self._closed:
-            return await then(await self.fetched(origin))
-        loop = asyncio.get_running_loop()
-        flight = self._inflight[origin] = _Flight()
-        owner: asyncio.Future[T] = loop.create_future()
-        flight.then, flight.owner = then, owner
-        task = flight.task = loop.create_task(self._fly(origin, flight))
-        try:
-            return await owner
-        except asyncio.CancelledError:
-            if flight.then is None and not task.done():
-                task.cancel()  # in ``then`` (the fetch has landed): only ours to end
-            elif self._closed and task.cancelled():
-                raise CacheClosed(_CLOSED_DURING) from None
-            raise
-
     async def _fly(self, origin: str, flight: _Flight) -> None:
         """The shared fetch: its answer (or error) goes to every waiter still waiting."""
         try:
             site = await self._refresh(origin, self._sites.get(origin))
         except asyncio.CancelledError:
             self._land(origin, flight)
-            flight.fail(None)
+            for waiter in flight.waiters:
+                waiter.cancel()
             raise
         except BaseException as exc:
             self._land(origin, flight)
-            flight.fail(exc)
+            for waiter in flight.waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise  # KeyboardInterrupt, SystemExit: the loop's too
             return
         self._land(origin, flight)
-        then = flight.tell(site)
-        if then is None:
-            return
-        try:  # the owner's next step, in this task (inline: it runs for every new host)
-            result = await then(site)
-        except BaseException as exc:
-            flight.fail(None if isinstance(exc, asyncio.CancelledError) else exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        if flight.owner is not None and not flight.owner.done():
-            flight.owner.set_result(result)
+        for waiter in flight.waiters:
+            if not waiter.done():
+                waiter.set_result(site)
 
     def _land(self, origin: str, flight: _Flight) -> None:
         if self._inflight.get(origin) is flight:
@@ -244,7 +193,9 @@ class RobotsCache:
                 task.exception()  # retrieved: _fly gave it to its waiters
         for flight in flights:
             # A fetch cancelled before it began, or one still running, never told its waiters.
-            flight.fail(CacheClosed(_CLOSED_DURING))
+            for waiter in flight.waiters:
+                if not waiter.done():
+                    waiter.set_exception(CacheClosed(_CLOSED_DURING))
         self._inflight.clear()
 
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
@@ -289,20 +240,17 @@ class RobotsCache:
             elif mem is not None:
                 mem.put_robots(entry)
             else:
-                # A store that cannot save (a full disk) must not cost the site a
-                # robots.txt request per ask: the rules are installed all the same.
-                await self._spared("save robots.txt", store.save_robots(entry), None)
+                await self._save(entry)
         finally:
             if token is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
-                    await self._spared("release the robots.txt lock",
-                                       store.unlock_fetch(origin, token), None)
+                    await self._unlock(origin, token)
                 finally:
                     self._releasing.discard(origin)
         if host.visits_since_check:
-            host.visits_since_check = 0  # saved, or the next start would recheck again
-            await self._spared("save host state", store.save_host(host), None)
+            host.visits_since_check = 0
+            await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
     async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
@@ -328,8 +276,7 @@ class RobotsCache:
             if again is not None and again.is_fresh(time.time()) and (
                 not recheck or stored is None or again.fetched_at > stored.fetched_at
             ):
-                await self._spared("release the robots.txt lock",
-                                   store.unlock_fetch(origin, token), None)
+                await self._unlock(origin, token)
                 return None, again
         return token, None
 
@@ -337,18 +284,39 @@ class RobotsCache:
         """The fetch lock's token, None if another worker holds it, or False when the
         store cannot take it (a full disk, a read-only file): then this worker fetches
         alone, as the lock only spares the others a request."""
-        lock = self.store.lock_fetch(origin, ttl)
-        return await self._spared("take the robots.txt fetch lock", lock, False)
-
-    async def _spared(self, what: str, call: Awaitable[T], failed: T) -> T:
-        """``await call``; a store error is counted and logged, and gives ``failed``."""
         try:
-            return await call
+            return await self.store.lock_fetch(origin, ttl)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.store_trouble(what, exc)
-            return failed
+            self.store_trouble("take the robots.txt fetch lock", exc)
+            return False
+
+    async def _save(self, entry: RobotsEntry) -> None:
+        # A store that cannot save (a full disk) must not cost the site a robots.txt
+        # request per ask: the rules are installed in memory all the same.
+        try:
+            await self.store.save_robots(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save robots.txt", exc)
+
+    async def _save_host(self, host: HostState) -> None:
+        try:
+            await self.store.save_host(host)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save host state", exc)
+
+    async def _unlock(self, origin: str, token: str) -> None:
+        try:
+            await self.store.unlock_fetch(origin, token)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the lock expires on its own
+            self.store_trouble("release the robots.txt lock", exc)
 
     def store_trouble(self, what: str, exc: Exception) -> None:
         """Count a store error; log the first one (the crawl goes on without the store)."""
