@@ -104,6 +104,45 @@ async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(giv
     assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
 
 
+@pytest.mark.parametrize("first", ["options", "no redirects", "no hops"])
+async def test_a_new_host_s_first_page_goes_with_the_call_s_options(first: str) -> None:
+    # A new host's first page waits for robots.txt: the call's redirect options must
+    # reach it as any other page's (a lever that sends it from elsewhere carries them).
+    site = Site()
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            if first == "no hops":
+                with pytest.raises(aiohttp.TooManyRedirects):
+                    await gate.fetch(site.url + "/hop", max_redirects=0)
+            else:
+                moved = await gate.fetch(site.url + "/hop", allow_redirects=first == "options")
+                assert moved.status == (200 if first == "options" else 302)
+            again = await gate.fetch(site.url + "/hop", allow_redirects=False)
+    finally:
+        await runner.cleanup()
+    assert again.status == 302
+    hops = ["/hop", "/page"] if first == "options" else ["/hop"]
+    assert [path for path, _ in site.seen] == ["/robots.txt", *hops, "/hop"]
+
+
+async def test_a_new_host_s_first_page_cancelled_on_its_way_lets_its_slot_go() -> None:
+    # Its server's only slot, taken after robots.txt, is let go when the caller is cancelled.
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_host=1) as gate:
+        asking = asyncio.ensure_future(gate.fetch(srv.url("/slow/30")))
+        for _ in range(200):  # until the request reached the server
+            if "/slow/30" in srv.paths():
+                break
+            await asyncio.sleep(0.02)
+        assert "/slow/30" in srv.paths()
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        # The one slot of the server is free again: the slow request was ended.
+        page = await asyncio.wait_for(gate.fetch(srv.url("/page/1")), 5)
+        assert page.status == 200
+
+
 async def test_a_session_that_raises_for_status_still_reads_a_missing_robots_txt() -> None:
     site = Site(robots_status=404)
     runner = await serve(site)
