@@ -104,6 +104,15 @@ async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(giv
     assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
 
 
+async def reached(srv: HostileServer, path: str) -> None:
+    """Wait until a request for ``path`` has reached the server."""
+    for _ in range(200):
+        if path in srv.paths():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never reached the server")
+
+
 @pytest.mark.parametrize("first", ["options", "no redirects", "no hops"])
 async def test_a_new_host_s_first_page_goes_with_the_call_s_options(first: str) -> None:
     # A new host's first page waits for robots.txt: the call's redirect options must
@@ -130,11 +139,7 @@ async def test_a_new_host_s_first_page_cancelled_on_its_way_lets_its_slot_go() -
     # Its server's only slot, taken after robots.txt, is let go when the caller is cancelled.
     async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_host=1) as gate:
         asking = asyncio.ensure_future(gate.fetch(srv.url("/slow/30")))
-        for _ in range(200):  # until the request reached the server
-            if "/slow/30" in srv.paths():
-                break
-            await asyncio.sleep(0.02)
-        assert "/slow/30" in srv.paths()
+        await reached(srv, "/slow/30")
         asking.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asking
@@ -283,11 +288,7 @@ async def test_close_while_a_request_awaits_its_headers_raises_gate_closed() -> 
         gate = RobotGate(AGENT, delay=0)
         await gate.open()
         asking = asyncio.ensure_future(gate.fetch(srv.url("/slow/30")))
-        for _ in range(200):  # until the request reached the server
-            if "/slow/30" in srv.paths():
-                break
-            await asyncio.sleep(0.02)
-        assert "/slow/30" in srv.paths()
+        await reached(srv, "/slow/30")
         await gate.close()
         with pytest.raises(GateClosed, match="closed while requesting"):
             await asyncio.wait_for(asking, 5)
