@@ -15,7 +15,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGate
-from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, yarl_form
+from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, Handler, yarl_form
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
 from tests.support.arrivals import Arrivals
@@ -102,6 +102,34 @@ async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(giv
         assert sent.getall("User-Agent") == [AGENT] and sent.getall("From") == ["ops@example.com"]
     assert [h.get("X-Session") for h in site.headers] == ["s" if given else None] * 4
     assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
+
+
+async def test_fetch_on_a_session_with_middlewares_runs_none_of_them() -> None:
+    # A user's session may carry the gate's own middleware (and others): gate.fetch
+    # checks and paces each hop itself, so none of them runs, with or without the
+    # call's headers; each request goes out once, with the gate's agent.
+    site = Site()
+    runner = await serve(site)
+    ran: list[str] = []
+
+    async def counting(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
+        ran.append(req.url.path)
+        return await handler(req)
+
+    try:
+        async with RobotGate(AGENT, delay=0) as gate, aiohttp.ClientSession(
+                middlewares=[counting, gate.middleware]) as session, RobotGate(
+                AGENT, delay=0, session=session) as gate_on_it:
+            plain = await asyncio.wait_for(gate_on_it.fetch(site.url + "/hop"), 10)
+            called = await asyncio.wait_for(
+                gate_on_it.fetch(site.url + "/page", headers={"X-Call": "c"}), 10)
+    finally:
+        await runner.cleanup()
+    assert plain.status == called.status == 200
+    assert ran == []
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/hop", "/page", "/page"]
+    assert all(h.getall("User-Agent") == [AGENT] for h in site.headers)
+    assert site.headers[-1].get("X-Call") == "c"
 
 
 async def reached(srv: HostileServer, path: str) -> None:

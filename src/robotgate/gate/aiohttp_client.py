@@ -222,12 +222,7 @@ class AiohttpClient:
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
-        if "headers" in kwargs:
-            sending = self._stamping  # instead of the session's own middlewares
-        else:
-            sending = ()
-            if self._call_headers is not None:
-                kwargs["headers"] = self._call_headers
+        sending = self._sending(kwargs)
         admission = self.admission
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         while True:
@@ -294,6 +289,15 @@ class AiohttpClient:
             method = await self._hop(url, target, resp.status, method, kwargs)
             history += (resp,)
             url = target
+
+    def _sending(self, kwargs: dict[str, Any]) -> tuple[Middleware, ...]:
+        """The middlewares gate.fetch sends through (the session's own stay out); the
+        gate's headers go in ``kwargs`` when the session's defaults lack them."""
+        if "headers" in kwargs:
+            return self._stamping
+        if self._call_headers is not None:
+            kwargs["headers"] = self._call_headers
+        return ()
 
     async def _hop(self, url: str, target: str, status: int, method: str,
                    kwargs: dict[str, Any]) -> str:
