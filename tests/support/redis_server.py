@@ -334,8 +334,22 @@ class LocalCluster:
             return out
         raise RuntimeError("no cluster node answers")
 
-    def master_for_slot(self, slot: int) -> RedisServer:
-        """The node serving ``slot`` now."""
+    def master_for_slot(self, slot: int, timeout: float = 10.0) -> RedisServer:
+        """The node serving ``slot``, once the node asked has heard of it.
+
+        Gossip is slow: a client may already be redirected to a promoted replica
+        while another node still lists the failed master, so this asks again.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self._master_in_view(slot)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise LookupError(f"no master serves slot {slot} after {timeout:g} s")
+            time.sleep(0.05)
+
+    def _master_in_view(self, slot: int) -> RedisServer | None:
         for info in self.cluster_nodes():
             if "master" not in info["flags"] or "fail" in info["flags"]:
                 continue
@@ -350,7 +364,7 @@ class LocalCluster:
                     low = high = int(part)
                 if low <= slot <= high:
                     return next(n for n in self.nodes if n.port == info["port"])
-        raise LookupError(f"no master serves slot {slot}")
+        return None
 
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Wait until every running node says the cluster is ok and knows all nodes,
