@@ -4,6 +4,7 @@ robots.txt requests go."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import tracemalloc
 from typing import Literal
@@ -259,6 +260,39 @@ async def test_a_robots_txt_that_came_whole_is_still_read_only_to_the_limit() ->
         assert entry.body is not None and len(entry.body) == 1100
     finally:
         await runner.cleanup()
+
+
+async def test_a_robots_txt_request_whose_connection_drops_is_not_sent_again() -> None:
+    # aiohttp sends a GET again when its connection drops before the answer: for
+    # robots.txt that would be a second request; the origin is unreachable instead.
+    asked: list[bytes] = []
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        asked.append((await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1])
+        writer.close()  # no answer
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            decision = await gate.decide(f"http://127.0.0.1:{port}/page")
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert asked == [b"/robots.txt"]
+    assert not decision.allowed and decision.outcome == "unreachable"
+    assert "ServerDisconnectedError" in decision.reason
+
+
+async def test_a_robots_txt_request_that_cannot_connect_says_so() -> None:
+    # Never sent, so nothing to send again: the connector's own error is the reason.
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    async with RobotGate(AGENT, delay=0) as gate:
+        decision = await gate.decide(f"http://127.0.0.1:{port}/page")
+    assert not decision.allowed and decision.outcome == "unreachable"
+    assert "(ClientConnectorError" in decision.reason
 
 
 async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
