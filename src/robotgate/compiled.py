@@ -15,14 +15,18 @@ import importlib.util
 __all__ = ["HOT_PATH", "compiled_modules"]
 
 #: The modules a compiled build compiles: the per-page admission and pacing, a
-#: site's rules as the gate holds them, the robots.txt fetch's driver, and
-#: gate.fetch's own loop (the aiohttp adapter).
+#: site's rules as the gate holds them, the robots.txt fetch's driver,
+#: gate.fetch's own loop (the aiohttp adapter), and the RFC 9309 parser with its
+#: matcher and the explanations of its verdicts: every page asks its query.
 HOT_PATH = (
     "robotgate.gate.aiohttp_client",
     "robotgate.policy.site",
     "robotgate.politeness.admission",
     "robotgate.politeness.robots_fetcher",
     "robotgate.politeness.scheduler",
+    "robotgate.robots.decider",
+    "robotgate.robots.patterns",
+    "robotgate.robots.rfc9309",
 )
 
 

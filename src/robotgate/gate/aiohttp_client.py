@@ -486,7 +486,7 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
     left = _left(request)
     timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
     async with session.get(request.url, headers=headers, allow_redirects=False,
-                           raise_for_status=False, middlewares=_NOT_AGAIN,
+                           raise_for_status=False, middlewares=(_once(),),
                            timeout=timeout) as resp:
         status = resp.status
         body = None
@@ -519,23 +519,19 @@ def _retry_after(resp: aiohttp.ClientResponse) -> str | None:
     return resp.headers.get("Retry-After") if status == 429 or status == 503 else None
 
 
-class ConnectionDropped(aiohttp.ClientConnectionError):
-    """A robots.txt request's connection dropped before its answer: not sent again."""
+def _once() -> Middleware:
+    """A middleware that lets a request go out once: aiohttp would silently retry
+    a GET after a dropped connection, a second robots.txt request we don't want."""
+    sent = False
 
-
-async def _not_again(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
-    """Lets a request go out once: aiohttp would silently send a GET again after its
-    connection dropped, a second robots.txt request we don't want.  The drop comes
-    back as an error aiohttp does not retry (and no closure is made per request)."""
-    try:
+    async def middleware(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
+        nonlocal sent
+        if sent:
+            raise aiohttp.ServerDisconnectedError("connection dropped; not retried")
+        sent = True
         return await handler(req)
-    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            raise  # never sent: aiohttp does not retry it either
-        raise ConnectionDropped(f"{type(exc).__name__}: {exc}; not sent again") from exc
 
-
-_NOT_AGAIN: tuple[Middleware, ...] = (_not_again,)
+    return middleware
 
 
 async def _read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:

@@ -66,7 +66,7 @@ class Admission:
         self.closed = False
         self._crawls: set[Crawl] = set()  # running crawls, ended by close()
         self._fast: dict[str, SiteRules] = {}
-        self._last: tuple[str, int, SiteRules | None] = ("", 0, None)  # check()'s last origin
+        self._last: tuple[str, SiteRules | None] = ("", None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
         # The cache's recheck limit, inlined in check and admit (none: one no count reaches).
         self._recheck_at = sys.maxsize if cache.recheck_visits is None else cache.recheck_visits
@@ -190,15 +190,15 @@ class Admission:
         # cached() and SiteRules.decide inlined: this is the whole of gate.check.
         # The links of one page mostly share its origin: the last one is tried first.
         now = _now()
-        head, n, site = self._last  # "scheme://authority/", its length, its site
-        if site is None or link[:n] != head or site.fresh_until <= now:
+        head, site = self._last  # "scheme://authority/" and its site
+        if site is None or not link.startswith(head) or site.fresh_until <= now:
             cut = link.find("/", 8)
             site = self._fast.get(link[:cut] if cut > 0 else link)
             if site is None or site.fresh_until <= now:
                 hit = self.cached(link)
                 return hit[0].decide(hit[1], self.agent) if hit is not None else None
             if cut > 0:
-                self._last = link[:cut + 1], cut + 1, site
+                self._last = link[:cut + 1], site
         host = site.host
         if host is not None and host.visits_since_check >= self._recheck_at:
             return None

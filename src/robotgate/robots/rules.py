@@ -8,6 +8,7 @@ no dialect by name except the default, so dialects never import each other.
 
 from __future__ import annotations
 
+import abc
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,6 +63,13 @@ def register_dialect(name: str, parser: Parser, rules_class: type[RobotsTxt]) ->
     serve the same bytes share one parsed object.
     """
     _REGISTRY[name] = (parser, rules_class)
+    if "_abc_impl" not in vars(rules_class):
+        # Compiled with mypyc, a class is made without ABCMeta.__new__ and would share
+        # RobotsTxt's subclass cache: once a ClassicRobotsTxt is checked to be a
+        # RobotsTxt, it would pass for an Rfc9309Rules too.  Give it its own.
+        init = getattr(abc, "_abc_init", None)
+        if init is not None:
+            init(rules_class)
 
 
 def dialects() -> tuple[str, ...]:
