@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["MISSING_REASON", "LocalCluster", "RedisServer", "find_redis_server"]
 
@@ -33,6 +33,8 @@ MISSING_REASON = "redis-server not found: install the Debian package redis-serve
 # Bounds on waiting for the server to come up or go down (seconds).
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
+
+_T = TypeVar("_T")
 
 
 def find_redis_server() -> str | None:
@@ -74,6 +76,16 @@ def ping(port: int, timeout: float = 0.5) -> bool:
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _until(probe: Callable[[], _T], timeout: float) -> _T:
+    """``probe()``'s first true answer, asked every 50 ms; its last one after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
 
 
 class RedisServer:
@@ -340,14 +352,10 @@ class LocalCluster:
         Gossip is slow: a client may already be redirected to a promoted replica
         while another node still lists the failed master, so this asks again.
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self._master_in_view(slot)
-            if found is not None:
-                return found
-            if time.monotonic() > deadline:
-                raise LookupError(f"no master serves slot {slot} after {timeout:g} s")
-            time.sleep(0.05)
+        found = _until(lambda: self._master_in_view(slot), timeout)
+        if found is None:
+            raise LookupError(f"no master serves slot {slot} after {timeout:g} s")
+        return found
 
     def _master_in_view(self, slot: int) -> RedisServer | None:
         for info in self.cluster_nodes():
@@ -369,13 +377,8 @@ class LocalCluster:
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Wait until every running node says the cluster is ok and knows all nodes,
         and every replica is in sync with its master."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if all(self._node_ok(node) for node in self.running_nodes()):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"cluster at {self.address} not ok after {timeout:g} s")
-            time.sleep(0.05)
+        if not _until(lambda: all(self._node_ok(node) for node in self.running_nodes()), timeout):
+            raise RuntimeError(f"cluster at {self.address} not ok after {timeout:g} s")
 
     def _node_ok(self, node: RedisServer) -> bool:
         client = _client(node.port)
