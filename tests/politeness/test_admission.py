@@ -632,7 +632,10 @@ async def test_a_hop_without_an_answer_paces_its_server_from_the_timeout() -> No
     when = dict((path, t) for t, path in arrivals)
     assert [path for _, path in arrivals] == [
         "/robots.txt", "/p0", "/p1", "/robots.txt", "/r1", "/p2"]
-    assert when["/p2"] - when["/r1"] >= 0.75  # 0.5 s timeout, then the 0.3 s delay
+    # 0.5 s timeout, then the 0.3 s delay: 0.8 s, less the first request's round trip,
+    # which the deadline counts and a loaded machine stretches. Paced from the hop's
+    # send instead, /p2 would follow the timeout at once: about 0.5 s.
+    assert when["/p2"] - when["/r1"] >= 0.7
 
 
 async def test_a_closed_cache_answers_gate_closed_without_its_own_error() -> None:
