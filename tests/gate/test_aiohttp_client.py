@@ -4,7 +4,6 @@ robots.txt requests go."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import tracemalloc
 from typing import Literal
@@ -21,6 +20,7 @@ from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
 from tests.support.arrivals import Arrivals
 from tests.support.hostile import MIB, HostileServer, robots_bomb
+from tests.support.redis_server import free_port
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"
@@ -286,11 +286,8 @@ async def test_a_robots_txt_request_whose_connection_drops_is_not_sent_again() -
 
 async def test_a_robots_txt_request_that_cannot_connect_says_so() -> None:
     # Never sent, so nothing to send again: the connector's own error is the reason.
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]
     async with RobotGate(AGENT, delay=0) as gate:
-        decision = await gate.decide(f"http://127.0.0.1:{port}/page")
+        decision = await gate.decide(f"http://127.0.0.1:{free_port()}/page")
     assert not decision.allowed and decision.outcome == "unreachable"
     assert "(ClientConnectorError" in decision.reason
 
