@@ -12,6 +12,7 @@ from ..decision import Decision
 from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
+from ..robots.rfc9309 import Rfc9309Rules
 from ..robots.rules import invalid_bytes_of
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
@@ -57,9 +58,12 @@ class SiteRules:
         self.host: HostState | None = None  # visit counts of the origin's server
         self.key: str | None = None  # the server's politeness key, once known
         # The rules that decide every URL of the site and may be handed one as
-        # written (they resolve its dot segments): one test on the hot path.
-        whole = verdict is None and rules is not None and rules.RESOLVES_DOT_SEGMENTS
-        self.judge = rules if whole else None
+        # written (they resolve its dot segments): one test on the hot path.  Only
+        # RFC 9309's: compiled, the check calls it directly (other dialects get
+        # their paths resolved first, as any that does not resolve them).
+        self.judge: Rfc9309Rules | None = None
+        if verdict is None and isinstance(rules, Rfc9309Rules) and rules.RESOLVES_DOT_SEGMENTS:
+            self.judge = rules
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""

@@ -294,7 +294,7 @@ class Rfc9309Rules(RobotsTxt):
         self._memo: dict[str, RuleSet | None] = _NO_MEMO
         # Made on the first decide(): most files are only asked allowed().
         self._deciders: dict[str, Decider | None] = _NO_DECIDERS
-        self._prefix: str | None = None  # equal to no slice of a URL
+        self._prefix: str | None = None
         self._cut = 0  # len(self._prefix), kept so the hot path need not ask
 
     # -- parsing -----------------------------------------------------------
@@ -344,9 +344,9 @@ class Rfc9309Rules(RobotsTxt):
         rules = self._agent_rules if user_agent == self._agent else self._rules_for(user_agent)
         if rules is None:
             return True  # no group, or one without rules
-        cut = self._cut
-        if url[:cut] == self._prefix:
-            path = url[cut - 1 :]
+        prefix = self._prefix
+        if prefix is not None and url.startswith(prefix):  # no slice made to compare
+            path = url[self._cut - 1 :]
         elif url[:1] != "/" or url[1:2] == "/":
             path = self._path(url)
         else:
@@ -391,9 +391,9 @@ class Rfc9309Rules(RobotsTxt):
         >>> str(rules.decide("/a/b", "MyBot/2.1"))
         "allowed by 'Allow: /a' (line 2) in the group for 'mybot'"
         """
-        cut = self._cut
-        if url[:cut] == self._prefix:
-            path = url[cut - 1 :]
+        prefix = self._prefix
+        if prefix is not None and url.startswith(prefix):  # no slice made to compare
+            path = url[self._cut - 1 :]
         elif url[:1] != "/" or url[1:2] == "/":
             path = self._path(url)
         else:
