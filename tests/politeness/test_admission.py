@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from robotgate import RobotGate
+from robotgate.decision import Decision
 from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
@@ -30,6 +31,9 @@ from robotgate.politeness.robots_cache import RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
+from robotgate.robots import rules as rules_module
+from robotgate.robots.rfc9309 import Rfc9309Rules, parse_rfc9309
+from robotgate.robots.rules import RequestRate, RobotsTxt, register_dialect
 from robotgate.store.base import Store
 from robotgate.store.memory import MemoryStore
 from tests.support.arrivals import Arrivals
@@ -331,6 +335,57 @@ async def test_check_answers_as_decide_on_the_slow_and_the_fast_path(rest: str,
     again = admission.check(A + rest)  # the prefix map
     assert first == again == expected
     assert again is not None and again.allowed == site.allowed(A + rest, AGENT)
+
+
+class _Resolving(RobotsTxt):
+    """A third dialect that resolves dot segments itself (RFC 9309's rules, wrapped)."""
+
+    __slots__ = ("inner",)
+    DIALECT = "test-resolving"
+    RESOLVES_DOT_SEGMENTS = True
+
+    def __init__(self, inner: Rfc9309Rules) -> None:
+        self.inner = inner
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        return self.inner.allowed(url, user_agent)
+
+    def decide(self, url: str, user_agent: str) -> Decision:
+        return self.inner.decide(url, user_agent)
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        return None
+
+    def request_rate(self, user_agent: str) -> RequestRate | None:
+        return None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        return []
+
+    @property
+    def agents(self) -> list[str]:
+        return self.inner.agents
+
+
+async def test_check_answers_for_another_dialect_that_resolves_dot_segments() -> None:
+    # Only RFC 9309's rules are handed URLs as written; another dialect gets the path the
+    # client sends, and its verdicts stay those of its own decide().
+    register_dialect("test-resolving", lambda text, url: _Resolving(parse_rfc9309(text)),
+                     _Resolving)
+    try:
+        admission = build(Clock(), transport=None, dialect="test-resolving")
+        transport_of(admission).bodies[A] = TRICKY
+        site = await admission.site(A)
+        assert isinstance(site.rules, _Resolving)
+        for rest in URLS:
+            expected = site.rules.decide(admission.cached(A + rest)[1], AGENT)  # type: ignore[index]
+            for _ in range(2):  # the slow path, then the prefix map
+                assert admission.check(A + rest) == expected, rest
+        d = admission.check(A + "/a/%2E%2E/private")
+        assert d is not None and not d.allowed and d.line == 2
+    finally:
+        del rules_module._REGISTRY["test-resolving"]
 
 
 @pytest.mark.parametrize(("status", "allowed"), [(503, False), (404, True)])
