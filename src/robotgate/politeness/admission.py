@@ -18,7 +18,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Coroutine
-from typing import Protocol
+from typing import Final, Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed, without_context
@@ -37,7 +37,9 @@ from .scheduler import Group, Scheduler
 __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
-_now = time.time
+# robots.txt freshness is wall-clock time.  Final: compiled code reads it without a
+# look-up in the module's dict (and so cannot be patched there).
+_now: Final = time.time
 
 
 class Crawl(Protocol):
@@ -165,7 +167,7 @@ class Admission:
         and the path they judge, if cached and fresh."""
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
-        if site is not None and site.fresh_until > time.time():
+        if site is not None and site.fresh_until > _now():
             if self.cache.recheck_due(site):
                 return None
             site.used = True
@@ -238,7 +240,7 @@ class Admission:
             url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url) if self.fleet is None else None
-        if site is not None and site.fresh_until > time.time():
+        if site is not None and site.fresh_until > _now():
             # One look-up from the URL's "scheme://authority" to what the slow path
             # learnt of it: the same checks as there, none of the splitting.
             host = site.host
