@@ -354,14 +354,14 @@ class _Resolving(RobotsTxt):
         return self.inner.decide(url, user_agent)
 
     def crawl_delay(self, user_agent: str) -> float | None:
-        return None
+        return self.inner.crawl_delay(user_agent)
 
     def request_rate(self, user_agent: str) -> RequestRate | None:
-        return None
+        return self.inner.request_rate(user_agent)
 
     @property
     def sitemaps(self) -> list[str]:
-        return []
+        return self.inner.sitemaps
 
     @property
     def agents(self) -> list[str]:
