@@ -2,7 +2,7 @@
 
     python benchmarks/load.py [--quick] [--only PHASE,...] [--skip-alternatives]
         [--hosts 200] [--pages 50] [--concurrency 10000] [--delay 0.2] [--timeout 5]
-        [--overhead-rounds 5] [--before-src OLD/src] [--profile] [--callgrind]
+        [--overhead-rounds 5] [--before-src OLD/src] [--profile] [--callgrind [--cache-sim]]
         [--memory-origins 100000] [--json benchmarks/results/load.json]
 
 The loopback server (``tests/support/server.py``'s :class:`BenchServer`) runs in a
@@ -43,7 +43,10 @@ overhead  (figure 4, issue 15) 1,000 hosts x 5 pages, 200 tasks, delay 0,
           older commit), interleaved; ``--profile`` one cProfile run each;
           ``--callgrind`` exact instructions and GC-tracked allocations
           (calls of ``_PyObject_GC_Link``) per cached page and per new host
-          under valgrind.  ``floor`` is plain aiohttp plus one unparsed
+          under valgrind; with ``--cache-sim`` also callgrind's simulated
+          instruction-cache misses and mispredicted branches (what costs
+          time beside instructions; this VM has no hardware counters).
+          ``floor`` is plain aiohttp plus one unparsed
           robots.txt request per host: what any client that asks for
           robots.txt must at least do.
 decisions (figure 5, issue 15) 1,000 corpus robots.txt files installed
@@ -622,6 +625,9 @@ BEFORE = " (before)"
 #: C functions counted in callgrind runs: GC-tracked allocations, small-object
 #: allocations, and the collector itself (its inclusive instructions).
 CG_FUNCTIONS = ("_PyObject_GC_Link", "_PyObject_Malloc", "gc_collect_main")
+#: ``--cache-sim``'s figures and callgrind's events they add up.
+SIM_EVENTS = {"i1_misses": ("I1mr",), "d1_misses": ("D1mr", "D1mw"),
+              "mispredicts": ("Bcm", "Bim")}
 
 
 def _connector() -> aiohttp.TCPConnector:
@@ -900,7 +906,8 @@ async def overhead(
                                        str(spec_path), "--profile"], 900, src)
             out["profile"][name] = child.get("profile", child.get("error"))
     if sizes.callgrind:
-        out["callgrind"] = await callgrind_overhead(server, contenders, workdir, progress)
+        out["callgrind"] = await callgrind_overhead(server, contenders, workdir, progress,
+                                                    cache_sim=sizes.cache_sim)
     return out
 
 
@@ -980,16 +987,20 @@ def _requests_per_instruction(contenders: dict[str, Any], pages: int) -> dict[st
 
 
 def parse_callgrind(path: Path) -> dict[str, Any]:
-    """Total instructions, and calls and inclusive instructions of :data:`CG_FUNCTIONS`."""
+    """Total instructions, every event's total, and calls and inclusive instructions
+    of :data:`CG_FUNCTIONS`."""
     names: dict[str, str] = {}
     calls = dict.fromkeys(CG_FUNCTIONS, 0)
     inclusive = dict.fromkeys(CG_FUNCTIONS, 0)
-    total = 0
+    events = ["Ir"]
+    totals: dict[str, int] = {}
     target: str | None = None
     pending: str | None = None
     with open(path) as f:
         for line in f:
-            if line.startswith(("cfn=", "fn=")):
+            if line.startswith("events:"):
+                events = line.split(":", 1)[1].split()
+            elif line.startswith(("cfn=", "fn=")):
                 ref = line.split("=", 1)[1].strip()
                 if ref.startswith("("):
                     ident, _, name = ref.partition(")")
@@ -1005,18 +1016,26 @@ def parse_callgrind(path: Path) -> dict[str, Any]:
                     calls[target] += int(line.split("=", 1)[1].split()[0])
             elif pending is not None:
                 if pending in inclusive:
-                    inclusive[pending] += int(line.split()[-1])
+                    # "<line> <Ir> <other events...>": trailing zeros may be left out.
+                    costs = line.split()
+                    inclusive[pending] += int(costs[1]) if len(costs) > 1 else 0
                 pending = None
             elif line.startswith(("summary:", "totals:")):
-                total = int(line.split(":", 1)[1].split()[0])
-    return {"instructions": total, "calls": calls, "inclusive": inclusive}
+                values = [int(v) for v in line.split(":", 1)[1].split()]
+                totals = dict(zip(events, values + [0] * (len(events) - len(values)), strict=True))
+    return {"instructions": totals.get("Ir", 0), "events": totals, "calls": calls,
+            "inclusive": inclusive}
 
 
 async def callgrind_overhead(
     server: ServerProcess, contenders: Sequence[tuple[str, Path | None]], workdir: Path,
     progress: Progress, hosts: tuple[int, int] = (200, 600), pages: tuple[int, int] = (1, 6),
+    cache_sim: bool = False,
 ) -> dict[str, Any]:
     """Instructions and allocations per cached page and per new host, exactly, under callgrind.
+
+    With ``cache_sim``, also callgrind's simulated first-level instruction and
+    data cache misses and mispredicted branches (conditional and indirect).
 
     Each contender runs three times: ``hosts[0]`` hosts with ``pages[0]`` and
     ``pages[1]`` pages each (the same robots.txt fetches and connections, so
@@ -1028,7 +1047,8 @@ async def callgrind_overhead(
     if shutil.which("valgrind") is None:
         return {"error": "valgrind not installed"}
     out: dict[str, Any] = {"hosts": hosts[0], "new_hosts": list(hosts), "pages": list(pages),
-                           "contenders": {}}
+                           "cache_sim": cache_sim, "contenders": {}}
+    sim = ["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []
     for name, src in contenders:
         got: list[dict[str, Any]] = []
         for h, n in ((hosts[0], pages[0]), (hosts[0], pages[1]), (hosts[1], pages[0])):
@@ -1040,7 +1060,8 @@ async def callgrind_overhead(
             await server.reset()
             child = await _child_json(
                 ["--overhead-child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800,
-                src, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg_file}"])
+                src, wrap=["valgrind", "--tool=callgrind", *sim,
+                           f"--callgrind-out-file={cg_file}"])
             if "error" in child:
                 got = []
                 out["contenders"][name] = {"error": child["error"]}
@@ -1052,7 +1073,10 @@ async def callgrind_overhead(
         a, b, c = got
 
         def per(x: dict[str, Any], y: dict[str, Any], n: int) -> dict[str, float]:
-            return {"instructions": (y["instructions"] - x["instructions"]) / n,
+            sims = {name: (sum(y["events"].get(e, 0) for e in evs)
+                           - sum(x["events"].get(e, 0) for e in evs)) / n
+                    for name, evs in SIM_EVENTS.items() if cache_sim}
+            return {**sims, "instructions": (y["instructions"] - x["instructions"]) / n,
                     "gc_allocations": (y["calls"]["_PyObject_GC_Link"]
                                        - x["calls"]["_PyObject_GC_Link"]) / n,
                     "mallocs": (y["calls"]["_PyObject_Malloc"]
@@ -1614,6 +1638,7 @@ class Sizes:
     overhead_rounds: int = 5
     overhead_profile: bool = False
     callgrind: bool = False
+    cache_sim: bool = False
     before_src: Path | None = None
     decision_origins: int = 1000
     decision_per_origin: int = 50
@@ -2088,6 +2113,15 @@ def render_details(report: dict[str, Any]) -> str:
             out += _md(["contender", "instructions/new host", "vs floor",
                         "GC-tracked allocations/new host", "GC instructions/new host",
                         f"requests per instruction vs aiohttp, {pages} pages a host"], body)
+            if cg.get("cache_sim"):
+                out.append("\nCallgrind's simulated caches and branch predictor (first-level "
+                           "cache misses; mispredicted conditional and indirect branches):\n")
+                body = [[name, *(f"{c[f'{k}_per_{w}']:,.0f}" for w in ("page", "new_host")
+                                 for k in SIM_EVENTS)]
+                        for name, c in cg["contenders"].items() if "i1_misses_per_page" in c]
+                out += _md(["contender", *(f"{k.replace('_', ' ')}/{w}"
+                                           for w in ("page", "new host") for k in SIM_EVENTS)],
+                           body)
         for name, prof in (o.get("profile") or {}).items():
             if not isinstance(prof, dict):
                 out.append(f"\ncProfile {name}: {prof}")
@@ -2215,6 +2249,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--callgrind", action="store_true",
                     help="overhead and decisions: exact instructions and allocations per page "
                          "and per decision under valgrind (slow: minutes)")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="with --callgrind: the overhead phase's runs also simulate the caches "
+                         "and branch predictor (about twice as slow)")
     ap.add_argument("--before-src", type=Path,
                     help="another tree's src/ (e.g. a git worktree of an older commit): its "
                          "gate.fetch, middleware and decisions run interleaved with this one's")
@@ -2281,7 +2318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         burst_per_origin=args.burst_per_origin, overhead_hosts=args.overhead_hosts,
         overhead_pages=args.overhead_pages, overhead_concurrency=args.overhead_concurrency,
         overhead_rounds=args.overhead_rounds, overhead_profile=args.profile,
-        callgrind=args.callgrind,
+        callgrind=args.callgrind, cache_sim=args.cache_sim,
         before_src=args.before_src.resolve() if args.before_src else None,
         decision_origins=args.decision_origins, decision_per_origin=args.decision_per_origin,
         decision_rounds=args.decision_rounds, decision_repeats=args.decision_repeats,

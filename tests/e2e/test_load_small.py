@@ -210,3 +210,21 @@ totals: 565
     assert got["instructions"] == 565
     assert got["calls"]["_PyObject_GC_Link"] == 5
     assert got["inclusive"]["gc_collect_main"] == 500
+
+
+def test_callgrind_output_with_simulated_caches_is_read(tmp_path: Path) -> None:
+    # --cache-sim: several events a line, Ir first; trailing zeros left out.
+    text = """events: Ir I1mr D1mr Bcm Bim
+fn=(1) main
+0 10 1 2
+cfn=(3) gc_collect_main
+calls=1 0
+0 500 7 0 3 4
+totals: 510 8 2 3 4
+"""
+    path = tmp_path / "cg.out"
+    path.write_text(text)
+    got = parse_callgrind(path)
+    assert got["instructions"] == 510
+    assert got["inclusive"]["gc_collect_main"] == 500
+    assert got["events"] == {"Ir": 510, "I1mr": 8, "D1mr": 2, "Bcm": 3, "Bim": 4}
