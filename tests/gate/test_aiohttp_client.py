@@ -305,6 +305,21 @@ async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
         await runner.cleanup()
 
 
+async def test_a_streamed_fetch_holds_its_servers_slot_until_its_block_exits() -> None:
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_origin=1) as gate:
+        async with gate.fetch(srv.url("/sized/100"), stream=True) as resp:
+            waiting = asyncio.ensure_future(gate.fetch(srv.url("/page/1")))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # the server's one slot is this block's
+            assert len(await resp.content.read()) == 100  # unread until now
+        assert (await asyncio.wait_for(waiting, 5)).status == 200
+        with pytest.raises(KeyError):  # the block's error is the caller's
+            async with gate.fetch(srv.url("/sized/10"), stream=True):
+                raise KeyError("mine")
+        # Its slot was let go all the same.
+        assert (await asyncio.wait_for(gate.fetch(srv.url("/page/2")), 5)).status == 200
+
+
 async def test_fetch_refuses_a_body_longer_than_max_bytes_and_reads_one_within_it() -> None:
     mib = 1 << 20
     async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:

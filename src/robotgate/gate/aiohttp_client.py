@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 from multidict import CIMultiDict
@@ -40,8 +40,11 @@ Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.Client
 #: ``Decision.outcome`` of a redirect refused for where it leads.
 REFUSED = "redirect-refused"
 # What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
-# "%21", upper-cases the rest), what no URI holds as such, non-ASCII characters.
-_REWRITTEN = re.compile(f"[%{re.escape(NOT_IN_URIS)}\\x00-\\x1f\\x7f-\\U0010ffff]").search
+# "%21", upper-cases the rest), what no URI holds as such, controls and non-ASCII
+# characters. Searched for as anything but the printable ASCII yarl keeps: a negated
+# class is one table test a character (every page's URL is searched).
+_KEPT = "".join(c for c in map(chr, range(0x21, 0x7F)) if c != "%" and c not in NOT_IN_URIS)
+_REWRITTEN = re.compile(f"[^{re.escape(_KEPT)}]").search
 
 
 def for_aiohttp(url: str) -> tuple[URL | str, str]:
@@ -166,8 +169,9 @@ class FetchCall:
         method, kwargs, max_bytes = self._args
         return self._client.fetch(self._url, method, kwargs, max_bytes, self)
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __aexit__(self, exc_type: type[BaseException] | None,
+                  exc: BaseException | None, tb: TracebackType | None) -> Awaitable[None]:
+        # Nothing here waits: an awaitable already done, not a coroutine each page.
         resp, group = self._resp, self._group
         if resp is not None:
             resp.release()
@@ -177,6 +181,22 @@ class FetchCall:
             if resp is not None:
                 self._client.forget(resp)
             self._client.admission.done(group)
+        return _DONE
+
+
+class _Done:
+    """An awaitable that is done already: awaiting it allocates nothing."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return _SPENT
+
+
+# An iterator at its end: each await of _DONE ends at once, and without an exception
+# (a compiled generator that has ended raises StopIteration, with a traceback).
+_SPENT = cast("Generator[None, None, None]", iter(()))
+_DONE = _Done()
 
 
 class AiohttpClient:
