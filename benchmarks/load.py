@@ -1073,9 +1073,9 @@ async def callgrind_overhead(
         a, b, c = got
 
         def per(x: dict[str, Any], y: dict[str, Any], n: int) -> dict[str, float]:
-            sims = {name: (sum(y["events"].get(e, 0) for e in evs)
-                           - sum(x["events"].get(e, 0) for e in evs)) / n
-                    for name, evs in SIM_EVENTS.items() if cache_sim}
+            sims = {key: (sum(y["events"].get(e, 0) for e in evs)
+                          - sum(x["events"].get(e, 0) for e in evs)) / n
+                    for key, evs in SIM_EVENTS.items() if cache_sim}
             return {**sims, "instructions": (y["instructions"] - x["instructions"]) / n,
                     "gc_allocations": (y["calls"]["_PyObject_GC_Link"]
                                        - x["calls"]["_PyObject_GC_Link"]) / n,
