@@ -31,13 +31,13 @@ from robotgate.politeness.robots_cache import RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.records import HostState, RobotsEntry
-from robotgate.robots import rules as rules_module
 from robotgate.robots.rfc9309 import Rfc9309Rules, parse_rfc9309
-from robotgate.robots.rules import RequestRate, RobotsTxt, register_dialect
+from robotgate.robots.rules import RequestRate, RobotsTxt
 from robotgate.store.base import Store
 from robotgate.store.memory import MemoryStore
 from tests.support.arrivals import Arrivals
 from tests.support.clock import Clock
+from tests.support.dialects import registered_dialect
 
 AGENT = "AdmitBot/1.0"
 A = "http://a.example"
@@ -371,9 +371,8 @@ class _Resolving(RobotsTxt):
 async def test_check_answers_for_another_dialect_that_resolves_dot_segments() -> None:
     # Only RFC 9309's rules are handed URLs as written; another dialect gets the path the
     # client sends, and its verdicts stay those of its own decide().
-    register_dialect("test-resolving", lambda text, url: _Resolving(parse_rfc9309(text)),
-                     _Resolving)
-    try:
+    with registered_dialect("test-resolving", lambda text, url: _Resolving(parse_rfc9309(text)),
+                            _Resolving):
         admission = build(Clock(), transport=None, dialect="test-resolving")
         transport_of(admission).bodies[A] = TRICKY
         site = await admission.site(A)
@@ -384,8 +383,6 @@ async def test_check_answers_for_another_dialect_that_resolves_dot_segments() ->
                 assert admission.check(A + rest) == expected, rest
         d = admission.check(A + "/a/%2E%2E/private")
         assert d is not None and not d.allowed and d.line == 2
-    finally:
-        del rules_module._REGISTRY["test-resolving"]
 
 
 @pytest.mark.parametrize(("status", "allowed"), [(503, False), (404, True)])

@@ -13,7 +13,7 @@ from robotgate import RequestRate, RobotsTxt
 from robotgate.decision import Decision
 from robotgate.robots import DIALECTS, ClassicRobotsTxt, Rfc9309Rules
 from robotgate.robots import rules as rules_module
-from robotgate.robots.rules import register_dialect
+from tests.support.dialects import registered_dialect
 
 ROBOTS = robotgate.robots.__file__
 TEXT = "User-agent: *\nDisallow: /a\nCrawl-delay: 2\n"
@@ -119,14 +119,11 @@ def test_a_third_dialect_is_one_registration() -> None:
         seen.append((text, url))
         return Everything()
 
-    register_dialect("test-everything", parse, Everything)
-    try:
+    with registered_dialect("test-everything", parse, Everything):
         rules = RobotsTxt.parse(b"\xef\xbb\xbfDisallow: /\n", dialect="test-everything", url="u")
         assert isinstance(rules, Everything) and rules.allowed("/", "x")
         assert isinstance(Everything.parse("y"), Everything)
         assert seen == [("Disallow: /\n", "u"), ("y", None)]  # decoded for it: BOM gone
-    finally:
-        del rules_module._REGISTRY["test-everything"]
     assert rules_module.dialects() == DIALECTS
 
 
