@@ -48,7 +48,11 @@ overhead  (figure 4, issue 15) 1,000 hosts x 5 pages, 200 tasks, delay 0,
           time beside instructions; this VM has no hardware counters).
           ``floor`` is plain aiohttp plus one unparsed
           robots.txt request per host: what any client that asks for
-          robots.txt must at least do.
+          robots.txt must at least do.  ``floor+work`` is the floor plus a
+          fixed loop of pure CPU a page (``WORK_TURNS``), timed alone in the
+          same process after its run: over the floor in the same round, it
+          gives the run's charge for a page's own work (1.0: what it costs
+          alone).
 decisions (figure 5, issue 15) 1,000 corpus robots.txt files installed
           through a MemoryStore (no network), 50 URLs each: the parser's own
           ``allowed`` (and ``decide``) on the gate's parsed rules, ``await
@@ -620,8 +624,11 @@ async def run_alternative(name: str, spec: dict[str, Any], workdir: Path
 # -- figure 4: overhead, each run a fresh client process ------------------------------
 
 #: The overhead contenders; a name with BEFORE runs on the ``--before-src`` tree.
-OVERHEAD_CONTENDERS = ("aiohttp", "floor", "gate.fetch", "middleware", "baseline")
+OVERHEAD_CONTENDERS = ("aiohttp", "floor", "floor+work", "gate.fetch", "middleware", "baseline")
 BEFORE = " (before)"
+#: ``floor+work``'s fixed CPU work a page: this many turns of a small Python loop
+#: (about 10 us on the machine of the README's figures), timed alone after the run.
+WORK_TURNS = 400
 #: C functions counted in callgrind runs: GC-tracked allocations, small-object
 #: allocations, and the collector itself (its inclusive instructions).
 CG_FUNCTIONS = ("_PyObject_GC_Link", "_PyObject_Malloc", "gc_collect_main")
@@ -670,6 +677,22 @@ def _cpu(r: resource.struct_rusage) -> float:
     return r.ru_utime + r.ru_stime
 
 
+def page_work(turns: int) -> int:
+    """``floor+work``'s CPU work for one page: a loop that touches almost no memory."""
+    x = 0
+    for i in range(turns):
+        x += i
+    return x
+
+
+def work_alone_us(turns: int, repeat: int = 2000) -> float:
+    """CPU microseconds of one :func:`page_work` call, timed alone (warm, in a loop)."""
+    t0 = time.process_time()
+    for _ in range(repeat):
+        page_work(turns)
+    return (time.process_time() - t0) / repeat * 1e6
+
+
 async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
                          ) -> dict[str, Any]:
     """One contender, cold (robots.txt not cached, no connection open), in this process.
@@ -699,11 +722,14 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
             async with plain.get(url, headers=headers) as resp:
                 await resp.read()
                 return resp.status == 200
-    elif name == "floor":
+    elif name in ("floor", "floor+work"):
         # What any robots.txt-respecting client must do at least: plain aiohttp
         # plus one robots.txt request per host (single flight), read, not parsed.
+        # floor+work adds a fixed amount of CPU a page: what the clock charges for it
+        # beside what it costs alone is the run's price of a page's own work.
         plain = session()
         asked: dict[str, asyncio.Future[None]] = {}
+        turns = WORK_TURNS if name == "floor+work" else 0
 
         async def fetch(url: str) -> bool:
             origin = url[:url.index("/", 8)]
@@ -715,6 +741,8 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
                 done.set_result(None)
             elif not done.done():
                 await done
+            if turns:
+                page_work(turns)
             async with plain.get(url, headers=headers) as resp:
                 await resp.read()
                 return resp.status == 200
@@ -789,6 +817,8 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
         "gc_collected": watch.collected, "gc_seconds": watch.seconds,
         "robots_requests": robots, "tracked_kept": kept,
     }
+    if name == "floor+work":
+        out["work_alone_us"] = work_alone_us(WORK_TURNS)
     if prof is not None:
         out["profile"] = _profile_rows(prof, len(urls))
     return out
@@ -966,7 +996,32 @@ def _overhead_summary(runs: dict[str, list[dict[str, Any]]], spec: dict[str, Any
             "robotgate": cs[0]["robotgate"],
         }
     return {"hosts": len(spec["base_urls"]), "pages_per_host": spec["pages"],
-            "concurrency": spec["concurrency"], "rounds": rounds, "contenders": table}
+            "concurrency": spec["concurrency"], "rounds": rounds, "contenders": table,
+            "work_charge": _work_charge(runs)}
+
+
+def _work_charge(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """How many us of client CPU a page the run charges for 1 us of a page's own work:
+    ``floor+work`` over the floor in the same round, over the work's cost timed alone.
+
+    1.0 would mean a page's work costs what it costs alone; more, that the run
+    (the loop, the kernel, the other core's server) charges extra for it.
+    """
+    floors = {c["round"]: c for c in runs.get("floor", [])}
+    charges, extra, alone = [], [], []
+    for c in runs.get("floor+work", []):
+        f = floors.get(c["round"])
+        if f is None or not c.get("work_alone_us"):
+            continue
+        added = (c["cpu"] - f["cpu"]) / c["pages"] * 1e6
+        extra.append(added)
+        alone.append(c["work_alone_us"])
+        charges.append(added / c["work_alone_us"])
+    if not charges:
+        return None
+    return {"charge": _median(charges), "charge_range": [min(charges), max(charges)],
+            "charge_all": [round(x, 2) for x in charges], "added_us_per_page": _median(extra),
+            "alone_us": _median(alone), "turns": WORK_TURNS}
 
 
 def _requests_per_instruction(contenders: dict[str, Any], pages: int) -> dict[str, float]:
@@ -1918,6 +1973,11 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
                          "values": {"robotgate": f"{c['cpu_ratio']:.0%}",
                                     "baseline": f"{b['cpu_ratio']:.0%}" if b else "-"},
                          "goal": ">= 95%", "pass": None})
+        w = o.get("work_charge")
+        if w:
+            rows.append({"figure": "  client CPU charged for 1 us of a page's own work",
+                         "values": {"robotgate": f"{w['charge']:.2f} us"},
+                         "goal": "", "pass": None})
     if "decisions" in report and "error" not in report["decisions"]:
         d = report["decisions"]["after"]
         rows.append({"section": f"cached decisions: {d['urls']:,} URLs over "
@@ -2072,6 +2132,13 @@ def render_details(report: dict[str, Any]) -> str:
                     "GC-tracked objects kept per host", "pages not fetched"], body)
         for e in o.get("errors", []):
             out.append(f"\nerror: {e}")
+        w = o.get("work_charge")
+        if w:
+            lo, hi = w["charge_range"]
+            out.append(f"\nThe run's charge for a page's own work: floor+work's {w['turns']} "
+                       f"turns of a loop cost {w['alone_us']:.1f} us alone and added "
+                       f"{w['added_us_per_page']:.1f} us of client CPU a page over the floor "
+                       f"in the same round: **{w['charge']:.2f}x** (range {lo:.2f}-{hi:.2f}x).")
         cg = o.get("callgrind")
         if cg and "contenders" in cg:
             out.append(f"\nCallgrind, per page whose robots.txt is cached (runs with "

@@ -159,6 +159,9 @@ async def test_overhead_contenders_fetch_every_page() -> None:
             # robots.txt once per host through the gate and the baseline, never for aiohttp
             assert totals["robots_requests"] == (0 if name == "aiohttp" else 6)
             assert out["cpu"] > 0 and len(out["gc_collections"]) == 3
+            # Only the calibration measures its work alone, and that work costs something.
+            assert ("work_alone_us" in out) == (name == "floor+work")
+            assert out.get("work_alone_us", 1.0) > 0
 
 
 def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
@@ -174,6 +177,28 @@ def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
     c = _overhead_summary(runs, spec, 2)["contenders"]["gate.fetch"]
     assert c["ratio"] == pytest.approx(2 / 3)  # the median of 1 and 1/3
     assert c["pooled_ratio"] == pytest.approx(0.5)  # 200 requests in 4 s against 2 s
+
+
+def test_work_charge_is_added_cpu_over_the_work_alone_in_the_same_round() -> None:
+    def run(name: str, r: int, cpu: float, alone: float | None = None) -> dict[str, Any]:
+        out = {"name": name, "round": r, "pages": 1000, "ok": 1000, "errors": 0,
+               "elapsed": 1.0, "cpu": cpu, "server_requests": 1000, "server_robots": 0,
+               "gc_collections": [0, 0, 0], "gc_collected": 0, "gc_seconds": 0.0,
+               "robotgate": ""}
+        if alone is not None:
+            out["work_alone_us"] = alone
+        return out
+    # Round 0: 10 us of work alone adds 15 us a page (0.015 s over 1,000 pages); round 1:
+    # 20 us a page over a slower floor.  Paired by round, not floor+work over any floor.
+    runs = {"floor": [run("floor", 0, 0.100), run("floor", 1, 0.200)],
+            "floor+work": [run("floor+work", 1, 0.220, 10.0), run("floor+work", 0, 0.115, 10.0)]}
+    spec = {"base_urls": ["http://a"], "pages": 1000, "concurrency": 1}
+    w = _overhead_summary(runs, spec, 2)["work_charge"]
+    assert w["charge"] == pytest.approx(1.75)  # the median of 1.5 and 2.0
+    assert w["charge_range"] == pytest.approx([1.5, 2.0])
+    assert w["added_us_per_page"] == pytest.approx(17.5)
+    # Without its floor in the same round there is nothing to charge.
+    assert _overhead_summary({"floor+work": runs["floor+work"]}, spec, 2)["work_charge"] is None
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
