@@ -93,19 +93,3 @@ def test_no_import_cycle_inside_the_package() -> None:
     for name in sorted(graph):
         if name not in state:
             walk(name)
-
-
-def test_rooms_stay_small() -> None:
-    big = []
-    for path in SRC.rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        rel = path.relative_to(SRC)
-        if text.count("\n") > 600:
-            big.append(f"{rel}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
-            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
-            if isinstance(node, ast.ClassDef) and size > 300:
-                big.append(f"{rel}: class {node.name}, {size} lines")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > 80:
-                big.append(f"{rel}: {node.name}(), {size} lines")
-    assert not big, big
