@@ -8,6 +8,7 @@ on first use so that ``from robotgate import RobotsTxt`` imports no HTTP client.
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from .decision import Decision, Rule, UsageRule
@@ -73,4 +74,12 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    try:
+        return metadata.version("robotgate")
+    except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
+__version__ = _installed_version()

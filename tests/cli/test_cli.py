@@ -338,7 +338,7 @@ async def test_fetch_spreads_over_hosts_within_its_caps(
         urls = [srv.url(h, f"/page/{i}") for i in range(6) for h in range(5)]
         code, out, _ = await run_async(
             ["fetch", "-a", AGENT, "--store", "memory", "--delay", "0", "--concurrency", "2",
-             "--max-per-origin", "2", "-q", *urls],
+             "--max-per-host", "2", "-q", *urls],
             capsys,
         )
         stats = srv.stats()

@@ -204,7 +204,7 @@ async def test_the_same_url_twice_at_once_is_saved_without_a_clash(
     async with HostileServer() as srv:
         url = srv.url("/slow/0.3")
         code, out, err = await run_async(
-            [*FETCH, "--max-per-origin", "4", "--save-dir", str(saved), url, url, url], capsys
+            [*FETCH, "--max-per-host", "4", "--save-dir", str(saved), url, url, url], capsys
         )
         requests = srv.paths().count("/slow/0.3")
     assert code == 0, out + err

@@ -306,7 +306,7 @@ async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
 
 
 async def test_a_streamed_fetch_holds_its_servers_slot_until_its_block_exits() -> None:
-    async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_origin=1) as gate:
+    async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_host=1) as gate:
         async with gate.fetch(srv.url("/sized/100"), stream=True) as resp:
             waiting = asyncio.ensure_future(gate.fetch(srv.url("/page/1")))
             await asyncio.sleep(0.2)

@@ -97,7 +97,7 @@ async def _crawl(gate: RobotGate, urls: list[str]) -> list[int | str]:
 
 async def test_pacing_min_interval_between_request_starts() -> None:
     async with BenchServer([HostPlan("allow"), HostPlan("allow")]) as srv:
-        async with RobotGate(AGENT, delay=0.1, max_per_origin=3) as gate:
+        async with RobotGate(AGENT, delay=0.1, max_per_host=3) as gate:
             urls = [srv.url(i % 2, p) for i, p in enumerate(page_paths(16))]
             results = await _crawl(gate, urls)
         stats = srv.stats()
@@ -160,9 +160,9 @@ async def test_429_without_retry_after_backs_off() -> None:
     assert s.min_interval is not None and s.min_interval >= 0.3
 
 
-async def test_max_per_origin_caps_requests_in_flight() -> None:
+async def test_max_per_host_caps_requests_in_flight() -> None:
     async with BenchServer([HostPlan("allow", page_delay=0.2)]) as srv:
-        async with RobotGate(AGENT, delay=0, max_per_origin=2) as gate:
+        async with RobotGate(AGENT, delay=0, max_per_host=2) as gate:
             await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(6)])
         s = srv.host_stats(0)
     assert s.page_requests == 6 and s.max_concurrent_pages == 2
@@ -385,7 +385,6 @@ async def test_origins_normalised() -> None:
 
 
 async def test_classic_dialect_and_lwp_conventions_in_the_gate() -> None:
-    pytest.importorskip("robotgate.classic")
     plans = [HostPlan("partial")]
     async with BenchServer(plans) as srv, RobotGate("FooBot/1.2", dialect="classic") as gate:
         assert gate.policy.forbidden_disallows_all

@@ -78,7 +78,7 @@ class FakeGate:
         self.statuses = statuses or {}
         self.unreachable = set(unreachable)
         self.fail = set(fail)
-        self.max_per_origin = 1
+        self.max_per_host = 1
         self.next_allowed: dict[str, float] = {}
         self.robots: dict[str, int] = {}
         self.starts: dict[str, list[float]] = {}
@@ -438,7 +438,7 @@ async def test_a_live_summary_and_a_string_of_links_is_an_error() -> None:
 
 async def test_per_host_cap_follows_the_gate() -> None:
     gate = FakeGate(delay=0.0, latency=0.01)
-    gate.max_per_origin = 2
+    gate.max_per_host = 2
     summary = await crawl(gate, urls_for(1, 8), noop, concurrency=8)
     assert summary.pages == 8 and gate.max_open == 2
 

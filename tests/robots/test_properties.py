@@ -4,7 +4,7 @@
 * ``allowed()`` and ``decide()`` never raise, on any URL and any agent, and agree;
 * results do not change when comments or blank lines are added, nor when
   the line ends change;
-* the compiled matcher (:class:`robotgate.patterns.RuleSet`: sorted literal
+* the compiled matcher (:class:`robotgate.robots.patterns.RuleSet`: sorted literal
   prefixes with a parent chain, wildcard pieces) agrees with a naive
   reference -- a dynamic programme over path positions, one pattern at a
   time, like Google's ``Matches`` -- on longest match and allow-wins-ties.

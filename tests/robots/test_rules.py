@@ -22,10 +22,6 @@ TEXT = "User-agent: *\nDisallow: /a\nCrawl-delay: 2\n"
 def test_public_names_are_the_interface() -> None:
     assert robotgate.RobotsTxt is rules_module.RobotsTxt
     assert robotgate.RequestRate is rules_module.RequestRate
-    from robotgate.robotstxt import RequestRate as OldRate
-    from robotgate.robotstxt import RobotsTxt as Old
-
-    assert Old is RobotsTxt and OldRate is RequestRate
     assert DIALECTS == ("rfc9309", "classic")
 
 

@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from .. import urls as _urls
+from ..compiled import HOT_PATH, compiled_modules
+from ..robots import DIALECTS
 
 EXIT_OK = 0
 EXIT_DISALLOWED = 1  # check: some URL is disallowed
@@ -198,6 +200,16 @@ examples:
 """
 
 
+def _build() -> str:
+    """Which build is installed: the hot path compiled with mypyc, or pure Python."""
+    compiled = compiled_modules()
+    if not compiled:
+        return "pure Python"
+    if len(compiled) == len(HOT_PATH):
+        return "compiled"
+    return f"partly compiled: {len(compiled)} of {len(HOT_PATH)} hot-path modules"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``robotgate`` command."""
     parser = Parser(
@@ -207,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    version = f"%(prog)s {__version__} ({_build()})"
+    parser.add_argument("--version", action="version", version=version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_check(commands)
     _add_fetch(commands)
@@ -258,7 +271,7 @@ def _add_check(commands: Any) -> None:
 
 
 def _add_dialect(command: argparse.ArgumentParser, text: str) -> None:
-    command.add_argument("--dialect", choices=("rfc9309", "classic"), default="rfc9309",
+    command.add_argument("--dialect", choices=DIALECTS, default="rfc9309",
                          help=text)
 
 
@@ -309,7 +322,7 @@ def _add_fetch(commands: Any) -> None:
         "Crawl-delay wins)",
     )
     fetch.add_argument(
-        "--max-per-origin", type=count, default=1, metavar="N",
+        "--max-per-host", type=count, default=1, metavar="N",
         help="requests in flight per host (default 1)",
     )
     fetch.add_argument(

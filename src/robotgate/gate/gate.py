@@ -33,7 +33,7 @@ from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.scheduler import Scheduler
 from ..records import HostState, RobotsEntry
-from ..robots import RobotsTxt
+from ..robots import DIALECTS, RobotsTxt
 from ..store.base import Store
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
@@ -84,8 +84,8 @@ class RobotGate:
     above ``max_crawl_delay`` skips the origin (``on_long_delay="skip"``) or is
     kept in full (``"honour"``); it is never quietly shortened.  ``pace_by``
     says what one server is: ``"host"`` (default), ``"origin"``, ``"domain"``
-    or ``"ip"``.  ``max_per_host`` caps requests in flight per server (the old
-    name ``max_per_origin`` still works) and ``max_concurrency`` across all.
+    or ``"ip"``.  ``max_per_host`` caps requests in flight per server and
+    ``max_concurrency`` across all.
 
     The gate owns its ``aiohttp.ClientSession`` unless ``session`` is given
     (then it is not closed).  ``store`` keeps robots.txt entries and host
@@ -102,12 +102,11 @@ class RobotGate:
         from_: str | None = None,
         delay: float = 1.0,
         max_per_host: int | None = None,
-        max_per_origin: int | None = None,
         max_concurrency: int | None = None,
         session: aiohttp.ClientSession | None = None,
         store: Store | None = None,
         policy: FetchPolicy | None = None,
-        dialect: Literal["rfc9309", "classic"] = "rfc9309",
+        dialect: str = "rfc9309",
         lwp_conventions: bool | None = None,
         max_origins: int = 100_000,
         max_crawl_delay: float = 60.0,
@@ -121,13 +120,14 @@ class RobotGate:
         allow_private_redirects: bool = False,
         robots_transport: RobotsTransport | None = None,
     ) -> None:
-        cap = _check(user_agent, delay, max_per_host if max_per_host is not None
-                     else max_per_origin, max_concurrency, on_long_delay)
+        cap = _check(user_agent, delay, max_per_host, max_concurrency, on_long_delay)
         self.user_agent = user_agent
         self.from_ = from_
         self.delay = float(delay)
-        self.max_per_host = self.max_per_origin = cap
+        self.max_per_host = cap
         self.max_concurrency = max_concurrency
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
         self.dialect = dialect
         #: LWP::RobotUA's conventions: a robots.txt that is not text, or has no
         #: Disallow line, counts as empty; with them, the 1996 draft's rule that

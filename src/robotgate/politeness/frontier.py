@@ -209,9 +209,7 @@ class Frontier:
         self.urls = urls
         self.handler = handler
         self.concurrency = concurrency
-        cap: Any = per_host or getattr(gate, "max_per_host", None) or getattr(
-            gate, "max_per_origin", 1
-        )
+        cap: Any = per_host or getattr(gate, "max_per_host", 1)
         self.timeout = timeout
         self.on_result = on_result
         self.fetch = fetch if fetch is not None else gate.fetch
@@ -532,7 +530,7 @@ async def crawl(
     errors, timeouts and handler errors are recorded, never raised.
 
     Options: ``per_host`` (requests in flight per politeness key; default the
-    gate's ``max_per_origin``), ``timeout`` (seconds for one page, from its
+    gate's ``max_per_host``), ``timeout`` (seconds for one page, from its
     request to the handler's end), ``on_result`` (called with each
     :class:`CrawlResult`; an exception it raises ends the crawl), ``fetch``
     (``url -> async context manager of the response``; default

@@ -27,12 +27,11 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ...decision import Decision
-from ...robots import RobotsTxt
+from ...robots import DIALECTS, RobotsTxt
 
 __all__ = ["RobotgateRobotParser"]
 
 _P = TypeVar("_P", bound="RobotgateRobotParser")
-_DIALECTS = ("rfc9309", "classic")
 
 
 def _text(value: str | bytes) -> str:
@@ -60,8 +59,8 @@ class RobotgateRobotParser:
         dialect: str = "rfc9309",
         url: str | None = None,
     ) -> None:
-        if dialect not in _DIALECTS:
-            raise ValueError(f"ROBOTGATE_DIALECT must be one of {_DIALECTS}, not {dialect!r}")
+        if dialect not in DIALECTS:
+            raise ValueError(f"ROBOTGATE_DIALECT must be one of {DIALECTS}, not {dialect!r}")
         self.spider = spider
         # Bytes are decoded tolerantly (UTF-8, BOM dropped, bad bytes replaced),
         # and only the first 500 KiB are read, as RFC 9309 allows.

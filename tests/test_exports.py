@@ -1,0 +1,64 @@
+"""The public names of ``robotgate``: adding or removing one is a decision, made here."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import robotgate
+
+PUBLIC = {
+    "BodyTooLarge",
+    "CrawlResult",
+    "CrawlSummary",
+    "Decision",
+    "Disallowed",
+    "FetchPolicy",
+    "GateClosed",
+    "Handled",
+    "HostState",
+    "InvalidURL",
+    "MemoryStore",
+    "Outcome",
+    "RedisStore",
+    "RequestRate",
+    "RobotGate",
+    "RobotsEntry",
+    "RobotsTxt",
+    "Rule",
+    "SQLiteStore",
+    "Store",
+    "StoreError",
+    "UsageRule",
+}
+
+
+def test_the_public_names_are_exactly_these() -> None:
+    assert set(robotgate.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(robotgate, name) is not None
+
+
+def test_no_shim_modules_remain() -> None:
+    for old in ("robotgate.classic", "robotgate.patterns", "robotgate.robotstxt"):
+        try:
+            importlib.import_module(old)
+        except ModuleNotFoundError:
+            continue
+        raise AssertionError(f"{old} still imports")
+
+
+def test_the_version_comes_from_the_package_metadata() -> None:
+    from importlib import metadata
+
+    assert robotgate.__version__ == metadata.version("robotgate")
+
+
+def test_the_cli_version_names_the_build() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "robotgate", "--version"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    assert robotgate.__version__ in out
+    assert "pure Python" in out or "compiled" in out
