@@ -128,7 +128,8 @@ def _resolver(table: dict[str, list[str]]):  # type: ignore[no-untyped-def]
     ("http://public.test/", "http://other.test/x", False),      # public to public
     ("http://internal.test/", "http://127.0.0.1/x", False),     # private may go private
     ("http://93.184.216.34/", "http://internal.test/x", True),
-    ("http://unknown.test/", "http://127.0.0.1/x", False),      # does not resolve: not public
+    ("http://unknown.test/", "http://127.0.0.1/x", True),       # no answer: judged as public
+    ("http://public.test/", "http://unknown.test/x", True),     # a target with no answer
 ])
 async def test_hop_refusal_resolves_names(from_url: str, to_url: str, refused: bool) -> None:
     from robotgate.policy.network import hop_refusal

@@ -9,14 +9,12 @@ is refused; origins that are themselves private or loopback are unaffected.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
+
+from .hops import IsPrivate, Resolve, hop_decision, is_private, parse_hop
 
 __all__ = ["address_is_public", "hop_refusal", "host_is_public", "refusal",
            "strip_credentials"]
-
-#: ``resolve(host) -> addresses`` ([] when the name does not resolve).
-Resolve = Callable[[str], Awaitable[list[str]]]
 
 
 def address_is_public(address: str) -> bool:
@@ -54,49 +52,42 @@ def _host_of(url: str) -> str:
 
 
 def refusal(from_url: str, to_url: str) -> str | None:
-    """Why a hop from ``from_url`` to ``to_url`` is refused, as far as the URLs tell.
+    """Why a hop from ``from_url`` to ``to_url`` is refused, as far as the URLs tell
+    (by the default rule of :mod:`robotgate.policy.hops`).
 
-    Decides only when both hosts are IP literals (or ``localhost``); where a
-    name is involved, the adapter that resolves it decides (see the aiohttp
-    adapter's ``hop_refusal``).
+    Decides only when both hosts spell addresses (or ``localhost``); where a
+    name is involved, the adapter that resolves it decides (see
+    :func:`hop_refusal`).
 
     >>> refusal("http://93.184.216.34/", "http://127.0.0.1/admin")
     'refused a redirect from a public site to a non-public address (127.0.0.1)'
     >>> refusal("http://127.0.0.1:8080/", "http://127.0.0.1:9090/") is None
     True
     """
-    target = _host_of(to_url)
-    if host_is_public(target) is not False:
+    target = parse_hop(to_url)
+    if target is None:
         return None
-    if host_is_public(_host_of(from_url)) is not True:
+    if target.address is not None:
+        if not is_private(target.address):
+            return None
+    elif host_is_public(target.host) is not False:
+        return None  # a name: resolved by the adapter
+    source = parse_hop(from_url)
+    if source is None or source.address is None or is_private(source.address):
         return None  # a private origin may send us to another private address
-    return f"refused a redirect from a public site to a non-public address ({target})"
+    shown = target.address if target.address is not None else target.host
+    return f"refused a redirect from a public site to a non-public address ({shown})"
 
 
-async def hop_refusal(from_url: str, to_url: str, resolve: Resolve) -> str | None:
+async def hop_refusal(from_url: str, to_url: str, resolve: Resolve,
+                      private: IsPrivate = is_private) -> str | None:
     """Why a redirect from ``from_url`` to ``to_url`` is refused (None: it may be followed).
 
     Host names are resolved with ``resolve`` (the client's resolver, which the
-    adapter passes in) to tell whether the origin is public and where the hop leads.
+    adapter passes in); see :func:`robotgate.policy.hops.hop_decision`.
     """
-    to_host = _host_of(to_url)
-    to_public = host_is_public(to_host)
-    if to_public:
-        return None
-    from_host = _host_of(from_url)
-    from_public = host_is_public(from_host)
-    if from_public is None:
-        found = await resolve(from_host)
-        from_public = bool(found) and all(address_is_public(a) for a in found)
-    if not from_public:
-        return None  # a private origin may send us to another private address
-    if to_public is False:
-        return f"refused a redirect from a public site to a non-public address ({to_host})"
-    private = [a for a in await resolve(to_host) if not address_is_public(a)]
-    if private:
-        return (f"refused a redirect from a public site to {to_host}, which resolves to "
-                f"a non-public address ({private[0]})")
-    return None
+    decision = await hop_decision(from_url, to_url, resolve, private)
+    return decision.reason if decision is not None else None
 
 
 def strip_credentials(url: str) -> str:
