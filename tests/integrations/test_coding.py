@@ -1,4 +1,8 @@
-"""decode_capped: a robots.txt body's content codings undone, never past the limit."""
+"""decode_capped: a robots.txt body's content codings undone, never past the limit.
+
+The one decoder every client adapter uses (aiohttp, httpx, Scrapy); the same
+cases through each client are in tests/contract/test_compressed_robots.py.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ from typing import Any
 import brotli
 import pytest
 
-from robotgate.integrations import _coding
-from robotgate.integrations._coding import UndecodableBody, decode_capped
+from robotgate.policy import content_coding
+from robotgate.policy.content_coding import MAX_CODINGS, UndecodableBody, decode_capped
 from tests.support.hostile import brotli_bomb, gzip_bomb
 
 TEXT = b"User-agent: *\nDisallow: /private/\n" + b"# comment\n" * 5000
@@ -41,6 +45,8 @@ def test_a_bomb_inflates_only_as_far_as_the_limit() -> None:
 def test_zstd_when_a_decoder_is_installed() -> None:
     zstd: Any = pytest.importorskip("backports.zstd")
     assert decode_capped(zstd.compress(TEXT), ["zstd"], 50) == TEXT[:50]
+    with pytest.raises(UndecodableBody, match="came zstd-encoded and could not be decoded"):
+        decode_capped(b"\xff" * 64, ["zstd"], 1000)
 
 
 def test_a_truncated_stream_gives_what_it_holds() -> None:
@@ -59,6 +65,41 @@ def test_several_codings_are_undone_last_applied_first() -> None:
     both = brotli.compress(gzip.compress(TEXT))
     assert decode_capped(both, ["gzip, br"], 10**6) == TEXT
     assert decode_capped(both, ["gzip", "br"], 10**6) == TEXT  # two header lines
+    assert decode_capped(both, ["GZip ,BR"], 10**6) == TEXT
+    twice = gzip.compress(gzip.compress(TEXT))
+    assert decode_capped(twice, ["gzip, gzip"], 10**6) == TEXT
+    assert decode_capped(twice, ["x-gzip, gzip"], 10**6) == TEXT
+    assert decode_capped(gzip.compress(TEXT), ["identity, gzip"], 10**6) == TEXT
+    assert decode_capped(gzip.compress(TEXT), ["gzip, identity"], 10**6) == TEXT
+    assert decode_capped(gzip.compress(TEXT), ["utf-8, gzip"], 10**6) == TEXT
+
+
+def test_stacked_codings_stay_within_the_limit() -> None:
+    # Each layer is cut at the limit: the outer one cannot hand the inner one a bomb.
+    bomb = gzip_bomb(64)
+    assert decode_capped(gzip.compress(bomb), ["gzip, gzip"], 4096) == b"\0" * 4096
+    assert decode_capped(brotli.compress(bomb), ["gzip, br"], 4096) == b"\0" * 4096
+
+
+def test_a_registered_coding_with_no_decoder_here_is_undecodable() -> None:
+    # Compressed bytes read as rules would find none and allow the whole site.
+    for coding in ("compress", "x-compress", "aes128gcm", "pack200-gzip", "dcb", "dcz", "exi"):
+        with pytest.raises(UndecodableBody, match=f"came {coding}-encoded, a coding"):
+            decode_capped(TEXT, [coding], 100)
+    with pytest.raises(UndecodableBody, match="came compress-encoded"):
+        decode_capped(gzip.compress(TEXT), ["compress, gzip"], 100)
+
+
+def test_more_codings_than_the_bound_are_undecodable() -> None:
+    body = TEXT
+    for _ in range(MAX_CODINGS):
+        body = gzip.compress(body)
+    assert decode_capped(body, [", ".join(["gzip"] * MAX_CODINGS)], 10**6) == TEXT
+    with pytest.raises(UndecodableBody, match=f"more than {MAX_CODINGS} content codings"):
+        decode_capped(gzip.compress(body), [", ".join(["gzip"] * (MAX_CODINGS + 1))], 10**6)
+    # identity and tokens naming no coding are not counted: nothing is undone for them.
+    many = ["identity"] * 50 + ["utf-8"] * 50 + ["gzip"]
+    assert decode_capped(gzip.compress(TEXT), many, 10**6) == TEXT
 
 
 def test_corrupt_data_is_an_undecodable_body() -> None:
@@ -66,6 +107,9 @@ def test_corrupt_data_is_an_undecodable_body() -> None:
         decode_capped(b"not gzip at all", ["gzip"], 1000)
     with pytest.raises(UndecodableBody, match="came br-encoded"):
         decode_capped(b"\xff" * 64, ["br"], 1000)
+    # The outer layer decodes, the inner one is corrupt: still undecodable.
+    with pytest.raises(UndecodableBody, match="came gzip-encoded and could not be decoded"):
+        decode_capped(brotli.compress(b"not gzip at all"), ["gzip, br"], 1000)
     assert issubclass(UndecodableBody, ValueError)
 
 
@@ -77,7 +121,7 @@ def test_a_limit_of_zero_reads_nothing() -> None:
 def test_without_a_bounded_decoder_the_body_is_undecodable(
         monkeypatch: pytest.MonkeyPatch) -> None:
     packed = brotli.compress(TEXT)
-    monkeypatch.setattr(_coding, "_module", lambda *names: None)
+    monkeypatch.setattr(content_coding, "_module", lambda *names: None)
     with pytest.raises(UndecodableBody, match="no brotli decoder is installed"):
         decode_capped(packed, ["br"], 100)
     with pytest.raises(UndecodableBody, match="no zstd decoder is installed"):
@@ -90,6 +134,6 @@ def test_without_a_bounded_decoder_the_body_is_undecodable(
     class OldBrotli:
         Decompressor = OldDecompressor
 
-    monkeypatch.setattr(_coding, "_module", lambda *names: OldBrotli)
+    monkeypatch.setattr(content_coding, "_module", lambda *names: OldBrotli)
     with pytest.raises(UndecodableBody, match="cannot decode within a limit"):
         decode_capped(packed, ["br"], 100)

@@ -29,11 +29,11 @@ import httpx
 
 from ..decision import Decision
 from ..errors import Disallowed
+from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
 from ..urls import InvalidURL
-from ._coding import decode_capped
 from ._fleet import on_time
 from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 

@@ -40,12 +40,12 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
+from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact
-from .._coding import decode_capped
 from .._fleet import on_time
 from .._hops import first_address, refused_robots_hop, robots_headers
 from .settings import make_store, read_settings

@@ -1,10 +1,25 @@
-"""A robots.txt body's content codings, undone within the byte limit.
+"""A robots.txt body's content codings (RFC 9110 8.4), undone within the byte limit.
 
-robots.txt is asked for with ``Accept-Encoding: identity``; a server that
-compresses it anyway could send a small body that inflates to gigabytes.  The
-httpx and Scrapy adapters read the raw bytes (at most the limit) and undo the
-codings here, never producing more than the limit: a longer file is cut, as
-the aiohttp adapter cuts it.  (aiohttp inflates while it reads, chunk by chunk.)
+Every client adapter reads the raw bytes of robots.txt (at most the limit) and
+undoes the codings here, never producing more than the limit: a small body
+that inflates to gigabytes costs no more than the limit, and a longer file is
+cut there.
+
+What a ``Content-Encoding`` token means:
+
+* gzip, x-gzip, deflate, br and zstd are undone, the last applied first, at
+  most :data:`MAX_CODINGS` of them (``gzip, gzip``, ``identity, gzip`` and
+  ``gzip, br`` included);
+* ``identity`` and tokens that name no content coding (``utf-8``, ``none``,
+  ``text/plain``...) are left alone: servers that send them mean no coding,
+  and browsers read the body as it is;
+* a registered coding no decoder here reads (``compress``, ``aes128gcm``...),
+  br without ``brotli``, zstd without Python 3.14 or ``backports.zstd``, and
+  corrupt data raise :class:`UndecodableBody`: robots.txt is unreachable
+  (RFC 9309 2.3.1.4), never read as an empty file that allows everything.
+
+A stream cut short gives what it holds (the limit cuts the raw bytes too).
+Standard library only; ``brotli`` and ``zstd`` are imported when a body needs them.
 """
 
 from __future__ import annotations
@@ -14,7 +29,15 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["UndecodableBody", "decode_capped"]
+__all__ = ["MAX_CODINGS", "UndecodableBody", "decode_capped"]
+
+#: Most codings undone on one body; more is refused (curl's bound, after
+#: CVE-2023-23916): each layer costs up to the limit again.
+MAX_CODINGS = 5
+
+# The IANA HTTP Content Coding Registry's codings that no decoder here reads.
+_UNREADABLE = frozenset({"compress", "x-compress", "pack200-gzip", "exi", "aes128gcm",
+                         "dcb", "dcz"})
 
 
 class UndecodableBody(ValueError):
@@ -24,25 +47,32 @@ class UndecodableBody(ValueError):
 def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
     """``body`` with its ``Content-Encoding`` undone, cut to ``limit`` bytes.
 
-    ``codings``: the header's values as sent.  gzip, deflate, br and zstd are
-    undone, the last applied first; ``identity`` and tokens no decoder knows
-    are left alone, as browsers and aiohttp do (servers that send
-    ``Content-Encoding: utf-8`` mean no coding).  A truncated stream gives what
-    it holds.  Raises :class:`UndecodableBody` for corrupt data or a coding
-    whose decoder is not installed (br needs ``brotli``, zstd Python 3.14 or
-    ``backports.zstd``).
+    ``codings``: the header's values as sent (one per header line).  Raises
+    :class:`UndecodableBody` for what cannot be undone (see the module's doc).
 
     >>> import gzip
     >>> decode_capped(gzip.compress(b"Disallow: /x\\n" * 1000), ["gzip"], 20)
     b'Disallow: /x\\nDisallo'
+    >>> decode_capped(gzip.compress(gzip.compress(b"Disallow: /x\\n")), ["x-gzip, gzip"], 99)
+    b'Disallow: /x\\n'
+    >>> decode_capped(b"Disallow: /x\\n", ["utf-8"], 99)
+    b'Disallow: /x\\n'
     """
     if limit <= 0:
         return b""  # (zlib reads a max_length of 0 as no limit)
     tokens = [t.strip().lower() for value in codings for t in value.split(",")]
+    undone = 0
     for token in reversed(tokens):
         decode = _DECODERS.get(token)
         if decode is None:
+            if token in _UNREADABLE:
+                raise UndecodableBody(
+                    f"robots.txt came {token}-encoded, a coding robotgate does not decode")
             continue
+        undone += 1
+        if undone > MAX_CODINGS:
+            raise UndecodableBody(
+                f"robots.txt came in more than {MAX_CODINGS} content codings")
         try:
             body = decode(body, limit)
         except UndecodableBody:
