@@ -22,13 +22,15 @@ from yarl import URL
 from ..decision import Decision
 from ..errors import BodyTooLarge, Disallowed, GateClosed, without_context
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.network import hop_refusal, strip_credentials
+from ..policy.hops import REFUSED, IsPrivate, hop_decision, is_private, redirect_location
+from ..policy.network import strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
 from ..politeness.scheduler import Group
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
-__all__ = ["MAX_BODY", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall", "read_body"]
+__all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall",
+           "read_body"]
 
 #: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
@@ -37,8 +39,6 @@ _CHUNK = 1 << 16
 
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
-#: ``Decision.outcome`` of a redirect refused for where it leads.
-REFUSED = "redirect-refused"
 # What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
 # "%21", upper-cases the rest), what no URI holds as such, controls and non-ASCII
 # characters. Searched for as anything but the printable ASCII yarl keeps: a negated
@@ -210,7 +210,8 @@ class AiohttpClient:
     admission: Admission
 
     def __init__(self, session: Callable[[], aiohttp.ClientSession], headers: dict[str, str],
-                 owned: bool, refuse_private: bool = True) -> None:
+                 owned: bool, refuse_private: bool = True,
+                 is_private: IsPrivate = is_private) -> None:
         self.session = session
         self.headers = headers
         self.owned = owned
@@ -220,6 +221,8 @@ class AiohttpClient:
         self._call_headers: CIMultiDict[str] | None = None if owned else CIMultiDict(headers)
         self._stamping: tuple[Middleware, ...] = (self._stamp,)
         self.refuse_private = refuse_private
+        self.is_private = is_private
+        #: The owned session's resolver (``pace_by="ip"``); hops ask the connector's.
         self.resolver: aiohttp.abc.AbstractResolver | None = None
         self._open: set[aiohttp.ClientResponse] = set()
         self.closed = False
@@ -251,17 +254,20 @@ class AiohttpClient:
             keep = False  # True once a streamed response holds the server's slot
             try:
                 if admission.fleet is None:
+                    sent_at = admission.sent()
                     resp = await self.session().request(
                         method, sent, allow_redirects=False, middlewares=sending,
                         **kwargs)
                 else:
-                    resp = await self._request_in_slot(group, method, sent, sending, kwargs)
+                    resp, sent_at = await self._request_in_slot(group, method, sent, sending,
+                                                                kwargs)
                 redirect = follow and resp.status in REDIRECTS
                 # Learn from the answer, then read its body unless it streams.
                 # (Inline, not a coroutine of its own: this runs for every page.)
                 self._open.add(resp)
                 try:
-                    pending = admission.answered(group, resp.status, _retry_after(resp))
+                    pending = admission.answered(group, resp.status, _retry_after(resp),
+                                                 sent_at)
                     if pending is not None:
                         await pending
                     keep = stream and not redirect
@@ -292,7 +298,7 @@ class AiohttpClient:
             finally:
                 if not keep:
                     admission.done(group)
-            location = resp.headers.get("Location") if redirect else None
+            location = redirect_location(resp.headers) if redirect else None
             if location is not None and len(history) >= max_redirects:
                 raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
             target = self._target(resp, location) if location is not None else None
@@ -323,9 +329,9 @@ class AiohttpClient:
     async def _hop(self, url: str, target: str, status: int, method: str,
                    kwargs: dict[str, Any]) -> str:
         """May a redirect from ``url`` lead to ``target``?  Returns the next hop's method."""
-        why = await self.hop_refusal(url, target)
-        if why is not None:
-            raise Disallowed(target, Decision(False, why, outcome=REFUSED))
+        refused = await self.hop_decision(url, target, self.session())
+        if refused is not None:
+            raise Disallowed(target, refused)
         if status == 303 or (status in (301, 302) and method == "POST"):
             kwargs.pop("data", None)
             kwargs.pop("json", None)
@@ -351,33 +357,32 @@ class AiohttpClient:
 
     async def _request_in_slot(self, group: Group, method: str, url: URL | str,
                                sending: tuple[Middleware, ...],
-                               kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
-        """Send within the fleet slot the admission reserved (or reserve again)."""
-        fleet = self.admission.fleet
+                               kwargs: dict[str, Any]) -> tuple[aiohttp.ClientResponse, float]:
+        """Send within the fleet slot the admission reserved (or reserve again);
+        the response and when the request left."""
+        admission = self.admission
+        fleet = admission.fleet
         assert fleet is not None
         while True:
             slot = CURRENT.get()
             try:
                 if slot is not None:
                     slot.check(asyncio.get_running_loop().time())
+                sent_at = admission.sent()
                 resp = await self.session().request(
                     method, url, allow_redirects=False, middlewares=sending, **kwargs)
             except LateSlot:
                 # Too late for its fleet slot (the loop lagged): not sent; ask again
-                # (reserve() sets the new slot, checked on the next round).
+                # (the new slot is checked on the next round).
                 assert slot is not None
-                fleet.missed(slot)
-                wait = await fleet.reserve(group.key, self.admission.scheduler.gap(
-                    group, group.interval))
-                if wait:
-                    await asyncio.sleep(wait)
+                await admission.slot_missed(group, slot)
                 continue
             except BaseException:
                 CURRENT.set(None)
                 raise
             CURRENT.set(None)
             fleet.on_time()
-            return resp
+            return resp, sent_at
 
     # -- gate.middleware ---------------------------------------------------------------
 
@@ -390,10 +395,11 @@ class AiohttpClient:
         if hop is not None:
             # The request follows a redirect this middleware saw: where may it lead?
             _HOP.set(None)
-            if hop[1] == strip_credentials(url):
-                why = await self.hop_refusal(hop[0], url)
-                if why is not None:
-                    raise Disallowed(url, Decision(False, why, outcome=REFUSED))
+            if _same_target(hop[1], req.url):
+                session = getattr(req, "session", None)
+                refused = await self.hop_decision(hop[0], url, session)
+                if refused is not None:
+                    raise Disallowed(_bare(req.url), refused)
                 req.headers.pop("Authorization", None)  # never credentials from a Location
         group = admission.admit(url)
         if not isinstance(group, Group):
@@ -403,22 +409,18 @@ class AiohttpClient:
             finally:
                 _VIA.reset(via)
         req.headers.update(self.headers)  # each name's values replaced, as setting it would
-        fleet = admission.fleet
         try:
-            if fleet is not None:
-                slot = CURRENT.get()
-                if slot is not None:
-                    slot.check(asyncio.get_running_loop().time())
+            if admission.fleet is not None:
+                await admission.on_time(group)  # a late slot is given up and asked again
+            sent_at = admission.sent()
             resp = await handler(req)
-            pending = admission.answered(group, resp.status, _retry_after(resp))
+            pending = admission.answered(group, resp.status, _retry_after(resp), sent_at)
             if pending is not None:
                 await pending
         finally:
-            if fleet is not None:
-                CURRENT.set(None)
             admission.done(group)
         if resp.status in REDIRECTS:
-            location = resp.headers.get("Location")
+            location = redirect_location(resp.headers)
             target = self._target(resp, location) if location else None
             if target is not None:
                 _HOP.set((url, target))
@@ -426,17 +428,33 @@ class AiohttpClient:
 
     # -- hops into private networks ----------------------------------------------------
 
-    async def hop_refusal(self, from_url: str, to_url: str) -> str | None:
-        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed);
-        names are resolved through the session's resolver."""
+    async def hop_decision(self, from_url: str, to_url: str,
+                           session: aiohttp.ClientSession | None) -> Decision | None:
+        """The refusal of a redirect from ``from_url`` to ``to_url`` (None: followed);
+        names are resolved by ``session``'s connector, the resolver it connects with."""
         if not self.refuse_private:
             return None
-        return await hop_refusal(from_url, to_url, self._resolve)
+        resolver = _resolver_of(session) if session is not None else None
+
+        async def resolve(host: str) -> list[str]:
+            if resolver is None:
+                return []  # no resolver to ask: the hop is refused
+            infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+            return [info["host"] for info in infos]
+
+        return await hop_decision(from_url, to_url, resolve, self.is_private)
+
+    async def hop_refusal(self, from_url: str, to_url: str,
+                          session: aiohttp.ClientSession | None = None) -> str | None:
+        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed)."""
+        refused = await self.hop_decision(from_url, to_url,
+                                          session if session is not None else self.session())
+        return refused.reason if refused is not None else None
 
     async def _resolve(self, host: str) -> list[str]:
         resolver = self.resolver
         if resolver is None:
-            resolver = getattr(self.session().connector, "_resolver", None)
+            resolver = _resolver_of(self.session())
         if resolver is None:
             return []
         try:
@@ -484,8 +502,10 @@ class AiohttpRobotsTransport:
         client = self.client
         if request.previous is not None:
             # The resolver has no timer of its own.
-            why = await asyncio.wait_for(client.hop_refusal(request.previous, request.url),
-                                         _left(request))
+            via = _VIA.get()
+            session = via if via is not None and not via.closed else client.session()
+            why = await asyncio.wait_for(
+                client.hop_refusal(request.previous, request.url, session), _left(request))
             if why is not None:
                 return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
         headers = self._headers(request)
@@ -524,6 +544,24 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     slot = CURRENT.get()
     if slot is not None:
         slot.check(asyncio.get_running_loop().time())
+
+
+def _resolver_of(session: aiohttp.ClientSession) -> aiohttp.abc.AbstractResolver | None:
+    """The resolver ``session``'s connections are made with (None: not a TCP connector)."""
+    return getattr(session.connector, "_resolver", None)
+
+
+def _bare(url: URL) -> str:
+    """``url`` without userinfo or fragment: as a redirect hop is compared and reported."""
+    return str(url.with_user(None).with_fragment(None))
+
+
+def _same_target(target: str, url: URL) -> bool:
+    """Whether ``url`` is the request aiohttp made to follow a redirect to ``target``."""
+    try:
+        return _bare(URL(target)) == _bare(url)
+    except ValueError:
+        return False
 
 
 def _left(request: RobotsRequest) -> float | None:

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 from yarl import URL
@@ -23,6 +23,8 @@ from yarl import URL
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..policy.fetch import FetchPolicy
+from ..policy.hops import IsPrivate
+from ..policy.hops import is_private as private_by_default
 from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.admission import Admission
@@ -39,6 +41,11 @@ from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
+
+if TYPE_CHECKING:
+    from ..policy.tdm import TdmReservation
+    from ..politeness.tdmrep_cache import TdmRepCache
+    from ..robots.directives import PageDirectives
 
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
@@ -92,7 +99,9 @@ class RobotGate:
     state (memory by default; :class:`~robotgate.SQLiteStore` on disk,
     :class:`~robotgate.RedisStore` for a fleet); the gate closes it on
     :meth:`close`.  A redirect from a public site into a loopback, private or
-    link-local address is refused unless ``allow_private_redirects``.
+    link-local address is refused unless ``allow_private_redirects``;
+    ``is_private`` (an ``ipaddress`` address -> bool) says which addresses are
+    private (default :func:`robotgate.policy.hops.is_private`).
     """
 
     def __init__(
@@ -118,7 +127,9 @@ class RobotGate:
         pace_by: PaceBy = "host",
         latency_factor: float | None = None,
         allow_private_redirects: bool = False,
+        is_private: IsPrivate | None = None,
         robots_transport: RobotsTransport | None = None,
+        tdmrep: bool = False,
     ) -> None:
         cap = _check(user_agent, delay, max_per_host, max_concurrency, on_long_delay)
         self.user_agent = user_agent
@@ -147,8 +158,15 @@ class RobotGate:
         self._session = session
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        #: Why :meth:`close` could not save everything to the store (None: it did).
+        self.close_error: str | None = None
+        #: Which addresses a public site's redirect may not lead to.
+        self.is_private: IsPrivate = is_private if is_private is not None else private_by_default
         self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
                    robots_transport)
+        #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
+        self.tdmrep = tdmrep
+        self.tdm_cache = _tdm_cache(self) if tdmrep else None
 
     def _wire(self, cap: int, max_concurrency: int | None, max_origins: int,
               recheck_visits: int | None, allow_private_redirects: bool,
@@ -159,7 +177,8 @@ class RobotGate:
                                    max_concurrency=max_concurrency, max_groups=max_origins)
         self.client = AiohttpClient(self._ensure_session, self._headers,
                                     owned=self._session is None,
-                                    refuse_private=not allow_private_redirects)
+                                    refuse_private=not allow_private_redirects,
+                                    is_private=self.is_private)
         self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
                                      self.policy)
         how = Interpretation(self.user_agent, self.dialect, self.lwp_conventions, self.policy,
@@ -180,6 +199,8 @@ class RobotGate:
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
         self.fetcher.transport = transport
+        if self.tdm_cache is not None:
+            self.tdm_cache.fetcher.transport = transport
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -242,7 +263,7 @@ class RobotGate:
     @property
     def stats(self) -> dict[str, int]:
         """Counters: robots.txt requests, pages, disallowed, back-offs, late fleet slots,
-        store errors."""
+        store errors (a failed save on :meth:`close` too: see ``close_error``)."""
         return stats_of(self)
 
     # -- questions -----------------------------------------------------------
@@ -319,6 +340,32 @@ class RobotGate:
             found.append(usage_from_headers(headers))
         return combine_usage(*found)
 
+    def directives(self, response: Any, body: bytes | None = None) -> PageDirectives:
+        """The page's directives for this robot: ``X-Robots-Tag`` and TDMRep headers and,
+        for HTML, the robots and TDMRep meta tags of ``body`` (default: the body the
+        response has already read, as ``gate.fetch`` does; none if it has not).
+
+        They govern following and use, never fetching: that is robots.txt's alone.
+
+        >>> async with gate.fetch(url) as resp:                     # doctest: +SKIP
+        ...     follow = not gate.directives(resp).nofollow
+        """
+        from .directives import directives_of
+
+        return directives_of(response, self.user_agent, body)
+
+    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmReservation:
+        """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
+        the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
+        then ``page``'s headers and meta tags (:meth:`directives`)."""
+        if self.tdm_cache is None:
+            from ..policy.tdm import tdm_reservation
+
+            return tdm_reservation(url, None, None, page)
+        if self._closed:
+            raise GateClosed("the gate is closed")
+        return await self.tdm_cache.reservation(as_sent(url), page)
+
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
         return describe(self)
@@ -368,6 +415,19 @@ class RobotGate:
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
 
+def _tdm_cache(gate: RobotGate) -> TdmRepCache:
+    """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, failures);
+    401/403 mean "no file", whatever the robots.txt convention."""
+    from dataclasses import replace
+
+    from ..policy.tdm import TDMREP_PATH
+    from ..politeness.tdmrep_cache import TdmRepCache
+
+    policy = replace(gate.policy, forbidden_disallows_all=False)
+    fetcher = RobotsFetcher(gate.fetcher.transport, policy, TDMREP_PATH)
+    return TdmRepCache(fetcher, turn=gate.admission.robots_turn, max_origins=gate.max_origins)
+
+
 async def _wait_for(closing: asyncio.Future[None]) -> None:
     try:
         await asyncio.shield(closing)
@@ -387,6 +447,14 @@ async def _shut(gate: RobotGate) -> None:
     gate.admission.close()
     gate.client.close_responses()
     await gate.cache.close()
+    if gate.tdm_cache is not None:
+        await gate.tdm_cache.close()
     if gate.client.owned and gate._session is not None:
         await gate._session.close()
-    await gate.store.close()
+    try:
+        await gate.store.close()
+    except Exception as exc:
+        # A full disk costs the last host states, not the crawl: said, not raised.
+        gate.close_error = (f"the store could not save its last writes on close "
+                            f"({type(exc).__name__}: {exc})")
+        log.warning("%s", gate.close_error)

@@ -130,8 +130,9 @@ class Hop:
 def parse_hop(url: str) -> Hop | None:
     """The hop to the absolute http(s) ``url``, or None when it is none.
 
-    >>> parse_hop("http://u:p@2130706434:8080/secret#x")
-    Hop(url='http://2130706434:8080/secret', host='2130706434', address=IPv4Address('127.0.0.2'), had_credentials=True)
+    >>> hop = parse_hop("http://u:p@2130706434:8080/secret#x")
+    >>> hop.url, hop.address, hop.had_credentials
+    ('http://2130706434:8080/secret', IPv4Address('127.0.0.2'), True)
     """
     try:
         parts = urlsplit(url.strip())

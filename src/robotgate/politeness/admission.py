@@ -29,7 +29,7 @@ from ..store.base import Store
 from ..store.memory import MemoryStore, immediate
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .crawl_results import CrawlSummary
-from .fleet_slots import FleetSlots
+from .fleet_slots import CURRENT, FleetSlots, Slot
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
 from .scheduler import Group, Scheduler
@@ -125,14 +125,24 @@ class Admission:
         key = await self.keys.key(origin)
         group = self.scheduler.get(key)
         if group is None:
-            state = await self.store.load_host(key)
+            store = self.store
+            state = await store.load_host(key)
             if state is None:
                 state = HostState(key)
                 if not self._saves_hosts:
                     # As in group_now, for a subclass of the memory store.
-                    await self.store.save_host(state)
-            group = self.scheduler.get(key) or self.scheduler.add(key, state)
+                    await store.save_host(state)
+            group = self.scheduler.get(key) or self.scheduler.add(
+                key, state, self._unrecorded_last(store.unrecorded_until))
         return group
+
+    def _unrecorded_last(self, unrecorded_until: float) -> float:
+        """Loop time of a request that may have gone out unrecorded (see
+        :attr:`Store.unrecorded_until`), or -inf when none may have."""
+        if not unrecorded_until:
+            return -float("inf")
+        scheduler = self.scheduler
+        return scheduler.now() - max(0.0, _now() - unrecorded_until)
 
     def robots_turn(self, origin: str) -> RobotsTurn:
         """A robots.txt request is a request to the server: paced and capped like a page."""
@@ -304,9 +314,49 @@ class Admission:
                 fast.clear()  # rare and cheap: refilled by the next slow admits
             fast[m[0]] = site
 
+    def sent(self) -> float:
+        """The time a request leaves, on the clock :meth:`answered` reads: every client
+        passes it back with the answer (``latency_factor`` learns from the two)."""
+        return self.scheduler.now()
+
+    async def on_time(self, group: Group) -> None:
+        """Make sure the fleet slot just taken is not already past; ask again until one is.
+
+        Called right before the request is handed to the client.  A request that
+        would leave after its slot's deadline (the loop lagged) could land closer
+        than the interval to another worker's next request: it takes a new slot.
+        """
+        fleet = self.fleet
+        if fleet is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            while (slot := CURRENT.get()) is not None:
+                if loop.time() > slot.deadline:
+                    await self.slot_missed(group, slot)  # sets CURRENT anew
+                    continue
+                fleet.on_time()
+                return
+        finally:
+            CURRENT.set(None)
+
+    async def slot_missed(self, group: Group, slot: Slot) -> None:
+        """``slot`` went by before the request could leave: reserve the next one, and
+        wait until it starts."""
+        fleet = self.fleet
+        assert fleet is not None
+        fleet.missed(slot)
+        CURRENT.set(None)
+        wait = await fleet.reserve(group.key, self.scheduler.gap(group, group.interval))
+        if wait:
+            await asyncio.sleep(wait)
+
     def answered(self, group: Group, status: int, retry_after: str | None,
                  sent_at: float | None = None) -> Awaitable[None] | None:
-        """The answer's headers arrived; an awaitable when the store must hear of it."""
+        """The answer's headers arrived; an awaitable when the store must hear of it.
+
+        ``sent_at`` is when the request left (:meth:`sent`); every client passes it.
+        """
         until = self.scheduler.answered(group, status, retry_after, sent_at)
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
@@ -361,7 +411,7 @@ class RobotsTurn:
     cold start.
     """
 
-    __slots__ = ("_admission", "_asked", "_group", "_hop", "_origin", "_pending")
+    __slots__ = ("_admission", "_asked", "_group", "_hop", "_origin", "_pending", "_sent")
 
     def __init__(self, admission: Admission, origin: str) -> None:
         self._admission = admission
@@ -370,6 +420,7 @@ class RobotsTurn:
         self._hop: Group | None = None
         self._asked: Group | None = None  # the server of the request awaiting its answer
         self._pending: list[Awaitable[None]] | None = None  # made only for a 429 or 503
+        self._sent = 0.0  # when the request awaiting its answer left
 
     async def before_hop(self, url: str) -> float:
         self._hop = None
@@ -386,6 +437,7 @@ class RobotsTurn:
             await asyncio.sleep(wait)  # again: another request may have gone meanwhile
         group.last = now = scheduler.now()  # gone: the server's next request waits for it
         self._hop = self._asked = group
+        self._sent = now
         return now - start
 
     def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
@@ -404,7 +456,7 @@ class RobotsTurn:
         except Exception:  # a hostile or broken mapping: no header
             retry_after = None
         pending = self._admission.answered(
-            group, status, retry_after if isinstance(retry_after, str) else None)
+            group, status, retry_after if isinstance(retry_after, str) else None, self._sent)
         if pending is not None:
             if self._pending is None:
                 self._pending = []
@@ -419,6 +471,7 @@ class RobotsTurn:
         if not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group
+        self._sent = scheduler.now()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
