@@ -15,6 +15,7 @@ from .decision import Decision, Rule, UsageRule
 from .policy import FetchPolicy
 from .records import HostState, Outcome, RobotsEntry
 from .robots import RequestRate, RobotsTxt
+from .robots.directives import PageDirectives, page_directives
 from .urls import InvalidURL
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidURL",
     "MemoryStore",
     "Outcome",
+    "PageDirectives",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -46,6 +48,7 @@ __all__ = [
     "Store",
     "StoreError",
     "UsageRule",
+    "page_directives",
 ]
 
 # The asyncio shell, resolved on first use: name -> module that defines it.
