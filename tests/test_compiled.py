@@ -47,3 +47,39 @@ def test_setup_compiles_nothing_for_an_editable_install(monkeypatch: pytest.Monk
     monkeypatch.setattr("sys.argv", ["setup.py", "bdist_wheel"])
     runpy.run_path(str(ROOT / "setup.py"))
     assert seen == [[], []]
+
+
+def _backend() -> dict[str, object]:
+    return runpy.run_path(str(ROOT / "build_backend" / "robotgate_build.py"))
+
+
+def test_the_build_asks_for_mypy_only_when_it_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    from setuptools import build_meta
+
+    for hook in ("get_requires_for_build_wheel", "get_requires_for_build_editable"):
+        monkeypatch.setattr(build_meta, hook, lambda config_settings=None: ["setuptools"])
+    monkeypatch.delenv("ROBOTGATE_PURE", raising=False)
+    monkeypatch.delenv("ROBOTGATE_COMPILE", raising=False)
+    backend = _backend()
+    wheel, editable = (backend["get_requires_for_build_wheel"],
+                       backend["get_requires_for_build_editable"])
+    assert any(req.startswith("mypy==") for req in wheel())  # type: ignore[operator]
+    assert not any(req.startswith("mypy") for req in editable())  # type: ignore[operator]
+    monkeypatch.setenv("ROBOTGATE_COMPILE", "1")
+    assert any(req.startswith("mypy==") for req in editable())  # type: ignore[operator]
+    monkeypatch.setenv("ROBOTGATE_PURE", "1")
+    assert not any(req.startswith("mypy") for req in wheel())  # type: ignore[operator]
+
+
+def test_a_build_that_cannot_compile_fails_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import setuptools
+
+    monkeypatch.setattr(setuptools, "setup", lambda **kw: None)
+    monkeypatch.delenv("ROBOTGATE_PURE", raising=False)
+    monkeypatch.setattr("sys.argv", ["setup.py", "bdist_wheel"])
+    monkeypatch.setitem(sys.modules, "mypyc.build", None)  # as if mypy were not installed
+    monkeypatch.setenv("CC", sys.executable)  # a "compiler" that exists, so compiling is meant
+    with pytest.raises(SystemExit, match="ROBOTGATE_PURE=1"):
+        runpy.run_path(str(ROOT / "setup.py"))
