@@ -22,6 +22,7 @@ __all__ = [
     "remove_dot_segments",
     "request_path",
     "robots_url",
+    "scrub",
     "split_origin",
     "text_url",
 ]
@@ -61,12 +62,8 @@ class InvalidURL(ValueError):
 
     def __init__(self, url: object, why: str) -> None:
         if isinstance(url, str):
-            secret = _secret(url)
+            why = scrub(why, url)
             url = redact(url)
-            if secret:
-                # As it shows in a parser's message (the netloc): a bare replace
-                # would also garble words holding a short user name.
-                why = why.replace(secret + "@", "***@")
             shown = repr(url) if len(url) <= _SHOWN_URL else f"{url[:_SHOWN_URL]!r}..."
         else:
             shown = repr(url)
@@ -172,6 +169,25 @@ def redact(url: str) -> str:
         return url  # nothing secret: "http://@host/", "http://user:@host/"
     kept = f"{user}:***" if colon else "***"
     return url[:start] + kept + url[at:]
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (an error message, a log line) with what :func:`redact` hides in ``url``
+    taken out wherever it shows: the URL itself, or its netloc as a parser quotes it.
+
+    >>> scrub("cannot connect to https://TOKEN@example.com/x (TOKEN@example.com:443)",
+    ...       "https://TOKEN@example.com/x")
+    'cannot connect to https://***@example.com/x (***@example.com:443)'
+    """
+    if not isinstance(text, str) or not isinstance(url, str):
+        return text
+    secret = _secret(url)
+    if not secret:
+        return text
+    text = text.replace(url, redact(url))
+    # The secret followed by "@", as a netloc shows it: a bare replace would also
+    # garble words holding a short user name.
+    return text.replace(secret + "@", "***@")
 
 
 # -- origins ------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from .. import urls as _urls
 from ..compiled import HOT_PATH, compiled_modules
 from ..robots import DIALECTS
 
@@ -63,55 +62,6 @@ def say_block(text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
-
-
-def _userinfo(url: str) -> str | None:
-    """The ``user:password`` part of ``url``'s authority, if it has a password.
-
-    Read from the text itself, not a parser, so that URLs too broken to parse
-    (``http://u:pw@[bad/``) are covered too.
-    """
-    _, sep, rest = url.partition("://")
-    if not sep:
-        return None
-    authority = rest
-    for stop in "/?#":
-        authority = authority.split(stop, 1)[0]
-    userinfo, at, _ = authority.rpartition("@")
-    return userinfo if at and ":" in userinfo else None
-
-
-def _drop_password(url: str) -> str:
-    # Fallback for robotgate.urls.redact: the URL with the password left out.
-    userinfo = _userinfo(url)
-    if userinfo is None:
-        return url
-    return url.replace(userinfo + "@", userinfo.split(":", 1)[0] + "@", 1)
-
-
-_LIBRARY_REDACT: Callable[[str], str] | None = getattr(_urls, "redact", None)
-
-
-def redact(url: str) -> str:
-    """``url`` without its password, fit to print (however broken the URL is)."""
-    userinfo = _userinfo(url)
-    if userinfo is None:
-        return url
-    if _LIBRARY_REDACT is not None:
-        with contextlib.suppress(Exception):
-            shown = _LIBRARY_REDACT(url)
-            if userinfo + "@" not in shown:
-                return shown
-    return _drop_password(url)
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` with ``url``'s password taken out wherever it shows (URL, error text)."""
-    userinfo = _userinfo(url)
-    if userinfo is None:
-        return text
-    text = text.replace(url, redact(url))
-    return text.replace(userinfo + "@", userinfo.split(":", 1)[0] + "@")
 
 
 def display_path(path: Path) -> str:

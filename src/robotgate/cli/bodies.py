@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import mimetypes
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,6 @@ from ..politeness.frontier import Handled
 from ..urls import split_origin
 
 _UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _read_umask() -> int:
-    # Read once, at import (in the main thread): os.umask can only be read by setting it.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_read_umask()
 
 
 class SaveError(OSError):
@@ -52,32 +43,76 @@ def _write_all(fd: int, body: bytes) -> None:
         view = view[written:]
 
 
-def write_atomically(path: Path, body: bytes) -> None:
-    """Write ``body`` to ``path`` through a temporary file of its own.
-
-    The temporary name is unique (``mkstemp``: created with ``O_EXCL``, never
-    following a symlink), so two writers never share one, and a planted link
-    is never written through; the file is renamed into place when complete
-    and removed on any failure, so an interrupted run never leaves half a file.
-    """
+def _host_dir(root: Path, host: str) -> int:
+    """A descriptor of ``root/host``, made if missing; a symlink there is refused,
+    never followed (it could lead anywhere)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(host, 0o777, dir_fd=top)
+        try:
+            return os.open(host, flags, dir_fd=top)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(root / host):
+                raise OSError(errno.ELOOP, f"{root / host} is a symbolic link, "
+                                           "not followed") from None
+            raise
+    finally:
+        os.close(top)
+
+
+def write_atomically(root: Path, name: str, body: bytes) -> Path:
+    """Write ``body`` to ``root/name`` (``HOST/FILE``, as :func:`save_name` makes
+    it) through a temporary file of its own; returns the path.
+
+    The host directory is opened without following a symlink, and the
+    temporary file is created in it with ``O_EXCL | O_NOFOLLOW`` under a
+    unique name, so a planted link is never written through and two writers
+    never share a name; the file is renamed into place when complete (a link
+    there is replaced, not followed) and removed on any failure, so an
+    interrupted run never leaves half a file.
+    """
+    host, _, file = name.partition(os.sep)
+    path = root / host / file
+    try:
+        where = _host_dir(root, host)
     except OSError as exc:
         raise SaveError(exc.errno, f"cannot save {path}: {exc.strerror or exc}") from exc
     try:
+        tmp, fd = _temporary(where, file, path)
         try:
-            os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; the user's umask decides
-            _write_all(fd, body)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
+            try:
+                _write_all(fd, body)
+            finally:
+                os.close(fd)
+            os.replace(tmp, file, src_dir_fd=where, dst_dir_fd=where)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=where)
+            if isinstance(exc, OSError):
+                raise SaveError(exc.errno,
+                                f"cannot save {path}: {exc.strerror or exc}") from exc
+            raise
+    finally:
+        os.close(where)
+    return path
+
+
+def _temporary(where: int, file: str, path: Path) -> tuple[str, int]:
+    """A new ``.FILE.RANDOM.part`` in the directory ``where``, and its descriptor."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+             | getattr(os, "O_CLOEXEC", 0))
+    for _ in range(100):
+        tmp = f".{file}.{secrets.token_hex(4)}.part"
+        try:
+            # Mode 0666: the user's umask decides, as for any file they create.
+            return tmp, os.open(tmp, flags, 0o666, dir_fd=where)
+        except FileExistsError:
+            continue
+        except OSError as exc:
             raise SaveError(exc.errno, f"cannot save {path}: {exc.strerror or exc}") from exc
-        raise
+    raise SaveError(errno.EEXIST, f"cannot save {path}: no free temporary name")
 
 
 class PageHandler:
@@ -88,8 +123,10 @@ class PageHandler:
         self.save_dir = save_dir
 
     async def __call__(self, url: str, resp: Any) -> Handled:
-        """Read the body (up to the cap), save it if asked; no links are followed."""
-        keep = self.save_dir is not None
+        """Read the body (up to the cap), save it if asked; no links are followed.
+        An HTML page's head is handed back for its meta tags (the page's directives)."""
+        html = _is_html(resp.headers.get("Content-Type"))
+        keep = self.save_dir is not None or html
         body, size, truncated = await read_body(resp, self.max_bytes, keep)
         info: dict[str, Any] = {}
         if truncated:
@@ -97,7 +134,16 @@ class PageHandler:
         content_type = resp.headers.get("Content-Type")
         info["content_type"] = content_type
         if self.save_dir is not None:
-            path = self.save_dir / save_name(str(resp.url), resp.content_type)
-            await asyncio.to_thread(write_atomically, path, body)
+            name = save_name(str(resp.url), resp.content_type)
+            path = await asyncio.to_thread(write_atomically, self.save_dir, name, body)
             info["saved"] = str(path)
-        return Handled((), bytes=size, info=info)
+        return Handled((), bytes=size, info=info, head=body[:HTML_HEAD] if html else None)
+
+
+#: Bytes of an HTML page searched for its meta tags (they belong in its <head>).
+HTML_HEAD = 64 * 1024
+
+
+def _is_html(content_type: str | None) -> bool:
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind in ("text/html", "application/xhtml+xml")

@@ -17,8 +17,8 @@ from ..policy import FetchPolicy
 from ..policy.fetch import outcome_decision
 from ..records import RobotsEntry
 from ..robots import DEFAULT_MAX_BYTES, RobotsTxt
-from ..urls import InvalidURL, robots_url, split_origin
-from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error, redact, say
+from ..urls import InvalidURL, redact, robots_url, scrub, split_origin
+from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error, say
 
 # Column width of the verdict tags in the text output.
 TAG = 14
@@ -50,7 +50,7 @@ def run_check(args: argparse.Namespace) -> int:
         try:
             targets.append(_check_target(url))
         except InvalidURL as exc:
-            error(str(exc).replace(url, redact(url)))
+            error(scrub(str(exc), url))
             bad += 1
     source = _load_source(args, targets)
     emit = _emit_json if args.json else _emit_text
@@ -116,7 +116,7 @@ def _robots_origin(text: str) -> str:
     try:
         origin, rest = split_origin(text)
     except InvalidURL as exc:
-        raise UsageError(str(exc).replace(text, redact(text))) from None
+        raise UsageError(scrub(str(exc), text)) from None
     path = rest.split("#", 1)[0]
     if path not in ("", "/", "/robots.txt"):
         raise UsageError(

@@ -22,6 +22,7 @@ from ..agents import product_token
 from ..policy import FetchPolicy
 from ..politeness.frontier import CrawlResult, CrawlSummary
 from ..store.base import Store, StoreError
+from ..urls import scrub
 from .args import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -34,7 +35,6 @@ from .args import (
     error,
     say,
     say_block,
-    scrub,
 )
 from .bodies import PageHandler
 from .inputs import Source, UrlReader, close_sources, open_sources
@@ -222,10 +222,15 @@ class _FetchRun:
                 return EXIT_USAGE
             if self.stopped_by is not None:
                 return EXIT_INTERRUPTED
-            return await self._crawl(gate)
+            code = await self._crawl(gate)
         finally:
             self.phase = "closing"
             await gate.close()
+        if gate.close_error is not None:
+            # Every line written stands; what the store lost is the next run's to fetch again.
+            error(f"{gate.close_error}; every line written is complete")
+            return code if code != EXIT_OK else EXIT_FAILED
+        return code
 
     async def _crawl(self, gate: Any) -> int:
         args = self.args

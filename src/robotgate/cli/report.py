@@ -12,7 +12,7 @@ import time
 from typing import IO, Any
 
 from ..politeness.frontier import CrawlResult, CrawlSummary
-from .args import redact, scrub
+from ..urls import redact, scrub
 from .check import rule_text
 
 _PROGRESS_INTERVAL = 0.2

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GateClosed
-from ..urls import InvalidURL, split_origin, text_url
+from ..urls import InvalidURL, redact, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 
 __all__ = [
@@ -406,7 +406,7 @@ class Frontier:
                 record.final_url = getattr(exc, "url", None)
             else:
                 record.error = _describe(exc)
-                log.debug("%s: %s", url, record.error)
+                log.debug("%s: %s", redact(url), scrub(record.error, url))
         finally:
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
