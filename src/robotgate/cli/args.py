@@ -286,6 +286,11 @@ def _add_fetch(commands: Any) -> None:
     )
     _add_dialect(fetch, "robots.txt matching rules (default rfc9309)")
     fetch.add_argument(
+        "--tdmrep", action="store_true",
+        help="fetch each origin's /.well-known/tdmrep.json (W3C TDMRep) once; each line "
+        "says whether text-and-data-mining rights are reserved (\"tdm\")",
+    )
+    fetch.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bar and no summary on stderr"
     )
 

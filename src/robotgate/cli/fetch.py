@@ -210,6 +210,7 @@ class _FetchRun:
             store=self.store,
             policy=policy,
             dialect=args.dialect,
+            tdmrep=getattr(args, "tdmrep", False),
         )
 
     async def _run(self) -> int:

@@ -56,6 +56,12 @@ def record_json(result: CrawlResult) -> dict[str, Any]:
             record.update(result.info)
             if result.usage is not None:
                 record["usage"] = result.usage
+            if result.directives is not None:
+                record["directives"] = result.directives.as_json()
+            if result.not_followed:
+                record["not_followed"] = result.not_followed
+            if result.tdm is not None:
+                record["tdm"] = result.tdm.as_json()
         if result.error is not None:
             record["error"] = scrub(result.error, url)
     record["elapsed"] = round(result.elapsed, 3)

@@ -43,7 +43,7 @@ from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, Fet
 from .describe import describe, stats_of
 
 if TYPE_CHECKING:
-    from ..policy.tdm import TdmReservation
+    from ..policy.tdm import TdmVerdict
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..robots.directives import PageDirectives
 
@@ -354,14 +354,14 @@ class RobotGate:
 
         return directives_of(response, self.user_agent, body)
 
-    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmReservation:
+    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`)."""
         if self.tdm_cache is None:
-            from ..policy.tdm import tdm_reservation
+            from ..policy.tdm import tdm_verdict
 
-            return tdm_reservation(url, None, None, page)
+            return tdm_verdict(url, None, None, page)
         if self._closed:
             raise GateClosed("the gate is closed")
         return await self.tdm_cache.reservation(as_sent(url), page)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 from ..records import Outcome, RobotsEntry
-from ..urls import InvalidURL, redact, robots_url, split_origin
+from ..urls import InvalidURL, redact, split_origin
 from .fetch import (
     FetchPolicy,
     entry_for_not_modified,
@@ -78,14 +78,17 @@ def robots_flow(
     policy: FetchPolicy,
     now: float,
     clock: Callable[[], float] | None = None,
+    path: str = "/robots.txt",
 ) -> RobotsFlow:
     """Fetch ``origin``'s robots.txt: yields requests, returns the entry to store.
 
     ``previous`` (an earlier good copy) makes the first request conditional.
     ``clock`` gives the time of each answer (default: ``now`` for all).
+    ``path`` fetches another well-known file by the same rules, e.g. TDMRep's
+    ``/.well-known/tdmrep.json``.
     """
     when = clock if clock is not None else (lambda: now)
-    url = robots_url(origin)
+    url = origin + path
     headers: dict[str, str] = {}
     conditional = previous is not None and previous.outcome == Outcome.OK and (
         previous.body is not None

@@ -5,10 +5,15 @@ Plain records, no I/O; :mod:`robotgate.politeness.frontier` fills them in.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..policy.tdm import TdmVerdict
+    from ..robots.directives import PageDirectives
 
 __all__ = ["CrawlResult", "CrawlSummary", "Handled", "HostSummary"]
 
@@ -19,11 +24,14 @@ class Handled:
 
     ``links`` join the frontier; ``bytes`` and ``info`` are copied into the
     URL's :class:`CrawlResult` (e.g. the body size read, where it was saved).
+    ``head`` is the start of the body a handler read from a streamed response,
+    for the page's meta tags (a response read whole keeps its body itself).
     """
 
     links: Iterable[str] = ()
     bytes: int | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    head: builtins.bytes | None = None  # the field ``bytes`` hides the type here
 
 
 @dataclass(slots=True)
@@ -34,6 +42,11 @@ class CrawlResult:
     its code), ``decision`` is set (robots.txt forbids the URL: skipped), or
     ``error`` is set (invalid URL, network error, timeout, handler error; a
     handler error after a response keeps ``status`` too).
+
+    ``directives`` are the page's (``X-Robots-Tag``, robots meta tags, TDMRep's
+    headers and tags), ``not_followed`` the links its ``nofollow`` kept out of
+    the frontier (``directives.explain()`` says why), ``tdm`` whether TDM rights
+    are reserved for it (a gate with ``tdmrep=True``).
     """
 
     url: str
@@ -48,6 +61,9 @@ class CrawlResult:
     info: dict[str, Any] = field(default_factory=dict)
     discovered: bool = False
     attempts: int = 1
+    directives: PageDirectives | None = None
+    not_followed: int = 0
+    tdm: TdmVerdict | None = None
 
     @property
     def kind(self) -> str:
@@ -93,7 +109,8 @@ class CrawlSummary:
     ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
     describe the frontier right now, ``dropped`` counts discovered URLs left
     out because ``max_seen`` or ``max_queued`` was reached, ``retried`` the
-    answers (429/503) retried.  ``skipped_origins`` maps each origin that
+    answers (429/503) retried, ``not_followed`` the links of ``nofollow`` pages
+    left out.  ``skipped_origins`` maps each origin that
     robots.txt's fetch outcome (not a rule) ruled out to the reason.
     """
 
@@ -104,6 +121,7 @@ class CrawlSummary:
     discovered: int = 0
     dropped: int = 0
     retried: int = 0
+    not_followed: int = 0
     read: int = 0
     queued: int = 0
     in_flight: int = 0

@@ -197,6 +197,7 @@ class Frontier:
         max_queued: int = 100_000,
         max_seen: int = 100_000,
         max_retries: int = 0,
+        obey_nofollow: bool = True,
         retry_statuses: Iterable[int] = RETRY_STATUSES,
         stop: asyncio.Event | None = None,
         summary: CrawlSummary | None = None,
@@ -221,6 +222,9 @@ class Frontier:
         self.queues = _HostQueues(gate, max(1, int(cap)), max(1, max_queued), self.summary,
                                   self._poke)
         self._usage = getattr(gate, "usage", None)
+        self.obey_nofollow = obey_nofollow
+        self._directives = getattr(gate, "directives", None)
+        self._tdm = getattr(gate, "tdm", None) if getattr(gate, "tdmrep", False) else None
         self._seen: set[str] = set()
         self._visits: set[asyncio.Task[None]] = set()
         self._wakeup: asyncio.Future[None] | None = None
@@ -392,6 +396,9 @@ class Frontier:
                     return
                 self.summary.host(host.key).started_at(self._loop.time())
                 await self._page(url, record)
+                if self._tdm is not None and record.status is not None:
+                    # Once the page's slot is free: tdmrep.json waits for the server's turn.
+                    record.tdm = await self._tdm(url, record.directives)
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
@@ -433,6 +440,9 @@ class Frontier:
             if self._will_retry(record):
                 return  # the handler sees the answer that counts, not the 429 before it
             returned = await _handled(self.handler, url, resp)
+            if self._directives is not None:
+                head = returned.head if isinstance(returned, Handled) else None
+                record.directives = self._directives(resp, head)
         if isinstance(returned, Handled):
             record.bytes = returned.bytes
             record.info.update(returned.info)
@@ -441,6 +451,11 @@ class Frontier:
             links = returned if returned is not None else ()
         if isinstance(links, (str, bytes)):
             raise TypeError("the handler returned a string, not an iterable of URLs")
+        if record.directives is not None and record.directives.nofollow and self.obey_nofollow:
+            # The page asks not to follow its links; they may still come from another page.
+            record.not_followed = _count(links, self.max_seen)
+            self.summary.not_followed += record.not_followed
+            return
         self._discover(links)
 
     def _will_retry(self, record: CrawlResult) -> bool:
@@ -487,6 +502,11 @@ def _wake(fut: asyncio.Future[None]) -> None:
 
 def _key(gate: Any, url: object) -> str:
     return str(gate.pace_key(text_url(url)))
+
+
+def _count(links: Iterable[str], most: int) -> int:
+    """How many URLs ``links`` holds (an endless iterable is read no further than ``most``)."""
+    return sum(1 for link in itertools.islice(links, most) if isinstance(link, str))
 
 
 def _defrag(url: str) -> str:
@@ -536,6 +556,8 @@ async def crawl(
     (``url -> async context manager of the response``; default
     ``gate.fetch``), ``max_queued``, ``max_seen``, ``max_retries`` and
     ``retry_statuses`` (429/503 answers retried after the gate's back-off),
+    ``obey_nofollow`` (default True: the links a page returns are not followed
+    when its directives say ``nofollow``; they are counted in ``not_followed``),
     ``stop`` (an :class:`asyncio.Event`: set it to end the crawl early, in
     flight requests cancelled) and ``summary`` (a :class:`CrawlSummary` to
     fill in live, e.g. for a progress bar).  A gate closed under the crawl

@@ -58,16 +58,20 @@ class RobotsFetcher:
     "unreachable" entry (RFC 9309 2.3.1.4); only cancellation propagates.
     """
 
-    def __init__(self, transport: RobotsTransport, policy: FetchPolicy) -> None:
+    def __init__(self, transport: RobotsTransport, policy: FetchPolicy,
+                 path: str = "/robots.txt") -> None:
         self.transport = transport
         self.policy = policy
+        #: The file fetched: robots.txt, or another well-known file by its rules.
+        self.path = path
         self.requests = 0
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
                     hooks: TurnHooks | None = None) -> RobotsEntry:
         policy = self.policy
         self.requests += 1
-        flow = robots_flow(origin, previous, policy, time.time(), clock=time.time)
+        path = self.path
+        flow = robots_flow(origin, previous, policy, time.time(), clock=time.time, path=path)
         transport = self.transport
         timed = not getattr(transport, "enforces_deadline", False)
         waited = 0.0
@@ -95,13 +99,13 @@ class RobotsFetcher:
                     entry: RobotsEntry = done.value
                     break
         except asyncio.TimeoutError:
-            why = f"robots.txt did not answer within {policy.timeout:g}s"
+            why = f"{path[1:]} did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
             raise  # the gate's own end is no answer of the server's
         except Exception as exc:  # every waiter must still get an answer
-            why = f"robots.txt could not be fetched ({type(exc).__name__}: {exc})"
+            why = f"{path[1:]} could not be fetched ({type(exc).__name__}: {exc})"
         else:
-            log.info("%s/robots.txt: %s", origin, entry.detail or entry.outcome)
+            log.info("%s%s: %s", origin, path, entry.detail or entry.outcome)
             return entry
-        log.info("%s/robots.txt: %s", origin, why)
+        log.info("%s%s: %s", origin, path, why)
         return entry_for_error(origin, why, time.time(), policy, previous)

@@ -1,0 +1,19 @@
+"""An aiohttp response's page directives: its headers and, for HTML, the body it has read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..robots.directives import PageDirectives, page_directives
+
+__all__ = ["directives_of"]
+
+
+def directives_of(response: Any, agent: str, body: bytes | None = None) -> PageDirectives:
+    """The directives of ``response`` for ``agent``: ``body`` if given, else the body
+    the response has already read (``gate.fetch`` reads it; a streamed one has none)."""
+    if body is None:
+        read = getattr(response, "_body", None)  # aiohttp keeps the body read() returned
+        body = read if isinstance(read, bytes) else None
+    headers = getattr(response, "headers", None) or {}
+    return page_directives(headers, body, agent=agent, content_type=headers.get("Content-Type"))

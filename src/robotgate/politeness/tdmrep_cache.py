@@ -1,0 +1,129 @@
+"""TDMRep's ``/.well-known/tdmrep.json``: fetched once per origin however many tasks ask.
+
+The file is fetched by robots.txt's flow and fetcher (redirects, validators and
+304, timeouts, what each failure means, how long an answer stays fresh, the
+back-off after failures, an earlier good copy standing in), in the server's
+turn like robots.txt; this module only keeps the answers and shares each fetch
+among the tasks that ask at once.  The answers live in the gate's memory, not
+in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..policy.tdm import TdmVerdict, tdm_verdict
+from ..records import Outcome, RobotsEntry
+from ..robots.tdmrep import TdmRep, parse_tdmrep_json
+from ..urls import split_origin
+from .robots_fetcher import RobotsFetcher, TurnHooks
+
+if TYPE_CHECKING:
+    from ..robots.directives import PageDirectives
+
+__all__ = ["TdmRepCache", "TdmRepSite"]
+
+
+@dataclass(frozen=True, slots=True)
+class TdmRepSite:
+    """One origin's tdmrep.json as fetched: the entry (robots.txt's record) and its rules."""
+
+    entry: RobotsEntry
+    tdmrep: TdmRep | None
+
+
+@asynccontextmanager
+async def _no_turn() -> AsyncIterator[TurnHooks | None]:
+    yield None
+
+
+class TdmRepCache:
+    """Per-origin tdmrep.json, fetched once for all who ask, kept while fresh.
+
+    ``turn(origin)`` is held around each fetch (a request to the server like
+    any other).  At most ``max_origins`` origins are kept (the oldest go first).
+    """
+
+    def __init__(
+        self,
+        fetcher: RobotsFetcher,
+        *,
+        turn: Callable[[str], AbstractAsyncContextManager[TurnHooks | None]] | None = None,
+        max_origins: int = 100_000,
+    ) -> None:
+        self.fetcher = fetcher
+        self.max_origins = max(1, max_origins)
+        self._turn = turn
+        self._sites: dict[str, TdmRepSite] = {}
+        self._flights: dict[str, asyncio.Task[TdmRepSite]] = {}
+        self._closed = False
+
+    @property
+    def requests(self) -> int:
+        """tdmrep.json requests sent (every hop of a redirect counts once with its fetch)."""
+        return self.fetcher.requests
+
+    async def reservation(self, url: str, page: PageDirectives | None = None
+                          ) -> TdmVerdict:
+        """Whether TDM rights are reserved for ``url``: the origin's file, then ``page``
+        (the page's :class:`~robotgate.robots.directives.PageDirectives`, if read)."""
+        site = await self.get(split_origin(url)[0])
+        return tdm_verdict(url, site.entry, site.tdmrep, page)
+
+    async def get(self, origin: str) -> TdmRepSite:
+        """The origin's tdmrep.json, fetched once for all waiters when not fresh."""
+        site = self._sites.get(origin)
+        if site is not None and site.entry.is_fresh(time.time()):
+            return site
+        flight = self._flights.get(origin)
+        if flight is None:
+            if self._closed:
+                raise RuntimeError("the gate is closed")
+            flight = asyncio.get_running_loop().create_task(self._fetch(origin, site))
+            self._flights[origin] = flight
+            flight.add_done_callback(lambda done: self._land(origin, done))
+        # A waiter cancelled cancels only its wait, never the shared fetch.
+        return await asyncio.shield(flight)
+
+    def _land(self, origin: str, flight: asyncio.Task[TdmRepSite]) -> None:
+        if self._flights.get(origin) is flight:
+            del self._flights[origin]
+        if not flight.cancelled():
+            flight.exception()  # retrieved: every waiter got it
+
+    async def _fetch(self, origin: str, known: TdmRepSite | None) -> TdmRepSite:
+        previous = known.entry if known is not None else None
+        turn = self._turn(origin) if self._turn is not None else _no_turn()
+        async with turn as hooks:
+            entry = await self.fetcher.fetch(origin, previous, hooks)
+        tdmrep = None
+        if entry.outcome == Outcome.OK:
+            if known is not None and known.tdmrep is not None and known.entry.body == entry.body:
+                tdmrep = known.tdmrep  # a 304, or the same bytes: parsed already
+            else:
+                tdmrep = parse_tdmrep_json(entry.body or b"")
+        site = TdmRepSite(entry, tdmrep)  # the body kept: the next fetch asks if modified
+        sites = self._sites
+        sites.pop(origin, None)
+        sites[origin] = site
+        while len(sites) > self.max_origins:
+            del sites[next(iter(sites))]
+        return site
+
+    def peek(self, origin: str) -> TdmRepSite | None:
+        """The origin's tdmrep.json as kept, fresh or not (no I/O)."""
+        return self._sites.get(origin)
+
+    async def close(self) -> None:
+        """Cancel the fetches in flight; later asks raise."""
+        self._closed = True
+        flights = list(self._flights.values())
+        for flight in flights:
+            flight.cancel()
+        if flights:
+            await asyncio.wait(flights)
