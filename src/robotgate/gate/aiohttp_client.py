@@ -21,6 +21,7 @@ from yarl import URL
 
 from ..decision import Decision
 from ..errors import BodyTooLarge, Disallowed, GateClosed, without_context
+from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, IsPrivate, hop_decision, is_private, redirect_location
 from ..policy.network import strip_credentials
@@ -525,16 +526,20 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     left = _left(request)
     timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
+    # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
+    # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,
                            raise_for_status=False, middlewares=(_once(),),
-                           timeout=timeout) as resp:
+                           timeout=timeout, auto_decompress=False) as resp:
         status = resp.status
         body = None
         if 200 <= status < 300:
             content = resp.content
             # Most robots.txt come whole with their headers: no coroutine to read them.
-            body = (content.read_nowait(request.max_bytes) if content.is_eof()
-                    else await _read_capped(resp, request.max_bytes))
+            raw = (content.read_nowait(request.max_bytes) if content.is_eof()
+                   else await _read_capped(resp, request.max_bytes))
+            body = decode_capped(raw, resp.headers.getall("Content-Encoding", ()),
+                                 request.max_bytes)
         return RobotsResponse(status, resp.headers, body, request.url)
 
 
