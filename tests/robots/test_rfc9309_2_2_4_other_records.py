@@ -8,6 +8,8 @@ unknown keys.  None of them ends a group: a group holding only
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from robotgate import RequestRate, RobotsTxt
@@ -28,7 +30,7 @@ from robotgate import RequestRate, RobotsTxt
         ("", None),
         ("abc", None),
         ("-1", None),
-        ("9" * 400, None),  # not finite
+        ("9" * 400, sys.float_info.max),  # past a float: longer than any finite delay
     ],
 )
 def test_crawl_delay_values(value: str, expected: float | None) -> None:
@@ -68,9 +70,9 @@ def test_crawl_delay_key_spellings_and_case() -> None:
         assert rules.crawl_delay("MyBot") == 3.0, key
 
 
-def test_first_crawl_delay_of_a_group_wins() -> None:
+def test_slowest_crawl_delay_of_a_group_wins() -> None:
     rules = RobotsTxt.parse("User-agent: *\nCrawl-delay: 3\nCrawl-delay: 9\n")
-    assert rules.crawl_delay("MyBot") == 3.0
+    assert rules.crawl_delay("MyBot") == 9.0
 
 
 def test_crawl_delay_in_merged_groups() -> None:
@@ -224,8 +226,9 @@ Disallow: /
 """
     rules = RobotsTxt.parse(body)
     assert rules.crawl_delay("bingbot") == 10.0
-    assert rules.crawl_delay("SemrushBot") == 10.0  # one group: its first Crawl-delay
-    assert rules.crawl_delay("Yandex") == 10.0
+    # One group for the rules; each Crawl-delay for the User-agent lines it follows.
+    assert rules.crawl_delay("SemrushBot") == 15.0
+    assert rules.crawl_delay("Yandex") is None
     for bot in ("bingbot", "SemrushBot", "Yandex"):
         assert rules.allowed("/", bot) is False
     assert rules.allowed("/", "Googlebot") is True

@@ -16,7 +16,7 @@ from ..decision import Decision
 from ..policy import FetchPolicy
 from ..policy.fetch import outcome_decision
 from ..records import RobotsEntry
-from ..robots import DEFAULT_MAX_BYTES, RobotsTxt
+from ..robots import DEFAULT_MAX_BYTES, DelayLine, RobotsTxt
 from ..urls import InvalidURL, redact, robots_url, scrub, split_origin
 from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error, say
 
@@ -198,9 +198,26 @@ def _extras(source: RobotsSource, agent: str, args: argparse.Namespace) -> dict[
         extra["request_rate"] = (
             {"requests": rate.requests, "seconds": rate.seconds} if rate is not None else None
         )
+        # The lines that gave them, and those read as asking nothing.
+        for name, key in (("crawl_delay_line", "Crawl-delay"),
+                          ("request_rate_line", "Request-rate")):
+            line = rules.delay_line(agent, key) if rules is not None else None
+            extra[name] = _delay_source(source, line) if line is not None else None
+        found = rules.delay_lines(agent) if rules is not None else ()
+        extra["ignored_delay_lines"] = [
+            {**_delay_source(source, line), "reason": line.ignored}
+            for line in found if line.ignored
+        ]
     if args.sitemaps:
         extra["sitemaps"] = rules.sitemaps if rules is not None else []
     return extra
+
+
+def _delay_source(source: RobotsSource, line: DelayLine) -> dict[str, Any]:
+    """A Crawl-delay or Request-rate line's number and its text as the file has it."""
+    n = line.line
+    quoted = source.lines[n - 1].strip() if 0 < n <= len(source.lines) else ""
+    return {"line": n, "text": quoted or f"{line.key}: {line.value}"}
 
 
 def rule_text(decision: Decision) -> str | None:
@@ -272,13 +289,21 @@ def _emit_text(
         delay = extra["crawl_delay"]
         rate = extra["request_rate"]
         print(f"{'crawl-delay':<{TAG}}" + (f"{delay:g}s" if delay is not None else "none")
-              + f" for {agent!r}")
+              + f" for {agent!r}" + _by_line(extra["crawl_delay_line"]))
         if rate is not None:
-            print(f"{'request-rate':<{TAG}}{rate['requests']} per {rate['seconds']:g}s")
+            print(f"{'request-rate':<{TAG}}{rate['requests']} per {rate['seconds']:g}s"
+                  + _by_line(extra["request_rate_line"]))
+        for ignored in extra["ignored_delay_lines"]:
+            print(f"{'ignored':<{TAG}}line {ignored['line']}: {ignored['text']}"
+                  f" ({ignored['reason']})")
     for sitemap in extra.get("sitemaps", ()):
         print(f"{'sitemap':<{TAG}}{sitemap}")
     if "sitemaps" in extra and not extra["sitemaps"]:
         print(f"{'sitemap':<{TAG}}none")
+
+
+def _by_line(source: Mapping[str, Any] | None) -> str:
+    return f", by line {source['line']}: {source['text']}" if source is not None else ""
 
 
 def _emit_usage(decision: Decision) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .body import DEFAULT_MAX_BYTES, decode_body
 from .classic import ClassicRobotsTxt, parse_classic
 from .rfc9309 import MAX_LINE_LENGTH, Rfc9309Rules, parse_rfc9309
-from .rules import DEFAULT_DIALECT, RequestRate, RobotsTxt, dialects, register_dialect
+from .rules import DEFAULT_DIALECT, DelayLine, RequestRate, RobotsTxt, dialects, register_dialect
 
 __all__ = [
     "DEFAULT_DIALECT",
@@ -18,6 +18,7 @@ __all__ = [
     "DIALECTS",
     "MAX_LINE_LENGTH",
     "ClassicRobotsTxt",
+    "DelayLine",
     "RequestRate",
     "Rfc9309Rules",
     "RobotsTxt",

@@ -5,8 +5,8 @@ Pure and synchronous; imports only the standard library.
 
 from __future__ import annotations
 
-import math
 import re
+import sys
 from collections.abc import Collection
 
 from ..agents import product_token
@@ -15,7 +15,7 @@ from ..urls import normalise_path, path_of, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet
-from .rules import RequestRate, RobotsTxt
+from .rules import DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc9309"]
@@ -84,9 +84,24 @@ _WORDS = re.compile(r"[^ \t]+").findall
 _MAX_LINE_CHARS = MAX_LINE_LENGTH // 4
 # Keys longer than this are not worth remembering in _KEYS.
 _MAX_CACHED_KEY = 32
-_NUMBER_RE = re.compile(r"\s*([0-9]*\.?[0-9]+)")
-_RATE_RE = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]*\.?[0-9]*)\s*([smhd]?)", re.IGNORECASE)
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+# Values are read in full: a number whose tail is not read ("1e9" as 1,
+# "1/-5" as 1/1) would ask for less than the site wrote.  Each way to match is
+# unique, so a value that does not match fails in linear time.
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_DELAY_RE = re.compile(rf"\+?({_NUMBER})(?:\s*(?:s|secs?|seconds?))?", re.IGNORECASE)
+# requests "/" [amount] [unit], and an optional time window ("0600-0845"), which
+# is not honoured: the rate applies at all hours.
+_RATE_RE = re.compile(
+    rf"([0-9]+)\s*/\s*({_NUMBER})?"
+    r"(?:\s*(s|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?))?"
+    r"(?:\s+[0-9]{4}\s*-\s*[0-9]{4})?",
+    re.IGNORECASE,
+)
+_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+# A number too large for a float asks for longer than any finite delay.
+_LONGEST = sys.float_info.max
+_NOT_A_DELAY = "not a number of seconds"
+_NOT_A_RATE = "not a rate such as 1/10s"
 
 
 def _classify(key: str) -> int:
@@ -125,25 +140,36 @@ def _still_stated(kind: int, value: str) -> str:
     return f"{split_rule_value(value)[0]} {_CUT_STATEMENT}".lstrip()
 
 
-def _parse_delay(value: str) -> float | None:
-    m = _NUMBER_RE.match(value)
-    delay = float(m.group(1)) if m is not None else math.inf
-    return delay if math.isfinite(delay) else None
+def _unblanked(value: str) -> str:
+    """A value without blanks around it, a stray BOM counted as one."""
+    return value.strip().strip("\ufeff").strip()
 
 
-def _parse_rate(value: str) -> RequestRate | None:
-    m = _RATE_RE.match(value)
+def _read_delay(value: str, line: int) -> DelayLine:
+    """A ``Crawl-delay`` line as read: its seconds, or why it is ignored."""
+    m = _DELAY_RE.fullmatch(_unblanked(value))
     if m is None:
-        return None
+        return DelayLine(line, "Crawl-delay", value, None, None, _NOT_A_DELAY)
+    return DelayLine(line, "Crawl-delay", value, min(float(m.group(1)), _LONGEST))
+
+
+def _read_rate(value: str, line: int) -> DelayLine:
+    """A ``Request-rate`` line as read: its rate, or why it is ignored."""
+    m = _RATE_RE.fullmatch(_unblanked(value))
+    if m is None or (m.group(2) is None and m.group(3) is None):
+        return DelayLine(line, "Request-rate", value, None, None, _NOT_A_RATE)
     digits = m.group(1).lstrip("0")
+    if not digits:
+        return DelayLine(line, "Request-rate", value, None, None, "no requests at all")
     if len(digits) > 15:
-        return None  # absurd, and int() refuses strings of more than 4300 digits
-    requests = int(digits or "0")
-    amount = float(m.group(2)) if m.group(2) not in ("", ".") else 1.0
-    seconds = amount * _UNIT_SECONDS[m.group(3).lower()]
-    if requests <= 0 or seconds <= 0 or not math.isfinite(seconds):
-        return None
-    return RequestRate(requests, seconds)
+        # As good as no limit, and int() refuses strings of more than 4300 digits.
+        return DelayLine(line, "Request-rate", value, None, None, "too many requests to count")
+    amount = float(m.group(2)) if m.group(2) is not None else 1.0
+    seconds = min(amount * _UNIT_SECONDS[(m.group(3) or "s")[0].lower()], _LONGEST)
+    if seconds <= 0:
+        return DelayLine(line, "Request-rate", value, None, None, "no time to make them in")
+    rate = RequestRate(int(digits), seconds)
+    return DelayLine(line, "Request-rate", value, rate.delay, rate)
 
 
 def _agent_of_line(value: str) -> str:
@@ -160,15 +186,16 @@ class _Group:
     file costs only the groups that are actually asked about.
     """
 
-    __slots__ = ("_compiled", "agents", "crawl_delay_value", "line", "rate_value", "rules", "usage")
+    __slots__ = ("_compiled", "agents", "line", "pace", "rules", "usage")
 
     def __init__(self, line: int) -> None:
         # A list while the file is read, a tuple once built (nothing for the GC to visit).
         self.agents: list[str] | tuple[str, ...] = []
         self.line = line
         self.rules: list[tuple[bool, str, int]] = []
-        self.crawl_delay_value: str | None = None
-        self.rate_value: str | None = None
+        # Crawl-delay and Request-rate lines, (kind, value, line, agents): each
+        # belongs to the User-agent lines it follows, not to the whole group.
+        self.pace: list[tuple[int, str, int, tuple[str, ...]]] | None = None
         self._compiled: RuleSet | None = None
         # Content-Usage and Content-Signal lines, (kind, value, line), until
         # compiled by usage_rules(); one slot for both, as most groups have none.
@@ -186,11 +213,8 @@ class _Group:
         # Groups merge as the file is built, before any of them is compiled.
         usage = [u for g in groups if isinstance(g.usage, list) for u in g.usage]
         self.usage = usage or None
-        for g in groups:
-            if self.crawl_delay_value is None:
-                self.crawl_delay_value = g.crawl_delay_value
-            if self.rate_value is None:
-                self.rate_value = g.rate_value
+        pace = [p for g in groups if g.pace is not None for p in g.pace]
+        self.pace = pace or None
 
     def names(self) -> tuple[str, ...]:
         """The product tokens this group names, in order, without duplicates."""
@@ -217,15 +241,17 @@ class _Group:
             )
         return usage
 
-    @property
-    def crawl_delay(self) -> float | None:
-        v = self.crawl_delay_value
-        return _parse_delay(v) if v is not None else None
-
-    @property
-    def request_rate(self) -> RequestRate | None:
-        v = self.rate_value
-        return _parse_rate(v) if v is not None else None
+    def delay_lines(self, agent: str) -> tuple[DelayLine, ...]:
+        """The group's Crawl-delay and Request-rate lines that ``agent`` (a product
+        token, or "*") follows, in file order, as read."""
+        pace = self.pace
+        if pace is None:
+            return ()
+        return tuple(
+            _read_delay(value, line) if kind == _CRAWL_DELAY else _read_rate(value, line)
+            for kind, value, line, agents in pace
+            if agent in agents
+        )
 
 
 class _LazyGroup(_Group):
@@ -443,15 +469,25 @@ class Rfc9309Rules(RobotsTxt):
             self._deciders[user_agent] = decider
         return decider
 
+    def delay_lines(self, user_agent: str) -> tuple[DelayLine, ...]:
+        """The ``Crawl-delay`` and ``Request-rate`` lines of the agent's group that
+        follow a ``User-agent`` line naming it (``*`` when the group is the ``*`` one),
+        in file order, each with what it asks or why it is ignored."""
+        token = product_token(user_agent)
+        group = self._agents.get(token)
+        if group is None:
+            group, token = self._star, "*"
+        return group.delay_lines(token) if group is not None else ()
+
     def crawl_delay(self, user_agent: str) -> float | None:
-        """The ``Crawl-delay`` (seconds) of the agent's group, if it has one."""
-        group = self._group(user_agent)
-        return group.crawl_delay if group is not None else None
+        """The longest ``Crawl-delay`` (seconds) among those that apply to the agent."""
+        found = self.delay_line(user_agent, "Crawl-delay")
+        return found.delay if found is not None else None
 
     def request_rate(self, user_agent: str) -> RequestRate | None:
-        """The ``Request-rate`` of the agent's group, if it has one."""
-        group = self._group(user_agent)
-        return group.request_rate if group is not None else None
+        """The slowest ``Request-rate`` among those that apply to the agent."""
+        found = self.delay_line(user_agent, "Request-rate")
+        return found.rate if found is not None else None
 
     @property
     def sitemaps(self) -> list[str]:
@@ -493,6 +529,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     cur: _Group | None = None
     cur_agents: list[str] = []
     in_rules = False
+    # The latest run of User-agent lines, cur_agents[run_start:]; a Crawl-delay,
+    # Request-rate or Content-Signal line ends it (the group goes on).
+    run_start = 0
+    run_ended = False
     keys = _KEYS
     ws = _WS
     for n, line in enumerate(lines, 1):
@@ -524,6 +564,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                 cur.agents = cur_agents = []
                 groups.append(cur)
                 in_rules = False
+                run_start = 0
+            elif run_ended:
+                run_start = len(cur_agents)
+            run_ended = False
             cur_agents.append(_agent_of_line(value))
         elif kind == _SITEMAP:
             if value and value not in seen_sitemaps and "://" in value:
@@ -531,12 +575,13 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                 sitemaps.append(value)
         elif cur is not None:
             # Other lines never end a group (RFC 9309 2.2.4).
-            if kind == _CRAWL_DELAY:
-                if cur.crawl_delay_value is None:
-                    cur.crawl_delay_value = value
-            elif kind == _REQUEST_RATE and cur.rate_value is None:
-                cur.rate_value = value
+            if kind in (_CRAWL_DELAY, _REQUEST_RATE):
+                if cur.pace is None:
+                    cur.pace = []
+                cur.pace.append((kind, value, n, tuple(cur_agents[run_start:])))
+                run_ended = True
             elif kind in (_CONTENT_USAGE, _CONTENT_SIGNAL):
+                run_ended = True
                 # Content-Usage is a rule (draft-ietf-aipref-attach): like Allow,
                 # it ends the group's user-agent lines; Content-Signal does not.
                 if kind == _CONTENT_USAGE:

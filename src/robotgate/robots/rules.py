@@ -20,6 +20,7 @@ from .body import DEFAULT_MAX_BYTES, body_text
 __all__ = [
     "DEFAULT_DIALECT",
     "DEFAULT_MAX_BYTES",
+    "DelayLine",
     "Parser",
     "RequestRate",
     "RobotsTxt",
@@ -42,6 +43,26 @@ class RequestRate:
     def delay(self) -> float:
         """The interval between two requests this rate asks for, in seconds."""
         return self.seconds / self.requests
+
+
+@dataclass(frozen=True, slots=True)
+class DelayLine:
+    """A ``Crawl-delay`` or ``Request-rate`` line that applies to an agent, as read.
+
+    ``delay`` is the interval the line asks between two requests, in seconds
+    (for a ``Request-rate``, ``rate.delay``); when the line is ignored it is
+    None and ``ignored`` says why.
+    """
+
+    line: int
+    key: str  # "Crawl-delay" or "Request-rate", whatever the spelling in the file
+    value: str  # as written, comment and blanks around removed
+    delay: float | None
+    rate: RequestRate | None = None
+    ignored: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value} (line {self.line})"
 
 
 _R = TypeVar("_R", bound="RobotsTxt")
@@ -156,6 +177,32 @@ class RobotsTxt(ABC):
     @abstractmethod
     def request_rate(self, user_agent: str) -> RequestRate | None:
         """The ``Request-rate`` that applies to the agent, if any."""
+
+    def delay_lines(self, user_agent: str) -> tuple[DelayLine, ...]:
+        """The ``Crawl-delay`` and ``Request-rate`` lines that apply to the agent, in
+        file order, each with what it asks or why it is ignored (none in a dialect
+        that reads neither key)."""
+        return ()
+
+    def delay_line(self, user_agent: str, key: str | None = None) -> DelayLine | None:
+        """The line of :meth:`delay_lines` (of those with ``key``, when given) that asks
+        for the longest interval, the first of equals; None when none asks anything.
+
+        Where several lines apply to one agent the slowest wins:
+
+        >>> rules = RobotsTxt.parse("User-agent: *\\nCrawl-delay: 2\\nRequest-rate: 1/5s\\n")
+        >>> str(rules.delay_line("MyBot"))
+        'Request-rate: 1/5s (line 3)'
+        >>> rules.delay_line("MyBot", "Crawl-delay").delay
+        2.0
+        """
+        slowest: DelayLine | None = None
+        longest = -1.0
+        for found in self.delay_lines(user_agent):
+            delay = found.delay
+            if delay is not None and delay > longest and (key is None or found.key == key):
+                slowest, longest = found, delay
+        return slowest
 
     @property
     @abstractmethod
