@@ -28,6 +28,7 @@ PUBLIC = {
     "RobotsTxt",
     "Rule",
     "SQLiteStore",
+    "SitemapEntry",
     "Store",
     "StoreError",
     "UsageRule",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .store import MemoryStore, SQLiteStore, Store, StoreError
+    from .robots.sitemap import SitemapEntry
     from .store.redis import RedisStore
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "RobotsTxt",
     "Rule",
     "SQLiteStore",
+    "SitemapEntry",
     "Store",
     "StoreError",
     "UsageRule",
@@ -65,6 +67,7 @@ _LAZY = {
     "Store": ".store",
     "StoreError": ".store",
     "RedisStore": ".store.redis",
+    "SitemapEntry": ".robots.sitemap",
 }
 
 

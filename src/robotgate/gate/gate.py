@@ -45,8 +45,10 @@ from .describe import describe, stats_of
 if TYPE_CHECKING:
     from ..policy.tdm import TdmVerdict
     from ..politeness.tdmrep_cache import TdmRepCache
+    from ..politeness.sitemaps import SitemapReader, Sitemaps
     from ..robots.directives import PageDirectives
 
+    from ..robots.sitemap import SitemapEntry
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
 log = logging.getLogger("robotgate")
@@ -186,6 +188,7 @@ class RobotGate:
         fleet = FleetSlots(self.store) if self.store.paces else None
         self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=recheck_visits,
+        self._sitemaps: SitemapReader | None = None  # made on first use
                                  host_state=lambda origin: self.admission.host_state(origin),
                                  turn=lambda origin: self.admission.robots_turn(origin))
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
@@ -405,10 +408,30 @@ class RobotGate:
         """
         return self.client.middleware
 
-    async def crawl(self, urls: Iterable[str] | AsyncIterable[str], handler: CrawlHandler, *,
-                    concurrency: int = 16, **options: Any) -> CrawlSummary:
-        """Crawl ``urls`` with ``concurrency`` workers kept busy across servers (see
-        :func:`robotgate.politeness.frontier.crawl`); :meth:`close` ends it."""
+    def sitemaps(self, url: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
+        """The entries of the sitemaps of ``url``'s origin (those its robots.txt names,
+        else ``/sitemap.xml``), as an async iterator; see ``docs/sitemaps.md``.
+
+        Each sitemap is fetched as a page is (robots.txt checked, paced), once for all
+        the iterators walking it at the time.  A sitemap that cannot be read raises
+        nothing: the iterator's ``problems`` say why.
+
+        >>> async for entry in gate.sitemaps("https://example.com/"):  # doctest: +SKIP
+        ...     print(entry.url, entry.lastmod)
+        """
+        from .sitemaps import sitemap_reader
+
+        origin = split_origin(as_sent(url))[0]  # InvalidURL for anything but http(s)
+        if self._sitemaps is None:
+            self._sitemaps = sitemap_reader(self)
+        return self._sitemaps.walk(origin, max_depth=max_depth, max_sitemaps=max_sitemaps)
+
+    async def crawl(self, urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
+                    handler: CrawlHandler, *, concurrency: int = 16,
+                    **options: Any) -> CrawlSummary:
+        """Crawl ``urls`` (or sitemap entries) with ``concurrency`` workers kept busy
+        across servers (see :func:`robotgate.politeness.frontier.crawl`); :meth:`close`
+        ends it."""
         from ..politeness.frontier import Frontier
 
         return await self.admission.run_crawl(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GateClosed
+from ..robots.sitemap import SitemapEntry
 from ..urls import InvalidURL, redact, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 
@@ -186,7 +187,7 @@ class Frontier:
     def __init__(
         self,
         gate: Any,
-        urls: Iterable[str] | AsyncIterable[str],
+        urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
         handler: Handler,
         *,
         concurrency: int = 16,
@@ -322,11 +323,13 @@ class Frontier:
                 if n % 256 == 255:
                     await asyncio.sleep(0)  # a long list must not starve the loop
 
-    async def _offer(self, url: str) -> None:
+    async def _offer(self, url: str | SitemapEntry) -> None:
         room = self.queues.room
         if not room.is_set():
             await room.wait()
         self.summary.read += 1
+        if isinstance(url, SitemapEntry):
+            url = url.url  # an entry of gate.sitemaps(): its URL is the input
         try:
             key = _key(self.gate, url)
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
@@ -534,7 +537,7 @@ async def _handled(handler: Handler, url: str, resp: Any) -> Any:
 
 async def crawl(
     gate: Any,
-    urls: Iterable[str] | AsyncIterable[str],
+    urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
     handler: Handler,
     *,
     concurrency: int = 16,
