@@ -231,8 +231,8 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
 
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_a_compressed_robots_txt_is_read_as_far_as_the_limit(coding: str) -> None:
-    # As through httpx and Scrapy (tests/integrations): aiohttp inflates chunk by
-    # chunk, so 64 MiB of comments compressed to a few KB cost a few MiB at most.
+    # As through httpx and Scrapy (tests/integrations): the raw bytes are inflated
+    # within the limit, so 64 MiB of comments compressed to a few KB cost a few MiB.
     robots_bomb(coding)  # made before memory is traced
     async with HostileServer(robots_coding=coding) as srv, RobotGate(AGENT, delay=0) as gate:
         tracemalloc.start()
