@@ -1,4 +1,8 @@
-"""An aiohttp response's page directives: its headers and, for HTML, the body it has read."""
+"""A response's page directives: its headers and, for HTML, the body it has read.
+
+For aiohttp's responses, and any with ``headers`` (a mapping or a multi-dict,
+Scrapy's bytes too) when the body is passed.
+"""
 
 from __future__ import annotations
 
@@ -16,4 +20,7 @@ def directives_of(response: Any, agent: str, body: bytes | None = None) -> PageD
         read = getattr(response, "_body", None)  # aiohttp keeps the body read() returned
         body = read if isinstance(read, bytes) else None
     headers = getattr(response, "headers", None) or {}
-    return page_directives(headers, body, agent=agent, content_type=headers.get("Content-Type"))
+    content_type = headers.get("Content-Type")
+    if isinstance(content_type, bytes):  # Scrapy's headers are bytes
+        content_type = content_type.decode("latin-1")
+    return page_directives(headers, body, agent=agent, content_type=content_type)
