@@ -21,8 +21,8 @@ from .urls import InvalidURL
 if TYPE_CHECKING:
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
-    from .store import MemoryStore, SQLiteStore, Store, StoreError
     from .robots.sitemap import SitemapEntry
+    from .store import MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
 
 __all__ = [

@@ -253,6 +253,11 @@ def _add_fetch(commands: Any) -> None:
         "skipped; '-' is standard input); repeatable",
     )
     fetch.add_argument(
+        "--sitemaps", action="append", default=[], metavar="ORIGIN",
+        help="also fetch the URLs listed in ORIGIN's sitemaps (those its robots.txt names, "
+        "else /sitemap.xml), each sitemap read through the gate; repeatable",
+    )
+    fetch.add_argument(
         "--out", "-o", metavar="FILE", help="write the JSON lines to FILE (default: stdout)"
     )
     fetch.add_argument("--save-dir", metavar="DIR", help="save response bodies under DIR")

@@ -37,7 +37,14 @@ from .args import (
     say_block,
 )
 from .bodies import PageHandler
-from .inputs import Source, UrlReader, close_sources, open_sources
+from .inputs import (
+    Source,
+    UrlReader,
+    close_sources,
+    open_sources,
+    sitemap_origins,
+    with_sitemaps,
+)
 from .report import Output, OutputBroken, Progress, isatty, record_json, summary_text
 
 
@@ -53,6 +60,7 @@ def run_fetch(args: argparse.Namespace) -> int:
             f"the agent {args.agent!r} has no product token for robots.txt groups to name: "
             "start it with letters, e.g. 'MyBot/1.0'"
         )
+    args.sitemaps = sitemap_origins(args)
     sources = open_sources(args)
     out: IO[str] | None = None
     try:
@@ -243,9 +251,12 @@ class _FetchRun:
             self.output.progress = progress
             progress.start()
         self.phase = "crawling"
+        urls: Any = reader.urls()
+        if getattr(args, "sitemaps", None):
+            urls = with_sitemaps(urls, [gate.sitemaps(origin) for origin in args.sitemaps])
         try:
             await gate.crawl(
-                reader.urls(),
+                urls,
                 PageHandler(args.max_bytes, self.save_dir),
                 fetch=functools.partial(gate.fetch, stream=True),
                 concurrency=args.concurrency,

@@ -13,10 +13,14 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .args import UsageError, error, say
 from .check import stdin_bytes
+
+if TYPE_CHECKING:
+    from ..politeness.sitemaps import Sitemaps
+    from ..robots.sitemap import SitemapEntry
 
 
 @dataclass
@@ -60,8 +64,9 @@ def open_sources(args: argparse.Namespace) -> list[Source]:
     except BaseException:
         close_sources(sources)
         raise
-    if not sources:
-        raise UsageError("no URLs to fetch: give URLs, -i FILE, or - to read standard input")
+    if not sources and not getattr(args, "sitemaps", None):
+        raise UsageError("no URLs to fetch: give URLs, -i FILE, - to read standard input, "
+                         "or --sitemaps ORIGIN")
     if stdin_used and sys.stdin.isatty():
         say("reading URLs from the terminal, one per line; end with Ctrl-D")
     return sources
@@ -180,3 +185,49 @@ class LineReader:
     def stop(self) -> None:
         """Tell the thread to stop at its next line."""
         self._stop.set()
+
+
+def sitemap_origins(args: argparse.Namespace) -> list[str]:
+    """The origins ``--sitemaps`` names (a bad one is a usage error before any fetch)."""
+    from ..urls import InvalidURL, split_origin
+
+    origins: list[str] = []
+    for text in getattr(args, "sitemaps", None) or ():
+        try:
+            origin = split_origin(text.strip())[0]
+        except InvalidURL as exc:
+            raise UsageError(f"bad --sitemaps: {printable(str(exc))} (give an origin such "
+                             "as https://example.com/)") from None
+        if origin not in origins:
+            origins.append(origin)
+    return origins
+
+
+async def with_sitemaps(urls: AsyncIterator[str],
+                        walks: Sequence[Sitemaps]) -> AsyncIterator[str | SitemapEntry]:
+    """``urls``, then the entries of each sitemap walk; each walk's problems are said
+    on stderr as they come (a sitemap not read is no failure of the run)."""
+    async for url in urls:
+        yield url
+    for walk in walks:
+        told = 0
+        try:
+            async for entry in walk:
+                told = _tell(walk, told)
+                yield entry
+        finally:
+            _tell(walk, told)
+            await walk.aclose()
+
+
+def _tell(walk: Sitemaps, told: int) -> int:
+    problems = walk.problems
+    for problem in problems[told:]:
+        say(f"sitemap {printable(str(problem))}")
+    return len(problems)
+
+
+def printable(text: str) -> str:
+    """``text`` with what a terminal would act on (controls, escapes) shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
