@@ -2102,7 +2102,7 @@ def _md(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_details(report: dict[str, Any]) -> str:
-    """The detail tables (Markdown), ready for benchmarks/README-figures.md."""
+    """The detail tables (Markdown), ready for benchmarks/README.md."""
     out: list[str] = []
     compiled = report.get("machine", {}).get("compiled")
     if compiled is not None:
