@@ -496,9 +496,10 @@ class SitemapParser:
                 if not self._skipping:
                     self._text_line(line)
         problems = list(self._problems)
-        if not self.kind or (self.kind == "xml" and not problems):
-            problems.append("the file is empty" if self._size == 0 and not problems
-                            else "no sitemap could be read")
+        if not problems and not self.kind:
+            problems.append("the file is empty")  # or blank: any other byte sets the kind
+        elif not problems and self.kind == "xml":
+            problems.append("no sitemap could be read")
         listing = "sitemap" if self.kind == "index" else "URL"
         for why, n in self._dropped.items():
             example = self._example.get(why)
