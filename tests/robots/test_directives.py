@@ -222,6 +222,8 @@ def test_markup_that_hides_a_meta_tag() -> None:
         b'<title><meta name=robots content=noindex></title>',
         b'<template><meta name=robots content=noindex></template>',
         b'<link rel=x title="<meta name=robots content=noindex>">',
+        b'</ <meta name=robots content=noindex>',  # a bogus comment, to the first ">"
+        b'<?php <meta name=robots content=noindex>',
     ]
     for markup in hidden:
         body = b'<html><head>' + markup + b'<meta name=robots content=nofollow></head>'

@@ -84,6 +84,8 @@ _HEAD_ELEMENTS = frozenset({"html", "head", "meta", "link", "title", "style", "s
 # Elements whose content is text, not markup: skipped to their end tag.
 _RAW_TEXT = ("script", "style", "title", "textarea", "template", "xmp")
 _END_TAG = {name: re.compile(f"</{name}[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
+# Where markup starts: a "<" not followed by one of these is text.
+_MARKUP_RE = re.compile(r"<[!?/A-Za-z]")
 _TAG_NAME_RE = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
 _ATTR_NAME_RE = re.compile(r"[^\t\n\f\r />][^\t\n\f\r /=>]*")
 _UNQUOTED_RE = re.compile(r"[^\t\n\f\r >]+")
@@ -428,25 +430,23 @@ def _head_metas(data: bytes) -> list[tuple[int, str, str]]:
     found: list[tuple[int, str, str]] = []
     pos = 0
     while True:
-        lt = s.find("<", pos)
-        if lt < 0:
+        start = _MARKUP_RE.search(s, pos)
+        if start is None:
             break
+        lt = start.start()
         if s.startswith("<!--", lt):
             end = s.find("-->", lt + 4)
             if end < 0:
                 break
             pos = end + 3
             continue
-        if s.startswith(("<!", "<?"), lt):
+        closing = s.startswith("</", lt)
+        m = _TAG_NAME_RE.match(s, lt + 2 if closing else lt + 1)
+        if m is None:  # "<!doctype", "<?xml", or a bogus comment such as "</ x>"
             end = s.find(">", lt + 2)
             if end < 0:
                 break
             pos = end + 1
-            continue
-        closing = s.startswith("</", lt)
-        m = _TAG_NAME_RE.match(s, lt + 2 if closing else lt + 1)
-        if m is None:
-            pos = lt + 1  # a "<" in text
             continue
         name = m.group().lower()
         attrs, pos = _attributes(s, m.end())
