@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 from pathlib import Path
@@ -146,18 +147,21 @@ OLD_HOST = HostState("https://good.example", 12, 99.0, 101.0, 4)
 
 
 def old_file(path: Path, version: int) -> None:
-    """A file as the robotgate of schema ``version`` (1 to 3) left it, with V1_LAYOUT's rows."""
+    """A file as the robotgate of schema ``version`` (1 to 4) left it, with V1_LAYOUT's rows."""
     with raw(path) as conn:
         conn.executescript(V1_LAYOUT)
         if version >= 2:
             conn.execute("ALTER TABLE robots ADD COLUMN good_at REAL")
         if version >= 3:
             conn.execute("INSERT INTO meta VALUES ('host_key', 'politeness group')")
+        if version >= 4:
+            conn.execute("ALTER TABLE hosts ADD COLUMN backoff REAL NOT NULL DEFAULT 0")
+            conn.execute("ALTER TABLE hosts ADD COLUMN backoff_peak REAL NOT NULL DEFAULT 0")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
 
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     path = tmp_path / "old.sqlite3"
     old_file(path, 1)
     async with SQLiteStore(path) as store:
@@ -181,7 +185,8 @@ async def test_migrates_version_1_file(tmp_path: Path) -> None:
         # The upgraded file takes new entries with every field.
         await store.save_robots(entry("https://new.example"))
     with raw(path) as conn:
-        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "4"
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["schema_version"] == str(SCHEMA_VERSION)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -205,7 +210,8 @@ async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: 
         assert good is not None and good.body == b"hi"
     with raw(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        assert meta["schema_version"] == "4" and meta["host_key"] == "politeness group"
+        assert meta["schema_version"] == str(SCHEMA_VERSION)
+        assert meta["host_key"] == "politeness group"
         assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 3
 
 
@@ -227,4 +233,22 @@ async def test_migrates_version_3_file_and_keeps_back_off(tmp_path: Path) -> Non
         slow = await store.load_host("host:slow.example")
         assert slow is not None and (slow.visits, slow.backoff) == (4, 2.0)
     with raw(path) as conn:
-        assert dict(conn.execute("SELECT key, value FROM meta"))["schema_version"] == "4"
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["schema_version"] == str(SCHEMA_VERSION)
+
+
+async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -> None:
+    # Version 4 had no sessions table: an open store keeps a row there, and a clean
+    # close removes it (a row left behind is a process that died with the file open).
+    path = tmp_path / "v4.sqlite3"
+    old_file(path, 4)
+    async with SQLiteStore(path) as store:
+        assert await store.load_host("https://good.example") == OLD_HOST
+        assert store.unrecorded_until == 0.0  # an upgrade is no crash
+        with raw(path) as conn:
+            rows = conn.execute("SELECT pid FROM sessions").fetchall()
+        assert rows == [(os.getpid(),)]
+    with raw(path) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["schema_version"] == str(SCHEMA_VERSION) == "5"
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)

@@ -131,6 +131,9 @@ class Scheduler:
         self.max_groups = max_groups
         self._wall = wall
         self._groups: dict[str, Group] = {}
+        # Evicted groups whose server may not be asked yet, oldest eviction first: a
+        # group made again for the key keeps their pacing, whatever the store kept.
+        self._evicted: dict[str, Group] = {}
         self.global_slots = Slots(max_concurrency) if max_concurrency else None
         self.pages = self.backoffs = 0
         # The gap is the interval itself unless back-off, latency or a margin apply.
@@ -180,6 +183,14 @@ class Scheduler:
         group.last = last
         if state.backoff_peak:  # backed off before
             group.backoff = Backoff.stored(state.backoff, state.backoff_peak, self.policy)
+        gone = self._evicted.pop(key, None) if self._evicted else None
+        if gone is not None:
+            # Its last request, pause, interval and back-off, as if never evicted.
+            group.last = max(group.last, gone.last)
+            group.paused_until = max(group.paused_until, gone.paused_until)
+            group.interval = gone.interval
+            if gone.backoff is not _CALM:
+                group.backoff = gone.backoff
         groups[key] = group
         return group
 
@@ -190,10 +201,13 @@ class Scheduler:
 
     def _evict(self) -> None:
         # Bounded work per add (O(1)): of the few oldest groups, the first idle one with
-        # no wait pending goes, else the first idle one; a busy one goes to the back.  An
-        # evicted group's wait and back-off survive in its HostState (next_allowed, backoff).
+        # no wait pending goes, else the first idle one; a busy one goes to the back.  A
+        # group evicted with a wait pending is kept aside until no wait of its server can
+        # be pending: the store may have dropped its HostState meanwhile, and its last
+        # request (a robots.txt one too) is known only here.
         groups = self._groups
         now = self.now()
+        self._forget_evicted(now)
         fallback: str | None = None
         for _ in range(min(_EVICT_LOOK, len(groups))):
             key = next(iter(groups))
@@ -201,14 +215,32 @@ class Scheduler:
             if not group.idle():
                 groups[key] = groups.pop(key)
                 continue
-            if group.paused_until <= now and group.last + self.gap(group, group.interval) <= now:
+            if self.held_until(group) <= now:
                 del groups[key]
                 return
             if fallback is None:
                 fallback = key
             groups[key] = groups.pop(key)
         if fallback is not None:
-            del groups[fallback]
+            self._evicted[fallback] = groups.pop(fallback)
+
+    def held_until(self, group: Group) -> float:
+        """Loop time until which a request to the group's server may still have to wait.
+
+        A group with no page yet (its robots.txt only) may learn a Crawl-delay up
+        to ``max_crawl_delay``: that long, then."""
+        interval = group.interval or max(self.policy.delay, self.policy.max_crawl_delay)
+        return max(group.paused_until, group.last + self.gap(group, interval))
+
+    def _forget_evicted(self, now: float) -> None:
+        # Oldest first, a few per eviction: each is kept about one wait past its
+        # eviction, so the table holds what one longest wait of evictions adds.
+        evicted = self._evicted
+        for _ in range(min(_EVICT_LOOK, len(evicted))):
+            key = next(iter(evicted))
+            if self.held_until(evicted[key]) > now:
+                return
+            del evicted[key]
 
     def __len__(self) -> int:
         return len(self._groups)

@@ -38,6 +38,11 @@ class Store(abc.ABC):
     shared: bool = False
     #: True when :meth:`reserve` hands out fleet-wide request slots (Redis).
     paces: bool = False
+    #: Unix time up to which any server may have been asked without the store
+    #: knowing (a process that used it died before writing its host state, or the
+    #: store lost data); 0 when it knows of none.  A group made from this store's
+    #: host state counts a request at that time as its last.
+    unrecorded_until: float = 0.0
 
     async def open(self) -> None:  # noqa: B027
         """Make the store ready; idempotent."""

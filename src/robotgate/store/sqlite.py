@@ -9,7 +9,10 @@ event loop never waits for the disk.
 Robots.txt entries are written through at once; host state (saved on every
 page visit) is batched in memory and written in one transaction every
 ``flush_interval`` seconds or ``flush_batch`` states.  A process killed in the
-middle loses at most its unflushed batch; the file stays readable.
+middle loses at most its unflushed batch; the file stays readable, and the next
+store to open it notices (each process keeps a row in ``sessions`` until it
+closes the file) and assumes every server was asked at that moment
+(:attr:`~robotgate.store.base.Store.unrecorded_until`).
 
 >>> store = SQLiteStore("crawl.sqlite3")  # doctest: +SKIP
 >>> gate = RobotGate("MyBot/1.0", store=store)  # doctest: +SKIP
@@ -87,6 +90,46 @@ def _upsert_hosts(rows: int) -> str:
 # wait_robots polls with a backoff between these bounds (seconds).
 _POLL_MIN = 0.05
 _POLL_MAX = 0.5
+
+# A session row whose process seems alive (its pid reused by another) but that has not
+# written for this long counts as ended: wrongly so costs each server one interval.
+_SESSION_SILENCE = 3600.0
+# The sessions of this process's open stores: a row with this pid and another id was left
+# by an earlier process that had the same pid (a container's pid 1, restarted).
+_OUR_SESSIONS: set[str] = set()
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # os.kill would end the process there: the silence decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return True
+
+
+def _session_ended(session: str, pid: object, heartbeat: object, now: float) -> bool:
+    """Whether the process of a ``sessions`` row ended without closing the file."""
+    if session in _OUR_SESSIONS:
+        return False
+    if not isinstance(pid, int) or not isinstance(heartbeat, (int, float)):
+        return True  # damage: as ended, which costs an interval per server at most
+    if pid == os.getpid():
+        return True
+    return not _pid_alive(pid) or not now - _SESSION_SILENCE < heartbeat
+
+
+def _lock_owner_gone(conn: sqlite3.Connection, token: object, now: float) -> bool:
+    """Whether the fetch lock ``token`` (``<session>.<random>``) belongs to an ended process."""
+    session, dot, _ = str(token).partition(".")
+    if not dot:
+        return False  # a token of another kind: its expiry decides
+    row = conn.execute("SELECT pid, heartbeat FROM sessions WHERE id = ?", (session,)).fetchone()
+    return row is None or _session_ended(session, row[0], row[1], now)
+
 
 # SQLite's own wait for a lock cannot be interrupted: it waits in slices, and _run_job goes
 # on up to the busy timeout, or stops soon once close() has begun (not to sit out the rest).
@@ -173,6 +216,8 @@ class SQLiteStore(Store):
         self._fresh = fresh
         self._busy_timeout = 30.0
         self._close_by = math.inf  # while close() runs: when jobs stop waiting for locks
+        # This store's row in the sessions table, from its first use to close().
+        self._session = secrets.token_hex(8)
         # Touched only on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -199,13 +244,16 @@ class SQLiteStore(Store):
         another connection's lock (the last flush too) soon give up, with :class:`StoreError`.
         """
         close_by = self._close_by = time.monotonic() + _CLOSE_PATIENCE
+        written = False
         try:
             await self._hosts.close()
+            written = True
         finally:
             executor, self._executor = self._executor, None
             try:
                 if executor is not None:
-                    await asyncio.get_running_loop().run_in_executor(executor, self._close_sync)
+                    await asyncio.get_running_loop().run_in_executor(
+                        executor, self._close_sync, written)
             finally:
                 if executor is not None:
                     executor.shutdown(wait=True)  # the worker is idle now: returns at once
@@ -267,23 +315,27 @@ class SQLiteStore(Store):
                 for start in range(0, len(rows), _FLUSH_ROWS):
                     chunk = rows[start : start + _FLUSH_ROWS]
                     conn.execute(_upsert_hosts(len(chunk)), [v for row in chunk for v in row])
+                self._heartbeat(conn)
 
         await self._call(job)
 
     # -- fleet hooks ---------------------------------------------------------
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
-        token = secrets.token_hex(16)
+        """As :meth:`Store.lock_fetch`; a lock whose process has ended (killed during the
+        fetch) is taken over at once rather than after ``ttl``."""
+        token = f"{self._session}.{secrets.token_hex(12)}"
 
         def job(conn: sqlite3.Connection) -> str | None:
             now = time.time()
             with immediate(conn):
                 row = conn.execute(
-                    "SELECT expires_at FROM locks WHERE origin = ?", (origin,)
+                    "SELECT expires_at, token FROM locks WHERE origin = ?", (origin,)
                 ).fetchone()
                 # Damage counts as expired: an expiry that is no number, or past any ttl.
                 expires = None if row is None else row[0]
-                if isinstance(expires, (float, int)) and now < expires <= now + max(ttl, 3600):
+                if (isinstance(expires, (float, int)) and now < expires <= now + max(ttl, 3600)
+                        and not _lock_owner_gone(conn, row[1], now)):
                     return None
                 conn.execute(
                     "INSERT OR REPLACE INTO locks (origin, token, expires_at) VALUES (?, ?, ?)",
@@ -365,10 +417,67 @@ class SQLiteStore(Store):
                     f"robotgate store {self.path} is damaged ({exc}). {fresh_hint(self.path)}"
                 ) from exc
 
-    def _close_sync(self) -> None:
+    def _close_sync(self, written: bool) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
+            try:
+                if written:  # a clean end: nothing of this process's is left unwritten
+                    conn.execute("DELETE FROM sessions WHERE id = ?", (self._session,))
+            except sqlite3.Error:
+                pass  # the row stays: the next opener holds each server one interval
+            finally:
+                _OUR_SESSIONS.discard(self._session)
+                conn.close()
+
+    def _heartbeat(self, conn: sqlite3.Connection) -> None:
+        """Renew this store's sessions row (in the caller's transaction)."""
+        conn.execute(
+            "INSERT INTO sessions (id, pid, started, heartbeat) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET heartbeat = excluded.heartbeat",
+            (self._session, os.getpid(), time.time(), time.time()),
+        )
+
+    def _begin_session(self, conn: sqlite3.Connection, emptied: bool) -> None:
+        """Find the processes that ended without closing the file, and start ours.
+
+        Their last requests may be missing from ``hosts`` (batched, unwritten), and
+        a truncated (0-byte) file lost them all: every server may have been asked
+        until now.  That moment is kept in ``meta`` (``unrecorded_until``) for the
+        processes that open the file after this one.
+        """
+        now = time.time()
+        with immediate(conn):
+            ended = [
+                (row[0], row[1], row[3])
+                for row in conn.execute("SELECT id, pid, started, heartbeat FROM sessions")
+                if _session_ended(str(row[0]), row[1], row[3], now)
+            ]
+            conn.executemany("DELETE FROM sessions WHERE id = ?", [(e[0],) for e in ended])
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = 'unrecorded_until'"
+            ).fetchone()
+            try:
+                stored = float(row[0]) if row is not None else 0.0
+            except (TypeError, ValueError):
+                stored = now  # damage: the worst is assumed
+            unrecorded = now if ended or emptied else stored
+            if not math.isfinite(unrecorded) or unrecorded > now:
+                unrecorded = now
+            if unrecorded != stored:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('unrecorded_until', ?)",
+                    (repr(unrecorded),),
+                )
+            _OUR_SESSIONS.add(self._session)
+            self._heartbeat(conn)
+        self.unrecorded_until = unrecorded
+        for _, pid, heartbeat in ended:
+            last = f"{now - heartbeat:.1f} s ago" if isinstance(heartbeat, (int, float)) else "?"
+            _log.warning(
+                "robotgate: process %s ended without closing %s (last write %s): its last"
+                " requests may be unrecorded, so each server waits its interval from now",
+                pid, self.path, last,
+            )
 
     def _connect(self, deadline: float) -> sqlite3.Connection:
         if self._conn is not None:
@@ -376,12 +485,14 @@ class SQLiteStore(Store):
         if self._fresh:
             self.moved_aside = move_aside(self.path) or self.moved_aside
             self._fresh = False
+        emptied = _empty_file(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
         try:
             prepare(conn, self.path, lambda: min(deadline, self._close_by))
+            self._begin_session(conn, emptied)
         except BaseException as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError):
@@ -395,4 +506,25 @@ class SQLiteStore(Store):
                 ) from exc
             raise
         self._conn = conn
+        if emptied:
+            _log.warning(
+                "robotgate: %s was an empty (0-byte) file: a new store was made in it. If it"
+                " held a store, that was truncated and its pacing lost: each server waits its"
+                " interval from now", self.path,
+            )
         return conn
+
+
+def _empty_file(path: str) -> bool:
+    """Whether ``path`` is an existing 0-byte file with no write-ahead log to recover.
+
+    sqlite3 leaves such a file when it creates one, and so does a truncated store."""
+    try:
+        if os.path.getsize(path) != 0:
+            return False
+    except OSError:
+        return False  # none yet (sqlite3 creates it), or not a plain path
+    try:
+        return os.path.getsize(path + "-wal") == 0
+    except OSError:
+        return True

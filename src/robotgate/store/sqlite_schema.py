@@ -104,11 +104,25 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE hosts ADD COLUMN backoff_peak REAL NOT NULL DEFAULT 0")
 
 
+def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
+    """Version 5 records the processes using the file (a row each, removed on a clean
+    close), so that one that died with host state unwritten is noticed."""
+    conn.execute(
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            started REAL NOT NULL,
+            heartbeat REAL NOT NULL
+        )"""
+    )
+
+
 #: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_1_to_2,
     _migrate_2_to_3,
     _migrate_3_to_4,
+    _migrate_4_to_5,
 )
 
 #: The schema version this code writes.
