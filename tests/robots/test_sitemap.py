@@ -293,3 +293,21 @@ def test_a_utf16_sitemap_with_its_bom_is_read() -> None:
     body = ('<?xml version="1.0" encoding="UTF-16"?>' + urlset(
         url("https://example.com/catalog/caf\u00e9")).decode()).encode("utf-16")
     assert urls_of(body) == ["https://example.com/catalog/caf\u00e9"]
+
+
+def test_elements_nested_past_the_limit_end_the_read_in_bounded_memory() -> None:
+    parser = SitemapParser(SITEMAP)
+    tracemalloc.start()
+    try:
+        parser.feed(urlset(url("https://example.com/catalog/1")).replace(b"</urlset>", b""))
+        nested = b"<a:x xmlns:a='urn:x'>" * 3000
+        for _ in range(100):  # 6 MB of elements each inside the last
+            if not parser.feed(nested):
+                break
+        file = parser.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
+    assert file.problems == ("the XML nests deeper than 64 elements: the rest is not read",)
+    assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"

@@ -10,7 +10,8 @@ memory and never raises:
   the protocol's 50 MB uncompressed; a file stops at 50,000 URLs;
 * XML is read by expat, incrementally, with every entity declaration refused
   (no entity expansion, no external entities, no network); a single token
-  longer than :data:`MAX_TOKEN` (a comment, a tag) stops the read;
+  longer than :data:`MAX_TOKEN` (a comment, a tag) stops the read, as does
+  nesting deeper than :data:`MAX_DEPTH`;
 * a URL outside the sitemap's scope is dropped, as "Sitemap file location"
   says: a sitemap at ``/catalog/sitemap.xml`` may list URLs under
   ``/catalog/`` of its own origin, and one that a site's robots.txt names may
@@ -30,6 +31,7 @@ from ..urls import InvalidURL, split_origin
 
 __all__ = [
     "MAX_BYTES",
+    "MAX_DEPTH",
     "MAX_TOKEN",
     "MAX_URLS",
     "MAX_URL_LENGTH",
@@ -47,6 +49,8 @@ MAX_BYTES = 50 * 1024 * 1024
 MAX_URL_LENGTH = 2048
 #: The longest single XML token read (a URL is far shorter; expat holds a token whole).
 MAX_TOKEN = 1 << 20
+#: The deepest nesting of XML elements read (a sitemap needs 4 or 5; expat keeps each level).
+MAX_DEPTH = 64
 #: Bytes handed to expat (or inflated) at a time: what one step may hold.
 _SLICE = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -340,6 +344,8 @@ class SitemapParser:
         self._mark = parser.CurrentByteIndex
         self._depth += 1
         depth = self._depth
+        if depth > MAX_DEPTH:
+            raise _Refused(f"the XML nests deeper than {MAX_DEPTH} elements: the rest is not read")
         ns, _, local = name.rpartition(" ")
         if depth == 1:
             self._ns = ns
