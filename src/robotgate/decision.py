@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .policy.tdm import TdmVerdict
 
 __all__ = ["Decision", "Rule", "UsageRule"]
 
@@ -94,7 +98,9 @@ class Decision:
     (allowed) or ``False`` (disallowed), from the group's ``Content-Usage``
     rules in ``usage_rules``; a label that is absent is unknown.  ``signals``
     holds the ``Content-Signal`` labels the same way, from ``signal_rules``.
-    Both are empty for a URL that may not be crawled.
+    Both are empty for a URL that may not be crawled.  ``tdm`` says whether
+    text-and-data-mining rights are reserved for an allowed URL, by its origin's
+    ``/.well-known/tdmrep.json`` (from a gate with ``tdmrep=True``, else ``None``).
 
     >>> from robotgate import RobotsTxt
     >>> d = RobotsTxt.parse("User-agent: *\\nDisallow: /private\\n").decide("/private/x", "MyBot")
@@ -114,6 +120,8 @@ class Decision:
     signals: Mapping[str, bool] = field(default=_NOTHING, hash=False)
     usage_rules: tuple[UsageRule, ...] = ()
     signal_rules: tuple[UsageRule, ...] = ()
+    # A gate with tdmrep=True: whether TDM rights are reserved (W3C TDMRep).
+    tdm: TdmVerdict | None = field(default=None, compare=False)
 
     @property
     def line(self) -> int | None:

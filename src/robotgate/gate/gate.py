@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 from yarl import URL
 
+from ..agents import product_token, robot_name
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..policy.fetch import FetchPolicy
@@ -44,11 +46,11 @@ from .describe import describe, stats_of
 
 if TYPE_CHECKING:
     from ..policy.tdm import TdmVerdict
-    from ..politeness.tdmrep_cache import TdmRepCache
     from ..politeness.sitemaps import SitemapReader, Sitemaps
+    from ..politeness.tdmrep_cache import TdmRepCache
     from ..robots.directives import PageDirectives
-
     from ..robots.sitemap import SitemapEntry
+
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
 log = logging.getLogger("robotgate")
@@ -75,6 +77,25 @@ def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int 
     return cap
 
 
+def robots_agent_of(user_agent: str, robots_agent: str | None = None) -> str:
+    """The name robots.txt groups are matched against: ``robots_agent`` if given, else
+    the robot named in ``user_agent`` (:func:`robotgate.agents.robot_name`).  A browser's
+    User-Agent that names no robot is kept, with a warning: '*' is all it matches."""
+    if robots_agent is not None:
+        if not product_token(robots_agent):
+            raise ValueError(f"robots_agent {robots_agent!r} has no product token for "
+                             "robots.txt groups to name: start it with letters, e.g. 'MyBot'")
+        return robots_agent
+    named = robot_name(user_agent)
+    if named is None:
+        log.warning("the User-Agent %r names a browser, not a robot: robots.txt groups "
+                    "for the robot will not apply; name it with robots_agent='MyBot', or "
+                    "in the User-Agent as 'Mozilla/5.0 (compatible; MyBot/1.0; +URL)'",
+                    user_agent)
+        return user_agent
+    return named
+
+
 class RobotGate:
     """A polite gate in front of a crawler.
 
@@ -87,6 +108,11 @@ class RobotGate:
     ...                     print(url, resp.status, len(await resp.read()))
     ...             except Disallowed as no:
     ...                 print(url, "skipped:", no.decision)
+
+    robots.txt groups are matched against the robot's name: the User-Agent's
+    product token, or the robot in a browser-style comment
+    (``"Mozilla/5.0 (compatible; MyBot/1.0; +URL)"`` is ``MyBot``);
+    ``robots_agent="MyBot"`` names it outright.
 
     ``delay`` is the least interval (seconds) between two requests to one
     server, raised to robots.txt's ``Crawl-delay``/``Request-rate``.  An ask
@@ -110,6 +136,7 @@ class RobotGate:
         self,
         user_agent: str,
         *,
+        robots_agent: str | None = None,
         from_: str | None = None,
         delay: float = 1.0,
         max_per_host: int | None = None,
@@ -135,6 +162,8 @@ class RobotGate:
     ) -> None:
         cap = _check(user_agent, delay, max_per_host, max_concurrency, on_long_delay)
         self.user_agent = user_agent
+        #: The name robots.txt groups are matched against (see :func:`robots_agent_of`).
+        self.robots_agent = robots_agent_of(user_agent, robots_agent)
         self.from_ = from_
         self.delay = float(delay)
         self.max_per_host = cap
@@ -160,6 +189,7 @@ class RobotGate:
         self._session = session
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        self._sitemaps: SitemapReader | None = None  # made on first use
         #: Why :meth:`close` could not save everything to the store (None: it did).
         self.close_error: str | None = None
         #: Which addresses a public site's redirect may not lead to.
@@ -183,16 +213,15 @@ class RobotGate:
                                     is_private=self.is_private)
         self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
                                      self.policy)
-        how = Interpretation(self.user_agent, self.dialect, self.lwp_conventions, self.policy,
+        how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
                              self.pacing)
         fleet = FleetSlots(self.store) if self.store.paces else None
         self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=recheck_visits,
-        self._sitemaps: SitemapReader | None = None  # made on first use
                                  host_state=lambda origin: self.admission.host_state(origin),
                                  turn=lambda origin: self.admission.robots_turn(origin))
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
-                                   self.user_agent, fleet)
+                                   self.robots_agent, fleet)
         self.client.admission = self.admission
         if type(self).check is RobotGate.check:  # one call less on the hot path
             self.check = self.admission.check  # type: ignore[method-assign]
@@ -284,12 +313,12 @@ class RobotGate:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
         hit = self.admission.cached(url := as_sent(url))
         if hit is not None:
-            return hit[0].allowed(hit[1], self.user_agent)
+            return hit[0].allowed(hit[1], self.robots_agent)
         origin, rest = split_origin(url)
         site = await self.admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
-        return site.allowed(url if rest[:2] == "//" else rest, self.user_agent)
+        return site.allowed(url if rest[:2] == "//" else rest, self.robots_agent)
 
     async def decide(self, url: str) -> Decision:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome.
@@ -299,7 +328,11 @@ class RobotGate:
         """
         origin, rest = split_origin(url := as_sent(url))
         site = await self.admission.site(origin)
-        return site.decide(url if rest[:2] == "//" else rest, self.user_agent)
+        decision = site.decide(url if rest[:2] == "//" else rest, self.robots_agent)
+        if self.tdm_cache is not None and decision.allowed:
+            # tdmrep.json is asked only where the robot may go.
+            return replace(decision, tdm=await self.tdm_cache.reservation(url))
+        return decision
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
@@ -441,8 +474,6 @@ class RobotGate:
 def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, failures);
     401/403 mean "no file", whatever the robots.txt convention."""
-    from dataclasses import replace
-
     from ..policy.tdm import TDMREP_PATH
     from ..politeness.tdmrep_cache import TdmRepCache
 
