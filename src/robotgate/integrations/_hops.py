@@ -1,25 +1,26 @@
-"""Redirect hops into private networks, for adapters whose client resolves names itself.
+"""Redirect hops for adapters whose client resolves names itself: only the look-up.
 
-The same rule as the aiohttp adapter's: a hop from a public site into a
-loopback, private or link-local address is refused.  Literal addresses are
-judged at once; names are resolved with the system resolver (what httpx and
-Scrapy connect through by default).
+The decision is :func:`robotgate.policy.hops.hop_decision`'s; an adapter
+passes the resolver its client connects with.  httpx exposes none (its
+transports resolve inside httpcore with the system resolver): :func:`resolve`
+asks the loop's ``getaddrinfo``, which reads the same system configuration.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Sequence
 
+from ..decision import Decision
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
-from ..policy.network import Resolve
-from ..policy.network import hop_refusal as refuse_hop
+from ..policy.hops import IsPrivate, Resolve, hop_decision, is_private
 
 __all__ = ["first_address", "hop_refusal", "refused_robots_hop", "resolve",
            "robots_headers"]
 
 
-async def resolve(host: str) -> list[str]:
+async def resolve(host: str) -> Sequence[str]:
     """The addresses ``host`` resolves to ([] when it does not)."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(
@@ -35,19 +36,22 @@ async def first_address(host: str) -> str:
     return found[0] if found else host
 
 
-async def hop_refusal(from_url: str, to_url: str, lookup: Resolve = resolve) -> str | None:
-    """Why a redirect from ``from_url`` to ``to_url`` is refused (None: it may be followed)."""
-    return await refuse_hop(from_url, to_url, lookup)
+async def hop_refusal(from_url: str, to_url: str, lookup: Resolve = resolve,
+                      private: IsPrivate = is_private) -> Decision | None:
+    """The refusal of a redirect from ``from_url`` to ``to_url`` (None: it may be followed)."""
+    return await hop_decision(from_url, to_url, lookup, private)
 
 
-async def refused_robots_hop(request: RobotsRequest, refuse_private: bool) -> RobotsResponse | None:
+async def refused_robots_hop(request: RobotsRequest, refuse_private: bool,
+                             private: IsPrivate = is_private,
+                             lookup: Resolve = resolve) -> RobotsResponse | None:
     """The answer for a robots.txt hop that must not be sent, or None to send it."""
     if request.previous is None or not refuse_private:
         return None
-    why = await hop_refusal(request.previous, request.url)
-    if why is None:
+    refused = await hop_decision(request.previous, request.url, lookup, private)
+    if refused is None:
         return None
-    return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+    return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {refused.reason}")
 
 
 def robots_headers(request: RobotsRequest, headers: dict[str, str]) -> dict[str, str]:

@@ -21,29 +21,25 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import httpx
 
-from ..decision import Decision
 from ..errors import Disallowed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
+from ..policy.hops import REFUSED, IsPrivate, is_private
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
 from ..urls import InvalidURL
-from ._fleet import on_time
 from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["HttpxRobotsTransport", "RobotGateTransport"]
+__all__ = ["REFUSED", "HttpxRobotsTransport", "RobotGateTransport"]
 
-#: ``Decision.outcome`` of a redirect refused for where it leads (as in the aiohttp adapter).
-REFUSED = "redirect-refused"
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
 _HOP_FROM = "robotgate.redirected_from"
@@ -59,14 +55,15 @@ class HttpxRobotsTransport:
     """
 
     def __init__(self, inner: httpx.AsyncBaseTransport, headers: dict[str, str],
-                 refuse_private: bool = True) -> None:
+                 refuse_private: bool = True, private: IsPrivate = is_private) -> None:
         self.inner = inner
         self.headers = headers
         self.refuse_private = refuse_private
+        self.is_private = private
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
-        refused = await refused_robots_hop(request, self.refuse_private)
+        refused = await refused_robots_hop(request, self.refuse_private, self.is_private)
         if refused is not None:
             return refused
         headers = robots_headers(request, self.headers)
@@ -145,7 +142,9 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
-        self.robots = HttpxRobotsTransport(self.inner, self.headers, self.refuse_private)
+        self.is_private = gate.is_private
+        self.robots = HttpxRobotsTransport(self.inner, self.headers, self.refuse_private,
+                                           self.is_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             # The gate's own resolver would open an aiohttp session.
@@ -156,9 +155,12 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         url = str(request.url)
         came_from = request.extensions.pop(_HOP_FROM, None)
         if isinstance(came_from, str) and self.refuse_private:
-            why = await hop_refusal(came_from, url)
-            if why is not None:
-                raise Disallowed(url, Decision(False, why, outcome=REFUSED))
+            # httpx resolves inside its transport: the loop's getaddrinfo reads the same
+            # system configuration (see integrations/_hops.py).
+            refused = await hop_refusal(came_from, url, private=self.is_private)
+            if refused is not None:
+                raise Disallowed(str(request.url.copy_with(username=None, password=None,
+                                                           fragment=None)), refused)
         admission = self.admission
         try:
             group = admission.admit(url)
@@ -175,8 +177,10 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             headers = request.headers
             for name, value in self.headers.items():
                 headers[name] = value
-            sent_at = asyncio.get_running_loop().time()
-            resp = await self._send(request, group)
+            if admission.fleet is not None:
+                await admission.on_time(group)  # a late slot is given up and asked again
+            sent_at = admission.sent()
+            resp = await self.inner.handle_async_request(request)
             try:
                 pending = admission.answered(group, resp.status_code,
                                              resp.headers.get("Retry-After"), sent_at)
@@ -196,11 +200,6 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         else:
             resp.stream = _HeldStream(stream, admission, group)
         return resp
-
-    async def _send(self, request: httpx.Request, group: Group) -> httpx.Response:
-        if self.admission.fleet is not None:
-            await on_time(self.admission, group)
-        return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         """Close the inner transport (the gate stays open)."""

@@ -26,9 +26,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, signals
@@ -36,18 +37,20 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured, Sto
 from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
 
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
+from ...policy.hops import IsPrivate, is_private, parse_hop
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact
-from .._fleet import on_time
-from .._hops import first_address, refused_robots_hop, robots_headers
+from .._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
+from .._hops import resolve as system_resolve
 from .settings import make_store, read_settings
 
 if TYPE_CHECKING:
@@ -91,20 +94,22 @@ def _gone() -> None:
 class _Held:
     """The server slot a request holds, given back once (answered, failed or dropped)."""
 
-    __slots__ = ("__weakref__", "admission", "group", "later")
+    __slots__ = ("__weakref__", "admission", "group", "later", "sent_at")
 
     def __init__(self, admission: Admission, group: Group,
                  later: Callable[[Awaitable[None]], None]) -> None:
         self.admission = admission
         self.group: Group | None = group
         self.later = later
+        #: When the request left for Scrapy's downloader (latency_factor learns from it).
+        self.sent_at = admission.sent()
 
     def finish(self, status: int, retry_after: str | None) -> None:
         """The response arrived: pace from now (Retry-After, back-off), then release."""
         group = self.group
         if group is None:
             return
-        pending = self.admission.answered(group, status, retry_after)
+        pending = self.admission.answered(group, status, retry_after, self.sent_at)
         if pending is not None:
             self.later(pending)
         self.release()
@@ -116,6 +121,20 @@ class _Held:
 
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return (_gone, ())
+
+
+async def scrapy_resolve(host: str) -> Sequence[str]:
+    """``host``'s address as Scrapy connects: the reactor's resolver (Scrapy installs
+    its ``DNS_RESOLVER`` there); without a reactor, the system's."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    resolve = getattr(reactor, "resolve", None)
+    if resolve is None:
+        return await system_resolve(host)
+    try:
+        address = await maybe_deferred_to_future(resolve(host))
+    except Exception:  # no answer: the hop is refused
+        return []
+    return [str(address)]
 
 
 def _retry_after(response: Response) -> str | None:
@@ -151,14 +170,16 @@ class ScrapyRobotsTransport:
     """
 
     def __init__(self, crawler: Crawler, headers: dict[str, str],
-                 refuse_private: bool = True) -> None:
+                 refuse_private: bool = True, private: IsPrivate = is_private) -> None:
         self.crawler = crawler
         self.headers = headers
         self.refuse_private = refuse_private
+        self.is_private = private
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
-        refused = await refused_robots_hop(request, self.refuse_private)
+        refused = await refused_robots_hop(request, self.refuse_private, self.is_private,
+                                           scrapy_resolve)
         if refused is not None:
             return refused
         headers = robots_headers(request, self.headers)
@@ -239,14 +260,18 @@ class RobotGateMiddleware:
         conf = read_settings(settings, getattr(crawler.spider, "user_agent", None),
                              download_delay=user_delay)
         store = make_store(conf.store, conf.store_prefix)
+        rule = settings.get("ROBOTGATE_IS_PRIVATE")  # a callable, or its import path
         try:
-            self.gate = RobotGate(conf.user_agent, store=store, **conf.options)
+            private = load_object(rule) if isinstance(rule, str) else rule
+            self.gate = RobotGate(conf.user_agent, store=store, is_private=private,
+                                  **conf.options)
         except ValueError as exc:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate
         self.admission = gate.admission
         self.headers = gate.headers
-        self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private)
+        self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private,
+                                            gate.is_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             gate.keys.set_resolver(first_address)  # not the gate's aiohttp resolver
@@ -297,6 +322,9 @@ class RobotGateMiddleware:
             await self._open()
         admission = self.admission
         try:
+            again = await self._judge_hop(request)
+            if again is not None:
+                return again
             got = admission.admit(url)
             if isinstance(got, Group):
                 group = got
@@ -309,7 +337,7 @@ class RobotGateMiddleware:
                 group = await self._wait(request, key, got)
             if admission.fleet is not None:
                 try:
-                    await on_time(admission, group)
+                    await admission.on_time(group)  # a late slot is given up and asked again
                 except BaseException:
                     admission.done(group)
                     raise
@@ -330,6 +358,23 @@ class RobotGateMiddleware:
         headers = request.headers
         for name, value in self.headers.items():
             headers[name] = value
+        return None
+
+    async def _judge_hop(self, request: Request) -> Request | None:
+        """A request Scrapy's RedirectMiddleware made: may the redirect lead there?
+        Returns the request again without the Location's credentials, if it had any."""
+        came = request.meta.get("redirect_urls")
+        if not came:
+            return None
+        hop = parse_hop(request.url)
+        if hop is not None and hop.had_credentials:
+            return request.replace(url=hop.url, dont_filter=True)  # never sent
+        if not self.gate.refuse_private:
+            return None
+        refused = await hop_refusal(str(came[-1]), request.url, scrapy_resolve,
+                                    self.gate.is_private)
+        if refused is not None:
+            raise Disallowed(request.url, refused)
         return None
 
     async def _wait(self, request: Request, key: str, turn: Awaitable[Group]) -> Group:

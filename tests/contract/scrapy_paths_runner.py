@@ -1,0 +1,87 @@
+"""Run URLs through Scrapy with RobotGateMiddleware and print one result per URL (JSON).
+
+The Scrapy driver of tests/contract/test_request_paths.py, in a subprocess so
+that each run gets a fresh reactor::
+
+    python -m tests.contract.scrapy_paths_runner '{"urls": [...], "sequential": true,
+                                                   "settings": {...}}'
+
+``sequential``: each URL is requested once the one before has an answer (as an
+``await`` per URL would); otherwise all are requested at once.  Each result is
+``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason": text}``
+(a robotgate refusal) or ``{"error": name}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "robotgate.integrations.scrapy.RobotGateMiddleware": 100,
+}
+
+
+def main(argv: list[str]) -> int:
+    config: dict[str, Any] = json.loads(argv[1])
+    urls: list[str] = config["urls"]
+    sequential = bool(config.get("sequential"))
+    results: list[dict[str, Any] | None] = [None] * len(urls)
+
+    class Paths(scrapy.Spider):
+        name = "paths"
+
+        def _request(self, i: int) -> scrapy.Request:
+            return scrapy.Request(urls[i], callback=self.parse, errback=self.failed,
+                                  dont_filter=True, cb_kwargs={"i": i},
+                                  priority=len(urls) - i)
+
+        async def start(self) -> Any:
+            for i in range(1 if sequential else len(urls)):
+                yield self._request(i)
+
+        def _next(self, i: int) -> Any:
+            if sequential and i + 1 < len(urls):
+                yield self._request(i + 1)
+
+        def parse(self, response: Any, i: int) -> Any:
+            results[i] = {"status": response.status,
+                          "usage": response.meta.get("robotgate_usage")}
+            yield from self._next(i)
+
+        def failed(self, failure: Any) -> Any:
+            exc = failure.value
+            i = failure.request.cb_kwargs["i"]
+            decision = getattr(exc, "decision", None)
+            response = getattr(exc, "response", None)
+            if decision is not None:
+                results[i] = {"refused": decision.outcome or "rule", "reason": decision.reason}
+            elif response is not None:  # HttpErrorMiddleware: a 4xx/5xx answer
+                results[i] = {"status": response.status, "usage": None}
+            else:
+                results[i] = {"error": type(exc).__name__, "reason": str(exc)}
+            yield from self._next(i)
+
+    settings = {
+        "ROBOTSTXT_OBEY": True,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "ERROR",
+        "RETRY_ENABLED": False,
+        "USER_AGENT": "TestBot/1.0 (+https://example.com/bot)",
+        "DOWNLOADER_MIDDLEWARES": MIDDLEWARES,
+        **config.get("settings", {}),
+    }
+    process = CrawlerProcess(settings=settings)
+    process.crawl(Paths)
+    process.start()
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
