@@ -7,7 +7,8 @@ subprocess, so that each crawl gets a fresh reactor::
 
 Config keys: ``urls`` (requested in order), ``settings`` (Scrapy settings),
 ``follow`` (follow links in pages), ``robotgate`` (enable RobotGateMiddleware
-instead of Scrapy's RobotsTxtMiddleware; default true).
+instead of Scrapy's RobotsTxtMiddleware; default true), ``probe`` (``[url, agent]``
+pairs to ask each parser that ``robots_parsed`` announces).
 The output holds Scrapy's numeric stats, the pages seen (with their
 ``robotgate_usage`` meta) and the requests dropped (with the robotgate
 decision when there is one).
@@ -63,6 +64,12 @@ def main(argv: list[str]) -> int:
     def closed(spider: Any, reason: str) -> None:
         seen["reason"] = reason
 
+    def robots_parsed(robotparser: Any, request: Any) -> None:
+        seen.setdefault("robots_parsed", []).append({
+            "request": request.url, "parser": type(robotparser).__name__,
+            "allowed": [robotparser.allowed(url, agent) for url, agent in config.get("probe", [])],
+        })
+
     settings = {
         "ROBOTSTXT_OBEY": True,
         "TELNETCONSOLE_ENABLED": False,
@@ -78,6 +85,7 @@ def main(argv: list[str]) -> int:
     process = (AsyncCrawlerProcess if reactorless else CrawlerProcess)(settings=settings)
     crawler = process.create_crawler(Site)
     crawler.signals.connect(closed, signal=signals.spider_closed)
+    crawler.signals.connect(robots_parsed, signal=signals.robots_parsed)
     process.crawl(crawler)
     process.start()
     # Read once the crawl is over: every spider_closed handler has written its stats.

@@ -245,6 +245,11 @@ def _add_fetch(commands: Any) -> None:
         help="User-Agent, e.g. 'MyBot/1.0 (+URL)' (required)",
     )
     fetch.add_argument(
+        "--robots-agent", type=_agent, metavar="NAME",
+        help="the robot's name robots.txt groups are matched against (default: the "
+        "User-Agent's product token, or the robot in 'Mozilla/5.0 (compatible; NAME/1.0)')",
+    )
+    fetch.add_argument(
         "--from", dest="from_", type=_from, metavar="EMAIL", help="From header (your e-mail)"
     )
     fetch.add_argument(

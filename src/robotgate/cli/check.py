@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .. import __version__
-from ..agents import product_token
+from ..agents import product_token, robot_name
 from ..decision import Decision
 from ..policy import FetchPolicy
 from ..policy.fetch import outcome_decision
@@ -59,13 +59,15 @@ def run_check(args: argparse.Namespace) -> int:
         entry = source.entry
         where = entry.final_url or robots_url(entry.origin)
         print(f"{'robots.txt':<{TAG}}{where}: {entry.detail or entry.outcome}")
-    extra = _extras(source, agent, args)
+    # Matched as the gate matches it: the robot a browser-style User-Agent names.
+    robot = robot_name(agent) or agent
+    extra = _extras(source, robot, args)
     for target in targets:
         if source.verdict is not None:
             decision = source.verdict
         else:
             assert source.rules is not None
-            decision = source.rules.decide(target, agent)
+            decision = source.rules.decide(target, robot)
         any_disallowed |= not decision.allowed
         # JSON lines each carry the extras; text shows them once, at the end.
         emit(source, agent, target, decision, extra if args.json else {})

@@ -60,6 +60,12 @@ def run_fetch(args: argparse.Namespace) -> int:
             f"the agent {args.agent!r} has no product token for robots.txt groups to name: "
             "start it with letters, e.g. 'MyBot/1.0'"
         )
+    robots_agent = getattr(args, "robots_agent", None)
+    if robots_agent is not None and not product_token(robots_agent):
+        raise UsageError(
+            f"--robots-agent {robots_agent!r} has no product token for robots.txt groups to "
+            "name: start it with letters, e.g. 'MyBot'"
+        )
     args.sitemaps = sitemap_origins(args)
     sources = open_sources(args)
     out: IO[str] | None = None
@@ -211,6 +217,7 @@ class _FetchRun:
         )
         return RobotGate(
             args.agent,
+            robots_agent=getattr(args, "robots_agent", None),
             from_=args.from_,
             delay=args.delay,
             max_per_host=args.max_per_host,

@@ -26,8 +26,11 @@ def describe(gate: RobotGate) -> str:
     now = time.time()
     cache, scheduler = gate.cache, gate.scheduler
     sites = cache.sites()
+    agent = repr(gate.user_agent)
+    if gate.robots_agent != gate.user_agent:
+        agent += f" (robots.txt agent {gate.robots_agent!r})"
     lines = [
-        f"RobotGate for {gate.user_agent!r}: {len(sites)} origins cached, "
+        f"RobotGate for {agent}: {len(sites)} origins cached, "
         f"{cache.inflight} robots.txt fetches in flight, delay {gate.delay}s, "
         f"pace by {gate.pace_by}, max {gate.max_per_host} per {gate.pace_by}"
         + (f", {gate.max_concurrency} in all" if gate.max_concurrency else ""),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from ...agents import robot_name
 from ...decision import Decision
 from ...robots import DIALECTS, RobotsTxt
 
@@ -39,6 +40,12 @@ def _text(value: str | bytes) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value
+
+
+def _agent(value: str | bytes) -> str:
+    # The robot a browser-style User-Agent names, as the gate matches it.
+    agent = _text(value)
+    return robot_name(agent) or agent
 
 
 class RobotgateRobotParser:
@@ -71,6 +78,14 @@ class RobotgateRobotParser:
         )
 
     @classmethod
+    def of(cls: type[_P], rules: RobotsTxt, spider: Any = None) -> _P:
+        """A parser for ``rules`` already parsed (what the middleware announces)."""
+        parser = cls.__new__(cls)
+        parser.spider = spider
+        parser.rules = rules
+        return parser
+
+    @classmethod
     def from_crawler(cls: type[_P], crawler: Any, robotstxt_body: bytes | str) -> _P:
         """Scrapy's factory: ``crawler`` gives the spider and the settings."""
         spider = getattr(crawler, "spider", None) if crawler else None
@@ -82,11 +97,11 @@ class RobotgateRobotParser:
 
     def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
         """May ``user_agent`` (a User-Agent string or product token) fetch ``url``?"""
-        return self.rules.allowed(_text(url), _text(user_agent))
+        return self.rules.allowed(_text(url), _agent(user_agent))
 
     def decide(self, url: str | bytes, user_agent: str | bytes) -> Decision:
         """Like :meth:`allowed`, with the reason: the rule and its line, or why none."""
-        return self.rules.decide(_text(url), _text(user_agent))
+        return self.rules.decide(_text(url), _agent(user_agent))
 
     def crawl_delay(self, user_agent: str | bytes) -> float | None:
         """The ``Crawl-delay`` of the agent's group in seconds, or None.
@@ -95,7 +110,7 @@ class RobotgateRobotParser:
         Scrapy (2.19 included) calls it: Scrapy's download delay ignores it.
         :class:`~robotgate.integrations.scrapy.RobotGateMiddleware` honours it.
         """
-        return self.rules.crawl_delay(_text(user_agent))
+        return self.rules.crawl_delay(_agent(user_agent))
 
     def __repr__(self) -> str:
         return f"<RobotgateRobotParser {self.rules!r}>"

@@ -89,6 +89,7 @@ def read_settings(settings: SettingsLike, spider_user_agent: str | None = None,
 
     The User-Agent is ``ROBOTGATE_USER_AGENT``, else the spider's ``user_agent``
     attribute, else Scrapy's ``USER_AGENT`` (what Scrapy would send anyway).
+    Scrapy's ``ROBOTSTXT_USER_AGENT`` is the gate's ``robots_agent``.
     ``download_delay`` (a ``DOWNLOAD_DELAY`` the user set) is the default of
     ``ROBOTGATE_DELAY``, which replaces it.
 
@@ -100,6 +101,10 @@ def read_settings(settings: SettingsLike, spider_user_agent: str | None = None,
     if not agent:
         raise ValueError("ROBOTGATE_USER_AGENT (or Scrapy's USER_AGENT) must name the robot")
     options: dict[str, Any] = {}
+    # Scrapy's own: the name robots.txt groups are matched against, whatever is sent.
+    robots_agent = _optional_text(settings.get("ROBOTSTXT_USER_AGENT"))
+    if robots_agent is not None:
+        options["robots_agent"] = robots_agent
     for name, (keyword, convert, default) in SETTINGS.items():
         raw = settings.get(name)
         if raw is None and name == "ROBOTGATE_DELAY" and download_delay is not None:
