@@ -48,9 +48,10 @@ from ...policy.hops import IsPrivate, is_private, parse_hop
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...robots.usage import combine_usage, usage_from_headers
-from ...urls import InvalidURL, redact
+from ...urls import InvalidURL, redact, split_origin
 from .._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 from .._hops import resolve as system_resolve
+from .parser import RobotgateRobotParser
 from .settings import make_store, read_settings
 
 if TYPE_CHECKING:
@@ -277,6 +278,7 @@ class RobotGateMiddleware:
             gate.keys.set_resolver(first_address)  # not the gate's aiohttp resolver
         self._opened: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
+        self._announced: dict[str, float] = {}  # origin -> robots.txt fetch announced
         #: ROBOTGATE_PARK: keep the requests of a busy server out of Scrapy's downloader.
         self.park = settings.getbool("ROBOTGATE_PARK", True)
         self._wait_cap = gate.max_per_host
@@ -345,6 +347,7 @@ class RobotGateMiddleware:
             self._count(no.decision)
             # The URL as the refusal gives it: without its password (the request's repr has it).
             log.debug("Forbidden by robots.txt: <%s %s>: %s", request.method, no.url, no.decision)
+            await self._announce(request)
             raise RobotsDisallowed(no.url, no.decision) from None
         except InvalidURL as exc:
             raise IgnoreRequest(f"robotgate: {exc}") from None
@@ -355,6 +358,7 @@ class RobotGateMiddleware:
         meta[_HELD] = held
         # Last resort: a request dropped between here and the downloader gives its slot back.
         weakref.finalize(request, held.release).atexit = False
+        await self._announce(request)
         headers = request.headers
         for name, value in self.headers.items():
             headers[name] = value
@@ -376,6 +380,28 @@ class RobotGateMiddleware:
         if refused is not None:
             raise Disallowed(request.url, refused)
         return None
+
+    async def _announce(self, request: Request) -> None:
+        """Scrapy's ``robots_parsed`` signal, once per robots.txt the gate has read, with
+        what Scrapy's RobotsTxtMiddleware sends: a parser of it and the request that asked."""
+        origin = split_origin(request.url)[0]
+        site = self.admission.cache.peek(origin)
+        if site is None or site.rules is None:
+            return  # no file read (unavailable, unreachable): nothing parsed to announce
+        fetched = site.entry.fetched_at
+        if self._announced.get(origin) == fetched:
+            return
+        if len(self._announced) >= self.gate.max_origins:
+            self._announced.clear()
+        self._announced[origin] = fetched
+        parser = RobotgateRobotParser.of(site.rules, self.crawler.spider)
+        sig = self.crawler.signals
+        send = getattr(sig, "send_catch_log_async", None)
+        if send is not None:  # Scrapy 2.14+
+            await send(signal=signals.robots_parsed, robotparser=parser, request=request)
+        else:
+            await maybe_deferred_to_future(sig.send_catch_log_deferred(
+                signal=signals.robots_parsed, robotparser=parser, request=request))
 
     async def _wait(self, request: Request, key: str, turn: Awaitable[Group]) -> Group:
         # While it waits, the request counts as active in its Scrapy download
