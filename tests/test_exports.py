@@ -21,6 +21,7 @@ PUBLIC = {
     "InvalidURL",
     "MemoryStore",
     "Outcome",
+    "PageDirectives",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -32,6 +33,7 @@ PUBLIC = {
     "Store",
     "StoreError",
     "UsageRule",
+    "page_directives",
 }
 
 

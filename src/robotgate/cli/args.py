@@ -208,6 +208,17 @@ def _add_check(commands: Any) -> None:
         help="also show the agent's Crawl-delay and Request-rate",
     )
     check.add_argument("--sitemaps", action="store_true", help="also list the Sitemap URLs")
+    check.add_argument(
+        "--headers", metavar="FILE",
+        help="also explain what a page's response headers say to the agent (X-Robots-Tag, "
+        "Robots-Tag, TDMRep): a file of 'Name: value' lines, as 'curl -i' prints them "
+        "(a body after them is read as the page), or '-'; ROBOTS may then be left out",
+    )
+    check.add_argument(
+        "--html", metavar="FILE",
+        help="also explain the robots and TDMRep meta tags in the head of an HTML page "
+        "(a file, or '-'); ROBOTS may then be left out",
+    )
     _add_dialect(check, "matching rules: RFC 9309 (default) or the 1994 standard as LWP "
                  "applies it")
     check.add_argument(

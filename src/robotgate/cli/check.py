@@ -17,6 +17,7 @@ from ..policy import FetchPolicy
 from ..policy.fetch import outcome_decision
 from ..records import RobotsEntry
 from ..robots import DEFAULT_MAX_BYTES, DelayLine, RobotsTxt
+from ..robots.directives import FLAGS, MAX_HEAD_BYTES, PageDirectives, page_directives
 from ..urls import InvalidURL, redact, robots_url, scrub, split_origin
 from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error, say
 
@@ -38,11 +39,16 @@ class RobotsSource:
 def run_check(args: argparse.Namespace) -> int:
     """The ``check`` command; returns the exit status."""
     agent: str = args.agent
+    page = _page_directives(args)
+    if args.robots is None and page is not None and not args.urls:
+        _emit_page_only(agent, page, args.json)
+        return EXIT_OK
     if args.robots is None:
         raise UsageError(
-            f"check needs a robots.txt (a file, - or a URL) and URLs (see '{PROG} check --help')"
+            "check needs a robots.txt (a file, - or a URL) and URLs, or a page's --headers "
+            f"or --html (see '{PROG} check --help')"
         )
-    if not args.urls and not (args.crawl_delay or args.sitemaps):
+    if not args.urls and not (args.crawl_delay or args.sitemaps or page is not None):
         raise UsageError("give at least one URL to check (or --crawl-delay / --sitemaps)")
     targets: list[str] = []
     bad = 0
@@ -62,6 +68,8 @@ def run_check(args: argparse.Namespace) -> int:
     # Matched as the gate matches it: the robot a browser-style User-Agent names.
     robot = robot_name(agent) or agent
     extra = _extras(source, robot, args)
+    if page is not None:
+        extra["directives"] = page.as_json()
     for target in targets:
         if source.verdict is not None:
             decision = source.verdict
@@ -302,6 +310,8 @@ def _emit_text(
         print(f"{'sitemap':<{TAG}}{sitemap}")
     if "sitemaps" in extra and not extra["sitemaps"]:
         print(f"{'sitemap':<{TAG}}none")
+    if "directives" in extra:
+        _emit_directives(extra["directives"], agent)
 
 
 def _by_line(source: Mapping[str, Any] | None) -> str:
@@ -321,3 +331,105 @@ def _emit_usage(decision: Decision) -> None:
     why = getattr(decision, "usage_reason", None)
     if why:
         print(f"{'':<{TAG}}{why}")
+
+
+# -- what a page says: --headers / --html --------------------------------------------
+
+# Bytes of a --headers file read: the header lines, and the body `curl -i` puts after them.
+_MAX_HEADERS_FILE = 1024 * 1024 + MAX_HEAD_BYTES
+
+
+def _page_directives(args: argparse.Namespace) -> PageDirectives | None:
+    """The directives of the page given by ``--headers`` and ``--html``, if any."""
+    headers_file: str | None = args.headers
+    html_file: str | None = args.html
+    if headers_file is None and html_file is None:
+        return None
+    if [args.robots, headers_file, html_file].count("-") > 1:
+        raise UsageError("only one of ROBOTS, --headers and --html can be '-' (standard input)")
+    headers: list[tuple[str, str]] = []
+    body: bytes | None = None
+    content_type: str | None = None
+    if headers_file is not None:
+        headers, body = parse_header_lines(_read_page_file(headers_file, _MAX_HEADERS_FILE))
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), None)
+    if html_file is not None:
+        body = _read_page_file(html_file, MAX_HEAD_BYTES)
+        content_type = "text/html"  # given as HTML, whatever the headers say
+    return page_directives(headers, body or None, agent=args.agent, content_type=content_type)
+
+
+def _read_page_file(path: str, limit: int) -> bytes:
+    try:
+        if path == "-":
+            return stdin_bytes().read(limit)
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError as exc:
+        name = "standard input" if path == "-" else repr(path)
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def parse_header_lines(data: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    """``(name, value)`` pairs of raw ``Name: value`` lines, and any body after them.
+
+    Reads what ``curl -i`` or ``curl -D -`` prints: ``HTTP/...`` status lines
+    are skipped, a line starting with a space or tab continues the one before,
+    and a blank line ends the headers -- unless another ``HTTP/`` block follows
+    (a redirect's), whose headers then replace them.
+    """
+    headers: list[tuple[str, str]] = []
+    rest = data
+    while rest:
+        line, _, rest = rest.partition(b"\n")
+        line = line.rstrip(b"\r")
+        if not line.strip():
+            if not headers:
+                continue
+            if rest.lstrip().startswith(b"HTTP/"):
+                headers = []
+                continue
+            return headers, rest
+        if line.startswith(b"HTTP/"):
+            headers = []
+            continue
+        text = _header_text(line)
+        if text[:1] in (" ", "\t"):
+            if headers:
+                name, value = headers[-1]
+                headers[-1] = (name, f"{value} {text.strip()}")
+            continue
+        name, colon, value = text.partition(":")
+        if colon and name and name == name.strip():
+            headers.append((name, value.strip(" \t")))
+    return headers, b""
+
+
+def _header_text(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
+
+
+def _emit_page_only(agent: str, page: PageDirectives, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"agent": agent, "directives": page.as_json()}))
+    else:
+        _emit_directives(page.as_json(), agent)
+    sys.stdout.flush()
+
+
+def _emit_directives(data: Mapping[str, Any], agent: str) -> None:
+    """The page's directives for ``agent``, a line each, then where each was read."""
+    flags = [flag for flag in FLAGS if data.get(flag)]
+    print(f"{'directives':<{TAG}}{', '.join(flags) if flags else 'none'} for {agent!r}")
+    if data.get("unavailable_after"):
+        print(f"{'unavailable':<{TAG}}after {data['unavailable_after']}")
+    reserved = data.get("tdm_reservation")
+    if reserved is not None:
+        policy = data.get("tdm_policy")
+        tdm = "rights reserved" if reserved else "rights not reserved"
+        print(f"{'tdm':<{TAG}}{tdm}" + (f", policy {policy}" if policy else ""))
+    for source in data.get("sources", ()):
+        print(f"{'source':<{TAG}}{source}")
