@@ -26,9 +26,9 @@ async def test_close_with_a_store_that_cannot_save_reports_and_does_not_raise(
     caplog.set_level(logging.WARNING, logger="robotgate")
     async with BenchServer([HostPlan("allow")]) as srv:
         gate = RobotGate(AGENT, delay=0, store=_FullDisk())
-        async with gate:  # __aexit__ closes: nothing raised
-            async with gate.fetch(srv.url(0, "/page/1")) as resp:
-                assert resp.status == 200
+        # __aexit__ closes: nothing raised
+        async with gate, gate.fetch(srv.url(0, "/page/1")) as resp:
+            assert resp.status == 200
     assert gate.close_error is not None and "database or disk is full" in gate.close_error
     assert gate.stats["store_errors"] == 1
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
