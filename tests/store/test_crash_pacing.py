@@ -218,3 +218,68 @@ async def test_a_row_with_our_pid_from_an_earlier_process_counts_as_ended(
     conn.close()
     async with SQLiteStore(path) as store:
         assert store.unrecorded_until > 0
+
+
+# -- the robots.txt fetch lock of a killed process ----------------------------------
+
+LOCKER = r"""
+import asyncio, sys
+from robotgate import SQLiteStore
+
+async def main(path):
+    store = SQLiteStore(path)
+    token = await store.lock_fetch("https://a.example", 73.0)
+    print("locked" if token else "refused", flush=True)
+    await asyncio.sleep(60)  # killed meanwhile, as during a slow robots.txt fetch
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_fetch_lock_of_a_killed_process_is_taken_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LOCKER, str(path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        assert await asyncio.wait_for(proc.stdout.readline(), 20) == b"locked\n"
+        async with SQLiteStore(path) as alive:
+            # While its process lives, the lock holds.
+            assert await alive.lock_fetch("https://a.example", 73.0) is None
+    finally:
+        proc.kill()
+        await proc.wait()
+    async with SQLiteStore(path) as store:
+        token = await store.lock_fetch("https://a.example", 73.0)
+        assert token is not None
+        # And it is ours now: another live store is refused.
+        async with SQLiteStore(path) as other:
+            assert await other.lock_fetch("https://a.example", 73.0) is None
+        await store.unlock_fetch("https://a.example", token)
+
+
+# -- a 0-byte file -------------------------------------------------------------------
+
+
+async def test_zero_byte_file_becomes_a_store_with_a_warning_and_held_servers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # It may be a store that was truncated: its pacing is gone, so every server
+    # waits its interval, and the log says why.  A missing file is simply new.
+    caplog.set_level(logging.WARNING, "robotgate.store.sqlite")
+    new = tmp_path / "new.sqlite3"
+    async with SQLiteStore(new) as store:
+        assert store.unrecorded_until == 0.0
+    assert "empty (0-byte)" not in caplog.text
+    empty = tmp_path / "empty.sqlite3"
+    empty.write_bytes(b"")
+    before = time.time()
+    async with SQLiteStore(empty) as store:
+        assert before <= store.unrecorded_until <= time.time()
+        await store.save_host(HostState("host:a.example", visits=1))
+    assert "empty (0-byte)" in caplog.text and str(empty) in caplog.text
+    async with SQLiteStore(empty) as store:
+        state = await store.load_host("host:a.example")
+        assert state is not None and state.visits == 1
