@@ -21,7 +21,7 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import httpx
@@ -32,6 +32,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, IsPrivate, is_private
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
+from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
 from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
 
@@ -44,6 +45,9 @@ __all__ = ["REFUSED", "HttpxRobotsTransport", "RobotGateTransport"]
 # extensions into the redirect it builds, so the next hop knows where it came from.
 _HOP_FROM = "robotgate.redirected_from"
 _CHUNK = 65536
+#: ``response.extensions`` key of the page's directives (``PageDirectives``): the
+#: headers' at first, with the HTML head's meta tags once the body has been read.
+DIRECTIVES = "robotgate_directives"
 
 
 class HttpxRobotsTransport:
@@ -122,6 +126,43 @@ class _HeldStream(httpx.AsyncByteStream):
             self.release()
 
 
+class _HeadKept(httpx.AsyncByteStream):
+    """A response body that hands its first bytes on once read whole (for its meta tags)."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, done: Callable[[bytes], None]) -> None:
+        self._stream = stream
+        self._done = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        head = bytearray()
+        async for chunk in self._stream:
+            if len(head) < MAX_HEAD_BYTES:
+                head += chunk[: MAX_HEAD_BYTES - len(head)]
+            yield chunk
+        self._done(bytes(head))
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _meta_reader(gate: RobotGate, resp: httpx.Response) -> Callable[[bytes], None]:
+    """Once the body's head is read: the directives again, its meta tags included."""
+    def read(raw: bytes) -> None:
+        try:
+            head = decode_capped(raw, resp.headers.get_list("Content-Encoding"), MAX_HEAD_BYTES)
+        except Exception:  # a coding robotgate cannot undo: the headers' directives stand
+            return
+        resp.extensions[DIRECTIVES] = gate.directives(resp, head)
+    return read
+
+
+def _read_already(resp: httpx.Response) -> bytes | None:
+    try:
+        return resp.content
+    except httpx.ResponseNotRead:
+        return None
+
+
 class RobotGateTransport(httpx.AsyncBaseTransport):
     """An httpx transport that puts every request through ``gate``.
 
@@ -197,8 +238,13 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         stream = resp.stream
         if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
             admission.done(group)  # the inner transport read the body already (MockTransport)
+            resp.extensions[DIRECTIVES] = self.gate.directives(resp, _read_already(resp))
         else:
-            resp.stream = _HeldStream(stream, admission, group)
+            resp.extensions[DIRECTIVES] = self.gate.directives(resp)
+            held: httpx.AsyncByteStream = _HeldStream(stream, admission, group)
+            if "html" in resp.headers.get("Content-Type", "").lower():
+                held = _HeadKept(held, _meta_reader(self.gate, resp))
+            resp.stream = held
         return resp
 
     async def aclose(self) -> None:

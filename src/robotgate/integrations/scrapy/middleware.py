@@ -68,6 +68,9 @@ SKIP = "robotgate_skip"
 #: ``response.meta`` key of the page's usage preferences: label -> allowed
 #: (robots.txt's ``Content-Usage`` rules and the response header, combined).
 USAGE = "robotgate_usage"
+#: ``response.meta`` key of the page's directives (``X-Robots-Tag``, robots and
+#: TDMRep meta tags): a :class:`~robotgate.robots.directives.PageDirectives`.
+DIRECTIVES = "robotgate_directives"
 _HELD = "_robotgate_held"  # the server slot a request holds
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
@@ -485,7 +488,8 @@ class RobotGateMiddleware:
 
     async def process_response(self, request: Request, response: Response,
                                spider: Any = None) -> Response:
-        """Put the page's usage preferences in ``meta["robotgate_usage"]``.
+        """Put the page's usage preferences in ``meta["robotgate_usage"]`` and its
+        directives in ``meta["robotgate_directives"]`` (:meth:`RobotGate.directives`).
 
         robots.txt's ``Content-Usage`` rules for the URL and the response's
         ``Content-Usage`` header, combined (:meth:`RobotGate.usage`).  A response
@@ -500,6 +504,7 @@ class RobotGateMiddleware:
                 or not url.startswith(("http://", "https://"))):
             return response
         gate = self.gate
+        meta[DIRECTIVES] = gate.directives(response, getattr(response, "body", None))
         try:
             # Fresh rules answer at once; rules gone stale meanwhile are asked again.
             decision = gate.check(url) or await gate.decide(url)
