@@ -22,7 +22,10 @@ BROWSER_STYLE = "Mozilla/5.0 (compatible; MyBot/1.0; +https://example.com/bot)"
 async def site(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
     async def handle(request: web.BaseRequest) -> web.Response:
         seen.append((request.path, request.headers.get("User-Agent", "")))
-        return web.Response(text=ROBOTS if request.path == "/robots.txt" else "page")
+        if request.path == "/robots.txt":
+            return web.Response(text=ROBOTS)
+        # Page directives name robots too: the gate reads them for the same name.
+        return web.Response(text="page", headers={"X-Robots-Tag": "mybot: nofollow"})
 
     runner = web.ServerRunner(web.Server(handle))
     await runner.setup()
@@ -43,6 +46,7 @@ async def test_a_browser_style_user_agent_gets_its_robots_group() -> None:
         assert refused.value.decision.group == ("mybot",)
         async with gate.fetch(base + "/other") as resp:  # the 'mozilla' group is not ours
             assert resp.status == 200
+            assert gate.directives(resp).nofollow
         assert not await gate.allowed(base + "/private")
         assert not (await gate.decide(base + "/private")).allowed
     assert [path for path, _ in seen] == ["/robots.txt", "/other"]

@@ -388,7 +388,7 @@ class RobotGate:
         """
         from .directives import directives_of
 
-        return directives_of(response, self.user_agent, body)
+        return directives_of(response, self.robots_agent, body)
 
     async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
