@@ -115,6 +115,14 @@ def test_a_text_sitemap_gives_one_url_a_line() -> None:
     assert urls_of(gzip.compress(body)) == [e.url for e in file.entries]
 
 
+def test_a_text_sitemap_cut_short_keeps_no_part_of_a_url() -> None:
+    parser = SitemapParser(SITEMAP)
+    parser.feed(b"https://example.com/catalog/1\nhttps://example.com/catalog/22")
+    file = parser.close(cut=True)  # the connection dropped: "/22" may be "/2222..."
+    assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
+    assert file.problems == ("the last line is cut short: not read",)
+
+
 def test_an_index_lists_its_sitemaps_on_its_own_site_only() -> None:
     body = (f'<sitemapindex xmlns="{NS}"><sitemap><loc>https://example.com/s1.xml.gz</loc>'
             "<lastmod>2024-01-01</lastmod></sitemap>"

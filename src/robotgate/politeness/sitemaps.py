@@ -166,7 +166,7 @@ class SitemapReader:
             why = f"not read whole within {self.timeout:g}s"
         except Exception as exc:  # the site's failure, or the client's: still an answer
             why = f"the fetch failed ({type(exc).__name__}: {exc})"
-        file = parser.close()
+        file = parser.close(cut=why is not None)
         if why is not None:
             file = dataclasses.replace(file, problems=(why, *file.problems))
         for problem in file.problems:

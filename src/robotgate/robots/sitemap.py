@@ -483,8 +483,10 @@ class SitemapParser:
 
     # -- the end -----------------------------------------------------------------------
 
-    def close(self) -> SitemapFile:
-        """The end of the body: what was read, and every problem met."""
+    def close(self, cut: bool = False) -> SitemapFile:
+        """The end of the body: what was read, and every problem met.  ``cut``: the body
+        ended before its end (the connection dropped), so a last line without its
+        newline may be part of a URL, and is not read."""
         if not self._stopped:
             if self._coding is None and self._head:  # a body of one byte
                 head, self._head = self._head, b""
@@ -499,7 +501,9 @@ class SitemapParser:
                 self._feed_xml(b"", final=True)
             elif self.kind == "text" and not self._stopped:
                 line, self._line = self._line, b""
-                if not self._skipping:
+                if cut and line.strip():
+                    self._problems.append("the last line is cut short: not read")
+                elif not self._skipping:
                     self._text_line(line)
         problems = list(self._problems)
         if not problems and not self.kind:
