@@ -154,6 +154,12 @@ def test_repeated_lines_of_every_kind_of_headers_are_read() -> None:
         assert page.sources[1] == "`X-Robots-Tag: nofollow` (header 2)"
 
 
+def test_values_of_other_types_get_an_answer() -> None:
+    headers: Any = {"X-Robots-Tag": None, "tdm-reservation": 1, "Robots-Tag": "*;noai"}
+    page = page_directives(headers, agent="mybot")
+    assert (page.flags(), page.tdm_reservation) == (("noai",), None)
+
+
 def test_only_the_first_lines_of_a_field_are_read() -> None:
     headers = [("X-Robots-Tag", "all")] * MAX_FIELD_LINES + [("X-Robots-Tag", "noindex")]
     assert flags(headers) == ()

@@ -301,7 +301,8 @@ class _Reader:
 def _lines(headers: Headers, name: str) -> list[tuple[int, str]]:
     """The first lines of field ``name``, numbered from 1, each cut to the bound."""
     values = field_values(headers, name)[:MAX_FIELD_LINES]
-    return [(n, v[:MAX_FIELD_BYTES]) for n, v in enumerate(values, 1)]
+    # A value that is no text (None in a hand-made mapping) says nothing.
+    return [(n, v[:MAX_FIELD_BYTES]) for n, v in enumerate(values, 1) if isinstance(v, str)]
 
 
 # -- header values ----------------------------------------------------------------
