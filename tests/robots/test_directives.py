@@ -346,9 +346,11 @@ def test_tdm_values_other_than_0_or_1_leave_it_unset() -> None:
     # Not reserved: the policy is not for processing.
     page = page_directives({"tdm-reservation": "0", "tdm-policy": "https://p/x"}, agent="b")
     assert (page.tdm_reservation, page.tdm_policy) == (False, None)
-    # Within the headers, the most restrictive line wins.
+    # Within the headers, the most restrictive line wins, lines joined by a proxy too.
     page = page_directives([("tdm-reservation", "0"), ("tdm-reservation", "1")], agent="b")
     assert page.tdm_reservation is True
+    assert page_directives({"tdm-reservation": "0, 1"}, agent="b").tdm_reservation is True
+    assert page_directives({"tdm-reservation": "0,0"}, agent="b").tdm_reservation is False
 
 
 # -- the answer ------------------------------------------------------------------------------

@@ -254,9 +254,10 @@ class _Reader:
             self.note(where)
 
     def tdm_value(self, value: str, where: str, technique: str) -> None:
-        text = value.strip(_OWS)
-        if text in ("0", "1"):
-            self.tdm[technique].append(text == "1")
+        # Lines a proxy joined with commas ("1, 1") are read each.
+        said = [v.strip(_OWS) for v in value.split(",")]
+        if all(v in ("0", "1") for v in said):
+            self.tdm[technique].extend(v == "1" for v in said)
             self.note(where)
         else:
             self.note(f"{where}: not 0 or 1, ignored (W3C TDMRep)")
