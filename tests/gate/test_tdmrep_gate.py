@@ -165,3 +165,48 @@ async def test_fetch_lines_say_whether_tdm_rights_are_reserved(
     assert by_url[urls[1]]["tdm"]["reserved"] is False
     assert by_url[urls[1]]["directives"]["tdm_reservation"] is False
     assert a.hits[TDMREP] == 1
+
+
+async def test_the_file_is_kept_fresh_revalidated_and_stands_in_when_it_fails() -> None:
+    from aiohttp import web
+
+    from robotgate import FetchPolicy
+
+    asked: list[tuple[str | None, int]] = []
+    answer = {"status": 200}
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path != TDMREP:
+            return web.Response(text="<p>x</p>", content_type="text/html")
+        status = answer["status"]
+        if status == 200 and request.headers.get("If-None-Match") == '"v1"':
+            status = 304
+        asked.append((request.headers.get("If-None-Match"), status))
+        if status == 200:
+            return web.Response(text=FILE, content_type="application/json",
+                                headers={"ETag": '"v1"'})
+        return web.Response(status=status)
+
+    runner = web.ServerRunner(web.Server(handle))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/images/2"
+    policy = FetchPolicy(freshness=0.3, min_freshness=0.1)
+    try:
+        async with RobotGate(AGENT, delay=0, policy=policy, tdmrep=True) as gate:
+            first = await gate.tdm(url)
+            again = await gate.tdm(url)  # fresh: not asked again
+            await asyncio.sleep(0.35)
+            revalidated = await gate.tdm(url)
+            answer["status"] = 503
+            await asyncio.sleep(0.35)
+            stood_in = await gate.tdm(url)
+            meanwhile = await gate.tdm(url)  # retried only after the back-off
+    finally:
+        await runner.cleanup()
+    assert asked == [(None, 200), ('"v1"', 304), ('"v1"', 503)]
+    for verdict in (first, again, revalidated, stood_in, meanwhile):
+        assert (verdict.reserved, verdict.policy) == (True, IMAGES_POLICY)
