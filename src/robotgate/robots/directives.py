@@ -243,7 +243,7 @@ class _Reader:
             elif directive == "unavailable_after":
                 when = _parse_date(value)
                 if when is None:
-                    self.note(f"{where}: date {_quote(value)!s} not understood, ignored")
+                    self.note(f"{where}: date {_quote(value)} not understood, ignored")
                     continue
                 if self.until is None or when < self.until:
                     self.until = when
