@@ -210,3 +210,5 @@ async def test_the_file_is_kept_fresh_revalidated_and_stands_in_when_it_fails() 
     assert asked == [(None, 200), ('"v1"', 304), ('"v1"', 503)]
     for verdict in (first, again, revalidated, stood_in, meanwhile):
         assert (verdict.reserved, verdict.policy) == (True, IMAGES_POLICY)
+    assert "tdmrep.json answered 503; using the copy fetched at" in stood_in.source
+    assert "answered" not in revalidated.source

@@ -78,8 +78,11 @@ def tdm_verdict(
         policy = page.tdm_policy or (rule.policy if rule is not None and rule.reserved else None)
         return TdmVerdict(True, policy, f"the page's {said_by}{over}")
     if rule is not None:
-        return TdmVerdict(rule.reserved, rule.policy if rule.reserved else None,
-                          f"{where}: the rule for location {rule.location!r}")
+        source = f"{where}: the rule for location {rule.location!r}"
+        if entry is not None and entry.failures:
+            # An earlier good copy stands in: say so, and why.
+            source += f" ({entry.detail.replace('robots.txt', 'tdmrep.json')})"
+        return TdmVerdict(rule.reserved, rule.policy if rule.reserved else None, source)
     nothing = "the page states no tdm-reservation" if page is not None else (
         "the page was not read")
     if entry is None:
