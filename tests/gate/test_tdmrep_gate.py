@@ -212,3 +212,22 @@ async def test_the_file_is_kept_fresh_revalidated_and_stands_in_when_it_fails() 
         assert (verdict.reserved, verdict.policy) == (True, IMAGES_POLICY)
     assert "tdmrep.json answered 503; using the copy fetched at" in stood_in.source
     assert "answered" not in revalidated.source
+
+
+async def test_closing_the_gate_ends_a_tdmrep_fetch_in_flight() -> None:
+    from robotgate import GateClosed
+
+    answers = _with_file()
+    answers[TDMREP] = Answer(FILE, content_type="application/json", delay=5)
+    async with PagesSite(answers) as a:
+        gate = RobotGate(AGENT, delay=0, tdmrep=True)
+        await gate.open()
+        waiting = [asyncio.ensure_future(gate.tdm(a.url(p))) for p in ("/images/2", "/other")]
+        while not a.hits[TDMREP]:
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(gate.close(), 2)
+        for task in waiting:
+            with pytest.raises(GateClosed):
+                await asyncio.wait_for(task, 2)
+        with pytest.raises(GateClosed):
+            await gate.tdm(a.url("/text/4"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ class PagesSite:
         self.host = host
         self.hits: Counter[str] = Counter()
         self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
         self.port = 0
 
     @property
@@ -55,8 +57,9 @@ class PagesSite:
         answer = self.answers.get(request.path_qs)
         if answer is None:
             return web.Response(status=404, text="not here")
-        if answer.delay:
-            await asyncio.sleep(answer.delay)
+        if answer.delay:  # cut short when the site closes
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), answer.delay)
         body = answer.body.encode() if isinstance(answer.body, str) else answer.body
         headers = {"Content-Type": answer.content_type, **answer.headers}
         return web.Response(status=answer.status, body=body, headers=headers)
@@ -72,5 +75,6 @@ class PagesSite:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()

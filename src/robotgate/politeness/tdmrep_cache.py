@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import GateClosed
 from ..policy.tdm import TdmVerdict, tdm_verdict
 from ..records import Outcome, RobotsEntry
 from ..robots.tdmrep import TdmRep, parse_tdmrep_json
@@ -83,12 +84,17 @@ class TdmRepCache:
         flight = self._flights.get(origin)
         if flight is None:
             if self._closed:
-                raise RuntimeError("the gate is closed")
+                raise GateClosed("the gate is closed")
             flight = asyncio.get_running_loop().create_task(self._fetch(origin, site))
             self._flights[origin] = flight
             flight.add_done_callback(lambda done: self._land(origin, done))
-        # A waiter cancelled cancels only its wait, never the shared fetch.
-        return await asyncio.shield(flight)
+        try:
+            # A waiter cancelled cancels only its wait, never the shared fetch.
+            return await asyncio.shield(flight)
+        except asyncio.CancelledError:
+            if self._closed and flight.cancelled():
+                raise GateClosed("the gate was closed during the tdmrep.json fetch") from None
+            raise
 
     def _land(self, origin: str, flight: asyncio.Task[TdmRepSite]) -> None:
         if self._flights.get(origin) is flight:
@@ -120,7 +126,7 @@ class TdmRepCache:
         return self._sites.get(origin)
 
     async def close(self) -> None:
-        """Cancel the fetches in flight; later asks raise."""
+        """Cancel the fetches in flight; their waiters and later asks get GateClosed."""
         self._closed = True
         flights = list(self._flights.values())
         for flight in flights:
