@@ -226,6 +226,16 @@ async def test_an_unreachable_robots_txt_keeps_the_sitemap_unfetched(site: Site)
     assert "not fetched: robots.txt answered 503" in sitemaps.problems[0].reason
 
 
+async def test_a_sitemap_url_is_said_without_its_password(site: Site) -> None:
+    hidden = site.url("/private/map.xml").replace("://", "://user:secret@")
+    site.routes["/robots.txt"] = f"User-agent: *\nDisallow: /private/\nSitemap: {hidden}\n".encode()
+    async with RobotGate(AGENT, delay=0) as gate:
+        sitemaps = gate.sitemaps(site.url("/"))
+        assert [e async for e in sitemaps] == []
+    assert [p.sitemap for p in sitemaps.problems] == [hidden.replace("secret", "***")]
+    assert "secret" not in str(sitemaps.problems[0])
+
+
 async def test_failures_are_said_and_the_walk_goes_on(site: Site) -> None:
     async def reset(request: web.Request) -> web.StreamResponse:
         # The body is cut after its first URL: the connection drops mid-answer.

@@ -72,6 +72,12 @@ def test_entries_outside_the_sitemaps_scope_are_dropped_and_counted() -> None:
     assert any(p.startswith("2 URLs not absolute http(s)") for p in file.problems)
 
 
+def test_a_dropped_url_is_shown_without_its_password() -> None:
+    file = parse_sitemap(SITEMAP, urlset(url("https://user:secret@example.com/private/x")))
+    assert file.entries == () and "secret" not in " ".join(file.problems)
+    assert "https://user:***@example.com/private/x" in file.problems[0]
+
+
 def test_a_sitemap_robots_txt_names_may_list_any_url_of_that_site() -> None:
     # sitemaps.org: robots.txt of www.host1.com naming a sitemap on another host proves
     # ownership of host1; the sitemap's own directory stays in scope too.

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from ..errors import Disallowed, GateClosed
 from ..robots.sitemap import Scope, SitemapEntry, SitemapFile, SitemapParser
-from ..urls import InvalidURL
+from ..urls import InvalidURL, redact
 
 __all__ = ["SitemapBody", "SitemapProblem", "SitemapReader", "SitemapTransport", "Sitemaps"]
 
@@ -60,7 +60,8 @@ class SitemapTransport(Protocol):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SitemapProblem:
-    """Why a sitemap, or part of it, was not read: ``sitemap`` is its URL."""
+    """Why a sitemap, or part of it, was not read: ``sitemap`` is its URL (without
+    its password)."""
 
     sitemap: str
     reason: str
@@ -170,7 +171,7 @@ class SitemapReader:
         if why is not None:
             file = dataclasses.replace(file, problems=(why, *file.problems))
         for problem in file.problems:
-            log.info("sitemap %s: %s", url, problem)
+            log.info("sitemap %s: %s", redact(url), problem)
         return file
 
 
@@ -182,7 +183,7 @@ def _size(task: asyncio.Task[SitemapFile]) -> int:
 
 
 def _failed(url: str, why: str) -> SitemapFile:
-    log.info("sitemap %s: %s", url, why)
+    log.info("sitemap %s: %s", redact(url), why)
     return SitemapFile(url, problems=(why,))
 
 
@@ -263,7 +264,8 @@ class Sitemaps:
         return True
 
     def _take(self, file: SitemapFile, depth: int, vouched_by: str | None) -> None:
-        self.problems.extend(SitemapProblem(file.url, why) for why in file.problems)
+        shown = redact(file.url)
+        self.problems.extend(SitemapProblem(shown, why) for why in file.problems)
         if file.kind:
             self.read.append(file.url)
         if file.kind != "index":
@@ -279,5 +281,6 @@ class Sitemaps:
         pending.extendleft(reversed(children))  # depth first, in the index's order
 
     def _problem(self, sitemap: str, reason: str) -> None:
+        sitemap = redact(sitemap)
         log.info("sitemap %s: %s", sitemap, reason)
         self.problems.append(SitemapProblem(sitemap, reason))

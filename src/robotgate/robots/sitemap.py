@@ -27,7 +27,7 @@ import zlib
 from dataclasses import dataclass
 from xml.parsers import expat
 
-from ..urls import InvalidURL, split_origin
+from ..urls import InvalidURL, redact, split_origin
 
 __all__ = [
     "MAX_BYTES",
@@ -469,7 +469,8 @@ class SitemapParser:
 
     def _drop(self, why: str, example: str) -> None:
         self._dropped[why] = self._dropped.get(why, 0) + 1
-        self._example.setdefault(why, example)
+        if why not in self._example:
+            self._example[why] = redact(example)  # shown: never a password
 
     def _drop_lastmod(self, lastmod: str) -> None:
         why = "lastmod values ignored: no W3C datetime"
