@@ -312,7 +312,13 @@ def _add_fetch(commands: Any) -> None:
         "says whether text-and-data-mining rights are reserved (\"tdm\")",
     )
     fetch.add_argument(
-        "--quiet", "-q", action="store_true", help="no progress bar and no summary on stderr"
+        "--log-every", type=positive_seconds, default=60.0, metavar="SECONDS",
+        help="when stderr is no terminal, say how the crawl goes in one line this often "
+        "(default 60)",
+    )
+    fetch.add_argument(
+        "--quiet", "-q", action="store_true",
+        help="no progress bar, no log lines and no summary on stderr"
     )
 
 

@@ -45,7 +45,16 @@ from .inputs import (
     sitemap_origins,
     with_sitemaps,
 )
-from .report import Output, OutputBroken, Progress, isatty, record_json, summary_text
+from .report import (
+    LogLines,
+    Output,
+    OutputBroken,
+    Progress,
+    isatty,
+    record_json,
+    summary_text,
+)
+from .robots_log import RobotsLog
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -181,6 +190,7 @@ class _FetchRun:
         self.task: asyncio.Task[int] | None = None
         self.summary = CrawlSummary()
         self.output = Output(stream)
+        self.robots_log: RobotsLog | None = None
 
     def on_signal(self, signum: int) -> None:
         if self.stopped_by is not None:
@@ -215,7 +225,7 @@ class _FetchRun:
         policy = FetchPolicy(
             timeout=args.timeout, forbidden_disallows_all=args.dialect == "classic"
         )
-        return RobotGate(
+        gate = RobotGate(
             args.agent,
             robots_agent=getattr(args, "robots_agent", None),
             from_=args.from_,
@@ -227,6 +237,10 @@ class _FetchRun:
             dialect=args.dialect,
             tdmrep=getattr(args, "tdmrep", False),
         )
+        # Each robots.txt request is told on its server's next line, as a page's is.
+        self.robots_log = RobotsLog(gate.pace_key)
+        gate.set_robots_transport(self.robots_log.wrap(gate.fetcher.transport))
+        return gate
 
     async def _run(self) -> int:
         gate = self._gate()
@@ -252,10 +266,12 @@ class _FetchRun:
         args = self.args
         summary = self.summary
         reader = UrlReader(self.sources)
-        progress: Progress | None = None
+        progress: Progress | LogLines | None = None
         if not args.quiet and isatty(sys.stderr):
-            progress = Progress(sys.stderr, summary)
-            self.output.progress = progress
+            progress = self.output.progress = Progress(sys.stderr, summary)
+        elif not args.quiet:
+            progress = LogLines(sys.stderr, summary, getattr(args, "log_every", 60.0))
+        if progress is not None:
             progress.start()
         self.phase = "crawling"
         urls: Any = reader.urls()
@@ -291,7 +307,12 @@ class _FetchRun:
     def _write(self, result: CrawlResult) -> None:
         if result.kind == "invalid":
             error(scrub(str(result.error), result.url))
-        self.output.write(record_json(result))
+        record = record_json(result)
+        if self.robots_log is not None and result.key is not None:
+            robots = self.robots_log.take(result.key)
+            if robots:
+                record["robots_txt"] = robots
+        self.output.write(record)
 
     def _broken(self, failure: OSError) -> int:
         if isinstance(failure, BrokenPipeError):

@@ -9,13 +9,17 @@ import os
 import re
 import sys
 import time
+from collections import deque
 from typing import IO, Any
 
 from ..politeness.frontier import CrawlResult, CrawlSummary
 from ..urls import redact, scrub
+from .args import PROG
 from .check import rule_text
 
 _PROGRESS_INTERVAL = 0.2
+_RATE_WINDOW = 30.0  # seconds the live rate looks back
+_RATE_LEAST = 1.0  # no rate said over less
 _SUMMARY_ROWS = 20
 _REASON_ORIGINS = 3
 _DIGITS_RE = re.compile(r"(\d+)")
@@ -37,6 +41,7 @@ def record_json(result: CrawlResult) -> dict[str, Any]:
     if kind == "invalid":
         record["error"] = scrub(str(result.error), url)
         return record
+    record["key"] = result.key
     decision = result.decision
     if decision is not None:
         record["skipped"] = "disallowed"
@@ -65,7 +70,25 @@ def record_json(result: CrawlResult) -> dict[str, Any]:
         if result.error is not None:
             record["error"] = scrub(result.error, url)
     record["elapsed"] = round(result.elapsed, 3)
+    record.update(story_json(result))
     return record
+
+
+def story_json(result: CrawlResult) -> dict[str, Any]:
+    """When the URL's request went and came back, what it waited for and why,
+    and the interval its server was owed: the fields a report rebuilds a crawl from."""
+    story: dict[str, Any] = {}
+    if result.started is not None:
+        story["started"] = round(result.started, 3)
+    if result.answered is not None:
+        story["answered"] = round(result.answered, 3)
+    waited = round(result.waited, 3)
+    story["waited"] = waited
+    if waited > 0 and result.wait_reason:
+        story["wait_reason"] = result.wait_reason
+    if result.interval is not None:
+        story["interval"] = round(result.interval, 3)
+    return story
 
 
 class Output:
@@ -100,12 +123,50 @@ def isatty(stream: IO[str] | None) -> bool:
         return False
 
 
+class Rate:
+    """URLs done per second over about the last ``window`` seconds."""
+
+    def __init__(self, window: float = _RATE_WINDOW) -> None:
+        self.window = window
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def update(self, now: float, done: int) -> float | None:
+        """Note ``done`` at monotonic time ``now``; the rate (None until it can tell)."""
+        samples = self._samples
+        samples.append((now, done))
+        while len(samples) > 2 and now - samples[1][0] >= self.window:
+            samples.popleft()
+        then, done_then = samples[0]
+        if now - then < _RATE_LEAST:
+            return None
+        return (done - done_then) / (now - then)
+
+
+def live_parts(summary: CrawlSummary, rate: float | None) -> list[str]:
+    """What the live view says, most telling first: done, rate, ETA (once the input's
+    length is known), pages, skipped, errors, and the hosts active, waiting, backing off."""
+    s = summary
+    total = s.read + s.discovered
+    more = "" if s.input_done else "+"
+    parts = [f"{s.done}/{total}{more} done"]
+    if rate is not None:
+        parts.append(f"{rate:.1f}/s")
+        left = total - s.done
+        if s.input_done and left > 0 and rate > 0:
+            parts.append(f"ETA {clock(left / rate)}")
+    parts += [f"{s.pages} pages", f"{s.skipped} skipped", f"{s.errors} errors",
+              f"hosts: {s.hosts_active} active, {s.hosts_waiting} waiting, "
+              f"{s.hosts_backing_off} backing off"]
+    return parts
+
+
 class Progress:
     """A one-line progress bar on a terminal's stderr, drawn from the live summary."""
 
     def __init__(self, stream: IO[str], summary: CrawlSummary) -> None:
         self.stream = stream
         self.summary = summary
+        self.rate = Rate()
         self._task: asyncio.Task[None] | None = None
         self._shown = False
 
@@ -130,17 +191,12 @@ class Progress:
     def render(self, width: int) -> str:
         """The bar and counters, cut to ``width``."""
         s = self.summary
-        total = s.read
-        done = s.done
-        more = "" if s.input_done else "+"
-        waiting = s.hosts_queued
-        tail = (
-            f" {done}/{total}{more} done, {s.skipped} skipped, {s.errors} errors, "
-            f"{waiting} host{'' if waiting == 1 else 's'} waiting, "
-            f"{clock(time.monotonic() - s.started)}"
-        )
+        now = time.monotonic()
+        rate = self.rate.update(now, s.done)
+        total = s.read + s.discovered
+        tail = " " + ", ".join([*live_parts(s, rate), clock(now - s.started)])
         cells = max(10, min(30, width - len(tail) - 3))
-        filled = cells * done // total if total else 0
+        filled = cells * min(s.done, total) // total if total else 0
         bar = f"[{'#' * filled}{'-' * (cells - filled)}]"
         return (bar + tail)[: max(1, width - 1)]
 
@@ -164,6 +220,45 @@ class Progress:
                 self.stream.write("\r\x1b[K")
                 self.stream.flush()
             self._shown = False
+
+
+class LogLines:
+    """Off a terminal (a log file, a service's journal): one line every ``every``
+    seconds with what the bar would show."""
+
+    def __init__(self, stream: IO[str], summary: CrawlSummary, every: float) -> None:
+        self.stream = stream
+        self.summary = summary
+        self.every = every
+        self.rate = Rate(window=max(every, _RATE_WINDOW))
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        self.rate.update(time.monotonic(), self.summary.done)
+        while True:
+            await asyncio.sleep(self.every)
+            self.write()
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def line(self) -> str:
+        s = self.summary
+        now = time.monotonic()
+        rate = self.rate.update(now, s.done)
+        return f"{PROG}: {clock(now - s.started)}: " + ", ".join(live_parts(s, rate))
+
+    def write(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
 
 
 def clock(seconds: float) -> str:

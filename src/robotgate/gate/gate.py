@@ -36,6 +36,7 @@ from ..politeness.grouping import PaceBy, PaceKeys
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.scheduler import Scheduler
+from ..politeness.turns import HostTurn
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
 from ..store.base import Store
@@ -360,6 +361,11 @@ class RobotGate:
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s server may start (0 if now)."""
         return self.admission.host_wait(split_origin(url)[0])
+
+    def host_turn(self, url: str) -> HostTurn:
+        """Seconds until ``url``'s server may be asked, why it must wait (see
+        :mod:`robotgate.politeness.turns`), and the interval it is owed."""
+        return HostTurn(*self.admission.host_turn(split_origin(url)[0]))
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s server, if known."""

@@ -170,6 +170,22 @@ class Admission:
         host = site.host if site is not None else None
         return max(0.0, self.scheduler.stored_wait(host)) if host is not None else 0.0
 
+    def host_turn(self, origin: str) -> tuple[float, str, float]:
+        """As :meth:`host_wait`, with why the request waits (:meth:`Scheduler.turn`)
+        and the interval ``origin``'s server is owed."""
+        scheduler = self.scheduler
+        group = self.known_group(origin)
+        site = self.cache.peek(origin)
+        if group is not None:
+            interval = site.interval if site is not None else max(
+                scheduler.policy.delay, group.interval)
+            wait, reason = scheduler.turn(group, interval)
+            return wait, reason, interval
+        interval = site.interval if site is not None else scheduler.policy.delay
+        host = site.host if site is not None else None
+        wait = max(0.0, scheduler.stored_wait(host)) if host is not None else 0.0
+        return wait, "stored" if wait > 0 else "", interval
+
     # -- requests ------------------------------------------------------------------
 
     def cached(self, url: str) -> tuple[SiteRules, str] | None:
@@ -447,9 +463,16 @@ class RobotsTurn:
         self._asked = None
         status = response.status
         if status != 429 and status != 503:
-            now = self._admission.scheduler.now()
+            admission = self._admission
+            scheduler = admission.scheduler
+            now = scheduler.now()
             if now > group.last:
                 group.last = now  # paced from the answer, as pages are
+            if admission.fleet is not None:
+                # The fleet's slots count from their start, and this request may have
+                # left late: the next slot is an interval after this answer.
+                gap = scheduler.gap(group, max(scheduler.policy.delay, group.interval))
+                self._later(self._hold_fleet(group.key, _now() + gap))
             return
         try:
             retry_after = response.headers.get("Retry-After")
@@ -458,9 +481,21 @@ class RobotsTurn:
         pending = self._admission.answered(
             group, status, retry_after if isinstance(retry_after, str) else None, self._sent)
         if pending is not None:
-            if self._pending is None:
-                self._pending = []
-            self._pending.append(pending)
+            self._later(pending)
+
+    async def _hold_fleet(self, key: str, until: float) -> None:
+        try:
+            await self._admission.store.pause(key, until)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._admission.cache.store_trouble("save host state", exc)
+
+    def _later(self, pending: Awaitable[None]) -> None:
+        """Await ``pending`` (the store hears of an answer) when the turn ends."""
+        if self._pending is None:
+            self._pending = []
+        self._pending.append(pending)
 
     async def __aenter__(self) -> RobotsTurn:
         admission = self._admission
@@ -468,7 +503,13 @@ class RobotsTurn:
         scheduler = admission.scheduler
         # A refetch keeps to the interval the server's pages keep (its Crawl-delay).
         interval = max(scheduler.policy.delay, group.interval)
-        if not scheduler.try_start(group, interval, page=False):
+        fleet = admission.fleet
+        if fleet is not None:
+            # The fleet's slot, as for a page: another worker may have just asked the server.
+            # Not checked against its deadline (no late robots.txt request is asked again).
+            await scheduler.start(group, interval, fleet.reserve, page=False)
+            CURRENT.set(None)
+        elif not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group
         self._sent = scheduler.now()
@@ -483,7 +524,7 @@ class RobotsTurn:
             if asked is not None and now > asked.last:
                 asked.last = now  # no answer (a timeout): paced from now
             for pending in self._pending or ():
-                await pending  # the store hears of a 429 or 503
+                await pending  # the store hears of the answers
         finally:
             scheduler.done(group)
             for pending in self._pending or ():

@@ -47,6 +47,11 @@ class CrawlResult:
     headers and tags), ``not_followed`` the links its ``nofollow`` kept out of
     the frontier (``directives.explain()`` says why), ``tdm`` whether TDM rights
     are reserved for it (a gate with ``tdmrep=True``).
+
+    The story of its request: ``started`` and ``answered`` (Unix times: the
+    request sent, its answer's headers come), ``waited`` (seconds it waited for
+    its server's turn), ``wait_reason`` (why: see :mod:`.turns`) and
+    ``interval`` (the seconds its server was owed between two requests then).
     """
 
     url: str
@@ -64,6 +69,11 @@ class CrawlResult:
     directives: PageDirectives | None = None
     not_followed: int = 0
     tdm: TdmVerdict | None = None
+    started: float | None = None
+    answered: float | None = None
+    waited: float = 0.0
+    wait_reason: str = ""
+    interval: float | None = None
 
     @property
     def kind(self) -> str:
@@ -107,7 +117,9 @@ class CrawlSummary:
     """What a crawl did.  Filled in live: pass one as ``summary=`` to watch it.
 
     ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
-    describe the frontier right now, ``dropped`` counts discovered URLs left
+    describe the frontier right now (``hosts_active``: hosts with a request in
+    flight, ``hosts_waiting``: hosts whose next URL waits for its turn,
+    ``hosts_backing_off``: those of them backing off), ``dropped`` counts discovered URLs left
     out because ``max_seen`` or ``max_queued`` was reached, ``retried`` the
     answers (429/503) retried, ``not_followed`` the links of ``nofollow`` pages
     left out.  ``skipped_origins`` maps each origin that
@@ -126,6 +138,9 @@ class CrawlSummary:
     queued: int = 0
     in_flight: int = 0
     hosts_queued: int = 0
+    hosts_active: int = 0
+    hosts_waiting: int = 0
+    hosts_backing_off: int = 0
     input_done: bool = False
     stopped: bool = False
     started: float = field(default_factory=time.monotonic)

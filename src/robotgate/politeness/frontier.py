@@ -9,8 +9,8 @@ only when its host is ready, so ``concurrency`` workers stay busy as long as
 any host has work that may start now.
 
 It knows no HTTP client: it uses the gate's public API only (``fetch``,
-``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``usage`` when the
-gate has it), so any gate-like object with those methods can drive it.
+``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``host_turn`` and
+``usage`` when the gate has them), so any gate-like object with those methods can drive it.
 
 Bounds: URLs are taken from the input only while fewer than ``max_queued``
 wait in the host queues, so memory follows the queued URLs, not the input's
@@ -36,6 +36,7 @@ from ..errors import GateClosed
 from ..robots.sitemap import SitemapEntry
 from ..urls import InvalidURL, redact, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
+from .turns import BACKING_OFF, NO_WAIT, HostTurn
 
 __all__ = [
     "CrawlResult",
@@ -60,18 +61,23 @@ class _Item:
     url: str
     discovered: bool = False
     attempts: int = 1
+    waited: float = 0.0  # seconds waited for its host's turn
+    wait_reason: str = ""
 
 
 class _Host:
     """One politeness key's queue and scheduling state."""
 
-    __slots__ = ("active", "key", "queue", "ready_at")
+    __slots__ = ("active", "held_reason", "held_since", "key", "queue", "ready_at")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.queue: deque[_Item] = deque()
         self.active = 0
         self.ready_at: float | None = None  # time of its live heap entry, if any
+        # Since when its next URL could go but for its turn (loop time), and why not.
+        self.held_since: float | None = None
+        self.held_reason = ""
 
 
 class _HostQueues:
@@ -96,15 +102,47 @@ class _HostQueues:
         self.room.set()
         self.loop = asyncio.get_running_loop()
 
-    def host_wait(self, url: str) -> float:
-        """Seconds until ``url``'s host may be asked (0 when the gate cannot say)."""
+    def turn(self, url: str) -> HostTurn:
+        """How long until ``url``'s host may be asked, why, and the interval it is
+        owed (no wait when the gate cannot say)."""
+        gate = self.gate
         try:
-            return float(self.gate.host_wait(url))
+            if hasattr(gate, "host_turn"):
+                return HostTurn(*gate.host_turn(url))
+            return HostTurn(float(gate.host_wait(url)), "", None)
         except Exception:  # let the fetch wait its turn
-            return 0.0
+            return NO_WAIT
+
+    def hold(self, host: _Host, reason: str) -> None:
+        """``host``'s next URL waits for its turn, for ``reason`` (counted live)."""
+        summary = self.summary
+        if not host.held_reason:
+            summary.hosts_waiting += 1
+        summary.hosts_backing_off += (reason in BACKING_OFF) - (host.held_reason in BACKING_OFF)
+        host.held_reason = reason
+
+    def _went(self, host: _Host, item: _Item, now: float, due: float) -> None:
+        """``item`` leaves its queue at ``now``: what it waited, and why."""
+        since = host.held_since
+        if since is not None and now > since:
+            # The host's turn came at ``due``; after that the URL waited for a worker.
+            turn_wait = max(0.0, min(due, now) - since)
+            item.waited += now - since
+            item.wait_reason = (
+                host.held_reason if host.held_reason and turn_wait >= now - due
+                else "concurrency"
+            )
+        if host.held_reason:
+            summary = self.summary
+            summary.hosts_waiting -= 1
+            summary.hosts_backing_off -= host.held_reason in BACKING_OFF
+            host.held_reason = ""
+        host.held_since = None
 
     def push(self, host: _Host, due: float) -> None:
         """Make ``host`` due at ``due`` (an earlier entry stands)."""
+        if host.held_since is None:
+            host.held_since = self.loop.time()
         if host.ready_at is not None and host.ready_at <= due:
             return
         host.ready_at = due
@@ -143,12 +181,16 @@ class _HostQueues:
             host.ready_at = None
             if not host.queue or host.active >= self.per_host:
                 continue
-            wait = self.host_wait(host.queue[0].url)
-            if wait > 0:
-                self.push(host, now + wait)
+            turn = self.turn(host.queue[0].url)
+            if turn.wait > 0:
+                self.hold(host, turn.reason)
+                self.push(host, now + turn.wait)
                 continue
             item = host.queue.popleft()
+            self._went(host, item, now, due)
             host.active += 1
+            if host.active == 1:
+                self.summary.hosts_active += 1
             self._taken(host)
             if host.queue and host.active < self.per_host:
                 self.push(host, now)
@@ -170,12 +212,19 @@ class _HostQueues:
         host.queue.appendleft(item)
         self.summary.queued += 1
 
-    def release(self, host: _Host, wait: float = 0.0) -> None:
-        """A visit of ``host`` ended: its next URL is due after ``wait`` at least."""
+    def release(self, host: _Host, wait: float = 0.0, reason: str = "") -> None:
+        """A visit of ``host`` ended: its next URL is due after ``wait`` (for
+        ``reason``) at least."""
         host.active -= 1
+        if host.active == 0:
+            self.summary.hosts_active -= 1
         if host.queue:
-            url = host.queue[0].url
-            self.push(host, self.loop.time() + max(wait, self.host_wait(url)))
+            turn = self.turn(host.queue[0].url)
+            if turn.wait >= wait:
+                wait, reason = turn.wait, turn.reason
+            if wait > 0:
+                self.hold(host, reason)
+            self.push(host, self.loop.time() + wait)
         elif host.active == 0 and host.ready_at is None:
             del self.hosts[host.key]
         self.poke()
@@ -383,20 +432,24 @@ class Frontier:
     async def _visit(self, host: _Host, item: _Item) -> None:
         url = item.url
         gate = self.gate
-        record = CrawlResult(url, host.key, discovered=item.discovered, attempts=item.attempts)
+        record = CrawlResult(url, host.key, discovered=item.discovered, attempts=item.attempts,
+                             waited=item.waited, wait_reason=item.wait_reason)
         began = time.monotonic()
         wait = 0.0
+        reason = ""
         try:
             # robots.txt first (one fetch per origin, shared), outside the page timeout.
             if not await gate.allowed(url):
                 record.decision = await gate.decide(url)
             else:
-                wait = self.queues.host_wait(url)
+                turn = self.queues.turn(url)
+                wait, reason = turn.wait, turn.reason
                 if wait > 0:
                     # Fetching robots.txt counted as a request: not this host's turn
                     # yet, so the worker goes elsewhere and the URL waits at the front.
                     self.queues.give_back(host, item)
                     return
+                record.interval = turn.interval
                 self.summary.host(host.key).started_at(self._loop.time())
                 await self._page(url, record)
                 if self._tdm is not None and record.status is not None:
@@ -420,7 +473,7 @@ class Frontier:
         finally:
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
-            self.queues.release(host, wait)
+            self.queues.release(host, wait, reason)
         if self._will_retry(record) and record.error is None:
             self.summary.retried += 1
             self.queues.add(host.key, _Item(url, item.discovered, item.attempts + 1), front=True)
@@ -434,7 +487,9 @@ class Frontier:
             await asyncio.wait_for(self._fetch_and_handle(url, record), self.timeout)
 
     async def _fetch_and_handle(self, url: str, record: CrawlResult) -> None:
+        record.started = time.time()
         async with self.fetch(url) as resp:
+            record.answered = time.time()
             record.status = int(resp.status)
             record.final_url = str(getattr(resp, "url", url))
             if self._usage is not None:

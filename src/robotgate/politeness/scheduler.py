@@ -263,6 +263,22 @@ class Scheduler:
         gap = self.gap(group, group.interval if interval is None else interval)
         return max(0.0, group.paused_until - now, group.last + gap - now)
 
+    def turn(self, group: Group, interval: float) -> tuple[float, str]:
+        """Seconds until a request with ``interval`` may start, and why it waits
+        (the reasons of :mod:`.turns`); ``(0.0, "")`` when it may start now."""
+        now = self.now()
+        gap = self.gap(group, interval)
+        paced = group.last + gap
+        paused = group.paused_until
+        if paused > now and paused >= paced:
+            # A pause comes from a 429/503's Retry-After, else from the store (another run).
+            return paused - now, "retry-after" if group.backoff is not _CALM else "stored"
+        if paced <= now:
+            return 0.0, ""
+        if gap > interval + self.policy.margin:
+            return paced - now, "back-off"
+        return paced - now, "crawl-delay" if interval > self.policy.delay else "delay"
+
     def try_start(self, group: Group, interval: float, page: bool = True) -> bool:
         """Start a request now if it is due and under every cap; no coroutine.
 
