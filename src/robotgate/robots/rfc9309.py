@@ -195,7 +195,7 @@ class _Group:
         self.rules: list[tuple[bool, str, int]] = []
         # Crawl-delay and Request-rate lines, (kind, value, line, agents): each
         # belongs to the User-agent lines it follows, not to the whole group.
-        self.pace: list[tuple[int, str, int, tuple[str, ...]]] | None = None
+        self.pace: list[tuple[int, str, int, frozenset[str]]] | None = None
         self._compiled: RuleSet | None = None
         # Content-Usage and Content-Signal lines, (kind, value, line), until
         # compiled by usage_rules(); one slot for both, as most groups have none.
@@ -206,6 +206,8 @@ class _Group:
         merged = cls(groups[0].line)
         merged.agents = tuple(dict.fromkeys(a for g in groups for a in g.agents))
         merged.rules = [r for g in groups for r in g.rules]
+        pace = [p for g in groups if g.pace is not None for p in g.pace]
+        merged.pace = pace or None
         merged._other_records(groups)
         return merged
 
@@ -213,8 +215,6 @@ class _Group:
         # Groups merge as the file is built, before any of them is compiled.
         usage = [u for g in groups if isinstance(g.usage, list) for u in g.usage]
         self.usage = usage or None
-        pace = [p for g in groups if g.pace is not None for p in g.pace]
-        self.pace = pace or None
 
     def names(self) -> tuple[str, ...]:
         """The product tokens this group names, in order, without duplicates."""
@@ -244,14 +244,20 @@ class _Group:
     def delay_lines(self, agent: str) -> tuple[DelayLine, ...]:
         """The group's Crawl-delay and Request-rate lines that ``agent`` (a product
         token, or "*") follows, in file order, as read."""
-        pace = self.pace
-        if pace is None:
-            return ()
         return tuple(
             _read_delay(value, line) if kind == _CRAWL_DELAY else _read_rate(value, line)
+            for pace in self._pace_lists()
             for kind, value, line, agents in pace
             if agent in agents
         )
+
+    def _pace_lists(self) -> tuple[list[tuple[int, str, int, frozenset[str]]], ...]:
+        return (self.pace,) if self.pace is not None else ()
+
+
+def _copied(group: _Group) -> int:
+    """How many records merging ``group`` into another copies."""
+    return len(group.rules) + len(group.agents) + (len(group.pace) if group.pace else 0)
 
 
 class _LazyGroup(_Group):
@@ -261,12 +267,13 @@ class _LazyGroup(_Group):
     another agent drops its own reference to its rules, not this one.
     """
 
-    __slots__ = ("_agent_lists", "_rule_lists")
+    __slots__ = ("_agent_lists", "_pace_of_parts", "_rule_lists")
 
     def __init__(self, groups: list[_Group]) -> None:
         super().__init__(groups[0].line)
         self._agent_lists = tuple(g.agents for g in groups)
         self._rule_lists = tuple(g.rules for g in groups)
+        self._pace_of_parts = tuple(g.pace for g in groups if g.pace is not None)
         self._other_records(groups)
 
     def names(self) -> tuple[str, ...]:
@@ -274,6 +281,9 @@ class _LazyGroup(_Group):
             self.agents = tuple(dict.fromkeys(a for lst in self._agent_lists for a in lst))
             self._agent_lists = ()
         return super().names()
+
+    def _pace_lists(self) -> tuple[list[tuple[int, str, int, frozenset[str]]], ...]:
+        return self._pace_of_parts
 
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
@@ -349,8 +359,8 @@ class Rfc9309Rules(RobotsTxt):
                         # Copying merged groups costs memory once per distinct list of
                         # groups; past this many copied lines (more than real files
                         # need), merge lazily.
-                        budget = 4096 + 4 * sum(len(g.rules) + len(g.agents) for g in groups)
-                    budget -= sum(len(g.rules) + len(g.agents) for g in found)
+                        budget = 4096 + 4 * sum(map(_copied, groups))
+                    budget -= sum(map(_copied, found))
                     same = _Group.merged(found) if budget >= 0 else _LazyGroup(found)
                     merged[key] = same
                 group = same
@@ -530,9 +540,11 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     cur_agents: list[str] = []
     in_rules = False
     # The latest run of User-agent lines, cur_agents[run_start:]; a Crawl-delay,
-    # Request-rate or Content-Signal line ends it (the group goes on).
+    # Request-rate or Content-Signal line ends it (the group goes on).  The lines
+    # after it share one set of its agents.
     run_start = 0
     run_ended = False
+    run_agents: frozenset[str] | None = None
     keys = _KEYS
     ws = _WS
     for n, line in enumerate(lines, 1):
@@ -568,6 +580,7 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             elif run_ended:
                 run_start = len(cur_agents)
             run_ended = False
+            run_agents = None
             cur_agents.append(_agent_of_line(value))
         elif kind == _SITEMAP:
             if value and value not in seen_sitemaps and "://" in value:
@@ -578,7 +591,9 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             if kind in (_CRAWL_DELAY, _REQUEST_RATE):
                 if cur.pace is None:
                     cur.pace = []
-                cur.pace.append((kind, value, n, tuple(cur_agents[run_start:])))
+                if run_agents is None:
+                    run_agents = frozenset(cur_agents[run_start:])
+                cur.pace.append((kind, value, n, run_agents))
                 run_ended = True
             elif kind in (_CONTENT_USAGE, _CONTENT_SIGNAL):
                 run_ended = True
