@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,20 @@ def test_request_rate_is_read_in_full_or_ignored(
     assert rules.request_rate("MyBot") == expected
     (line,) = rules.delay_lines("MyBot")
     assert (line.ignored is None) == (expected is not None)
+
+
+def test_a_file_of_user_agent_and_delay_lines_is_read_in_bounded_memory() -> None:
+    # Each delay line belongs to all 5000 agents above it: one set of them, shared.
+    body = "User-agent: a\n" * 2000 + "".join(f"User-agent: {c}\n" for c in "bcdefg") * 500
+    body += "Crawl-delay: 1\n" * 4999 + "Crawl-delay: 2\n"
+    tracemalloc.start()
+    try:
+        rules = RobotsTxt.parse(body)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000  # one tuple of the agents per line would be 200 MB
+    assert rules.crawl_delay("g") == 2.0
 
 
 def test_an_ignored_line_does_not_hide_a_valid_one() -> None:
