@@ -231,3 +231,33 @@ async def test_closing_the_gate_ends_a_tdmrep_fetch_in_flight() -> None:
                 await asyncio.wait_for(task, 2)
         with pytest.raises(GateClosed):
             await gate.tdm(a.url("/text/4"))
+
+
+async def test_the_reports_tdmrep_json_example_through_the_gate() -> None:
+    example = json.dumps([
+        {"location": "/directory-a/", "tdm-reservation": 1},
+        {"location": "/directory-b/html/", "tdm-reservation": 1, "tdm-policy": POLICY},
+        {"location": "/directory-b/images/*.jpg", "tdm-reservation": 0},
+    ])
+    paths = ["/directory-a/page.html", "/directory-b/html/page.html",
+             "/directory-b/images/photo.jpg", "/directory-b/other.html", "/directory-c/"]
+    answers = {"/robots.txt": ROBOTS, TDMREP: Answer(example, content_type="application/json")}
+    answers.update({path: Answer("<p>x</p>") for path in paths})
+    records: list[CrawlResult] = []
+    async with PagesSite(answers) as a, RobotGate(AGENT, delay=0, tdmrep=True) as gate:
+        await gate.crawl([a.url(p) for p in paths], _read, on_result=records.append,
+                         concurrency=5, per_host=5)
+    said = {r.url.removeprefix(a.origin): (r.tdm.reserved, r.tdm.policy)
+            for r in records if r.tdm is not None}
+    assert said == {
+        "/directory-a/page.html": (True, None),
+        "/directory-b/html/page.html": (True, POLICY),
+        "/directory-b/images/photo.jpg": (False, None),
+        "/directory-b/other.html": (None, None),
+        "/directory-c/": (None, None),
+    }
+    assert a.hits[TDMREP] == 1
+
+
+async def _read(url: str, resp: Any) -> None:
+    await resp.read()
