@@ -134,7 +134,7 @@ async def test_one_tdmrep_request_per_origin_under_50_concurrent_fetches() -> No
         paths = ["/images/2", "/text/3", "/text/4", "/other", "/images/inventory/1"]
         urls = [site.url(paths[i % 5]) for i in range(25) for site in (a, b)]
         verdicts = await asyncio.gather(*(one(url) for url in urls))
-        requests = gate.tdm_cache.requests if gate.tdm_cache is not None else None
+        requests = gate.stats["tdmrep_requests"]
     assert a.hits[TDMREP] == 1 and b.hits[TDMREP] == 1 and requests == 2
     assert [v.reserved for v in verdicts[:10]] == [True, True, False, False, True, True,
                                                     None, None, False, False]

@@ -17,7 +17,8 @@ def stats_of(gate: RobotGate) -> dict[str, int]:
     return {"robots_requests": gate.fetcher.requests, "pages": scheduler.pages,
             "disallowed": gate.admission.disallowed, "backoffs": scheduler.backoffs,
             "late_slots": fleet.late if fleet is not None else 0,
-            "store_errors": gate.cache.store_errors + (gate.close_error is not None)}
+            "store_errors": gate.cache.store_errors + (gate.close_error is not None),
+            "tdmrep_requests": gate.tdm_cache.requests if gate.tdm_cache is not None else 0}
 
 
 def describe(gate: RobotGate) -> str:

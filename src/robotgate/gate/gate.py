@@ -296,7 +296,8 @@ class RobotGate:
     @property
     def stats(self) -> dict[str, int]:
         """Counters: robots.txt requests, pages, disallowed, back-offs, late fleet slots,
-        store errors (a failed save on :meth:`close` too: see ``close_error``)."""
+        store errors (a failed save on :meth:`close` too: see ``close_error``), and
+        tdmrep.json requests (``tdmrep=True``)."""
         return stats_of(self)
 
     # -- questions -----------------------------------------------------------
