@@ -90,3 +90,38 @@ async def test_scrapy_response_meta_carries_the_directives(
     assert found.noarchive and found.nofollow and found.nosnippet
     assert not found.noindex  # said to another robot
     await middleware.gate.close()
+
+
+async def test_scrapy_with_tdmrep_says_whether_tdm_rights_are_reserved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("scrapy")
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from robotgate.gate.aiohttp_client import AiohttpRobotsTransport
+    from robotgate.integrations.scrapy.middleware import RobotGateMiddleware
+
+    answers = _site()
+    answers["/.well-known/tdmrep.json"] = Answer(
+        '[{"location": "/", "tdm-reservation": 1, "tdm-policy": "https://p.example/tdm"}]',
+        content_type="application/json")
+    async with PagesSite(answers) as site:
+        middleware = RobotGateMiddleware.from_crawler(get_crawler(settings_dict={
+            "ROBOTSTXT_OBEY": True, "ROBOTGATE_USER_AGENT": AGENT, "ROBOTGATE_DELAY": 0,
+            "ROBOTGATE_TDMREP": True}))
+        gate = middleware.gate
+        # No Scrapy engine runs here: tdmrep.json comes through the gate's own client.
+        gate.set_robots_transport(AiohttpRobotsTransport(gate.client))
+        monkeypatch.setattr(gate, "check", lambda url: Decision(True, "allowed"))
+        verdicts = []
+        for path, headers in (("/a", {}), ("/b", {"tdm-reservation": "0"})):
+            request = Request(site.url(path))
+            response = HtmlResponse(request.url, request=request, body=b"<p>x</p>",
+                                    headers=headers)
+            await middleware.process_response(request, response)
+            verdicts.append(request.meta["robotgate_tdm"])
+        await gate.close()
+    assert (verdicts[0].reserved, verdicts[0].policy) == (True, "https://p.example/tdm")
+    assert verdicts[1].reserved is False and "overrides" in verdicts[1].source
+    assert site.hits["/.well-known/tdmrep.json"] == 1

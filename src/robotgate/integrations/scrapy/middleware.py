@@ -71,6 +71,9 @@ USAGE = "robotgate_usage"
 #: ``response.meta`` key of the page's directives (``X-Robots-Tag``, robots and
 #: TDMRep meta tags): a :class:`~robotgate.robots.directives.PageDirectives`.
 DIRECTIVES = "robotgate_directives"
+#: ``response.meta`` key of whether TDM rights are reserved for the page
+#: (``ROBOTGATE_TDMREP``): a :class:`~robotgate.policy.tdm.TdmVerdict`.
+TDM = "robotgate_tdm"
 _HELD = "_robotgate_held"  # the server slot a request holds
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
@@ -489,7 +492,8 @@ class RobotGateMiddleware:
     async def process_response(self, request: Request, response: Response,
                                spider: Any = None) -> Response:
         """Put the page's usage preferences in ``meta["robotgate_usage"]`` and its
-        directives in ``meta["robotgate_directives"]`` (:meth:`RobotGate.directives`).
+        directives in ``meta["robotgate_directives"]`` (:meth:`RobotGate.directives`);
+        with ``ROBOTGATE_TDMREP``, whether TDM rights are reserved in ``meta["robotgate_tdm"]``.
 
         robots.txt's ``Content-Usage`` rules for the URL and the response's
         ``Content-Usage`` header, combined (:meth:`RobotGate.usage`).  A response
@@ -504,7 +508,12 @@ class RobotGateMiddleware:
                 or not url.startswith(("http://", "https://"))):
             return response
         gate = self.gate
-        meta[DIRECTIVES] = gate.directives(response, getattr(response, "body", None))
+        page = meta[DIRECTIVES] = gate.directives(response, getattr(response, "body", None))
+        if gate.tdm_cache is not None:
+            try:
+                meta[TDM] = await gate.tdm(url, page)
+            except Exception as exc:  # closing: the page is not lost for it
+                log.debug("no TDMRep verdict for %s: %s", redact(url), exc)
         try:
             # Fresh rules answer at once; rules gone stale meanwhile are asked again.
             decision = gate.check(url) or await gate.decide(url)

@@ -70,6 +70,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
     "ROBOTGATE_RECHECK_VISITS": ("recheck_visits", _optional_int, 1000),
     "ROBOTGATE_MAX_ORIGINS": ("max_origins", int, 100_000),
     "ROBOTGATE_ALLOW_PRIVATE_REDIRECTS": ("allow_private_redirects", _bool, False),
+    "ROBOTGATE_TDMREP": ("tdmrep", _bool, False),
 }
 
 
