@@ -85,7 +85,6 @@ class SitemapReader:
         self.named = named
         self.timeout = timeout
         self.keep_entries = keep_entries
-        self.requests = 0  # sitemaps asked of the transport
         self._files: dict[tuple[str, str | None], asyncio.Task[SitemapFile]] = {}
         self._kept = 0  # entries and children of the files read and kept
         self._walks: weakref.WeakSet[Sitemaps] = weakref.WeakSet()
@@ -148,7 +147,6 @@ class SitemapReader:
         except InvalidURL as exc:
             return _failed(url, f"not read: {exc}")
         parser = SitemapParser(url, scope)
-        self.requests += 1
         why: str | None = None
         try:
             async with self.transport.open(url, self.timeout) as body:
