@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from robotgate.robots.sitemap import MAX_URL_LENGTH, SitemapFile, SitemapParser, parse_sitemap
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FEW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SITEMAP = "https://example.com/catalog/sitemap.xml"
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
