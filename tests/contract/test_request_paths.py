@@ -17,7 +17,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,12 +309,14 @@ def _gaps(times: list[float]) -> list[float]:
 # -- the cases ---------------------------------------------------------------------------
 
 
-async def test_a_disallowed_url_is_refused_with_its_decision(driver: Driver,
-                                                            public: Site) -> None:
-    [result] = await driver.run([public.url("/no/x")], delay=0)
-    assert result.refused == "rule", result
-    assert "Disallow: /no/" in result.reason
-    assert public.paths() == []
+async def test_a_disallowed_url_is_refused_and_an_allowed_page_reports_its_usage(
+        driver: Driver, public: Site) -> None:
+    refused, page = await driver.run([public.url("/no/x"), public.url("/page/1")], delay=0)
+    assert refused.refused == "rule", refused
+    assert "Disallow: /no/" in refused.reason
+    # robots.txt's Content-Usage rules, as every path reports them with the page.
+    assert page.status == 200 and page.usage == {"train-ai": False}, page
+    assert public.paths() == ["/page/1"]
 
 
 async def test_robots_txt_is_fetched_once_for_concurrent_requests(driver: Driver,
@@ -363,11 +365,6 @@ async def test_max_per_host_caps_the_requests_the_server_sees_at_once(
     assert 1 <= public.peak <= 2
 
 
-async def test_usage_preferences_are_reported(driver: Driver, public: Site) -> None:
-    [result] = await driver.run([public.url("/page/1")], delay=0)
-    assert result.status == 200 and result.usage == {"train-ai": False}, result
-
-
 # Spellings of the private target 127.0.0.2 a Location may use; each is refused.
 SPELLINGS = [
     "http://user:secret@127.0.0.2:{port}/secret#x",  # a fragment and credentials
@@ -384,21 +381,16 @@ async def test_a_redirect_into_a_private_address_is_refused(
         driver: Driver, public: Site, private: Site) -> None:
     urls = [public.url("/redirect?to=" + quote(target.format(port=private.port), safe=""))
             for target in SPELLINGS]
+    # A URI header: aiohttp follows it when Location is absent (the others do not).
+    urls.append(public.url("/redirect-uri?to=" + quote(private.url("/secret"), safe="")))
     results = await driver.run(urls, sequential=False, delay=0, max_per_host=8)
-    for target, result in zip(SPELLINGS, results, strict=True):
+    *located, uri = results
+    for target, result in zip(SPELLINGS, located, strict=True):
         # httpx will not parse a Location with an octal IPv4 host: it follows nothing.
         refused_by_client = (result.error or "").startswith("client refused")
         assert result.refused == REFUSED or refused_by_client, (target, result)
+    assert uri.refused == REFUSED or uri.status == 302, uri
     assert private.paths() == [] and private.robots_hits == 0
-
-
-async def test_a_redirect_in_a_uri_header_is_judged_too(
-        driver: Driver, public: Site, private: Site) -> None:
-    # aiohttp follows URI when Location is absent; the other clients do not follow it.
-    target = quote(private.url("/secret"), safe="")
-    [result] = await driver.run([public.url("/redirect-uri?to=" + target)], delay=0)
-    assert result.refused == REFUSED or result.status == 302, result
-    assert private.paths() == []
 
 
 async def test_private_to_private_is_followed_without_the_locations_credentials(
@@ -412,39 +404,42 @@ async def test_private_to_private_is_followed_without_the_locations_credentials(
     assert all("Authorization" not in headers for _, headers in private.headers)
 
 
-def slow_first_reserve(store: Any) -> None:
-    """Make ``store``'s first slot come back late: the loop is past the slot's deadline
-    by the time the request could leave."""
+def slow_next_reserve(store: Any) -> Callable[[], None]:
+    """Wrap ``store.reserve``; the function returned makes the next slot come back late:
+    the loop is past the slot's deadline by the time the request could leave."""
     reserve = store.reserve
-    slow = [True]
+    armed: list[bool] = []
 
     async def late(key: str, interval: float) -> float | None:
         wait: float | None = await reserve(key, interval)
-        if slow:
-            slow.clear()
+        if armed:
+            armed.clear()
             time.sleep(0.1)  # the loop itself runs late: nothing else moves meanwhile
         return wait
 
     store.reserve = late
+    return lambda: armed.append(True)
 
 
 async def test_a_late_fleet_slot_is_given_up_and_asked_again(
         driver: Driver, public: Site, redis_url: str, prefix: str) -> None:
     _in_process_only(driver, "its store comes from settings in another process, where no "
-                     "slow store can be slipped in; integrations/_fleet.py's path is "
-                     "Admission.on_time, the one the httpx case runs")
+                     "slow store can be slipped in; its path is Admission.on_time, the one "
+                     "the httpx case runs")
     from robotgate import RedisStore
 
     store = RedisStore(redis_url, prefix=prefix)
-    slow_first_reserve(store)
+    arm = slow_next_reserve(store)
     async with driver.open(delay=0.2, store=store) as client:
-        [result] = [await client.get(public.url("/page/1"))]
+        first = await client.get(public.url("/page/1"))  # robots.txt's slot came before
+        arm()
+        second = await client.get(public.url("/page/2"))
         fleet = client.gate.admission.fleet
         assert fleet is not None
         late = fleet.late
-    assert result.status == 200, result
+    assert first.status == 200 and second.status == 200, (first, second)
     assert late >= 1
-    assert public.paths() == ["/page/1"]
+    assert public.paths() == ["/page/1", "/page/2"]
 
 
 async def test_close_ends_a_request_waiting_for_its_turn_promptly(driver: Driver,
