@@ -15,11 +15,15 @@ interrupted (Ctrl-C).
 ``robotgate demo`` plays dozens of hosts on loopback and crawls them, to show
 the gate at work without a network.
 
+``robotgate report CRAWL.jsonl -o REPORT.html`` draws a crawl's JSON lines as
+one self-contained HTML page: a summary and a timeline per host.
+
 User mistakes (bad options, unreadable files) are reported in one line on
 stderr, never with a traceback.  The package: :mod:`.args` (parser, types,
 messages), :mod:`.check`, :mod:`.fetch`, :mod:`.inputs` (URL sources),
 :mod:`.bodies` (capped reads, saving), :mod:`.report` (JSON lines, progress,
-summary), :mod:`.demo` and :mod:`.demo_server`.
+summary), :mod:`.robots_log` (robots.txt requests for the lines), :mod:`.html_report`
+and :mod:`.report_cmd` (the HTML report), :mod:`.demo` and :mod:`.demo_server`.
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args)
+        if args.command == "report":
+            from .report_cmd import run_report
+
+            return run_report(args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_fetch(commands)
     _add_demo(commands)
+    _add_report(commands)
     return parser
 
 
@@ -339,3 +340,27 @@ def _add_demo(commands: Any) -> None:
     demo.add_argument("--concurrency", type=count, default=8, metavar="N",
                       help="requests in flight across all hosts (default 8)")
     demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def _add_report(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="turn a crawl's JSON lines into one HTML page: a summary and each host's timeline",
+        description="Reads the JSON lines of 'robotgate fetch' and writes one self-contained "
+        "HTML file (nothing loaded from the network): a summary, then for each host a "
+        "timeline of its requests with the interval it was owed, 429/503 answers, "
+        "back-offs and robots.txt requests marked, and any gap shorter than the interval "
+        "in red. Exit status 0 when no host was asked sooner than its interval allowed, "
+        "1 when some was, 2 on bad input.",
+    )
+    report.add_argument(
+        "crawl", metavar="CRAWL", nargs="?",
+        help="the JSON lines of a crawl ('-' for standard input)",
+    )
+    report.add_argument(
+        "--out", "-o", metavar="FILE",
+        help="where the HTML goes ('-' for stdout; default: CRAWL with .html for its suffix)",
+    )
+    report.add_argument("--title", metavar="TEXT", help="the page's title")
+    report.add_argument("--quiet", "-q", action="store_true",
+                        help="no line on stderr saying what was written")

@@ -274,7 +274,7 @@ def clock(seconds: float) -> str:
 def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
     """Per host: pages, skipped by robots.txt, errors, mean interval between requests."""
     tallies = sorted(
-        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), _natural(kv[0]))
+        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), natural(kv[0]))
     )
     if not tallies:
         return []
@@ -294,8 +294,8 @@ def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
     return lines
 
 
-def _natural(text: str) -> tuple[tuple[int, str], ...]:
-    # "host:127.0.0.9" before "host:127.0.0.10".
+def natural(text: str) -> tuple[tuple[int, str], ...]:
+    """A sort key putting "host:127.0.0.9" before "host:127.0.0.10"."""
     return tuple((int(p), "") if p.isdigit() else (-1, p) for p in _DIGITS_RE.split(text))
 
 

@@ -1,0 +1,75 @@
+"""``robotgate report CRAWL.jsonl [-o REPORT.html]``: the HTML report of a crawl."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import IO
+
+from .args import EXIT_FAILED, EXIT_OK, UsageError, say
+from .html_report import read_lines, read_story, render
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """The ``report`` command: 0 when no host was asked sooner than its interval
+    allowed, 1 when some gap was shorter (the report shows where)."""
+    if args.crawl is None:
+        raise UsageError("report needs the JSON lines of a crawl: robotgate report "
+                         "crawl.jsonl -o report.html")
+    if args.crawl == "-":
+        story = read_story(read_lines(sys.stdin.buffer))
+    else:
+        with _open_input(args.crawl) as stream:
+            story = read_story(read_lines(stream))
+    if not story.hosts:
+        raise UsageError(f"no crawl line in {_name(args.crawl)} (the JSON lines "
+                         "'robotgate fetch' writes)")
+    title = args.title or f"robotgate crawl report: {_name(args.crawl)}"
+    page = render(story, title)
+    out = args.out or _default_out(args.crawl)
+    if out == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+    else:
+        _write(Path(out), page)
+    hosts = len(story.hosts)
+    short = story.short_gaps
+    verdict = (f"{short} gap{'s' if short != 1 else ''} shorter than the interval owed"
+               if short else "no host asked sooner than its interval allowed")
+    if out != "-" and not args.quiet:
+        say(f"wrote {out}: {hosts} host{'s' if hosts != 1 else ''}, {verdict}")
+    return EXIT_FAILED if short else EXIT_OK
+
+
+def _name(crawl: str) -> str:
+    return "standard input" if crawl == "-" else repr(crawl)
+
+
+def _open_input(crawl: str) -> IO[bytes]:
+    try:
+        return open(crawl, "rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read {crawl!r}: {exc.strerror or exc}") from None
+
+
+def _default_out(crawl: str) -> str:
+    if crawl == "-":
+        return "-"
+    path = Path(crawl)
+    if path.suffix == ".html":  # never over the input
+        return str(path.with_name(path.name + ".report.html"))
+    return str(path.with_suffix(".html"))
+
+
+def _write(path: Path, page: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(page, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
