@@ -15,6 +15,7 @@ from typing import Any
 
 from ..gate.aiohttp_client import read_body
 from ..politeness.frontier import Handled
+from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import split_origin
 
 _UNSAFE_NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -124,10 +125,11 @@ class PageHandler:
 
     async def __call__(self, url: str, resp: Any) -> Handled:
         """Read the body (up to the cap), save it if asked; no links are followed.
-        An HTML page's head is handed back for its meta tags (the page's directives)."""
-        html = _is_html(resp.headers.get("Content-Type"))
-        keep = self.save_dir is not None or html
-        body, size, truncated = await read_body(resp, self.max_bytes, keep)
+        Its head is handed back for an HTML page's meta tags (the page's directives)."""
+        keep = self.save_dir is not None
+        head = b"" if keep else await _read_head(resp, min(MAX_HEAD_BYTES, self.max_bytes))
+        body, size, truncated = await read_body(resp, self.max_bytes - len(head), keep)
+        size += len(head)
         info: dict[str, Any] = {}
         if truncated:
             info["truncated"] = True
@@ -137,13 +139,17 @@ class PageHandler:
             name = save_name(str(resp.url), resp.content_type)
             path = await asyncio.to_thread(write_atomically, self.save_dir, name, body)
             info["saved"] = str(path)
-        return Handled((), bytes=size, info=info, head=body[:HTML_HEAD] if html else None)
+        return Handled((), bytes=size, info=info, head=body[:MAX_HEAD_BYTES] if keep else head)
 
 
-#: Bytes of an HTML page searched for its meta tags (they belong in its <head>).
-HTML_HEAD = 64 * 1024
-
-
-def _is_html(content_type: str | None) -> bool:
-    kind = (content_type or "").split(";", 1)[0].strip().lower()
-    return kind in ("text/html", "application/xhtml+xml")
+async def _read_head(resp: Any, limit: int) -> bytes:
+    """The first ``limit`` bytes of a streamed body (fewer if it is shorter)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await resp.content.read(limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
