@@ -17,6 +17,7 @@ PUBLIC = {
     "FetchPolicy",
     "GateClosed",
     "Handled",
+    "HostSettings",
     "HostState",
     "InvalidURL",
     "MemoryStore",

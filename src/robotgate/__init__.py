@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .decision import Decision, Rule, UsageRule
 from .policy import FetchPolicy
+from .policy.host_settings import HostSettings
 from .records import HostState, Outcome, RobotsEntry
 from .robots import RequestRate, RobotsTxt
 from .robots.directives import PageDirectives, page_directives
@@ -34,6 +35,7 @@ __all__ = [
     "FetchPolicy",
     "GateClosed",
     "Handled",
+    "HostSettings",
     "HostState",
     "InvalidURL",
     "MemoryStore",

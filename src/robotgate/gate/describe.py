@@ -18,7 +18,8 @@ def stats_of(gate: RobotGate) -> dict[str, int]:
             "disallowed": gate.admission.disallowed, "backoffs": scheduler.backoffs,
             "late_slots": fleet.late if fleet is not None else 0,
             "store_errors": gate.cache.store_errors + (gate.close_error is not None),
-            "tdmrep_requests": gate.tdm_cache.requests if gate.tdm_cache is not None else 0}
+            "tdmrep_requests": gate.tdm_cache.requests if gate.tdm_cache is not None else 0,
+            "event_errors": gate.events.errors if gate.events is not None else 0}
 
 
 def describe(gate: RobotGate) -> str:
@@ -44,6 +45,7 @@ def describe(gate: RobotGate) -> str:
         host = group.state if group is not None else site.host
         wait = scheduler.wait_seconds(group, site.interval) if group is not None else 0.0
         verdict = f", {site.verdict.reason}" if site.verdict is not None else ""
+        verdict += _setting(gate, origin, site.interval)
         lines.append(
             f"  {origin}: robots.txt {entry.outcome} ({entry.detail or entry.status}), "
             f"{'fresh for ' + _duration(fresh) if fresh > 0 else 'stale'}, "
@@ -55,6 +57,17 @@ def describe(gate: RobotGate) -> str:
             + (f", {group.active} in flight, {group.waiting} waiting" if group else "")
         )
     return "\n".join(lines)
+
+
+def _setting(gate: RobotGate, origin: str, interval: float) -> str:
+    """The host setting that applies to ``origin``, and whether robots.txt overrules it."""
+    setting = gate.hosts.match(origin, gate.keys.cached(origin)) if gate.hosts else None
+    if setting is None:
+        return ""
+    said = f", host setting {setting.describe()}"
+    if setting.delay is not None and interval > setting.delay:
+        said += f" (overruled: robots.txt asks {interval:g}s)"
+    return said
 
 
 def _duration(seconds: float) -> str:

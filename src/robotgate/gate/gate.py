@@ -24,13 +24,16 @@ from yarl import URL
 from ..agents import product_token, robot_name
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
+from ..events import Event
 from ..policy.fetch import FetchPolicy
 from ..policy.hops import IsPrivate
 from ..policy.hops import is_private as private_by_default
+from ..policy.host_settings import HostSettings, HostTable
 from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.admission import Admission
 from ..politeness.crawl_results import CrawlSummary
+from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
 from ..politeness.robots_cache import RobotsCache
@@ -131,6 +134,11 @@ class RobotGate:
     link-local address is refused unless ``allow_private_redirects``;
     ``is_private`` (an ``ipaddress`` address -> bool) says which addresses are
     private (default :func:`robotgate.policy.hops.is_private`).
+
+    ``hosts`` maps a host, ``*.domain`` or politeness key to its own
+    :class:`~robotgate.HostSettings` (delay, cap); robots.txt's longer asks still
+    win.  ``on_event`` (a plain function) hears each :mod:`robotgate.events` event;
+    ``metrics`` reports them through OpenTelemetry (see ``docs/operators.md``).
     """
 
     def __init__(
@@ -160,6 +168,9 @@ class RobotGate:
         is_private: IsPrivate | None = None,
         robots_transport: RobotsTransport | None = None,
         tdmrep: bool = False,
+        hosts: Mapping[str, HostSettings] | None = None,
+        on_event: Callable[[Event], object] | None = None,
+        metrics: object = True,
     ) -> None:
         cap = _check(user_agent, delay, max_per_host, max_concurrency, on_long_delay)
         self.user_agent = user_agent
@@ -195,8 +206,12 @@ class RobotGate:
         self.close_error: str | None = None
         #: Which addresses a public site's redirect may not lead to.
         self.is_private: IsPrivate = is_private if is_private is not None else private_by_default
+        #: The per-host settings (``hosts``).
+        self.hosts = HostTable(hosts or {})
+        listeners = [listener_of(on_event)] if on_event is not None else []
         self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
                    robots_transport)
+        self._listen(listeners, metrics)
         #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
         self.tdmrep = tdmrep
         self.tdm_cache = _tdm_cache(self) if tdmrep else None
@@ -228,6 +243,22 @@ class RobotGate:
             self.check = self.admission.check  # type: ignore[method-assign]
         if self.pace_by == "ip":
             self.keys.set_resolver(self.client.first_address)
+
+    def _listen(self, listeners: list[Listener], metrics: object) -> None:
+        """Wire the per-host settings, and the events to their listeners (if any)."""
+        if self.hosts:
+            table, keys = self.hosts, self.keys
+            self.admission.hosts = table
+            self.cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
+        if metrics is not False and metrics is not None:
+            from ..metrics import metrics_listener
+
+            recorder = metrics_listener(metrics, self)
+            if recorder is not None:
+                listeners.append(recorder)
+        #: Who hears the events (None: nobody listens).
+        self.events = Emitter(listeners, self.keys.cached) if listeners else None
+        self.admission.events = self.cache.events = self.events
 
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""

@@ -22,13 +22,16 @@ from typing import Final, Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed, without_context
+from ..events import BackoffEased, BackoffStarted, ResponseAnswered, TurnWaited, UrlSkipped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.host_settings import HostTable
 from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
 from ..store.memory import MemoryStore, immediate
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .crawl_results import CrawlSummary
+from .emitter import Emitter
 from .fleet_slots import CURRENT, FleetSlots, Slot
 from .grouping import PaceKeys
 from .robots_cache import CacheClosed, RobotsCache
@@ -73,6 +76,13 @@ class Admission:
         # The cache's recheck limit, inlined in check and admit (none: one no count reaches).
         self._recheck_at = sys.maxsize if cache.recheck_visits is None else cache.recheck_visits
         self._groups = scheduler.groups_by_key
+        #: Who hears the events (None: nobody listens, and no event is built).
+        self.events: Emitter | None = None
+        #: Per-host settings (None: the gate's own for every server).
+        self.hosts: HostTable | None = None
+        # With events: per politeness key, the URLs started and not yet done, in start
+        # order, and whether each was answered (an answer names the first unanswered).
+        self._asking: dict[str, list[tuple[str, bool]]] = {}
 
     # -- robots.txt ------------------------------------------------------------------
 
@@ -85,8 +95,14 @@ class Admission:
 
     def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
         self.disallowed += 1
-        refused = Disallowed(url, site.decide(path, self.agent))
+        decision = site.decide(path, self.agent)
+        refused = Disallowed(url, decision)
         log.debug("skipped %s", refused)
+        events = self.events
+        if events is not None:
+            origin = site.entry.origin
+            events.emit(UrlSkipped(_now(), origin, site.key or events.key_of(origin), url,
+                                   decision.reason, decision.outcome or "rules"))
         return refused
 
     # -- groups --------------------------------------------------------------------
@@ -114,7 +130,7 @@ class Admission:
                 # scheduler evicts keeps its pacing (next_allowed) there.
                 state = HostState(key)
                 mem.put_host(state)
-            group = self.scheduler.add(key, state)
+            group = self._capped(self.scheduler.add(key, state), origin)
         return group
 
     async def group(self, origin: str) -> Group:
@@ -132,8 +148,17 @@ class Admission:
                 if not self._saves_hosts:
                     # As in group_now, for a subclass of the memory store.
                     await store.save_host(state)
-            group = self.scheduler.get(key) or self.scheduler.add(
-                key, state, self._unrecorded_last(store.unrecorded_until))
+            group = self.scheduler.get(key) or self._capped(self.scheduler.add(
+                key, state, self._unrecorded_last(store.unrecorded_until)), origin)
+        return group
+
+    def _capped(self, group: Group, origin: str) -> Group:
+        """A new group, with its host setting's cap if one applies."""
+        hosts = self.hosts
+        if hosts is not None and group.idle() and group.free == group.size:
+            setting = hosts.match(origin, group.key)
+            if setting is not None and setting.max_per_host is not None:
+                group.size = group.free = setting.max_per_host
         return group
 
     def _unrecorded_last(self, unrecorded_until: float) -> float:
@@ -264,6 +289,8 @@ class Admission:
         """
         if "\t" in url or "\n" in url or "\r" in url:
             url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
+        if self.events is not None:
+            return self._admit_heard(url)
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url) if self.fleet is None else None
         if site is not None and site.fresh_until > _now():
@@ -296,6 +323,19 @@ class Admission:
                     return group
         return self._admit(url, origin, rest, site)
 
+    def _admit_heard(self, url: str) -> Awaitable[Group]:
+        """:meth:`admit` when someone listens: the slow path, which tells of each wait
+        and remembers the URL its answer will name."""
+        if self.closed:
+            raise GateClosed("the gate is closed")
+        origin, rest = split_origin(url)
+        site = self.cache.cached(origin)
+        if site is not None and self.fleet is None:
+            path = url if rest[:2] == "//" else rest
+            if not site.allowed(path, self.agent):
+                raise self.refuse(url, path, site)
+        return self._admit(url, origin, rest, site)
+
     async def _admit(self, url: str, origin: str, rest: str, site: SiteRules | None) -> Group:
         try:  # as admit() found it (no await since), else fetched
             site = site or await self.cache.fetched(origin)
@@ -312,13 +352,54 @@ class Admission:
             site.host = group.state
         site.key = group.key
         fleet = self.fleet
+        events = self.events
         if fleet is None:
             self._learn(url, site)
             if self.scheduler.try_start(group, site.interval):
+                if events is not None:
+                    self._asked(group, url)
                 return group  # due now (often: robots.txt just came back)
+        if events is None:
+            await self.scheduler.start(group, site.interval,
+                                       fleet.reserve if fleet is not None else None)
+            return group
+        reason = self._wait_reason(group, origin, site.interval)
+        began = self.scheduler.now()
         await self.scheduler.start(group, site.interval,
                                    fleet.reserve if fleet is not None else None)
+        self._asked(group, url)
+        waited = self.scheduler.now() - began
+        if waited > 0:
+            events.emit(TurnWaited(_now(), origin, group.key, url, waited, reason))
         return group
+
+    def _wait_reason(self, group: Group, origin: str, interval: float) -> str:
+        """Why a request that cannot start now waits (see :data:`robotgate.events.WAIT_REASONS`)."""
+        if self.fleet is not None:
+            return "fleet-slot"
+        scheduler = self.scheduler
+        wait, reason = scheduler.turn(group, interval)
+        if wait > 0:
+            if reason == "delay" or reason == "crawl-delay":
+                return "crawl-delay" if interval > self.delay_of(origin, group.key) else "delay"
+            return reason
+        if group.free <= 0 or group.waiters:
+            return "host-cap"
+        return "global-cap"
+
+    def delay_of(self, origin: str, key: str | None) -> float:
+        """The least interval of ``origin``'s server: its host setting's, else the gate's."""
+        hosts = self.hosts
+        setting = hosts.match(origin, key) if hosts is not None else None
+        if setting is not None and setting.delay is not None:
+            return setting.delay
+        return self.scheduler.policy.delay
+
+    def _asked(self, group: Group, url: str) -> None:
+        asking = self._asking.get(group.key)
+        if asking is None:
+            asking = self._asking[group.key] = []
+        asking.append((url, False))
 
     def _learn(self, url: str, site: SiteRules) -> None:
         m = match_prefix(url)
@@ -373,7 +454,11 @@ class Admission:
 
         ``sent_at`` is when the request left (:meth:`sent`); every client passes it.
         """
+        events = self.events
+        extra = group.backoff.extra if events is not None else 0.0
         until = self.scheduler.answered(group, status, retry_after, sent_at)
+        if events is not None:
+            self._heard(events, group, status, sent_at, extra, until)
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
                      self.scheduler.wait_seconds(group))
@@ -394,8 +479,43 @@ class Admission:
         except Exception as exc:
             self.cache.store_trouble("save host state", exc)
 
+    def _heard(self, events: Emitter, group: Group, status: int, sent_at: float | None,
+               extra: float, until: float | None) -> None:
+        """Tell of an answer, and of the back-off it started or eased."""
+        url = ""
+        for i, (asked, answered) in enumerate(self._asking.get(group.key) or ()):
+            if not answered:
+                self._asking[group.key][i] = (asked, True)
+                url = asked
+                break
+        now = _now()
+        origin = split_origin(url)[0] if url else ""
+        if url:  # a page's (a robots.txt request's 429/503 only paces)
+            seconds = self.scheduler.now() - sent_at if sent_at is not None else 0.0
+            events.emit(ResponseAnswered(now, origin, group.key, url, status, seconds))
+        if until is not None:
+            events.emit(BackoffStarted(now, origin, group.key, status, max(0.0, until - now)))
+        elif group.backoff.extra < extra:
+            events.emit(BackoffEased(now, origin, group.key, group.backoff.extra))
+
     def done(self, group: Group) -> None:
+        if self.events is not None:
+            self._forget(group)
         self.scheduler.done(group)
+
+    def _forget(self, group: Group) -> None:
+        """The request is done: the first answered URL goes, else the first (no answer)."""
+        asking = self._asking.get(group.key)
+        if not asking:
+            return
+        for i, (_, answered) in enumerate(asking):
+            if answered:
+                del asking[i]
+                break
+        else:
+            del asking[0]
+        if not asking:
+            del self._asking[group.key]
 
     async def run_crawl(self, crawl: Crawl) -> CrawlSummary:
         """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed` (at once if

@@ -12,13 +12,17 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from typing import Literal
 
+from ..events import RobotsFetched, StoreTrouble
+from ..policy.host_settings import HostSettings
 from ..policy.site import Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import immediate
+from .emitter import Emitter
 from .robots_fetcher import RobotsFetcher, TurnHooks
 
 __all__ = ["CacheClosed", "RobotsCache"]
@@ -92,6 +96,10 @@ class RobotsCache:
         self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False
         self.store_errors = 0
+        #: Who hears the events (None: nobody listens).
+        self.events: Emitter | None = None
+        #: The host setting of an origin, if any applies (None: no settings).
+        self.host_setting: Callable[[str], HostSettings | None] | None = None
 
     # -- the hot path -------------------------------------------------------------
 
@@ -228,7 +236,13 @@ class RobotsCache:
                     # Our lock expired while we waited for the server's turn and
                     # another worker fetched it meanwhile.
                     return self._install(origin, again, host)
+                began = time.monotonic()
                 entry = await self.fetcher.fetch(origin, previous, hooks)
+                events = self.events
+                if events is not None:
+                    events.emit(RobotsFetched(
+                        time.time(), origin, events.key_of(origin), entry.outcome,
+                        entry.status or 0, len(entry.body or b""), time.monotonic() - began))
             if self._closed:
                 # A fetch that outlived close() stores nothing: its failure may be ours.
                 raise CacheClosed(_CLOSED_DURING)
@@ -321,6 +335,9 @@ class RobotsCache:
     def store_trouble(self, what: str, exc: Exception) -> None:
         """Count a store error; log the first one (the crawl goes on without the store)."""
         self.store_errors += 1
+        events = self.events
+        if events is not None:
+            events.emit(StoreTrouble(time.time(), "", "", what, f"{type(exc).__name__}: {exc}"))
         if self.store_errors == 1:
             log.warning("the store could not %s (%s: %s); going on without it, "
                         "further store errors are counted in stats['store_errors']",
@@ -328,7 +345,14 @@ class RobotsCache:
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
                  rules: RobotsTxt | None = None) -> SiteRules:
-        site = interpret(entry, self.how, rules, self._bodies)
+        how = self.how
+        bodies: ParsedBodies | None = self._bodies
+        setting = self.host_setting(origin) if self.host_setting is not None else None
+        if setting is not None and setting.delay is not None:
+            # The server's own delay; robots.txt's longer asks still win.  Not shared
+            # with sites serving the same bytes: their intervals differ.
+            how, bodies = replace(how, pacing=replace(how.pacing, delay=setting.delay)), None
+        site = interpret(entry, how, rules, bodies)
         site.host = host
         site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites

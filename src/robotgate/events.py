@@ -1,0 +1,110 @@
+"""What the gate did, as typed, immutable events: ``RobotGate(on_event=...)`` hears them.
+
+Every event has ``time`` (Unix time), ``origin`` (``scheme://host[:port]``, or ``""``
+when none applies) and ``key`` (the politeness key of the server, or ``""``).
+One class per kind; all are emitted by the client-free core, so every client path
+(``gate.fetch``, ``gate.middleware``, the httpx transport, the Scrapy middleware,
+``gate.crawl``) emits the same ones.  Pure: no I/O, standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "WAIT_REASONS",
+    "BackoffEased",
+    "BackoffStarted",
+    "Event",
+    "ResponseAnswered",
+    "RobotsFetched",
+    "StoreTrouble",
+    "TurnWaited",
+    "UrlSkipped",
+]
+
+#: Why a request waited for its turn (:attr:`TurnWaited.reason`).
+WAIT_REASONS = (
+    "delay",  # the gate's (or the host setting's) interval since the server's last request
+    "crawl-delay",  # the longer interval robots.txt asks (Crawl-delay, Request-rate)
+    "back-off",  # the interval widened after 429/503 answers (or slow ones)
+    "retry-after",  # a pause a 429/503's Retry-After asked for
+    "stored",  # a pause the store kept from another run or process
+    "host-cap",  # the server's requests in flight were at max_per_host
+    "global-cap",  # the gate's requests in flight were at max_concurrency
+    "fleet-slot",  # the shared store's fleet-wide slot for the server
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The fields every event has."""
+
+    time: float
+    origin: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsFetched(Event):
+    """An origin's robots.txt was fetched: its ``outcome`` (``Outcome``: ok, unavailable,
+    forbidden, unreachable), HTTP ``status`` (0: no answer), body ``size`` in bytes and
+    ``seconds`` the fetch took (its waits for a redirect hop's turn included)."""
+
+    outcome: str
+    status: int
+    size: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class UrlSkipped(Event):
+    """robots.txt keeps the robot from ``url``: ``allowed`` is False and ``reason``
+    says why (the rule and line, or the fetch outcome), as the decision does."""
+
+    url: str
+    reason: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWaited(Event):
+    """A request to ``url`` waited ``seconds`` for its server's turn, for ``reason``
+    (one of :data:`WAIT_REASONS`, as it stood when the wait began)."""
+
+    url: str
+    seconds: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseAnswered(Event):
+    """The server answered ``url`` with ``status`` after ``seconds`` (send to headers)."""
+
+    url: str
+    status: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffStarted(Event):
+    """A 429 or 503 slowed the server down: no request for ``seconds``
+    (its Retry-After, else the widened interval)."""
+
+    status: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffEased(Event):
+    """A success narrowed the server's back-off to ``extra`` seconds (0: gone)."""
+
+    extra: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTrouble(Event):
+    """The store failed to ``what`` (the crawl goes on without it): ``error`` says how."""
+
+    what: str
+    error: str
