@@ -412,7 +412,7 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
                 f'x2="{start}" y2="8"><title>gap {request.gap:.3f} s, interval owed '
                 f'{request.owed:g} s</title></line>')
         end = request.answered if request.answered is not None else request.started
-        width = max((end - request.started) * scale, 1.5)
+        width = max((end - request.started) * scale, 3.0 if request.robots else 1.5)
         marks.append(
             f'<rect class="{_kind(request)}" x="{start}" y="22" width="{width:.2f}" '
             f'height="12"><title>{_e(_describe(request, t0))}</title></rect>')
@@ -488,7 +488,7 @@ svg.timeline { display: block; background: #fafafa; }
 .owed { fill: #b9d4f0; opacity: 0.7; }
 .req.page { fill: #1f6fb2; } .req.robots { fill: #7b3fa0; }
 .req.throttled { fill: #e08a00; } .req.failed { fill: #444; }
-.req.robots.throttled { fill: #e08a00; stroke: #7b3fa0; stroke-width: 2; }
+.req.robots.throttled { fill: #e08a00; stroke: #7b3fa0; stroke-width: 1; }
 .req.short { fill: #c62828; }
 #hostbox { max-height: 24em; overflow-y: auto; display: inline-block; }
 .wait { fill: #c8c8c8; } .backoff { fill: #f3b25b; }
