@@ -1,10 +1,11 @@
 """OpenTelemetry metrics fed by the gate's events (the ``robotgate[otel]`` extra).
 
-Reported through the global meter provider, as instrumented libraries do: a
-no-op until the application sets one up; ``RobotGate(metrics=provider)`` names
-another, ``metrics=False`` turns them off.  Without ``opentelemetry-api`` there
-are no metrics.  Attributes are bounded: a status class, an outcome, a reason;
-never a URL or a host name.
+Reported through the global meter provider, as instrumented libraries do;
+``RobotGate(metrics=provider)`` names another, ``metrics=False`` turns them off.
+The gate looks at the global provider when it is made: set the provider up
+before making the gate (until then the gate records nothing, and pays nothing
+for it).  Without ``opentelemetry-api`` there are no metrics.  Attributes are
+bounded: a status class, an outcome, a reason; never a URL or a host name.
 
 ==============================  ==============  =================================
 instrument                      kind            attributes
@@ -106,5 +107,11 @@ def metrics_listener(provider: object, gate: object) -> Metrics | None:
         from opentelemetry import metrics
     except ImportError:
         return None
-    source: Any = metrics if provider is True else provider  # a MeterProvider of its own
+    source: Any = metrics.get_meter_provider() if provider is True else provider
+    if isinstance(source, metrics.NoOpMeterProvider) or type(source).__name__ in _UNSET:
+        return None  # nobody set a provider up: events cost nothing then
     return Metrics(source.get_meter(SCOPE), gate)
+
+
+#: The global meter provider's class before the application sets one up.
+_UNSET = frozenset({"_ProxyMeterProvider", "ProxyMeterProvider"})

@@ -125,6 +125,14 @@ def _number(kind: type[float] | type[int], low: float, strict: bool) -> Callable
     return parse
 
 
+def host_delay(text: str) -> tuple[str, float]:
+    """``HOST=SECONDS`` of ``--host-delay``."""
+    host, sep, value = text.partition("=")
+    if not sep or not host.strip():
+        raise argparse.ArgumentTypeError(f"give HOST=SECONDS, not {text!r}")
+    return host.strip(), float(_number(float, 0.0, False)(value))
+
+
 def size(text: str) -> int:
     """A byte count: ``1048576``, ``512k``, ``10MiB``, ``1.5M``, ``2GB`` (binary units)."""
     match = _SIZE_RE.fullmatch(text.strip())
@@ -292,6 +300,11 @@ def _add_fetch(commands: Any) -> None:
         "--delay", type=seconds, default=1.0, metavar="SECONDS",
         help="minimum interval between two requests to one host (default 1; a larger "
         "Crawl-delay wins)",
+    )
+    fetch.add_argument(
+        "--host-delay", type=host_delay, action="append", metavar="HOST=SECONDS",
+        help="the interval for one host, or *.domain (repeatable; a larger Crawl-delay "
+        "still wins)",
     )
     fetch.add_argument(
         "--max-per-host", type=count, default=1, metavar="N",

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from ..agents import product_token
 from ..policy import FetchPolicy
+from ..policy.host_settings import HostSettings
 from ..politeness.frontier import CrawlResult, CrawlSummary
 from ..store.base import Store, StoreError
 from ..urls import scrub
@@ -236,6 +237,8 @@ class _FetchRun:
             policy=policy,
             dialect=args.dialect,
             tdmrep=getattr(args, "tdmrep", False),
+            hosts={host: HostSettings(delay=delay)
+                   for host, delay in getattr(args, "host_delay", None) or ()},
         )
         # Each robots.txt request is told on its server's next line, as a page's is.
         self.robots_log = RobotsLog(gate.pace_key)

@@ -268,10 +268,12 @@ class RobotGateMiddleware:
                              download_delay=user_delay)
         store = make_store(conf.store, conf.store_prefix)
         rule = settings.get("ROBOTGATE_IS_PRIVATE")  # a callable, or its import path
+        hear = settings.get("ROBOTGATE_ON_EVENT")  # a callable, or its import path
         try:
             private = load_object(rule) if isinstance(rule, str) else rule
+            on_event = load_object(hear) if isinstance(hear, str) else hear
             self.gate = RobotGate(conf.user_agent, store=store, is_private=private,
-                                  **conf.options)
+                                  on_event=on_event, **conf.options)
         except ValueError as exc:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate

@@ -6,12 +6,14 @@ it is testable alone.  docs/integrations.md has the table of settings.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ...policy.host_settings import HostSettings
 from ...store.base import Store
 
 __all__ = ["SETTINGS", "GateSettings", "make_store", "read_settings"]
@@ -54,6 +56,26 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
+def _hosts(value: Any) -> dict[str, HostSettings]:
+    """``{"example.com": {"delay": 5, "max_per_host": 1}, ...}`` (or HostSettings values;
+    a JSON text, as ``-s`` gives it)."""
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"a dict of host -> settings, not {type(value).__name__}")
+    hosts: dict[str, HostSettings] = {}
+    for host, setting in value.items():
+        if isinstance(setting, Mapping):
+            unknown = set(setting) - {"delay", "max_per_host"}
+            if unknown:
+                raise ValueError(f"{host}: unknown settings {sorted(unknown)}")
+            setting = HostSettings(**setting)
+        if not isinstance(setting, HostSettings):
+            raise ValueError(f"{host}: a dict or HostSettings, not {type(setting).__name__}")
+        hosts[str(host)] = setting
+    return hosts
+
+
 #: setting name -> (RobotGate keyword, converter, default); ``None`` defaults are the gate's.
 SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
     "ROBOTGATE_FROM": ("from_", _optional_text, None),
@@ -71,6 +93,8 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
     "ROBOTGATE_MAX_ORIGINS": ("max_origins", int, 100_000),
     "ROBOTGATE_ALLOW_PRIVATE_REDIRECTS": ("allow_private_redirects", _bool, False),
     "ROBOTGATE_TDMREP": ("tdmrep", _bool, False),
+    "ROBOTGATE_HOSTS": ("hosts", _hosts, None),
+    "ROBOTGATE_METRICS": ("metrics", _bool, True),
 }
 
 
