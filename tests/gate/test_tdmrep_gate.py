@@ -261,3 +261,42 @@ async def test_the_reports_tdmrep_json_example_through_the_gate() -> None:
 
 async def _read(url: str, resp: Any) -> None:
     await resp.read()
+
+
+async def test_the_file_is_kept_in_an_sqlite_store_across_a_restart(tmp_path: Any) -> None:
+    from robotgate import SQLiteStore
+
+    path = str(tmp_path / "crawl.sqlite3")
+    async with PagesSite(_with_file()) as a:
+        async with RobotGate(AGENT, delay=0, tdmrep=True, store=SQLiteStore(path)) as gate:
+            first = (await gate.decide(a.url("/images/2"))).tdm
+            assert first is not None
+        async with RobotGate(AGENT, delay=0, tdmrep=True, store=SQLiteStore(path)) as gate:
+            again = await gate.tdm(a.url("/images/2"))
+            store = gate.store
+            robots = await store.load_robots(a.origin)
+            kept = await store.load_robots(a.origin + TDMREP)
+    assert a.hits[TDMREP] == 1  # the restarted gate used the stored copy
+    assert (first.reserved, first.policy) == (again.reserved, again.policy) == (
+        True, IMAGES_POLICY)
+    # Each file under its own key: robots.txt's entry is robots.txt's.
+    assert robots is not None and robots.body == str(ROBOTS.body).encode()
+    assert kept is not None and kept.body == FILE.encode()
+
+
+async def test_workers_sharing_a_redis_store_ask_once(redis_url: str, prefix: str) -> None:
+    pytest.importorskip("redis")
+    from robotgate import RedisStore
+
+    async with PagesSite(_with_file()) as a:
+        gates = [RobotGate(AGENT, delay=0, tdmrep=True, store=RedisStore(redis_url, prefix=prefix))
+                 for _ in range(2)]
+        try:
+            for gate in gates:
+                await gate.open()
+            verdicts = [await gate.tdm(a.url("/text/4")) for gate in gates]
+        finally:
+            for gate in gates:
+                await gate.close()
+    assert a.hits[TDMREP] == 1
+    assert [(v.reserved, v.policy) for v in verdicts] == [(True, POLICY)] * 2

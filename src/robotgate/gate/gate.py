@@ -514,10 +514,14 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     401/403 mean "no file", whatever the robots.txt convention."""
     from ..policy.tdm import TDMREP_PATH
     from ..politeness.tdmrep_cache import TdmRepCache
+    from ..store.memory import immediate
 
     policy = replace(gate.policy, forbidden_disallows_all=False)
     fetcher = RobotsFetcher(gate.fetcher.transport, policy, TDMREP_PATH)
-    return TdmRepCache(fetcher, turn=gate.admission.robots_turn, max_origins=gate.max_origins)
+    # The plain memory store would only hold a second copy (and crowd robots.txt out).
+    store = None if immediate(gate.store) is not None else gate.store
+    return TdmRepCache(fetcher, turn=gate.admission.robots_turn, max_origins=gate.max_origins,
+                       store=store, trouble=gate.cache.store_trouble)
 
 
 async def _wait_for(closing: asyncio.Future[None]) -> None:

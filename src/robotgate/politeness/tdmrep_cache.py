@@ -4,8 +4,9 @@ The file is fetched by robots.txt's flow and fetcher (redirects, validators and
 304, timeouts, what each failure means, how long an answer stays fresh, the
 back-off after failures, an earlier good copy standing in), in the server's
 turn like robots.txt; this module only keeps the answers and shares each fetch
-among the tasks that ask at once.  The answers live in the gate's memory, not
-in the store.
+among the tasks that ask at once.  With a store (SQLite, Redis), each answer is
+saved there too, as a robots.txt entry keyed by the file's URL (origin + path):
+a restarted gate, or another worker sharing the store, uses it while fresh.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import GateClosed
 from ..policy.tdm import TdmVerdict, tdm_verdict
 from ..records import Outcome, RobotsEntry
 from ..robots.tdmrep import TdmRep, parse_tdmrep_json
+from ..store.base import Store
 from ..urls import split_origin
 from .robots_fetcher import RobotsFetcher, TurnHooks
 
@@ -47,7 +49,10 @@ class TdmRepCache:
     """Per-origin tdmrep.json, fetched once for all who ask, kept while fresh.
 
     ``turn(origin)`` is held around each fetch (a request to the server like
-    any other).  At most ``max_origins`` origins are kept (the oldest go first).
+    any other).  At most ``max_origins`` origins are kept in memory (the oldest
+    go first).  ``store`` (None: memory only) keeps the entries between runs and
+    workers; ``trouble(what, exc)`` hears of a store that fails (the fetch's
+    answer is used all the same).
     """
 
     def __init__(
@@ -56,9 +61,13 @@ class TdmRepCache:
         *,
         turn: Callable[[str], AbstractAsyncContextManager[TurnHooks | None]] | None = None,
         max_origins: int = 100_000,
+        store: Store | None = None,
+        trouble: Callable[[str, Exception], None] | None = None,
     ) -> None:
         self.fetcher = fetcher
         self.max_origins = max(1, max_origins)
+        self.store = store
+        self._trouble = trouble
         self._turn = turn
         self._sites: dict[str, TdmRepSite] = {}
         self._flights: dict[str, asyncio.Task[TdmRepSite]] = {}
@@ -104,9 +113,21 @@ class TdmRepCache:
 
     async def _fetch(self, origin: str, known: TdmRepSite | None) -> TdmRepSite:
         previous = known.entry if known is not None else None
+        key = origin + self.fetcher.path
+        stored = await self._load(key)
+        if stored is not None:
+            stored = stored.copy(origin=origin)
+            if stored.is_fresh(time.time()):
+                return self._keep(origin, stored, known)  # a restart, or another worker
+            if previous is None or stored.fetched_at > previous.fetched_at:
+                previous = stored
         turn = self._turn(origin) if self._turn is not None else _no_turn()
         async with turn as hooks:
             entry = await self.fetcher.fetch(origin, previous, hooks)
+        await self._save(entry.copy(origin=key))
+        return self._keep(origin, entry, known)
+
+    def _keep(self, origin: str, entry: RobotsEntry, known: TdmRepSite | None) -> TdmRepSite:
         tdmrep = None
         if entry.outcome == Outcome.OK:
             if known is not None and known.tdmrep is not None and known.entry.body == entry.body:
@@ -120,6 +141,34 @@ class TdmRepCache:
         while len(sites) > self.max_origins:
             del sites[next(iter(sites))]
         return site
+
+    async def _load(self, key: str) -> RobotsEntry | None:
+        if self.store is None:
+            return None
+        try:
+            entry = await self.store.load_robots(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._store_trouble("load tdmrep.json", exc)
+            return None
+        if entry is not None and entry.outcome == Outcome.OK and entry.body is None:
+            return None  # damaged: an "ok" entry always keeps its body
+        return entry
+
+    async def _save(self, entry: RobotsEntry) -> None:
+        if self.store is None or self._closed:
+            return
+        try:
+            await self.store.save_robots(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._store_trouble("save tdmrep.json", exc)
+
+    def _store_trouble(self, what: str, exc: Exception) -> None:
+        if self._trouble is not None:
+            self._trouble(what, exc)
 
     def peek(self, origin: str) -> TdmRepSite | None:
         """The origin's tdmrep.json as kept, fresh or not (no I/O)."""
