@@ -21,6 +21,7 @@ __all__ = [
     "redact",
     "remove_dot_segments",
     "request_path",
+    "resource_key",
     "robots_url",
     "scrub",
     "split_origin",
@@ -467,6 +468,32 @@ def request_path(path: str) -> str:
 
 
 _ABSOLUTE_RE = re.compile(r"https?://[^/?#;]*([^#]*)")
+
+
+def resource_key(url: str) -> str:
+    """One key for every spelling of the resource ``url`` names: what a crawl's
+    seen-set compares.  The URL sent is never this key.
+
+    Scheme and host in lower case, IDN hosts in punycode, the default port gone
+    (:func:`split_origin`), dot segments removed, the fragment cut, percent-encoding
+    normalised in path and query (:func:`normalise_path`: hex in upper case,
+    unreserved characters decoded), an empty path as ``/``.  Raises
+    :class:`InvalidURL` for what is no http(s) URL.
+
+    >>> resource_key("HTTP://Example.COM:80/a/./b/../%7euser/%c3%a9?q=%2f#top")
+    'http://example.com/a/~user/%C3%A9?q=%2F'
+    >>> resource_key("https://example.com")
+    'https://example.com/'
+    """
+    origin, rest = split_origin(as_sent(text_url(url)).strip())
+    cut = rest.find("#")
+    if cut >= 0:
+        rest = rest[:cut]
+    if rest[:1] != "/":
+        rest = "/" + rest
+    if not rest.isascii() or "%" in rest:
+        rest = normalise_path(rest)
+    return origin + rest
 
 
 def _first_of(s: str, chars: str, start: int) -> int:

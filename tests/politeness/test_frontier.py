@@ -220,7 +220,8 @@ async def test_links_a_handler_returns_are_crawled_once() -> None:
         return [link if "://" in link else origin + link for link in links]
 
     results: list[CrawlResult] = []
-    summary = await crawl(gate, ["http://h.example/page/0"], handler, on_result=results.append)
+    summary = await crawl(gate, ["http://h.example/page/0"], handler, on_result=results.append,
+                          scope="any")
     fetched = sorted(gate.fetched)
     assert fetched == sorted(
         ["http://h.example/page/0", "http://h.example/page/1", "http://h.example/page/2",
@@ -380,7 +381,7 @@ async def test_discovered_links_beyond_max_seen_are_dropped() -> None:
     assert summary.pages == 4 and summary.dropped > 0
 
 
-async def test_an_endless_iterable_of_links_is_read_only_as_far_as_the_bounds() -> None:
+async def test_an_endless_iterable_of_links_is_read_only_up_to_max_links() -> None:
     read = []
 
     def endless() -> Iterator[str]:
@@ -394,9 +395,12 @@ async def test_an_endless_iterable_of_links_is_read_only_as_far_as_the_bounds() 
         return endless() if url == "http://h.example/" else None
 
     summary = await asyncio.wait_for(
-        crawl(FakeGate(delay=0), ["http://h.example/"], handler, max_seen=50, max_queued=20), 30)
-    assert len(read) == 50  # max(max_seen, max_queued) links, not for ever
-    assert summary.pages == 21 and summary.dropped == 30
+        crawl(FakeGate(delay=0), ["http://h.example/"], handler, max_seen=50, max_queued=20,
+              max_links=60), 30)
+    assert len(read) == 61  # max_links links, and one more to see the page was cut
+    assert summary.links == 60 and summary.links_cut == 1
+    assert summary.pages == 21 and summary.dropped == 40  # every link turned away counted
+    assert summary.unaccounted() == 0
 
 
 async def test_an_on_result_error_for_a_discovered_link_ends_the_crawl() -> None:

@@ -74,10 +74,14 @@ class CrawlResult:
     waited: float = 0.0
     wait_reason: str = ""
     interval: float | None = None
+    interrupted: bool = False
 
     @property
     def kind(self) -> str:
-        """``"page"``, ``"skipped"``, ``"error"`` or ``"invalid"`` (no key: not crawlable)."""
+        """``"page"``, ``"skipped"``, ``"error"``, ``"invalid"`` (no key: not crawlable)
+        or ``"interrupted"`` (in flight when the crawl ended: not done)."""
+        if self.interrupted:
+            return "interrupted"
         if self.key is None:
             return "invalid"
         if self.decision is not None:
@@ -119,11 +123,19 @@ class CrawlSummary:
     ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
     describe the frontier right now (``hosts_active``: hosts with a request in
     flight, ``hosts_waiting``: hosts whose next URL waits for its turn,
-    ``hosts_backing_off``: those of them backing off), ``dropped`` counts discovered URLs left
-    out because ``max_seen`` or ``max_queued`` was reached, ``retried`` the
+    ``hosts_backing_off``: those of them backing off), ``retried`` the
     answers (429/503) retried, ``not_followed`` the links of ``nofollow`` pages
     left out.  ``skipped_origins`` maps each origin that
     robots.txt's fetch outcome (not a rule) ruled out to the reason.
+
+    Every URL is accounted for (see :meth:`unaccounted`): ``links`` counts the links
+    pages gave (``links_cut``: pages whose links were read only up to
+    ``max_links``); of input and links, ``discovered`` links were new and queued,
+    ``duplicates`` named a resource the crawl knew already, ``out_of_scope``,
+    ``too_deep`` and ``private_links`` (from a public page into a private
+    address) were not crawled, ``dropped`` were turned away for room (``max_seen``
+    or ``max_queued``, unnamed crawls only), and ``interrupted`` were in flight
+    when the crawl ended.  ``done_before``: URLs a named crawl had finished before.
     """
 
     pages: int = 0
@@ -141,6 +153,14 @@ class CrawlSummary:
     hosts_active: int = 0
     hosts_waiting: int = 0
     hosts_backing_off: int = 0
+    links: int = 0
+    links_cut: int = 0
+    duplicates: int = 0
+    out_of_scope: int = 0
+    too_deep: int = 0
+    private_links: int = 0
+    interrupted: int = 0
+    done_before: int = 0
     input_done: bool = False
     stopped: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -152,6 +172,26 @@ class CrawlSummary:
     def done(self) -> int:
         """URLs finished, whatever the result."""
         return self.pages + self.skipped + self.errors + self.invalid
+
+    def unaccounted(self) -> int:
+        """Input and links not accounted for by the counts (0 once a crawl has ended)."""
+        return (self.read + self.links - self.done - self.duplicates - self.out_of_scope
+                - self.too_deep - self.private_links - self.dropped - self.interrupted
+                - self.queued - self.in_flight)
+
+    def explain(self) -> list[str]:
+        """A line for each kind of URL the crawl did not fetch, and why."""
+        reasons = [
+            (self.duplicates, "named a resource the crawl already knew (same resource key)"),
+            (self.out_of_scope, "links outside the crawl's scope"),
+            (self.too_deep, "links deeper than max_depth"),
+            (self.private_links, "links from a public page into a private address"),
+            (self.dropped, "links turned away for room (max_seen or max_queued)"),
+            (self.not_followed, "links of pages that say nofollow"),
+            (self.interrupted, "in flight when the crawl ended (not done)"),
+            (self.links_cut, "pages whose links were read only up to max_links"),
+        ]
+        return [f"{n} {why}" for n, why in reasons if n]
 
     def skipped_by_reason(self) -> dict[str, list[str]]:
         """Origins skipped as a whole, grouped by reason (most origins first)."""

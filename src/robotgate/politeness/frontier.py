@@ -12,11 +12,17 @@ It knows no HTTP client: it uses the gate's public API only (``fetch``,
 ``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``host_turn`` and
 ``usage`` when the gate has them), so any gate-like object with those methods can drive it.
 
-Bounds: URLs are taken from the input only while fewer than ``max_queued``
-wait in the host queues, so memory follows the queued URLs, not the input's
-length.  URLs a handler returns are deduplicated against a set of the URLs
-seen (input and discovered) holding at most ``max_seen`` entries; once it is
-full, newly discovered URLs are dropped (and counted), never crawled twice.
+Every URL is known by its resource key (:func:`robotgate.urls.resource_key`,
+or the crawl's ``url_key``): the crawl's state (:mod:`.crawl_state`) queues each
+key once, input and discovered links alike, and records each URL's outcome with
+the links its page gave.  The host queues hold a window of the queued URLs taken
+from the state; a named crawl's state lives in the gate's store.
+
+Bounds, unnamed: URLs are taken from the input only while fewer than
+``max_queued`` wait, so memory follows the queued URLs, not the input's length;
+at most ``max_seen`` keys are remembered, and links beyond either bound are
+turned away and counted (``dropped``).  A named crawl turns nothing away.
+Links a page gives are read up to ``max_links`` (pages cut there are counted).
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GateClosed
+from ..policy.hops import is_private, literal_address
 from ..robots.sitemap import SitemapEntry
-from ..urls import InvalidURL, redact, scrub, split_origin, text_url
+from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
+from .crawl_state import DONE, FAILED, SKIPPED, CrawlState, Entry, MemoryCrawlState
 from .turns import BACKING_OFF, NO_WAIT, HostTurn
 
 __all__ = [
@@ -54,15 +62,25 @@ RETRY_STATUSES = frozenset({429, 503})
 
 
 Handler = Callable[[str, Any], Any]
+#: ``scope(link, page_url) -> bool``: whether a link a page gave is crawled.
+ScopeRule = Callable[[str, str], bool]
+SCOPES = ("host", "domain", "any")
+#: Second-level labels under which a country's registrable names sit (``co.uk``):
+#: the ``domain`` scope keeps three labels there (no public-suffix list is read).
+_SECOND_LEVELS = frozenset({"ac", "co", "com", "edu", "gov", "ltd", "ne", "net", "or", "org"})
+#: URLs moved from the state to the host queues at once.
+_LOAD = 1000
 
 
 @dataclass(slots=True)
 class _Item:
-    url: str
-    discovered: bool = False
-    attempts: int = 1
+    entry: Entry
     waited: float = 0.0  # seconds waited for its host's turn
     wait_reason: str = ""
+
+    @property
+    def url(self) -> str:
+        return self.entry.url
 
 
 class _Host:
@@ -88,18 +106,16 @@ class _HostQueues:
     so back-off and Crawl-delay learnt meanwhile push it back.
     """
 
-    def __init__(self, gate: Any, per_host: int, max_queued: int, summary: CrawlSummary,
+    def __init__(self, gate: Any, per_host: int, summary: CrawlSummary,
                  poke: Callable[[], None]) -> None:
         self.gate = gate
         self.per_host = per_host
-        self.max_queued = max_queued
         self.summary = summary
         self.poke = poke
         self.hosts: dict[str, _Host] = {}
         self.heap: list[tuple[float, int, _Host]] = []
         self.seq = itertools.count()
-        self.room = asyncio.Event()  # set while fewer than max_queued URLs wait
-        self.room.set()
+        self.window = 0  # URLs in the host queues
         self.loop = asyncio.get_running_loop()
 
     def turn(self, url: str) -> HostTurn:
@@ -160,9 +176,7 @@ class _HostQueues:
             host.queue.appendleft(item)
         else:
             host.queue.append(item)
-        self.summary.queued += 1
-        if self.summary.queued >= self.max_queued:
-            self.room.clear()
+        self.window += 1
         if host.active < self.per_host:
             self.push(host, self.loop.time())
 
@@ -198,19 +212,16 @@ class _HostQueues:
         return None
 
     def _taken(self, host: _Host) -> None:
-        summary = self.summary
-        summary.queued -= 1
+        self.window -= 1
         if not host.queue:
-            summary.hosts_queued -= 1
-        if summary.queued < self.max_queued:
-            self.room.set()
+            self.summary.hosts_queued -= 1
 
     def give_back(self, host: _Host, item: _Item) -> None:
         """Put a URL taken too early back at the front (``release`` schedules it)."""
         if not host.queue:
             self.summary.hosts_queued += 1
         host.queue.appendleft(item)
-        self.summary.queued += 1
+        self.window += 1
 
     def release(self, host: _Host, wait: float = 0.0, reason: str = "") -> None:
         """A visit of ``host`` ended: its next URL is due after ``wait`` (for
@@ -228,6 +239,10 @@ class _HostQueues:
         elif host.active == 0 and host.ready_at is None:
             del self.hosts[host.key]
         self.poke()
+
+    def items(self) -> list[_Item]:
+        """The URLs waiting in the host queues."""
+        return [item for host in self.hosts.values() for item in host.queue]
 
 
 class Frontier:
@@ -251,11 +266,22 @@ class Frontier:
         retry_statuses: Iterable[int] = RETRY_STATUSES,
         stop: asyncio.Event | None = None,
         summary: CrawlSummary | None = None,
+        url_key: Callable[[str], str] | None = None,
+        scope: str | ScopeRule = "host",
+        max_depth: int | None = None,
+        max_links: int = 1_000_000,
+        state: CrawlState | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be > 0 (or None)")
+        if not callable(scope) and scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)} or a callable")
+        if max_depth is not None and max_depth < 0:
+            raise ValueError("max_depth must be >= 0 (or None)")
+        if max_links < 0:
+            raise ValueError("max_links must be >= 0")
         self.gate = gate
         self.urls = urls
         self.handler = handler
@@ -264,19 +290,30 @@ class Frontier:
         self.timeout = timeout
         self.on_result = on_result
         self.fetch = fetch if fetch is not None else gate.fetch
-        self.max_seen = max_seen
+        self.max_queued = max(1, max_queued)
         self.max_retries = max_retries
         self.retry_statuses = frozenset(retry_statuses)
         self.stop_event = stop
         self.summary = summary if summary is not None else CrawlSummary()
-        self.queues = _HostQueues(gate, max(1, int(cap)), max(1, max_queued), self.summary,
-                                  self._poke)
+        self.queues = _HostQueues(gate, max(1, int(cap)), self.summary, self._poke)
         self._usage = getattr(gate, "usage", None)
         self.obey_nofollow = obey_nofollow
         self._directives = getattr(gate, "directives", None)
         self._tdm = getattr(gate, "tdm", None) if getattr(gate, "tdmrep", False) else None
-        self._seen: set[str] = set()
-        self._visits: set[asyncio.Task[None]] = set()
+        self.url_key = url_key if url_key is not None else resource_key
+        self.scope = scope
+        self.max_depth = max_depth
+        self.max_links = max_links
+        self._is_private = getattr(gate, "is_private", None) or is_private
+        if state is None:
+            state = MemoryCrawlState(max_seen=max(1, max_seen), max_pending=self.max_queued)
+        self.state = state
+        # Host queues hold this many URLs taken from the state at most.
+        self.window = self.max_queued if state.bounded else min(self.max_queued, 20_000)
+        self._room = asyncio.Event()  # set while the input may add URLs
+        self._room.set()
+        self._loading = False
+        self._visits: dict[asyncio.Task[None], _Item] = {}
         self._wakeup: asyncio.Future[None] | None = None
         self._halted = False
         self._failure: BaseException | None = None
@@ -288,6 +325,9 @@ class Frontier:
         """Crawl until the input is used up and every queued URL is done."""
         summary = self.summary
         summary.started = time.monotonic()
+        before = await self.state.open()
+        summary.done_before = before.finished
+        self._count_queued()
         feeder = self._loop.create_task(self._feed())
         feeder.add_done_callback(self._feed_done)
         watcher = None
@@ -297,15 +337,35 @@ class Frontier:
             await self._schedule()
         finally:
             self._halted = True
+            cut = list(self._visits.values())
             tasks = [feeder, *self._visits, *([watcher] if watcher else [])]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            summary.elapsed = time.monotonic() - summary.started
-            summary.in_flight = 0
+            await self._wind_up(cut)
         if self._failure is not None:
             raise self._failure
         return summary
+
+    async def _wind_up(self, cut: list[_Item]) -> None:
+        """Every URL accounted for: those cut short are recorded, and go back to the
+        state's queue with those left in the host queues."""
+        summary = self.summary
+        for item in cut:
+            summary.interrupted += 1
+            self._emit(CrawlResult(item.url, error="interrupted: the crawl ended before it",
+                                   discovered=item.entry.discovered,
+                                   attempts=max(1, item.entry.attempts), interrupted=True))
+        left = [item.entry for item in self.queues.items()]
+        try:
+            await self.state.release([item.entry for item in cut] + left)
+            await self.state.close()
+        finally:
+            self.queues.window = 0
+            summary.in_flight = 0
+            self._count_queued()
+            summary.queued -= len(cut)  # counted as interrupted (queued again, if named)
+            summary.elapsed = time.monotonic() - summary.started
 
     async def _watch_stop(self, event: asyncio.Event) -> None:
         await event.wait()
@@ -328,7 +388,11 @@ class Frontier:
     async def _schedule(self) -> None:
         """Hand ready hosts' URLs to free workers until all is done."""
         summary = self.summary
+        state = self.state
         while not self._halted:
+            if self.queues.window < self.window // 2 + 1 and state.pending:
+                await self._load()
+                continue
             wake: float | None = None
             if len(self._visits) < self.concurrency:
                 taken = self.queues.take()
@@ -336,9 +400,32 @@ class Frontier:
                     self._start(*taken)
                     continue
                 wake = taken
-                if wake is None and summary.input_done and not self._visits:
+                if (wake is None and summary.input_done and not self._visits
+                        and not state.pending and not self.queues.window):
                     return
             await self._sleep(wake)
+
+    async def _load(self) -> None:
+        """Move queued URLs from the state into the host queues."""
+        most = min(_LOAD, self.window - self.queues.window)
+        for entry in await self.state.take(most):
+            try:
+                key = _key(self.gate, entry.url)
+            except (ValueError, TypeError) as exc:  # a store edited by hand
+                self._invalid(entry.url, exc, entry.discovered)
+                await self.state.finish(entry, FAILED, ())
+                continue
+            entry.attempts += 1
+            self.queues.add(key, _Item(entry))
+        self._count_queued()
+
+    def _count_queued(self) -> None:
+        summary = self.summary
+        summary.queued = self.state.pending + self.queues.window
+        if not self.state.bounded or summary.queued < self.max_queued:
+            self._room.set()
+        else:
+            self._room.clear()
 
     async def _sleep(self, until: float | None) -> None:
         """Until loop time ``until`` (None: no limit), or until something changes."""
@@ -363,68 +450,122 @@ class Frontier:
 
     async def _feed(self) -> None:
         urls = self.urls
+        batch: list[Entry] = []
         if isinstance(urls, AsyncIterable):
             async for url in urls:
-                await self._offer(url)
+                await self._offer(url, batch)
         else:
-            for n, url in enumerate(urls):
-                await self._offer(url)
-                if n % 256 == 255:
-                    await asyncio.sleep(0)  # a long list must not starve the loop
+            for url in urls:
+                await self._offer(url, batch)
+        await self._add(batch)
 
-    async def _offer(self, url: str | SitemapEntry) -> None:
-        room = self.queues.room
-        if not room.is_set():
-            await room.wait()
+    async def _offer(self, url: str | SitemapEntry, batch: list[Entry]) -> None:
         self.summary.read += 1
         if isinstance(url, SitemapEntry):
             url = url.url  # an entry of gate.sitemaps(): its URL is the input
         try:
-            key = _key(self.gate, url)
+            text = text_url(url)
+            batch.append(Entry(self._key_of(text)[0], text))
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
+        if len(batch) >= 256 or self.state.bounded:
+            # Batched into a store; counted at once where room is bounded.
+            await self._add(batch)
+            if not self._room.is_set():
+                await self._room.wait()
+        if self.summary.read % 256 == 0:
+            await asyncio.sleep(0)  # a long list must not starve the loop
+
+    async def _add(self, batch: list[Entry]) -> None:
+        if not batch:
             return
-        if len(self._seen) < self.max_seen:
-            self._seen.add(_defrag(url))
-        self.queues.add(key, _Item(url))
+        added = await self.state.add(batch)
+        batch.clear()
+        self.summary.duplicates += added.known
+        self._count_queued()
+        self._poke()
 
     def _invalid(self, url: object, exc: BaseException, discovered: bool = False) -> None:
         self.summary.invalid += 1
         text = url if isinstance(url, str) else repr(url)
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
-    def _discover(self, links: Iterable[str]) -> None:
+    async def _links(self, page: Entry, links: Iterable[str]) -> list[Entry]:
+        """The links of ``page`` that may be crawled, as entries (the rest counted)."""
         summary = self.summary
-        # No further than the bounds could use: an endless iterable must not hold the loop.
-        for link in itertools.islice(links, max(self.max_seen, self.queues.max_queued)):
+        depth = page.depth + 1
+        if self.max_depth is not None and depth > self.max_depth:
+            n = _count(links, self.max_links)
+            summary.links += n
+            summary.too_deep += n
+            return []
+        out: list[Entry] = []
+        page_host = _host(resource_key(page.url))
+        page_private = self._private(page_host)
+        scope = self.scope
+        read = 0
+        for link in links:
+            if read >= self.max_links:
+                summary.links_cut += 1
+                break
+            read += 1
+            if read % 4096 == 0:
+                await asyncio.sleep(0)  # a million links must not hold the loop
             if not isinstance(link, str):
+                summary.links += 1
+                self._invalid(link, InvalidURL(link, "not a string"), discovered=True)
                 continue
-            url = _defrag(link)
-            if url in self._seen:
-                continue
-            if len(self._seen) >= self.max_seen or summary.queued >= self.queues.max_queued:
-                summary.dropped += 1
-                continue
-            self._seen.add(url)
+            summary.links += 1
             try:
-                key = _key(self.gate, url)
+                key, host = self._key_of(link)
             except (ValueError, TypeError) as exc:
-                self._invalid(url, exc, discovered=True)
+                self._invalid(link, exc, discovered=True)
                 continue
-            summary.discovered += 1
-            self.queues.add(key, _Item(url, discovered=True))
+            if callable(scope):
+                inside = bool(scope(link, page.url))
+            elif scope == "host":
+                inside = host == page_host
+            elif scope == "domain":
+                inside = _domain(host) == _domain(page_host)
+            else:
+                inside = True
+            if not inside:
+                summary.out_of_scope += 1
+            elif not page_private and self._private(host):
+                summary.private_links += 1
+            else:
+                out.append(Entry(key, link, depth, discovered=True))
+        return out
+
+    def _key_of(self, url: str) -> tuple[str, str]:
+        """``url``'s key in the crawl and its host (InvalidURL for what is no URL)."""
+        key = resource_key(url)
+        host = _host(key)
+        if self.url_key is not resource_key:
+            key = self.url_key(url)
+            if not isinstance(key, str):
+                raise TypeError(f"url_key returned {type(key).__name__}, not str")
+        return key, host
+
+    def _private(self, host: str) -> bool:
+        """Whether ``host`` spells a private address (or is ``localhost``): no DNS."""
+        if host == "localhost" or host.endswith(".localhost"):
+            return True
+        address = literal_address(host)
+        return address is not None and bool(self._is_private(address))
 
     # -- one URL ---------------------------------------------------------
 
     def _start(self, host: _Host, item: _Item) -> None:
         task = self._loop.create_task(self._visit(host, item))
-        self._visits.add(task)
+        self._visits[task] = item
         self.summary.in_flight += 1
+        self._count_queued()
         task.add_done_callback(self._visit_done)
 
     def _visit_done(self, task: asyncio.Task[None]) -> None:
-        self._visits.discard(task)
-        self.summary.in_flight -= 1
+        if self._visits.pop(task, None) is not None:
+            self.summary.in_flight -= 1
         if not task.cancelled() and task.exception() is not None:
             self.halt(task.exception())
         self._poke()
@@ -432,15 +573,21 @@ class Frontier:
     async def _visit(self, host: _Host, item: _Item) -> None:
         url = item.url
         gate = self.gate
-        record = CrawlResult(url, host.key, discovered=item.discovered, attempts=item.attempts,
-                             waited=item.waited, wait_reason=item.wait_reason)
+        admission = getattr(gate, "admission", None)  # the gate's events hear the crawl's
+        entry = item.entry
+        record = CrawlResult(url, host.key, discovered=entry.discovered,
+                             attempts=entry.attempts, waited=item.waited,
+                             wait_reason=item.wait_reason)
         began = time.monotonic()
         wait = 0.0
         reason = ""
+        links: Iterable[str] = ()
         try:
             # robots.txt first (one fetch per origin, shared), outside the page timeout.
             if not await gate.allowed(url):
                 record.decision = await gate.decide(url)
+                if admission is not None:
+                    admission.skipped(url, record.decision)
             else:
                 turn = self.queues.turn(url)
                 wait, reason = turn.wait, turn.reason
@@ -450,11 +597,14 @@ class Frontier:
                     self.queues.give_back(host, item)
                     return
                 record.interval = turn.interval
+                if admission is not None:
+                    admission.waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                await self._page(url, record)
+                links = await self._page(url, record)
                 if self._tdm is not None and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
-                    record.tdm = await self._tdm(url, record.directives)
+                    # The content's own origin: a redirect may have led elsewhere.
+                    record.tdm = await self._tdm(record.final_url or url, record.directives)
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
@@ -476,17 +626,32 @@ class Frontier:
             self.queues.release(host, wait, reason)
         if self._will_retry(record) and record.error is None:
             self.summary.retried += 1
-            self.queues.add(host.key, _Item(url, item.discovered, item.attempts + 1), front=True)
+            entry.attempts += 1
+            self.queues.add(host.key, _Item(entry), front=True)
+            self._count_queued()
             return
+        found: list[Entry] = []
+        if record.error is None and record.decision is None:
+            try:
+                found = await self._links(entry, links)
+            except Exception as exc:  # an iterable of links that raises as it is read
+                record.error = _describe(exc)
+        outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
+        added = await self.state.finish(entry, outcome, found)
+        summary = self.summary
+        summary.discovered += added.new
+        summary.duplicates += added.known
+        summary.dropped += added.dropped
+        self._count_queued()
         self._finish(record)
 
-    async def _page(self, url: str, record: CrawlResult) -> None:
+    async def _page(self, url: str, record: CrawlResult) -> Iterable[str]:
         if self.timeout is None:
-            await self._fetch_and_handle(url, record)
-        else:
-            await asyncio.wait_for(self._fetch_and_handle(url, record), self.timeout)
+            return await self._fetch_and_handle(url, record)
+        return await asyncio.wait_for(self._fetch_and_handle(url, record), self.timeout)
 
-    async def _fetch_and_handle(self, url: str, record: CrawlResult) -> None:
+    async def _fetch_and_handle(self, url: str, record: CrawlResult) -> Iterable[str]:
+        """The page's links to follow (none when its directives say ``nofollow``)."""
         record.started = time.time()
         async with self.fetch(url) as resp:
             record.answered = time.time()
@@ -496,7 +661,7 @@ class Frontier:
                 usage = self._usage(url, getattr(resp, "headers", {}))
                 record.usage = dict(await usage if inspect.isawaitable(usage) else usage)
             if self._will_retry(record):
-                return  # the handler sees the answer that counts, not the 429 before it
+                return ()  # the handler sees the answer that counts, not the 429 before it
             returned = await _handled(self.handler, url, resp)
             if self._directives is not None:
                 head = returned.head if isinstance(returned, Handled) else None
@@ -511,10 +676,10 @@ class Frontier:
             raise TypeError("the handler returned a string, not an iterable of URLs")
         if record.directives is not None and record.directives.nofollow and self.obey_nofollow:
             # The page asks not to follow its links; they may still come from another page.
-            record.not_followed = _count(links, self.max_seen)
+            record.not_followed = _count(links, self.max_links)
             self.summary.not_followed += record.not_followed
-            return
-        self._discover(links)
+            return ()
+        return links
 
     def _will_retry(self, record: CrawlResult) -> bool:
         return (
@@ -567,8 +732,22 @@ def _count(links: Iterable[str], most: int) -> int:
     return sum(1 for link in itertools.islice(links, most) if isinstance(link, str))
 
 
-def _defrag(url: str) -> str:
-    return url.split("#", 1)[0]
+def _host(key: str) -> str:
+    """The host of a resource key (no port)."""
+    authority = key.partition("://")[2].partition("/")[0]
+    if authority[:1] == "[":
+        return authority[: authority.find("]") + 1]
+    return authority.partition(":")[0]
+
+
+def _domain(host: str) -> str:
+    """The registrable name of ``host`` as the ``domain`` scope reads it: its last two
+    labels, three under a country's second level (``example.co.uk``); an address as is."""
+    if host[:1] == "[" or literal_address(host) is not None:
+        return host
+    labels = host.split(".")
+    keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVELS else 2
+    return ".".join(labels[-keep:])
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,62 @@
+"""A gate-like object for frontier tests: no pacing, no HTTP, every request recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+from robotgate.decision import Decision
+from robotgate.urls import split_origin
+
+
+@dataclass
+class Page:
+    url: str
+    status: int = 200
+    headers: dict[str, str] | None = None
+
+
+class _Fetch:
+    def __init__(self, gate: LinkGate, url: str) -> None:
+        self.gate = gate
+        self.url = url
+
+    async def __aenter__(self) -> Page:
+        self.gate.fetched.append(self.url)
+        if self.gate.latency:
+            await asyncio.sleep(self.gate.latency)
+        return Page(self.url)
+
+    async def __aexit__(self, t: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        return None
+
+
+class LinkGate:
+    """Every URL allowed and answered 200 at once (after ``latency``); ``fetched``
+    lists the URLs requested, as sent."""
+
+    def __init__(self, latency: float = 0.0,
+                 is_private: Callable[[object], bool] | None = None) -> None:
+        self.latency = latency
+        self.fetched: list[str] = []
+        self.max_per_host = 4
+        if is_private is not None:
+            self.is_private = is_private
+
+    def pace_key(self, url: str) -> str:
+        return split_origin(url)[0]
+
+    def host_wait(self, url: str) -> float:
+        return 0.0
+
+    async def allowed(self, url: str) -> bool:
+        return True
+
+    async def decide(self, url: str) -> Decision:
+        return Decision(True, "allowed")
+
+    def fetch(self, url: str) -> _Fetch:
+        return _Fetch(self, url)
