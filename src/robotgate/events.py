@@ -33,6 +33,7 @@ WAIT_REASONS = (
     "host-cap",  # the server's requests in flight were at max_per_host
     "global-cap",  # the gate's requests in flight were at max_concurrency
     "fleet-slot",  # the shared store's fleet-wide slot for the server
+    "concurrency",  # gate.crawl: the server's turn had come, but every worker was busy
 )
 
 

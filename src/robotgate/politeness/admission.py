@@ -395,6 +395,21 @@ class Admission:
             return setting.delay
         return self.scheduler.policy.delay
 
+    def skipped(self, url: str, decision: Decision) -> None:
+        """A crawl skips ``url`` for ``decision`` (its own check, not :meth:`admit`'s)."""
+        events = self.events
+        if events is not None:
+            origin = split_origin(url)[0]
+            events.emit(UrlSkipped(_now(), origin, events.key_of(origin), url,
+                                   decision.reason, decision.outcome or "rules"))
+
+    def waited(self, url: str, seconds: float, reason: str) -> None:
+        """A crawl held ``url`` back ``seconds`` for its server's turn (its own wait)."""
+        events = self.events
+        if events is not None and seconds > 0:
+            origin = split_origin(url)[0]
+            events.emit(TurnWaited(_now(), origin, events.key_of(origin), url, seconds, reason))
+
     def _asked(self, group: Group, url: str) -> None:
         asking = self._asking.get(group.key)
         if asking is None:
