@@ -300,3 +300,16 @@ async def test_workers_sharing_a_redis_store_ask_once(redis_url: str, prefix: st
                 await gate.close()
     assert a.hits[TDMREP] == 1
     assert [(v.reserved, v.policy) for v in verdicts] == [(True, POLICY)] * 2
+
+
+async def test_a_redirected_page_takes_the_verdict_of_where_it_came_from() -> None:
+    records: list[CrawlResult] = []
+    async with (PagesSite(_without_file(), "127.0.0.1") as a,
+                PagesSite(_with_file(), "127.0.0.2") as b,
+                RobotGate(AGENT, delay=0, tdmrep=True) as gate):
+        a.answers["/go"] = Answer(status=302, headers={"Location": b.url("/images/2")})
+        await gate.crawl([a.url("/go")], _read, on_result=records.append)
+    (record,) = records
+    assert record.final_url == b.url("/images/2") and record.tdm is not None
+    assert (record.tdm.reserved, record.tdm.policy) == (True, IMAGES_POLICY)
+    assert (a.hits[TDMREP], b.hits[TDMREP]) == (0, 1)
