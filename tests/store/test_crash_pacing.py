@@ -5,7 +5,7 @@ request the killed process may have sent.
 The crawling process is a child (``python -c CRAWLER``); the next one is started
 before the kill and waits on its stdin, so that it is ready at once (a slow
 interpreter start-up must not hide a request sent too soon).  The loopback
-server (``tests/support/server.py``) records every request's arrival per host.
+server (``testbed/server.py``) records every request's arrival per host.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from robotgate.store.base import HostState
 from robotgate.store.sqlite import SQLiteStore
-from tests.support.server import BenchServer, HostPlan, HostStats
+from testbed.server import BenchServer, HostPlan, HostStats
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DELAY = 1.0

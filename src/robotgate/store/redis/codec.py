@@ -5,6 +5,9 @@ Keys (``P`` the prefix, ``O`` an origin, ``G`` a politeness-group key such as
 Redis Cluster hash tag, with ``%``, ``{`` and ``}`` percent-escaped)::
 
     P:meta          string  robotgate/<format>
+    P:epoch         string  a token made when the data began (one server): a worker that
+                            finds another, or none, knows Redis lost its data
+    P:lost          string  when that was noticed (microseconds, server clock; expires)
     P:robots:{O}    hash    h = JSON header, b = raw body
     P:lock:{O}      string  the robots.txt fetcher's token (PX expiry)
     P:done          channel "saved O" / "released O" (one server)
@@ -88,6 +91,8 @@ class Keys:
         self.prefix = prefix
         self.label = label
         self.meta = f"{prefix}:meta"
+        self.epoch = f"{prefix}:epoch"
+        self.lost = f"{prefix}:lost"
         #: The one "done" channel on a single server.
         self.done = f"{prefix}:done"
         #: The "done" channels on a cluster.

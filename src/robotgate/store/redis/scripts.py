@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 __all__ = [
+    "EPOCH",
     "FLUSH_HOSTS",
     "LOCK",
     "OPEN",
@@ -48,6 +49,12 @@ if not v then
   return ARGV[1]
 end
 return v
+""")
+
+# KEYS[1] epoch; ARGV[1] a new token.  The data's epoch, made now if there is none.
+EPOCH = Script.of("""
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
 """)
 
 # KEYS[1] lock; ARGV token, ttl_ms.  1 if the caller holds the lock now.
@@ -146,7 +153,14 @@ end
 # length: the worker that narrows it may have gone.  A back-off past ARGV[2],
 # or renewed more than a minute ahead of this clock, is not robotgate's: a
 # hint, it is ignored (the group keeps its interval) rather than obeyed.
-# Returns {wait_us, start_us}.
+#
+# On one server also KEYS[3] epoch, KEYS[4] lost, KEYS[5] meta; ARGV[4] the epoch
+# the caller knows, ARGV[5] a new token, ARGV[6] the meta value, ARGV[7] how long
+# (ms) to keep "lost".  An epoch missing or not the caller's means Redis lost its
+# data (restarted empty, flushed) since the caller saw it: any group may have been
+# asked unrecorded until then, so a group with no tat gets no slot before that
+# moment ("lost", kept once) plus its interval.
+# Returns {wait_us, start_us, epoch or false, lost_us or false}.
 RESERVE = Script.of(_CLOCK + """
 local tat = stored_tat(KEYS[1])
 if type(tat) == 'table' then return tat end
@@ -159,9 +173,23 @@ if bx and bt and bx > 0 and bx * 1000000 <= tonumber(ARGV[2]) and bt - now < 600
     and now - bt < bx * tonumber(ARGV[3]) * 1000000 then
   interval = math.max(interval, bx * 1000000)
 end
+local epoch, lost = false, false
+if KEYS[3] then
+  epoch = redis.call('GET', KEYS[3])
+  if epoch ~= ARGV[4] then
+    if not epoch then
+      epoch = ARGV[5]
+      redis.call('SET', KEYS[3], epoch)
+      redis.call('SET', KEYS[5], ARGV[6], 'NX')
+    end
+    redis.call('SET', KEYS[4], string.format('%.0f', now), 'NX', 'PX', ARGV[7])
+  end
+  lost = tonumber(redis.call('GET', KEYS[4]) or '') or false
+end
 local start = math.max(now, tat)
+if lost and tat == 0 then start = math.max(start, lost + interval) end
 set_tat(KEYS[1], start + interval)
-return {start - now, start}
+return {start - now, start, epoch, lost and string.format('%.0f', lost)}
 """)
 
 # KEYS[1] tat, KEYS[2] host; ARGV delay_us, until (client Unix time, as

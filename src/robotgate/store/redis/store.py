@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import secrets
 import time
@@ -40,6 +41,11 @@ _T = TypeVar("_T")
 
 # Host states per script call when flushing.
 _FLUSH_CHUNK = 500
+# How long the moment Redis was found to have lost its data is kept (ms): past any
+# interval a server is paced at, it holds nothing back.
+_LOST_KEEP_MS = 86_400_000
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,8 @@ class RedisStore(Store):
         self._publisher = Publisher(self._link, self._keys, cluster)
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
+        # The data's epoch this store saw (one server): another, or none, is lost data.
+        self._epoch: str | None = None
 
     def __repr__(self) -> str:
         kind = ", cluster=True" if self.cluster else ""
@@ -213,6 +221,10 @@ class RedisStore(Store):
             meta = self._keys.meta
             found = await self._link.script(scripts.OPEN, [meta], [f"{APP}/{FORMAT_VERSION}"])
             self._keys.check_meta(found)
+            if not self.cluster and self._epoch is None:
+                epoch = await self._link.script(
+                    scripts.EPOCH, [self._keys.epoch], [secrets.token_hex(8)])
+                self._epoch = text(epoch)
             self._opened = True
 
     # -- calls and errors ----------------------------------------------------
@@ -348,15 +360,33 @@ class RedisStore(Store):
         if not interval >= 0:
             raise ValueError("interval must not be negative")
         interval_us = math.ceil(min(interval, MAX_TTL) * 1_000_000)
-        reply = await self._script(scripts.RESERVE,
-                                   [self._keys.tat(origin), self._keys.host(origin)],
-                                   [interval_us, math.ceil(MAX_TTL * 1_000_000),
-                                    BACKOFF_LAPSE])
+        keys = [self._keys.tat(origin), self._keys.host(origin)]
+        args: list[Any] = [interval_us, math.ceil(MAX_TTL * 1_000_000), BACKOFF_LAPSE]
+        await self._ensure_open()
+        if not self.cluster:
+            # Lost data noticed in the same atomic step as the slot (see scripts.RESERVE).
+            keys += [self._keys.epoch, self._keys.lost, self._keys.meta]
+            args += [self._epoch or "", secrets.token_hex(8), f"{APP}/{FORMAT_VERSION}",
+                     _LOST_KEEP_MS]
+        reply = await self._script(scripts.RESERVE, keys, args)
         try:
-            wait_us, start_us = (int(part) for part in reply)
-        except (TypeError, ValueError) as exc:
+            wait_us, start_us = int(reply[0]), int(reply[1])
+            epoch = None if len(reply) < 3 or reply[2] is None else text(reply[2])
+        except (TypeError, ValueError, IndexError) as exc:
             raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from exc
+        if epoch is not None and epoch != self._epoch:
+            self._data_lost(epoch)
         return Slot(wait_us / 1_000_000, start_us, start_us - wait_us)
+
+    def _data_lost(self, epoch: str) -> None:
+        """Redis lost robotgate's data (restarted empty, flushed) since this store saw it."""
+        self._epoch = epoch
+        self.unrecorded_until = time.time()
+        _log.warning(
+            "robotgate: Redis at %s lost its data under prefix %r (restarted empty?): any"
+            " server may have just been asked, so each waits its interval from now",
+            self._link.label, self.prefix,
+        )
 
     async def pause(self, origin: str, until: float) -> None:
         """Grant no slot for ``origin`` before the Unix time ``until`` (Retry-After).

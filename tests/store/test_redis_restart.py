@@ -1,0 +1,86 @@
+"""A Redis restarted without its data: no server is asked by any worker sooner than
+its interval after the last request made before the restart.
+
+Two workers (two gates, each with its own RedisStore) crawl the same loopback
+hosts; the redis-server of the test is stopped and started again empty
+(``testbed/redis_server.py`` keeps nothing on disk) between their requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from robotgate import RobotGate
+from robotgate.store.redis import RedisStore
+from testbed.redis_server import MISSING_REASON, RedisServer, find_redis_server
+from testbed.server import BenchServer, HostPlan
+
+AGENT = "TestBot/1.0"
+DELAY = 1.0
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if find_redis_server() is None:
+        print(f"\nskipping: {MISSING_REASON}", file=sys.stderr)
+        pytest.skip(MISSING_REASON)
+    with RedisServer.start(tmp_path) as server:
+        yield server
+
+
+def requests_of(srv: BenchServer, i: int) -> list[float]:
+    stats = srv.host_stats(i)
+    return sorted(stats.robots_times + stats.page_times)
+
+
+async def test_workers_keep_intervals_across_a_redis_restarted_empty(
+    own_server: RedisServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    n = 3
+    caplog.set_level(logging.WARNING, "robotgate.store.redis.store")
+    stores = [RedisStore(own_server.url, prefix="w") for _ in range(2)]
+    async with BenchServer([HostPlan("allow")] * n) as srv, RobotGate(
+        AGENT, delay=DELAY, store=stores[0]
+    ) as one, RobotGate(AGENT, delay=DELAY, store=stores[1]) as two:
+        # Worker one asks each host; worker two has asked host 0 (it knows its group).
+        await asyncio.gather(*(one.fetch(srv.url(i, "/page/0")) for i in range(n)),
+                             two.fetch(srv.url(0, "/page/1")))
+        asked = time.monotonic()
+        await asyncio.to_thread(own_server.restart)  # back empty: no tat, no robots.txt
+        for store in stores:
+            await store.load_robots("https://warm.example")  # connected again
+        assert time.monotonic() - asked < DELAY / 2  # the next requests would be too soon
+        # Both ask every host again at once, then once more.
+        await asyncio.wait_for(asyncio.gather(
+            *(gate.fetch(srv.url(i, f"/page/{p}"))
+              for i in range(n) for gate, p in ((two, 2), (one, 3)))), 15)
+        for i in range(n):
+            times = requests_of(srv, i)
+            gaps = [b - a for a, b in itertools.pairwise(times)]
+            assert min(gaps) >= DELAY, (i, gaps)
+    assert "lost its data" in caplog.text
+
+
+async def test_a_worker_that_opens_after_the_restart_does_not_hide_it(
+    own_server: RedisServer,
+) -> None:
+    # A new worker makes a new epoch at once; a worker of before still notices.
+    async with RedisStore(own_server.url, prefix="w") as old:
+        assert await old.reserve("host:a", 5.0) == 0
+        await asyncio.to_thread(own_server.restart)
+        async with RedisStore(own_server.url, prefix="w") as new:
+            assert await new.reserve("host:b", 5.0) == 0  # it knows of nothing lost
+            assert old.unrecorded_until == 0.0
+            wait = await old.reserve("host:a", 5.0)
+            assert 4.5 < wait <= 5.0
+            assert old.unrecorded_until > 0
+            # From then on every worker holds any server it had no slot for.
+            assert 4.5 < await new.reserve("host:c", 5.0) <= 5.0
