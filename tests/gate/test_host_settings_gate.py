@@ -1,0 +1,60 @@
+"""Per-host settings on loopback: a server's own delay and cap, and robots.txt still wins."""
+
+from __future__ import annotations
+
+import asyncio
+
+from robotgate import HostSettings, RobotGate
+from robotgate.events import Event, TurnWaited
+from tests.contract.test_request_paths import AGENT, PRIVATE, PUBLIC, Site, _gaps
+
+
+async def _sites(*sites: Site) -> list[Site]:
+    return [await site.start() for site in sites]
+
+
+async def test_each_host_keeps_its_own_delay() -> None:
+    slow, fast = await _sites(Site(PUBLIC, robots=""), Site(PRIVATE, robots=""))
+    try:
+        hosts = {PUBLIC: HostSettings(delay=0.4), PRIVATE: HostSettings(delay=0.0)}
+        async with RobotGate(AGENT, delay=0.1, hosts=hosts) as gate:
+            await asyncio.gather(*(gate.fetch(slow.url(f"/p{i}")) for i in range(3)),
+                                 *(gate.fetch(fast.url(f"/p{i}")) for i in range(3)))
+            assert gate.host_turn(slow.url("/")).interval == 0.4
+            assert gate.host_turn(fast.url("/")).interval == 0.0  # faster than the gate's
+            said = gate.describe()
+        assert "host setting delay 0.4s" in said and "host setting delay 0s" in said
+        assert min(_gaps(slow.times())) >= 0.39
+        assert len(fast.paths()) == 3
+    finally:
+        await slow.close()
+        await fast.close()
+
+
+async def test_a_hosts_own_cap_lets_that_many_in_flight() -> None:
+    [site] = await _sites(Site(PUBLIC, robots=""))
+    try:
+        hosts = {PUBLIC: HostSettings(delay=0.0, max_per_host=3)}
+        async with RobotGate(AGENT, delay=0.0, max_per_host=1, hosts=hosts) as gate:
+            await asyncio.gather(*(gate.fetch(site.url(f"/p{i}?hold=0.4")) for i in range(6)))
+        assert site.peak == 3  # not the gate's 1, and never more than its own 3
+    finally:
+        await site.close()
+
+
+async def test_a_setting_faster_than_crawl_delay_is_overruled_and_says_so() -> None:
+    [site] = await _sites(Site(PUBLIC, robots="User-agent: *\nCrawl-delay: 0.4\n"))
+    heard: list[Event] = []
+    try:
+        async with RobotGate(AGENT, delay=0.0, hosts={PUBLIC: HostSettings(delay=0.05)},
+                             on_event=heard.append) as gate:
+            for i in range(3):
+                await gate.fetch(site.url(f"/p{i}"))
+            said = gate.describe()
+            assert gate.host_turn(site.url("/")).interval == 0.4
+        assert "host setting delay 0.05s (overruled: robots.txt asks 0.4s)" in said
+        assert min(_gaps(site.times())) >= 0.39
+        waits = [e.reason for e in heard if isinstance(e, TurnWaited)]
+        assert waits and set(waits) == {"crawl-delay"}, waits
+    finally:
+        await site.close()
