@@ -117,15 +117,15 @@ class _HostQueues:
         self.seq = itertools.count()
         self.window = 0  # URLs in the host queues
         self.loop = asyncio.get_running_loop()
+        self._host_turn = getattr(gate, "host_turn", None)
 
     def turn(self, url: str) -> HostTurn:
         """How long until ``url``'s host may be asked, why, and the interval it is
         owed (no wait when the gate cannot say)."""
-        gate = self.gate
         try:
-            if hasattr(gate, "host_turn"):
-                return HostTurn(*gate.host_turn(url))
-            return HostTurn(float(gate.host_wait(url)), "", None)
+            if self._host_turn is not None:
+                return HostTurn(*self._host_turn(url))
+            return HostTurn(float(self.gate.host_wait(url)), "", None)
         except Exception:  # let the fetch wait its turn
             return NO_WAIT
 
