@@ -147,7 +147,7 @@ OLD_HOST = HostState("https://good.example", 12, 99.0, 101.0, 4)
 
 
 def old_file(path: Path, version: int) -> None:
-    """A file as the robotgate of schema ``version`` (1 to 4) left it, with V1_LAYOUT's rows."""
+    """A file as the robotgate of schema ``version`` (1 to 5) left it, with V1_LAYOUT's rows."""
     with raw(path) as conn:
         conn.executescript(V1_LAYOUT)
         if version >= 2:
@@ -157,11 +157,14 @@ def old_file(path: Path, version: int) -> None:
         if version >= 4:
             conn.execute("ALTER TABLE hosts ADD COLUMN backoff REAL NOT NULL DEFAULT 0")
             conn.execute("ALTER TABLE hosts ADD COLUMN backoff_peak REAL NOT NULL DEFAULT 0")
+        if version >= 5:
+            conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, pid INTEGER NOT NULL,"
+                         " started REAL NOT NULL, heartbeat REAL NOT NULL)")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
 
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     path = tmp_path / "old.sqlite3"
     old_file(path, 1)
     async with SQLiteStore(path) as store:
@@ -250,5 +253,33 @@ async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -
         assert rows == [(os.getpid(),)]
     with raw(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        assert meta["schema_version"] == str(SCHEMA_VERSION) == "5"
+        assert meta["schema_version"] == str(SCHEMA_VERSION) == "6"
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
+async def test_migrates_version_5_file_and_keeps_named_crawls(tmp_path: Path) -> None:
+    # Version 5 had no crawl tables: a named crawl starts in the upgraded file, and
+    # its URLs, where they stand, come back when the file is opened again.
+    from robotgate.politeness.crawl_state import DONE, CrawlCounts, Entry
+
+    path = tmp_path / "v5.sqlite3"
+    old_file(path, 5)
+    async with SQLiteStore(path) as store:
+        assert await store.load_host("https://good.example") == OLD_HOST
+        state = store.crawl_state("news")
+        assert await state.open() == CrawlCounts()
+        added = await state.add([Entry("http://a.example/", "http://a.example/"),
+                                 Entry("http://b.example/", "HTTP://B.example")])
+        assert added.new == 2
+        (first,) = await state.take(1)
+        await state.finish(first, DONE, [Entry("http://a.example/x", "http://a.example/x", 1,
+                                               True)])
+        assert len(await state.take(1)) == 1  # in flight when the file is closed
+    with raw(path) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        assert meta["schema_version"] == str(SCHEMA_VERSION)
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("news")
+        assert await state.open() == CrawlCounts(queued=2, done=1)
+        assert [e.url for e in await state.take(5)] == ["HTTP://B.example", "http://a.example/x"]
+        assert await store.crawl_names() == ["news"]

@@ -33,6 +33,7 @@ from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.admission import Admission
 from ..politeness.crawl_results import CrawlSummary
+from ..politeness.crawl_state import CrawlCounts
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
@@ -498,15 +499,29 @@ class RobotGate:
         return self._sitemaps.walk(origin, max_depth=max_depth, max_sitemaps=max_sitemaps)
 
     async def crawl(self, urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
-                    handler: CrawlHandler, *, concurrency: int = 16,
+                    handler: CrawlHandler, *, concurrency: int = 16, name: str | None = None,
                     **options: Any) -> CrawlSummary:
         """Crawl ``urls`` (or sitemap entries) with ``concurrency`` workers kept busy
         across servers (see :func:`robotgate.politeness.frontier.crawl`); :meth:`close`
-        ends it."""
+        ends it.  A ``name`` keeps the crawl in the gate's store, where calling it again
+        resumes it (see ``docs/crawl.md``)."""
         from ..politeness.frontier import Frontier
 
+        if name is not None:
+            options["state"] = self.store.crawl_state(name)
         return await self.admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
+
+    async def crawl_status(self, name: str) -> CrawlCounts | None:
+        """How many URLs of the named crawl are queued, in flight, done, skipped and
+        failed (None: the store keeps no crawl of that name)."""
+        if name not in await self.store.crawl_names():
+            return None
+        return await self.store.crawl_state(name).counts()
+
+    async def drop_crawl(self, name: str) -> bool:
+        """Forget the named crawl; whether there was one."""
+        return await self.store.drop_crawl(name)
 
 
 def _tdm_cache(gate: RobotGate) -> TdmRepCache:

@@ -12,9 +12,12 @@ after a restart and on another machine.
 from __future__ import annotations
 
 import abc
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..records import HostState, Outcome, RobotsEntry
+
+if TYPE_CHECKING:
+    from ..politeness.crawl_state import CrawlState
 
 __all__ = ["HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
 
@@ -93,6 +96,11 @@ class Store(abc.ABC):
     async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
         """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        """Extend a lock taken with :meth:`lock_fetch` to ``ttl`` seconds from now;
+        False when it is no longer ours (it expired, and maybe another took it)."""
+        return True
+
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
         """Wait up to ``timeout`` s for another worker to store ``origin``'s entry.
 
@@ -111,3 +119,25 @@ class Store(abc.ABC):
 
     async def pause(self, origin: str, until: float) -> None:  # noqa: B027
         """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""
+
+    # -- named crawls (docs/crawl.md) ---------------------------------------
+
+    def crawl_state(self, name: str) -> CrawlState:
+        """The state of the crawl ``name`` kept in this store (created on first use).
+
+        Raises :class:`~robotgate.politeness.crawl_state.NamedCrawlsUnsupported`
+        (a ``NotImplementedError``) where the store keeps none.
+        """
+        from ..politeness.crawl_state import NamedCrawlsUnsupported
+
+        raise NamedCrawlsUnsupported(
+            f"{type(self).__name__} keeps no named crawls yet: use a MemoryStore or an "
+            f"SQLiteStore for gate.crawl(..., name={name!r}), or crawl without a name")
+
+    async def crawl_names(self) -> list[str]:
+        """The names of the crawls kept in this store."""
+        return []
+
+    async def drop_crawl(self, name: str) -> bool:
+        """Forget the crawl ``name``; whether there was one."""
+        return False

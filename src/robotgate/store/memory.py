@@ -7,6 +7,7 @@ import zlib
 from collections import OrderedDict
 from typing import TypeVar
 
+from ..politeness.crawl_state import MemoryCrawlState
 from ..records import SMALL_BODY
 from .base import HostState, RobotsEntry, Store
 
@@ -36,6 +37,7 @@ class MemoryStore(Store):
         # are values: robotgate never changes one; load_robots returns a copy).
         self._robots: OrderedDict[str, RobotsEntry | tuple[RobotsEntry, bytes]] = OrderedDict()
         self._hosts: OrderedDict[str, HostState] = OrderedDict()
+        self._crawls: dict[str, MemoryCrawlState] = {}  # named crawls, never evicted
 
     async def load_robots(self, origin: str) -> RobotsEntry | None:
         return self.get_robots(origin)
@@ -48,6 +50,18 @@ class MemoryStore(Store):
 
     async def save_host(self, state: HostState) -> None:
         self.put_host(state)
+
+    def crawl_state(self, name: str) -> MemoryCrawlState:
+        state = self._crawls.get(name)
+        if state is None:
+            state = self._crawls[name] = MemoryCrawlState()
+        return state
+
+    async def crawl_names(self) -> list[str]:
+        return sorted(self._crawls)
+
+    async def drop_crawl(self, name: str) -> bool:
+        return self._crawls.pop(name, None) is not None
 
     # The same, answered at once: the gate calls these on every new origin
     # (see :func:`immediate`), where a coroutine each would cost more than the work.

@@ -39,6 +39,7 @@ from typing import Any, TypeVar, get_args, get_type_hints
 
 from .base import HostState, RobotsEntry, Store, StoreError
 from .batching import HostBatcher
+from .sqlite_crawl import SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -351,6 +352,16 @@ class SQLiteStore(Store):
 
         await self._call(job)
 
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE locks SET expires_at = ? WHERE origin = ? AND token = ?",
+                (time.time() + ttl, origin, token),
+            )
+            return cursor.rowcount == 1
+
+        return await self._call(job)
+
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
         """Wait for another worker to store ``origin``'s entry.
 
@@ -385,6 +396,17 @@ class SQLiteStore(Store):
             )
 
         await self._call(job)
+
+    # -- named crawls (store/sqlite_crawl.py) --------------------------------
+
+    def crawl_state(self, name: str) -> SQLiteCrawlState:
+        return SQLiteCrawlState(self._call, name)
+
+    async def crawl_names(self) -> list[str]:
+        return await self._call(crawl_names)
+
+    async def drop_crawl(self, name: str) -> bool:
+        return await self._call(functools.partial(drop_crawl, name=name))
 
     # -- the worker thread ---------------------------------------------------
 

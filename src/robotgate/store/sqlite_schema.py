@@ -117,12 +117,38 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
+    """Version 6 keeps named crawls: each URL by its resource key, where it stands
+    (0 queued, 1 in flight, 2 done, 3 skipped, 4 failed), queued in ``id`` order."""
+    conn.execute(
+        """CREATE TABLE crawls (
+            name TEXT PRIMARY KEY,
+            created REAL NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE crawl_urls (
+            id INTEGER PRIMARY KEY,
+            crawl TEXT NOT NULL,
+            key TEXT NOT NULL,
+            url TEXT NOT NULL,
+            state INTEGER NOT NULL DEFAULT 0,
+            depth INTEGER NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            discovered INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (crawl, key)
+        )"""
+    )
+    conn.execute("CREATE INDEX crawl_urls_by_state ON crawl_urls (crawl, state, id)")
+
+
 #: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_1_to_2,
     _migrate_2_to_3,
     _migrate_3_to_4,
     _migrate_4_to_5,
+    _migrate_5_to_6,
 )
 
 #: The schema version this code writes.
