@@ -58,3 +58,27 @@ async def test_a_setting_faster_than_crawl_delay_is_overruled_and_says_so() -> N
         assert waits and set(waits) == {"crawl-delay"}, waits
     finally:
         await site.close()
+
+
+def test_the_cli_and_scrapy_settings_give_host_settings() -> None:
+    import pytest
+
+    from robotgate.cli.args import UsageError, build_parser
+    from robotgate.integrations.scrapy.settings import read_settings
+
+    args = build_parser().parse_args([
+        "fetch", "--agent", "Bot/1", "--host-delay", "own.example=0.1",
+        "--host-delay", "*.example.org=5", "https://own.example/"])
+    assert args.host_delay == [("own.example", 0.1), ("*.example.org", 5.0)]
+    for bad in ("own.example", "=1", "own.example=-1", "own.example=soon"):
+        with pytest.raises(UsageError, match="host-delay"):
+            build_parser().parse_args(["fetch", "--agent", "Bot/1", "--host-delay", bad, "x"])
+    hosts = {"own.example": {"delay": 0.1, "max_per_host": 4}, "*.example.org": {"delay": 5}}
+    for given in (hosts, '{"own.example": {"delay": 0.1, "max_per_host": 4}, '
+                         '"*.example.org": {"delay": 5}}'):
+        read = read_settings({"USER_AGENT": "Bot/1", "ROBOTGATE_HOSTS": given})
+        assert read.options["hosts"] == {"own.example": HostSettings(0.1, 4),
+                                         "*.example.org": HostSettings(5)}
+    for bad_hosts in ({"own.example": {"speed": 1}}, {"own.example": {"delay": -1}}, "[1]"):
+        with pytest.raises(ValueError, match="ROBOTGATE_HOSTS"):
+            read_settings({"USER_AGENT": "Bot/1", "ROBOTGATE_HOSTS": bad_hosts})
