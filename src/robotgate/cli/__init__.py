@@ -15,6 +15,9 @@ interrupted (Ctrl-C).
 ``robotgate demo`` plays dozens of hosts on loopback and crawls them, to show
 the gate at work without a network.
 
+``robotgate crawls [--store STORE] [NAME] [--drop]`` lists the named crawls of
+``fetch --crawl NAME`` with their counts, or drops one.
+
 ``robotgate report CRAWL.jsonl -o REPORT.html`` draws a crawl's JSON lines as
 one self-contained HTML page: a summary and a timeline per host.
 
@@ -80,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report_cmd import run_report
 
             return run_report(args)
+        if args.command == "crawls":
+            from .crawls_cmd import run_crawls
+
+            return run_crawls(args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

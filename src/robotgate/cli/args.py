@@ -184,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fetch(commands)
     _add_demo(commands)
     _add_report(commands)
+    _add_crawls(commands)
     return parser
 
 
@@ -297,6 +298,11 @@ def _add_fetch(commands: Any) -> None:
         f"or redis://HOST[:PORT][/DB] (default: sqlite:{display_path(default_store_path())})",
     )
     fetch.add_argument(
+        "--crawl", metavar="NAME",
+        help="keep the crawl in the store under NAME: run again with the same NAME to "
+        "resume it (URLs done are not fetched again; see 'robotgate crawls')",
+    )
+    fetch.add_argument(
         "--delay", type=seconds, default=1.0, metavar="SECONDS",
         help="minimum interval between two requests to one host (default 1; a larger "
         "Crawl-delay wins)",
@@ -353,6 +359,23 @@ def _add_demo(commands: Any) -> None:
     demo.add_argument("--concurrency", type=count, default=8, metavar="N",
                       help="requests in flight across all hosts (default 8)")
     demo.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def _add_crawls(commands: Any) -> None:
+    crawls = commands.add_parser(
+        "crawls",
+        help="list the named crawls a store keeps, with their counts, or drop one",
+        description="Lists the crawls that 'robotgate fetch --crawl NAME' keeps in a store "
+        "(queued, in flight, done, skipped, failed URLs), or NAME's alone. Exit status 0, "
+        "1 when NAME is no crawl of the store, 2 on bad input.",
+    )
+    crawls.add_argument("name", metavar="NAME", nargs="?", help="one crawl")
+    crawls.add_argument(
+        "--store", metavar="STORE",
+        help="the store: sqlite:PATH or memory "
+        f"(default: sqlite:{display_path(default_store_path())})",
+    )
+    crawls.add_argument("--drop", action="store_true", help="forget crawl NAME")
 
 
 def _add_report(commands: Any) -> None:

@@ -21,6 +21,7 @@ from typing import IO, Any
 from ..agents import product_token
 from ..policy import FetchPolicy
 from ..policy.host_settings import HostSettings
+from ..politeness.crawl_state import NamedCrawlsUnsupported
 from ..politeness.frontier import CrawlResult, CrawlSummary
 from ..store.base import Store, StoreError
 from ..urls import scrub
@@ -101,6 +102,13 @@ def run_fetch(args: argparse.Namespace) -> int:
         close_sources(sources)
         if out is not None:
             out.close()
+
+
+def named_crawl_text(name: str, summary: CrawlSummary) -> str:
+    """How far the named crawl has come: done before this run, fetched now, pending."""
+    pending = summary.queued + summary.interrupted  # those cut short are queued again
+    return (f"crawl {name!r}: {summary.done_before} done before, {summary.done} done now "
+            f"({summary.pages} fetched), {pending} still pending")
 
 
 def make_store(spec: str | None) -> Store:
@@ -215,6 +223,8 @@ class _FetchRun:
         if self.stopped_by is not None:
             if not self.args.quiet:
                 say_block(summary_text(self.summary, interrupted=True))
+                if getattr(self.args, "crawl", None):
+                    say(named_crawl_text(self.args.crawl, self.summary))
             say("interrupted: every line written so far is complete")
             return EXIT_TERMINATED if self.stopped_by == signal.SIGTERM else EXIT_INTERRUPTED
         return code
@@ -280,6 +290,7 @@ class _FetchRun:
         urls: Any = reader.urls()
         if getattr(args, "sitemaps", None):
             urls = with_sitemaps(urls, [gate.sitemaps(origin) for origin in args.sitemaps])
+        named = {"name": args.crawl} if getattr(args, "crawl", None) else {}
         try:
             await gate.crawl(
                 urls,
@@ -291,7 +302,11 @@ class _FetchRun:
                 on_result=self._write,
                 stop=self.stop,
                 summary=summary,
+                **named,
             )
+        except NamedCrawlsUnsupported as exc:
+            error(str(exc))
+            return EXIT_USAGE
         except OutputBroken as broken:
             return self._broken(broken.cause)
         finally:
@@ -303,6 +318,8 @@ class _FetchRun:
             return EXIT_INTERRUPTED
         if not args.quiet:
             say_block(summary_text(summary, interrupted=False))
+            if named:
+                say(named_crawl_text(args.crawl, summary))
         if summary.invalid or reader.input_error:
             return EXIT_USAGE
         return EXIT_FAILED if summary.errors else EXIT_OK
