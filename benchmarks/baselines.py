@@ -1,4 +1,5 @@
-"""The alternatives a user would pick instead of robotgate, for ``benchmarks/load.py``.
+"""The alternatives a user would pick instead of robotgate, for ``benchmarks/promises.py``
+and ``benchmarks/overhead.py``.
 
 * :class:`HandRolled`: aiohttp + Protego + an ``asyncio.Lock`` per host (one
   robots.txt fetch per host) + an ``aiolimiter.AsyncLimiter`` per host (the

@@ -3,7 +3,7 @@
     python benchmarks/clients_bench.py [--hosts 200] [--pages 5] [--concurrency 64]
                                        [--rounds 2] [--only scrapy,httpx] [--json PATH]
 
-The loopback server (``tests/support/server.py``) runs in a child process with
+The loopback server (``testbed/server.py``) runs in a child process with
 ``--hosts`` hosts whose robots.txt disallows ``/private/``; each contender asks
 for the same ``hosts x pages`` URLs (one in five under ``/private/``) with no
 delay, and the server counts what arrives.  Pages/s is the server's count of
@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.server import HostPlan, ServerProcess, is_disallowed, page_paths
+from testbed.server import HostPlan, ServerProcess, is_disallowed, page_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"

@@ -5,7 +5,7 @@
 
 Both crawl the same URLs, sorted by host (the order a URL list usually has),
 with the same gate settings (``delay``, one request in flight per host) on the
-loopback server (``tests/support/server.py``), in this process.
+loopback server (``testbed/server.py``), in this process.
 
 naive     ``workers`` tasks take URLs from one queue in input order and call
           ``gate.fetch``: they all end up waiting on the first host's pacing
@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from robotgate import Disallowed, RobotGate
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "CrawlBench/1.0 (+https://example.com/bot)"
 

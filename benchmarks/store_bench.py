@@ -3,7 +3,7 @@
     python benchmarks/store_bench.py [--hosts 10000] [--page] [--reference] [--cost-hosts 1000]
                                      [--pages 2] [--rounds 10] [--json PATH]
 
-The loopback server (``tests/support/server.py``, its CLI) runs in a child
+The loopback server (``testbed/server.py``, its CLI) runs in a child
 process with ``--hosts N`` hosts on 127.0.X.Y, every one serving a robots.txt
 with ETag and Last-Modified that disallows ``/private/``.  Two phases:
 
@@ -57,7 +57,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 import aiohttp
 
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
-from tests.support.server import ServerProcess
+from testbed.server import ServerProcess
 
 AGENT = "StoreBench/1.0 (+https://example.com/bot)"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.redis_server import MISSING_REASON, LocalCluster, RedisServer, find_redis_server
+from testbed.redis_server import MISSING_REASON, LocalCluster, RedisServer, find_redis_server
 
 #: ``host:port`` (or a URL) of any node of a Redis Cluster to test against
 #: instead of starting one; the tests only ever touch keys under their own prefix.

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from robotgate.cli import default_store_path, main
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 ROBOTS = """\

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from tests.support.server import BenchServer, HostPlan, page_paths
+from testbed.server import BenchServer, HostPlan, page_paths
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "crawl.py"
 DELAY = 0.05

@@ -7,7 +7,7 @@ from typing import Any
 
 from robotgate import RobotGate
 from robotgate.politeness.frontier import CrawlResult
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "CrawlTest/1.0 (+https://example.com/bot)"
 

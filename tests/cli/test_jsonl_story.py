@@ -16,8 +16,8 @@ from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness.crawl_results import CrawlResult
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
+from testbed.server import BenchServer, HostPlan
 from tests.support.clock import WALL0, Clock
-from tests.support.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 #: The lines give times to the millisecond.

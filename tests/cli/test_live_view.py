@@ -14,7 +14,7 @@ from robotgate import RobotGate
 from robotgate.cli import main
 from robotgate.cli.report import LogLines, Progress, Rate, live_parts
 from robotgate.politeness.crawl_results import CrawlResult, CrawlSummary
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DELAY = 0.1

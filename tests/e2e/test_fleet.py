@@ -1,8 +1,8 @@
 """Fleet mode: worker processes sharing one politeness budget through Redis.
 
-Every test runs real worker processes (``benchmarks/fleet.py worker``) or
+Every test runs real worker processes (``testbed/fleet.py``) or
 gates against a real ``redis-server`` on loopback, or a real 3-master Redis
-Cluster, and the loopback server of ``tests/support/server.py``, and checks
+Cluster, and the loopback server of ``testbed/server.py``, and checks
 the promises at the server: one robots.txt request per origin across the
 fleet, no disallowed page, no two page requests to one host closer than the
 delay, a definite answer for every task, and a clear :class:`StoreError`
@@ -25,17 +25,17 @@ import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from benchmarks.fleet import Fleet, FleetChecks, split_urls
 from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
 from robotgate.store.redis import RedisStore
-from tests.support.redis_server import (
+from testbed.fleet import Fleet, FleetChecks, split_urls
+from testbed.redis_server import (
     MISSING_REASON,
     LocalCluster,
     RedisServer,
     find_redis_server,
     free_port,
 )
-from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
+from testbed.server import BenchServer, HostPlan, is_disallowed, page_paths
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2

@@ -1,42 +1,30 @@
-"""The load benchmark's correctness checks (figures 1, 2, 3 and 8) at a small size.
+"""The gate's promises under load (figures 1, 2, 3 and 8) at a small size.
 
-``benchmarks/load.py`` runs them at 10,000 tasks; here the same crawl code and
-the same checks run against an in-process loopback server: every fault
-scenario, 2,000 tasks at once, a delay, and robots.txt single-flight, no
-disallowed page at the server, no interval below the delay, a definite answer
-for every task, and an end within a bound.  The overhead and decisions
-harnesses run at a tiny size too: every contender fetches every page, and
-the gate's verdicts equal the parser's.
+``benchmarks/promises.py`` reports them at 10,000 tasks beside the alternatives; here the same
+crawl and the same checks (``testbed/crawl.py``) run against an in-process loopback server:
+every fault scenario, 2,000 tasks at once, a delay, and robots.txt single-flight, no disallowed
+page at the server, no interval below the delay, a definite answer for every task, and an end
+within a bound.
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
 
-import pytest
-
-from benchmarks.load import (
-    CORPUS,
-    OVERHEAD_CONTENDERS,
+from robotgate import FetchPolicy
+from testbed.crawl import (
     SLOW_TIMEOUT,
     UNREACHABLE,
     CrawlConfig,
     Drive,
     Host,
-    _overhead_summary,
     check_crawl,
     crawl_hosts,
     crawl_robotgate,
     crawl_urls,
-    decisions_child,
     must_skip,
-    overhead_child,
-    parse_callgrind,
 )
-from robotgate import FetchPolicy
-from tests.support.server import SCENARIOS, BenchServer, HostPlan, page_paths
+from testbed.server import SCENARIOS, BenchServer, HostPlan, page_paths
 
 DELAY = 0.1
 TIMEOUT = 2.0
@@ -143,113 +131,3 @@ async def test_burst_on_one_host_with_slow_robots() -> None:
     assert checks.robots_max == 1
     assert checks.disallowed_fetched == 0
     assert checks.pages_fetched == sum(not p.startswith("/private/") for p in page_paths(500))
-
-
-async def test_overhead_contenders_fetch_every_page() -> None:
-    # Cold runs as the overhead phase makes them, 6 hosts x 3 pages.
-    async with BenchServer([HostPlan("partial")] * 6) as server:
-        spec = {"base_urls": [server.base_url(i) for i in range(6)], "pages": 3,
-                "concurrency": 4}
-        for name in OVERHEAD_CONTENDERS:
-            server.reset()
-            out = await overhead_child(name, spec)
-            assert (out["ok"], out["errors"], out["pages"]) == (18, 0, 18), name
-            totals = server.stats_json(times=False, log=False)["totals"]
-            assert totals["page_requests"] == 18
-            # robots.txt once per host through the gate and the baseline, never for aiohttp
-            assert totals["robots_requests"] == (0 if name == "aiohttp" else 6)
-            assert out["cpu"] > 0 and len(out["gc_collections"]) == 3
-            # Only the calibration measures its work alone, and that work costs something.
-            assert ("work_alone_us" in out) == (name == "floor+work")
-            assert out.get("work_alone_us", 1.0) > 0
-
-
-def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
-    def run(name: str, r: int, elapsed: float) -> dict[str, Any]:
-        return {"name": name, "round": r, "pages": 10, "ok": 10, "errors": 0,
-                "elapsed": elapsed, "cpu": elapsed, "server_requests": 100,
-                "server_robots": 0, "gc_collections": [0, 0, 0], "gc_collected": 0,
-                "gc_seconds": 0.0, "robotgate": ""}
-    # aiohttp 1 s both rounds; the gate 1 s, then 3 s: ratios 1.0 and 1/3.
-    runs = {"aiohttp": [run("aiohttp", 0, 1.0), run("aiohttp", 1, 1.0)],
-            "gate.fetch": [run("gate.fetch", 0, 1.0), run("gate.fetch", 1, 3.0)]}
-    spec = {"base_urls": ["http://a"], "pages": 10, "concurrency": 1}
-    c = _overhead_summary(runs, spec, 2)["contenders"]["gate.fetch"]
-    assert c["ratio"] == pytest.approx(2 / 3)  # the median of 1 and 1/3
-    assert c["pooled_ratio"] == pytest.approx(0.5)  # 200 requests in 4 s against 2 s
-
-
-def test_work_charge_is_added_cpu_over_the_work_alone_in_the_same_round() -> None:
-    def run(name: str, r: int, cpu: float, alone: float | None = None) -> dict[str, Any]:
-        out = {"name": name, "round": r, "pages": 1000, "ok": 1000, "errors": 0,
-               "elapsed": 1.0, "cpu": cpu, "server_requests": 1000, "server_robots": 0,
-               "gc_collections": [0, 0, 0], "gc_collected": 0, "gc_seconds": 0.0,
-               "robotgate": ""}
-        if alone is not None:
-            out["work_alone_us"] = alone
-        return out
-    # Round 0: 10 us of work alone adds 15 us a page (0.015 s over 1,000 pages); round 1:
-    # 20 us a page over a slower floor.  Paired by round, not floor+work over any floor.
-    runs = {"floor": [run("floor", 0, 0.100), run("floor", 1, 0.200)],
-            "floor+work": [run("floor+work", 1, 0.220, 10.0), run("floor+work", 0, 0.115, 10.0)]}
-    spec = {"base_urls": ["http://a"], "pages": 1000, "concurrency": 1}
-    w = _overhead_summary(runs, spec, 2)["work_charge"]
-    assert w["charge"] == pytest.approx(1.75)  # the median of 1.5 and 2.0
-    assert w["charge_range"] == pytest.approx([1.5, 2.0])
-    assert w["added_us_per_page"] == pytest.approx(17.5)
-    # Without its floor in the same round there is nothing to charge.
-    assert _overhead_summary({"floor+work": runs["floor+work"]}, spec, 2)["work_charge"] is None
-
-
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
-async def test_cached_decisions_agree_with_the_parser() -> None:
-    out = await decisions_child(CORPUS, origins=30, per_origin=10, rounds=1)
-    assert out["robots_requests"] == 0  # installed from the store: no network
-    assert out["urls"] + out["dropped"] == 300 and out["urls"] >= 290
-    assert out["mismatches"] == 0, out["first_mismatch"]
-    assert 0 < out["allowed_share"] < 1  # both verdicts occur
-    assert set(out["rates"]) >= {"parser", "allowed"}
-
-
-def test_callgrind_output_is_read(tmp_path: Path) -> None:
-    # Compressed names ("(id) name", then "(id)"), calls and inclusive costs.
-    text = """events: Ir
-fn=(1) main
-0 10
-cfn=(2) _PyObject_GC_Link
-calls=3 0
-0 30
-cfn=(3) gc_collect_main
-calls=1 0
-0 500
-fn=(4) other
-0 5
-cfn=(2)
-calls=2 0
-0 20
-totals: 565
-"""
-    path = tmp_path / "cg.out"
-    path.write_text(text)
-    got = parse_callgrind(path)
-    assert got["instructions"] == 565
-    assert got["calls"]["_PyObject_GC_Link"] == 5
-    assert got["inclusive"]["gc_collect_main"] == 500
-
-
-def test_callgrind_output_with_simulated_caches_is_read(tmp_path: Path) -> None:
-    # --cache-sim: several events a line, Ir first; trailing zeros left out.
-    text = """events: Ir I1mr D1mr Bcm Bim
-fn=(1) main
-0 10 1 2
-cfn=(3) gc_collect_main
-calls=1 0
-0 500 7 0 3 4
-totals: 510 8 2 3 4
-"""
-    path = tmp_path / "cg.out"
-    path.write_text(text)
-    got = parse_callgrind(path)
-    assert got["instructions"] == 510
-    assert got["inclusive"]["gc_collect_main"] == 500
-    assert got["events"] == {"Ir": 510, "I1mr": 8, "D1mr": 2, "Bcm": 3, "Bim": 4}

@@ -18,9 +18,9 @@ from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGat
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, Handler, yarl_form
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest
+from testbed.redis_server import free_port
 from tests.support.arrivals import Arrivals
 from tests.support.hostile import MIB, HostileServer, robots_bomb
-from tests.support.redis_server import free_port
 
 AGENT = "ViaBot/1.0"
 ROBOTS = "User-agent: *\nDisallow: /private\n"

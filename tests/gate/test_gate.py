@@ -20,8 +20,8 @@ from robotgate import (
     RobotGate,
 )
 from robotgate.records import RobotsEntry
+from testbed.server import BenchServer, HostPlan, page_paths
 from tests.support.arrivals import Arrivals
-from tests.support.server import BenchServer, HostPlan, page_paths
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 

@@ -10,7 +10,7 @@ from aiohttp import ClientResponse
 
 from robotgate import MemoryStore, RobotGate
 from robotgate.store.base import StoreError
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 

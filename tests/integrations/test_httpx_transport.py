@@ -12,8 +12,8 @@ from aiohttp import web
 from robotgate import Disallowed, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest
 from robotgate.urls import InvalidURL
+from testbed.server import BenchServer, HostPlan, page_paths
 from tests.support.hostile import MIB, RULES, HostileServer, robots_bomb
-from tests.support.server import BenchServer, HostPlan, page_paths
 
 httpx = pytest.importorskip("httpx")
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from robotgate.integrations.scrapy import RobotgateRobotParser
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 PARSER = "robotgate.integrations.scrapy.RobotgateRobotParser"
 BODY = b"User-agent: *\nDisallow: /private/\nAllow: /private/ok$\nCrawl-delay: 1.5\n"

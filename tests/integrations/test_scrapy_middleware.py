@@ -20,8 +20,8 @@ from aiohttp import web
 from robotgate.decision import Decision
 from robotgate.integrations.scrapy.settings import make_store, read_settings
 from robotgate.store import MemoryStore, SQLiteStore
+from testbed.server import BenchServer, HostPlan, is_disallowed, page_paths
 from tests.support.hostile import HostileServer
-from tests.support.server import BenchServer, HostPlan, is_disallowed, page_paths
 
 pytest.importorskip("scrapy")
 

@@ -11,6 +11,7 @@ from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.policy.site import SKIPPED, Interpretation, ParsedBodies, interpret
 from robotgate.records import SMALL_BODY, Outcome, RobotsEntry
+from tests.support import entries
 
 AGENT = "SiteBot/1.0"
 ORIGIN = "http://site.example"
@@ -18,8 +19,7 @@ NOW = 1_700_000_000.0
 
 
 def ok_entry(body: bytes, content_type: str | None = "text/plain") -> RobotsEntry:
-    return RobotsEntry(ORIGIN, Outcome.OK, NOW, NOW + 3600, status=200, body=body,
-                       content_type=content_type, good_at=NOW)
+    return entries.ok_entry(ORIGIN, body, now=NOW, content_type=content_type)
 
 
 def how(**pacing: object) -> Interpretation:
@@ -160,8 +160,7 @@ def test_bytes_that_do_not_decode_are_read_as_each_dialect_reads_them() -> None:
 
 
 def entry_of(origin: str, body: bytes, content_type: str | None = "text/plain") -> RobotsEntry:
-    return RobotsEntry(origin, Outcome.OK, NOW, NOW + 3600, status=200, body=body,
-                       content_type=content_type, good_at=NOW)
+    return entries.ok_entry(origin, body, now=NOW, content_type=content_type)
 
 
 def test_origins_serving_the_same_bytes_share_one_parse() -> None:

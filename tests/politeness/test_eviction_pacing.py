@@ -11,7 +11,7 @@ from robotgate import RobotGate
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
-from tests.support.server import BenchServer, HostPlan
+from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0"
 CRAWL_DELAY = 1.5

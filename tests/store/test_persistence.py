@@ -1,6 +1,6 @@
 """The gate that never forgets: restarts on a SQLite store, end to end on loopback.
 
-Every test runs a real server on 127.0.X.Y (``tests/support/server.py``, or a
+Every test runs a real server on 127.0.X.Y (``testbed/server.py``, or a
 small aiohttp app where custom robots.txt bodies are needed) and opens a new
 gate *and a new store object* on the same file for each "restart", as a new
 process would.  The storage interface itself is covered per backend in
@@ -29,7 +29,9 @@ from aiohttp import web
 from robotgate import FetchPolicy, RobotGate
 from robotgate.store.base import HostState, Outcome, StoreError
 from robotgate.store.sqlite import SQLiteStore
-from tests.support.server import BenchServer, HostPlan
+from testbed.children import child_env
+from testbed.server import BenchServer, HostPlan
+from tests.support import CHILDREN
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -360,29 +362,6 @@ async def test_fetch_outcomes_are_remembered_with_their_retry_time(tmp_path: Pat
 
 # -- two processes on one file -----------------------------------------------------
 
-WORKER = r"""
-import asyncio, json, sys
-from robotgate import RobotGate, SQLiteStore
-
-async def main(path, urls):
-    store = SQLiteStore(path, flush_interval=0.05)
-    async with RobotGate("TestBot/1.0", delay=0, store=store) as gate:
-        async def one(url):
-            resp = await gate.fetch(url)
-            if resp.status != 200:
-                raise SystemExit(f"{url}: {resp.status}")
-        await asyncio.gather(*(one(u) for u in urls))
-        print(json.dumps(gate.stats), flush=True)
-
-asyncio.run(main(sys.argv[1], sys.argv[2:]))
-"""
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
-    return env
-
 
 async def test_two_processes_crawl_with_one_file(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
@@ -395,7 +374,8 @@ async def test_two_processes_crawl_with_one_file(tmp_path: Path) -> None:
         }
         procs = [
             await asyncio.create_subprocess_exec(
-                sys.executable, "-W", "error", "-c", WORKER, str(path), *urls,
+                sys.executable, "-W", "error", str(CHILDREN / "sqlite_crawl_worker.py"), str(path),
+                *urls,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 env=child_env(),
             )

@@ -29,16 +29,12 @@ import redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.base import HostState, StoreError
 from robotgate.store.redis import RedisStore
 from robotgate.store.redis.codec import Keys
 from robotgate.store.redis.notify import ShardNotifier
-from tests.support.redis_server import MISSING_REASON, LocalCluster, find_redis_server
-
-
-def entry(origin: str, body: bytes = b"User-agent: *\nDisallow: /x\n") -> RobotsEntry:
-    now = time.time()
-    return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
+from testbed.redis_server import MISSING_REASON, LocalCluster, find_redis_server
+from tests.support.entries import ok_entry as entry
 
 
 def slot_of(kind: str, ident: str) -> int:

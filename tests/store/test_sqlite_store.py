@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
-import os
 import signal
 import sqlite3
 import sys
@@ -23,56 +22,20 @@ from pathlib import Path
 import pytest
 
 from robotgate import GateClosed, RobotGate
-from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.base import HostState, StoreError
 from robotgate.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
+from testbed.children import child_env
+from tests.support import CHILDREN
+from tests.support.entries import ok_entry as entry
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-# A child process that writes robots entries and host states in batches and
-# reports each batch only after it has been flushed.
-WRITER = r"""
-import asyncio, sys, time
-from robotgate.store.base import HostState, RobotsEntry
-from robotgate.store.sqlite import SQLiteStore
-
-async def main(path, tag, batches, per_batch):
-    store = SQLiteStore(path, flush_interval=60, flush_batch=10_000)
-    await store.open()
-    print("open", flush=True)
-    deadline = time.monotonic() + 30
-    for b in range(batches):
-        for i in range(per_batch):
-            origin = f"https://{tag}-{b}-{i}.example"
-            now = time.time()
-            await store.save_robots(
-                RobotsEntry(origin, "ok", now, now + 3600, 200, origin.encode() * 20)
-            )
-            await store.save_host(HostState(origin, visits=b + 1, last_visit=now))
-        await store.flush()
-        print(f"flushed {b}", flush=True)
-        if time.monotonic() > deadline:
-            break
-    await store.close()
-    print("done", flush=True)
-
-asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
-"""
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # Works whether or not robotgate is installed in the interpreter.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
-    return env
-
 
 async def spawn_writer(
     path: Path, tag: str, batches: int, per_batch: int
 ) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
-        "-c",
-        WRITER,
+        str(CHILDREN / "sqlite_writer.py"),
         str(path),
         tag,
         str(batches),
@@ -95,11 +58,6 @@ def raw(path: Path) -> Iterator[sqlite3.Connection]:
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def entry(origin: str, body: bytes = b"User-agent: *\nDisallow:\n") -> RobotsEntry:
-    now = time.time()
-    return RobotsEntry(origin, Outcome.OK, now, now + 3600, 200, body, good_at=now)
 
 
 # -- persistence and settings -----------------------------------------------

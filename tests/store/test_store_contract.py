@@ -21,6 +21,7 @@ from robotgate.records import SMALL_BODY
 from robotgate.store.base import HostState, Outcome, RobotsEntry, Store
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
+from tests.support.entries import ok_entry
 
 Opener = Callable[[Path], Awaitable[Store]]
 StoreFactory = Callable[[], Awaitable[Store]]
@@ -104,16 +105,8 @@ async def other_handle(store: Store, open_store: StoreFactory) -> Store:
 
 
 def entry(origin: str = "https://example.com", **changes: object) -> RobotsEntry:
-    now = time.time()
-    base = RobotsEntry(
-        origin=origin,
-        outcome=Outcome.OK,
-        fetched_at=now,
-        fresh_until=now + 86_400,
-        status=200,
-        body=b"User-agent: *\nDisallow: /private\n",
-    )
-    return base.copy(**changes)
+    return ok_entry(origin, b"User-agent: *\nDisallow: /private\n", fresh_for=86_400).copy(
+        **changes)
 
 
 # -- robots entries --------------------------------------------------------
@@ -357,6 +350,26 @@ async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
     # The expired holder's unlock must not release the new holder's lock.
     await store.unlock_fetch(origin, token)
     assert await store.lock_fetch(origin, 30) is None
+
+
+async def test_renewed_lock_outlives_its_first_ttl(store: Store, open_store: StoreFactory) -> None:
+    if not store.shared:
+        assert await store.renew_fetch("https://renew.example", "local", 1) is True
+        return
+    other = await other_handle(store, open_store)
+    origin = "https://renew.example"
+    token = await store.lock_fetch(origin, 0.3)
+    assert token is not None
+    await asyncio.sleep(0.15)
+    assert await store.renew_fetch(origin, token, 0.5) is True
+    await asyncio.sleep(0.25)  # past the first ttl, within the renewed one
+    assert await other.lock_fetch(origin, 30) is None
+    assert await other.renew_fetch(origin, "not-the-token", 30) is False
+    await asyncio.sleep(0.35)
+    taken = await other.lock_fetch(origin, 30)
+    assert taken is not None
+    # Lapsed and taken: the old holder cannot renew it.
+    assert await store.renew_fetch(origin, token, 30) is False
 
 
 async def test_wait_robots_sees_entry_saved_meanwhile(

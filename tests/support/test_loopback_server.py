@@ -1,4 +1,4 @@
-"""Tests for the loopback benchmark server in ``tests/support/server.py``."""
+"""Tests for the loopback benchmark server in ``testbed/server.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from tests.support.server import (
+from testbed.server import (
     SCENARIOS,
     BenchServer,
     HostPlan,

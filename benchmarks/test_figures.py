@@ -1,0 +1,96 @@
+"""The benchmarks' own arithmetic: the overhead ratios, the work charge, callgrind's counts.
+
+The figures in benchmarks/README.md come out of these functions; a wrong sum here would be a
+wrong figure there.  (Whether each benchmark still runs is tests/e2e/test_benchmarks.py's.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.harness.stats import parse_callgrind
+from benchmarks.overhead import overhead_summary
+
+
+def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
+    def run(name: str, r: int, elapsed: float) -> dict[str, Any]:
+        return {"name": name, "round": r, "pages": 10, "ok": 10, "errors": 0,
+                "elapsed": elapsed, "cpu": elapsed, "server_requests": 100,
+                "server_robots": 0, "gc_collections": [0, 0, 0], "gc_collected": 0,
+                "gc_seconds": 0.0, "robotgate": ""}
+    # aiohttp 1 s both rounds; the gate 1 s, then 3 s: ratios 1.0 and 1/3.
+    runs = {"aiohttp": [run("aiohttp", 0, 1.0), run("aiohttp", 1, 1.0)],
+            "gate.fetch": [run("gate.fetch", 0, 1.0), run("gate.fetch", 1, 3.0)]}
+    spec = {"base_urls": ["http://a"], "pages": 10, "concurrency": 1}
+    c = overhead_summary(runs, spec, 2)["contenders"]["gate.fetch"]
+    assert c["ratio"] == pytest.approx(2 / 3)  # the median of 1 and 1/3
+    assert c["pooled_ratio"] == pytest.approx(0.5)  # 200 requests in 4 s against 2 s
+
+
+def test_work_charge_is_added_cpu_over_the_work_alone_in_the_same_round() -> None:
+    def run(name: str, r: int, cpu: float, alone: float | None = None) -> dict[str, Any]:
+        out = {"name": name, "round": r, "pages": 1000, "ok": 1000, "errors": 0,
+               "elapsed": 1.0, "cpu": cpu, "server_requests": 1000, "server_robots": 0,
+               "gc_collections": [0, 0, 0], "gc_collected": 0, "gc_seconds": 0.0,
+               "robotgate": ""}
+        if alone is not None:
+            out["work_alone_us"] = alone
+        return out
+    # Round 0: 10 us of work alone adds 15 us a page (0.015 s over 1,000 pages); round 1:
+    # 20 us a page over a slower floor.  Paired by round, not floor+work over any floor.
+    runs = {"floor": [run("floor", 0, 0.100), run("floor", 1, 0.200)],
+            "floor+work": [run("floor+work", 1, 0.220, 10.0), run("floor+work", 0, 0.115, 10.0)]}
+    spec = {"base_urls": ["http://a"], "pages": 1000, "concurrency": 1}
+    w = overhead_summary(runs, spec, 2)["work_charge"]
+    assert w["charge"] == pytest.approx(1.75)  # the median of 1.5 and 2.0
+    assert w["charge_range"] == pytest.approx([1.5, 2.0])
+    assert w["added_us_per_page"] == pytest.approx(17.5)
+    # Without its floor in the same round there is nothing to charge.
+    assert overhead_summary({"floor+work": runs["floor+work"]}, spec, 2)["work_charge"] is None
+
+
+def test_callgrind_output_is_read(tmp_path: Path) -> None:
+    # Compressed names ("(id) name", then "(id)"), calls and inclusive costs.
+    text = """events: Ir
+fn=(1) main
+0 10
+cfn=(2) _PyObject_GC_Link
+calls=3 0
+0 30
+cfn=(3) gc_collect_main
+calls=1 0
+0 500
+fn=(4) other
+0 5
+cfn=(2)
+calls=2 0
+0 20
+totals: 565
+"""
+    path = tmp_path / "cg.out"
+    path.write_text(text)
+    got = parse_callgrind(path)
+    assert got["instructions"] == 565
+    assert got["calls"]["_PyObject_GC_Link"] == 5
+    assert got["inclusive"]["gc_collect_main"] == 500
+
+
+def test_callgrind_output_with_simulated_caches_is_read(tmp_path: Path) -> None:
+    # --cache-sim: several events a line, Ir first; trailing zeros left out.
+    text = """events: Ir I1mr D1mr Bcm Bim
+fn=(1) main
+0 10 1 2
+cfn=(3) gc_collect_main
+calls=1 0
+0 500 7 0 3 4
+totals: 510 8 2 3 4
+"""
+    path = tmp_path / "cg.out"
+    path.write_text(text)
+    got = parse_callgrind(path)
+    assert got["instructions"] == 510
+    assert got["inclusive"]["gc_collect_main"] == 500
+    assert got["events"] == {"Ir": 510, "I1mr": 8, "D1mr": 2, "Bcm": 3, "Bim": 4}

@@ -1,0 +1,84 @@
+"""Each benchmark still runs, through its own command line, at a tiny size.
+
+The benchmarks are scripts: these run them as a user does (a child process, from another
+directory) and read the JSON they write, so the tests import nothing from ``benchmarks/``.
+What is checked is what the figures rest on: every contender fetched every page, the gate's
+verdicts equal the parser's, the promises held.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.children import child_env
+
+pytestmark = pytest.mark.slow
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+CORPUS = BENCHMARKS.parents[1] / "shared" / "corpus" / "robots"
+
+
+def run_benchmark(tmp_path: Path, script: str, *args: str) -> tuple[dict[str, Any], str]:
+    """``python benchmarks/SCRIPT ARGS`` in ``tmp_path``: its JSON report and its stdout."""
+    out = tmp_path / f"{script}.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args, "--no-progress", "--json", str(out)],
+        cwd=tmp_path, env=child_env(None), capture_output=True, text=True, timeout=240)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    # Each names the command line that made its figures.
+    assert f"python benchmarks/{script} " in done.stdout
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report, done.stdout
+
+
+def test_overhead_contenders_fetch_every_page(tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "overhead.py", "--hosts", "6", "--pages", "3",
+                              "--concurrency", "4", "--rounds", "1")
+    contenders = report["overhead"]["contenders"]
+    assert {"aiohttp", "floor", "floor+work", "gate.fetch", "middleware"} <= set(contenders)
+    assert report["overhead"]["errors"] == []
+    for name, c in contenders.items():
+        assert (c["not_fetched"], c["errors"]) == (0, 0), name
+        # robots.txt once per host through the gate and the baseline, never for aiohttp
+        assert c["robots_requests"] == (0 if name == "aiohttp" else 6), name
+    assert report["overhead"]["work_charge"]["alone_us"] > 0
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+def test_cached_decisions_agree_with_the_parser(tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "decisions.py", "--origins", "30", "--per-origin", "10",
+                              "--rounds", "1", "--repeats", "1")
+    after = report["decisions"]["after"]
+    assert after["robots_requests"] == 0  # installed from the store: no network
+    assert after["urls"] + after["dropped"] == 300 and after["urls"] >= 290
+    assert after["mismatches"] == 0, after["first_mismatch"]
+    assert 0 < after["allowed_share"] < 1  # both verdicts occur
+    assert {"parser", "allowed"} <= set(after["rates"])
+
+
+def test_promises_hold_in_the_crawl_and_the_burst(tmp_path: Path) -> None:
+    report, stdout = run_benchmark(
+        tmp_path, "promises.py", "--only", "crawl,burst", "--skip-alternatives", "--hosts", "14",
+        "--pages", "3", "--concurrency", "50", "--delay", "0.1", "--timeout", "2",
+        "--burst-pages", "50")
+    for phase in ("crawl", "burst"):
+        gate = report[phase]["results"]["robotgate"]
+        assert gate["measured"] and gate["robots_wrong"] == [], phase
+        assert gate["disallowed_fetched"] == gate["pacing_violations"] == 0, phase
+        assert gate["definite"] == gate["tasks"] > 0, phase
+    assert [r for r in report["table"] if r.get("pass") is False] == []
+    assert "FAIL" not in stdout
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+def test_memory_per_origin_is_measured(tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "memory.py", "--origins", "300")
+    memory = report["memory"]
+    assert memory["origins"] == 300
+    assert memory["rss_cached"] > 0 and memory["rules_bytes"] > 0
