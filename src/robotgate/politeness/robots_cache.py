@@ -8,6 +8,7 @@ fetch lock so that one worker fetches for all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +32,9 @@ __all__ = ["CacheClosed", "RobotsCache"]
 _CLOSE_TRIES = 3
 _CLOSE_WAIT = 0.25
 _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
+#: A fleet fetch lock lasts this long (s) and is renewed every third of it while
+#: the fetch goes on: the lock of a worker killed mid-fetch holds others up no longer.
+_LOCK_LEASE = 10.0
 
 log = logging.getLogger("robotgate.robots")
 
@@ -222,11 +226,14 @@ class RobotsCache:
             return self._install(origin, stored, host)
         previous = stored if stored is not None else (site.entry if site is not None else None)
         token: str | None = None
+        lease: asyncio.Task[None] | None = None
         if store.shared:
             # Other workers may fetch it: one does, the others use its entry.
             token, got = await self._lock(origin, stored, recheck)
             if got is not None:
                 return self._install(origin, got, host)
+            if token is not None:
+                lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
         try:
             async with self._turn(origin) if self._turn is not None else _nothing() as hooks:
                 again = _intact(await store.load_robots(origin)) if store.shared else None
@@ -256,6 +263,10 @@ class RobotsCache:
             else:
                 await self._save(entry)
         finally:
+            if lease is not None:
+                lease.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await lease
             if token is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
@@ -272,7 +283,7 @@ class RobotsCache:
         """The shared store's fetch lock (a token), or the entry another worker fetched."""
         store = self.store
         timeout = self.fetcher.policy.timeout
-        token = await self._take_lock(origin, timeout * 2 + 5)
+        token = await self._take_lock(origin, self._lease())
         tries = 0
         while token is None and tries < 10:
             # Another worker fetches it: wait for its result, then use it.
@@ -280,7 +291,7 @@ class RobotsCache:
             got = _intact(await store.wait_robots(origin, timeout + 5))
             if got is not None and got.is_fresh(time.time()):
                 return None, got
-            token = await self._take_lock(origin, timeout * 2 + 5)
+            token = await self._take_lock(origin, self._lease())
         if token is False:
             return None, None  # fetched without the lock
         if token is not None:
@@ -293,6 +304,22 @@ class RobotsCache:
                 await self._unlock(origin, token)
                 return None, again
         return token, None
+
+    def _lease(self) -> float:
+        return min(self.fetcher.policy.timeout * 2 + 5, _LOCK_LEASE)
+
+    async def _keep_lock(self, origin: str, token: str) -> None:
+        """Renew the fetch lock until cancelled (the fetch ended), or until it is lost."""
+        lease = self._lease()
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                if not await self.store.renew_fetch(origin, token, lease):
+                    return  # expired, maybe taken: the fetch goes on, and so may another's
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.store_trouble("renew the robots.txt fetch lock", exc)
 
     async def _take_lock(self, origin: str, ttl: float) -> str | Literal[False] | None:
         """The fetch lock's token, None if another worker holds it, or False when the
