@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -84,3 +85,56 @@ async def test_a_worker_that_opens_after_the_restart_does_not_hide_it(
             assert old.unrecorded_until > 0
             # From then on every worker holds any server it had no slot for.
             assert 4.5 < await new.reserve("host:c", 5.0) <= 5.0
+
+
+# -- the robots.txt fetch lock of a killed worker ------------------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# A worker with a short lock lease (the module's constant, set low for the test) that
+# starts a robots.txt fetch and is killed during it.
+FETCHER = r"""
+import asyncio, sys
+import robotgate.politeness.robots_cache as robots_cache
+from robotgate import RobotGate
+from robotgate.store.redis import RedisStore
+
+robots_cache._LOCK_LEASE = 1.0
+
+async def main(url, page):
+    async with RobotGate("TestBot/1.0", delay=0, store=RedisStore(url, prefix="k")) as gate:
+        await gate.fetch(page)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_lock_of_a_worker_killed_mid_fetch_lapses_with_its_lease(
+    own_server: RedisServer,
+) -> None:
+    # The lock lasts one short lease, renewed while the fetch goes on: a killed
+    # worker's lock holds the next one up no longer (not 2 x timeout + 5 = 65 s).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    async with BenchServer([HostPlan("slow", slow_seconds=30)]) as srv:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", FETCHER, own_server.url, srv.url(0, "/page/0"),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
+        try:
+            deadline = time.monotonic() + 15
+            while not srv.host_stats(0).robots_requests:
+                assert time.monotonic() < deadline, "the worker did not start its fetch"
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(1.5)  # past one lease: the worker renewed its lock
+            async with RedisStore(own_server.url, prefix="k") as probe:
+                assert await probe.lock_fetch(srv.base_url(0), 65) is None
+        finally:
+            proc.kill()
+            await proc.wait()
+        killed = time.monotonic()
+        srv.set_plan(0, "allow")
+        async with RobotGate(AGENT, delay=0, store=RedisStore(own_server.url, prefix="k")) as gate:
+            resp = await asyncio.wait_for(gate.fetch(srv.url(0, "/page/1")), 10)
+            assert resp.status == 200
+        times = srv.host_stats(0).robots_times
+    assert len(times) == 2 and times[1] - killed < 3.0

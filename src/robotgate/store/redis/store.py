@@ -307,6 +307,12 @@ class RedisStore(Store):
         got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
         return token if got == 1 else None
 
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        """Extend the lock to ``ttl`` s from now if ``token`` still holds it (or takes it
+        again, if it expired and no other worker took it)."""
+        got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
+        return bool(got == 1)
+
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
         args = [token, *self._publisher.script_args("released", origin)]
