@@ -94,7 +94,7 @@ async def test_the_reports_examples_through_a_crawl() -> None:
     assert said(b.url("/h")) == (True, POLICY)  # headers
     assert said(b.url("/m")) == (True, POLICY)  # meta tags
     assert said(b.url("/n")) == (None, None)
-    assert said(c.url("/p")) == (True, None)  # unreachable: reserved until it answers
+    assert said(c.url("/p")) == (None, None)  # unreachable: no file, so it says nothing
     assert said(c.url("/q")) == (False, None)  # the page's own statement still counts
     assert tdm[a.url("/private/6")] is None and records[a.url("/private/6")].kind == "skipped"
 

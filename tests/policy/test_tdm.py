@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from robotgate.policy import FetchPolicy
 from robotgate.policy.fetch import entry_for_error, entry_for_response
-from robotgate.policy.tdm import tdm_verdict
+from robotgate.policy.fetch_flow import RobotsResponse, robots_flow
+from robotgate.policy.tdm import TDMREP_PATH, tdm_verdict
 from robotgate.robots.directives import page_directives
 from robotgate.robots.tdmrep import parse_tdmrep_json
 
@@ -41,10 +44,52 @@ def test_fetch_outcomes_mean_what_they_mean_for_robots_txt() -> None:
     assert verdict.reserved is None
     assert verdict.source == ("tdmrep.json answered 404: no /.well-known/tdmrep.json; "
                               "the page was not read")
+
+
+def test_an_unreachable_file_says_nothing_and_the_page_decides() -> None:
+    # W3C TDMRep: a server that gives no file, whatever the reason, does not
+    # implement the protocol; the reservation is unset, not assumed.
     down = entry_for_error(ORIGIN, "robots.txt answered 500", 0.0, FetchPolicy(), status=500)
     verdict = tdm_verdict(ORIGIN + "/a", down, None)
-    assert verdict.reserved is True and "unreachable" in verdict.source
-    assert "robots.txt" not in verdict.source.split("(as RFC")[0]
+    assert verdict.reserved is None and verdict.policy is None
+    assert verdict.source.startswith("tdmrep.json answered 500: tdmrep.json is unreachable")
+    assert "robots.txt" not in verdict.source
+    page = page_directives({"tdm-reservation": "1"}, agent="MineBot/1.0")
+    assert tdm_verdict(ORIGIN + "/a", down, None, page).reserved is True
+    # An earlier good copy stands in, and the verdict says why.
+    stale = entry_for_error(ORIGIN, "robots.txt answered 503", 10.0, FetchPolicy(), OK)
+    verdict = tdm_verdict(ORIGIN + "/a", stale, FILE)
+    assert (verdict.reserved, verdict.policy) == (True, FILE_POLICY)
+    assert "(tdmrep.json answered 503; using the copy fetched at" in verdict.source
+
+
+def test_a_url_the_fetch_quotes_is_not_renamed() -> None:
+    # The flow is robots.txt's and names its file "robots.txt": only that word
+    # becomes tdmrep.json, never the redirect target it quotes.
+    flow = robots_flow(ORIGIN, None, FetchPolicy(), 0.0, path=TDMREP_PATH)
+    next(flow)
+    loop = RobotsResponse(301, {"Location": "/old/robots.txt"})
+    flow.send(loop)
+    with pytest.raises(StopIteration) as done:
+        flow.send(loop)
+    verdict = tdm_verdict(ORIGIN + "/a", done.value.value, None)
+    assert verdict.reserved is None
+    assert verdict.source.startswith(
+        f"tdmrep.json redirect loop at {ORIGIN}/old/robots.txt: no {TDMREP_PATH}")
+
+
+def test_a_page_naming_only_a_policy_gives_it_to_the_files_reservation() -> None:
+    # "The absence of tdm-reservation and tdm-policy must not reset current
+    # values": the page's header supersedes the file's policy alone.
+    page = page_directives({"tdm-policy": PAGE_POLICY}, agent="MineBot/1.0")
+    assert (page.tdm_reservation, page.tdm_policy) == (None, PAGE_POLICY)
+    verdict = tdm_verdict(ORIGIN + "/a", OK, FILE, page)
+    assert (verdict.reserved, verdict.policy) == (True, PAGE_POLICY)
+    assert verdict.source.endswith("the policy is the page's tdm-policy")
+    # Without a reservation from anywhere, a policy alone reserves nothing.
+    missing = entry_for_response(ORIGIN, 404, {}, None, 0.0, FetchPolicy())
+    verdict = tdm_verdict(ORIGIN + "/a", missing, None, page)
+    assert (verdict.reserved, verdict.policy) == (None, None)
 
 
 def test_a_broken_file_says_what_is_wrong_with_it() -> None:

@@ -353,6 +353,14 @@ def test_tdm_values_other_than_0_or_1_leave_it_unset() -> None:
     assert page_directives({"tdm-reservation": "0,0"}, agent="b").tdm_reservation is False
 
 
+def test_a_policy_without_a_reservation_is_kept_for_the_files() -> None:
+    # "The absence of tdm-reservation ... must not reset current values": the
+    # policy goes with whatever reservation the site's tdmrep.json states.
+    page = page_directives({"tdm-policy": "https://p/x"}, agent="b")
+    assert (page.tdm_reservation, page.tdm_policy) == (None, "https://p/x")
+    assert "text and data mining: reservation not stated, policy https://p/x" in page.explain()
+
+
 # -- the answer ------------------------------------------------------------------------------
 
 

@@ -5,11 +5,14 @@ The report's order of processing: the origin's ``/.well-known/tdmrep.json``
 ``tdm-policy`` headers, then its HTML meta tags; a later technique that says
 something overrides an earlier one (the page's two are combined by
 :func:`robotgate.robots.directives.page_directives`).  A page that reserves
-without naming a policy keeps the file's.  The file is fetched by robots.txt's
-rules, so its fetch outcome means what robots.txt's would: a file that is
-unavailable (4xx) says nothing, one that is unreachable (5xx, network) leaves
-the rights reserved until it answers, as an unreachable robots.txt keeps the
-robot out (RFC 9309 2.3.1.4).
+without naming a policy keeps the file's, and a page naming a policy without
+a reservation gives its policy to the file's reservation ("the absence of
+tdm-reservation and tdm-policy must not reset current values").  The file is
+fetched by robots.txt's flow (redirects, timeouts, freshness, back-off), but its
+failures mean what the report says: a server that gives no file, for
+whatever reason (4xx, 5xx, network), does not implement the protocol, so the
+file says nothing and the page's own statements decide; an earlier good copy
+stands in while the file is unreachable, and it is asked again after the back-off.
 
 A reservation governs what the content may be used for, never whether it may
 be fetched: that is robots.txt's alone.
@@ -81,23 +84,37 @@ def tdm_verdict(
         source = f"{where}: the rule for location {rule.location!r}"
         if entry is not None and entry.failures:
             # An earlier good copy stands in: say so, and why.
-            source += f" ({entry.detail.replace('robots.txt', 'tdmrep.json')})"
-        return TdmVerdict(rule.reserved, rule.policy if rule.reserved else None, source)
+            source += f" ({_fetch_detail(entry)})"
+        policy = rule.policy if rule.reserved else None
+        if rule.reserved and page is not None and page.tdm_policy:
+            policy = page.tdm_policy
+            source += "; the policy is the page's tdm-policy"
+        return TdmVerdict(rule.reserved, policy, source)
     nothing = "the page states no tdm-reservation" if page is not None else (
         "the page was not read")
     if entry is None:
         return TdmVerdict(None, None, nothing)
-    # The fetch's wording is robots.txt's: the file was fetched by its rules.
-    detail = entry.detail.replace("robots.txt", "tdmrep.json")
+    detail = _fetch_detail(entry)
     if entry.outcome == Outcome.UNREACHABLE:
-        return TdmVerdict(
-            True, None,
-            f"{detail}: tdmrep.json is unreachable, so the rights count as reserved "
-            "until it answers (as RFC 9309 2.3.1.4 treats robots.txt)")
-    if entry.outcome != Outcome.OK:
+        file_said = (f"{detail}: tdmrep.json is unreachable, so it says nothing until it "
+                     "answers (W3C TDMRep: a server giving no file does not implement it)")
+    elif entry.outcome != Outcome.OK:
         file_said = f"{detail}: no {TDMREP_PATH}"
     elif tdmrep is not None and tdmrep.problem:
         file_said = f"{where}: {tdmrep.problem}; no rule for this path"
     else:
         file_said = f"{where} has no rule for this path"
     return TdmVerdict(None, None, f"{file_said}; {nothing}")
+
+
+def _fetch_detail(entry: RobotsEntry) -> str:
+    """How the file's fetch went, naming the file.
+
+    The fetch flow is robots.txt's, and its account begins with the file it
+    fetched as "robots.txt"; only that first word is renamed, never a URL the
+    account quotes (a redirect's target).
+    """
+    detail = entry.detail
+    if detail.startswith("robots.txt "):
+        return "tdmrep.json" + detail[len("robots.txt"):]
+    return detail

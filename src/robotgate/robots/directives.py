@@ -103,7 +103,9 @@ class PageDirectives:
 
     ``tdm_reservation``: ``True`` when text-and-data-mining rights are reserved,
     ``False`` when they are not, ``None`` when the page does not say;
-    ``tdm_policy`` is the rightsholder's policy URL, given only with a reservation.
+    ``tdm_policy`` is the rightsholder's policy URL, left out when the page lifts
+    the reservation (a page naming only a policy keeps it: it goes with the
+    reservation of the site's tdmrep.json).
     ``sources`` names each header and tag read, e.g.
     ``"`X-Robots-Tag: mybot: nofollow` (header 2)"``.
     """
@@ -130,8 +132,9 @@ class PageDirectives:
         lines = [f"directives: {', '.join(flags) if flags else 'none'}"]
         if self.unavailable_after is not None:
             lines.append(f"unavailable after: {self.unavailable_after.isoformat()}")
-        if self.tdm_reservation is not None:
-            tdm = "reserved" if self.tdm_reservation else "not reserved"
+        if self.tdm_reservation is not None or self.tdm_policy:
+            tdm = {True: "reserved", False: "not reserved", None: "reservation not stated"}[
+                self.tdm_reservation]
             if self.tdm_policy:
                 tdm += f", policy {self.tdm_policy}"
             lines.append(f"text and data mining: {tdm}")
@@ -294,7 +297,7 @@ class _Reader:
             noimageai="noimageai" in flags,
             unavailable_after=self.until,
             tdm_reservation=reserved,
-            tdm_policy=policy if reserved else None,
+            tdm_policy=None if reserved is False else policy,
             sources=tuple(sources),
         )
 
