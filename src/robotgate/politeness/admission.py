@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from collections.abc import Awaitable, Coroutine
-from typing import Final, Protocol
+from typing import Protocol
 
 from ..decision import Decision
-from ..errors import Disallowed, GateClosed, without_context
+from ..errors import Disallowed, GateClosed
 from ..events import BackoffEased, BackoffStarted, ResponseAnswered, TurnWaited, UrlSkipped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.host_settings import HostTable
@@ -40,9 +39,6 @@ from .scheduler import Group, Scheduler
 __all__ = ["Admission"]
 
 log = logging.getLogger("robotgate.pacing")
-# robots.txt freshness is wall-clock time.  Final: compiled code reads it without a
-# look-up in the module's dict (and so cannot be patched there).
-_now: Final = time.time
 
 
 class Crawl(Protocol):
@@ -71,10 +67,7 @@ class Admission:
         self.closed = False
         self._crawls: set[Crawl] = set()  # running crawls, ended by close()
         self._fast: dict[str, SiteRules] = {}
-        self._last: tuple[str, SiteRules | None] = ("", None)  # check()'s last origin
         self._fast_max = 2 * cache.max_origins
-        # The cache's recheck limit, inlined in check and admit (none: one no count reaches).
-        self._recheck_at = sys.maxsize if cache.recheck_visits is None else cache.recheck_visits
         self._groups = scheduler.groups_by_key
         #: Who hears the events (None: nobody listens, and no event is built).
         self.events: Emitter | None = None
@@ -88,10 +81,12 @@ class Admission:
 
     async def site(self, origin: str) -> SiteRules:
         """The origin's rules (fetching robots.txt once if needed)."""
+        closed = ""
         try:
             return self.cache.cached(origin) or await self.cache.fetched(origin)
         except CacheClosed as exc:
-            raise without_context(GateClosed(str(exc))) from None
+            closed = str(exc)
+        raise GateClosed(closed)  # not within the except: the CacheClosed is no cause
 
     def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
         self.disallowed += 1
@@ -101,7 +96,7 @@ class Admission:
         events = self.events
         if events is not None:
             origin = site.entry.origin
-            events.emit(UrlSkipped(_now(), origin, site.key or events.key_of(origin), url,
+            events.emit(UrlSkipped(time.time(), origin, site.key or events.key_of(origin), url,
                                    decision.reason, decision.outcome or "rules"))
         return refused
 
@@ -158,7 +153,7 @@ class Admission:
         if hosts is not None and group.idle() and group.free == group.size:
             setting = hosts.match(origin, group.key)
             if setting is not None and setting.max_per_host is not None:
-                group.size = group.free = setting.max_per_host
+                self.scheduler.set_cap(group, setting.max_per_host)
         return group
 
     def _unrecorded_last(self, unrecorded_until: float) -> float:
@@ -167,7 +162,7 @@ class Admission:
         if not unrecorded_until:
             return -float("inf")
         scheduler = self.scheduler
-        return scheduler.now() - max(0.0, _now() - unrecorded_until)
+        return scheduler.now() - max(0.0, time.time() - unrecorded_until)
 
     def robots_turn(self, origin: str) -> RobotsTurn:
         """A robots.txt request is a request to the server: paced and capped like a page."""
@@ -215,13 +210,17 @@ class Admission:
 
     def cached(self, url: str) -> tuple[SiteRules, str] | None:
         """The rules of ``url`` (as sent: see :func:`~robotgate.urls.as_sent`)'s origin
-        and the path they judge, if cached and fresh."""
+        and the path they judge, if cached, fresh and not due for a recheck.
+
+        The site learnt for the URL's "scheme://authority" is found with one look-up
+        (see :meth:`_learn`); a URL of a site not learnt yet is split, and the cache asked.
+        """
         cut = url.find("/", 8)
         site = self._fast.get(url[:cut] if cut > 0 else url)
-        if site is not None and site.fresh_until > _now():
+        if site is not None and site.fresh_until > time.time():
             if self.cache.recheck_due(site):
                 return None
-            site.used = True
+            self.cache.touch(site)
             return site, _path_of(url, cut)
         # Not learnt yet, or superseded by a newer fetch: the cache knows.
         origin, rest = split_origin(url)
@@ -239,34 +238,9 @@ class Admission:
         """
         link = url if isinstance(url, str) else text_url(url)  # InvalidURL, not TypeError
         if "\t" in link or "\n" in link or "\r" in link:
-            link = as_sent(link)  # judged as sent (yarl drops them); inlined test: hot path
-        # cached() and SiteRules.decide inlined: this is the whole of gate.check.
-        # The links of one page mostly share its origin: the last one is tried first.
-        now = _now()
-        head, site = self._last  # "scheme://authority/" and its site
-        if site is None or not link.startswith(head) or site.fresh_until <= now:
-            cut = link.find("/", 8)
-            site = self._fast.get(link[:cut] if cut > 0 else link)
-            if site is None or site.fresh_until <= now:
-                hit = self.cached(link)
-                return hit[0].decide(hit[1], self.agent) if hit is not None else None
-            if cut > 0:
-                self._last = link[:cut + 1], site
-        host = site.host
-        if host is not None and host.visits_since_check >= self._recheck_at:
-            return None
-        site.used = True
-        judge = site.judge
-        if judge is not None:
-            # The rules remember the origin last asked (sites may share them): one compare.
-            return judge.decide(link, self.agent)
-        if site.verdict is not None:
-            return site.verdict
-        rules = site.rules
-        assert rules is not None
-        if "/." in link or "/%2" in link:  # rules that read paths only: resolved here
-            link = _path_of(link, link.find("/", 8))
-        return rules.decide(link, self.agent)
+            link = as_sent(link)  # judged as sent (yarl drops them)
+        hit = self.cached(link)
+        return hit[0].decide(hit[1], self.agent) if hit is not None else None
 
     def as_cached(self, url: str) -> Decision | None:
         """As :meth:`check`, but by the rules as cached even when due for a refresh
@@ -288,69 +262,46 @@ class Admission:
         cached) and :class:`~robotgate.urls.InvalidURL`.
         """
         if "\t" in url or "\n" in url or "\r" in url:
-            url = as_sent(url)  # judged as sent (yarl drops them); inlined test: hot path
-        if self.events is not None:
-            return self._admit_heard(url)
-        cut = url.find("/", 8)
-        site = self._fast.get(url[:cut] if cut > 0 else url) if self.fleet is None else None
-        if site is not None and site.fresh_until > _now():
-            # One look-up from the URL's "scheme://authority" to what the slow path
-            # learnt of it: the same checks as there, none of the splitting.
-            host = site.host
-            if host is not None and host.visits_since_check < self._recheck_at:
-                path = _path_of(url, cut)
-                # The rules themselves when they decide every URL: a call less.
-                if not (site.judge or site).allowed(path, self.agent):
-                    raise self.refuse(url, path, site)
-                site.used = True
-                group = self._groups.get(site.key)  # type: ignore[arg-type]
-                if group is not None and group.state is host and self.scheduler.try_start(
-                        group, site.interval):
-                    return group
+            url = as_sent(url)  # judged as sent (yarl drops them)
         if self.closed:
             raise GateClosed("the gate is closed")
-        origin, rest = split_origin(url)
-        site = self.cache.cached(origin)
-        if site is not None and self.fleet is None:
-            path = url if rest[:2] == "//" else rest
-            if not site.allowed(path, self.agent):
-                raise self.refuse(url, path, site)
-            group = self.known_group(origin)
-            if group is not None:
-                site.host, site.key = group.state, group.key
-                self._learn(url, site)
-                if self.scheduler.try_start(group, site.interval):
-                    return group
-        return self._admit(url, origin, rest, site)
-
-    def _admit_heard(self, url: str) -> Awaitable[Group]:
-        """:meth:`admit` when someone listens: the slow path, which tells of each wait
-        and remembers the URL its answer will name."""
-        if self.closed:
-            raise GateClosed("the gate is closed")
-        origin, rest = split_origin(url)
-        site = self.cache.cached(origin)
-        if site is not None and self.fleet is None:
-            path = url if rest[:2] == "//" else rest
-            if not site.allowed(path, self.agent):
-                raise self.refuse(url, path, site)
-        return self._admit(url, origin, rest, site)
-
-    async def _admit(self, url: str, origin: str, rest: str, site: SiteRules | None) -> Group:
-        try:  # as admit() found it (no await since), else fetched
-            site = site or await self.cache.fetched(origin)
-        except CacheClosed as exc:
-            raise without_context(GateClosed(str(exc))) from None
-        path = url if rest[:2] == "//" else rest
+        # With a fleet the rules are judged after the fleet's fetch lock (in _admit).
+        hit = self.cached(url) if self.fleet is None else None
+        if hit is None:
+            return self._admit(url, None)
+        site, path = hit
         if not site.allowed(path, self.agent):
             raise self.refuse(url, path, site)
+        if self.events is None:
+            # Due now and under every cap: started without a coroutine.
+            group = self._groups.get(site.key) if site.key is not None else None
+            if group is None or group.state is not site.host:
+                group = self.known_group(split_origin(url)[0])
+                if group is not None:
+                    self.cache.bind(site, group.state, group.key)
+            if group is not None and self.scheduler.try_start(group, site.interval):
+                return group
+        return self._admit(url, site)
+
+    async def _admit(self, url: str, site: SiteRules | None) -> Group:
+        """:meth:`admit` when the request must wait, or its site or server is new."""
+        origin, rest = split_origin(url)
+        if site is None:
+            closed = ""
+            try:
+                site = await self.cache.fetched(origin)
+            except CacheClosed as exc:
+                closed = str(exc)
+            if site is None:
+                raise GateClosed(closed)
+            path = url if rest[:2] == "//" else rest
+            if not site.allowed(path, self.agent):
+                raise self.refuse(url, path, site)
         host = site.host  # the cache's: its group without the key's look-up, if still its
         group = self._groups.get(host.origin) if host is not None else None
         if group is None or group.state is not host:
             group = self.group_now(origin) or await self.group(origin)
-        if site.host is not group.state:
-            site.host = group.state
-        site.key = group.key
+        self.cache.bind(site, group.state, group.key)
         fleet = self.fleet
         events = self.events
         if fleet is None:
@@ -370,7 +321,7 @@ class Admission:
         self._asked(group, url)
         waited = self.scheduler.now() - began
         if waited > 0:
-            events.emit(TurnWaited(_now(), origin, group.key, url, waited, reason))
+            events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
         return group
 
     def _wait_reason(self, group: Group, origin: str, interval: float) -> str:
@@ -400,7 +351,7 @@ class Admission:
         events = self.events
         if events is not None:
             origin = split_origin(url)[0]
-            events.emit(UrlSkipped(_now(), origin, events.key_of(origin), url,
+            events.emit(UrlSkipped(time.time(), origin, events.key_of(origin), url,
                                    decision.reason, decision.outcome or "rules"))
 
     def waited(self, url: str, seconds: float, reason: str) -> None:
@@ -408,7 +359,8 @@ class Admission:
         events = self.events
         if events is not None and seconds > 0:
             origin = split_origin(url)[0]
-            events.emit(TurnWaited(_now(), origin, events.key_of(origin), url, seconds, reason))
+            events.emit(TurnWaited(time.time(), origin, events.key_of(origin), url, seconds,
+                                   reason))
 
     def _asked(self, group: Group, url: str) -> None:
         asking = self._asking.get(group.key)
@@ -503,7 +455,7 @@ class Admission:
                 self._asking[group.key][i] = (asked, True)
                 url = asked
                 break
-        now = _now()
+        now = time.time()
         origin = split_origin(url)[0] if url else ""
         if url:  # a page's (a robots.txt request's 429/503 only paces)
             seconds = self.scheduler.now() - sent_at if sent_at is not None else 0.0
@@ -586,7 +538,7 @@ class RobotsTurn:
         while (wait := scheduler.wait_seconds(
                 group, max(scheduler.policy.delay, group.interval))) > 0:
             await asyncio.sleep(wait)  # again: another request may have gone meanwhile
-        group.last = now = scheduler.now()  # gone: the server's next request waits for it
+        now = scheduler.paced_from_now(group)  # gone: the server's next request waits for it
         self._hop = self._asked = group
         self._sent = now
         return now - start
@@ -600,14 +552,12 @@ class RobotsTurn:
         if status != 429 and status != 503:
             admission = self._admission
             scheduler = admission.scheduler
-            now = scheduler.now()
-            if now > group.last:
-                group.last = now  # paced from the answer, as pages are
+            scheduler.paced_from_now(group)  # paced from the answer, as pages are
             if admission.fleet is not None:
                 # The fleet's slots count from their start, and this request may have
                 # left late: the next slot is an interval after this answer.
                 gap = scheduler.gap(group, max(scheduler.policy.delay, group.interval))
-                self._later(self._hold_fleet(group.key, _now() + gap))
+                self._later(self._hold_fleet(group.key, time.time() + gap))
             return
         try:
             retry_after = response.headers.get("Retry-After")
@@ -655,9 +605,8 @@ class RobotsTurn:
         assert group is not None
         scheduler = self._admission.scheduler
         try:
-            asked, now = self._asked, scheduler.now()
-            if asked is not None and now > asked.last:
-                asked.last = now  # no answer (a timeout): paced from now
+            if self._asked is not None:
+                scheduler.paced_from_now(self._asked)  # no answer (a timeout)
             for pending in self._pending or ():
                 await pending  # the store hears of the answers
         finally:

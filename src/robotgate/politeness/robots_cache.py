@@ -115,6 +115,15 @@ class RobotsCache:
         site.used = True
         return site
 
+    def touch(self, site: SiteRules) -> None:
+        """``site`` was asked about (the CLOCK bit: spared by the next eviction)."""
+        site.used = True
+
+    def bind(self, site: SiteRules, host: HostState, key: str) -> None:
+        """``site``'s server is known: its politeness key and the HostState its group paces."""
+        site.host = host
+        site.key = key
+
     def recheck_due(self, site: SiteRules) -> bool:
         """Has the site's server had the visits after which robots.txt is fetched again?"""
         limit = self.recheck_visits

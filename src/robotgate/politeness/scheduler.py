@@ -458,6 +458,19 @@ class Scheduler:
         """No request of ``group`` starts for ``seconds`` from now."""
         group.paused_until = max(group.paused_until, self.now() + seconds)
 
+    def paced_from_now(self, group: Group) -> float:
+        """A request to the group's server leaves or is answered now (a robots.txt
+        request, or one that got no answer): its next request waits from now.
+        Returns now (loop time)."""
+        now = self.now()
+        if now > group.last:
+            group.last = now
+        return now
+
+    def set_cap(self, group: Group, size: int) -> None:
+        """The group's own cap on requests at once (a host setting), set while it is new."""
+        group.size = group.free = size
+
 
 def _only_ours(task: asyncio.Task[object] | None) -> bool:
     """Was ``task`` cancelled by :meth:`Scheduler.close` alone (not by its owner too)?"""
