@@ -43,7 +43,7 @@ from ..policy.hops import is_private, literal_address
 from ..robots.sitemap import SitemapEntry
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
-from .crawl_state import DONE, FAILED, SKIPPED, CrawlState, Entry, MemoryCrawlState
+from .crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from .turns import BACKING_OFF, NO_WAIT, HostTurn
 
 __all__ = [
@@ -68,8 +68,9 @@ SCOPES = ("host", "domain", "any")
 #: Second-level labels under which a country's registrable names sit (``co.uk``):
 #: the ``domain`` scope keeps three labels there (no public-suffix list is read).
 _SECOND_LEVELS = frozenset({"ac", "co", "com", "edu", "gov", "ltd", "ne", "net", "or", "org"})
-#: URLs moved from the state to the host queues at once.
+#: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
+_ADD = 2048
 
 
 @dataclass(slots=True)
@@ -314,6 +315,8 @@ class Frontier:
         self._room.set()
         self._loading = False
         self._visits: dict[asyncio.Task[None], _Item] = {}
+        # Outcomes being written when the crawl was stopped.
+        self._settling: list[tuple[asyncio.Future[Added], _Item, CrawlResult]] = []
         self._wakeup: asyncio.Future[None] | None = None
         self._halted = False
         self._failure: BaseException | None = None
@@ -351,6 +354,13 @@ class Frontier:
         """Every URL accounted for: those cut short are recorded, and go back to the
         state's queue with those left in the host queues."""
         summary = self.summary
+        for finishing, item, record in self._settling:
+            if item in cut:
+                cut.remove(item)
+            try:
+                self._settled(await finishing, record)
+            except Exception:  # not written: still in flight in the state
+                cut.append(item)
         for item in cut:
             summary.interrupted += 1
             self._emit(CrawlResult(item.url, error="interrupted: the crawl ended before it",
@@ -468,7 +478,7 @@ class Frontier:
             batch.append(Entry(self._key_of(text)[0], text))
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
-        if len(batch) >= 256 or self.state.bounded:
+        if len(batch) >= _ADD or self.state.bounded:
             # Batched into a store; counted at once where room is bounded.
             await self._add(batch)
             if not self._room.is_set():
@@ -637,7 +647,17 @@ class Frontier:
             except Exception as exc:  # an iterable of links that raises as it is read
                 record.error = _describe(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
-        added = await self.state.finish(entry, outcome, found)
+        # Once begun, the write of its outcome is seen to the end: a crawl stopped
+        # meanwhile counts the page as done (wind-up waits for it), not cut short.
+        finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
+        try:
+            added = await asyncio.shield(finishing)
+        except asyncio.CancelledError:
+            self._settling.append((finishing, item, record))
+            raise
+        self._settled(added, record)
+
+    def _settled(self, added: Added, record: CrawlResult) -> None:
         summary = self.summary
         summary.discovered += added.new
         summary.duplicates += added.known

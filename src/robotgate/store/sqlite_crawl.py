@@ -14,6 +14,7 @@ crawl at a time.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,6 +36,7 @@ __all__ = ["SQLiteCrawlState", "crawl_names", "drop_crawl"]
 _T = TypeVar("_T")
 Run = Callable[[Callable[[sqlite3.Connection], _T]], Awaitable[_T]]
 
+_Finished = list[tuple[str, int, int, list[Entry], "asyncio.Future[Added]"]]
 _INSERT = ("INSERT OR IGNORE INTO crawl_urls (crawl, key, url, depth, discovered)"
            " VALUES (?, ?, ?, ?, ?)")
 
@@ -60,6 +62,9 @@ class SQLiteCrawlState(CrawlState):
         self._run = run
         self.name = name
         self._pending = 0
+        # Finished pages waiting for the next write: key, attempts, outcome, links, answer.
+        self._finished: _Finished = []
+        self._writer: asyncio.Task[None] | None = None
 
     @property
     def pending(self) -> int:
@@ -113,22 +118,47 @@ class SQLiteCrawlState(CrawlState):
         return taken
 
     async def finish(self, entry: Entry, outcome: int, links: Sequence[Entry]) -> Added:
+        """Pages that finish while a write is under way go in the next one together
+        (each with its links): one transaction for many pages, none split."""
         if outcome not in OUTCOMES:
             raise ValueError(f"not an outcome: {outcome!r}")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Added] = loop.create_future()
+        self._finished.append((entry.key, entry.attempts, outcome, list(links), done))
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write_finished())
+        return await asyncio.shield(done)
+
+    async def _write_finished(self) -> None:
         name = self.name
-        rows = list(links)
+        while self._finished:
+            batch, self._finished = self._finished, []
 
-        def job(conn: sqlite3.Connection) -> Added:
-            with immediate(conn):  # the page and its links, or neither
-                added = _insert(conn, name, rows) if rows else Added()
-                conn.execute(
-                    "UPDATE crawl_urls SET state = ?, attempts = ? WHERE crawl = ? AND key = ?",
-                    (outcome, entry.attempts, name, entry.key))
-                return added
+            def job(conn: sqlite3.Connection, batch: _Finished = batch) -> list[Added]:
+                out = []
+                with immediate(conn):  # each page and its links, or none of them
+                    for key, attempts, outcome, links, _ in batch:
+                        out.append(_insert(conn, name, links) if links else Added())
+                        conn.execute(
+                            "UPDATE crawl_urls SET state = ?, attempts = ?"
+                            " WHERE crawl = ? AND key = ?", (outcome, attempts, name, key))
+                return out
 
-        added: Added = await self._run(job)
-        self._pending += added.new
-        return added
+            try:
+                results: list[Added] = await self._run(job)
+            except Exception as exc:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            except BaseException:  # cancelled: nobody is left to tell
+                for *_, done in batch:
+                    done.cancel()
+                raise
+            for added, (*_, done) in zip(results, batch, strict=True):
+                self._pending += added.new
+                if not done.done():
+                    done.set_result(added)
 
     async def release(self, entries: Sequence[Entry]) -> None:
         if not entries:
@@ -146,6 +176,10 @@ class SQLiteCrawlState(CrawlState):
 
         back: int = await self._run(job)
         self._pending += back
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
 
     async def counts(self) -> CrawlCounts:
         name = self.name

@@ -1,0 +1,106 @@
+"""A named SQLite crawl against the same crawl unnamed: requests per second.
+
+    python benchmarks/crawl_named.py [--hosts 1000] [--pages 20] [--rounds 2]
+        [--concurrency 32] [--json FILE]
+
+Both crawl the same ``hosts`` x ``pages`` URLs on the loopback server
+(``testbed/server.py``) through ``gate.crawl`` with delay 0, in this process,
+turn about (unnamed, named, unnamed, ...), each round with a fresh SQLite
+store file for the gate (robots.txt and host state) so that only the crawl's
+state differs.  Each page's handler reads the body and returns one link to a
+page of its host (a new URL for the first pages, then ones known: the
+seen-set is asked on every page).  The figure is requests per second over the
+whole crawl (robots.txt included), best of ``rounds``; the ratio named/unnamed
+is the goal (>= 0.85).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from robotgate import RobotGate
+from robotgate.store.sqlite import SQLiteStore
+from testbed.server import BenchServer, HostPlan
+
+AGENT = "NamedCrawlBench/1.0 (+https://example.com/bot)"
+
+
+async def _one(srv: BenchServer, urls: list[str], pages: int, concurrency: int, folder: Path,
+               named: bool, n: int) -> dict[str, Any]:
+    async def handler(url: str, resp: Any) -> list[str]:
+        await resp.read()
+        head, _, page = url.rpartition("/")
+        return [f"{head}/{(int(page) + 1) % (pages + 5)}"]
+
+    store = SQLiteStore(folder / f"gate-{n}.sqlite3")
+    async with RobotGate(AGENT, delay=0, store=store, max_origins=len(urls)) as gate:
+        began = time.monotonic()
+        summary = await gate.crawl(urls, handler, concurrency=concurrency, scope="host",
+                                   name="bench" if named else None)
+        seconds = time.monotonic() - began
+    stats = srv.stats().values()
+    requests = sum(s.page_requests + s.robots_requests for s in stats)
+    srv.reset()
+    return {"pages": summary.pages, "requests": requests, "seconds": round(seconds, 3),
+            "requests_per_s": round(requests / seconds, 1)}
+
+
+async def compare(hosts: int, pages: int, rounds: int, concurrency: int) -> dict[str, Any]:
+    plans = [HostPlan("allow", pages=pages + 5)] * hosts
+    result: dict[str, Any] = {"hosts": hosts, "pages_per_host": pages, "rounds": rounds,
+                              "concurrency": concurrency, "unnamed": [], "named": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        async with BenchServer(plans) as srv:
+            urls = [srv.url(h, f"/page/{p}") for p in range(pages) for h in range(hosts)]
+            n = 0
+            for _ in range(rounds):
+                for named in (False, True):
+                    n += 1
+                    run = await _one(srv, urls, pages, concurrency, Path(tmp), named, n)
+                    result["named" if named else "unnamed"].append(run)
+                    print(f"  {'named' if named else 'unnamed':8} {run}", file=sys.stderr)
+    best = {k: max(r["requests_per_s"] for r in result[k]) for k in ("unnamed", "named")}
+    result["best_requests_per_s"] = best
+    result["ratio_named_to_unnamed"] = round(best["named"] / best["unnamed"], 3)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hosts", type=int, default=1000)
+    ap.add_argument("--pages", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--quick", action="store_true", help="50 hosts x 5 pages, one round")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.hosts, args.pages, args.rounds = 50, 5, 1
+    result = asyncio.run(compare(args.hosts, args.pages, args.rounds, args.concurrency))
+    best = result["best_requests_per_s"]
+    print(f"{result['hosts']} hosts x {result['pages_per_host']} pages (+ links), delay 0, "
+          f"concurrency {result['concurrency']}, best of {result['rounds']}:\n"
+          f"  unnamed            {best['unnamed']:>9,.1f} requests/s\n"
+          f"  named (SQLite)     {best['named']:>9,.1f} requests/s\n"
+          f"  ratio named/unnamed {result['ratio_named_to_unnamed']:.3f} (goal >= 0.85)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
