@@ -138,3 +138,34 @@ async def test_gate_crawl_with_a_name_keeps_and_reports_the_crawl(tmp_path: Path
             assert await g.crawl_status("news") is None
         pages = sum(h.page_requests for h in srv.stats().values())
     assert pages == 8
+
+
+async def test_a_named_crawl_holds_a_window_of_its_queue_and_turns_nothing_away(
+        tmp_path: Path) -> None:
+    urls = [f"http://h{i % 500}.example/{i}" for i in range(5000)]
+    links = [f"http://h0.example/link/{i}" for i in range(300)]
+    async with SQLiteStore(tmp_path / "c.sqlite3") as store:
+        window: list[int] = []
+        frontier: Frontier | None = None
+
+        def on_result(record: CrawlResult) -> None:
+            assert frontier is not None
+            window.append(frontier.queues.window + len(frontier.queues.hosts))
+            if len(window) == 1000:
+                stop.set()
+
+        def handler(url: str, resp: Page) -> list[str]:
+            return links if url == urls[0] else []
+
+        stop = asyncio.Event()
+        frontier = Frontier(LinkGate(), urls, handler, concurrency=8, max_queued=100,
+                            max_seen=10, state=store.crawl_state("big"), stop=stop,
+                            on_result=on_result)
+        summary = await asyncio.wait_for(frontier.run(), 60)
+        # The process held at most max_queued URLs (and their hosts) of the queue...
+        assert max(window) <= 2 * 100
+        # ...the rest waited in the file, and no link was turned away for room.
+        counts = await store.crawl_state("big").counts()
+        assert counts.total == 5300 and counts.done == summary.pages
+        assert summary.dropped == 0 and summary.discovered == 300
+        assert summary.unaccounted() == 0
