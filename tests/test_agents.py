@@ -109,3 +109,16 @@ def test_a_browser_user_agent_with_no_robot_name_warns_once_at_construction(
     RobotGate(CHROME, robots_agent="MyBot")
     RobotGate("MyBot/1.0")
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_the_name_caches_stay_bounded() -> None:
+    from robotgate import agents
+
+    for n in range(agents._CACHE_SIZE + 10):
+        assert product_token(f"Bot{n}/1.0") == "bot"  # digits end the token
+        robot_name(f"Mozilla/5.0 (compatible; Bot{n}/1.0)")
+    assert len(agents._CACHE) <= agents._CACHE_SIZE
+    assert len(agents._NAMES) <= agents._CACHE_SIZE
+    hostile = "Mozilla/5.0 (compatible; " + "x" * 20_000 + "/1)"
+    assert robot_name(hostile) is not None
+    assert hostile not in agents._NAMES and hostile not in agents._CACHE

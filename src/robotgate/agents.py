@@ -4,15 +4,26 @@ and the robot's name in a User-Agent that starts as a browser's."""
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 __all__ = ["BROWSER_TOKENS", "product_token", "robot_name"]
 
 # RFC 9309 2.2.1: the product token is [a-zA-Z_-]+; matching is case-insensitive.
 _TOKEN_RE = re.compile(r"[A-Za-z_-]*")
 _ASCII_WS = " \t\n\v\f\r"
+_T = TypeVar("_T")
 _CACHE: dict[str, str] = {}
-# Longer strings (a 16 KiB "User-agent:" line of a hostile file) are not kept.
+# Longer strings (a 16 KiB "User-agent:" line of a hostile file) are not kept,
+# and a cache holding _CACHE_SIZE of them starts afresh.
 _MAX_CACHED = 256
+_CACHE_SIZE = 4096
+
+
+def _remember(cache: dict[str, _T], user_agent: str, value: _T) -> None:
+    if len(user_agent) <= _MAX_CACHED:
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        cache[user_agent] = value
 
 
 def product_token(user_agent: str) -> str:
@@ -25,10 +36,7 @@ def product_token(user_agent: str) -> str:
     if token is None:
         m = _TOKEN_RE.match(user_agent.strip(_ASCII_WS))  # as Google: not U+00A0
         token = m.group(0).lower() if m else ""
-        if len(user_agent) <= _MAX_CACHED:
-            if len(_CACHE) >= 4096:
-                _CACHE.clear()
-            _CACHE[user_agent] = token
+        _remember(_CACHE, user_agent, token)
     return token
 
 
@@ -69,10 +77,7 @@ def robot_name(user_agent: str) -> str | None:
     except KeyError:
         pass
     name = _named_in_comment(user_agent)
-    if len(user_agent) <= _MAX_CACHED:
-        if len(_NAMES) >= 4096:
-            _NAMES.clear()
-        _NAMES[user_agent] = name
+    _remember(_NAMES, user_agent, name)
     return name
 
 
