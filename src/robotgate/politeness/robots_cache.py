@@ -25,6 +25,7 @@ from ..store.base import Store
 from ..store.memory import immediate
 from .emitter import Emitter
 from .robots_fetcher import RobotsFetcher, TurnHooks
+from .scheduler import Scheduler
 
 __all__ = ["CacheClosed", "RobotsCache"]
 
@@ -283,7 +284,7 @@ class RobotsCache:
                 finally:
                     self._releasing.discard(origin)
         if host.visits_since_check:
-            host.visits_since_check = 0
+            Scheduler.rechecked(host)
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ..errors import GateClosed, without_context
+from ..errors import GateClosed
 from ..policy.fetch import parse_retry_after
 from ..policy.pacing import Backoff, PacingPolicy
 from ..records import HostState
@@ -284,20 +284,17 @@ class Scheduler:
 
         ``page`` False: a robots.txt request (see :meth:`start`).
         """
-        # try_take(), now() and gap() inlined (this runs for every page); the
-        # group's slot is taken last, so a request that is not due gives nothing back.
+        # The group's slot is taken last: a request that is not due gives nothing back.
         if group.waiting or group.free <= 0 or group.waiters:
             return False
-        clock = self._time
-        now = clock() if clock is not None else self.now()
-        backoff = group.backoff
-        gap = interval if self._plain and not backoff.extra else backoff.gap(self.policy, interval)
+        now = self.now()
+        gap = self.gap(group, interval)
         if now < group.paused_until or now < group.last + gap:
             return False
         glob = self.global_slots
         if glob is not None and not glob.try_take():
             return False
-        group.free -= 1
+        group.try_take()
         try:
             self._started(group, interval, now, page, gap)
         except BaseException:
@@ -357,18 +354,20 @@ class Scheduler:
                     continue  # the wait for the global slot may have let another start
                 break
             self._started(group, interval, now, page, gap)
+            return
         except BaseException as exc:
             if held_group:
                 group.give()
             if held_global and glob is not None:
                 glob.give()
-            if isinstance(exc, asyncio.CancelledError) and self.closed and _only_ours(task):
-                raise without_context(GateClosed(
-                    "the gate was closed while the request waited for its server's turn")) from None
-            raise
+            if not (isinstance(exc, asyncio.CancelledError) and self.closed
+                    and _only_ours(task)):
+                raise
         finally:
             group.waiting -= 1
             self._waiting.discard(task)
+        # Raised here, not while the cancellation is handled: it is no cause of this.
+        raise GateClosed("the gate was closed while the request waited for its server's turn")
 
     def close(self) -> None:
         """End every wait for a turn: the waiting requests get :class:`GateClosed`,
@@ -408,8 +407,7 @@ class Scheduler:
         Returns the Unix time the group is paused until when a shared store
         must hear of it (a 429/503), else None.
         """
-        clock = self._time
-        now = clock() if clock is not None else self.now()
+        now = self.now()
         if now > group.last:
             # Paced from the answer's arrival: the next request reaches it an interval later.
             group.last = now
@@ -438,21 +436,22 @@ class Scheduler:
         if backoff.extra or backoff.failures:
             backoff.narrow(policy)
             group.state.backoff = backoff.extra
-        interval = group.interval  # gap(), inlined as in try_start
-        gap = interval if self._plain and not backoff.extra else backoff.gap(policy, interval)
+        gap = self.gap(group, group.interval)
         group.state.next_allowed = wall + max(gap, group.paused_until - now)
         return None
 
     def done(self, group: Group) -> None:
         """The request no longer holds its slots (answered, failed or cancelled)."""
         group.active -= 1
-        if group.waiters:
-            group.give()
-        else:
-            group.free += 1  # give() without a waiter, inlined
+        group.give()
         glob = self.global_slots
         if glob is not None:
             glob.give()
+
+    @staticmethod
+    def rechecked(state: HostState) -> None:
+        """robots.txt was fetched again for the server of ``state``: its count restarts."""
+        state.visits_since_check = 0
 
     def pause(self, group: Group, seconds: float) -> None:
         """No request of ``group`` starts for ``seconds`` from now."""
