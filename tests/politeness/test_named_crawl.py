@@ -74,6 +74,7 @@ async def test_a_stopped_named_crawl_resumes_and_fetches_nothing_done_again(
     counts = await again.crawl_state("news").counts()
     assert counts == CrawlCounts(done=pages)
     assert summary.done_before == done_first and summary.pages == pages - done_first
+    assert summary.queued_before > 0 and summary.unaccounted() == 0
     assert summary.duplicates == 1  # the root, given again, is known
     assert sorted(set(gate.fetched)) == sorted(f"http://h{i % 5}.example/p{i}"
                                                for i in range(pages))

@@ -135,7 +135,8 @@ class CrawlSummary:
     ``too_deep`` and ``private_links`` (from a public page into a private
     address) were not crawled, ``dropped`` were turned away for room (``max_seen``
     or ``max_queued``, unnamed crawls only), and ``interrupted`` were in flight
-    when the crawl ended.  ``done_before``: URLs a named crawl had finished before.
+    when the crawl ended.  ``done_before`` and ``queued_before``: URLs a named crawl
+    had finished, and had queued, before this run.
     """
 
     pages: int = 0
@@ -161,6 +162,7 @@ class CrawlSummary:
     private_links: int = 0
     interrupted: int = 0
     done_before: int = 0
+    queued_before: int = 0
     input_done: bool = False
     stopped: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -175,7 +177,7 @@ class CrawlSummary:
 
     def unaccounted(self) -> int:
         """Input and links not accounted for by the counts (0 once a crawl has ended)."""
-        return (self.read + self.links - self.done - self.duplicates - self.out_of_scope
+        return (self.queued_before + self.read + self.links - self.done - self.duplicates - self.out_of_scope
                 - self.too_deep - self.private_links - self.dropped - self.interrupted
                 - self.queued - self.in_flight)
 

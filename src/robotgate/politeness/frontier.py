@@ -330,6 +330,7 @@ class Frontier:
         summary.started = time.monotonic()
         before = await self.state.open()
         summary.done_before = before.finished
+        summary.queued_before = before.queued
         self._count_queued()
         feeder = self._loop.create_task(self._feed())
         feeder.add_done_callback(self._feed_done)
