@@ -803,7 +803,8 @@ async def crawl(
     ``urls`` is any iterable or async iterable, consumed lazily (at most
     ``max_queued`` URLs wait in memory).  ``handler(url, response)`` is
     awaited while the response is open; it may return an iterable of new URLs
-    (or a :class:`Handled`), which join the frontier once each.  URLs that
+    (or a :class:`Handled`), which join the frontier once per resource key
+    when in scope (see ``docs/crawl.md``).  URLs that
     robots.txt forbids are skipped with their decision; invalid URLs, network
     errors, timeouts and handler errors are recorded, never raised.
 
@@ -817,8 +818,14 @@ async def crawl(
     ``obey_nofollow`` (default True: the links a page returns are not followed
     when its directives say ``nofollow``; they are counted in ``not_followed``),
     ``stop`` (an :class:`asyncio.Event`: set it to end the crawl early, in
-    flight requests cancelled) and ``summary`` (a :class:`CrawlSummary` to
-    fill in live, e.g. for a progress bar).  A gate closed under the crawl
+    flight requests cancelled and recorded as interrupted), ``summary`` (a
+    :class:`CrawlSummary` to fill in live, e.g. for a progress bar),
+    ``url_key`` (``url -> str``: URLs with one key are one resource; default
+    :func:`robotgate.urls.resource_key`), ``scope`` (``"host"``, ``"domain"``,
+    ``"any"`` or ``(link, page_url) -> bool``) and ``max_depth`` for the links
+    pages give, ``max_links`` (links read per page) and ``state`` (a
+    :class:`~.crawl_state.CrawlState`: a named crawl's, from the store; see
+    ``docs/crawl.md``).  A gate closed under the crawl
     ends it at once with :class:`~robotgate.errors.GateClosed`.
 
     >>> async def handler(url, resp):                          # doctest: +SKIP
