@@ -154,3 +154,12 @@ def test_header_lines_as_curl_prints_them() -> None:
         b"tdm-policy: https://p/\xe9\n")
     assert headers == [("X-Robots-Tag", "noindex, nofollow"), ("tdm-policy", "https://p/\u00e9")]
     assert body == b""
+
+
+def test_a_megabyte_of_blank_and_folded_lines_is_read_through() -> None:
+    # Hostile shapes of a --headers file, read in one pass (a reader copying
+    # the rest of the input at each line would take tens of seconds here).
+    many_folds = b"X-Robots-Tag: noindex\n" + b" ,nofollow\n" * 100_000
+    assert parse_header_lines(many_folds)[0][0][1].count("nofollow") == 100_000
+    blank_then_blocks = b"\n" * 300_000 + b"HTTP/1.1 301\nA: 1\n\n\n\nHTTP/1.1 200\nB: 2\n\nbody"
+    assert parse_header_lines(blank_then_blocks) == ([("B", "2")], b"body")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from .args import EXIT_DISALLOWED, EXIT_OK, EXIT_USAGE, PROG, UsageError, error,
 
 # Column width of the verdict tags in the text output.
 TAG = 14
+# Another response's block after a blank line of `curl -i` output (a redirect's).
+_NEXT_BLOCK = re.compile(rb"\s*HTTP/")
 
 
 @dataclass
@@ -376,33 +379,39 @@ def parse_header_lines(data: bytes) -> tuple[list[tuple[str, str]], bytes]:
     Reads what ``curl -i`` or ``curl -D -`` prints: ``HTTP/...`` status lines
     are skipped, a line starting with a space or tab continues the one before,
     and a blank line ends the headers -- unless another ``HTTP/`` block follows
-    (a redirect's), whose headers then replace them.
+    (a redirect's), whose headers then replace them.  One pass: time linear in
+    the input, whatever its lines.
     """
-    headers: list[tuple[str, str]] = []
-    rest = data
-    while rest:
-        line, _, rest = rest.partition(b"\n")
-        line = line.rstrip(b"\r")
+    headers: list[tuple[str, list[str]]] = []  # each value in its folded parts
+    pos, end = 0, len(data)
+    while pos < end:
+        newline = data.find(b"\n", pos)
+        stop = end if newline < 0 else newline
+        line = data[pos:stop].rstrip(b"\r")
+        pos = stop + 1
         if not line.strip():
             if not headers:
                 continue
-            if rest.lstrip().startswith(b"HTTP/"):
+            if _NEXT_BLOCK.match(data, pos):
                 headers = []
                 continue
-            return headers, rest
+            return _joined(headers), data[pos:]
         if line.startswith(b"HTTP/"):
             headers = []
             continue
         text = _header_text(line)
         if text[:1] in (" ", "\t"):
             if headers:
-                name, value = headers[-1]
-                headers[-1] = (name, f"{value} {text.strip()}")
+                headers[-1][1].append(text.strip())
             continue
         name, colon, value = text.partition(":")
         if colon and name and name == name.strip():
-            headers.append((name, value.strip(" \t")))
-    return headers, b""
+            headers.append((name, [value.strip(" \t")]))
+    return _joined(headers), b""
+
+
+def _joined(headers: list[tuple[str, list[str]]]) -> list[tuple[str, str]]:
+    return [(name, " ".join(parts)) for name, parts in headers]
 
 
 def _header_text(line: bytes) -> str:
