@@ -48,7 +48,7 @@ from testbed.server import HostPlan, ServerProcess, is_disallowed, page_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"
-RUNNER = "tests.integrations.scrapy_crawl_runner"
+RUNNER = "testbed.scrapy_crawl_runner"
 SCRAPY_CONTENDERS = ("robots-off", "RobotsTxtMiddleware", "RobotGateMiddleware")
 HTTPX_CONTENDERS = ("plain", "gate-cold", "gate-warm")
 

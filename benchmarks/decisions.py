@@ -36,8 +36,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 from benchmarks.harness import CORPUS, RESULTS
 from benchmarks.harness.children import child_json
-from benchmarks.harness.progress import Progress
-from benchmarks.harness.report import Row, finish, fmt_int, machine, md
+from benchmarks.harness.progress import Progress, measured
+from benchmarks.harness.report import Row, finish, fmt_int, md
 from benchmarks.harness.stats import median, parse_callgrind, valgrind
 from robotgate import FetchPolicy, RobotGate
 from testbed.crawl import USER_AGENT
@@ -317,17 +317,11 @@ async def callgrind_decisions(sizes: Sizes, trees: Sequence[tuple[str, Path | No
 
 async def run(sizes: Sizes, progress: Progress) -> dict[str, Any]:
     """The decisions children (and callgrind's); the report."""
-    ticker = asyncio.get_running_loop().create_task(progress.tick())
-    report: dict[str, Any] = {"sizes": dataclasses.asdict(sizes), "machine": machine()}
-    t_start = time.monotonic()
-    try:
-        report["decisions"] = await decisions(sizes, progress)
-    finally:
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
-        progress.clear()
-    report["seconds"] = time.monotonic() - t_start
-    return report
+
+    async def measure() -> dict[str, Any]:
+        return {"decisions": await decisions(sizes, progress)}
+
+    return await measured(progress, dataclasses.asdict(sizes), measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:

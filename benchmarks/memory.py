@@ -30,8 +30,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 from benchmarks.harness import CORPUS, RESULTS
 from benchmarks.harness.children import child_json
-from benchmarks.harness.progress import Progress
-from benchmarks.harness.report import Row, finish, machine
+from benchmarks.harness.progress import Progress, measured
+from benchmarks.harness.report import Row, finish
 from robotgate import FetchPolicy, RobotGate
 from testbed.crawl import FROM, USER_AGENT
 
@@ -178,17 +178,13 @@ async def memory(n: int, corpus: Path, progress: Progress, parse_all: bool = Fal
 
 
 async def run(origins: int, corpus: Path, parse_all: bool, progress: Progress) -> dict[str, Any]:
-    ticker = asyncio.get_running_loop().create_task(progress.tick())
-    report: dict[str, Any] = {"origins": origins, "corpus": str(corpus), "machine": machine()}
-    t_start = time.monotonic()
-    try:
-        report["memory"] = await memory(origins, corpus, progress, parse_all)
-    finally:
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
-        progress.clear()
-    report["seconds"] = time.monotonic() - t_start
-    return report
+    """The two children; the report."""
+
+    async def measure() -> dict[str, Any]:
+        return {"memory": await memory(origins, corpus, progress, parse_all)}
+
+    return await measured(progress, {"origins": origins, "corpus": str(corpus),
+                                     "parse_all": parse_all}, measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:

@@ -51,8 +51,8 @@ import aiohttp
 from benchmarks.baselines import HandRolled, alternative_available
 from benchmarks.harness import RESULTS, connector
 from benchmarks.harness.children import child_json, raise_nofile
-from benchmarks.harness.progress import Progress
-from benchmarks.harness.report import Row, finish, fmt_int, machine, md
+from benchmarks.harness.progress import Progress, measured
+from benchmarks.harness.report import Row, finish, fmt_int, md
 from benchmarks.harness.stats import SIM_EVENTS, median, parse_callgrind, valgrind
 from robotgate import Disallowed, RobotGate
 from testbed.crawl import FROM, USER_AGENT
@@ -535,22 +535,16 @@ async def callgrind_overhead(
 async def run(sizes: Sizes, progress: Progress) -> dict[str, Any]:
     """The overhead rounds (and callgrind) against one loopback server; the report."""
     raise_nofile()
-    ticker = asyncio.get_running_loop().create_task(progress.tick())
-    report: dict[str, Any] = {"sizes": dataclasses.asdict(sizes), "machine": machine()}
-    t_start = time.monotonic()
-    try:
+
+    async def measure() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="robotgate-overhead-") as tmp:
             progress.start(f"overhead: starting a server with {sizes.hosts} hosts")
             async with ServerProcess() as server:
                 await server.start(["--backlog", "4096"],
                                    plans=[HostPlan("partial")] * sizes.hosts, duration=3600)
-                report["overhead"] = await overhead(server, sizes, Path(tmp), progress)
-    finally:
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
-        progress.clear()
-    report["seconds"] = time.monotonic() - t_start
-    return report
+                return {"overhead": await overhead(server, sizes, Path(tmp), progress)}
+
+    return await measured(progress, dataclasses.asdict(sizes), measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:

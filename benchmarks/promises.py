@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import itertools
 import json
@@ -62,8 +61,8 @@ import aiohttp
 from benchmarks.baselines import HandRolled, RobotsDenied, alternative_available
 from benchmarks.harness import RESULTS, ROOT, connector
 from benchmarks.harness.children import raise_nofile
-from benchmarks.harness.progress import Progress
-from benchmarks.harness.report import IMPLS, Row, finish, fmt_int, machine, md
+from benchmarks.harness.progress import Progress, measured
+from benchmarks.harness.report import IMPLS, Row, finish, fmt_int, md
 from robotgate import RobotGate
 from testbed.crawl import (
     FROM,
@@ -374,10 +373,9 @@ def _kind_counts(hosts: Sequence[Host]) -> dict[str, int]:
 async def run(sizes: Sizes, progress: Progress) -> dict[str, Any]:
     """Every phase in ``sizes.phases``; the report."""
     raise_nofile()
-    ticker = asyncio.get_running_loop().create_task(progress.tick())
-    report: dict[str, Any] = {"sizes": dataclasses.asdict(sizes), "machine": machine()}
-    t_start = time.monotonic()
-    try:
+
+    async def measure() -> dict[str, Any]:
+        report: dict[str, Any] = {}
         with tempfile.TemporaryDirectory(prefix="robotgate-promises-") as tmp:
             workdir = Path(tmp)
             if "crawl" in sizes.phases:  # figures 1, 2, 3, 8, and the alternatives
@@ -410,13 +408,9 @@ async def run(sizes: Sizes, progress: Progress) -> dict[str, Any]:
                     }
             if "limits" in sizes.phases:  # issue 14: per host, 429 share
                 report["limits"] = await limits(sizes, workdir, progress)
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        progress.clear()
-    report["seconds"] = time.monotonic() - t_start
-    return report
+        return report
+
+    return await measured(progress, dataclasses.asdict(sizes), measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:

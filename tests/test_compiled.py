@@ -34,6 +34,7 @@ def test_ci_runs_the_build_it_installed() -> None:
     assert compiled_modules() == expected
 
 
+@pytest.mark.slow
 def test_setup_compiles_nothing_for_an_editable_install(monkeypatch: pytest.MonkeyPatch) -> None:
     import setuptools
 

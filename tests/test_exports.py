@@ -6,6 +6,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 import robotgate
 
 PUBLIC = {
@@ -59,6 +61,7 @@ def test_the_version_comes_from_the_package_metadata() -> None:
     assert robotgate.__version__ == metadata.version("robotgate")
 
 
+@pytest.mark.slow
 def test_the_cli_version_names_the_build() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "robotgate", "--version"],

@@ -51,6 +51,7 @@ def test_the_readme_has_an_example_for_each_client() -> None:
         assert needle in text, needle
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(_blocks())))
 def test_each_example_runs_as_pasted(index: int, tmp_path: Path) -> None:
     code = _blocks()[index]

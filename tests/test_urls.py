@@ -30,6 +30,7 @@ from robotgate.urls import (
 _LABEL = st.text("abcXYZ019-_", min_size=0, max_size=70)
 
 
+@pytest.mark.slow
 @given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
        labels=st.lists(_LABEL, min_size=1, max_size=5),
        port=st.one_of(st.none(), st.sampled_from(["", "0", "08", "80", "443", "65535",
@@ -414,6 +415,7 @@ def test_hosts_without_a_faithful_idna_name_are_invalid(host: str) -> None:
         origin_of(f"http://{host}/")
 
 
+@pytest.mark.slow
 def test_invisible_code_points_are_refused_like_yarl_does() -> None:
     # Every code point yarl refuses in a host (its list of default-ignorables),
     # and a sample of all the others: where robotgate names a host, yarl names

@@ -1,11 +1,15 @@
-"""The progress line on stderr."""
+"""The progress line on stderr, ticking while a benchmark measures."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.harness.report import machine
 
 
 @dataclass
@@ -48,3 +52,20 @@ class Progress:
             self.show()
             await asyncio.sleep(0.25)
 
+
+
+async def measured(progress: Progress, sizes: dict[str, Any],
+                   measure: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """The report of ``measure()``: its sections, the sizes, the machine and the seconds it
+    took, the progress line ticking meanwhile."""
+    ticker = asyncio.get_running_loop().create_task(progress.tick())
+    report: dict[str, Any] = {"sizes": sizes, "machine": machine()}
+    started = time.monotonic()
+    try:
+        report.update(await measure())
+    finally:
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        progress.clear()
+    report["seconds"] = time.monotonic() - started
+    return report

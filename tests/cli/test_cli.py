@@ -292,6 +292,7 @@ async def test_check_fetches_a_robots_url_with_the_gate_policy(
 # -- fetch ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_fetch_writes_json_lines_and_a_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,6 +332,7 @@ async def test_fetch_writes_json_lines_and_a_summary(
     assert "done in" in err and "5 fetched, 2 skipped by robots.txt, 0 errors, 3 hosts" in err
 
 
+@pytest.mark.slow
 async def test_fetch_spreads_over_hosts_within_its_caps(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -390,6 +392,7 @@ async def test_fetch_reads_files_and_stdin_saves_bodies_and_writes_out(
     assert not list(saved.rglob("*.part"))
 
 
+@pytest.mark.slow
 async def test_fetch_reports_network_errors_and_exits_1(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -405,6 +408,7 @@ async def test_fetch_reports_network_errors_and_exits_1(
     assert "1 errors" in err
 
 
+@pytest.mark.slow
 async def test_fetch_default_store_is_sqlite_and_remembers_robots_txt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -464,6 +468,7 @@ def _read_all(fd: int, into: list[bytes]) -> None:
         into.append(data)
 
 
+@pytest.mark.slow
 async def test_fetch_in_a_terminal_shows_progress_and_summary(tmp_path: Path) -> None:
     async with BenchServer([HostPlan("partial"), HostPlan("partial")]) as srv:
         urls = [srv.url(h, p) for p in ("/page/1", "/page/2", "/private/4", "/page/3",
@@ -512,6 +517,7 @@ async def test_fetch_in_a_terminal_shows_progress_and_summary(tmp_path: Path) ->
     assert (tmp_path / "cache" / "robotgate" / "store.sqlite3").exists()
 
 
+@pytest.mark.slow
 async def test_ctrl_c_stops_cleanly_and_keeps_every_line(tmp_path: Path) -> None:
     async with BenchServer([HostPlan("partial")]) as srv:
         urls = tmp_path / "urls.txt"
@@ -546,6 +552,7 @@ async def test_ctrl_c_stops_cleanly_and_keeps_every_line(tmp_path: Path) -> None
     assert stdout == b""
 
 
+@pytest.mark.slow
 def test_python_dash_m_is_the_cli(tmp_path: Path, robots_file: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "robotgate", "check", str(robots_file), "/private/x", "--json"],
@@ -611,6 +618,7 @@ def test_check_usage_from_the_drafts_example(
     assert first["usage"] == {"train-ai": False} and second["usage"] == {"train-ai": True}
 
 
+@pytest.mark.slow
 async def test_fetch_lines_carry_the_combined_usage(capsys: pytest.CaptureFixture[str]) -> None:
     from aiohttp import web
 

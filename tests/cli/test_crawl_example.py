@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from testbed.server import BenchServer, HostPlan, page_paths
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "crawl.py"
@@ -24,6 +26,7 @@ def load() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 async def test_the_crawl_example_covers_two_sites_politely() -> None:
     crawl = load()
     pages = 10
@@ -50,6 +53,7 @@ async def test_the_crawl_example_stops_at_its_page_budget() -> None:
     assert summary.stopped and summary.pages == 5
 
 
+@pytest.mark.slow
 async def test_the_crawl_example_runs_as_a_script() -> None:
     async with BenchServer([HostPlan("partial", pages=6)]) as srv:
         proc = await asyncio.create_subprocess_exec(

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import _env
+
+pytestmark = pytest.mark.slow
 
 
 async def test_demo_shows_robots_once_skips_with_reasons_and_pacing(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def by_url(text: str) -> dict[str, dict[str, Any]]:
 # -- item 13: --max-bytes ------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_max_bytes_cuts_a_long_page_and_its_line_says_so(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -93,6 +94,7 @@ _CHILD = (
 )
 
 
+@pytest.mark.slow
 async def test_peak_memory_stays_bounded_whatever_the_server_sends(tmp_path: Path) -> None:
     # 500 MiB of zeros each, a few hundred KB (gzip) or bytes (brotli) on the wire.
     async with HostileServer() as srv:
@@ -178,6 +180,7 @@ async def test_an_endless_line_in_the_list_ends_the_input_with_an_error(
 # -- item 15: --timeout bounds a whole page ------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_timeout_bounds_a_whole_page_not_just_silence(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -266,6 +269,7 @@ class _SlowStore(MemoryStore):
         await asyncio.sleep(30)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_store_is_opening_stops_the_run_at_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from robotgate import RobotGate
 from robotgate.politeness.frontier import CrawlResult
 from testbed.server import BenchServer, HostPlan
+
+pytestmark = pytest.mark.slow
 
 AGENT = "CrawlTest/1.0 (+https://example.com/bot)"
 

@@ -50,6 +50,7 @@ def test_extract_links(spider: ModuleType) -> None:
     ]
 
 
+@pytest.mark.slow
 async def test_spider_crawls_breadth_first_and_politely(spider: ModuleType) -> None:
     async with BenchServer([HostPlan("partial", pages=100)]) as srv:
         crawl = await spider.main(srv.url(0, "/page/0"), max_pages=15, delay=DELAY)
@@ -80,6 +81,7 @@ async def test_spider_stays_on_its_host_and_stops_when_nothing_is_left(
     assert other.page_requests == 0 and other.robots_requests == 0
 
 
+@pytest.mark.slow
 async def test_middleware_example_paces_concurrent_requests(middleware: ModuleType) -> None:
     async with BenchServer([HostPlan("partial"), HostPlan("503_retry")]) as srv:
         urls = [srv.url(0, f"/page/{i}") for i in (0, 1, 2, 3, 5, 6)]
@@ -97,6 +99,7 @@ async def test_middleware_example_paces_concurrent_requests(middleware: ModuleTy
     assert stats[srv.hosts[1]].page_requests == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "args", "expect"),
     [

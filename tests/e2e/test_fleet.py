@@ -37,6 +37,8 @@ from testbed.redis_server import (
 )
 from testbed.server import BenchServer, HostPlan, is_disallowed, page_paths
 
+pytestmark = pytest.mark.slow
+
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2
 # Workers send any two requests to a host at least DELAY + margin apart, however

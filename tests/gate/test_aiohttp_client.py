@@ -164,6 +164,7 @@ async def test_a_new_host_s_first_page_goes_with_the_call_s_options(first: str) 
     assert [path for path, _ in site.seen] == ["/robots.txt", *hops, "/hop"]
 
 
+@pytest.mark.slow
 async def test_a_new_host_s_first_page_cancelled_on_its_way_lets_its_slot_go() -> None:
     # Its server's only slot, taken after robots.txt, is let go when the caller is cancelled.
     async with HostileServer() as srv, RobotGate(AGENT, delay=0, max_per_host=1) as gate:
@@ -191,6 +192,7 @@ async def test_a_session_that_raises_for_status_still_reads_a_missing_robots_txt
         await runner.cleanup()
 
 
+@pytest.mark.slow
 async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> None:
     site = Site(robots_wait=0.5)
     runner = await serve(site)
@@ -216,6 +218,7 @@ async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> N
     assert [path for path, _ in site.seen].count("/robots.txt") == 2
 
 
+@pytest.mark.slow
 async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
     # The fetcher adds no timer for this transport: its own request must stop.
     async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
@@ -229,6 +232,7 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
         assert loop.time() - start < 2.0  # not the 5 s the body would take
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_a_compressed_robots_txt_is_read_as_far_as_the_limit(coding: str) -> None:
     # As through httpx and Scrapy (tests/integrations): the raw bytes are inflated
@@ -292,6 +296,7 @@ async def test_a_robots_txt_request_that_cannot_connect_says_so() -> None:
     assert "(ClientConnectorError" in decision.reason
 
 
+@pytest.mark.slow
 async def test_a_robots_txt_slower_than_the_timeout_is_unreachable() -> None:
     site = Site(robots_wait=5)
     runner = await serve(site)
@@ -320,6 +325,7 @@ async def test_a_streamed_fetch_holds_its_servers_slot_until_its_block_exits() -
         assert (await asyncio.wait_for(gate.fetch(srv.url("/page/2")), 5)).status == 200
 
 
+@pytest.mark.slow
 async def test_fetch_refuses_a_body_longer_than_max_bytes_and_reads_one_within_it() -> None:
     mib = 1 << 20
     async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
@@ -357,6 +363,7 @@ async def test_fetch_takes_a_yarl_url_as_aiohttp_does() -> None:
     assert srv.paths().count("/private/1") == 0
 
 
+@pytest.mark.slow
 async def test_close_while_a_request_awaits_its_headers_raises_gate_closed() -> None:
     async with HostileServer() as srv:
         gate = RobotGate(AGENT, delay=0)

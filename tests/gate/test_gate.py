@@ -26,6 +26,7 @@ from tests.support.arrivals import Arrivals
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 
 
+@pytest.mark.slow
 async def test_one_robots_fetch_per_origin_under_10000_concurrent_asks() -> None:
     async with BenchServer([HostPlan("partial")] * 100) as srv:
         async with RobotGate(AGENT, delay=0) as gate:
@@ -95,6 +96,7 @@ async def _crawl(gate: RobotGate, urls: list[str]) -> list[int | str]:
     return await asyncio.gather(*(one(u) for u in urls))
 
 
+@pytest.mark.slow
 async def test_pacing_min_interval_between_request_starts() -> None:
     async with BenchServer([HostPlan("allow"), HostPlan("allow")]) as srv:
         async with RobotGate(AGENT, delay=0.1, max_per_host=3) as gate:
@@ -107,6 +109,7 @@ async def test_pacing_min_interval_between_request_starts() -> None:
         assert s.min_interval is not None and s.min_interval >= 0.1
 
 
+@pytest.mark.slow
 async def test_crawl_delay_raises_the_interval() -> None:
     async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.25)]) as srv:
         async with RobotGate(AGENT, delay=0.01) as gate:
@@ -116,6 +119,7 @@ async def test_crawl_delay_raises_the_interval() -> None:
     assert s.page_requests == 5 and s.min_interval is not None and s.min_interval >= 0.25
 
 
+@pytest.mark.slow
 async def test_crawl_delay_above_max_is_never_shortened() -> None:
     # Crawl-delay 3 with max_crawl_delay 2: skipped with a decision by default,
     # or kept in full; never turned into 2 s.
@@ -134,6 +138,7 @@ async def test_crawl_delay_above_max_is_never_shortened() -> None:
     assert s.page_requests == 2 and s.min_interval is not None and s.min_interval >= 3
 
 
+@pytest.mark.slow
 async def test_retry_after_on_a_page_pauses_the_origin() -> None:
     plan = HostPlan("allow", page_status=503, page_retry_after=1, page_status_times=1)
     async with BenchServer([plan]) as srv:
@@ -160,6 +165,7 @@ async def test_429_without_retry_after_backs_off() -> None:
     assert s.min_interval is not None and s.min_interval >= 0.3
 
 
+@pytest.mark.slow
 async def test_max_per_host_caps_requests_in_flight() -> None:
     async with BenchServer([HostPlan("allow", page_delay=0.2)]) as srv:
         async with RobotGate(AGENT, delay=0, max_per_host=2) as gate:
@@ -168,6 +174,7 @@ async def test_max_per_host_caps_requests_in_flight() -> None:
     assert s.page_requests == 6 and s.max_concurrent_pages == 2
 
 
+@pytest.mark.slow
 async def test_slow_robots_does_not_block_other_origins() -> None:
     plans = [HostPlan("slow", slow_seconds=1.5)] + [HostPlan("allow")] * 5
     async with BenchServer(plans) as srv, RobotGate(AGENT, delay=0) as gate:
@@ -178,6 +185,7 @@ async def test_slow_robots_does_not_block_other_origins() -> None:
         assert await slow is True
 
 
+@pytest.mark.slow
 async def test_robots_timeout_gives_definite_answer() -> None:
     plans = [HostPlan("slow", slow_seconds=3)]
     async with BenchServer(plans) as srv, RobotGate(AGENT, policy=FetchPolicy(timeout=0.3)) as gate:
@@ -185,6 +193,7 @@ async def test_robots_timeout_gives_definite_answer() -> None:
     assert not d.allowed and d.outcome == "unreachable" and "within 0.3s" in d.reason
 
 
+@pytest.mark.slow
 async def test_cancelled_waiters_do_not_cancel_the_shared_fetch() -> None:
     async with BenchServer([HostPlan("slow", slow_seconds=0.5)]) as srv:
         async with RobotGate(AGENT) as gate:
@@ -200,6 +209,7 @@ async def test_cancelled_waiters_do_not_cancel_the_shared_fetch() -> None:
         assert srv.host_stats(0).robots_requests == 1
 
 
+@pytest.mark.slow
 async def test_close_cancels_fetches_in_flight_and_leaves_no_warning() -> None:
     async with BenchServer([HostPlan("slow", slow_seconds=5)]) as srv:
         gate = RobotGate(AGENT)
@@ -256,6 +266,7 @@ async def test_a_tab_or_newline_in_the_path_does_not_slip_past_robots_txt() -> N
     assert stats.page_requests == 0 and stats.disallowed_page_requests == 0
 
 
+@pytest.mark.slow
 async def test_a_crawl_ends_with_gate_closed_when_its_gate_closes() -> None:
     async with BenchServer([HostPlan("partial")]) as srv:
         gate = RobotGate(AGENT, delay=30)
@@ -274,6 +285,7 @@ async def test_a_crawl_ends_with_gate_closed_when_its_gate_closes() -> None:
         assert srv.host_stats(0).page_requests == sent
 
 
+@pytest.mark.slow
 async def test_unreachable_is_retried_once_after_backoff_not_per_waiter() -> None:
     async with BenchServer([HostPlan("500")]) as srv:
         policy = FetchPolicy(retry_base=0.3)
@@ -288,6 +300,7 @@ async def test_unreachable_is_retried_once_after_backoff_not_per_waiter() -> Non
         assert entry.failures == 2
 
 
+@pytest.mark.slow
 async def test_stale_entry_revalidated_with_conditional_request() -> None:
     async with BenchServer([HostPlan("partial", max_age=1)]) as srv:
         async with RobotGate(AGENT, policy=FetchPolicy(min_freshness=0)) as gate:
@@ -302,6 +315,7 @@ async def test_stale_entry_revalidated_with_conditional_request() -> None:
     assert "304" in entry.detail
 
 
+@pytest.mark.slow
 async def test_redirects_followed_and_loops_stop() -> None:
     plans = [HostPlan("redirect_chain"), HostPlan("redirect_loop")]
     async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
@@ -323,6 +337,7 @@ async def test_garbage_huge_and_reset_get_definite_answers() -> None:
         assert srv.host_stats(2).robots_requests == 1  # aiohttp's silent retry is refused
 
 
+@pytest.mark.slow
 async def test_cache_is_bounded_lru() -> None:
     async with BenchServer([HostPlan("allow")] * 5) as srv:
         async with RobotGate(AGENT, max_origins=3) as gate:
@@ -392,6 +407,7 @@ async def test_classic_dialect_and_lwp_conventions_in_the_gate() -> None:
         assert await gate.allowed(srv.url(0, "/page/2")) is True
 
 
+@pytest.mark.slow
 async def test_global_cap_holds_across_origins() -> None:
     async with BenchServer([HostPlan("allow", page_delay=0.3)] * 4) as srv:
         async with RobotGate(AGENT, delay=0, max_concurrency=2) as gate:
@@ -402,6 +418,7 @@ async def test_global_cap_holds_across_origins() -> None:
     assert max(sum(1 for u in arrivals if t - 0.29 < u <= t) for t in arrivals) == 2
 
 
+@pytest.mark.slow
 async def test_paused_origin_does_not_hold_up_others_under_a_global_cap() -> None:
     paused = HostPlan("allow", page_status=503, page_retry_after=2, page_status_times=1)
     async with BenchServer([paused, HostPlan("allow")]) as srv:

@@ -145,6 +145,7 @@ async def test_a_store_that_cannot_save_causes_no_request_storm(
     assert len(warnings) == 1 and "No space left on device" in warnings[0].getMessage()
 
 
+@pytest.mark.slow
 async def test_per_server_tables_stay_bounded_with_delays_pending() -> None:
     hosts = [f"127.0.50.{i + 1}" for i in range(40)]
     sites = [await Site().start(host) for host in hosts]

@@ -19,6 +19,8 @@ import pytest
 from robotgate import RobotGate
 from tests.support.arrivals import Arrivals, self_signed
 
+pytestmark = pytest.mark.slow
+
 AGENT = "PaceBot/1.0 (+https://example.com/bot)"
 DELAY = 0.3
 

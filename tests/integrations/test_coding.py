@@ -35,6 +35,7 @@ def test_deflate_with_and_without_the_zlib_wrapper() -> None:
     assert decode_capped(bare, ["deflate"], 10**6) == TEXT
 
 
+@pytest.mark.slow
 def test_a_bomb_inflates_only_as_far_as_the_limit() -> None:
     bombs = {"gzip": gzip_bomb(256), "br": brotli_bomb(256)}  # 256 MiB of zeros each
     for coding, bomb in bombs.items():
@@ -74,6 +75,7 @@ def test_several_codings_are_undone_last_applied_first() -> None:
     assert decode_capped(gzip.compress(TEXT), ["utf-8, gzip"], 10**6) == TEXT
 
 
+@pytest.mark.slow
 def test_stacked_codings_stay_within_the_limit() -> None:
     # Each layer is cut at the limit: the outer one cannot hand the inner one a bomb.
     bomb = gzip_bomb(64)

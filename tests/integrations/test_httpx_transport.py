@@ -22,6 +22,7 @@ from robotgate.integrations.httpx import HttpxRobotsTransport, RobotGateTranspor
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 
 
+@pytest.mark.slow
 async def test_500_concurrent_requests_one_robots_fetch_per_origin() -> None:
     async with BenchServer([HostPlan("slow", slow_seconds=0.5) for _ in range(5)]) as srv:
         urls = [srv.url(i, p) for i in range(5) for p in page_paths(100)]
@@ -61,6 +62,7 @@ async def test_unreachable_robots_txt_disallows_everything() -> None:
     assert [h.page_requests for h in hosts] == [0, 0]
 
 
+@pytest.mark.slow
 async def test_crawl_delay_is_honoured_at_the_server() -> None:
     async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.5)]) as srv:
         async with RobotGate(AGENT, delay=0, max_per_host=3) as gate, httpx.AsyncClient(
@@ -73,6 +75,7 @@ async def test_crawl_delay_is_honoured_at_the_server() -> None:
     assert host.page_times[0] - host.robots_times[0] >= 0.5
 
 
+@pytest.mark.slow
 async def test_two_gates_on_redis_share_robots_txt_and_the_pace(
         redis_url: str, prefix: str) -> None:
     from robotgate.store.redis import RedisStore
@@ -94,6 +97,7 @@ async def test_two_gates_on_redis_share_robots_txt_and_the_pace(
     assert host.min_interval is not None and host.min_interval >= 0.5
 
 
+@pytest.mark.slow
 async def test_retry_after_rests_one_host_only() -> None:
     plans = [HostPlan("allow", page_status=429, page_retry_after=2, page_status_times=1),
              HostPlan("allow")]

@@ -64,6 +64,7 @@ def test_dialect_setting() -> None:
         RobotgateRobotParser.from_crawler(FakeCrawler(ROBOTGATE_DIALECT="google"), body)
 
 
+@pytest.mark.slow
 def test_module_does_not_import_scrapy() -> None:
     code = "import sys, robotgate.integrations.scrapy; print('scrapy' in sys.modules)"
     done = subprocess.run(
@@ -143,6 +144,7 @@ CRAWL = textwrap.dedent(
 ).replace("@PARSER@", PARSER)
 
 
+@pytest.mark.slow
 async def test_a_real_scrapy_crawl_never_fetches_a_disallowed_page(tmp_path: Path) -> None:
     pytest.importorskip("scrapy")
     script = tmp_path / "crawl.py"

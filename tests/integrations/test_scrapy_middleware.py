@@ -1,6 +1,6 @@
 """RobotGateMiddleware in real Scrapy crawls against the loopback server.
 
-Each crawl runs in a subprocess (tests/integrations/scrapy_crawl_runner.py)
+Each crawl runs in a subprocess (testbed/scrapy_crawl_runner.py)
 with a fresh asyncio reactor; the server records what reached it, so every
 check is made where it matters: at the server.
 """
@@ -26,7 +26,7 @@ from tests.support.hostile import HostileServer
 pytest.importorskip("scrapy")
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNNER = "tests.integrations.scrapy_crawl_runner"
+RUNNER = "testbed.scrapy_crawl_runner"
 
 
 async def crawl(config: dict[str, Any], timeout: float = 25) -> dict[str, Any]:
@@ -56,6 +56,7 @@ def stat(result: dict[str, Any], name: str) -> int:
 # -- robots.txt: once per host, and its verdict before any page --------------------
 
 
+@pytest.mark.slow
 async def test_burst_while_robots_txt_takes_2s_fetches_no_disallowed_page() -> None:
     # Scrapy's own middleware let 6 disallowed pages through in this race (issue 16).
     async with BenchServer([HostPlan("slow", slow_seconds=2.0)]) as srv:
@@ -76,6 +77,7 @@ async def test_burst_while_robots_txt_takes_2s_fetches_no_disallowed_page() -> N
     assert all("Disallow: /private/" in d["message"] for d in dropped)
 
 
+@pytest.mark.slow
 async def test_each_robots_outcome_through_scrapys_engine() -> None:
     # 5xx, 429 and network errors disallow the site; 4xx allows it; redirects are
     # followed by the flow; a 2 MiB file is read up to 500 KiB (the rules come first).
@@ -98,6 +100,7 @@ async def test_each_robots_outcome_through_scrapys_engine() -> None:
     assert stat(result, "robotgate/robots/request_count") == len(scenarios) + 3  # 3 hops
 
 
+@pytest.mark.slow
 async def test_a_robots_txt_slower_than_the_timeout_disallows_the_site() -> None:
     async with BenchServer([HostPlan("slow", slow_seconds=4.0), HostPlan("allow")]) as srv:
         urls = [srv.url(i, p) for p in page_paths(5, 0) for i in range(2)]
@@ -110,6 +113,7 @@ async def test_a_robots_txt_slower_than_the_timeout_disallows_the_site() -> None
     assert any("did not answer within 1s" in d["message"] for d in result["dropped"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: str) -> None:
     # Sent compressed although identity was asked for: 64 MiB of comments after the
@@ -124,6 +128,7 @@ async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: 
     assert "download warning size" not in result["stderr"]
 
 
+@pytest.mark.slow
 async def test_a_compressed_robots_txt_from_scrapys_http_cache_is_read_alike(
         tmp_path: Path) -> None:
     # The second crawl gets robots.txt from HttpCacheMiddleware's copy, which never
@@ -139,6 +144,7 @@ async def test_a_compressed_robots_txt_from_scrapys_http_cache_is_read_alike(
     assert [d["line"] for d in second["dropped"]] == [2]
 
 
+@pytest.mark.slow
 async def test_no_password_in_the_middlewares_log() -> None:
     async with HostileServer() as srv:
         url = srv.url("/private/1").replace("http://", "http://someone:hunter2@")
@@ -149,6 +155,7 @@ async def test_no_password_in_the_middlewares_log() -> None:
     assert not [line for line in ours if "hunter2" in line]
 
 
+@pytest.mark.slow
 async def test_each_page_carries_its_usage_preferences_in_meta() -> None:
     robots = ("User-agent: *\nDisallow: /private/\n"
               "Content-Usage: train-ai=n\nContent-Usage: /open/ train-ai=y\n")
@@ -177,6 +184,7 @@ async def test_each_page_carries_its_usage_preferences_in_meta() -> None:
     }
 
 
+@pytest.mark.slow
 async def test_one_robots_request_per_host_while_following_links() -> None:
     async with BenchServer([HostPlan("partial", pages=30) for _ in range(3)]) as srv:
         urls = [srv.url(i, "/page/0") for i in range(3)]
@@ -196,6 +204,7 @@ async def test_one_robots_request_per_host_while_following_links() -> None:
 # -- pacing ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_crawl_delay_gaps_at_the_server_despite_scrapys_jitter() -> None:
     # DOWNLOAD_DELAY 0.5 with Scrapy's +-50 % jitter, 8 requests per domain allowed
     # by Scrapy, 2 in flight allowed by the gate: the gaps still follow Crawl-delay.
@@ -211,6 +220,7 @@ async def test_crawl_delay_gaps_at_the_server_despite_scrapys_jitter() -> None:
     assert host.page_times[0] - host.robots_times[0] >= 1.0
 
 
+@pytest.mark.slow
 async def test_retry_after_rests_one_host_while_another_flows() -> None:
     plans = [HostPlan("allow", page_status=429, page_retry_after=2, page_status_times=1),
              HostPlan("allow")]
@@ -232,6 +242,7 @@ async def test_retry_after_rests_one_host_while_another_flows() -> None:
 # -- stores, settings, reactor ---------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_sqlite_store_shares_robots_txt_between_crawls(tmp_path: Path) -> None:
     store = str(tmp_path / "robots.db")
     async with BenchServer([HostPlan("partial", pages=10)]) as srv:
@@ -246,6 +257,7 @@ async def test_sqlite_store_shares_robots_txt_between_crawls(tmp_path: Path) -> 
     assert host.disallowed_page_requests == 0
 
 
+@pytest.mark.slow
 async def test_a_fleet_on_redis_fetches_once_and_shares_the_pace(
         redis_url: str, prefix: str) -> None:
     async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.5)]) as srv:
@@ -258,6 +270,7 @@ async def test_a_fleet_on_redis_fetches_once_and_shares_the_pace(
     assert host.min_interval is not None and host.min_interval >= 0.5
 
 
+@pytest.mark.slow
 async def test_the_asyncio_reactor_is_required() -> None:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", RUNNER, json.dumps({"urls": ["http://127.0.0.1:9/"], "settings": {
@@ -268,6 +281,7 @@ async def test_the_asyncio_reactor_is_required() -> None:
     assert "RobotGateMiddleware needs Scrapy's asyncio reactor" in err.decode()
 
 
+@pytest.mark.slow
 async def test_works_without_a_twisted_reactor() -> None:
     # Scrapy 2.19 can run on asyncio alone (AsyncCrawlerProcess, its aiohttp handler).
     async with BenchServer([HostPlan("partial", pages=10)]) as srv:

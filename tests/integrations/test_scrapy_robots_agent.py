@@ -18,6 +18,7 @@ BROWSER = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML,
 ROBOTS = "User-agent: Examplebot\nDisallow: /private\n\nUser-agent: *\nAllow: /\n"
 
 
+@pytest.mark.slow
 async def test_robotstxt_user_agent_picks_the_group_and_robots_parsed_is_sent() -> None:
     seen: list[str] = []
 

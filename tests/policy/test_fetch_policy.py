@@ -263,6 +263,7 @@ def test_final_url_is_stored_without_password() -> None:
 TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(TEXT, st.from_regex(r"[A-Za-z]{3}, \d{1,2} [A-Za-z]{3} -?\d{1,25} "
                                      r"\d{1,3}:\d{1,3}:\d{1,3} [A-Z+\-0-9]{1,25}", fullmatch=True)))

@@ -248,6 +248,7 @@ _PATHS = st.sampled_from(["", "/", "/private", "/private/ok/x", "/x.pdf", "/x.pd
                           "/a%2fb", "/p?q=1", "/./private", "/%70rivate", "//private"])
 
 
+@pytest.mark.slow
 @given(lines=st.lists(_LINES, max_size=6),
        asks=st.lists(st.tuples(st.sampled_from(_ORIGINS), _PATHS, st.booleans(), st.booleans()),
                      max_size=30))

@@ -269,6 +269,7 @@ async def test_disallowed_shows_no_password() -> None:
     assert "secret" not in str(info.value) and "secret" not in info.value.url
 
 
+@pytest.mark.slow
 async def test_a_crawl_delay_beyond_the_limit_skips_the_origin_with_its_reason() -> None:
     clock = Clock()
     transport = Transport(clock, {A: b"User-agent: *\nCrawl-delay: 120\n"})
@@ -560,6 +561,7 @@ async def served(handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
         await runner.cleanup()
 
 
+@pytest.mark.slow
 async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
     # recheck_visits=2: robots.txt is asked again between pages, at the Crawl-delay's
     # pace (0.3 s), not the gate's delay (0.05 s).
@@ -576,6 +578,7 @@ async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
     assert min(server.gaps()) >= 0.29
 
 
+@pytest.mark.slow
 async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
     # The earlier copy stands in, so pages go on, but only after the Retry-After.
     arrivals: list[tuple[float, str, int]] = []
@@ -609,6 +612,7 @@ async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
     assert arrivals[4][0] - arrivals[3][0] >= 0.95
 
 
+@pytest.mark.slow
 async def test_robots_txt_redirect_hops_are_paced_on_the_server_they_reach() -> None:
     # A's robots.txt: /robots.txt -> /r1 -> B's /robots-a.txt, just after a page of B.
     arrivals: list[tuple[float, str]] = []
@@ -640,6 +644,7 @@ async def test_robots_txt_redirect_hops_are_paced_on_the_server_they_reach() -> 
         assert min(b - a for a, b in itertools.pairwise(times)) >= 0.29, host
 
 
+@pytest.mark.slow
 async def test_a_hops_wait_for_its_server_is_not_counted_against_the_timeout() -> None:
     # delay 0.6 s, timeout 0.5 s: the same-host hop waits 0.6 s for its turn and is
     # still fetched (it used to time out: the whole site disallowed).
@@ -658,6 +663,7 @@ async def test_a_hops_wait_for_its_server_is_not_counted_against_the_timeout() -
         assert not await gate.allowed(f"{base}/private")
 
 
+@pytest.mark.slow
 async def test_a_hop_without_an_answer_paces_its_server_from_the_timeout() -> None:
     # The refetch's hop /r1 never answers within the timeout (0.5 s): the next page
     # waits the delay (0.3 s) after that timeout, not after the hop was sent.

@@ -19,28 +19,18 @@ from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import HostState, Outcome, RobotsEntry
 from robotgate.store.base import StoreError
 from robotgate.store.memory import MemoryStore
+from tests.support.transports import FakeTransport
 
 AGENT = "CacheBot/1.0"
 SITE = "http://site.example"
 RULES = b"User-agent: *\nDisallow: /x\n"
 
 
-class Transport:
-    """Answers every robots.txt with ``answer``; can hold answers until released."""
+class Transport(FakeTransport):
+    """Answers every robots.txt with ``answer`` (RULES with an ETag unless told)."""
 
     def __init__(self, answer: RobotsResponse | None = None, held: bool = False) -> None:
-        self.answer = answer or RobotsResponse(200, {"ETag": '"v1"'}, RULES)
-        self.requests: list[RobotsRequest] = []
-        self.release = asyncio.Event()
-        if not held:
-            self.release.set()
-        self.finished = 0
-
-    async def send(self, request: RobotsRequest) -> RobotsResponse:
-        self.requests.append(request)
-        await self.release.wait()
-        self.finished += 1
-        return self.answer
+        super().__init__(answer or RobotsResponse(200, {"ETag": '"v1"'}, RULES), held=held)
 
 
 class FullDisk(MemoryStore):
@@ -541,6 +531,7 @@ class SlowUnlock(MemoryStore):
         self.locks.pop(origin, None)
 
 
+@pytest.mark.slow
 async def test_close_lets_a_fleet_fetch_lock_go_before_it_returns() -> None:
     # close() asks again after 0.25 s, but not a fetch letting go of its lock: other
     # workers would wait out the lock's time to live.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 import aiohttp
 import pytest
@@ -18,39 +17,12 @@ from robotgate import FetchPolicy, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import Outcome, RobotsEntry
+from tests.support.transports import FakeTransport
 
 AGENT = "FetcherBot/1.0"
 SITE = "http://site.example"
 ROBOTS = SITE + "/robots.txt"
 RULES = b"User-agent: *\nDisallow: /x\n"
-
-Handler = Callable[[RobotsRequest], RobotsResponse]
-
-
-class FakeTransport:
-    """Answers from a table (or a function); records every request."""
-
-    def __init__(self, answers: dict[str, RobotsResponse] | Handler | None = None,
-                 raises: BaseException | None = None, hang: bool = False) -> None:
-        self.answers = answers if answers is not None else {}
-        self.raises = raises
-        self.hang = hang
-        self.requests: list[RobotsRequest] = []
-
-    async def send(self, request: RobotsRequest) -> RobotsResponse:
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        if self.hang:
-            await asyncio.Event().wait()
-        if self.raises is not None:
-            raise self.raises
-        answers = self.answers
-        resp = answers(request) if callable(answers) else answers[request.url]
-        if resp.body is not None:
-            resp = RobotsResponse(resp.status, resp.headers, resp.body[: request.max_bytes],
-                                  resp.url, resp.refused)
-        return resp
-
 
 def ok(body: bytes = RULES, **headers: str) -> RobotsResponse:
     return RobotsResponse(200, headers, body)
@@ -204,6 +176,7 @@ async def test_gate_no_cache_is_still_fresh_for_min_freshness() -> None:
     assert len(transport.requests) == 1
 
 
+@pytest.mark.slow
 async def test_gate_revalidates_with_304() -> None:
     answers = iter([ok(RULES, ETag='"v1"', **{"Cache-Control": "max-age=0"}),
                     RobotsResponse(304, {"ETag": '"v1"'})])
@@ -218,6 +191,7 @@ async def test_gate_revalidates_with_304() -> None:
     assert transport.requests[1].headers["If-None-Match"] == '"v1"'
 
 
+@pytest.mark.slow
 async def test_gate_good_copy_used_while_unreachable() -> None:
     answers = iter([ok(RULES, **{"Cache-Control": "max-age=0"}), RobotsResponse(503, {})])
     transport = FakeTransport(lambda request: next(answers))

@@ -548,6 +548,7 @@ def test_stored_back_off_is_restored_within_this_policy() -> None:
     assert calm.backoff.extra == 0.0 and s.gap(calm, 1.0) == 1.0
 
 
+@pytest.mark.slow
 def test_eviction_work_per_add_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 12 item 11: 20,000 origins, each with a Crawl-delay pending, must not
     make every new origin cost a sweep of the table."""

@@ -186,6 +186,7 @@ _CONTENT_TYPES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(body=st.binary(max_size=300), content_type=_CONTENT_TYPES, max_bytes=st.integers(-5, 400))
 def test_never_raises_and_stays_within_the_cap(
@@ -197,6 +198,7 @@ def test_never_raises_and_stays_within_the_cap(
     RobotsTxt.parse(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(body=st.binary(max_size=200), max_bytes=st.integers(0, 250))
 def test_without_charset_bytes_read_as_before(body: bytes, max_bytes: int) -> None:

@@ -277,6 +277,7 @@ def test_absolute_disallow_for_another_host_port_or_scheme_is_ignored() -> None:
     assert parse_classic(text, "ftp://example.com/robots.txt").allowed("/same", FOO)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(authority=st.text(max_size=20), path=st.text(max_size=20), wrap=st.booleans())
 def test_without_url_any_origin_gets_an_answer(authority: str, path: str, wrap: bool) -> None:
@@ -994,6 +995,7 @@ def _synthetic_jobs(n: int) -> list[Job]:
     return jobs
 
 
+@pytest.mark.slow
 @needs_perl
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no robots.txt corpus at {CORPUS}")
 def test_corpus_matches_www_robotrules() -> None:
@@ -1063,6 +1065,7 @@ def test_corpus_matches_www_robotrules() -> None:
     assert not mismatches, f"{len(mismatches)} verdicts differ from WWW::RobotRules"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no robots.txt corpus at {CORPUS}")
 def test_deliberate_departures_bom_and_size_cap() -> None:
     """The two ways the classic dialect departs from an LWP robot on purpose.

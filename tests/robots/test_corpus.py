@@ -52,10 +52,12 @@ def own_paths(raw: bytes, n: int = 3) -> Iterator[str]:
         yield p if p.startswith("/") else "/" + p
 
 
+@pytest.mark.slow
 def test_corpus_is_there() -> None:
     assert len(corpus()) == 4231
 
 
+@pytest.mark.slow
 def test_every_file_parses_and_answers() -> None:
     failures: list[str] = []
     for name, raw in corpus().items():
@@ -89,6 +91,7 @@ def test_every_file_parses_and_answers() -> None:
     assert failures == []
 
 
+@pytest.mark.slow
 def test_text_and_bytes_parse_alike() -> None:
     # The benchmark hands robotgate the decoded text; crawlers hand it bytes.
     # Every file that is not plain ASCII, and a seeded sample of the others.
@@ -221,6 +224,7 @@ def test_html_served_as_robots_txt_allows_everything() -> None:
     assert rules.allowed("/anything", "MyBot") is True
 
 
+@pytest.mark.slow
 def test_rules_past_500_kib_are_ignored() -> None:
     # docs.oracle.com is 833 KiB of "User-agent: *" rules.
     raw = body("docs.oracle.com")
@@ -235,6 +239,7 @@ def test_rules_past_500_kib_are_ignored() -> None:
 # -- agreement with Protego ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_agreement_with_protego_is_reported(record_property: Callable[[str, object], None]) -> None:
     protego = pytest.importorskip("protego")
     rng = random.Random(9309)

@@ -298,6 +298,7 @@ def _asked(text: str) -> tuple[dict[str, float], set[str]]:
     return asked, named
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared robots.txt corpus is not at {CORPUS}")
 def test_no_robot_gets_a_shorter_delay_than_the_corpus_files_ask() -> None:
     shorter = []

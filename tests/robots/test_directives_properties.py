@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def restricts_no_less(more: PageDirectives, base: PageDirectives) -> bool:
     return more.unavailable_after is not None and more.unavailable_after <= base.unavailable_after
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(headers, st.one_of(st.none(), html_body, st.binary(max_size=200), st.text(max_size=80)),
        st.sampled_from(["mybot", "MyBot/1.0 (+https://x)", "*", "", "otherbot", "\x00"]),
@@ -81,6 +83,7 @@ def test_never_raises_and_stays_bounded(
         assert page.tdm_reservation is not False  # a lifted reservation names no policy
 
 
+@pytest.mark.slow
 def test_many_and_long_lines_stay_bounded() -> None:
     long_value = ("mybot: noindex, " * 5000) + "unavailable_after: " + "9" * 5000
     page = page_directives([("X-Robots-Tag", long_value)] * (MAX_FIELD_LINES * 3),
@@ -103,12 +106,14 @@ HOSTILE_BODIES = [
 ]
 
 
+@pytest.mark.slow
 def test_hostile_markup_gets_an_answer() -> None:
     for hostile in HOSTILE_BODIES:
         page = page_directives(None, b"<html><head>" + hostile, agent="mybot")
         assert bounded(page), hostile[:20]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(html_body, st.binary(max_size=100))
 def test_nothing_past_the_head_bound_counts(start: bytes, tail: bytes) -> None:
@@ -118,6 +123,7 @@ def test_nothing_past_the_head_bound_counts(start: bytes, tail: bytes) -> None:
         None, body, agent="mybot")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.tuples(st.just("X-Robots-Tag"), value), max_size=4))
 def test_nothing_past_the_line_bound_counts(extra: list[tuple[str, str]]) -> None:
@@ -125,6 +131,7 @@ def test_nothing_past_the_line_bound_counts(extra: list[tuple[str, str]]) -> Non
     assert page_directives(full + extra, agent="mybot") == page_directives(full, agent="mybot")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(headers, header, html_body, markup)
 def test_another_source_never_lifts_a_directive(
@@ -139,6 +146,7 @@ def test_another_source_never_lifts_a_directive(
     assert restricts_no_less(more_markup, with_body)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(headers, st.lists(value, max_size=4), html_body)
 def test_another_robots_directives_change_nothing(

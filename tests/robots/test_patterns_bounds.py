@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import pytest
+
 from robotgate import RobotsTxt
 from robotgate.robots.patterns import MATCH_BUDGET, RuleSet
 
@@ -62,6 +64,7 @@ def distinct_hostile_rules(size: int) -> list[str]:
     return rules
 
 
+@pytest.mark.slow
 def test_the_issues_file_is_answered_exactly() -> None:
     body = body_of([ISSUE_RULE] * 4500)
     assert len(body) > 500 * KIB - 10 * KIB
@@ -93,6 +96,7 @@ def test_distinct_hostile_rules_stay_within_the_budget() -> None:
     assert ruleset.bound_hits == sum(1 for _, exact in results if not exact)
 
 
+@pytest.mark.slow
 def test_a_64_kib_path_against_500_kib_of_floating_rules() -> None:
     rng = random.Random(5)
     rules = []

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
+import pytest
 import yarl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -130,6 +131,7 @@ def check_ruleset(rules: list[tuple[bool, str, int]], paths: list[str]) -> None:
         assert (rule.allow, rule.pattern, rule.line) in rules
 
 
+@pytest.mark.slow
 @MANY
 @given(RULES, st.lists(PATHS, min_size=1, max_size=8))
 @example([(False, "/a*b", 1), (True, "/a*", 2)], ["/ab", "/axb", "/a"])
@@ -151,6 +153,7 @@ MANY_RULES = st.lists(st.tuples(st.booleans(), PATTERNS), min_size=20, max_size=
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(MANY_RULES, st.lists(PATHS, min_size=1, max_size=12))
 def test_many_rules_agree_with_the_reference(
@@ -190,6 +193,7 @@ def check_bounded(rules: list[tuple[bool, str, int]], paths: list[str], budget: 
                 assert compiled.bound_hits > 0
 
 
+@pytest.mark.slow
 @MANY
 @given(RULES, st.lists(PATHS, min_size=1, max_size=8))
 @example([(False, "/a*b", 1), (True, "/a**b", 2), (False, "/a***b", 3)], ["/ab", "/axb"])
@@ -200,6 +204,7 @@ def test_the_bounded_search_is_exact_within_its_budget(
     check_bounded(rules, paths, 10**9)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(MANY_RULES, st.lists(PATHS, min_size=1, max_size=12))
 def test_the_bounded_search_with_an_index_is_exact(
@@ -208,6 +213,7 @@ def test_the_bounded_search_with_an_index_is_exact(
     check_bounded(rules, paths, 10**9)
 
 
+@pytest.mark.slow
 @MANY
 @given(
     st.one_of(RULES, MANY_RULES),
@@ -247,6 +253,7 @@ def test_a_path_that_is_not_ascii_still_ends() -> None:
     assert rs.match("\U0010ffff") in range(-1, len(rs))
 
 
+@pytest.mark.slow
 @MANY
 @given(
     LITERAL_RULES, st.lists(st.text(alphabet="ab/", max_size=8).map(lambda s: "/" + s), max_size=8)
@@ -283,6 +290,7 @@ def robots_verdict(rules: list[tuple[bool, str, int]], url: str) -> bool:
     return winner is None or winner[1]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(RULES, st.lists(PATHS, min_size=1, max_size=8))
 @example([(False, "/a$b", 1)], ["/a$b", "/a%24b", "/a"])
@@ -343,6 +351,7 @@ CACHE_URLS = st.builds(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     RULES,
@@ -395,6 +404,7 @@ def test_any_bytes_parse(body: bytes) -> None:
     assert all(isinstance(s, str) for s in rules.sitemaps)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.sampled_from(PIECES), max_size=40).map(b"".join))
 def test_robots_like_bytes_parse(body: bytes) -> None:
@@ -406,6 +416,7 @@ def test_robots_like_bytes_parse(body: bytes) -> None:
         rules.request_rate(agent)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.text(max_size=2000))
 def test_any_text_parses(body: str) -> None:
@@ -413,6 +424,7 @@ def test_any_text_parses(body: str) -> None:
     assert isinstance(rules.allowed("/", "MyBot"), bool)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(BODIES.map("\n".join), st.text(max_size=60), st.text(max_size=30))
 @example("User-agent: *\nDisallow: /", "http://[::1", "")
@@ -429,6 +441,7 @@ def test_allowed_and_decide_never_raise_and_agree(body: str, url: str, agent: st
         assert decision.line is not None and decision.line >= 1
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(BODIES.map("\n".join), st.sampled_from(QUERY_PATHS), st.sampled_from(QUERY_AGENTS))
 def test_decide_agrees_with_allowed_on_robots_like_files(body: str, path: str, agent: str) -> None:
@@ -464,6 +477,7 @@ def line_numbers(body: str | bytes) -> list[int | None]:
 COMMENTS = st.sampled_from(["#", "# comment", "#User-agent: x", "   # indented", "#Disallow: /"])
 
 
+@pytest.mark.slow
 @FEW
 @given(BODIES, st.data())
 def test_comments_and_blank_lines_change_nothing(lines: list[str], data: st.DataObject) -> None:
@@ -479,6 +493,7 @@ def test_comments_and_blank_lines_change_nothing(lines: list[str], data: st.Data
     assert answers(after) == answers(before)
 
 
+@pytest.mark.slow
 @FEW
 @given(BODIES, st.sampled_from(["\r\n", "\r"]), st.booleans())
 def test_line_ends_and_bom_change_nothing(lines: list[str], eol: str, bom: bool) -> None:
@@ -490,6 +505,7 @@ def test_line_ends_and_bom_change_nothing(lines: list[str], eol: str, bom: bool)
     assert line_numbers(after.encode()) == line_numbers(before)
 
 
+@pytest.mark.slow
 @FEW
 @given(BODIES.map("\n".join))
 def test_text_and_its_utf8_bytes_parse_alike(body: str) -> None:
@@ -507,6 +523,7 @@ def test_normalise_path_is_idempotent_and_ascii(s: str) -> None:
     assert normalise_path(once) == once
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.text(max_size=80))
 @example("http://a.com#/x")
@@ -525,6 +542,7 @@ URLISH = st.builds(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.one_of(URLISH, st.text(max_size=40)))
 @example("http://[::1")
@@ -557,6 +575,7 @@ HOSTS = st.lists(
 ).map(".".join)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.sampled_from(["http", "https"]), HOSTS)
 def test_default_ports_are_elided(scheme: str, host: str) -> None:
@@ -573,6 +592,7 @@ DOT_PATHS = st.lists(
 ).map(lambda segs: "/" + "/".join(segs))
 
 
+@pytest.mark.slow
 @MANY
 @given(DOT_PATHS, st.sampled_from(["", "?q=/../x", "?", "?a/./b"]), st.sampled_from(["", "#/../"]))
 def test_path_of_is_the_path_yarl_sends(path: str, query: str, fragment: str) -> None:
@@ -589,6 +609,7 @@ def test_path_of_is_the_path_yarl_sends(path: str, query: str, fragment: str) ->
 CLASSIC_DOTS = "User-agent: *\nDisallow: /a/b\nDisallow: /b/a\nDisallow: /...\nDisallow: /.a\n"
 
 
+@pytest.mark.slow
 @MANY
 @given(
     DOT_PATHS,
@@ -612,6 +633,7 @@ USERINFO = st.text(
 )
 
 
+@pytest.mark.slow
 @MANY
 @given(
     st.sampled_from(["http://", "https://", "HTTP://", "//", " http://"]),
@@ -638,6 +660,7 @@ def test_redaction_hides_what_clients_send(
         assert (shown_parts.username == "***" and password is None) or password == ""
 
 
+@pytest.mark.slow
 @MANY
 @given(st.text(max_size=60))
 def test_redact_never_raises(text: str) -> None:

@@ -222,6 +222,7 @@ def test_thousands_of_agents_in_repeated_groups() -> None:
     assert rules.allowed("/x", "zzzz") is True
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("watchdog")
 @pytest.mark.parametrize("solo_first", [True, False])
 def test_thousands_of_agents_each_in_a_different_pair_of_groups(solo_first: bool) -> None:

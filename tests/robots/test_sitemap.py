@@ -211,6 +211,7 @@ def test_long_urls_and_bad_lastmod_are_dropped_and_said() -> None:
     assert "2 lastmod values ignored" in text and "1 URL without a <loc> dropped" in text
 
 
+@pytest.mark.slow
 def test_no_more_than_50000_urls_are_read_from_one_file() -> None:
     items = "".join(f"<url><loc>https://example.com/catalog/{i}</loc></url>"
                     for i in range(MAX_URLS + 5))
@@ -238,6 +239,7 @@ def _sixty_megabytes(gzipped: bool) -> Iterator[bytes]:
         yield packer.flush()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_a_60_mb_sitemap_is_read_to_50_mb_in_bounded_memory(gzipped: bool) -> None:
     parser = SitemapParser(SITEMAP)
@@ -258,6 +260,7 @@ def test_a_60_mb_sitemap_is_read_to_50_mb_in_bounded_memory(gzipped: bool) -> No
     assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"  # the stated bound: 4 MiB
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_inflates_no_further_than_the_limit() -> None:
     packer = zlib.compressobj(1, zlib.DEFLATED, 31)
     bomb = packer.compress(urlset(url("https://example.com/catalog/1")).replace(b"</urlset>", b""))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def is_rule(line: str) -> bool:
     return line.startswith(("Allow:", "Disallow:"))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     lines=st.lists(crawl_line, max_size=14),
@@ -104,6 +106,7 @@ def test_usage_never_changes_a_crawl_verdict(
             assert NUMBER("", after.reason) == NUMBER("", before.reason)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     lines=st.lists(
@@ -154,6 +157,7 @@ def reference(values: list[tuple[str, int]], p: str) -> tuple[dict[str, bool], s
     return combine_usage(*(parse_usage(s) for s, _ in found)), {n for _, n in found}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(values=st.lists(usage_value, max_size=8), paths=st.lists(plain_path, min_size=1, max_size=6))
 def test_usage_rules_agree_with_a_naive_reference(values: list[str], paths: list[str]) -> None:

@@ -79,6 +79,7 @@ def sqlite_threads() -> list[threading.Thread]:
 # -- restart: fresh entries, host state, pacing ----------------------------------
 
 
+@pytest.mark.slow
 async def test_restart_serves_fresh_entries_and_keeps_host_state_and_pacing(
     tmp_path: Path,
 ) -> None:
@@ -132,6 +133,7 @@ async def test_restart_serves_fresh_entries_and_keeps_host_state_and_pacing(
     assert all(rows[host_key(srv, i)][0] == 2 for i in range(1, n))
 
 
+@pytest.mark.slow
 async def test_restart_keeps_a_servers_back_off(tmp_path: Path) -> None:
     # A 429 without Retry-After widened the interval to 0.5 s (the base); after a
     # restart the server is not asked at the plain 0.05 s again.
@@ -157,6 +159,7 @@ async def test_restart_keeps_a_servers_back_off(tmp_path: Path) -> None:
 # -- stale entries: conditional revalidation ---------------------------------------
 
 
+@pytest.mark.slow
 async def test_stale_entries_are_revalidated_with_304_after_restart(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     # Hosts 0-4 say max-age=1 (stale after a second); hosts 5-9 stay fresh for a day.
@@ -316,6 +319,7 @@ async def test_robots_with_different_names_share_one_store(tmp_path: Path) -> No
 # -- fetch outcomes ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_fetch_outcomes_are_remembered_with_their_retry_time(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     policy = FetchPolicy(retry_base=1.0)
@@ -363,6 +367,7 @@ async def test_fetch_outcomes_are_remembered_with_their_retry_time(tmp_path: Pat
 # -- two processes on one file -----------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_two_processes_crawl_with_one_file(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     n = 20

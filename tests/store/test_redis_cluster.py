@@ -36,6 +36,8 @@ from robotgate.store.redis.notify import ShardNotifier
 from testbed.redis_server import MISSING_REASON, LocalCluster, find_redis_server
 from tests.support.entries import ok_entry as entry
 
+pytestmark = pytest.mark.slow
+
 
 def slot_of(kind: str, ident: str) -> int:
     keys = Keys("p", "test")

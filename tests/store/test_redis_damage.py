@@ -77,6 +77,7 @@ async def test_tat_beyond_its_own_expiry_is_damage(
         await store.reserve(GROUP, 0.1)
 
 
+@pytest.mark.slow
 async def test_past_tat_without_expiry_is_harmless(
     store: RedisStore, raw: Any, prefix: str
 ) -> None:

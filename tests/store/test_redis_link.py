@@ -37,6 +37,7 @@ def stubborn(release: asyncio.Event) -> Callable[[], Coroutine[Any, Any, None]]:
     return run
 
 
+@pytest.mark.slow
 async def test_a_call_whose_attempt_never_answers_fails_closed() -> None:
     never = asyncio.Event()
     tries = 0
@@ -52,6 +53,7 @@ async def test_a_call_whose_attempt_never_answers_fails_closed() -> None:
     assert tries == 1
 
 
+@pytest.mark.slow
 async def test_a_best_effort_try_that_never_answers_ends() -> None:
     never = asyncio.Event()
 

@@ -130,6 +130,7 @@ async def test_unusual_but_sound_values_load(tmp_path: Path) -> None:
         assert host == HostState(HOST, visits=3, next_allowed=1e12, visits_since_check=-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("expires", ["'zzz'", "X'00'", "9e999", "1e12"])
 async def test_unreadable_fetch_lock_counts_as_expired(tmp_path: Path, expires: str) -> None:
     path = tmp_path / "gate.sqlite3"

@@ -193,6 +193,7 @@ async def test_migrates_version_1_file(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.slow
 async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: Path) -> None:
     # Version 2 keyed host state by origin; version 3 by politeness group.  The
     # old rows stay: under pace_by="origin" the origin is the group key.

@@ -148,6 +148,7 @@ async def test_next_allowed_never_moves_back(tmp_path: Path) -> None:
         assert state == HostState("https://h.example", visits=1, next_allowed=until)
 
 
+@pytest.mark.slow
 async def test_event_loop_keeps_running_during_writes(tmp_path: Path) -> None:
     ticks: list[float] = []
     writing = True
@@ -193,6 +194,7 @@ def worker_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("robotgate-sqlite")]
 
 
+@pytest.mark.slow
 async def test_close_does_not_wait_out_another_connections_lock(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     store = SQLiteStore(path)
@@ -215,6 +217,7 @@ async def test_close_does_not_wait_out_another_connections_lock(tmp_path: Path) 
     await store.close()
 
 
+@pytest.mark.slow
 async def test_close_keeps_host_states_it_could_not_write(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     store = SQLiteStore(path, flush_interval=60)
@@ -232,6 +235,7 @@ async def test_close_keeps_host_states_it_could_not_write(tmp_path: Path) -> Non
         assert await again.load_host("host:a.example") == HostState("host:a.example", visits=7)
 
 
+@pytest.mark.slow
 async def test_gate_close_ends_a_robots_lookup_waiting_for_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     gate = RobotGate("TestBot/1.0", store=SQLiteStore(path))
@@ -249,6 +253,7 @@ async def test_gate_close_ends_a_robots_lookup_waiting_for_the_lock(tmp_path: Pa
         assert worker_threads() == []
 
 
+@pytest.mark.slow
 async def test_waits_for_the_lock_longer_than_one_slice(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     async with SQLiteStore(path) as store:
@@ -260,6 +265,7 @@ async def test_waits_for_the_lock_longer_than_one_slice(tmp_path: Path) -> None:
             assert await asyncio.wait_for(waiting, 10) is not None
 
 
+@pytest.mark.slow
 async def test_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     store = SQLiteStore(path)
@@ -276,6 +282,7 @@ async def test_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Path) -> No
 # -- crashes ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_kill_9_loses_at_most_the_unflushed_batch(tmp_path: Path) -> None:
     path = tmp_path / "gate.sqlite3"
     per_batch = 20
@@ -307,6 +314,7 @@ async def test_kill_9_loses_at_most_the_unflushed_batch(tmp_path: Path) -> None:
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
+@pytest.mark.slow
 async def test_two_processes_share_one_file(tmp_path: Path) -> None:
     # Neither finds the file: they also race to create it.
     path = tmp_path / "gate.sqlite3"

@@ -137,6 +137,7 @@ async def test_robots_round_trip_every_field(store: Store) -> None:
     assert await store.load_robots(full.origin) == full
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     [None, b"", b"\x00\xff\xfe binary \x80", b"x" * 600_000],
@@ -305,6 +306,7 @@ async def test_two_handles_share_robots(store: Store, open_store: StoreFactory) 
 # -- fleet hooks -----------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_lock_fetch_exclusive(store: Store, open_store: StoreFactory) -> None:
     origin = "https://lock.example"
     token = await store.lock_fetch(origin, 30)
@@ -336,6 +338,7 @@ async def test_unlock_with_wrong_token_keeps_lock(store: Store) -> None:
     assert await store.lock_fetch(origin, 30) is not None
 
 
+@pytest.mark.slow
 async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
     if not store.shared:
         pytest.skip("locks are always granted in a single-process store")
@@ -422,6 +425,7 @@ async def test_wait_robots_returns_fresh_entry_at_once(store: Store) -> None:
     assert time.monotonic() - started < 1.0
 
 
+@pytest.mark.slow
 async def test_wait_robots_times_out(store: Store) -> None:
     if not store.shared:
         pytest.skip("no waiting in a single-process store")
@@ -439,6 +443,7 @@ async def test_reserve_returns_wait_or_none(store: Store) -> None:
     assert wait is None or wait >= 0
 
 
+@pytest.mark.slow
 async def test_pause_raises_next_allowed(store: Store, open_store: StoreFactory) -> None:
     origin = "https://pause.example"
     if not store.shared:
@@ -463,6 +468,7 @@ async def test_pause_raises_next_allowed(store: Store, open_store: StoreFactory)
     assert seen is not None and seen.next_allowed == until and seen.visits == 4
 
 
+@pytest.mark.slow
 async def test_pause_unknown_host(store: Store, open_store: StoreFactory) -> None:
     if not store.shared:
         pytest.skip("pausing is the gate's job in a single-process store")
