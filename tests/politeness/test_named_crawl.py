@@ -170,3 +170,17 @@ async def test_a_named_crawl_holds_a_window_of_its_queue_and_turns_nothing_away(
         assert counts.total == 5300 and counts.done == summary.pages
         assert summary.dropped == 0 and summary.discovered == 300
         assert summary.unaccounted() == 0
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_twelve_spellings_give_three_requests_in_a_named_crawl_too(
+        tmp_path: Path, kind: str) -> None:
+    from tests.politeness.test_frontier_keys import SPELLINGS
+
+    store: Store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "c.sqlite3")
+    gate = LinkGate()
+    async with store:
+        summary = await Frontier(gate, SPELLINGS, lambda u, r: None,
+                                 state=store.crawl_state("s")).run()
+        assert len(gate.fetched) == 3 and summary.duplicates == 9
+        assert await store.crawl_state("s").counts() == CrawlCounts(done=3)
