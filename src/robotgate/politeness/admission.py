@@ -27,7 +27,7 @@ from ..policy.host_settings import HostTable
 from ..policy.site import SiteRules
 from ..records import HostState
 from ..store.base import Store
-from ..store.memory import MemoryStore, immediate
+from ..store.memory import immediate
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .crawl_results import CrawlSummary
 from .emitter import Emitter
@@ -60,9 +60,7 @@ class Admission:
         self.store = store
         self.agent = agent
         self.fleet = fleet
-        # The memory store holds the very HostState objects the groups update.
-        self._saves_hosts = not isinstance(store, MemoryStore)
-        self._mem = immediate(store)
+        self._mem = immediate(store)  # a store that answers without an await, if it is one
         self.disallowed = 0
         self.closed = False
         self._crawls: set[Crawl] = set()  # running crawls, ended by close()
@@ -119,12 +117,7 @@ class Admission:
         group = self.scheduler.get(key)
         mem = self._mem
         if group is None and mem is not None:
-            state = mem.get_host(key)
-            if state is None:
-                # The memory store holds this very object from now on: a group the
-                # scheduler evicts keeps its pacing (next_allowed) there.
-                state = HostState(key)
-                mem.put_host(state)
+            state = mem.get_host(key) or HostState(key)
             group = self._capped(self.scheduler.add(key, state), origin)
         return group
 
@@ -137,12 +130,7 @@ class Admission:
         group = self.scheduler.get(key)
         if group is None:
             store = self.store
-            state = await store.load_host(key)
-            if state is None:
-                state = HostState(key)
-                if not self._saves_hosts:
-                    # As in group_now, for a subclass of the memory store.
-                    await store.save_host(state)
+            state = await store.load_host(key) or HostState(key)
             group = self.scheduler.get(key) or self._capped(self.scheduler.add(
                 key, state, self._unrecorded_last(store.unrecorded_until)), origin)
         return group
@@ -429,15 +417,21 @@ class Admission:
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
                      self.scheduler.wait_seconds(group))
-        if (until is not None and self.store.shared) or self._saves_hosts:
+        # The store keeps a copy of the server's state (a group made again, after an
+        # eviction or a restart, paces from it).
+        mem = self._mem
+        if mem is None or (until is not None and self.store.shared):
             return self._tell_store(group, until)
+        mem.put_host(group.state)
         return None
 
     async def _tell_store(self, group: Group, until: float | None) -> None:
         store = self.store
         try:
-            if self._saves_hosts:
+            if self._mem is None:
                 await store.save_host(group.state)
+            else:
+                self._mem.put_host(group.state)
             if until is not None and store.shared:
                 # After the save: a shared store may send the state's back-off with it.
                 await store.pause(group.key, until)

@@ -46,6 +46,11 @@ class Store(abc.ABC):
     #: store lost data); 0 when it knows of none.  A group made from this store's
     #: host state counts a request at that time as its last.
     unrecorded_until: float = 0.0
+    #: True when the store also answers without an await, through ``get_robots``,
+    #: ``put_robots``, ``get_host`` and ``put_host`` (as :class:`MemoryStore` does): the
+    #: gate then calls those on every new origin, a coroutine less each.  Every other
+    #: store is awaited.
+    answers_at_once: bool = False
 
     async def open(self) -> None:  # noqa: B027
         """Make the store ready; idempotent."""

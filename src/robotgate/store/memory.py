@@ -25,7 +25,17 @@ class MemoryStore(Store):
     dropped first, so memory stays flat over a crawl of millions of hosts.
 
     >>> store = MemoryStore(max_origins=100_000)
+
+    Its answers need no await (``answers_at_once``); a subclass whose coroutines
+    do more (I/O) is awaited unless it sets ``answers_at_once = True`` itself.
     """
+
+    answers_at_once = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "answers_at_once" not in vars(cls):
+            cls.answers_at_once = False
 
     def __init__(self, max_origins: int = 100_000) -> None:
         if max_origins < 1:
@@ -86,16 +96,17 @@ class MemoryStore(Store):
             self._put(self._robots, entry.origin, (entry.copy(body=None), zlib.compress(body)))
 
     def get_host(self, origin: str) -> HostState | None:
-        """:meth:`load_host` without a coroutine."""
+        """:meth:`load_host` without a coroutine: a copy of the state kept."""
         state = self._hosts.get(origin)
-        if state is not None:
-            self._hosts.move_to_end(origin)
-        return state
+        if state is None:
+            return None
+        self._hosts.move_to_end(origin)
+        return state.copy()
 
     def put_host(self, state: HostState) -> None:
-        """:meth:`save_host` without a coroutine."""
+        """:meth:`save_host` without a coroutine: a copy of ``state`` is kept."""
         hosts = self._hosts
-        hosts[state.origin] = state
+        hosts[state.origin] = state.copy()
         hosts.move_to_end(state.origin)
         while len(hosts) > self.max_origins:
             self._evict_host()
@@ -125,8 +136,5 @@ class MemoryStore(Store):
 
 
 def immediate(store: Store) -> MemoryStore | None:
-    """``store`` if it is the plain memory store, whose answers need no await.
-
-    A subclass may do I/O in its coroutines: it gets ``None`` and is awaited.
-    """
-    return store if type(store) is MemoryStore else None
+    """``store`` if its answers need no await (:attr:`Store.answers_at_once`), else None."""
+    return store if isinstance(store, MemoryStore) and store.answers_at_once else None
