@@ -141,7 +141,8 @@ def test_hostile_lines_get_a_definite_answer() -> None:
         b'{"url": "x", "key": "k", "robots_txt": [1, {"started": null}, "x"]}',
         b"x" * (MAX_LINE + 10),
         json.dumps({"url": f"http://a/{evil}", "key": f"host:{evil}", "started": 1.0,
-                    "status": 200, "interval": 1.0, "error": evil}).encode(),
+                    "status": 200, "interval": 1.0, "error": evil, "waited": 1.0,
+                    "wait_reason": evil}).encode(),
     ]) + b"\n")))
     assert story.unreadable == 4 and story.lines == 8
     assert story.hosts["host:a"].requests == []  # no time that can be read: no request

@@ -244,7 +244,7 @@ def check_gaps(story: CrawlStory) -> None:
 # -- the page ------------------------------------------------------------------------
 
 
-def _e(value: object) -> str:
+def _escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -264,7 +264,7 @@ def render(story: CrawlStory, title: str = "robotgate crawl report") -> str:
     """The report as one HTML page (nothing loaded from elsewhere)."""
     span = story.span()
     hosts = sorted(story.hosts.values(), key=lambda h: (-h.pages - h.skipped, natural(h.key)))
-    parts = [_HEAD.replace("TITLE", _e(title)), f"<h1>{_e(title)}</h1>"]
+    parts = [_HEAD.replace("TITLE", _escape(title)), f"<h1>{_escape(title)}</h1>"]
     parts.append(_summary(story, span))
     parts.append(_host_table(hosts))
     parts.append(_LEGEND)
@@ -304,7 +304,7 @@ def _summary(story: CrawlStory, span: tuple[float, float] | None) -> str:
         ("robots.txt requests", str(robots)),
     ]
     if story.waits:
-        waits = ", ".join(f"{_seconds(s)} {_e(reason)}" for reason, s in
+        waits = ", ".join(f"{_seconds(s)} {reason}" for reason, s in
                           sorted(story.waits.items(), key=lambda kv: -kv[1]))
         rows.append(("waited for turns", waits))
     notes = []
@@ -316,8 +316,7 @@ def _summary(story: CrawlStory, span: tuple[float, float] | None) -> str:
         notes.append(f"{story.not_kept} requests past the first {MAX_REQUESTS} not drawn")
     if notes:
         rows.append(("lines", f"{story.lines}: " + ", ".join(notes)))
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{v if k == 'waited for turns' else _e(v)}</td></tr>"
-                   for k, v in rows)
+    body = "".join(f"<tr><th>{_escape(k)}</th><td>{_escape(v)}</td></tr>" for k, v in rows)
     if short:
         verdict = (f'<p id="verdict" class="bad">{short} gap{"s" if short != 1 else ""} '
                    "shorter than the interval owed: drawn in red below.</p>")
@@ -334,13 +333,13 @@ _COLUMNS = (("host", "key"), ("pages", "pages"), ("skipped", "skipped"),
 
 def _host_table(hosts: list[HostStory]) -> str:
     head = "".join(
-        f'<th><button type="button" data-sort="{attr}">{_e(name)}</button></th>'
+        f'<th><button type="button" data-sort="{attr}">{_escape(name)}</button></th>'
         for name, attr in _COLUMNS)
     rows = []
     for order, h in enumerate(hosts):
         bad = ' class="bad"' if h.short_gaps else ""
         rows.append(
-            f'<tr {_data(h, order)}{bad}><td><a href="#{_anchor(h.key)}">{_e(h.key)}</a>'
+            f'<tr {_data(h, order)}{bad}><td><a href="#{_anchor(h.key)}">{_escape(h.key)}</a>'
             f"</td><td>{h.pages}</td><td>{h.skipped}</td><td>{h.errors}</td>"
             f"<td>{h.throttled}</td><td>{h.robots}</td><td>{h.waited:.2f}</td>"
             f"<td>{h.backed_off:.2f}</td><td>{h.short_gaps}</td></tr>")
@@ -355,7 +354,7 @@ def _anchor(key: str) -> str:
 
 def _data(host: HostStory, order: int) -> str:
     """The attributes the page's script sorts by."""
-    return (f'data-key="{_e(host.key)}" data-order="{order}" data-pages="{host.pages}" '
+    return (f'data-key="{_escape(host.key)}" data-order="{order}" data-pages="{host.pages}" '
             f'data-skipped="{host.skipped}" data-errors="{host.errors}" '
             f'data-throttled="{host.throttled}" data-robots="{host.robots}" '
             f'data-waited="{host.waited:.3f}" data-backedoff="{host.backed_off:.3f}" '
@@ -366,7 +365,7 @@ def _host_section(host: HostStory, span: tuple[float, float] | None, order: int)
     data = _data(host, order)
     intervals = sorted({r.interval for r in host.requests if r.interval is not None})
     owed = ", ".join(_seconds(i) for i in intervals) or "unknown"
-    heading = (f"<h2>{_e(host.key)}</h2><p class=\"facts\">{host.pages} pages, "
+    heading = (f"<h2>{_escape(host.key)}</h2><p class=\"facts\">{host.pages} pages, "
                f"{host.skipped} skipped, {host.errors} errors, {host.throttled} answers "
                f"429/503, {host.robots} robots.txt requests, waited {host.waited:.2f} s "
                f"({host.backed_off:.2f} s backing off); interval owed: {owed}")
@@ -405,7 +404,7 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
             marks.append(
                 f'<rect class="{kind}" x="{left}" y="36" width="{max(start - left, 0.5):.2f}" '
                 f'height="8"><title>waited {request.waited:.3f} s: '
-                f'{_e(request.wait_reason or "unsaid")}</title></rect>')
+                f'{_escape(request.wait_reason or "unsaid")}</title></rect>')
         if request.short and request.gap is not None:
             marks.append(
                 f'<line class="short" x1="{x(request.started - request.gap)}" y1="8" '
@@ -415,14 +414,14 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
         width = max((end - request.started) * scale, 3.0 if request.robots else 1.5)
         marks.append(
             f'<rect class="{_kind(request)}" x="{start}" y="22" width="{width:.2f}" '
-            f'height="12"><title>{_e(_describe(request, t0))}</title></rect>')
+            f'height="12"><title>{_escape(_describe(request, t0))}</title></rect>')
     more = ""
     if len(host.requests) > len(drawn):
         more = (f'<p class="hint">The first {len(drawn)} of {len(host.requests)} requests '
                 "are drawn.</p>")
     return (f'<svg class="timeline" width="{_WIDTH + 2 * _LEFT}" height="{_HEIGHT}" '
             f'viewBox="0 0 {_WIDTH + 2 * _LEFT} {_HEIGHT}" role="img" '
-            f'aria-label="requests to {_e(host.key)} over time">{"".join(marks)}</svg>{more}')
+            f'aria-label="requests to {_escape(host.key)} over time">{"".join(marks)}</svg>{more}')
 
 
 def _kind(request: Request) -> str:
