@@ -11,22 +11,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from tests.support import CHILDREN
 
-# Host names resolve to loopback; port 9 (discard) on 127.0.0.1 refuses, so no request leaves.
-RUNNER = textwrap.dedent('''
-    import runpy, socket, sys
-    _real = socket.getaddrinfo
-    def _loopback(host, port, *args, **kwargs):
-        return _real("127.0.0.1", 9, *args, **kwargs)
-    socket.getaddrinfo = _loopback
-    runpy.run_path(sys.argv[1], run_name="__main__")
-''')
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def _blocks() -> list[str]:
@@ -35,9 +26,10 @@ def _blocks() -> list[str]:
 
 def _run(code: str, tmp_path: Path) -> str:
     (tmp_path / "example.py").write_text(code, encoding="utf-8")
-    (tmp_path / "runner.py").write_text(RUNNER, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-W", "error", "runner.py", "example.py"], cwd=tmp_path,
+        # Host names resolve to loopback and port 9 refuses: no request leaves.
+        [sys.executable, "-W", "error", str(CHILDREN / "loopback_runner.py"), "example.py"],
+        cwd=tmp_path,
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr

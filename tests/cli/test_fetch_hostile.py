@@ -27,6 +27,7 @@ from robotgate.cli import build_parser, main
 from robotgate.cli.bodies import save_name
 from robotgate.store.memory import MemoryStore
 from tests.cli.test_cli import AGENT, _env, json_lines, one_error_line, run, run_async
+from tests.support import CHILDREN
 from tests.support.hostile import MIB, HostileServer
 
 FETCH = ["fetch", "-a", AGENT, "--store", "memory", "--delay", "0", "-q"]
@@ -77,29 +78,13 @@ def test_a_bad_max_bytes_is_a_usage_error(
     assert "--max-bytes" in one_error_line(err)
 
 
-# The child's own peak (VmHWM, KiB).  Not ru_maxrss: Linux carries the peak of the
-# address space a process leaves at exec into it, and the child is spawned from this
-# test process, whose own peak is whatever earlier tests made it.
-_CHILD = (
-    "import re, resource, sys\n"
-    "from robotgate.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "try:\n"
-    "    with open('/proc/self/status') as f:\n"
-    "        peak = int(re.search(r'VmHWM:\\s*(\\d+)', f.read())[1])\n"
-    "except OSError:\n"
-    "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-    "sys.stderr.write('MAXRSS %d\\n' % peak)\n"
-    "sys.exit(code)\n"
-)
-
-
 @pytest.mark.slow
 async def test_peak_memory_stays_bounded_whatever_the_server_sends(tmp_path: Path) -> None:
     # 500 MiB of zeros each, a few hundred KB (gzip) or bytes (brotli) on the wire.
     async with HostileServer() as srv:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _CHILD, *FETCH, "--max-bytes", "1MiB", "--timeout", "30",
+            sys.executable, str(CHILDREN / "cli_peak_rss.py"), *FETCH, "--max-bytes", "1MiB",
+            "--timeout", "30",
             srv.url("/bomb/gzip/500"), srv.url("/bomb/br/500"),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=_env(tmp_path),

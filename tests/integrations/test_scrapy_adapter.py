@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 from robotgate.integrations.scrapy import RobotgateRobotParser
 from testbed.server import BenchServer, HostPlan
+from tests.support import CHILDREN
 
 PARSER = "robotgate.integrations.scrapy.RobotgateRobotParser"
 BODY = b"User-agent: *\nDisallow: /private/\nAllow: /private/ok$\nCrawl-delay: 1.5\n"
@@ -94,64 +94,13 @@ def test_scrapy_builds_and_uses_the_parser() -> None:
     assert rp.allowed("https://example.com/public", b"Scrapy/2 (+https://scrapy.org)") is True
 
 
-CRAWL = textwrap.dedent(
-    """
-    import json, sys
-
-    import scrapy
-    from scrapy import signals
-    from scrapy.crawler import CrawlerProcess
-
-    start, limit = sys.argv[1], int(sys.argv[2])
-    seen = {"parsers": [], "stats": {}}
-
-
-    class Site(scrapy.Spider):
-        name = "site"
-        start_urls = [start]
-
-        def parse(self, response):
-            yield from response.follow_all(css="a", callback=self.parse)
-
-
-    def parsed(robotparser, **kwargs):
-        seen["parsers"].append(type(robotparser).__module__ + "." + type(robotparser).__name__)
-
-
-    def closed(spider, reason):
-        stats = spider.crawler.stats.get_stats()
-        seen["stats"] = {k: v for k, v in stats.items() if isinstance(v, (int, float, str))}
-
-
-    process = CrawlerProcess(settings={
-        "ROBOTSTXT_OBEY": True,
-        "ROBOTSTXT_PARSER": "@PARSER@",
-        "USER_AGENT": "TestBot/1.0 (+https://example.com/bot)",
-        "CLOSESPIDER_PAGECOUNT": limit,
-        "DOWNLOAD_DELAY": 0.05,
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "TELNETCONSOLE_ENABLED": False,
-        "LOG_LEVEL": "ERROR",
-    })
-    crawler = process.create_crawler(Site)
-    crawler.signals.connect(parsed, signal=signals.robots_parsed)
-    crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler)
-    process.start()
-    print(json.dumps(seen))
-    """
-).replace("@PARSER@", PARSER)
-
-
 @pytest.mark.slow
 async def test_a_real_scrapy_crawl_never_fetches_a_disallowed_page(tmp_path: Path) -> None:
     pytest.importorskip("scrapy")
-    script = tmp_path / "crawl.py"
-    script.write_text(CRAWL)
     async with BenchServer([HostPlan("partial", pages=60)]) as srv:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(script), srv.url(0, "/page/0"), "15",
+            sys.executable, str(CHILDREN / "scrapy_parser_crawl.py"), srv.url(0, "/page/0"), "15",
+            PARSER,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=tmp_path,
         )
