@@ -12,7 +12,6 @@ from ..decision import Decision
 from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
-from ..robots.rfc9309 import Rfc9309Rules
 from ..robots.rules import invalid_bytes_of
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
@@ -41,11 +40,11 @@ class SiteRules:
     ``verdict`` is set when the whole site has one answer (fetch outcome, or a
     delay beyond what the operator allows); otherwise ``rules`` decide per URL.
     ``interval`` is the origin's own pacing interval.  ``used`` is the
-    cache's recently-used bit (CLOCK eviction).
+    cache's recently-used bit (CLOCK eviction).  Only the robots.txt cache writes
+    one once made (see :class:`~robotgate.politeness.robots_cache.RobotsCache`).
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "judge", "key", "rules", "used",
-                 "verdict")
+    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float) -> None:
@@ -57,13 +56,6 @@ class SiteRules:
         self.used = True
         self.host: HostState | None = None  # visit counts of the origin's server
         self.key: str | None = None  # the server's politeness key, once known
-        # The rules that decide every URL of the site and may be handed one as
-        # written (they resolve its dot segments): one test on the hot path.  Only
-        # RFC 9309's: compiled, the check calls it directly (other dialects get
-        # their paths resolved first, as any that does not resolve them).
-        self.judge: Rfc9309Rules | None = None
-        if verdict is None and isinstance(rules, Rfc9309Rules) and rules.RESOLVES_DOT_SEGMENTS:
-            self.judge = rules
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""
