@@ -54,6 +54,7 @@ def _backend() -> dict[str, object]:
     return runpy.run_path(str(ROOT / "build_backend" / "robotgate_build.py"))
 
 
+@pytest.mark.slow
 def test_the_build_asks_for_mypy_only_when_it_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     from setuptools import build_meta
 

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "robotgate"
 
 
+@pytest.mark.slow
 def test_pure_core_imports_no_client_or_store() -> None:
     code = (
         "import sys\n"
@@ -65,6 +68,7 @@ def _top_level_imports(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_import_cycle_inside_the_package() -> None:
     modules = {_module_name(p): p for p in SRC.rglob("*.py")}
     graph = {

@@ -94,6 +94,7 @@ def by_host(lines: list[dict[str, object]], srv: BenchServer, h: int) -> list[di
     return sorted(mine, key=lambda line: float(line.get("started", 0.0)))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 async def test_lines_carry_when_each_request_went_and_why_it_waited(tmp_path: Path) -> None:
     plans = [
         HostPlan("crawl_delay", crawl_delay=0.3),

@@ -61,6 +61,7 @@ def test_the_bar_on_a_terminal_shows_it_all() -> None:
     assert "hosts: 1 active, 2 waiting, 0 backing off" in text
 
 
+@pytest.mark.slow
 async def test_off_a_terminal_a_line_comes_every_log_every_seconds() -> None:
     stream = io.StringIO()
     s = summary(read=8, pages=2, input_done=True)
@@ -74,6 +75,7 @@ async def test_off_a_terminal_a_line_comes_every_log_every_seconds() -> None:
     assert "hosts: 0 active" in written[-1]
 
 
+@pytest.mark.slow
 async def test_fetch_off_a_terminal_logs_as_it_goes(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async with BenchServer([HostPlan("allow")]) as srv:
@@ -91,6 +93,7 @@ async def test_fetch_off_a_terminal_logs_as_it_goes(
         assert code == 0 and capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 async def test_the_crawl_counts_hosts_active_waiting_and_backing_off() -> None:
     async with BenchServer([HostPlan("allow", page_status=429, page_status_times=1),
                             HostPlan("allow")]) as srv:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from robotgate import FetchPolicy
 from testbed.crawl import (
     SLOW_TIMEOUT,
@@ -84,6 +86,7 @@ def test_checks_catch_broken_promises() -> None:
     assert checks.refetches_after_backoff == 1
 
 
+@pytest.mark.slow
 async def test_crawl_keeps_every_promise() -> None:
     # 40 hosts (one per fault scenario, one whose robots.txt outlasts the
     # timeout, the rest partial/allow/crawl_delay) x 50 pages: 2,000 tasks at once.
@@ -117,6 +120,7 @@ async def test_crawl_keeps_every_promise() -> None:
     assert checks.ended_by_itself and took < bound
 
 
+@pytest.mark.slow
 async def test_burst_on_one_host_with_slow_robots() -> None:
     # Where the alternatives break: 500 tasks at once on one host whose
     # robots.txt answers after 1 s, 20 % of the pages disallowed.

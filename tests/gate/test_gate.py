@@ -152,6 +152,7 @@ async def test_retry_after_on_a_page_pauses_the_origin() -> None:
     assert s.min_interval is not None and s.min_interval >= 1.0
 
 
+@pytest.mark.slow
 async def test_429_without_retry_after_backs_off() -> None:
     plan = HostPlan("allow", page_status=429, page_status_times=1)
     async with BenchServer([plan]) as srv:

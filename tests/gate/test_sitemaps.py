@@ -129,6 +129,7 @@ def the_issue_site(site: Site, sent: list[int]) -> None:
     })
 
 
+@pytest.mark.slow
 async def test_the_issue_site_through_20_concurrent_iterators(site: Site) -> None:
     sent = [0]
     the_issue_site(site, sent)
@@ -163,6 +164,7 @@ async def test_the_issue_site_through_20_concurrent_iterators(site: Site) -> Non
             "bytes uncompressed") in said
 
 
+@pytest.mark.slow
 async def test_a_60_mb_sitemap_through_the_gate_stays_in_bounded_memory(site: Site) -> None:
     sent = [0]
     site.routes["/robots.txt"] = f"Sitemap: {site.url('/big.xml')}\n".encode()
@@ -182,6 +184,7 @@ async def test_a_60_mb_sitemap_through_the_gate_stays_in_bounded_memory(site: Si
     assert peak < 16 * 1024 * 1024, f"peak {peak:,} bytes"
 
 
+@pytest.mark.slow
 async def test_sitemaps_are_paced_like_pages(site: Site) -> None:
     site.routes.update({
         "/robots.txt": f"Sitemap: {site.url('/index.xml')}\n".encode(),

@@ -273,6 +273,7 @@ async def test_aclose_closes_the_inner_transport_not_the_gate() -> None:
 # -- what a server sends that the caller did not ask for -------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_a_compressed_robots_txt_is_inflated_only_up_to_the_limit(coding: str) -> None:
     # 64 MiB of comments after the rules, compressed to a few KB, sent although

@@ -89,6 +89,7 @@ def private_target(draw: st.DrawFn) -> tuple[ipaddress.IPv4Address, str]:
     return address, f"{scheme}://{userinfo}{host}{port}{path}{fragment}"
 
 
+@pytest.mark.slow
 @given(private_ipv4().flatmap(lambda a: st.tuples(st.just(a), ipv4_spelling(a))))
 def test_every_ipv4_spelling_is_read_as_the_address_it_spells(
         case: tuple[ipaddress.IPv4Address, str]) -> None:
@@ -98,6 +99,7 @@ def test_every_ipv4_spelling_is_read_as_the_address_it_spells(
     assert ipaddress.IPv4Address(socket.inet_aton(spelling.rstrip("."))) == address
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(private_target())
 def test_a_hop_from_a_public_site_into_any_spelling_of_a_private_address_is_refused(
@@ -114,6 +116,7 @@ def test_a_hop_from_a_public_site_into_any_spelling_of_a_private_address_is_refu
     assert decision is not None and decision.outcome == REFUSED and not decision.allowed
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(private_target())
 def test_no_credential_or_fragment_survives_in_the_url_sent(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import pytest
+
 from robotgate import RobotGate
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness.scheduler import Scheduler
@@ -23,6 +25,7 @@ def all_requests(srv: BenchServer, i: int) -> list[float]:
     return sorted(stats.robots_times + stats.page_times)
 
 
+@pytest.mark.slow
 async def test_evicted_servers_keep_their_crawl_delay() -> None:
     n, kept = 6, 2
     plans = [HostPlan("crawl_delay", crawl_delay=CRAWL_DELAY)] * n

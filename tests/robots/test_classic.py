@@ -175,6 +175,7 @@ def test_disallow_after_a_blank_line_without_user_agent_belongs_to_no_one() -> N
     check(text, {(BAR, "/a"): False, (BAR, "/b"): True})
 
 
+@pytest.mark.slow
 def test_a_comment_only_line_is_not_a_blank_line() -> None:
     check("User-agent: foo\n# just a comment\nDisallow: /a\n", {(FOO, "/a"): False})
     check("User-agent: foo\n   \nDisallow: /a\n", {(FOO, "/a"): True})
@@ -201,6 +202,7 @@ def test_agent_name_is_first_word_without_version() -> None:
     check("User-agent: FooBot/1.2\nDisallow: /\n", {(FOO, "/"): True})
 
 
+@pytest.mark.slow
 def test_record_applies_when_its_value_is_a_substring_of_the_name() -> None:
     check("User-agent: bot\nDisallow: /\n", {(FOO, "/x"): False, ("Slurp", "/x"): True})
     check("User-agent: FOO\nDisallow: /\n", {(FOO, "/x"): False, ("foo", "/x"): False})
@@ -236,6 +238,7 @@ def test_disallow_is_a_plain_prefix_of_path_and_query() -> None:
     )
 
 
+@pytest.mark.slow
 def test_first_match_wins_and_an_empty_disallow_allows_everything() -> None:
     text = "User-agent: *\nDisallow: /a\nDisallow:\nDisallow: /b\n"
     check(text, {(FOO, "/a"): False, (FOO, "/b"): True})
@@ -327,6 +330,7 @@ def test_rules_for_another_host_block_nothing(name: str, value: str, paths: list
         assert perl_verdicts([(robots, agents, urls, text)]) == [expected]
 
 
+@pytest.mark.slow
 def test_own_record_replaces_the_star_records() -> None:
     text = "User-agent: *\nDisallow: /a\n\nUser-agent: foo\nDisallow: /b\n"
     check(text, {(FOO, "/a"): True, (FOO, "/b"): False})
@@ -480,6 +484,7 @@ def test_url_with_empty_path_and_non_http_urls_are_allowed() -> None:
         assert perl_verdicts([(ROBOTS, [FOO], urls, "User-agent: *\nDisallow: /\n")]) == [["101"]]
 
 
+@pytest.mark.slow
 def test_perl_whitespace_and_case_rules() -> None:
     # NBSP and U+3000 are \s to Perl; U+001C is not (it is to Python).
     check("\u00a0User-agent:\u3000*\nDisallow: /a\n", {(FOO, "/a"): False})

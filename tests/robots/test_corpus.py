@@ -117,6 +117,7 @@ def bom_files() -> dict[str, bytes]:
     return {name: raw for name, raw in corpus().items() if raw.startswith(BOM)}
 
 
+@pytest.mark.slow
 def test_68_files_start_with_a_bom() -> None:
     assert len(bom_files()) == 68
 

@@ -194,6 +194,7 @@ def test_request_rate_is_read_in_full_or_ignored(
     assert (line.ignored is None) == (expected is not None)
 
 
+@pytest.mark.slow
 def test_a_file_of_user_agent_and_delay_lines_is_read_in_bounded_memory() -> None:
     # Each delay line belongs to all 5000 agents above it: one set of them, shared.
     body = "User-agent: a\n" * 2000 + "".join(f"User-agent: {c}\n" for c in "bcdefg") * 500

@@ -181,6 +181,7 @@ rule = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.one_of(st.lists(rule, max_size=6).map(lambda r: json.dumps(r).encode()),
                  json_value.map(lambda v: json.dumps(v).encode()),

@@ -80,6 +80,7 @@ def test_the_issues_file_is_answered_exactly() -> None:
     assert ruleset.match_exact(path) == (-1, True)
 
 
+@pytest.mark.slow
 def test_distinct_hostile_rules_stay_within_the_budget() -> None:
     rules = distinct_hostile_rules(500 * KIB)
     ruleset = RuleSet([(False, r, n) for n, r in enumerate(rules, 2)] + [(True, "/", 1)])

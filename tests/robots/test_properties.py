@@ -394,6 +394,7 @@ PIECES = [
 ]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.binary(max_size=3000))
 def test_any_bytes_parse(body: bytes) -> None:
@@ -515,6 +516,7 @@ def test_text_and_its_utf8_bytes_parse_alike(body: str) -> None:
 # -- urls ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.text(max_size=80))
 def test_normalise_path_is_idempotent_and_ascii(s: str) -> None:

@@ -272,6 +272,7 @@ def test_tens_of_thousands_of_sitemaps() -> None:
     assert rules.sitemaps[-1] == "https://example.com/s11999.xml"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("watchdog")
 @pytest.mark.parametrize(
     "body",
@@ -300,6 +301,7 @@ def test_degenerate_bodies(body: str) -> None:
 # -- binary content and encodings ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_random_binary_bodies_parse() -> None:
     rng = random.Random(9309)
     for size in (0, 1, 2, 3, 10, 100, 10_000, 200_000):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import tracemalloc
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def check(file: SitemapFile, max_urls: int = 50_000) -> None:
     assert all(isinstance(p, str) and p for p in file.problems)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.binary(max_size=4096))
 def test_random_bytes_never_raise(body: bytes) -> None:
@@ -69,12 +71,14 @@ def test_random_bytes_never_raise(body: bytes) -> None:
     check(parse_sitemap(SITEMAP, gzip.compress(body)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(xmlish())
 def test_hostile_xml_never_raises_and_keeps_to_scope(body: bytes) -> None:
     check(parse_sitemap(SITEMAP, body))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.sampled_from([
     "https://example.com/catalog/a", "https://example.com/elsewhere", "ftp://x/y", "", " ",
@@ -84,6 +88,7 @@ def test_hostile_text_never_raises_and_keeps_to_scope(body: bytes) -> None:
     check(parse_sitemap(SITEMAP, body))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_any_pieces_read_as_the_whole(data: st.DataObject) -> None:
@@ -96,6 +101,7 @@ def test_any_pieces_read_as_the_whole(data: st.DataObject) -> None:
     assert parser.close() == whole
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(xmlish(), st.integers(0, 5), st.integers(1, 4096))
 def test_smaller_limits_hold(body: bytes, max_urls: int, max_bytes: int) -> None:
@@ -104,6 +110,7 @@ def test_smaller_limits_hold(body: bytes, max_urls: int, max_bytes: int) -> None
     check(parser.close(), max_urls)
 
 
+@pytest.mark.slow
 @FEW
 @given(PIECES, st.integers(1, 2))
 def test_one_piece_repeated_to_megabytes_stays_bounded(piece: str, copies: int) -> None:

@@ -169,6 +169,7 @@ def test_usage_rules_agree_with_a_naive_reference(values: list[str], paths: list
         assert (dict(usage), {r.line for r in found}) == reference(numbered, p)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from([*'az-*=,;() "?:@%019\t.yn', "é", "\\"])))
 def test_statements_never_raise(text: str) -> None:

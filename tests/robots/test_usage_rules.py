@@ -4,6 +4,8 @@ give a path its preferences.  Paths match as Allow/Disallow paths do (RFC 9309
 
 from __future__ import annotations
 
+import pytest
+
 from robotgate import RobotsTxt
 from robotgate.robots.usage import TIE_LIMIT, UsageRules, parse_content_signal
 
@@ -81,6 +83,7 @@ def test_a_starred_winner_ties_with_a_plain_path_and_with_other_starred_ones() -
     assert usage_of(rules, "/xbc") == ({"train-ai": False}, [3])
 
 
+@pytest.mark.slow
 def test_thousands_of_paths_of_one_length_compile_and_match_without_pairing_them() -> None:
     # Before, every path was paired with every other of its length: 8,000
     # four-character paths took seconds and gigabytes.

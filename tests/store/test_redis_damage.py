@@ -53,6 +53,7 @@ def now_us() -> int:
     return int(time.time() * 1_000_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("far", [1e16, 1e17, "in a year"])
 async def test_far_future_tat_without_expiry_is_damage(
     store: RedisStore, raw: Any, prefix: str, far: float | str
@@ -67,6 +68,7 @@ async def test_far_future_tat_without_expiry_is_damage(
         assert repr(prefix) in str(caught.value)
 
 
+@pytest.mark.slow
 async def test_tat_beyond_its_own_expiry_is_damage(
     store: RedisStore, raw: Any, prefix: str
 ) -> None:

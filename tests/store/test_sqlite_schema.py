@@ -219,6 +219,7 @@ async def test_migrates_version_2_file_keeping_origin_keyed_host_rows(tmp_path: 
         assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 3
 
 
+@pytest.mark.slow
 async def test_migrates_version_3_file_and_keeps_back_off(tmp_path: Path) -> None:
     # Version 3 had no back-off columns: its rows load as never backed off, and a
     # server's back-off, once saved, comes back after a restart.
@@ -241,6 +242,7 @@ async def test_migrates_version_3_file_and_keeps_back_off(tmp_path: Path) -> Non
         assert meta["schema_version"] == str(SCHEMA_VERSION)
 
 
+@pytest.mark.slow
 async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -> None:
     # Version 4 had no sessions table: an open store keeps a row there, and a clean
     # close removes it (a row left behind is a process that died with the file open).
@@ -258,6 +260,7 @@ async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
 
 
+@pytest.mark.slow
 async def test_migrates_version_5_file_and_keeps_named_crawls(tmp_path: Path) -> None:
     # Version 5 had no crawl tables: a named crawl starts in the upgraded file, and
     # its URLs, where they stand, come back when the file is opened again.

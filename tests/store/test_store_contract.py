@@ -71,7 +71,9 @@ BACKENDS: dict[str, Opener] = {
 _REDIS_FIXTURES = {"redis": "redis_url", "redis-cluster": "redis_cluster"}
 
 
-@pytest.fixture(params=list(BACKENDS))
+# A Redis Cluster makes every test slow (seconds of setup and cross-slot calls).
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.slow) if name == "redis-cluster"
+                        else name for name in BACKENDS])
 async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """Opens handles on this test's data; closes them all afterwards."""
     opener = BACKENDS[request.param]

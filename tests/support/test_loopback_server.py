@@ -91,6 +91,7 @@ def test_mixed_is_deterministic_and_exact() -> None:
     assert server.scenarios.count("allow") == 9
 
 
+@pytest.mark.slow
 async def test_robots_scenarios(srv: BenchServer, session: aiohttp.ClientSession) -> None:
     async def get(scenario: str) -> tuple[aiohttp.ClientResponse, bytes]:
         async with session.get(srv.url(_index(scenario), "/robots.txt")) as resp:
