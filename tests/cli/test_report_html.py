@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -175,6 +176,21 @@ def test_report_exit_status_says_whether_every_gap_kept_its_interval(
     assert main(["report", str(bad), "-o", str(out)]) == 1
     assert "1 gap shorter than the interval owed" in capsys.readouterr().err
     assert shorts(out.read_text()) == 1
+
+
+def test_the_report_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    crawl = tmp_path / "good.jsonl"
+    crawl.write_text(page("host:a.example", 1.0) + "\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    # A link where a predictable temporary name would be (this process's id).
+    (tmp_path / f".good.html.{os.getpid()}.tmp").symlink_to(victim)
+    assert main(["report", "-q", str(crawl)]) == 0
+    assert victim.read_text() == "keep me"
+    report = tmp_path / "good.html"
+    assert not report.is_symlink() and report.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == [
+        f".good.html.{os.getpid()}.tmp"]  # the planted link, and no temporary file left
 
 
 def test_report_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

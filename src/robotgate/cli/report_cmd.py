@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import IO
@@ -65,11 +66,20 @@ def _default_out(crawl: str) -> str:
 
 
 def _write(path: Path, page: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """``page`` to ``path`` through a temporary file of its own, created with
+    ``O_EXCL`` under a random name (a link planted there is never written through),
+    renamed into place when complete."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    created = False
     try:
-        temporary.write_text(page, encoding="utf-8")
+        fd = os.open(temporary, flags, 0o666)  # the user's umask decides, as for any file
+        created = True
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(page)
         os.replace(temporary, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
         raise UsageError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
