@@ -35,6 +35,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.report import command_line
 from robotgate import Disallowed, RobotGate
 from testbed.server import BenchServer, HostPlan
 
@@ -145,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         head_of_line(args.hosts, args.pages, args.delay, args.workers, args.budget)
     )
     print(_report(result))
+    print(command_line(argv))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -50,6 +50,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testbed.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.report import command_line
 from testbed.fleet import Fleet, FleetChecks, split_urls
 from testbed.server import ServerProcess, page_paths
 
@@ -222,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"({args.hosts} origins x {args.pages} pages, {args.tasks} tasks per worker, "
           f"delay {args.delay:g} s, pacing margin {args.margin:g} s, mix {args.mix}; "
           f"{time.monotonic() - started:.0f} s in all)")
+    print(command_line(argv))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps([

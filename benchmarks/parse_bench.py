@@ -26,6 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "robots"
 AGENTS = ["Googlebot", "bingbot/2.0", "MyBot/1.0 (+https://example.com/bot)", "Baiduspider"]
@@ -213,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:14}{ours[key]:14,.1f}{theirs[key]:14,.1f}{ratio:9.2f}x  {goal}")
     agree = agreement(args.corpus, args.seed)
     print(f"verdicts identical to Protego's on {agree:.1%} of the queries")
+    # Imported here, not in the children, whose heap is measured.
+    from benchmarks.harness.report import command_line
+
+    print(command_line(argv))
     results["agreement"] = {"fraction": agree}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -56,6 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 import aiohttp
 
+from benchmarks.harness.report import command_line
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
 from testbed.server import ServerProcess
 
@@ -447,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("sizes must be at least 1")
     report = asyncio.run(run(args))
     print(render(report))
+    print(command_line(argv))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")
