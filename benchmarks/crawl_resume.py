@@ -6,7 +6,8 @@
 The crawl (``testbed/crawl_resume.py``) starts from one URL; every other page
 is a link a page gave (page i links to 2i+1 and 2i+2), so a lost link loses a
 subtree.  A child process crawls, is sent SIGKILL at a random moment, and is
-started again, ``kills`` times; the last run goes to the end.  Each request is
+started again, ``kills`` times (each kill once the requests made reach a random
+count, so that every kill falls mid-crawl); the last run goes to the end.  Each request is
 logged as it starts, so the figures count what the servers would have seen:
 every page fetched, the pages fetched again after each kill (at most
 ``concurrency``: those in flight), and the pages the store has as done.

@@ -109,7 +109,8 @@ class Figures:
 def kill_and_resume(db: str, log: str, *, pages: int, hosts: int, concurrency: int,
                     kills: int, latency: float = 0.002, seed: int = 0,
                     timeout: float = 300.0) -> Figures:
-    """Run the crawl, SIGKILL it at ``kills`` random moments, resume to the end."""
+    """Run the crawl, SIGKILL it at ``kills`` random moments (once the log holds a
+    random number of requests, so that each falls mid-crawl), resume to the end."""
     rng = random.Random(seed)
     began = time.monotonic()
     command = [sys.executable, "-m", "testbed.crawl_resume", "run", db, log, str(pages),
@@ -122,18 +123,18 @@ def kill_and_resume(db: str, log: str, *, pages: int, hosts: int, concurrency: i
         with open(log, encoding="utf-8") as f:
             return [line for line in f.read().splitlines() if line]
 
-    for _ in range(kills):
+    # Kill when the log reaches each of these request counts: every kill mid-crawl.
+    targets = sorted(rng.sample(range(10, max(11, pages - 10)), kills))
+    for target in targets:
         start = len(requests())
         proc = subprocess.Popen(command)
-        # Until it has made a few requests, then a random moment further on.
         deadline = time.monotonic() + timeout
-        while len(requests()) - start < 5 and proc.poll() is None:
+        # At least a few requests of its own, and up to the target.
+        while (len(requests()) < max(target, start + 5)) and proc.poll() is None:
             if time.monotonic() > deadline:
                 proc.kill()
                 raise TimeoutError("the crawl made no requests")
-            time.sleep(0.01)
-        # A moment within the time the whole crawl would take.
-        time.sleep(rng.uniform(0.0, pages * latency / concurrency))
+            time.sleep(0.002)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         ends.append(len(requests()))

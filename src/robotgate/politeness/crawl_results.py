@@ -177,9 +177,9 @@ class CrawlSummary:
 
     def unaccounted(self) -> int:
         """Input and links not accounted for by the counts (0 once a crawl has ended)."""
-        return (self.queued_before + self.read + self.links - self.done - self.duplicates - self.out_of_scope
-                - self.too_deep - self.private_links - self.dropped - self.interrupted
-                - self.queued - self.in_flight)
+        return (self.queued_before + self.read + self.links - self.done - self.duplicates
+                - self.out_of_scope - self.too_deep - self.private_links - self.dropped
+                - self.interrupted - self.queued - self.in_flight)
 
     def explain(self) -> list[str]:
         """A line for each kind of URL the crawl did not fetch, and why."""
