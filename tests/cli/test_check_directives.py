@@ -57,6 +57,15 @@ def test_headers_alone_explain_the_page(tmp_path: Path,
     ]
 
 
+def test_a_policy_without_a_reservation_is_shown(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    headers = tmp_path / "headers.txt"
+    headers.write_bytes(b"HTTP/1.1 200 OK\r\ntdm-policy: https://p.example/policy\r\n\r\n")
+    code, out, _ = run(["check", "--headers", str(headers)], capsys)
+    assert code == 0
+    assert "tdm           reservation not stated, policy https://p.example/policy" in out
+
+
 def test_another_agent_gets_the_directives_for_all(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -436,9 +436,10 @@ def _emit_directives(data: Mapping[str, Any], agent: str) -> None:
     if data.get("unavailable_after"):
         print(f"{'unavailable':<{TAG}}after {data['unavailable_after']}")
     reserved = data.get("tdm_reservation")
-    if reserved is not None:
-        policy = data.get("tdm_policy")
-        tdm = "rights reserved" if reserved else "rights not reserved"
+    policy = data.get("tdm_policy")
+    if reserved is not None or policy:
+        tdm = {True: "rights reserved", False: "rights not reserved",
+               None: "reservation not stated"}[reserved]
         print(f"{'tdm':<{TAG}}{tdm}" + (f", policy {policy}" if policy else ""))
     for source in data.get("sources", ()):
         print(f"{'source':<{TAG}}{source}")
