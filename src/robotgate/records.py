@@ -55,12 +55,6 @@ class RobotsEntry:
 
     def copy(self, **changes: object) -> RobotsEntry:
         """A copy with ``changes`` (field names) applied."""
-        if changes.keys() == {"body"}:
-            # The common copy (an entry without its body) costs no dataclasses.replace.
-            return RobotsEntry(self.origin, self.outcome, self.fetched_at, self.fresh_until,
-                               self.status, changes["body"],  # type: ignore[arg-type]
-                               self.content_type, self.etag, self.last_modified,
-                               self.failures, self.final_url, self.detail, self.good_at)
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
