@@ -97,3 +97,26 @@ def test_no_import_cycle_inside_the_package() -> None:
     for name in sorted(graph):
         if name not in state:
             walk(name)
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """The top-level names of every module ``path`` imports, lazily too."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+    return found
+
+
+def test_tests_and_benchmarks_do_not_import_each_other() -> None:
+    # What both need lives in testbed/, which imports neither.
+    root = SRC.parents[1]
+    forbidden = {"tests": {"benchmarks"}, "benchmarks": {"tests"},
+                 "testbed": {"tests", "benchmarks"}}
+    found = [f"{path.relative_to(root)} imports {name}"
+             for top, names in forbidden.items()
+             for path in sorted((root / top).rglob("*.py"))
+             for name in sorted(_imported_roots(path) & names)]
+    assert found == []
