@@ -205,6 +205,7 @@ class Sitemaps:
         self._reader = reader
         self._pending: deque[tuple[str, int, str | None]] | None = None
         self._seen: set[str] = set()
+        self._said_too_many = False
         self._entries: tuple[SitemapEntry, ...] = ()
         self._next = 0
         self._ended = False
@@ -253,8 +254,8 @@ class Sitemaps:
         if url in self._seen:
             return False
         if len(self._seen) >= self.max_sitemaps:
-            if len(self._seen) == self.max_sitemaps:
-                self._seen.add("")  # said once
+            if not self._said_too_many:
+                self._said_too_many = True
                 self._problem(url, f"more than {self.max_sitemaps:,} sitemaps (max_sitemaps): "
                                    "this one and the rest are not read")
             return False
