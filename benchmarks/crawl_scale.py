@@ -3,7 +3,8 @@
     python benchmarks/crawl_scale.py [--urls 1000000] [--hosts 100000] [--crawl-seconds 20]
         [--links 1000000] [--json FILE]
 
-enqueue   ``urls`` input URLs over ``hosts`` hosts go into a named crawl kept in
+enqueue   first alone (every request held: the input is only read into the
+          file), then ``urls`` input URLs over ``hosts`` hosts go into a named crawl kept in
           an SQLite file (a gate-like object answers every request at once: no
           HTTP, so the figures are the frontier's and the store's); the rate is
           input URLs per second until the input is read, while the crawl runs.
@@ -66,8 +67,37 @@ class _InstantGate:
         return _Answer()
 
 
+class _HeldGate(_InstantGate):
+    """Every request waits for ever: the crawl only reads its input (enqueue alone)."""
+
+    async def allowed(self, url: str) -> bool:
+        await asyncio.Event().wait()
+        return True
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+async def _enqueue_alone(urls: int, hosts: int, db: str) -> dict[str, Any]:
+    from robotgate.politeness.crawl_results import CrawlSummary
+    from robotgate.politeness.frontier import Frontier
+    from robotgate.store.sqlite import SQLiteStore
+
+    summary = CrawlSummary()
+    stop = asyncio.Event()
+    async with SQLiteStore(db) as store:
+        source = (f"http://h{i % hosts}.example/page/{i // hosts}" for i in range(urls))
+        frontier = Frontier(_HeldGate(), source, lambda u, r: None, concurrency=64,
+                            state=store.crawl_state("alone"), stop=stop, summary=summary)
+        began = time.monotonic()
+        task = asyncio.ensure_future(frontier.run())
+        while not summary.input_done:
+            await asyncio.sleep(0.01)
+        seconds = time.monotonic() - began
+        stop.set()
+        await task
+    return {"urls": urls, "seconds": round(seconds, 2), "urls_per_s": round(urls / seconds)}
 
 
 async def _enqueue(urls: int, hosts: int, crawl_seconds: float, db: str) -> dict[str, Any]:
@@ -153,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.urls, args.hosts, args.crawl_seconds, args.links = 50_000, 5_000, 2.0, 50_000
+    if args.child == "enqueue-alone":
+        print(json.dumps(asyncio.run(_enqueue_alone(args.urls, args.hosts,
+                                                    f"{args.tmp}/alone.sqlite3"))))
+        return 0
     if args.child == "enqueue":
         figures = asyncio.run(_enqueue(args.urls, args.hosts, args.crawl_seconds,
                                        f"{args.tmp}/enqueue.sqlite3"))
@@ -164,12 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         result = {part: _child(part, args, tmp)
-                  for part in ("enqueue", "links-unnamed", "links-named")}
-    e = result["enqueue"]
+                  for part in ("enqueue-alone", "enqueue", "links-unnamed", "links-named")}
+    e, alone = result["enqueue"], result["enqueue-alone"]
     print(f"named SQLite crawl of {e['urls']:,} URLs over {e['hosts']:,} hosts:\n"
           f"  enqueue   {e['enqueue_urls_per_s']:>9,} URLs/s (goal >= 50,000; "
           f"{e['enqueue_urls_per_cpu_s']:,} per second of the process's CPU, crawling too), "
           f"{e['fetched_meanwhile']:,} fetched meanwhile and {args.crawl_seconds:g} s after\n"
+          f"  enqueue   {alone['urls_per_s']:>9,} URLs/s with no page fetched "
+          f"(the input alone, {alone['seconds']} s)\n"
           f"  peak RSS  {e['peak_rss_mb']:>9.1f} MB (goal < 250; {e['rss_at_start_mb']} MB "
           f"at start), {e['stored']:,} URLs stored")
     for part in ("links-unnamed", "links-named"):

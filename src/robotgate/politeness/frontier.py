@@ -311,6 +311,7 @@ class Frontier:
         self.state = state
         # Host queues hold this many URLs taken from the state at most.
         self.window = self.max_queued if state.bounded else min(self.max_queued, 20_000)
+        self._adding: asyncio.Future[None] | None = None  # the input's batch being added
         self._room = asyncio.Event()  # set while the input may add URLs
         self._room.set()
         self._loading = False
@@ -346,6 +347,8 @@ class Frontier:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self._adding is not None:  # input on its way into the store: let it land
+                await asyncio.gather(self._adding, return_exceptions=True)
             await self._wind_up(cut)
         if self._failure is not None:
             raise self._failure
@@ -469,6 +472,8 @@ class Frontier:
             for url in urls:
                 await self._offer(url, batch)
         await self._add(batch)
+        if self._adding is not None:
+            await self._adding
 
     async def _offer(self, url: str | SitemapEntry, batch: list[Entry]) -> None:
         self.summary.read += 1
@@ -476,7 +481,10 @@ class Frontier:
             url = url.url  # an entry of gate.sitemaps(): its URL is the input
         try:
             text = text_url(url)
-            batch.append(Entry(self._key_of(text)[0], text))
+            key = resource_key(text)  # InvalidURL for what is no http(s) URL
+            if self.url_key is not resource_key:
+                key = self._key_of(text)[0]
+            batch.append(Entry(key, text))
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
         if len(batch) >= _ADD or self.state.bounded:
@@ -488,10 +496,21 @@ class Frontier:
             await asyncio.sleep(0)  # a long list must not starve the loop
 
     async def _add(self, batch: list[Entry]) -> None:
+        """Add ``batch`` to the state.  Into a store, while the next batch is read: the
+        one before is awaited first, so batches go in in order."""
         if not batch:
             return
-        added = await self.state.add(batch)
+        entries = batch[:]
         batch.clear()
+        if self.state.bounded:
+            await self._add_now(entries)  # counted before the next URL is read
+            return
+        if self._adding is not None:
+            await self._adding
+        self._adding = asyncio.ensure_future(self._add_now(entries))
+
+    async def _add_now(self, entries: list[Entry]) -> None:
+        added = await self.state.add(entries)
         self.summary.duplicates += added.known
         self._count_queued()
         self._poke()
