@@ -12,6 +12,11 @@ page of its host (a new URL for the first pages, then ones known: the
 seen-set is asked on every page).  The figure is requests per second over the
 whole crawl (robots.txt included), best of ``rounds``; the ratio named/unnamed
 is the goal (>= 0.85).
+
+``--scrapy`` measures Scrapy the same way beside it (a child process per crawl,
+``ROBOTSTXT_OBEY``, delay 0, the same concurrency, one request per host at a
+time, the same links followed): without and with ``JOBDIR`` (its resumable
+crawl: the scheduler's queue and the seen-set on disk).
 """
 
 from __future__ import annotations
@@ -56,7 +61,58 @@ async def _one(srv: BenchServer, urls: list[str], pages: int, concurrency: int, 
             "requests_per_s": round(requests / seconds, 1)}
 
 
-async def compare(hosts: int, pages: int, rounds: int, concurrency: int) -> dict[str, Any]:
+def scrapy_child(spec_path: str) -> None:
+    """Crawl the spec's URLs with Scrapy (run in a child process of its own)."""
+    from scrapy import Request, Spider
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.http import Response
+
+    spec = json.loads(Path(spec_path).read_text())
+    pages = int(spec["pages"])
+
+    class NamedBench(Spider):
+        name = "named_bench"
+
+        async def start(self) -> Any:
+            for url in spec["urls"]:
+                yield Request(url, callback=self.page)
+
+        def page(self, response: Response) -> Any:
+            head, _, page = response.url.rpartition("/")
+            yield Request(f"{head}/{(int(page) + 1) % (pages + 5)}", callback=self.page)
+
+    settings: dict[str, Any] = {
+        "ROBOTSTXT_OBEY": True, "USER_AGENT": AGENT, "DOWNLOAD_DELAY": 0,
+        "CONCURRENT_REQUESTS": spec["concurrency"], "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "AUTOTHROTTLE_ENABLED": False, "RETRY_ENABLED": False, "COOKIES_ENABLED": False,
+        "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "ERROR",
+    }
+    if spec.get("jobdir"):
+        settings["JOBDIR"] = spec["jobdir"]
+    process = CrawlerProcess(settings=settings)
+    process.crawl(NamedBench)
+    process.start()
+
+
+async def _scrapy(srv: BenchServer, urls: list[str], pages: int, concurrency: int,
+                  folder: Path, jobdir: bool, n: int) -> dict[str, Any]:
+    spec = folder / f"scrapy-{n}.json"
+    spec.write_text(json.dumps({"urls": urls, "pages": pages, "concurrency": concurrency,
+                                "jobdir": str(folder / f"job-{n}") if jobdir else None}))
+    began = time.monotonic()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--scrapy-child", str(spec))
+    await child.wait()
+    seconds = time.monotonic() - began
+    stats = srv.stats().values()
+    requests = sum(s.page_requests + s.robots_requests for s in stats)
+    srv.reset()
+    return {"requests": requests, "seconds": round(seconds, 3),
+            "requests_per_s": round(requests / seconds, 1)}
+
+
+async def compare(hosts: int, pages: int, rounds: int, concurrency: int,
+                  scrapy: bool = False) -> dict[str, Any]:
     plans = [HostPlan("allow", pages=pages + 5)] * hosts
     result: dict[str, Any] = {"hosts": hosts, "pages_per_host": pages, "rounds": rounds,
                               "concurrency": concurrency, "unnamed": [], "named": []}
@@ -70,7 +126,14 @@ async def compare(hosts: int, pages: int, rounds: int, concurrency: int) -> dict
                     run = await _one(srv, urls, pages, concurrency, Path(tmp), named, n)
                     result["named" if named else "unnamed"].append(run)
                     print(f"  {'named' if named else 'unnamed':8} {run}", file=sys.stderr)
-    best = {k: max(r["requests_per_s"] for r in result[k]) for k in ("unnamed", "named")}
+                for jobdir in (False, True) if scrapy else ():
+                    n += 1
+                    kind = "scrapy_jobdir" if jobdir else "scrapy"
+                    run = await _scrapy(srv, urls, pages, concurrency, Path(tmp), jobdir, n)
+                    result.setdefault(kind, []).append(run)
+                    print(f"  {kind:8} {run}", file=sys.stderr)
+    kinds = ("unnamed", "named", "scrapy", "scrapy_jobdir") if scrapy else ("unnamed", "named")
+    best = {k: max(r["requests_per_s"] for r in result[k]) for k in kinds}
     result["best_requests_per_s"] = best
     result["ratio_named_to_unnamed"] = round(best["named"] / best["unnamed"], 3)
     return result
@@ -84,17 +147,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--quick", action="store_true", help="50 hosts x 5 pages, one round")
+    ap.add_argument("--scrapy", action="store_true",
+                    help="measure Scrapy without and with JOBDIR beside it")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--scrapy-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.scrapy_child:
+        scrapy_child(args.scrapy_child)
+        return 0
     if args.quick:
         args.hosts, args.pages, args.rounds = 50, 5, 1
-    result = asyncio.run(compare(args.hosts, args.pages, args.rounds, args.concurrency))
+    result = asyncio.run(compare(args.hosts, args.pages, args.rounds, args.concurrency,
+                                 args.scrapy))
     best = result["best_requests_per_s"]
     print(f"{result['hosts']} hosts x {result['pages_per_host']} pages (+ links), delay 0, "
           f"concurrency {result['concurrency']}, best of {result['rounds']}:\n"
           f"  unnamed            {best['unnamed']:>9,.1f} requests/s\n"
           f"  named (SQLite)     {best['named']:>9,.1f} requests/s\n"
           f"  ratio named/unnamed {result['ratio_named_to_unnamed']:.3f} (goal >= 0.85)")
+    if args.scrapy:
+        print(f"  Scrapy             {best['scrapy']:>9,.1f} requests/s\n"
+              f"  Scrapy with JOBDIR {best['scrapy_jobdir']:>9,.1f} requests/s\n"
+              f"  ratio JOBDIR/plain {best['scrapy_jobdir'] / best['scrapy']:.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")
