@@ -151,3 +151,16 @@ async def test_a_robots_request_is_told_once_even_without_a_page(tmp_path: Path)
 def test_each_reason_is_written_as_the_scheduler_said_it(reason: str) -> None:
     page = CrawlResult("http://a.example/", "host:a.example", waited=2.0, wait_reason=reason)
     assert record_json(page)["wait_reason"] == reason
+
+
+def test_requests_no_line_takes_are_held_for_a_bounded_number_of_servers() -> None:
+    from robotgate.cli import robots_log
+
+    log = robots_log.RobotsLog(lambda url: "host:" + url.split("/")[2])
+    # robots.txt redirected to a server no line is about, origin after origin.
+    for n in range(robots_log._SERVERS + 50):
+        log.note(f"https://www{n}.example/robots.txt", 1.0, 1.1, 200, None)
+    assert len(log._pending) == robots_log._SERVERS
+    assert log.take("host:www0.example") == []  # the longest waiting went
+    last = f"https://www{robots_log._SERVERS + 49}.example/robots.txt"
+    assert [r["url"] for r in log.take(f"host:www{robots_log._SERVERS + 49}.example")] == [last]

@@ -21,6 +21,10 @@ __all__ = ["RobotsLog"]
 #: Requests kept per server until one of its lines carries them (a longer run of
 #: robots.txt requests without a line keeps its latest).
 _KEPT = 64
+#: Servers with requests waiting for a line.  A robots.txt redirect to a server no
+#: line is about (``example.com`` to ``www.example.com``) is never taken: past this
+#: many servers the longest waiting go, so a long crawl holds no more.
+_SERVERS = 10_000
 
 
 class RobotsLog:
@@ -47,7 +51,11 @@ class RobotsLog:
             request["status"] = status
         if error is not None:
             request["error"] = scrub(error, url)
-        pending = self._pending.setdefault(key, [])
+        pending = self._pending.get(key)
+        if pending is None:
+            if len(self._pending) >= _SERVERS:
+                del self._pending[next(iter(self._pending))]
+            pending = self._pending[key] = []
         pending.append(request)
         if len(pending) > _KEPT:
             del pending[0]
