@@ -194,8 +194,13 @@ def entry_for_response(
     policy: FetchPolicy,
     previous: RobotsEntry | None = None,
     final_url: str | None = None,
+    *,
+    name: str = "robots.txt",
 ) -> RobotsEntry:
-    """The entry to store after robots.txt answered ``status`` (redirects already followed)."""
+    """The entry to store after robots.txt answered ``status`` (redirects already followed).
+
+    ``name`` is the file's name in the entry's account ("tdmrep.json" for TDMRep's).
+    """
     if 200 <= status < 300:
         return RobotsEntry(
             origin=origin,
@@ -208,7 +213,7 @@ def entry_for_response(
             etag=_stored(_header(headers, "ETag")),
             last_modified=_stored(_header(headers, "Last-Modified")),
             final_url=_redacted(final_url),
-            detail=f"robots.txt answered {status}",
+            detail=f"{name} answered {status}",
             good_at=now,
         )
     forbidden = status in (401, 403) and policy.forbidden_disallows_all
@@ -220,12 +225,12 @@ def entry_for_response(
             fresh_until=_fresh_until(headers, now, policy),
             status=status,
             final_url=_redacted(final_url),
-            detail=f"robots.txt answered {status}",
+            detail=f"{name} answered {status}",
         )
     # 429, 5xx and anything else unexpected (1xx, 3xx without Location): unreachable.
     retry_after = parse_retry_after(_header(headers, "Retry-After"), now)
     return entry_for_error(
-        origin, f"robots.txt answered {status}", now, policy, previous,
+        origin, f"{name} answered {status}", now, policy, previous,
         status=status, retry_after=retry_after,
     )
 
@@ -287,7 +292,12 @@ def entry_for_error(
 
 
 def entry_for_not_modified(
-    previous: RobotsEntry, headers: Mapping[str, str], now: float, policy: FetchPolicy
+    previous: RobotsEntry,
+    headers: Mapping[str, str],
+    now: float,
+    policy: FetchPolicy,
+    *,
+    name: str = "robots.txt",
 ) -> RobotsEntry:
     """A 304 renews the rules we have without a body."""
     return previous.copy(
@@ -297,7 +307,7 @@ def entry_for_not_modified(
         good_at=now,
         etag=_stored(_header(headers, "ETag")) or previous.etag,
         last_modified=_stored(_header(headers, "Last-Modified")) or previous.last_modified,
-        detail="robots.txt not modified (304)",
+        detail=f"{name} not modified (304)",
     )
 
 

@@ -32,7 +32,8 @@ from .fetch import (
 )
 from .network import refusal, strip_credentials
 
-__all__ = ["REDIRECTS", "RobotsFlow", "RobotsRequest", "RobotsResponse", "robots_flow"]
+__all__ = ["REDIRECTS", "RobotsFlow", "RobotsRequest", "RobotsResponse", "resource_name",
+           "robots_flow"]
 
 REDIRECTS = frozenset((301, 302, 303, 307, 308))
 
@@ -45,7 +46,8 @@ class RobotsRequest:
     read, at most ``max_bytes`` of it, only for 2xx answers.  ``previous`` is the
     URL of the hop before (None for the first): an adapter that resolves host
     names refuses the hop when :func:`~robotgate.policy.network.refusal` would
-    for the address it connects to, by answering with ``refused`` set.
+    for the address it connects to, by answering with ``refused`` set (a reason
+    beginning with ``name``).
     """
 
     url: str
@@ -56,6 +58,8 @@ class RobotsRequest:
     #: bounds the time itself unless the transport says it ends the request then
     #: (``enforces_deadline = True``), as the aiohttp one does with its own timer.
     deadline: float | None = None
+    #: The file fetched, as accounts of the fetch name it: "robots.txt", "tdmrep.json".
+    name: str = "robots.txt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,15 @@ class RobotsResponse:
 
 
 RobotsFlow = Generator[RobotsRequest, RobotsResponse, RobotsEntry]
+
+
+def resource_name(path: str) -> str:
+    """The name accounts of a fetch give the file at ``path``.
+
+    >>> resource_name("/.well-known/tdmrep.json")
+    'tdmrep.json'
+    """
+    return path.rsplit("/", 1)[-1]
 
 
 def robots_flow(
@@ -89,6 +102,7 @@ def robots_flow(
     """
     when = clock if clock is not None else (lambda: now)
     url = origin + path
+    name = resource_name(path)
     headers: dict[str, str] = {}
     conditional = previous is not None and previous.outcome == Outcome.OK and (
         previous.body is not None
@@ -102,7 +116,7 @@ def robots_flow(
     hop_from: str | None = None
     deadline = now + policy.timeout
     for _hop in range(policy.max_redirects + 1):
-        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline)
+        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline, name)
         if resp.refused is not None:
             return entry_for_redirect_failure(origin, resp.refused, when(), policy, final_url=url)
         status = resp.status
@@ -114,7 +128,7 @@ def robots_flow(
                 target = location
             if seen is None:
                 seen = {url}
-            why = _bad_target(url, target, seen)
+            why = _bad_target(url, target, seen, name)
             if why is not None:
                 return entry_for_redirect_failure(origin, why, when(), policy, final_url=url)
             seen.add(target)
@@ -122,22 +136,22 @@ def robots_flow(
             headers = {}  # validators belong to the first URL
             continue
         if status == 304 and conditional and previous is not None:
-            return entry_for_not_modified(previous, resp.headers, when(), policy)
+            return entry_for_not_modified(previous, resp.headers, when(), policy, name=name)
         body = resp.body if 200 <= status < 300 else None
         return entry_for_response(origin, status, resp.headers, body, when(), policy,
-                                  previous, final_url=url)
+                                  previous, final_url=url, name=name)
     return entry_for_redirect_failure(
-        origin, f"robots.txt redirected more than {policy.max_redirects} times",
+        origin, f"{name} redirected more than {policy.max_redirects} times",
         when(), policy, final_url=url,
     )
 
 
-def _bad_target(url: str, target: str, seen: set[str]) -> str | None:
+def _bad_target(url: str, target: str, seen: set[str], name: str) -> str | None:
     try:
         split_origin(target)
     except InvalidURL:
-        return f"robots.txt redirected to {redact(target)!r}"
+        return f"{name} redirected to {redact(target)!r}"
     if target in seen:
-        return f"robots.txt redirect loop at {redact(target)}"
+        return f"{name} redirect loop at {redact(target)}"
     why = refusal(url, target)
-    return f"robots.txt redirect {why}" if why is not None else None
+    return f"{name} redirect {why}" if why is not None else None

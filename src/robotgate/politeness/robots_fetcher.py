@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..errors import GateClosed
 from ..policy.fetch import FetchPolicy, entry_for_error
-from ..policy.fetch_flow import RobotsRequest, RobotsResponse, robots_flow
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, robots_flow
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
@@ -64,6 +64,8 @@ class RobotsFetcher:
         self.policy = policy
         #: The file fetched: robots.txt, or another well-known file by its rules.
         self.path = path
+        #: The file's name in accounts of its fetch: "robots.txt", "tdmrep.json".
+        self.name = resource_name(path)
         self.requests = 0
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
@@ -99,11 +101,11 @@ class RobotsFetcher:
                     entry: RobotsEntry = done.value
                     break
         except asyncio.TimeoutError:
-            why = f"{path[1:]} did not answer within {policy.timeout:g}s"
+            why = f"{self.name} did not answer within {policy.timeout:g}s"
         except (asyncio.CancelledError, GateClosed):
             raise  # the gate's own end is no answer of the server's
         except Exception as exc:  # every waiter must still get an answer
-            why = f"{path[1:]} could not be fetched ({type(exc).__name__}: {exc})"
+            why = f"{self.name} could not be fetched ({type(exc).__name__}: {exc})"
         else:
             log.info("%s%s: %s", origin, path, entry.detail or entry.outcome)
             return entry
