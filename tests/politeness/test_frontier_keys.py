@@ -140,3 +140,20 @@ async def test_a_cancelled_crawl_records_what_was_in_flight() -> None:
         await task
     assert sorted(r.url for r in results) == ["http://a.example/", "http://b.example/"]
     assert all(r.interrupted and r.kind == "interrupted" for r in results)
+
+
+async def test_links_read_before_an_iterable_fails_are_kept_and_counted() -> None:
+    def failing() -> Any:
+        for i in range(5000):  # more than one chunk is handed over before the failure
+            yield f"http://h.example/{i}"
+        raise OSError("the page's parser broke")
+
+    results: list[CrawlResult] = []
+    summary = await crawl(LinkGate(), ["http://h.example/"],
+                          lambda u, r: failing() if u == "http://h.example/" else None,
+                          on_result=results.append, concurrency=32)
+    first = next(r for r in results if r.url == "http://h.example/")
+    assert first.error is not None and "parser broke" in first.error
+    assert summary.links == 5000 and summary.discovered == 5000
+    assert summary.pages == 5000 and summary.errors == 1
+    assert summary.unaccounted() == 0

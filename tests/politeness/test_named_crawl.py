@@ -184,3 +184,20 @@ async def test_twelve_spellings_give_three_requests_in_a_named_crawl_too(
                                  state=store.crawl_state("s")).run()
         assert len(gate.fetched) == 3 and summary.duplicates == 9
         assert await store.crawl_state("s").counts() == CrawlCounts(done=3)
+
+
+async def test_a_page_of_many_links_is_written_in_chunks_and_all_kept(tmp_path: Path) -> None:
+    n = 10_000  # over two chunks before the page's own outcome
+
+    def handler(url: str, resp: Page) -> Any:
+        return (f"http://h.example/{i}" for i in range(n)) if url == "http://h.example/" else None
+
+    async with SQLiteStore(tmp_path / "c.sqlite3") as store:
+        stop = asyncio.Event()
+        frontier = Frontier(LinkGate(), ["http://h.example/"], handler, concurrency=16,
+                            state=store.crawl_state("big"), stop=stop,
+                            on_result=lambda r: stop.set())
+        summary = await asyncio.wait_for(frontier.run(), 60)
+        counts = await store.crawl_state("big").counts()
+    assert summary.links == n and summary.discovered == n and summary.unaccounted() == 0
+    assert counts.total == n + 1 and counts.done == summary.pages >= 1

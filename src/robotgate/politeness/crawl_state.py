@@ -95,6 +95,11 @@ class CrawlState(abc.ABC):
         """Queue the entries whose key is new (input URLs)."""
 
     @abc.abstractmethod
+    async def add_links(self, entries: Sequence[Entry]) -> Added:
+        """Queue the new ones of a page's links before its outcome (a page of many
+        links): the page stays in flight, so a crash loses none of them."""
+
+    @abc.abstractmethod
     async def take(self, most: int) -> list[Entry]:
         """Up to ``most`` queued entries, oldest first, now in flight."""
 
@@ -167,6 +172,9 @@ class MemoryCrawlState(CrawlState):
 
     async def add(self, entries: Sequence[Entry]) -> Added:
         return self._queue_new(entries, links=False)
+
+    async def add_links(self, entries: Sequence[Entry]) -> Added:
+        return self._queue_new(entries, links=True)
 
     async def take(self, most: int) -> list[Entry]:
         queue = self._queue

@@ -71,6 +71,8 @@ _SECOND_LEVELS = frozenset({"ac", "co", "com", "edu", "gov", "ltd", "ne", "net",
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
+#: A page's links handed to the state at once while they are read.
+_CHUNK = 4096
 
 
 @dataclass(slots=True)
@@ -317,7 +319,7 @@ class Frontier:
         self._loading = False
         self._visits: dict[asyncio.Task[None], _Item] = {}
         # Outcomes being written when the crawl was stopped.
-        self._settling: list[tuple[asyncio.Future[Added], _Item, CrawlResult]] = []
+        self._settling: list[tuple[asyncio.Future[Added], _Item, CrawlResult, int]] = []
         self._wakeup: asyncio.Future[None] | None = None
         self._halted = False
         self._failure: BaseException | None = None
@@ -358,11 +360,11 @@ class Frontier:
         """Every URL accounted for: those cut short are recorded, and go back to the
         state's queue with those left in the host queues."""
         summary = self.summary
-        for finishing, item, record in self._settling:
+        for finishing, item, record, links in self._settling:
             if item in cut:
                 cut.remove(item)
             try:
-                self._settled(await finishing, record)
+                self._settled(await finishing, record, links)
             except Exception:  # not written: still in flight in the state
                 cut.append(item)
         for item in cut:
@@ -521,7 +523,10 @@ class Frontier:
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
     async def _links(self, page: Entry, links: Iterable[str]) -> list[Entry]:
-        """The links of ``page`` that may be crawled, as entries (the rest counted)."""
+        """The links of ``page`` that may be crawled, as entries (the rest counted).
+
+        A page of many links hands them to the state a chunk at a time as they are
+        read; the last chunk is returned, to be written with the page's outcome."""
         summary = self.summary
         depth = page.depth + 1
         if self.max_depth is not None and depth > self.max_depth:
@@ -534,38 +539,66 @@ class Frontier:
         page_private = self._private(page_host)
         scope = self.scope
         read = 0
-        for link in links:
-            if read >= self.max_links:
-                summary.links_cut += 1
-                break
-            read += 1
-            if read % 4096 == 0:
-                await asyncio.sleep(0)  # a million links must not hold the loop
-            if not isinstance(link, str):
-                summary.links += 1
-                self._invalid(link, InvalidURL(link, "not a string"), discovered=True)
-                continue
-            summary.links += 1
-            try:
-                key, host = self._key_of(link)
-            except (ValueError, TypeError) as exc:
-                self._invalid(link, exc, discovered=True)
-                continue
-            if callable(scope):
-                inside = bool(scope(link, page.url))
-            elif scope == "host":
-                inside = host == page_host
-            elif scope == "domain":
-                inside = _domain(host) == _domain(page_host)
-            else:
-                inside = True
-            if not inside:
-                summary.out_of_scope += 1
-            elif not page_private and self._private(host):
-                summary.private_links += 1
-            else:
-                out.append(Entry(key, link, depth, discovered=True))
+        try:
+            for link in links:
+                if read >= self.max_links:
+                    summary.links_cut += 1
+                    break
+                read += 1
+                if read % 4096 == 0:
+                    await asyncio.sleep(0)  # a million links must not hold the loop
+                if len(out) >= _CHUNK:
+                    await self._add_links(out)
+                    out = []
+                self._link(link, page, depth, page_host, page_private, scope, out)
+        except Exception:
+            await self._add_links(out)  # what the page gave before its links failed
+            raise
         return out
+
+    def _link(self, link: object, page: Entry, depth: int, page_host: str,
+              page_private: bool, scope: str | ScopeRule, out: list[Entry]) -> None:
+        """Count ``link``, or put it in ``out`` (counted once written)."""
+        summary = self.summary
+        if not isinstance(link, str):
+            summary.links += 1
+            self._invalid(link, InvalidURL(link, "not a string"), discovered=True)
+            return
+        try:
+            key, host = self._key_of(link)
+        except (ValueError, TypeError) as exc:
+            summary.links += 1
+            self._invalid(link, exc, discovered=True)
+            return
+        if callable(scope):
+            inside = bool(scope(link, page.url))
+        elif scope == "host":
+            inside = host == page_host
+        elif scope == "domain":
+            inside = _domain(host) == _domain(page_host)
+        else:
+            inside = True
+        if not inside:
+            summary.links += 1
+            summary.out_of_scope += 1
+        elif not page_private and self._private(host):
+            summary.links += 1
+            summary.private_links += 1
+        else:
+            out.append(Entry(key, link, depth, discovered=True))
+
+    async def _add_links(self, chunk: list[Entry]) -> None:
+        """A chunk of a page's links into the state, ahead of the page's outcome."""
+        if chunk:
+            self._counted(await self.state.add_links(chunk), len(chunk))
+
+    def _counted(self, added: Added, links: int) -> None:
+        summary = self.summary
+        summary.links += links
+        summary.discovered += added.new
+        summary.duplicates += added.known
+        summary.dropped += added.dropped
+        self._count_queued()
 
     def _key_of(self, url: str) -> tuple[str, str]:
         """``url``'s key in the crawl and its host (InvalidURL for what is no URL)."""
@@ -673,16 +706,12 @@ class Frontier:
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
-            self._settling.append((finishing, item, record))
+            self._settling.append((finishing, item, record, len(found)))
             raise
-        self._settled(added, record)
+        self._settled(added, record, len(found))
 
-    def _settled(self, added: Added, record: CrawlResult) -> None:
-        summary = self.summary
-        summary.discovered += added.new
-        summary.duplicates += added.known
-        summary.dropped += added.dropped
-        self._count_queued()
+    def _settled(self, added: Added, record: CrawlResult, links: int) -> None:
+        self._counted(added, links)
         self._finish(record)
 
     async def _page(self, url: str, record: CrawlResult) -> Iterable[str]:

@@ -98,6 +98,9 @@ class SQLiteCrawlState(CrawlState):
         self._pending += added.new
         return added
 
+    async def add_links(self, entries: Sequence[Entry]) -> Added:
+        return await self.add(entries)
+
     async def take(self, most: int) -> list[Entry]:
         name = self.name
 
