@@ -79,3 +79,29 @@ async def test_no_metrics_when_turned_off_or_when_no_provider_is_set() -> None:
         assert on.events is not None
     assert reader.get_metrics_data() is not None
     provider.shutdown()
+
+
+def test_the_global_provider_set_up_first_is_used_and_none_costs_no_import() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from robotgate import RobotGate\n"
+        "gate = RobotGate('Bot/1.0')\n"
+        "assert gate.events is None and 'opentelemetry' not in sys.modules\n"
+        "from opentelemetry import metrics\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
+        "reader = InMemoryMetricReader()\n"
+        "metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))\n"
+        "gate = RobotGate('Bot/1.0')\n"
+        "assert gate.events is not None and RobotGate('Bot/1.0', metrics=False).events is None\n"
+        "names = [m.name for r in reader.get_metrics_data().resource_metrics\n"
+        "         for s in r.scope_metrics for m in s.metrics]\n"
+        "print(names)\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "robotgate.hosts_cached" in out.stdout

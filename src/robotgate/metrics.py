@@ -22,6 +22,7 @@ instrument                      kind            attributes
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -103,6 +104,8 @@ def _weak_count(gate: object) -> Callable[[], int | None]:
 def metrics_listener(provider: object, gate: object) -> Metrics | None:
     """The metrics listener of ``gate`` for ``provider`` (True: the global meter provider), or
     None when ``opentelemetry-api`` is not installed."""
+    if provider is True and "opentelemetry.metrics" not in sys.modules:
+        return None  # nobody set a global provider up (that imports it): no import either
     try:
         from opentelemetry import metrics
     except ImportError:
