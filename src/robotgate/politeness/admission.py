@@ -410,9 +410,11 @@ class Admission:
         ``sent_at`` is when the request left (:meth:`sent`); every client passes it.
         """
         events = self.events
-        extra = group.backoff.extra if events is not None else 0.0
-        until = self.scheduler.answered(group, status, retry_after, sent_at)
-        if events is not None:
+        if events is None:
+            until = self.scheduler.answered(group, status, retry_after, sent_at)
+        else:
+            extra = group.backoff.extra
+            until = self.scheduler.answered(group, status, retry_after, sent_at)
             self._heard(events, group, status, sent_at, extra, until)
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
