@@ -110,33 +110,3 @@ def test_unparseable_urls_do_not_raise() -> None:
 ])
 def test_strip_credentials(url: str, expected: str) -> None:
     assert strip_credentials(url) == expected
-
-
-# -- hop_refusal: names resolved through the client's resolver ---------------------------
-
-
-def _resolver(table: dict[str, list[str]]):  # type: ignore[no-untyped-def]
-    async def resolve(host: str) -> list[str]:
-        return table.get(host, [])
-
-    return resolve
-
-
-@pytest.mark.parametrize(("from_url", "to_url", "refused"), [
-    ("http://public.test/", "http://127.0.0.1/x", True),        # a name that is public
-    ("http://public.test/", "http://internal.test/x", True),    # a name that leads inside
-    ("http://public.test/", "http://other.test/x", False),      # public to public
-    ("http://internal.test/", "http://127.0.0.1/x", False),     # private may go private
-    ("http://93.184.216.34/", "http://internal.test/x", True),
-    ("http://unknown.test/", "http://127.0.0.1/x", True),       # no answer: judged as public
-    ("http://public.test/", "http://unknown.test/x", True),     # a target with no answer
-])
-async def test_hop_refusal_resolves_names(from_url: str, to_url: str, refused: bool) -> None:
-    from robotgate.policy.network import hop_refusal
-
-    resolve = _resolver({"public.test": ["93.184.216.34"], "other.test": ["93.184.216.35"],
-                         "internal.test": ["10.0.0.7"]})
-    why = await hop_refusal(from_url, to_url, resolve)
-    assert (why is not None) is refused
-    if refused:
-        assert "non-public address" in why or "does not resolve" in why  # type: ignore[operator]

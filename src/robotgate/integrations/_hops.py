@@ -12,12 +12,10 @@ import asyncio
 import socket
 from collections.abc import Sequence
 
-from ..decision import Decision
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.hops import IsPrivate, Resolve, hop_decision, is_private
 
-__all__ = ["first_address", "hop_refusal", "refused_robots_hop", "resolve",
-           "robots_headers"]
+__all__ = ["first_address", "refused_robots_hop", "resolve", "robots_headers"]
 
 
 async def resolve(host: str) -> Sequence[str]:
@@ -36,22 +34,17 @@ async def first_address(host: str) -> str:
     return found[0] if found else host
 
 
-async def hop_refusal(from_url: str, to_url: str, lookup: Resolve = resolve,
-                      private: IsPrivate = is_private) -> Decision | None:
-    """The refusal of a redirect from ``from_url`` to ``to_url`` (None: it may be followed)."""
-    return await hop_decision(from_url, to_url, lookup, private)
-
-
 async def refused_robots_hop(request: RobotsRequest, refuse_private: bool,
                              private: IsPrivate = is_private,
                              lookup: Resolve = resolve) -> RobotsResponse | None:
-    """The answer for a robots.txt hop that must not be sent, or None to send it."""
+    """The answer for a robots.txt (or tdmrep.json) hop that must not be sent, or None
+    to send it."""
     if request.previous is None or not refuse_private:
         return None
     refused = await hop_decision(request.previous, request.url, lookup, private)
     if refused is None:
         return None
-    return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {refused.reason}")
+    return RobotsResponse(0, {}, None, request.url, refused=f"{request.name} {refused.reason}")
 
 
 def robots_headers(request: RobotsRequest, headers: dict[str, str]) -> dict[str, str]:

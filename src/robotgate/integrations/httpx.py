@@ -29,12 +29,12 @@ import httpx
 from ..errors import Disallowed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, is_private
+from ..policy.hops import REFUSED, IsPrivate, hop_decision, is_private
 from ..politeness.admission import Admission
 from ..politeness.scheduler import Group
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
-from ._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
+from ._hops import first_address, refused_robots_hop, resolve, robots_headers
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
@@ -198,7 +198,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         if isinstance(came_from, str) and self.refuse_private:
             # httpx resolves inside its transport: the loop's getaddrinfo reads the same
             # system configuration (see integrations/_hops.py).
-            refused = await hop_refusal(came_from, url, private=self.is_private)
+            refused = await hop_decision(came_from, url, resolve, self.is_private)
             if refused is not None:
                 raise Disallowed(str(request.url.copy_with(username=None, password=None,
                                                            fragment=None)), refused)

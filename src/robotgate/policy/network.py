@@ -11,10 +11,9 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from .hops import IsPrivate, Resolve, hop_decision, is_private, parse_hop
+from .hops import is_private, parse_hop
 
-__all__ = ["address_is_public", "hop_refusal", "host_is_public", "refusal",
-           "strip_credentials"]
+__all__ = ["address_is_public", "host_is_public", "refusal", "strip_credentials"]
 
 
 def address_is_public(address: str) -> bool:
@@ -57,7 +56,7 @@ def refusal(from_url: str, to_url: str) -> str | None:
 
     Decides only when both hosts spell addresses (or ``localhost``); where a
     name is involved, the adapter that resolves it decides (see
-    :func:`hop_refusal`).
+    :func:`robotgate.policy.hops.hop_decision`).
 
     >>> refusal("http://93.184.216.34/", "http://127.0.0.1/admin")
     'refused a redirect from a public site to a non-public address (127.0.0.1)'
@@ -77,17 +76,6 @@ def refusal(from_url: str, to_url: str) -> str | None:
         return None  # a private origin may send us to another private address
     shown = target.address if target.address is not None else target.host
     return f"refused a redirect from a public site to a non-public address ({shown})"
-
-
-async def hop_refusal(from_url: str, to_url: str, resolve: Resolve,
-                      private: IsPrivate = is_private) -> str | None:
-    """Why a redirect from ``from_url`` to ``to_url`` is refused (None: it may be followed).
-
-    Host names are resolved with ``resolve`` (the client's resolver, which the
-    adapter passes in); see :func:`robotgate.policy.hops.hop_decision`.
-    """
-    decision = await hop_decision(from_url, to_url, resolve, private)
-    return decision.reason if decision is not None else None
 
 
 def strip_credentials(url: str) -> str:

@@ -44,12 +44,12 @@ from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import IsPrivate, is_private, parse_hop
+from ...policy.hops import IsPrivate, hop_decision, is_private, parse_hop
 from ...politeness.admission import Admission
 from ...politeness.scheduler import Group
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
-from .._hops import first_address, hop_refusal, refused_robots_hop, robots_headers
+from .._hops import first_address, refused_robots_hop, robots_headers
 from .._hops import resolve as system_resolve
 from .parser import RobotgateRobotParser
 from .settings import make_store, read_settings
@@ -383,8 +383,8 @@ class RobotGateMiddleware:
             return request.replace(url=hop.url, dont_filter=True)  # never sent
         if not self.gate.refuse_private:
             return None
-        refused = await hop_refusal(str(came[-1]), request.url, scrapy_resolve,
-                                    self.gate.is_private)
+        refused = await hop_decision(str(came[-1]), request.url, scrapy_resolve,
+                                     self.gate.is_private)
         if refused is not None:
             raise Disallowed(request.url, refused)
         return None
