@@ -525,8 +525,10 @@ class RobotGate:
 
 
 def _tdm_cache(gate: RobotGate) -> TdmRepCache:
-    """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, failures);
-    401/403 mean "no file", whatever the robots.txt convention."""
+    """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, redirects,
+    freshness, back-off), but a file that does not come, for whatever reason, states
+    nothing (W3C TDMRep, see policy/tdm.py): 401/403 included, whatever the robots.txt
+    convention."""
     from ..policy.tdm import TDMREP_PATH
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..store.memory import immediate
