@@ -232,6 +232,18 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
         assert loop.time() - start < 2.0  # not the 5 s the body would take
 
 
+async def test_a_refused_hop_names_the_file_fetched() -> None:
+    # A public site's redirect into a loopback literal: refused before any request.
+    async with RobotGate(AGENT, delay=0) as gate:
+        transport = AiohttpRobotsTransport(gate.client)
+        for path, name in (("/robots.txt", "robots.txt"),
+                           ("/.well-known/tdmrep.json", "tdmrep.json")):
+            answer = await transport.send(RobotsRequest(
+                "http://127.0.0.1" + path, previous="http://93.184.216.34" + path, name=name))
+            assert answer.refused is not None
+            assert answer.refused.startswith(f"{name} refused a redirect from a public site")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_a_compressed_robots_txt_is_read_as_far_as_the_limit(coding: str) -> None:

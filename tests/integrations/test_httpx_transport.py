@@ -224,6 +224,12 @@ async def test_robots_transport_refuses_private_hops_and_caps_the_body() -> None
     refused = await robots.send(RobotsRequest("http://127.0.0.1/robots.txt",
                                               previous="http://93.184.216.34/robots.txt"))
     assert refused.refused is not None and sent == []
+    assert refused.refused.startswith("robots.txt refused a redirect")
+    tdmrep = await robots.send(RobotsRequest("http://127.0.0.1/.well-known/tdmrep.json",
+                                             previous="http://93.184.216.34/robots.txt",
+                                             name="tdmrep.json"))
+    assert tdmrep.refused is not None and tdmrep.refused.startswith("tdmrep.json refused")
+    assert sent == []
     capped = await robots.send(RobotsRequest("http://93.184.216.34/robots.txt", max_bytes=1000))
     assert capped.status == 200 and capped.body == b"x" * 1000
 

@@ -395,3 +395,42 @@ def test_unusable_charset_falls_back_to_utf8(charset: str) -> None:
 def test_utf8_bom_and_invalid_bytes() -> None:
     entry, _ = fetch({ROBOTS: ok(b"\xef\xbb\xbfUser-agent: *\nDisallow: /x\xff\nDisallow: /y\n")})
     assert interpret(entry, Interpretation(AGENT)).allowed("/y", AGENT) is False
+
+
+# -- another well-known file: its account names it ---------------------------------------
+
+TDMREP = SITE + "/.well-known/tdmrep.json"
+
+
+@pytest.mark.parametrize(("server", "previous", "detail"), [
+    ({TDMREP: ok(b"[]")}, None, "tdmrep.json answered 200"),
+    ({TDMREP: status(404)}, None, "tdmrep.json answered 404"),
+    ({TDMREP: status(503)}, None, "tdmrep.json answered 503"),
+    ({TDMREP: status(304)}, "good", "tdmrep.json not modified (304)"),
+    ({TDMREP: redirect("/a"), SITE + "/a": redirect(TDMREP)}, None,
+     f"tdmrep.json redirect loop at {TDMREP}"),
+    ({TDMREP: redirect("ftp://site.example/x")}, None,
+     "tdmrep.json redirected to 'ftp://site.example/x'"),
+    ({TDMREP: redirect("/r1"), **{f"{SITE}/r{i}": redirect(f"/r{i + 1}") for i in range(1, 6)}},
+     None, "tdmrep.json redirected more than 5 times"),
+])
+def test_a_tdmrep_fetch_names_tdmrep_json_in_its_account(
+        server: dict[str, RobotsResponse], previous: str | None, detail: str) -> None:
+    flow = robots_flow(SITE, good_copy() if previous else None, FetchPolicy(), NOW,
+                       path="/.well-known/tdmrep.json")
+    entry, requests = drive(flow, server)
+    assert entry.detail == detail
+    assert {r.name for r in requests} == {"tdmrep.json"}  # an adapter's refusal names it too
+
+
+def test_a_tdmrep_redirect_into_a_private_address_names_tdmrep_json() -> None:
+    origin = "http://93.184.216.34"
+    entry, _ = drive(robots_flow(origin, None, FetchPolicy(), NOW, path="/.well-known/tdmrep.json"),
+                     {origin + "/.well-known/tdmrep.json": redirect("http://127.0.0.1/x")})
+    assert entry.detail == ("tdmrep.json redirect refused a redirect from a public site to a "
+                            "non-public address (127.0.0.1)")
+
+
+def test_robots_txt_requests_name_robots_txt() -> None:
+    _, requests = fetch({ROBOTS: redirect("/a"), SITE + "/a": ok()})
+    assert [r.name for r in requests] == ["robots.txt", "robots.txt"]

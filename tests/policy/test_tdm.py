@@ -39,7 +39,7 @@ def test_the_page_overrides_the_file_and_its_policy_wins() -> None:
 
 
 def test_fetch_outcomes_mean_what_they_mean_for_robots_txt() -> None:
-    missing = entry_for_response(ORIGIN, 404, {}, None, 0.0, FetchPolicy())
+    missing = entry_for_response(ORIGIN, 404, {}, None, 0.0, FetchPolicy(), name="tdmrep.json")
     verdict = tdm_verdict(ORIGIN + "/a", missing, None)
     assert verdict.reserved is None
     assert verdict.source == ("tdmrep.json answered 404: no /.well-known/tdmrep.json; "
@@ -49,7 +49,7 @@ def test_fetch_outcomes_mean_what_they_mean_for_robots_txt() -> None:
 def test_an_unreachable_file_says_nothing_and_the_page_decides() -> None:
     # W3C TDMRep: a server that gives no file, whatever the reason, does not
     # implement the protocol; the reservation is unset, not assumed.
-    down = entry_for_error(ORIGIN, "robots.txt answered 500", 0.0, FetchPolicy(), status=500)
+    down = entry_for_error(ORIGIN, "tdmrep.json answered 500", 0.0, FetchPolicy(), status=500)
     verdict = tdm_verdict(ORIGIN + "/a", down, None)
     assert verdict.reserved is None and verdict.policy is None
     assert verdict.source.startswith("tdmrep.json answered 500: tdmrep.json is unreachable")
@@ -57,15 +57,14 @@ def test_an_unreachable_file_says_nothing_and_the_page_decides() -> None:
     page = page_directives({"tdm-reservation": "1"}, agent="MineBot/1.0")
     assert tdm_verdict(ORIGIN + "/a", down, None, page).reserved is True
     # An earlier good copy stands in, and the verdict says why.
-    stale = entry_for_error(ORIGIN, "robots.txt answered 503", 10.0, FetchPolicy(), OK)
+    stale = entry_for_error(ORIGIN, "tdmrep.json answered 503", 10.0, FetchPolicy(), OK)
     verdict = tdm_verdict(ORIGIN + "/a", stale, FILE)
     assert (verdict.reserved, verdict.policy) == (True, FILE_POLICY)
     assert "(tdmrep.json answered 503; using the copy fetched at" in verdict.source
 
 
-def test_a_url_the_fetch_quotes_is_not_renamed() -> None:
-    # The flow is robots.txt's and names its file "robots.txt": only that word
-    # becomes tdmrep.json, never the redirect target it quotes.
+def test_the_verdict_gives_the_fetchs_account_as_it_is() -> None:
+    # The account names the file fetched, and quotes a redirect's target unchanged.
     flow = robots_flow(ORIGIN, None, FetchPolicy(), 0.0, path=TDMREP_PATH)
     next(flow)
     loop = RobotsResponse(301, {"Location": "/old/robots.txt"})

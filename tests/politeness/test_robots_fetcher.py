@@ -93,6 +93,17 @@ async def test_a_hanging_server_times_out() -> None:
     assert "did not answer within 0.05s" in entry.detail
 
 
+async def test_another_well_known_files_failures_name_that_file() -> None:
+    path = "/.well-known/tdmrep.json"
+    raised = await RobotsFetcher(FakeTransport(raises=OSError("reset")), FetchPolicy(),
+                                 path).fetch(SITE, None)
+    assert raised.detail == "tdmrep.json could not be fetched (OSError: reset)"
+    hung = await asyncio.wait_for(
+        RobotsFetcher(FakeTransport(hang=True), FetchPolicy(timeout=0.05), path).fetch(SITE, None),
+        10)
+    assert hung.detail == "tdmrep.json did not answer within 0.05s"
+
+
 async def test_the_timeout_covers_all_redirect_hops() -> None:
     async def slow(request: RobotsRequest) -> RobotsResponse:
         await asyncio.sleep(0.02)

@@ -508,7 +508,7 @@ class AiohttpRobotsTransport:
             why = await asyncio.wait_for(
                 client.hop_refusal(request.previous, request.url, session), _left(request))
             if why is not None:
-                return RobotsResponse(0, {}, None, request.url, refused=f"robots.txt {why}")
+                return RobotsResponse(0, {}, None, request.url, refused=f"{request.name} {why}")
         headers = self._headers(request)
         via = _VIA.get()
         if via is not None and not via.closed:

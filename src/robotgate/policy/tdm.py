@@ -84,7 +84,7 @@ def tdm_verdict(
         source = f"{where}: the rule for location {rule.location!r}"
         if entry is not None and entry.failures:
             # An earlier good copy stands in: say so, and why.
-            source += f" ({_fetch_detail(entry)})"
+            source += f" ({entry.detail})"
         policy = rule.policy if rule.reserved else None
         if rule.reserved and page is not None and page.tdm_policy:
             policy = page.tdm_policy
@@ -94,27 +94,13 @@ def tdm_verdict(
         "the page was not read")
     if entry is None:
         return TdmVerdict(None, None, nothing)
-    detail = _fetch_detail(entry)
     if entry.outcome == Outcome.UNREACHABLE:
-        file_said = (f"{detail}: tdmrep.json is unreachable, so it says nothing until it "
+        file_said = (f"{entry.detail}: tdmrep.json is unreachable, so it says nothing until it "
                      "answers (W3C TDMRep: a server giving no file does not implement it)")
     elif entry.outcome != Outcome.OK:
-        file_said = f"{detail}: no {TDMREP_PATH}"
+        file_said = f"{entry.detail}: no {TDMREP_PATH}"
     elif tdmrep is not None and tdmrep.problem:
         file_said = f"{where}: {tdmrep.problem}; no rule for this path"
     else:
         file_said = f"{where} has no rule for this path"
     return TdmVerdict(None, None, f"{file_said}; {nothing}")
-
-
-def _fetch_detail(entry: RobotsEntry) -> str:
-    """How the file's fetch went, naming the file.
-
-    The fetch flow is robots.txt's, and its account begins with the file it
-    fetched as "robots.txt"; only that first word is renamed, never a URL the
-    account quotes (a redirect's target).
-    """
-    detail = entry.detail
-    if detail.startswith("robots.txt "):
-        return "tdmrep.json" + detail[len("robots.txt"):]
-    return detail
