@@ -218,7 +218,7 @@ class AiohttpClient:
         self.owned = owned
         # Our headers for a user's session, made once (see _sending): handed over as the
         # call's, not set by a middleware, whose closure and coroutines would stay alive
-        # across every page's wait (benchmarks/README-figures.md, nineteenth pass).
+        # across every page's wait.
         self._call_headers: CIMultiDict[str] | None = None if owned else CIMultiDict(headers)
         self._stamping: tuple[Middleware, ...] = (self._stamp,)
         self.refuse_private = refuse_private
