@@ -79,6 +79,9 @@ class CrawlState(abc.ABC):
     #: Whether URLs are turned away for room (``Added.dropped``); the input then
     #: waits for room instead.
     bounded = False
+    #: Seconds the frontier waits before asking again when :meth:`take` gave nothing
+    #: while URLs are pending (a state shared by workers: the others hold them).
+    idle_poll = 0.0
 
     @property
     @abc.abstractmethod

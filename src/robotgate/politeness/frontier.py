@@ -317,6 +317,7 @@ class Frontier:
         self._room = asyncio.Event()  # set while the input may add URLs
         self._room.set()
         self._loading = False
+        self._load_after = 0.0  # loop time before which the state is not asked again
         self._visits: dict[asyncio.Task[None], _Item] = {}
         # Outcomes being written when the crawl was stopped.
         self._settling: list[tuple[asyncio.Future[Added], _Item, CrawlResult, int]] = []
@@ -406,7 +407,8 @@ class Frontier:
         summary = self.summary
         state = self.state
         while not self._halted:
-            if self.queues.window < self.window // 2 + 1 and state.pending:
+            if (self.queues.window < self.window // 2 + 1 and state.pending
+                    and self._loop.time() >= self._load_after):
                 await self._load()
                 continue
             wake: float | None = None
@@ -419,12 +421,17 @@ class Frontier:
                 if (wake is None and summary.input_done and not self._visits
                         and not state.pending and not self.queues.window):
                     return
+            if state.pending and self._load_after > self._loop.time():
+                wake = self._load_after if wake is None else min(wake, self._load_after)
             await self._sleep(wake)
 
     async def _load(self) -> None:
         """Move queued URLs from the state into the host queues."""
         most = min(_LOAD, self.window - self.queues.window)
-        for entry in await self.state.take(most):
+        taken = await self.state.take(most)
+        if not taken:  # a shared state's URLs are all with other workers: ask again later
+            self._load_after = self._loop.time() + self.state.idle_poll
+        for entry in taken:
             try:
                 key = _key(self.gate, entry.url)
             except (ValueError, TypeError) as exc:  # a store edited by hand

@@ -9,7 +9,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -34,6 +34,9 @@ from .codec import (
 )
 from .link import Client, Link
 from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_for_entry
+
+if TYPE_CHECKING:
+    from ...politeness.crawl_state import CrawlState
 
 __all__ = ["RedisStore", "Slot"]
 
@@ -413,3 +416,21 @@ class RedisStore(Store):
             [self._keys.tat(origin), self._keys.host(origin)],
             [delay_us, repr(float(until)), ms(self.host_ttl), repr(now), *backoff],
         )
+
+    # -- named crawls (store/redis/crawl.py) -----------------------------------
+
+    def crawl_state(self, name: str) -> CrawlState:
+        """The named crawl ``name``, shared by every worker on this prefix."""
+        from .crawl import RedisCrawlState
+
+        return RedisCrawlState(self, name)
+
+    async def crawl_names(self) -> list[str]:
+        from .crawl import names
+
+        return await names(self)
+
+    async def drop_crawl(self, name: str) -> bool:
+        from .crawl import drop
+
+        return await drop(self, name)

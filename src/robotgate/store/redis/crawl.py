@@ -1,0 +1,285 @@
+"""A named crawl in Redis, shared by every worker that crawls it (see ``docs/fleet.md``).
+
+The crawl's URLs are queued per server (the URL's host name, the default
+politeness group).  A worker leases the servers it crawls: for ``lease`` seconds,
+renewed with each call and every third of it while the worker runs; a server is
+crawled by one worker at a time, and a server whose lease lapsed (its worker died
+or stalled) is taken back by whichever worker calls next: its URLs in flight return
+to the front of its queue.  So every URL is handed out once fleet-wide, and again
+only after its worker's lease lapsed.
+
+Reads and writes go in batches: one script call hands out up to ``most`` URLs
+(renewing the leases on the way), and pages that finish while a write is under way
+go in the next one together, each with its links.  All of a crawl's keys share one
+hash tag (:mod:`.crawl_scripts`), so on Redis Cluster a page's outcome and its links
+are written atomically, as on one server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...politeness.crawl_state import OUTCOMES, Added, CrawlCounts, CrawlState, Entry
+from ...urls import resource_key
+from ..base import StoreError
+from .codec import tag, text
+from .crawl_scripts import CRAWL_DROP, CRAWL_OPEN, CRAWL_RELEASE, CRAWL_SYNC, CRAWL_WRITE, LAYOUT
+
+if TYPE_CHECKING:
+    from .store import RedisStore
+
+__all__ = ["RedisCrawlState", "crawl_base", "server_of"]
+
+#: Seconds a worker's lease on a server lasts unless renewed.
+LEASE = 6.0
+#: Keys handed out per server at once, and servers leased by one worker at most.
+_PER_SERVER = 64
+_MAX_SERVERS = 64
+#: A page's links and pages per write call at most (a script's arguments stay small).
+_WRITE_ARGS = 30_000
+
+_Pending = list[tuple[Entry, str, int, list[Entry], "asyncio.Future[Added]"]]
+
+
+def crawl_base(prefix: str, name: str) -> str:
+    """The start of every key of crawl ``name`` (one hash tag: one Cluster slot)."""
+    return f"{prefix}:crawl:{tag('crawl/' + name)}"
+
+
+def _names_key(store: RedisStore) -> str:
+    """The set of the crawl names under the store's prefix."""
+    return f"{store.prefix}:crawls"
+
+
+def server_of(url: str) -> str:
+    """The server a URL is queued under: its host name (scheme and port aside)."""
+    authority = resource_key(url).partition("://")[2].partition("/")[0]
+    if authority[:1] == "[":
+        return authority[: authority.find("]") + 1]
+    return authority.rpartition("@")[2].partition(":")[0]
+
+
+def _counts(raw: Any) -> CrawlCounts:
+    return CrawlCounts(*(int(v) for v in raw))
+
+
+def _entry(key: bytes, raw: bytes, attempts: bytes) -> Entry:
+    depth, discovered, url = text(raw).split("|", 2)
+    return Entry(text(key), url, int(depth), discovered == "1", int(attempts))
+
+
+def _record(entry: Entry) -> str:
+    return f"{entry.depth}|{int(entry.discovered)}|{entry.url}"
+
+
+class RedisCrawlState(CrawlState):
+    """The crawl ``name`` under ``store``'s prefix, shared by the workers that open it."""
+
+    idle_poll = 0.25
+
+    def __init__(self, store: RedisStore, name: str, *, lease: float = LEASE,
+                 server: Callable[[str], str] = server_of,
+                 max_servers: int = _MAX_SERVERS) -> None:
+        if lease <= 0:
+            raise ValueError("lease must be positive")
+        self.store = store
+        self.name = name
+        self.lease = lease
+        self.server = server
+        self.max_servers = max_servers
+        self.base = crawl_base(store.prefix, name)
+        #: This worker's name in the leases.
+        self.worker = secrets.token_hex(8)
+        self._held: dict[str, int] = {}  # leased server -> its keys handed to us, not done
+        self._out: dict[str, str] = {}  # key handed to us -> its server
+        self._fleet = CrawlCounts()  # as the last call saw them
+        self._sync_lock = asyncio.Lock()
+        self._renewer: asyncio.Task[None] | None = None
+        self._finished: _Pending = []
+        self._writer: asyncio.Task[None] | None = None
+        #: URLs of this worker's crawl taken back from lapsed leases, and servers
+        #: whose lease this worker lost (it stalled longer than the lease).
+        self.reaped = 0
+        self.lost = 0
+
+    # -- the calls ------------------------------------------------------------
+
+    async def _run(self, script: Any, args: list[Any]) -> Any:
+        reply = await self.store._script(script, [self.base], args)
+        if isinstance(reply, list) and reply[:1] == [b"LOST"]:
+            raise StoreError(
+                f"the named crawl {self.name!r} is gone from Redis under prefix"
+                f" {self.store.prefix!r} (Redis restarted empty, or the crawl was dropped):"
+                " its queue and seen-set are lost; start it again from its input")
+        return reply
+
+    @property
+    def pending(self) -> int:
+        """URLs the fleet has queued, or in flight with other workers (whose pages
+        may give more, or whose lease may lapse): this worker waits for them."""
+        fleet = self._fleet
+        return max(0, fleet.queued + fleet.in_flight - len(self._out))
+
+    async def open(self) -> CrawlCounts:
+        store = self.store
+        reply = await store._script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
+        layout = int(reply[0])
+        if layout > LAYOUT:
+            raise StoreError(
+                f"the named crawl {self.name!r} under Redis prefix {store.prefix!r} is in"
+                f" layout {layout}; this robotgate reads layout {LAYOUT}. Upgrade robotgate,"
+                " or crawl under another name")
+        names = _names_key(store)
+        await store._call(lambda client: client.sadd(names, self.name), [names])
+        self._fleet = _counts(reply[1])
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.get_running_loop().create_task(self._renew())
+        return CrawlCounts(self._fleet.queued, self._fleet.in_flight, self._fleet.done,
+                           self._fleet.skipped, self._fleet.failed)
+
+    async def _renew(self) -> None:
+        """Keep the leases of the servers this worker works on."""
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(StoreError):  # the next call says it
+                await self._sync(0)
+
+    async def _sync(self, most: int) -> list[Entry]:
+        async with self._sync_lock:
+            busy = [s for s, n in self._held.items() if n > 0]
+            idle = [s for s, n in self._held.items() if n <= 0]
+            fresh = max(0, self.max_servers - len(self._held)) if most > 0 else 0
+            reply = await self._run(CRAWL_SYNC, [
+                self.worker, max(1, round(self.lease * 1000)), most, _PER_SERVER, fresh,
+                len(busy), *busy, len(idle), *idle])
+            reaped, fleet, held, lost, flat = reply
+            self.reaped += int(reaped)
+            self.lost += len(lost)
+            self._fleet = _counts(fleet)
+            self._held = {text(s): self._held.get(text(s), 0) for s in held}
+            out: list[Entry] = []
+            for i in range(0, len(flat), 4):
+                server = text(flat[i])
+                entry = _entry(flat[i + 1], flat[i + 2], flat[i + 3])
+                self._out[entry.key] = server
+                self._held[server] = self._held.get(server, 0) + 1
+                out.append(entry)
+            return out
+
+    async def take(self, most: int) -> list[Entry]:
+        return await self._sync(most)
+
+    def _let_go(self, key: str) -> str:
+        server = self._out.pop(key, None)
+        if server is None:
+            return ""
+        if server in self._held:
+            self._held[server] -= 1
+        return server
+
+    # -- writes ---------------------------------------------------------------
+
+    async def add(self, entries: Sequence[Entry]) -> Added:
+        return await self._queue(None, 0, entries)
+
+    async def add_links(self, entries: Sequence[Entry]) -> Added:
+        return await self._queue(None, 0, entries)
+
+    async def finish(self, entry: Entry, outcome: int, links: Sequence[Entry]) -> Added:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"not an outcome: {outcome!r}")
+        return await self._queue(entry, outcome, links)
+
+    async def _queue(self, entry: Entry | None, outcome: int, links: Sequence[Entry]) -> Added:
+        """Into the next write, with whatever else finishes meanwhile."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Added] = loop.create_future()
+        page = entry if entry is not None else Entry("", "")
+        self._finished.append((page, "", outcome, list(links), done))
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write())
+        return await asyncio.shield(done)
+
+    async def _write(self) -> None:
+        while self._finished:
+            batch: _Pending = []
+            size = 0
+            while self._finished and (not batch or size < _WRITE_ARGS):
+                item = self._finished.pop(0)
+                batch.append(item)
+                size += 5 + 3 * len(item[3])
+            args: list[Any] = [len(batch)]
+            for page, _, outcome, links, _done in batch:
+                server = self._out.get(page.key, "") if page.key else ""
+                args += [page.key, server, outcome, page.attempts, len(links)]
+                for link in links:
+                    args += [link.key, self.server(link.url), _record(link)]
+            try:
+                fleet, news = await self._run(CRAWL_WRITE, args)
+            except Exception as exc:
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            except BaseException:
+                for *_, done in batch:
+                    done.cancel()
+                raise
+            for page, _, _, _, _ in batch:
+                if page.key:
+                    self._let_go(page.key)
+            self._fleet = _counts(fleet)
+            for (_, _, _, links, done), new in zip(batch, news, strict=True):
+                if not done.done():
+                    done.set_result(Added(new=int(new), known=len(links) - int(new)))
+
+    async def release(self, entries: Sequence[Entry]) -> None:
+        """Entries handed to this worker and not finished go back to the front of
+        their queues; with no entries left, its servers are let go too."""
+        back = [(e.key, self._out[e.key]) for e in entries if e.key in self._out]
+        for key, _ in back:
+            self._let_go(key)
+        servers = [s for s, n in self._held.items() if n <= 0]
+        if not back and not servers:
+            return
+        async with self._sync_lock:
+            reply = await self._run(CRAWL_RELEASE, [
+                self.worker, len(back), *(x for pair in back for x in pair),
+                len(servers), *servers])
+            for server in servers:
+                self._held.pop(server, None)
+            self._fleet = _counts(reply[0])
+
+    async def close(self) -> None:
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+        with contextlib.suppress(StoreError):
+            await self.release([])
+
+    async def counts(self) -> CrawlCounts:
+        reply = await self.store._script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
+        return _counts(reply[1])
+
+
+async def drop(store: RedisStore, name: str) -> bool:
+    """Forget the crawl ``name`` under ``store``'s prefix; whether there was one."""
+    had = await store._script(CRAWL_DROP, [crawl_base(store.prefix, name)], [])
+    names = _names_key(store)
+    removed = await store._call(lambda client: client.srem(names, name), [names])
+    return bool(had) or bool(removed)
+
+
+async def names(store: RedisStore) -> list[str]:
+    """The named crawls under ``store``'s prefix."""
+    key = _names_key(store)
+    found = await store._call(lambda client: client.smembers(key), [key])
+    return sorted(text(n) for n in found)

@@ -1,0 +1,161 @@
+"""A named crawl in Redis: shared by the workers that crawl it, one worker per server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from robotgate.politeness.crawl_results import CrawlSummary
+from robotgate.politeness.crawl_state import Entry
+from robotgate.politeness.frontier import Frontier
+from robotgate.store.base import StoreError
+from robotgate.store.redis import RedisStore
+from robotgate.store.redis.crawl import RedisCrawlState, server_of
+from tests.support.crawl_gate import LinkGate, Page
+
+
+def site(hosts: int, pages: int) -> Any:
+    """Page 0 of each host links to all its pages, and to page 0 of the next host."""
+
+    def handler(url: str, resp: Page) -> list[str]:
+        host, page = url.removeprefix("http://").split("/p")
+        h = int(host.removeprefix("h").removesuffix(".example"))
+        if page != "0":
+            return []
+        return [f"http://h{h}.example/p{p}" for p in range(1, pages)] + [
+            f"http://h{(h + 1) % hosts}.example/p0"]
+
+    return handler
+
+
+def entry(url: str, depth: int = 0) -> Entry:
+    return Entry(url, url, depth, discovered=depth > 0)
+
+
+async def crawl_with(store: RedisStore, gate: LinkGate, seeds: list[str], hosts: int,
+                     pages: int, **options: Any) -> CrawlSummary:
+    state = RedisCrawlState(store, "fleet", max_servers=6)
+    frontier = Frontier(gate, seeds, site(hosts, pages), concurrency=8, scope="any",
+                        state=state, **options)
+    return await asyncio.wait_for(frontier.run(), 60)
+
+
+async def test_four_workers_share_one_crawl_and_fetch_every_url_once(
+        redis_url: str, prefix: str) -> None:
+    hosts, pages = 20, 10
+    stores = [RedisStore(redis_url, prefix=prefix) for _ in range(4)]
+    gates = [LinkGate(latency=0.002) for _ in range(4)]
+    # Each worker seeds its own part of the input (one seeds nothing).
+    seeds = [[f"http://h{h}.example/p0" for h in range(w, hosts, 3)] for w in range(3)] + [[]]
+    try:
+        summaries = await asyncio.gather(*(
+            crawl_with(store, gate, s, hosts, pages)
+            for store, gate, s in zip(stores, gates, seeds, strict=True)))
+        fetched = Counter(url for gate in gates for url in gate.fetched)
+        assert len(fetched) == hosts * pages
+        assert set(fetched.values()) == {1}  # each URL once, fleet-wide
+        # Each server was crawled by one worker (no lease lapsed).
+        by_server: dict[str, set[int]] = {}
+        for w, gate in enumerate(gates):
+            for url in gate.fetched:
+                by_server.setdefault(server_of(url), set()).add(w)
+        assert all(len(workers) == 1 for workers in by_server.values())
+        assert sum(1 for g in gates if g.fetched) >= 2  # the work was shared
+        assert sum(s.pages for s in summaries) == hosts * pages
+        counts = await stores[0].crawl_state("fleet").counts()
+        assert (counts.done, counts.queued, counts.in_flight) == (hosts * pages, 0, 0)
+        assert await stores[1].crawl_names() == ["fleet"]
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_a_dead_workers_servers_are_taken_over_when_its_lease_lapses(
+        redis_url: str, prefix: str) -> None:
+    dead = RedisStore(redis_url, prefix=prefix)
+    live = RedisStore(redis_url, prefix=prefix)
+    try:
+        first = RedisCrawlState(dead, "c", lease=0.5)
+        await first.open()
+        urls = [f"http://a.example/{i}" for i in range(5)] + ["http://b.example/0"]
+        assert (await first.add([entry(u) for u in urls])).new == 6
+        taken = await first.take(100)
+        assert sorted(e.url for e in taken) == sorted(urls)
+        await first.finish(taken[0], 2, [])
+        # The worker dies: no renewal, no release.
+        assert first._renewer is not None
+        first._renewer.cancel()
+        second = RedisCrawlState(live, "c", lease=0.5)
+        await second.open()
+        assert await second.take(100) == []  # leased to the first
+        assert second.pending == 5  # in flight with the other worker: waited for
+        await asyncio.sleep(0.6)
+        back = await second.take(100)
+        assert sorted(e.url for e in back) == sorted(e.url for e in taken[1:])
+        assert second.reaped == 5
+        # The first worker's late answer for a page taken over is not counted twice.
+        await first.finish(taken[1], 2, [])
+        for e in back:
+            await second.finish(e, 2, [])
+        counts = await second.counts()
+        assert (counts.done, counts.queued, counts.in_flight) == (6, 0, 0)
+        await second.close()
+    finally:
+        await dead.close()
+        await live.close()
+
+
+async def test_links_written_with_the_page_reach_the_leasing_worker(
+        redis_url: str, prefix: str) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("links")
+        await state.open()
+        await state.add([entry("http://a.example/0")])
+        [page] = await state.take(10)
+        added = await state.finish(page, 2, [entry("http://a.example/1", 1),
+                                             entry("http://a.example/0", 1),
+                                             entry("http://b.example/0", 1)])
+        assert (added.new, added.known) == (2, 1)
+        assert state.pending == 2
+        more = await state.take(10)
+        assert sorted((e.url, e.depth, e.discovered) for e in more) == [
+            ("http://a.example/1", 1, True), ("http://b.example/0", 1, True)]
+        await state.release(more)
+        counts = await state.counts()
+        assert (counts.queued, counts.in_flight, counts.done) == (2, 0, 1)
+        await state.close()
+        assert await store.drop_crawl("links")
+        assert await store.crawl_names() == []
+        assert not await store.drop_crawl("links")
+    finally:
+        await store.close()
+
+
+async def test_a_crawl_lost_by_redis_is_said(redis_url: str, prefix: str, raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("gone")
+        await state.open()
+        await state.add([entry("http://a.example/0")])
+        async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
+            await raw.delete(key)  # as an empty restart leaves it
+        with pytest.raises(StoreError, match="gone from Redis"):
+            await state.take(10)
+        await state.close()
+    finally:
+        await store.close()
+
+
+async def test_a_crawl_of_a_newer_layout_is_refused(redis_url: str, prefix: str,
+                                                    raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        await raw.hset(f"{prefix}:crawl:{{crawl/new}}:meta", "v", 99)
+        with pytest.raises(StoreError, match=r"layout 99.*Upgrade robotgate"):
+            await store.crawl_state("new").open()
+    finally:
+        await store.close()
