@@ -34,7 +34,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from robotgate import RobotGate
+from robotgate import Network, RobotGate
 from robotgate.store.sqlite import SQLiteStore
 from testbed.server import BenchServer, HostPlan
 
@@ -49,7 +49,8 @@ async def _one(srv: BenchServer, urls: list[str], pages: int, concurrency: int, 
         return [f"{head}/{(int(page) + 1) % (pages + 5)}"]
 
     store = SQLiteStore(folder / f"gate-{n}.sqlite3")
-    async with RobotGate(AGENT, delay=0, store=store, max_origins=len(urls)) as gate:
+    async with RobotGate(AGENT, delay=0, store=store,
+                         network=Network(max_origins=len(urls))) as gate:
         began = time.monotonic()
         summary = await gate.crawl(urls, handler, concurrency=concurrency, scope="host",
                                    name="bench" if named else None)

@@ -32,7 +32,7 @@ from benchmarks.harness import CORPUS, RESULTS
 from benchmarks.harness.children import child_json
 from benchmarks.harness.progress import Progress, measured
 from benchmarks.harness.report import Row, finish
-from robotgate import FetchPolicy, RobotGate
+from robotgate import FetchPolicy, Network, RobotGate
 from testbed.crawl import FROM, USER_AGENT
 
 SCRIPT = Path(__file__).resolve()
@@ -72,7 +72,7 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
     result: dict[str, Any] = {"origins": n, "corpus_files": k}
 
     async def fill() -> None:
-        gate = RobotGate(USER_AGENT, from_=FROM, delay=1.0, max_origins=n)
+        gate = RobotGate(USER_AGENT, from_=FROM, delay=1.0, network=Network(max_origins=n))
         cache = gate.cache
         memo: dict[int, Any] = {}
         gc.collect()

@@ -56,7 +56,7 @@ def _classify(exc: BaseException) -> str:
 
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     """One worker: a gate on a RedisStore, ``args.tasks`` tasks over the URL file."""
-    from robotgate import Disallowed, FetchPolicy, RobotGate, StoreError
+    from robotgate import Disallowed, FetchPolicy, Pacing, RobotGate, StoreError
     from robotgate.store.redis import RedisStore
 
     urls = [line.strip() for line in Path(args.urls_file).read_text().splitlines()]
@@ -65,7 +65,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
                        unavailable_timeout=args.unavailable_timeout)
     gate = RobotGate(USER_AGENT, delay=args.delay, store=store,
                      policy=FetchPolicy(timeout=args.robots_timeout),
-                     pacing_margin=args.pacing_margin)
+                     pacing=Pacing(margin=args.pacing_margin))
     outcomes: dict[str, str] = {}
     reported: set[str] = set()
     loop = asyncio.get_running_loop()

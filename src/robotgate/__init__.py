@@ -21,6 +21,7 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
+    from .gate.options import Network, Pacing
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .robots.sitemap import SitemapEntry
     from .store import MemoryStore, SQLiteStore, Store, StoreError
@@ -39,7 +40,9 @@ __all__ = [
     "HostState",
     "InvalidURL",
     "MemoryStore",
+    "Network",
     "Outcome",
+    "Pacing",
     "PageDirectives",
     "RedisStore",
     "RequestRate",
@@ -64,6 +67,8 @@ _LAZY = {
     "Disallowed": ".gate",
     "GateClosed": ".gate",
     "RobotGate": ".gate",
+    "Network": ".gate.options",
+    "Pacing": ".gate.options",
     "MemoryStore": ".store",
     "SQLiteStore": ".store",
     "Store": ".store",

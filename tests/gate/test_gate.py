@@ -17,6 +17,8 @@ from robotgate import (
     GateClosed,
     InvalidURL,
     MemoryStore,
+    Network,
+    Pacing,
     RobotGate,
 )
 from robotgate.records import RobotsEntry
@@ -131,7 +133,7 @@ async def test_crawl_delay_above_max_is_never_shortened() -> None:
             with pytest.raises(Disallowed, match="exceeds max_crawl_delay"):
                 await gate.fetch(srv.url(0, "/page/1"))
         async with RobotGate(AGENT, delay=0.01, max_crawl_delay=2,
-                             on_long_delay="honour") as gate:
+                             pacing=Pacing(on_long_delay="honour")) as gate:
             await _crawl(gate, [srv.url(0, f"/page/{i}") for i in range(2)])
             assert "interval 3s" in gate.describe()
         s = srv.host_stats(0)
@@ -156,7 +158,7 @@ async def test_retry_after_on_a_page_pauses_the_origin() -> None:
 async def test_429_without_retry_after_backs_off() -> None:
     plan = HostPlan("allow", page_status=429, page_status_times=1)
     async with BenchServer([plan]) as srv:
-        async with RobotGate(AGENT, delay=0.05, max_backoff=0.3) as gate:
+        async with RobotGate(AGENT, delay=0.05, pacing=Pacing(max_backoff=0.3)) as gate:
             await _crawl(gate, [srv.url(0, "/page/1")])
             assert "backed off to 0.3s" in gate.describe()  # max_backoff caps the base
             await _crawl(gate, [srv.url(0, "/page/2")])
@@ -341,7 +343,7 @@ async def test_garbage_huge_and_reset_get_definite_answers() -> None:
 @pytest.mark.slow
 async def test_cache_is_bounded_lru() -> None:
     async with BenchServer([HostPlan("allow")] * 5) as srv:
-        async with RobotGate(AGENT, max_origins=3) as gate:
+        async with RobotGate(AGENT, network=Network(max_origins=3)) as gate:
             for i in range(5):
                 await gate.allowed(srv.url(i, "/"))
             assert len(gate.describe().splitlines()) == 1 + 3
@@ -480,7 +482,7 @@ async def test_usage_keeps_the_robots_txt_rules_when_a_recheck_is_due() -> None:
     server = Arrivals(robots="User-agent: *\nAllow: /\nContent-Usage: train-ai=n\n")
     base = f"http://127.0.0.1:{await server.listen()}"
     try:
-        async with RobotGate("MyBot/1.0", delay=0, recheck_visits=2) as gate:
+        async with RobotGate("MyBot/1.0", delay=0, policy=FetchPolicy(recheck_visits=2)) as gate:
             for i in range(2):
                 async with gate.fetch(f"{base}/p{i}"):
                     pass
@@ -504,7 +506,7 @@ async def _close_cut_short(
         cut: Callable[[RobotGate, asyncio.Future[None]], object]) -> None:
     # close() under way (it waits for a robots.txt fetch to end) is cut by ``cut``;
     # a second close() still closes the session, and the asker gets GateClosed.
-    gate = RobotGate("T/1", robots_transport=_Hanging())  # type: ignore[arg-type]
+    gate = RobotGate("T/1", network=Network(robots_transport=_Hanging()))  # type: ignore[arg-type]
     asker = asyncio.ensure_future(gate.allowed("http://a.example/x"))
     await asyncio.sleep(0.01)
     session = gate.session

@@ -17,7 +17,15 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from robotgate import Disallowed, GateClosed, MemoryStore, RobotGate, RobotsEntry
+from robotgate import (
+    Disallowed,
+    GateClosed,
+    MemoryStore,
+    Network,
+    Pacing,
+    RobotGate,
+    RobotsEntry,
+)
 
 AGENT = "HostileBot/1.0 (+https://example.com/bot)"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -76,7 +84,7 @@ async def test_unparseable_retry_after_counts_as_absent(site: Site, value: str) 
         return web.Response(status=429, headers={"Retry-After": value})
 
     site.routes["/busy"] = limited
-    async with RobotGate(AGENT, delay=0, max_backoff=0.2) as gate:
+    async with RobotGate(AGENT, delay=0, pacing=Pacing(max_backoff=0.2)) as gate:
         resp = await gate.fetch(site.url("/busy"))
         assert resp.status == 429
         assert gate.stats["backoffs"] == 1
@@ -151,7 +159,7 @@ async def test_per_server_tables_stay_bounded_with_delays_pending() -> None:
     sites = [await Site().start(host) for host in hosts]
     try:
         pairs = list(zip(hosts, sites, strict=True))
-        async with RobotGate(AGENT, delay=1, max_origins=10) as gate:
+        async with RobotGate(AGENT, delay=1, network=Network(max_origins=10)) as gate:
             for batch in range(0, 40, 10):
                 await asyncio.gather(*(gate.fetch(s.url("/page", host=host))
                                        for host, s in pairs[batch:batch + 10]))

@@ -327,7 +327,7 @@ def test_settings_are_read_with_their_names_in_errors() -> None:
                          spider_user_agent="SpiderBot/2", download_delay=2.5)
     assert conf.user_agent == "MyBot/1"
     assert conf.options["max_per_host"] == 3 and conf.options["pace_by"] == "domain"
-    assert conf.options["respect_crawl_delay"] is False
+    assert conf.options["pacing"].respect_crawl_delay is False
     assert conf.options["delay"] == 2.5  # the DOWNLOAD_DELAY the user set
     assert read_settings({"USER_AGENT": "S"}, "SpiderBot/2").user_agent == "SpiderBot/2"
     with pytest.raises(ValueError, match="ROBOTGATE_DELAY"):
@@ -338,6 +338,13 @@ def test_settings_are_read_with_their_names_in_errors() -> None:
     for bad in ("soon", "inf", "0"):
         with pytest.raises(ValueError, match="ROBOTGATE_ROBOTS_TIMEOUT"):
             read_settings({"USER_AGENT": "S", "ROBOTGATE_ROBOTS_TIMEOUT": bad})
+    grouped = read_settings({"USER_AGENT": "S", "ROBOTGATE_MAX_ORIGINS": "7",
+                             "ROBOTGATE_ON_LONG_DELAY": "honour",
+                             "ROBOTGATE_RECHECK_VISITS": ""}).options
+    assert grouped["network"].max_origins == 7 and grouped["pacing"].on_long_delay == "honour"
+    assert grouped["policy"].recheck_visits is None
+    with pytest.raises(ValueError, match="ROBOTGATE_ON_LONG_DELAY"):
+        read_settings({"USER_AGENT": "S", "ROBOTGATE_ON_LONG_DELAY": "always"})
 
 
 def test_store_setting(tmp_path: Path) -> None:

@@ -568,7 +568,7 @@ async def test_a_robots_txt_refetch_keeps_to_the_crawl_delay() -> None:
     server = Arrivals(robots="User-agent: *\nCrawl-delay: 0.3\n")
     base = f"http://127.0.0.1:{await server.listen()}"
     try:
-        async with RobotGate("T/1", delay=0.05, recheck_visits=2) as gate:
+        async with RobotGate("T/1", delay=0.05, policy=FetchPolicy(recheck_visits=2)) as gate:
             for i in range(5):
                 async with gate.fetch(f"{base}/p{i}"):
                     pass
@@ -602,7 +602,7 @@ async def test_a_robots_txt_refetch_answered_503_pauses_the_server() -> None:
 
     ports: dict[str, int] = {}
     async with served(handle, ports, "127.0.0.1"), RobotGate(
-            "T/1", delay=0.05, recheck_visits=2) as gate:
+            "T/1", delay=0.05, policy=FetchPolicy(recheck_visits=2)) as gate:
         for i in range(3):
             async with gate.fetch(f"http://127.0.0.1:{ports['127.0.0.1']}/p{i}"):
                 pass
@@ -684,7 +684,7 @@ async def test_a_hop_without_an_answer_paces_its_server_from_the_timeout() -> No
         return web.Response(text="page")
 
     async with served(handle, ports, "127.0.0.1"), RobotGate(
-            "T/1", delay=0.3, recheck_visits=2, policy=FetchPolicy(timeout=0.5)) as gate:
+            "T/1", delay=0.3, policy=FetchPolicy(timeout=0.5, recheck_visits=2)) as gate:
         for i in range(3):
             async with gate.fetch(f"http://127.0.0.1:{ports['127.0.0.1']}/p{i}"):
                 pass

@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from robotgate import RobotGate
+from robotgate import Network, RobotGate
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
@@ -30,7 +30,7 @@ async def test_evicted_servers_keep_their_crawl_delay() -> None:
     n, kept = 6, 2
     plans = [HostPlan("crawl_delay", crawl_delay=CRAWL_DELAY)] * n
     async with BenchServer(plans) as srv, RobotGate(
-        AGENT, delay=DELAY, max_origins=kept
+        AGENT, delay=DELAY, network=Network(max_origins=kept)
     ) as gate:
 
         async def fetch(i: int, page: int) -> None:

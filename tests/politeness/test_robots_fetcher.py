@@ -13,7 +13,7 @@ import logging
 import aiohttp
 import pytest
 
-from robotgate import FetchPolicy, RobotGate
+from robotgate import FetchPolicy, Network, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import Outcome, RobotsEntry
@@ -163,7 +163,7 @@ async def test_gate_uses_the_given_transport() -> None:
     other = "http://cdn.example/robots.txt"
     transport = FakeTransport({ROBOTS: RobotsResponse(301, {"Location": other}),
                                other: ok(b"User-agent: *\nDisallow: /private\n")})
-    async with RobotGate(AGENT, robots_transport=transport) as gate:
+    async with RobotGate(AGENT, network=Network(robots_transport=transport)) as gate:
         assert await gate.allowed(SITE + "/public") is True
         d = await gate.decide(SITE + "/private/x")
         assert not d.allowed and d.rule is not None and d.rule.line == 2
@@ -174,14 +174,15 @@ async def test_gate_uses_the_given_transport() -> None:
 @pytest.mark.parametrize("exc", [asyncio.TimeoutError(), aiohttp.ClientConnectionError("x"),
                                  OSError("reset")])
 async def test_gate_network_errors_disallow_everything(exc: Exception) -> None:
-    async with RobotGate(AGENT, robots_transport=FakeTransport(raises=exc)) as gate:
+    network = Network(robots_transport=FakeTransport(raises=exc))
+    async with RobotGate(AGENT, network=network) as gate:
         d = await gate.decide(SITE + "/anything")
         assert not d.allowed and d.outcome == "unreachable"
 
 
 async def test_gate_no_cache_is_still_fresh_for_min_freshness() -> None:
     transport = FakeTransport({ROBOTS: ok(RULES, **{"Cache-Control": "no-cache"})})
-    async with RobotGate(AGENT, robots_transport=transport) as gate:
+    async with RobotGate(AGENT, network=Network(robots_transport=transport)) as gate:
         for _ in range(3):
             assert await gate.allowed(SITE + "/x") is False
     assert len(transport.requests) == 1
@@ -192,7 +193,7 @@ async def test_gate_revalidates_with_304() -> None:
     answers = iter([ok(RULES, ETag='"v1"', **{"Cache-Control": "max-age=0"}),
                     RobotsResponse(304, {"ETag": '"v1"'})])
     transport = FakeTransport(lambda request: next(answers))
-    async with RobotGate(AGENT, robots_transport=transport,
+    async with RobotGate(AGENT, network=Network(robots_transport=transport),
                          policy=FetchPolicy(min_freshness=0)) as gate:
         assert await gate.allowed(SITE + "/x") is False
         assert await gate.allowed(SITE + "/x") is False
@@ -206,7 +207,7 @@ async def test_gate_revalidates_with_304() -> None:
 async def test_gate_good_copy_used_while_unreachable() -> None:
     answers = iter([ok(RULES, **{"Cache-Control": "max-age=0"}), RobotsResponse(503, {})])
     transport = FakeTransport(lambda request: next(answers))
-    async with RobotGate(AGENT, robots_transport=transport,
+    async with RobotGate(AGENT, network=Network(robots_transport=transport),
                          policy=FetchPolicy(min_freshness=0)) as gate:
         assert await gate.allowed(SITE + "/x") is False
         assert await gate.allowed(SITE + "/y") is True  # refetch answered 503: old copy stands

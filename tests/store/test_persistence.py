@@ -213,7 +213,8 @@ async def test_recheck_after_n_visits_survives_restart(tmp_path: Path) -> None:
             s = srv.host_stats(0)
             return s.robots_requests, s.robots_304
 
-        async with RobotGate(AGENT, delay=0, recheck_visits=3, store=open_store(path)) as gate:
+        async with RobotGate(AGENT, delay=0, policy=FetchPolicy(recheck_visits=3),
+                             store=open_store(path)) as gate:
             for i in range(3):
                 await gate.fetch(srv.url(0, f"/page/{i}"))
             assert robots() == (1, 0)
@@ -225,13 +226,15 @@ async def test_recheck_after_n_visits_survives_restart(tmp_path: Path) -> None:
             assert robots() == (2, 1)
         # The count of visits since the last check is stored: 3 visits, then a
         # restart, and the first ask of the new gate rechecks.
-        async with RobotGate(AGENT, delay=0, recheck_visits=3, store=open_store(path)) as gate:
+        async with RobotGate(AGENT, delay=0, policy=FetchPolicy(recheck_visits=3),
+                             store=open_store(path)) as gate:
             assert await gate.allowed(url)
             assert robots() == (3, 2)
             log = srv.host_stats(0).robots_log
             assert log[-1].status == 304 and log[-1].if_none_match is not None
         # The recheck reset the count, in the file too: no recheck after this restart.
-        async with RobotGate(AGENT, delay=0, recheck_visits=3, store=open_store(path)) as gate:
+        async with RobotGate(AGENT, delay=0, policy=FetchPolicy(recheck_visits=3),
+                             store=open_store(path)) as gate:
             assert await gate.allowed(url)
             await gate.fetch(srv.url(0, "/page/6"))
             assert robots() == (3, 2)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from yarl import URL
@@ -48,6 +48,7 @@ from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
+from .options import Network, Pacing
 
 if TYPE_CHECKING:
     from ..policy.tdm import TdmVerdict
@@ -65,8 +66,7 @@ Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResp
 CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 
 
-def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int | None,
-           on_long_delay: str) -> int:
+def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int | None) -> int:
     """Validate the gate's arguments; returns the per-server cap."""
     if not user_agent or not user_agent.strip():
         raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
@@ -77,9 +77,15 @@ def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int 
         raise ValueError("max_per_host must be at least 1")
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1 (or None)")
-    if on_long_delay not in ("skip", "honour"):
-        raise ValueError("on_long_delay must be 'skip' or 'honour'")
     return cap
+
+
+def _check_options(pacing: object, network: object) -> None:
+    """A dict or another object in place of an options object fails here, by name."""
+    if not isinstance(pacing, Pacing):
+        raise TypeError(f"pacing must be a robotgate.Pacing, not {type(pacing).__name__}")
+    if not isinstance(network, Network):
+        raise TypeError(f"network must be a robotgate.Network, not {type(network).__name__}")
 
 
 def robots_agent_of(user_agent: str, robots_agent: str | None = None) -> str:
@@ -121,8 +127,8 @@ class RobotGate:
 
     ``delay`` is the least interval (seconds) between two requests to one
     server, raised to robots.txt's ``Crawl-delay``/``Request-rate``.  An ask
-    above ``max_crawl_delay`` skips the origin (``on_long_delay="skip"``) or is
-    kept in full (``"honour"``); it is never quietly shortened.  ``pace_by``
+    above ``max_crawl_delay`` skips the origin, or is kept in full with
+    ``pacing=Pacing(on_long_delay="honour")``; it is never quietly shortened.  ``pace_by``
     says what one server is: ``"host"`` (default), ``"origin"``, ``"domain"``
     or ``"ip"``.  ``max_per_host`` caps requests in flight per server and
     ``max_concurrency`` across all.
@@ -132,9 +138,14 @@ class RobotGate:
     state (memory by default; :class:`~robotgate.SQLiteStore` on disk,
     :class:`~robotgate.RedisStore` for a fleet); the gate closes it on
     :meth:`close`.  A redirect from a public site into a loopback, private or
-    link-local address is refused unless ``allow_private_redirects``;
+    link-local address is refused (unless ``network=Network(allow_private_redirects=True)``);
     ``is_private`` (an ``ipaddress`` address -> bool) says which addresses are
     private (default :func:`robotgate.policy.hops.is_private`).
+
+    The rarer settings come grouped: ``pacing=`` :class:`~robotgate.Pacing` (Crawl-delay
+    handling, back-off), ``network=`` :class:`~robotgate.Network` (private redirects,
+    robots.txt transport, table bounds) and ``policy=`` :class:`~robotgate.FetchPolicy`
+    (robots.txt's fetch, freshness and recheck).
 
     ``hosts`` maps a host, ``*.domain`` or politeness key to its own
     :class:`~robotgate.HostSettings` (delay, cap); robots.txt's longer asks still
@@ -155,25 +166,18 @@ class RobotGate:
         store: Store | None = None,
         policy: FetchPolicy | None = None,
         dialect: str = "rfc9309",
-        lwp_conventions: bool | None = None,
-        max_origins: int = 100_000,
         max_crawl_delay: float = 60.0,
-        respect_crawl_delay: bool = True,
-        on_long_delay: Literal["skip", "honour"] = "skip",
-        recheck_visits: int | None = 1000,
-        max_backoff: float = 3600.0,
-        pacing_margin: float = 0.0,
         pace_by: PaceBy = "host",
         latency_factor: float | None = None,
-        allow_private_redirects: bool = False,
+        pacing: Pacing | None = None,
+        network: Network | None = None,
         is_private: IsPrivate | None = None,
-        robots_transport: RobotsTransport | None = None,
         tdmrep: bool = False,
         hosts: Mapping[str, HostSettings] | None = None,
         on_event: Callable[[Event], object] | None = None,
         metrics: object = True,
     ) -> None:
-        cap = _check(user_agent, delay, max_per_host, max_concurrency, on_long_delay)
+        cap = _check(user_agent, delay, max_per_host, max_concurrency)
         self.user_agent = user_agent
         #: The name robots.txt groups are matched against (see :func:`robots_agent_of`).
         self.robots_agent = robots_agent_of(user_agent, robots_agent)
@@ -184,20 +188,23 @@ class RobotGate:
         if dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
         self.dialect = dialect
-        #: LWP::RobotUA's conventions: a robots.txt that is not text, or has no
-        #: Disallow line, counts as empty; with them, the 1996 draft's rule that
-        #: 401/403 keep out of the whole site (LWP itself read those as empty).
-        self.lwp_conventions = dialect == "classic" if lwp_conventions is None else lwp_conventions
+        #: LWP::RobotUA's conventions (``dialect="classic"``): a robots.txt that is not
+        #: text, or has no Disallow line, counts as empty; with them, the 1996 draft's rule
+        #: that 401/403 keep out of the whole site (LWP itself read those as empty).
+        self.lwp_conventions = dialect == "classic"
         if policy is None:
             policy = FetchPolicy(forbidden_disallows_all=self.lwp_conventions)
         self.policy = policy
-        self.max_origins = max_origins
+        pacing = Pacing() if pacing is None else pacing
+        network = Network() if network is None else network
+        _check_options(pacing, network)
+        self.max_origins = network.max_origins
         self.pace_by = pace_by
         self.pacing = PacingPolicy(
             delay=self.delay, max_crawl_delay=max_crawl_delay,
-            respect_crawl_delay=respect_crawl_delay, on_long_delay=on_long_delay,
-            max_backoff=max_backoff, latency_factor=latency_factor, margin=pacing_margin)
-        self.store: Store = store if store is not None else MemoryStore(max_origins)
+            respect_crawl_delay=pacing.respect_crawl_delay, on_long_delay=pacing.on_long_delay,
+            max_backoff=pacing.max_backoff, latency_factor=latency_factor, margin=pacing.margin)
+        self.store: Store = store if store is not None else MemoryStore(network.max_origins)
         self._headers = {"User-Agent": user_agent, **({"From": from_} if from_ else {})}
         self._session = session
         self._closed = False
@@ -210,31 +217,29 @@ class RobotGate:
         #: The per-host settings (``hosts``).
         self.hosts = HostTable(hosts or {})
         listeners = [listener_of(on_event)] if on_event is not None else []
-        self._wire(cap, max_concurrency, max_origins, recheck_visits, allow_private_redirects,
-                   robots_transport)
+        self._wire(cap, max_concurrency, network)
         self._listen(listeners, metrics)
         #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
         self.tdmrep = tdmrep
         self.tdm_cache = _tdm_cache(self) if tdmrep else None
 
-    def _wire(self, cap: int, max_concurrency: int | None, max_origins: int,
-              recheck_visits: int | None, allow_private_redirects: bool,
-              robots_transport: RobotsTransport | None) -> None:
+    def _wire(self, cap: int, max_concurrency: int | None, network: Network) -> None:
         """Build the collaborators: each owns its piece of state."""
+        max_origins = network.max_origins
         self.keys = PaceKeys(self.pace_by, max_entries=max_origins)
         self.scheduler = Scheduler(self.pacing, max_per_group=cap,
                                    max_concurrency=max_concurrency, max_groups=max_origins)
         self.client = AiohttpClient(self._ensure_session, self._headers,
                                     owned=self._session is None,
-                                    refuse_private=not allow_private_redirects,
+                                    refuse_private=not network.allow_private_redirects,
                                     is_private=self.is_private)
-        self.fetcher = RobotsFetcher(robots_transport or AiohttpRobotsTransport(self.client),
-                                     self.policy)
+        transport = network.robots_transport or AiohttpRobotsTransport(self.client)
+        self.fetcher = RobotsFetcher(transport, self.policy)
         how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
                              self.pacing)
         fleet = FleetSlots(self.store) if self.store.paces else None
         self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
-                                 recheck_visits=recheck_visits,
+                                 recheck_visits=self.policy.recheck_visits,
                                  host_state=lambda origin: self.admission.host_state(origin),
                                  turn=lambda origin: self.admission.robots_turn(origin))
         self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,

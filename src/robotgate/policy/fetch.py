@@ -67,11 +67,17 @@ class FetchPolicy:
     retry_cap: float = 3600.0
     #: How long an earlier good copy stands in while robots.txt is unreachable.
     stale_limit: float = 30 * 24 * 3600.0
+    #: robots.txt is rechecked after this many requests to the server, fresh or not
+    #: (``None``: only when it goes stale).
+    recheck_visits: int | None = 1000
 
     def __post_init__(self) -> None:
         if not 0 < self.timeout < math.inf:
             # An endless fetch would hold every waiter of the origin forever.
             raise ValueError(f"timeout must be a positive number of seconds, not {self.timeout!r}")
+        if self.recheck_visits is not None and self.recheck_visits < 1:
+            raise ValueError(f"recheck_visits must be at least 1 (or None), "
+                             f"not {self.recheck_visits!r}")
 
     def retry_delay(self, failures: int) -> float:
         """Back-off before the next retry after ``failures`` consecutive failures."""

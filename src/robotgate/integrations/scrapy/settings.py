@@ -77,6 +77,7 @@ def _hosts(value: Any) -> dict[str, HostSettings]:
 
 
 #: setting name -> (RobotGate keyword, converter, default); ``None`` defaults are the gate's.
+#: ``group.field`` is a field of the gate's ``pacing=``, ``network=`` or ``policy=`` object.
 SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
     "ROBOTGATE_FROM": ("from_", _optional_text, None),
     "ROBOTGATE_DELAY": ("delay", _float, 1.0),
@@ -85,13 +86,14 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any], Any]] = {
     "ROBOTGATE_PACE_BY": ("pace_by", _text, "host"),
     "ROBOTGATE_DIALECT": ("dialect", _text, "rfc9309"),
     "ROBOTGATE_MAX_CRAWL_DELAY": ("max_crawl_delay", _float, 60.0),
-    "ROBOTGATE_ON_LONG_DELAY": ("on_long_delay", _text, "skip"),
-    "ROBOTGATE_RESPECT_CRAWL_DELAY": ("respect_crawl_delay", _bool, True),
-    "ROBOTGATE_MAX_BACKOFF": ("max_backoff", _float, 3600.0),
+    "ROBOTGATE_ON_LONG_DELAY": ("pacing.on_long_delay", _text, "skip"),
+    "ROBOTGATE_RESPECT_CRAWL_DELAY": ("pacing.respect_crawl_delay", _bool, True),
+    "ROBOTGATE_MAX_BACKOFF": ("pacing.max_backoff", _float, 3600.0),
     "ROBOTGATE_LATENCY_FACTOR": ("latency_factor", _optional_float, None),
-    "ROBOTGATE_RECHECK_VISITS": ("recheck_visits", _optional_int, 1000),
-    "ROBOTGATE_MAX_ORIGINS": ("max_origins", int, 100_000),
-    "ROBOTGATE_ALLOW_PRIVATE_REDIRECTS": ("allow_private_redirects", _bool, False),
+    "ROBOTGATE_RECHECK_VISITS": ("policy.recheck_visits", _optional_int, 1000),
+    "ROBOTGATE_ROBOTS_TIMEOUT": ("policy.timeout", _float, 30.0),
+    "ROBOTGATE_MAX_ORIGINS": ("network.max_origins", int, 100_000),
+    "ROBOTGATE_ALLOW_PRIVATE_REDIRECTS": ("network.allow_private_redirects", _bool, False),
     "ROBOTGATE_TDMREP": ("tdmrep", _bool, False),
     "ROBOTGATE_HOSTS": ("hosts", _hosts, None),
     "ROBOTGATE_METRICS": ("metrics", _bool, True),
@@ -141,20 +143,31 @@ def read_settings(settings: SettingsLike, spider_user_agent: str | None = None,
             options[keyword] = convert(raw)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name}: {exc}") from None
-    timeout = settings.get("ROBOTGATE_ROBOTS_TIMEOUT")
-    if timeout is not None:
-        from ...policy.fetch import FetchPolicy
-
-        # What RobotGate builds by default, with this timeout.
-        classic = options["dialect"] == "classic"
-        try:
-            options["policy"] = FetchPolicy(timeout=float(timeout),
-                                            forbidden_disallows_all=classic)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"ROBOTGATE_ROBOTS_TIMEOUT: {exc}") from None
+    _group(options)
     store = settings.get("ROBOTGATE_STORE") or "memory"
     prefix = _optional_text(settings.get("ROBOTGATE_STORE_PREFIX"))
     return GateSettings(str(agent), str(store), prefix, options)
+
+
+def _group(options: dict[str, Any]) -> None:
+    """Replace the ``group.field`` options with the gate's option objects, built here so
+    that a bad value names its setting."""
+    from ...gate.options import Network, Pacing
+    from ...policy.fetch import FetchPolicy
+
+    fields: dict[str, dict[str, Any]] = {"pacing": {}, "network": {}, "policy": {}}
+    for key in [key for key in options if "." in key]:
+        group, field_name = key.split(".")
+        fields[group][field_name] = options.pop(key)
+    # What RobotGate builds by default: the classic dialect keeps 401/403 out of the site.
+    fields["policy"]["forbidden_disallows_all"] = options["dialect"] == "classic"
+    for group, make in (("pacing", Pacing), ("network", Network), ("policy", FetchPolicy)):
+        try:
+            options[group] = make(**fields[group])
+        except (TypeError, ValueError) as exc:
+            names = [name for name, (keyword, _, _) in SETTINGS.items()
+                     if keyword.startswith(group + ".")]
+            raise ValueError(f"{' or '.join(names)}: {exc}") from None
 
 
 def make_store(spec: str, prefix: str | None = None) -> Store:
