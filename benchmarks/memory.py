@@ -73,7 +73,7 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
 
     async def fill() -> None:
         gate = RobotGate(USER_AGENT, from_=FROM, delay=1.0, network=Network(max_origins=n))
-        cache = gate.cache
+        cache = gate._cache
         memo: dict[int, Any] = {}
         gc.collect()
         rss0 = _rss()
@@ -99,8 +99,8 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
         rss1 = _rss()
         # Then one visit each: the politeness group a crawl creates on the first page.
         for i, site in enumerate(sites):
-            key = await gate.keys.key(f"https://site{i}.example")
-            site.host = gate.scheduler.add(key, HostState(key)).state
+            key = await gate._keys.key(f"https://site{i}.example")
+            site.host = gate._scheduler.add(key, HostState(key)).state
         del sites
         gc.collect()
         result["rss_cached"] = rss1 - rss0
@@ -138,7 +138,7 @@ def rules_child(n: int, corpus: Path) -> dict[str, Any]:
         entry = entry_for_response(f"https://probe{j}.example", 200,
                                    {"Content-Type": "text/plain"}, body, now, policy)
         before = tracemalloc.get_traced_memory()[0]
-        held.append(parse_entry(entry, gate.cache.how))
+        held.append(parse_entry(entry, gate._cache.how))
         sizes.append(tracemalloc.get_traced_memory()[0] - before)
     tracemalloc.stop()
     k = len(bodies)

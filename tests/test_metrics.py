@@ -71,12 +71,12 @@ async def test_no_metrics_when_turned_off_or_when_no_provider_is_set() -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     async with RobotGate(AGENT, metrics=False) as off:
-        assert off.events is None
+        assert off._events is None
     # The global provider is not set up in the tests: nothing listens, nothing is built.
     async with RobotGate(AGENT) as unset:
-        assert unset.events is None
+        assert unset._events is None
     async with RobotGate(AGENT, metrics=provider) as on:
-        assert on.events is not None
+        assert on._events is not None
     assert reader.get_metrics_data() is not None
     provider.shutdown()
 
@@ -89,14 +89,14 @@ def test_the_global_provider_set_up_first_is_used_and_none_costs_no_import() -> 
         "import sys\n"
         "from robotgate import RobotGate\n"
         "gate = RobotGate('Bot/1.0')\n"
-        "assert gate.events is None and 'opentelemetry' not in sys.modules\n"
+        "assert gate._events is None and 'opentelemetry' not in sys.modules\n"
         "from opentelemetry import metrics\n"
         "from opentelemetry.sdk.metrics import MeterProvider\n"
         "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
         "reader = InMemoryMetricReader()\n"
         "metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))\n"
         "gate = RobotGate('Bot/1.0')\n"
-        "assert gate.events is not None and RobotGate('Bot/1.0', metrics=False).events is None\n"
+        "assert gate._events is not None and RobotGate('Bot/1.0', metrics=False)._events is None\n"
         "names = [m.name for r in reader.get_metrics_data().resource_metrics\n"
         "         for s in r.scope_metrics for m in s.metrics]\n"
         "print(names)\n"

@@ -96,7 +96,7 @@ def _weak_count(gate: object) -> Callable[[], int | None]:
 
     def count() -> int | None:
         owner = ref()
-        return len(owner.scheduler) if owner is not None else None  # type: ignore[attr-defined]
+        return len(owner._scheduler) if owner is not None else None  # type: ignore[attr-defined]
 
     return count
 

@@ -434,7 +434,7 @@ async def test_a_late_fleet_slot_is_given_up_and_asked_again(
         first = await client.get(public.url("/page/1"))  # robots.txt's slot came before
         arm()
         second = await client.get(public.url("/page/2"))
-        fleet = client.gate.admission.fleet
+        fleet = client.gate._admission.fleet
         assert fleet is not None
         late = fleet.late
     assert first.status == 200 and second.status == 200, (first, second)

@@ -222,7 +222,7 @@ async def test_a_user_session_closed_mid_fetch_does_not_poison_robots_txt() -> N
 async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
     # The fetcher adds no timer for this transport: its own request must stop.
     async with HostileServer() as srv, RobotGate(AGENT, delay=0) as gate:
-        transport = AiohttpRobotsTransport(gate.client)
+        transport = AiohttpRobotsTransport(gate._client)
         assert transport.enforces_deadline
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -235,7 +235,7 @@ async def test_the_robots_transport_ends_a_request_at_its_deadline() -> None:
 async def test_a_refused_hop_names_the_file_fetched() -> None:
     # A public site's redirect into a loopback literal: refused before any request.
     async with RobotGate(AGENT, delay=0) as gate:
-        transport = AiohttpRobotsTransport(gate.client)
+        transport = AiohttpRobotsTransport(gate._client)
         for path, name in (("/robots.txt", "robots.txt"),
                            ("/.well-known/tdmrep.json", "tdmrep.json")):
             answer = await transport.send(RobotsRequest(

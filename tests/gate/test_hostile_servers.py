@@ -166,8 +166,8 @@ async def test_per_server_tables_stay_bounded_with_delays_pending() -> None:
             # Each batch's servers still had their delay pending when the next came,
             # and the tables hold at most max_origins (plus the groups with a request
             # in flight or waiting: none now).
-            assert len(gate.scheduler) <= 10
-            assert len(gate.cache.sites()) <= 10
+            assert len(gate._scheduler) <= 10
+            assert len(gate._cache.sites()) <= 10
             assert gate.stats["pages"] == 40
     finally:
         for s in sites:

@@ -112,7 +112,7 @@ async def test_scrapy_with_tdmrep_says_whether_tdm_rights_are_reserved(
             "ROBOTGATE_TDMREP": True}))
         gate = middleware.gate
         # No Scrapy engine runs here: tdmrep.json comes through the gate's own client.
-        gate.set_robots_transport(AiohttpRobotsTransport(gate.client))
+        gate.set_robots_transport(AiohttpRobotsTransport(gate._client))
         monkeypatch.setattr(gate, "check", lambda url: Decision(True, "allowed"))
         verdicts = []
         for path, headers in (("/a", {}), ("/b", {"tdm-reservation": "0"})):

@@ -252,7 +252,7 @@ class _FetchRun:
         )
         # Each robots.txt request is told on its server's next line, as a page's is.
         self.robots_log = RobotsLog(gate.pace_key)
-        gate.set_robots_transport(self.robots_log.wrap(gate.fetcher.transport))
+        gate.set_robots_transport(self.robots_log.wrap(gate._fetcher.transport))
         return gate
 
     async def _run(self) -> int:

@@ -13,20 +13,20 @@ __all__ = ["describe", "stats_of"]
 
 def stats_of(gate: RobotGate) -> dict[str, int]:
     """The gate's counters, each read from the part that owns it."""
-    scheduler, fleet = gate.scheduler, gate.admission.fleet
-    return {"robots_requests": gate.fetcher.requests, "pages": scheduler.pages,
-            "disallowed": gate.admission.disallowed, "backoffs": scheduler.backoffs,
+    scheduler, fleet = gate._scheduler, gate._admission.fleet
+    return {"robots_requests": gate._fetcher.requests, "pages": scheduler.pages,
+            "disallowed": gate._admission.disallowed, "backoffs": scheduler.backoffs,
             "late_slots": fleet.late if fleet is not None else 0,
-            "store_errors": gate.cache.store_errors + (gate.close_error is not None),
-            "tdmrep_requests": gate.tdm_cache.requests if gate.tdm_cache is not None else 0,
-            "event_errors": gate.events.errors if gate.events is not None else 0}
+            "store_errors": gate._cache.store_errors + (gate.close_error is not None),
+            "tdmrep_requests": gate._tdm_cache.requests if gate._tdm_cache is not None else 0,
+            "event_errors": gate._events.errors if gate._events is not None else 0}
 
 
 def describe(gate: RobotGate) -> str:
     """One line for the gate, one per cached origin (robots.txt, interval, its server,
     any back-off)."""
     now = time.time()
-    cache, scheduler = gate.cache, gate.scheduler
+    cache, scheduler = gate._cache, gate._scheduler
     sites = cache.sites()
     agent = repr(gate.user_agent)
     if gate.robots_agent != gate.user_agent:
@@ -40,7 +40,7 @@ def describe(gate: RobotGate) -> str:
     for origin, site in sites.items():
         entry = site.entry
         fresh = site.fresh_until - now
-        key = gate.keys.cached(origin)
+        key = gate._keys.cached(origin)
         group = scheduler.get(key) if key is not None else None
         host = group.state if group is not None else site.host
         wait = scheduler.wait_seconds(group, site.interval) if group is not None else 0.0
@@ -61,7 +61,7 @@ def describe(gate: RobotGate) -> str:
 
 def _setting(gate: RobotGate, origin: str, interval: float) -> str:
     """The host setting that applies to ``origin``, and whether robots.txt overrules it."""
-    setting = gate.hosts.match(origin, gate.keys.cached(origin)) if gate.hosts else None
+    setting = gate.hosts.match(origin, gate._keys.cached(origin)) if gate.hosts else None
     if setting is None:
         return ""
     said = f", host setting {setting.describe()}"

@@ -200,7 +200,7 @@ class RobotGate:
         _check_options(pacing, network)
         self.max_origins = network.max_origins
         self.pace_by = pace_by
-        self.pacing = PacingPolicy(
+        self._pacing = PacingPolicy(
             delay=self.delay, max_crawl_delay=max_crawl_delay,
             respect_crawl_delay=pacing.respect_crawl_delay, on_long_delay=pacing.on_long_delay,
             max_backoff=pacing.max_backoff, latency_factor=latency_factor, margin=pacing.margin)
@@ -221,41 +221,41 @@ class RobotGate:
         self._listen(listeners, metrics)
         #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
         self.tdmrep = tdmrep
-        self.tdm_cache = _tdm_cache(self) if tdmrep else None
+        self._tdm_cache = _tdm_cache(self) if tdmrep else None
 
     def _wire(self, cap: int, max_concurrency: int | None, network: Network) -> None:
         """Build the collaborators: each owns its piece of state."""
         max_origins = network.max_origins
-        self.keys = PaceKeys(self.pace_by, max_entries=max_origins)
-        self.scheduler = Scheduler(self.pacing, max_per_group=cap,
+        self._keys = PaceKeys(self.pace_by, max_entries=max_origins)
+        self._scheduler = Scheduler(self._pacing, max_per_group=cap,
                                    max_concurrency=max_concurrency, max_groups=max_origins)
-        self.client = AiohttpClient(self._ensure_session, self._headers,
+        self._client = AiohttpClient(self._ensure_session, self._headers,
                                     owned=self._session is None,
                                     refuse_private=not network.allow_private_redirects,
                                     is_private=self.is_private)
-        transport = network.robots_transport or AiohttpRobotsTransport(self.client)
-        self.fetcher = RobotsFetcher(transport, self.policy)
+        transport = network.robots_transport or AiohttpRobotsTransport(self._client)
+        self._fetcher = RobotsFetcher(transport, self.policy)
         how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
-                             self.pacing)
+                             self._pacing)
         fleet = FleetSlots(self.store) if self.store.paces else None
-        self.cache = RobotsCache(self.fetcher, self.store, how, max_origins=max_origins,
+        self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=self.policy.recheck_visits,
-                                 host_state=lambda origin: self.admission.host_state(origin),
-                                 turn=lambda origin: self.admission.robots_turn(origin))
-        self.admission = Admission(self.cache, self.keys, self.scheduler, self.store,
+                                 host_state=lambda origin: self._admission.host_state(origin),
+                                 turn=lambda origin: self._admission.robots_turn(origin))
+        self._admission = Admission(self._cache, self._keys, self._scheduler, self.store,
                                    self.robots_agent, fleet)
-        self.client.admission = self.admission
+        self._client.admission = self._admission
         if type(self).check is RobotGate.check:  # one call less on the hot path
-            self.check = self.admission.check  # type: ignore[method-assign]
+            self.check = self._admission.check  # type: ignore[method-assign]
         if self.pace_by == "ip":
-            self.keys.set_resolver(self.client.first_address)
+            self._keys.set_resolver(self._client.first_address)
 
     def _listen(self, listeners: list[Listener], metrics: object) -> None:
         """Wire the per-host settings, and the events to their listeners (if any)."""
         if self.hosts:
-            table, keys = self.hosts, self.keys
-            self.admission.hosts = table
-            self.cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
+            table, keys = self.hosts, self._keys
+            self._admission.hosts = table
+            self._cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
         if metrics is not False and metrics is not None:
             from ..metrics import metrics_listener
 
@@ -263,14 +263,14 @@ class RobotGate:
             if recorder is not None:
                 listeners.append(recorder)
         #: Who hears the events (None: nobody listens).
-        self.events = Emitter(listeners, self.keys.cached) if listeners else None
-        self.admission.events = self.cache.events = self.events
+        self._events = Emitter(listeners, self._keys.cached) if listeners else None
+        self._admission.events = self._cache.events = self._events
 
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
-        self.fetcher.transport = transport
-        if self.tdm_cache is not None:
-            self.tdm_cache.fetcher.transport = transport
+        self._fetcher.transport = transport
+        if self._tdm_cache is not None:
+            self._tdm_cache.fetcher.transport = transport
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -293,11 +293,11 @@ class RobotGate:
             raise GateClosed("the gate is closed")
         if self._session is None:
             resolver = aiohttp.DefaultResolver()
-            self.client.resolver = resolver
+            self._client.resolver = resolver
             # No total connection limit: the per-host and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
             traces = []
-            if self.admission.fleet is not None:
+            if self._admission.fleet is not None:
                 # Only a fleet's slots need the last look before the bytes go out.
                 trace = aiohttp.TraceConfig()
                 trace.on_request_headers_sent.append(check_slot)
@@ -323,7 +323,7 @@ class RobotGate:
     @property
     def refuse_private(self) -> bool:
         """Whether redirects from public sites into private addresses are refused."""
-        return self.client.refuse_private
+        return self._client.refuse_private
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -346,15 +346,15 @@ class RobotGate:
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        return self.admission.check(url)
+        return self._admission.check(url)
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
-        hit = self.admission.cached(url := as_sent(url))
+        hit = self._admission.cached(url := as_sent(url))
         if hit is not None:
             return hit[0].allowed(hit[1], self.robots_agent)
         origin, rest = split_origin(url)
-        site = await self.admission.site(origin)
+        site = await self._admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
         return site.allowed(url if rest[:2] == "//" else rest, self.robots_agent)
@@ -366,22 +366,22 @@ class RobotGate:
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
         origin, rest = split_origin(url := as_sent(url))
-        site = await self.admission.site(origin)
+        site = await self._admission.site(origin)
         decision = site.decide(url if rest[:2] == "//" else rest, self.robots_agent)
-        if self.tdm_cache is not None and decision.allowed:
+        if self._tdm_cache is not None and decision.allowed:
             # tdmrep.json is asked only where the robot may go.
-            return replace(decision, tdm=await self.tdm_cache.reservation(url))
+            return replace(decision, tdm=await self._tdm_cache.reservation(url))
         return decision
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
-        return (await self.admission.site(split_origin(url)[0])).rules
+        return (await self._admission.site(split_origin(url)[0])).rules
 
     async def robots_entry(self, url: str) -> RobotsEntry:
         """What is known of the origin's robots.txt fetch: status, freshness, failures,
         and the body as fetched (from the store)."""
         origin, _ = split_origin(url)
-        site = await self.admission.site(origin)
+        site = await self._admission.site(origin)
         stored = await self.store.load_robots(origin) if not self._closed else None
         if stored is not None and stored.fetched_at == site.entry.fetched_at:
             return stored
@@ -394,27 +394,27 @@ class RobotGate:
         'host:example.com'
         """
         origin = split_origin(url)[0]
-        return self.keys.cached(origin) or origin
+        return self._keys.cached(origin) or origin
 
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s server may start (0 if now)."""
-        return self.admission.host_wait(split_origin(url)[0])
+        return self._admission.host_wait(split_origin(url)[0])
 
     def host_turn(self, url: str) -> HostTurn:
         """Seconds until ``url``'s server may be asked, why it must wait (see
         :mod:`robotgate.politeness.turns`), and the interval it is owed."""
-        return HostTurn(*self.admission.host_turn(split_origin(url)[0]))
+        return HostTurn(*self._admission.host_turn(split_origin(url)[0]))
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s server, if known."""
-        return self.admission.known_host(split_origin(url)[0])
+        return self._admission.known_host(split_origin(url)[0])
 
     def usage(self, url: str, headers: Mapping[str, str] | None = None) -> dict[str, bool]:
         """What the site lets its content be used for (IETF AIPREF), robots.txt and the
         response's ``Content-Usage`` header combined; needs the origin cached (fresh or not)."""
         from ..robots.usage import combine_usage, usage_from_headers
 
-        decision = self.admission.as_cached(as_sent(url))  # a URL that is no str: InvalidURL
+        decision = self._admission.as_cached(as_sent(url))  # a URL that is no str: InvalidURL
         found = [dict(decision.usage)] if decision is not None else []
         if headers is not None:
             found.append(usage_from_headers(headers))
@@ -438,13 +438,13 @@ class RobotGate:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`)."""
-        if self.tdm_cache is None:
+        if self._tdm_cache is None:
             from ..policy.tdm import tdm_verdict
 
             return tdm_verdict(url, None, None, page)
         if self._closed:
             raise GateClosed("the gate is closed")
-        return await self.tdm_cache.reservation(as_sent(url), page)
+        return await self._tdm_cache.reservation(as_sent(url), page)
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
@@ -472,7 +472,7 @@ class RobotGate:
         """
         if url.__class__ is not str:
             url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
-        return FetchCall(self.client, url, method, kwargs, stream, max_bytes)
+        return FetchCall(self._client, url, method, kwargs, stream, max_bytes)
 
     @property
     def middleware(self) -> Middleware:
@@ -483,7 +483,7 @@ class RobotGate:
         A forbidden URL raises :class:`Disallowed` from the request call.  The
         server's slot is held until the response headers arrive.
         """
-        return self.client.middleware
+        return self._client.middleware
 
     def sitemaps(self, url: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
         """The entries of the sitemaps of ``url``'s origin (those its robots.txt names,
@@ -514,7 +514,7 @@ class RobotGate:
 
         if name is not None:
             options["state"] = self.store.crawl_state(name)
-        return await self.admission.run_crawl(
+        return await self._admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
     async def crawl_status(self, name: str) -> CrawlCounts | None:
@@ -539,11 +539,11 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     from ..store.memory import immediate
 
     policy = replace(gate.policy, forbidden_disallows_all=False)
-    fetcher = RobotsFetcher(gate.fetcher.transport, policy, TDMREP_PATH)
+    fetcher = RobotsFetcher(gate._fetcher.transport, policy, TDMREP_PATH)
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
     store = None if immediate(gate.store) is not None else gate.store
-    return TdmRepCache(fetcher, turn=gate.admission.robots_turn, max_origins=gate.max_origins,
-                       store=store, trouble=gate.cache.store_trouble)
+    return TdmRepCache(fetcher, turn=gate._admission.robots_turn, max_origins=gate.max_origins,
+                       store=store, trouble=gate._cache.store_trouble)
 
 
 async def _wait_for(closing: asyncio.Future[None]) -> None:
@@ -562,12 +562,12 @@ def _log_failure(closing: asyncio.Future[None]) -> None:
 
 async def _shut(gate: RobotGate) -> None:
     """close()'s work, in a task of its own: a caller cancelled meanwhile cuts nothing short."""
-    gate.admission.close()
-    gate.client.close_responses()
-    await gate.cache.close()
-    if gate.tdm_cache is not None:
-        await gate.tdm_cache.close()
-    if gate.client.owned and gate._session is not None:
+    gate._admission.close()
+    gate._client.close_responses()
+    await gate._cache.close()
+    if gate._tdm_cache is not None:
+        await gate._tdm_cache.close()
+    if gate._client.owned and gate._session is not None:
         await gate._session.close()
     try:
         await gate.store.close()

@@ -179,7 +179,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.gate = gate
-        self.admission = gate.admission
+        self.admission = gate._admission
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
@@ -189,7 +189,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             # The gate's own resolver would open an aiohttp session.
-            gate.keys.set_resolver(first_address)
+            gate._keys.set_resolver(first_address)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Check, pace and send one request (one hop of a redirect chain)."""

@@ -643,7 +643,7 @@ class Frontier:
     async def _visit(self, host: _Host, item: _Item) -> None:
         url = item.url
         gate = self.gate
-        admission = getattr(gate, "admission", None)  # the gate's events hear the crawl's
+        admission = getattr(gate, "_admission", None)  # the gate's events hear the crawl's
         entry = item.entry
         record = CrawlResult(url, host.key, discovered=entry.discovered,
                              attempts=entry.attempts, waited=item.waited,

@@ -277,13 +277,13 @@ class RobotGateMiddleware:
         except ValueError as exc:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate
-        self.admission = gate.admission
+        self.admission = gate._admission
         self.headers = gate.headers
         self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private,
                                             gate.is_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
-            gate.keys.set_resolver(first_address)  # not the gate's aiohttp resolver
+            gate._keys.set_resolver(first_address)  # not the gate's aiohttp resolver
         self._opened: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
         self._announced: dict[str, float] = {}  # origin -> robots.txt fetch announced
@@ -511,7 +511,7 @@ class RobotGateMiddleware:
             return response
         gate = self.gate
         page = meta[DIRECTIVES] = gate.directives(response, getattr(response, "body", None))
-        if gate.tdm_cache is not None:
+        if gate.tdmrep:
             try:
                 meta[TDM] = await gate.tdm(url, page)
             except Exception as exc:  # closing: the page is not lost for it
