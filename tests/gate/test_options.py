@@ -90,3 +90,18 @@ def test_bad_options_are_refused_by_name() -> None:
         RobotGate(AGENT, pacing={"on_long_delay": "honour"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"network must be a robotgate\.Network"):
         RobotGate(AGENT, network={"max_origins": 2})  # type: ignore[arg-type]
+
+
+def test_the_plain_keywords_are_no_fields_of_the_objects() -> None:
+    # One place per setting: nothing to reconcile between a keyword and a field.
+    for name in ("delay", "max_crawl_delay", "latency_factor"):
+        fields: dict[str, Any] = {name: 1.0}
+        with pytest.raises(TypeError, match=name):
+            Pacing(**fields)
+
+
+def test_the_facade_keeps_its_collaborators_private() -> None:
+    gate = RobotGate(AGENT)
+    for name in ("client", "scheduler", "cache", "admission", "fetcher", "keys", "pacing",
+                 "tdm_cache", "events"):
+        assert not hasattr(gate, name), name
