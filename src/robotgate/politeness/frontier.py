@@ -44,6 +44,7 @@ from ..robots.sitemap import SitemapEntry
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 from .crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
+from .grouping import registrable_domain
 from .turns import BACKING_OFF, NO_WAIT, HostTurn
 
 __all__ = [
@@ -65,9 +66,6 @@ Handler = Callable[[str, Any], Any]
 #: ``scope(link, page_url) -> bool``: whether a link a page gave is crawled.
 ScopeRule = Callable[[str, str], bool]
 SCOPES = ("host", "domain", "any")
-#: Second-level labels under which a country's registrable names sit (``co.uk``):
-#: the ``domain`` scope keeps three labels there (no public-suffix list is read).
-_SECOND_LEVELS = frozenset({"ac", "co", "com", "edu", "gov", "ltd", "ne", "net", "or", "org"})
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
@@ -582,7 +580,7 @@ class Frontier:
         elif scope == "host":
             inside = host == page_host
         elif scope == "domain":
-            inside = _domain(host) == _domain(page_host)
+            inside = registrable_domain(host) == registrable_domain(page_host)
         else:
             inside = True
         if not inside:
@@ -814,16 +812,6 @@ def _host(key: str) -> str:
     if authority[:1] == "[":
         return authority[: authority.find("]") + 1]
     return authority.partition(":")[0]
-
-
-def _domain(host: str) -> str:
-    """The registrable name of ``host`` as the ``domain`` scope reads it: its last two
-    labels, three under a country's second level (``example.co.uk``); an address as is."""
-    if host[:1] == "[" or literal_address(host) is not None:
-        return host
-    labels = host.split(".")
-    keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVELS else 2
-    return ".".join(labels[-keep:])
 
 
 def _describe(exc: BaseException) -> str:
