@@ -37,6 +37,7 @@ from ..politeness.crawl_state import CrawlCounts
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
+from ..politeness.leases import Leases
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.scheduler import Scheduler
@@ -237,7 +238,9 @@ class RobotGate:
         self._fetcher = RobotsFetcher(transport, self.policy)
         how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
                              self._pacing)
-        fleet = FleetSlots(self.store) if self.store.paces else None
+        # The servers this worker leases in a crawl shared through the store: paced here.
+        self._leases = Leases() if self.store.paces else None
+        fleet = FleetSlots(self.store, leases=self._leases) if self.store.paces else None
         self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=self.policy.recheck_visits,
                                  host_state=lambda origin: self._admission.host_state(origin),
@@ -513,7 +516,11 @@ class RobotGate:
         from ..politeness.frontier import Frontier
 
         if name is not None:
-            options["state"] = self.store.crawl_state(name)
+            state_of: Any = self.store.crawl_state  # a pacing store's takes the leases
+            options["state"] = (
+                state_of(name) if self._leases is None
+                else state_of(name, server=self.pace_key, leases=self._leases,
+                              max_servers=max(1, concurrency)))
         return await self._admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 

@@ -253,8 +253,12 @@ class Admission:
             url = as_sent(url)  # judged as sent (yarl drops them)
         if self.closed:
             raise GateClosed("the gate is closed")
-        # With a fleet the rules are judged after the fleet's fetch lock (in _admit).
-        hit = self.cached(url) if self.fleet is None else None
+        # With a fleet the rules are judged after the fleet's fetch lock (in _admit),
+        # unless this worker leases the server in a shared crawl: no other asks it.
+        fleet = self.fleet
+        hit = self.cached(url) if fleet is None or fleet.leases else None
+        if hit is not None and fleet is not None and not fleet.settled(hit[0].key):
+            hit = None
         if hit is None:
             return self._admit(url, None)
         site, path = hit

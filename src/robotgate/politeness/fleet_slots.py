@@ -21,6 +21,7 @@ import contextvars
 from collections.abc import Callable
 
 from ..store.base import Store
+from .leases import Leases
 
 __all__ = ["FleetSlots", "LateSlot", "Slot"]
 
@@ -68,8 +69,13 @@ class FleetSlots:
     running loop's) is the time :meth:`Slot.check` is given.
     """
 
-    def __init__(self, store: Store, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float] | None = None,
+                 leases: Leases | None = None) -> None:
         self.store = store
+        #: Keys this worker holds a crawl lease on: paced here, no slot asked.
+        self.leases = leases
+        # Leased key -> the lease's free_at once its first request was paced from it.
+        self._paced: dict[str, float] = {}
         self.slack = _SLACK_MIN
         self.trip = 0.0
         self.late = 0
@@ -79,8 +85,29 @@ class FleetSlots:
         clock = self._clock
         return clock() if clock is not None else asyncio.get_running_loop().time()
 
+    def settled(self, key: str | None) -> bool:
+        """Whether this worker surely holds ``key``'s lease and has paced its first
+        request under it from the worker before: the rest go by the local schedule."""
+        if key is None or self.leases is None:
+            return False
+        lease = self.leases.get(key, self._now())
+        return lease is not None and self._paced.get(key) == lease.free_at
+
     async def reserve(self, key: str, gap: float) -> float | None:
-        """Claim ``key``'s next slot; sets :data:`CURRENT`; returns seconds to wait."""
+        """Claim ``key``'s next slot; sets :data:`CURRENT`; returns seconds to wait
+        (None: paced here, by the caller's own schedule, as a leased key is)."""
+        if self.leases is not None and gap > 0:
+            lease = self.leases.get(key, self._now())
+            if lease is not None:
+                # The worker before may have asked as late as free_at.
+                first = lease.free_at + gap - self._now()
+                if first > 0:
+                    await asyncio.sleep(first)
+                if len(self._paced) > 100_000:
+                    self._paced.clear()
+                self._paced[key] = lease.free_at
+                CURRENT.set(None)
+                return None
         slot = Slot()
         trip = self.trip if gap > 0 else 0.0
         slack = self.slack + trip if gap > 0 else 0.0

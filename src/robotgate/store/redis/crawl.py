@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...politeness.crawl_state import OUTCOMES, Added, CrawlCounts, CrawlState, Entry
+from ...politeness.leases import Leases
 from ...urls import resource_key
 from ..base import StoreError
 from .codec import tag, text
@@ -40,6 +41,8 @@ LEASE = 6.0
 #: Keys handed out per server at once, and servers leased by one worker at most.
 _PER_SERVER = 64
 _MAX_SERVERS = 64
+#: Seconds a finished page waits for others to share its write.
+LINGER = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
 
@@ -84,7 +87,8 @@ class RedisCrawlState(CrawlState):
 
     def __init__(self, store: RedisStore, name: str, *, lease: float = LEASE,
                  server: Callable[[str], str] = server_of,
-                 max_servers: int = _MAX_SERVERS) -> None:
+                 max_servers: int = _MAX_SERVERS, leases: Leases | None = None,
+                 linger: float = LINGER) -> None:
         if lease <= 0:
             raise ValueError("lease must be positive")
         self.store = store
@@ -92,6 +96,9 @@ class RedisCrawlState(CrawlState):
         self.lease = lease
         self.server = server
         self.max_servers = max_servers
+        self.linger = linger
+        #: Where the gate's pacing learns the servers held (written here only).
+        self.leases = leases
         self.base = crawl_base(store.prefix, name)
         #: This worker's name in the leases.
         self.worker = secrets.token_hex(8)
@@ -154,14 +161,27 @@ class RedisCrawlState(CrawlState):
             busy = [s for s, n in self._held.items() if n > 0]
             idle = [s for s, n in self._held.items() if n <= 0]
             fresh = max(0, self.max_servers - len(self._held)) if most > 0 else 0
+            loop = asyncio.get_running_loop()
+            asked = loop.time()
             reply = await self._run(CRAWL_SYNC, [
                 self.worker, max(1, round(self.lease * 1000)), most, _PER_SERVER, fresh,
                 len(busy), *busy, len(idle), *idle])
-            reaped, fleet, held, lost, flat = reply
+            replied = loop.time()
+            reaped, fleet, pairs, lost, flat = reply
             self.reaped += int(reaped)
             self.lost += len(lost)
             self._fleet = _counts(fleet)
-            self._held = {text(s): self._held.get(text(s), 0) for s in held}
+            held = {text(s): int(since) for s, since in zip(pairs[::2], pairs[1::2], strict=True)}
+            leases = self.leases
+            if leases is not None:
+                for server in self._held.keys() - held.keys():
+                    leases.drop(server)
+                # Redis set each lease's end an interval after it ran the script: after `asked`.
+                for server, since in held.items():
+                    free_at = (None if since == -1 else float("-inf") if since == -2
+                               else replied - since / 1000)
+                    leases.hold(server, asked + self.lease, free_at)
+            self._held = {s: self._held.get(s, 0) for s in held}
             out: list[Entry] = []
             for i in range(0, len(flat), 4):
                 server = text(flat[i])
@@ -207,6 +227,9 @@ class RedisCrawlState(CrawlState):
 
     async def _write(self) -> None:
         while self._finished:
+            if self.linger > 0:
+                # Pages finishing within ``linger`` of each other share one call.
+                await asyncio.sleep(self.linger)
             batch: _Pending = []
             size = 0
             while self._finished and (not batch or size < _WRITE_ARGS):
@@ -253,6 +276,8 @@ class RedisCrawlState(CrawlState):
                 len(servers), *servers])
             for server in servers:
                 self._held.pop(server, None)
+                if self.leases is not None:
+                    self.leases.drop(server)
             self._fleet = _counts(reply[0])
 
     async def close(self) -> None:
@@ -264,6 +289,9 @@ class RedisCrawlState(CrawlState):
             await asyncio.gather(self._writer, return_exceptions=True)
         with contextlib.suppress(StoreError):
             await self.release([])
+        if self.leases is not None:
+            for server in self._held:
+                self.leases.drop(server)
 
     async def counts(self) -> CrawlCounts:
         reply = await self.store._script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])

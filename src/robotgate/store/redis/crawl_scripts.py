@@ -12,7 +12,8 @@ Keys under the base: ``meta`` (hash: ``v`` the crawl layout's version), ``n``
 ``q:S`` (list: server S's queued keys, some perhaps finished since: skipped),
 ``f:S`` (hash: S's keys in flight -> worker), ``lw`` (hash: leased server ->
 worker), ``le`` (zset: leased server -> lease end, ms on the Redis clock),
-``ready`` (zset: unleased server with queued keys -> since when).
+``ready`` (zset: unleased server with queued keys -> since when), ``lend`` (hash:
+server -> when its last lease ended, ms).
 A missing ``meta`` means Redis lost the crawl: the scripts answer ``LOST``.
 """
 
@@ -31,7 +32,7 @@ if redis.call('EXISTS', b .. ':meta') == 0 then return {'LOST'} end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local st, ent, att, n = b .. ':st', b .. ':e', b .. ':a', b .. ':n'
-local lw, le, ready = b .. ':lw', b .. ':le', b .. ':ready'
+local lw, le, ready, lend = b .. ':lw', b .. ':le', b .. ':ready', b .. ':lend'
 local function counts()
   local c = redis.call('HMGET', n, 'q', 'f', 'd', 's', 'x')
   for i = 1, 5 do c[i] = tonumber(c[i] or 0) end
@@ -56,7 +57,8 @@ return {v, c}
 # the worker's busy servers are renewed; its idle ones give up to per_server keys,
 # or are let go; then up to ``fresh`` ready servers are leased, then the busy ones
 # give keys, until ``want`` keys are handed out.
-# Returns {reaped, counts, held servers, lost servers, flat (server, key, entry,
+# Returns {reaped, counts, flat (held server, ms since its lease before ended: -1
+# held already, -2 never leased)..., lost servers, flat (server, key, entry,
 # attempts)...}.
 CRAWL_SYNC = Script.of(_HEAD + """
 local worker, ttl = ARGV[1], tonumber(ARGV[2])
@@ -79,6 +81,7 @@ for _, s in ipairs(redis.call('ZRANGEBYSCORE', le, '-inf', now, 'LIMIT', 0, 256)
   local ended = redis.call('ZSCORE', le, s)
   redis.call('ZREM', le, s)
   redis.call('HDEL', lw, s)
+  redis.call('HSET', lend, s, ended)
   if redis.call('LLEN', q) > 0 then redis.call('ZADD', ready, ended, s) end
 end
 local out, held, lost = {}, {}, {}
@@ -108,6 +111,7 @@ end
 local function let_go(s)
   redis.call('HDEL', lw, s)
   redis.call('ZREM', le, s)
+  redis.call('HSET', lend, s, now)
   if redis.call('LLEN', b .. ':q:' .. s) > 0 then redis.call('ZADD', ready, now, s) end
 end
 local i = 6
@@ -118,6 +122,7 @@ for j = 1, tonumber(ARGV[i]) do
     redis.call('ZADD', le, now + ttl, s)
     busy[#busy + 1] = s
     held[#held + 1] = s
+    held[#held + 1] = -1
   else
     lost[#lost + 1] = s
   end
@@ -129,6 +134,7 @@ for j = 1, tonumber(ARGV[i]) do
     if want > 0 and pop(s, math.min(want, per)) > 0 then
       redis.call('ZADD', le, now + ttl, s)
       held[#held + 1] = s
+      held[#held + 1] = -1
     else
       let_go(s)
     end
@@ -139,8 +145,10 @@ if want > 0 and fresh > 0 then
     redis.call('ZREM', ready, s)
     redis.call('HSET', lw, s, worker)
     redis.call('ZADD', le, now + ttl, s)
+    local ended = redis.call('HGET', lend, s)
     if want > 0 and pop(s, math.min(want, per)) > 0 then
       held[#held + 1] = s
+      held[#held + 1] = ended and math.max(0, now - tonumber(ended)) or -2
     else
       let_go(s)
     end
@@ -217,6 +225,7 @@ for j = 1, tonumber(ARGV[i]) do
   if redis.call('HGET', lw, s) == worker then
     redis.call('HDEL', lw, s)
     redis.call('ZREM', le, s)
+    redis.call('HSET', lend, s, now)
     if redis.call('LLEN', b .. ':q:' .. s) > 0 then redis.call('ZADD', ready, now, s) end
   end
 end
@@ -231,6 +240,6 @@ for _, s in ipairs(redis.call('SMEMBERS', b .. ':servers')) do
   redis.call('UNLINK', b .. ':q:' .. s, b .. ':f:' .. s)
 end
 redis.call('UNLINK', b .. ':meta', b .. ':n', b .. ':st', b .. ':e', b .. ':a', b .. ':servers',
-           b .. ':lw', b .. ':le', b .. ':ready')
+           b .. ':lw', b .. ':le', b .. ':ready', b .. ':lend')
 return had
 """)

@@ -37,6 +37,7 @@ from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_fo
 
 if TYPE_CHECKING:
     from ...politeness.crawl_state import CrawlState
+    from ...politeness.leases import Leases
 
 __all__ = ["RedisStore", "Slot"]
 
@@ -419,11 +420,16 @@ class RedisStore(Store):
 
     # -- named crawls (store/redis/crawl.py) -----------------------------------
 
-    def crawl_state(self, name: str) -> CrawlState:
-        """The named crawl ``name``, shared by every worker on this prefix."""
-        from .crawl import RedisCrawlState
+    def crawl_state(self, name: str, *, server: Callable[[str], str] | None = None,
+                    leases: Leases | None = None, max_servers: int = 64) -> CrawlState:
+        """The named crawl ``name``, shared by every worker on this prefix: its URLs
+        queued per ``server(url)`` (default: the host name), each server leased to one
+        worker at a time, ``max_servers`` at most; ``leases`` tells the gate's pacing
+        which (see crawl.py)."""
+        from .crawl import RedisCrawlState, server_of
 
-        return RedisCrawlState(self, name)
+        return RedisCrawlState(self, name, server=server or server_of, leases=leases,
+                               max_servers=max_servers)
 
     async def crawl_names(self) -> list[str]:
         from .crawl import names

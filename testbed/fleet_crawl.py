@@ -1,0 +1,124 @@
+"""Workers sharing one named crawl through Redis (``gate.crawl(..., name=...)``).
+
+One worker process::
+
+    python testbed/fleet_crawl.py --redis URL --prefix P --name N --seeds-file F
+                                  [--cluster] [--delay 0.2] [--pages 25] [--concurrency 16]
+
+a ``RobotGate`` on a ``RedisStore`` crawling the named crawl ``N`` from the seeds of
+the file (one a line; none is fine: it works on what the others seed).  Each page
+``/page/0`` links to ``/page/1`` .. ``/page/{pages-1}`` of its host (the links come
+from the URL, not the body).  With ``--wait`` it prints ``{"ready": pid}`` once
+connected and starts when a line arrives on stdin.  It prints one JSON summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `testbed.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from testbed.children import child_env
+
+ROOT = Path(__file__).resolve().parents[1]
+FLEET_CRAWL_PY = Path(__file__).resolve()
+USER_AGENT = "RobotGateFleetCrawl/1.0 (+https://example.invalid/fleet)"
+
+
+def links_of(url: str, pages: int) -> list[str]:
+    """Page 0 of a host links to every other page of it."""
+    base, _, path = url.partition("/page/")
+    return [f"{base}/page/{p}" for p in range(1, pages)] if path == "0" else []
+
+
+async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
+    from robotgate import RobotGate
+    from robotgate.store.redis import RedisStore
+
+    seeds = [line.strip() for line in Path(args.seeds_file).read_text().splitlines()]
+    store = RedisStore(args.redis, prefix=args.prefix, cluster=args.cluster)
+    gate = RobotGate(USER_AGENT, delay=args.delay, store=store)
+
+    async def handler(url: str, resp: Any) -> list[str]:
+        await resp.read()
+        return links_of(url, args.pages)
+
+    await gate.open()
+    try:
+        if args.wait:
+            print(json.dumps({"ready": os.getpid()}), flush=True)
+            if not sys.stdin.readline():
+                return {"aborted": True}
+        before = store.round_trips
+        started = time.monotonic()
+        summary = await gate.crawl([s for s in seeds if s], handler, name=args.name,
+                                   concurrency=args.concurrency)
+        elapsed = time.monotonic() - started
+        trips = store.round_trips - before
+        counts = await gate.crawl_status(args.name)
+    finally:
+        await gate.close()
+    return {
+        "pid": os.getpid(),
+        "pages": summary.pages,
+        "errors": summary.errors,
+        "skipped": summary.skipped,
+        "round_trips": trips,
+        "elapsed": elapsed,
+        "fleet_done": counts.done if counts is not None else None,
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="testbed/fleet_crawl.py",
+                                 description="One worker of a named crawl shared through Redis.")
+    ap.add_argument("--redis", required=True)
+    ap.add_argument("--cluster", action="store_true")
+    ap.add_argument("--prefix", required=True)
+    ap.add_argument("--name", default="fleet")
+    ap.add_argument("--seeds-file", required=True)
+    ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--pages", type=int, default=25, help="pages per host (links of page 0)")
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--wait", action="store_true")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    print(json.dumps(asyncio.run(run_worker(args))), flush=True)
+    return 0
+
+
+async def spawn(index: int, directory: Path, seeds: Sequence[str], redis_url: str, prefix: str,
+                *options: str) -> asyncio.subprocess.Process:
+    """Start worker ``index`` with ``--wait`` (its stderr in ``directory``); returns once
+    it is connected."""
+    seeds_file = directory / f"crawler{index}.seeds"
+    seeds_file.write_text("".join(s + "\n" for s in seeds))
+    with (directory / f"crawler{index}.stderr").open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(FLEET_CRAWL_PY), "--wait", "--redis", redis_url,
+            "--prefix", prefix, "--seeds-file", str(seeds_file), *options,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+            env=child_env(), cwd=str(ROOT))
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    if not line.startswith(b'{"ready"'):
+        await proc.wait()
+        raise RuntimeError(f"crawler {index} did not start: {line!r}\n"
+                           + (directory / f"crawler{index}.stderr").read_text(errors="replace"))
+    return proc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
