@@ -159,3 +159,30 @@ async def test_a_crawl_of_a_newer_layout_is_refused(redis_url: str, prefix: str,
             await store.crawl_state("new").open()
     finally:
         await store.close()
+
+
+@pytest.mark.slow
+async def test_on_a_cluster_a_crawl_is_shared_and_a_page_written_with_its_links(
+        redis_cluster: str, prefix: str) -> None:
+    # Every key of a crawl carries one hash tag: each script runs in one slot.
+    stores = [RedisStore(redis_cluster, prefix=prefix, cluster=True) for _ in range(2)]
+    try:
+        first, second = (RedisCrawlState(s, "c", max_servers=1) for s in stores)
+        await first.open()
+        await second.open()
+        await first.add([entry("http://a.example/0"), entry("http://b.example/0")])
+        mine, theirs = await first.take(10), await second.take(10)
+        assert [e.url for e in mine] == ["http://a.example/0"]
+        assert [e.url for e in theirs] == ["http://b.example/0"]
+        added = await first.finish(mine[0], 2, [entry("http://a.example/1", 1),
+                                                entry("http://b.example/0", 1)])
+        assert (added.new, added.known) == (1, 1)
+        assert [e.url for e in await first.take(10)] == ["http://a.example/1"]
+        counts = await second.counts()
+        assert (counts.done, counts.in_flight, counts.queued) == (1, 2, 0)
+        await first.close()
+        await second.close()
+        assert await stores[0].drop_crawl("c")
+    finally:
+        for store in stores:
+            await store.close()

@@ -1,0 +1,49 @@
+"""Leased servers of a shared crawl are paced here: no slot asked of the store."""
+
+from __future__ import annotations
+
+import asyncio
+
+from robotgate.politeness.fleet_slots import FleetSlots
+from robotgate.politeness.leases import Leases
+from robotgate.store.memory import MemoryStore
+
+KEY = "host:leased.example"
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reserved = 0
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        self.reserved += 1
+        return 0.0
+
+
+async def test_a_leased_key_asks_no_slot_and_waits_an_interval_from_the_worker_before() -> None:
+    store = CountingStore()
+    leases = Leases()
+    fleet = FleetSlots(store, leases=leases)
+    loop = asyncio.get_running_loop()
+    # Not leased: the store's slot.
+    assert await fleet.reserve(KEY, 0.2) == 0.0 and store.reserved == 1
+    assert not fleet.settled(KEY)
+    # Leased; the worker before may have asked 0.1 s ago: the first waits 0.1 s more.
+    now = loop.time()
+    leases.hold(KEY, now + 5, free_at=now - 0.1)
+    assert await fleet.reserve(KEY, 0.2) is None
+    assert loop.time() - now >= 0.1 - 0.005
+    assert store.reserved == 1
+    assert fleet.settled(KEY)  # the next ones go by the local schedule
+    # Renewed (free_at kept): still settled.  A new lease (another free_at): not yet.
+    leases.hold(KEY, loop.time() + 5)
+    assert fleet.settled(KEY)
+    leases.hold(KEY, loop.time() + 5, free_at=loop.time())
+    assert not fleet.settled(KEY)
+    # A lease that may have lapsed is no lease: the store's slot again.
+    leases.hold(KEY, loop.time() - 0.001, free_at=float("-inf"))
+    assert not fleet.settled(KEY)
+    assert await fleet.reserve(KEY, 0.2) == 0.0 and store.reserved == 2
+    leases.drop(KEY)
+    assert not leases
