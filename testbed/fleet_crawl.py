@@ -41,12 +41,13 @@ def links_of(url: str, pages: int) -> list[str]:
 
 
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
-    from robotgate import RobotGate
+    from robotgate import Pacing, RobotGate
     from robotgate.store.redis import RedisStore
 
     seeds = [line.strip() for line in Path(args.seeds_file).read_text().splitlines()]
     store = RedisStore(args.redis, prefix=args.prefix, cluster=args.cluster)
-    gate = RobotGate(USER_AGENT, delay=args.delay, store=store)
+    gate = RobotGate(USER_AGENT, delay=args.delay, store=store,
+                     pacing=Pacing(margin=args.pacing_margin))
 
     async def handler(url: str, resp: Any) -> list[str]:
         await resp.read()
@@ -89,12 +90,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--pages", type=int, default=25, help="pages per host (links of page 0)")
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--pacing-margin", type=float, default=0.01)
+    ap.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority")
     ap.add_argument("--wait", action="store_true")
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.nice:
+        os.nice(args.nice)
     print(json.dumps(asyncio.run(run_worker(args))), flush=True)
     return 0
 

@@ -1,0 +1,170 @@
+"""Fleet crawl benchmark: W worker processes share one named crawl through Redis.
+
+    python benchmarks/fleet_crawl.py [--hosts 200] [--pages 25] [--workers 4] [--delay 0.2]
+                                     [--margin 0.05] [--nice 10] [--cluster] [--kill]
+
+starts a throwaway ``redis-server`` (with ``--cluster`` also a 3-master Redis Cluster)
+and the loopback server (``testbed/server.py``, every host ``allow``).  The workers
+(``testbed/fleet_crawl.py``) crawl the named crawl ``fleet`` under a fresh prefix; each
+seeds page 0 of its share of the hosts, and page 0 links to the host's other pages.
+Each worker leases the servers it crawls and paces them itself.  From the server's
+records: URLs asked for more than once (``dup``), URLs never asked (``lost``), pacing
+violations (two page requests to one host closer than ``--delay``) and the smallest
+gap; from the workers: pages/s and Redis round trips per page (``RedisStore.round_trips``,
+everything included: robots.txt, host state, the crawl's reads and writes).
+
+``--kill`` adds a run per Redis in which worker 0 is killed with SIGKILL once a third
+of the pages were asked for: the others take its servers over when its leases lapse
+(6 s); ``dup`` is then at most its pages in flight, ``lost`` must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testbed.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness.report import command_line
+from testbed.fleet import pacing_violations
+from testbed.fleet_crawl import spawn
+from testbed.server import ServerProcess
+
+HEADERS = ["redis", "workers", "run", "pages", "dup", "lost", "violations", "min gap s",
+           "pages/s", "RT/page", "after kill s"]
+
+
+async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, cluster: bool,
+                  kill: bool, directory: Path) -> list[str]:
+    await server.reset()
+    bases = server.base_urls
+    seeds = [f"{base}/page/0" for base in bases]
+    prefix = f"fleetcrawl:{uuid.uuid4().hex[:8]}"
+    options = ["--delay", str(args.delay), "--pages", str(args.pages),
+               "--concurrency", str(args.concurrency), "--pacing-margin", str(args.margin),
+               "--nice", str(args.nice), *(["--cluster"] if cluster else [])]
+    procs = []
+    total = len(bases) * args.pages
+    after_kill: float | None = None
+    try:
+        for w in range(args.workers):
+            procs.append(await spawn(w, directory, seeds[w::args.workers], url, prefix,
+                                     *options))
+        started = time.monotonic()
+        runs = [asyncio.ensure_future(p.communicate(b"go\n")) for p in procs]
+        if kill:
+            while (await server.totals())["page_requests"] < total // 3:
+                await asyncio.sleep(0.1)
+            os.kill(procs[0].pid, signal.SIGKILL)
+            killed = time.monotonic()
+        outs = await asyncio.wait_for(asyncio.gather(*runs[1 if kill else 0:]), args.timeout)
+        if kill:
+            after_kill = time.monotonic() - killed
+            with contextlib.suppress(Exception):
+                await runs[0]
+        elapsed = time.monotonic() - started
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
+    results = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outs]
+    stats = await server.stats()
+    hosts = stats["hosts"].values()
+    asked = sum(h["page_requests"] for h in hosts)
+    distinct = sum(h["distinct_pages"] for h in hosts)
+    violations, gaps = 0, []
+    for h in hosts:
+        short, least = pacing_violations(h["page_times"], args.delay)
+        violations += short
+        if least is not None:
+            gaps.append(least)
+    trips = sum(r["round_trips"] for r in results)
+    return [
+        "cluster" if cluster else "server", str(args.workers), "kill -9" if kill else "shared",
+        f"{distinct}/{total}", str(asked - distinct), str(total - distinct), str(violations),
+        f"{min(gaps):.3f}" if gaps else "-", f"{distinct / elapsed:.0f}",
+        f"{trips / distinct:.2f}" if distinct else "-",
+        "-" if after_kill is None else f"{after_kill:.1f}",
+    ]
+
+
+async def bench(args: argparse.Namespace) -> list[list[str]]:
+    from testbed.redis_server import MISSING_REASON, LocalCluster, RedisServer, find_redis_server
+
+    if find_redis_server() is None:
+        raise SystemExit(f"fleet_crawl.py: {MISSING_REASON}")
+    rows: list[list[str]] = []
+    server = ServerProcess()
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="robotgate-fc-")))
+        redis = stack.enter_context(RedisServer.start())
+        targets = [(redis.url, False)]
+        if args.cluster:
+            cluster = stack.enter_context(LocalCluster.start(tmp / "cluster", masters=3))
+            targets.append((cluster.url, True))
+        try:
+            await server.start(["--hosts", str(args.hosts), "--mix", "allow=1",
+                                "--pages", str(args.pages)])
+            for url, is_cluster in targets:
+                for kill in (False, True) if args.kill else (False,):
+                    directory = tmp / f"{int(is_cluster)}-{int(kill)}"
+                    directory.mkdir()
+                    rows.append(await one_run(args, server, url, is_cluster, kill, directory))
+                    sys.stderr.write("  ".join(rows[-1]) + "\n")
+        finally:
+            await server.close()
+    return rows
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    body = [HEADERS, *rows]
+    widths = [max(len(line[i]) for line in body) for i in range(len(HEADERS))]
+    out = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True))
+           for line in body]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hosts", type=int, default=200)
+    ap.add_argument("--pages", type=int, default=25)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=64, help="per worker (default 64)")
+    ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--margin", type=float, default=0.05,
+                    help="the gate's pacing_margin (one server process plays every host)")
+    ap.add_argument("--nice", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--cluster", action="store_true", help="also on a 3-master Redis Cluster")
+    ap.add_argument("--kill", action="store_true", help="also a run with a worker killed")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    rows = asyncio.run(bench(args))
+    print(table(rows))
+    print(f"({args.hosts} hosts x {args.pages} pages, delay {args.delay:g} s,"
+          f" concurrency {args.concurrency} per worker)")
+    print(command_line(argv))
+    bad = [r for r in rows if r[5] != "0" or r[6] != "0" or (r[2] == "shared" and r[4] != "0")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
