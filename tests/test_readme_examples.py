@@ -56,3 +56,10 @@ def test_each_example_runs_as_pasted(index: int, tmp_path: Path) -> None:
         # Offline, each site's robots.txt is unreachable: the gate refuses and says why.
         assert "skipped" in out or re.fullmatch(r"0 \d+ 0\n", out), out
         assert "unreachable" in out or re.fullmatch(r"0 \d+ 0\n", out), out
+
+
+def test_the_readme_stays_short_and_speaks_of_the_present() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert text.count("\n") <= 250
+    for word in ("used to", " pass ", "passes", "README-figures", "nineteenth", "twenty"):
+        assert word not in text, word
