@@ -36,6 +36,7 @@ def _by(points: list[Any], attribute: str) -> dict[Any, Any]:
     return {p.attributes[attribute]: p.value for p in points}
 
 
+@pytest.mark.slow
 async def test_the_instruments_count_what_the_server_saw(public: Site) -> None:  # noqa: F811
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])

@@ -248,6 +248,7 @@ def chromium(tmp_path: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 @needs_chromium
 async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path) -> None:
     crawl = tmp_path / "crawl.jsonl"

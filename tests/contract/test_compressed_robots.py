@@ -282,6 +282,7 @@ def no_brotli(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 # -- the promise --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 async def test_compressed_robots_txt_through_each_aiohttp_and_httpx_client(client: str) -> None:
     async with Origins(READABLE + UNREADABLE) as origins:
@@ -297,11 +298,13 @@ async def test_without_a_brotli_decoder_gzip_br_is_unreachable(
     check(origins, seen)
 
 
+@pytest.mark.slow
 async def test_compressed_robots_txt_through_the_scrapy_middleware() -> None:
     async with Origins(READABLE + UNREADABLE) as origins:
         check(origins, await through_scrapy(origins, "tests.integrations.scrapy_crawl_runner"))
 
 
+@pytest.mark.slow
 async def test_without_a_brotli_decoder_gzip_br_is_unreachable_through_scrapy() -> None:
     async with Origins([NO_BROTLI]) as origins:
         check(origins, await through_scrapy(origins, "tests.contract.scrapy_without_brotli"))

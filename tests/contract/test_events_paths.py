@@ -63,6 +63,7 @@ async def _events(driver: Driver, urls: list[str], **options: Any
     return results, json.loads(lines[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 async def test_every_path_tells_the_same_events_in_the_same_order(path: str,
                                                                  public: Site) -> None:  # noqa: F811
@@ -99,6 +100,7 @@ def dawdles(event: Event) -> None:
     time.sleep(0.02)  # the user's problem (docs/operators.md), but no harm to pacing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["fetch", "middleware", "httpx", "crawl"])
 async def test_a_listener_that_raises_or_sleeps_changes_nothing_fetched(
         path: str, public: Site, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811

@@ -309,6 +309,7 @@ def _gaps(times: list[float]) -> list[float]:
 # -- the cases ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_disallowed_url_is_refused_and_an_allowed_page_reports_its_usage(
         driver: Driver, public: Site) -> None:
     refused, page = await driver.run([public.url("/no/x"), public.url("/page/1")], delay=0)
@@ -319,6 +320,7 @@ async def test_a_disallowed_url_is_refused_and_an_allowed_page_reports_its_usage
     assert public.paths() == ["/page/1"]
 
 
+@pytest.mark.slow
 async def test_robots_txt_is_fetched_once_for_concurrent_requests(driver: Driver,
                                                                  public: Site) -> None:
     urls = [public.url(f"/page/{i}") for i in range(6)]
@@ -327,6 +329,7 @@ async def test_robots_txt_is_fetched_once_for_concurrent_requests(driver: Driver
     assert public.robots_hits == 1
 
 
+@pytest.mark.slow
 async def test_the_delay_is_kept_between_requests(driver: Driver, public: Site) -> None:
     urls = [public.url(f"/page/{i}") for i in range(3)]
     results = await driver.run(urls, sequential=False, delay=0.2)
@@ -334,6 +337,7 @@ async def test_the_delay_is_kept_between_requests(driver: Driver, public: Site) 
     assert min(_gaps(public.times("/page/"))) >= 0.19
 
 
+@pytest.mark.slow
 async def test_retry_after_is_kept(driver: Driver, public: Site) -> None:
     urls = [public.url("/status/503?ra=1"), public.url("/page/1")]
     results = await driver.run(urls, delay=0)
@@ -341,6 +345,7 @@ async def test_retry_after_is_kept(driver: Driver, public: Site) -> None:
     assert _gaps(public.times())[0] >= 0.95
 
 
+@pytest.mark.slow
 async def test_a_429_without_retry_after_backs_off(driver: Driver, public: Site) -> None:
     urls = [public.url("/status/429"), public.url("/page/1")]
     results = await driver.run(urls, delay=0.1)
@@ -348,6 +353,7 @@ async def test_a_429_without_retry_after_backs_off(driver: Driver, public: Site)
     assert _gaps(public.times())[0] >= 0.45  # twice the gap, at least backoff_base (0.5 s)
 
 
+@pytest.mark.slow
 async def test_latency_factor_widens_the_gap_after_a_slow_answer(driver: Driver,
                                                                  public: Site) -> None:
     # The answer takes 0.2 s; five times that is the least gap to the next request.
@@ -357,6 +363,7 @@ async def test_latency_factor_widens_the_gap_after_a_slow_answer(driver: Driver,
     assert _gaps(public.times())[0] >= 0.9
 
 
+@pytest.mark.slow
 async def test_max_per_host_caps_the_requests_the_server_sees_at_once(
         driver: Driver, public: Site) -> None:
     urls = [public.url(f"/page/{i}?hold=0.15") for i in range(6)]
@@ -377,6 +384,7 @@ SPELLINGS = [
 ]
 
 
+@pytest.mark.slow
 async def test_a_redirect_into_a_private_address_is_refused(
         driver: Driver, public: Site, private: Site) -> None:
     urls = [public.url("/redirect?to=" + quote(target.format(port=private.port), safe=""))
@@ -393,6 +401,7 @@ async def test_a_redirect_into_a_private_address_is_refused(
     assert private.paths() == [] and private.robots_hits == 0
 
 
+@pytest.mark.slow
 async def test_private_to_private_is_followed_without_the_locations_credentials(
         driver: Driver, private: Site) -> None:
     # The first request is never refused for its address; a private site may send the
@@ -421,6 +430,7 @@ def slow_next_reserve(store: Any) -> Callable[[], None]:
     return lambda: armed.append(True)
 
 
+@pytest.mark.slow
 async def test_a_late_fleet_slot_is_given_up_and_asked_again(
         driver: Driver, public: Site, redis_url: str, prefix: str) -> None:
     _in_process_only(driver, "its store comes from settings in another process, where no "
@@ -442,6 +452,7 @@ async def test_a_late_fleet_slot_is_given_up_and_asked_again(
     assert public.paths() == ["/page/1", "/page/2"]
 
 
+@pytest.mark.slow
 async def test_close_ends_a_request_waiting_for_its_turn_promptly(driver: Driver,
                                                                  public: Site) -> None:
     _in_process_only(driver, "the gate closes with the spider; Scrapy's own shutdown "

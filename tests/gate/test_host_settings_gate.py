@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from robotgate import HostSettings, RobotGate
 from robotgate.events import Event, TurnWaited
 from tests.contract.test_request_paths import AGENT, PRIVATE, PUBLIC, Site, _gaps
@@ -13,6 +15,7 @@ async def _sites(*sites: Site) -> list[Site]:
     return [await site.start() for site in sites]
 
 
+@pytest.mark.slow
 async def test_each_host_keeps_its_own_delay() -> None:
     slow, fast = await _sites(Site(PUBLIC, robots=""), Site(PRIVATE, robots=""))
     try:
@@ -31,6 +34,7 @@ async def test_each_host_keeps_its_own_delay() -> None:
         await fast.close()
 
 
+@pytest.mark.slow
 async def test_a_hosts_own_cap_lets_that_many_in_flight() -> None:
     [site] = await _sites(Site(PUBLIC, robots=""))
     try:
@@ -42,6 +46,7 @@ async def test_a_hosts_own_cap_lets_that_many_in_flight() -> None:
         await site.close()
 
 
+@pytest.mark.slow
 async def test_a_setting_faster_than_crawl_delay_is_overruled_and_says_so() -> None:
     [site] = await _sites(Site(PUBLIC, robots="User-agent: *\nCrawl-delay: 0.4\n"))
     heard: list[Event] = []

@@ -63,6 +63,7 @@ def _file_down() -> dict[str, Answer]:
             "/q": Answer("<p>q</p>", headers={"tdm-reservation": "0"})}
 
 
+@pytest.mark.slow
 async def test_the_reports_examples_through_a_crawl() -> None:
     records: dict[str, CrawlResult] = {}
 
@@ -121,6 +122,7 @@ async def test_the_reports_examples_through_a_crawl() -> None:
     assert a.hits["/private/6"] == 0  # TDMRep never makes the gate fetch what robots.txt forbids
 
 
+@pytest.mark.slow
 async def test_one_tdmrep_request_per_origin_under_50_concurrent_fetches() -> None:
     async with (PagesSite(_with_file(delay=0.3), "127.0.0.1") as a,
                 PagesSite(_with_file(delay=0.3), "127.0.0.2") as b,
@@ -167,6 +169,7 @@ async def test_fetch_lines_say_whether_tdm_rights_are_reserved(
     assert a.hits[TDMREP] == 1
 
 
+@pytest.mark.slow
 async def test_the_file_is_kept_fresh_revalidated_and_stands_in_when_it_fails() -> None:
     from aiohttp import web
 

@@ -125,6 +125,7 @@ async def test_store_trouble_is_told_and_the_crawl_goes_on(public: Site) -> None
     assert gate.stats["store_errors"] == 1
 
 
+@pytest.mark.slow
 async def test_a_host_capped_wait_says_so(public: Site) -> None:  # noqa: F811
     heard: list[Event] = []
     async with RobotGate(AGENT, delay=0.0, on_event=heard.append) as gate:

@@ -168,6 +168,7 @@ async def test_every_url_once_and_a_summary_per_host() -> None:
     assert summary.skipped_origins == {}  # a rule, not the origin's robots.txt outcome
 
 
+@pytest.mark.slow
 async def test_workers_never_wait_on_a_host_that_is_not_ready() -> None:
     # 2 workers, 4 hosts x 5 pages sorted by host: a naive pool would park both
     # workers on host 0's pacing; the frontier spreads them over the hosts.
@@ -287,6 +288,7 @@ async def test_origins_ruled_out_by_their_robots_txt_are_grouped() -> None:
     }
 
 
+@pytest.mark.slow
 async def test_input_is_consumed_lazily_with_back_pressure() -> None:
     gate = FakeGate(delay=0.0)
     taken = 0

@@ -83,6 +83,7 @@ async def test_a_stopped_named_crawl_resumes_and_fetches_nothing_done_again(
     await again.close()
 
 
+@pytest.mark.slow
 async def test_three_kill_9s_of_a_600_page_sqlite_crawl_lose_nothing(tmp_path: Path) -> None:
     figures = await asyncio.to_thread(
         kill_and_resume, str(tmp_path / "crawl.sqlite3"), str(tmp_path / "requests.log"),
@@ -141,6 +142,7 @@ async def test_gate_crawl_with_a_name_keeps_and_reports_the_crawl(tmp_path: Path
     assert pages == 8
 
 
+@pytest.mark.slow
 async def test_a_named_crawl_holds_a_window_of_its_queue_and_turns_nothing_away(
         tmp_path: Path) -> None:
     urls = [f"http://h{i % 500}.example/{i}" for i in range(5000)]

@@ -128,6 +128,7 @@ MOMENTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", list(MOMENTS))
 async def test_sigkill_then_restart_keeps_every_interval(tmp_path: Path, moment: str) -> None:
     path = tmp_path / "crawl.sqlite3"
@@ -236,6 +237,7 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
+@pytest.mark.slow
 async def test_fetch_lock_of_a_killed_process_is_taken_at_once(tmp_path: Path) -> None:
     path = tmp_path / "crawl.sqlite3"
     proc = await asyncio.create_subprocess_exec(

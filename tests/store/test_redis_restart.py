@@ -42,6 +42,7 @@ def requests_of(srv: BenchServer, i: int) -> list[float]:
     return sorted(stats.robots_times + stats.page_times)
 
 
+@pytest.mark.slow
 async def test_workers_keep_intervals_across_a_redis_restarted_empty(
     own_server: RedisServer, caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -109,6 +110,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
+@pytest.mark.slow
 async def test_lock_of_a_worker_killed_mid_fetch_lapses_with_its_lease(
     own_server: RedisServer,
 ) -> None:

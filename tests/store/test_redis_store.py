@@ -179,6 +179,7 @@ def own_server(tmp_path: Path) -> Iterator[RedisServer]:
 # -- import and packaging ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_robotgate_does_not_import_redis() -> None:
     code = (
         "import sys, robotgate, robotgate.store\n"
@@ -193,6 +194,7 @@ def test_import_robotgate_does_not_import_redis() -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_missing_redis_package_says_how_to_install() -> None:
     code = (
         "import sys\n"
@@ -244,6 +246,7 @@ async def test_key_layout_and_values(stores: list[RedisStore], rawt: Any) -> Non
     assert await rawt.get(f"{p}:lock:{{{origin}}}") == token.encode()
 
 
+@pytest.mark.slow
 async def test_braces_in_keys_are_escaped(stores: list[RedisStore], rawt: Any) -> None:
     # The tag must be the whole origin: braces inside would end it early.
     store = stores[0]
@@ -258,6 +261,7 @@ async def test_braces_in_keys_are_escaped(stores: list[RedisStore], rawt: Any) -
     assert await stores[1].load_host("x}{y}") is None
 
 
+@pytest.mark.slow
 async def test_round_trips_per_operation(
     target: Target, stores: list[RedisStore], rawt: Any
 ) -> None:
@@ -333,6 +337,7 @@ async def test_keys_expire(target: Target, prefix: str, rawt: Any) -> None:
 # -- fleet pacing ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_gcra_pacing_across_processes(target: Target, prefix: str) -> None:
     workers, count, interval = 4, 20, 0.05
     origins = [f"https://pace{i}.example" for i in range(3)]
@@ -446,6 +451,7 @@ async def test_pause_holds_fleet_wide(stores: list[RedisStore]) -> None:
     assert (await b.reserve_slot("https://other.example", 0.05)).wait == 0
 
 
+@pytest.mark.slow
 async def test_back_off_reaches_every_worker_and_is_kept(
     stores: list[RedisStore], rawt: Any
 ) -> None:
@@ -491,6 +497,7 @@ async def test_back_off_reaches_every_worker_and_is_kept(
         assert 10_000 <= eighth.start_us - seventh.start_us < 300_000, (bx, bt)
 
 
+@pytest.mark.slow
 async def test_pause_ignores_worker_clock_skew(
     stores: list[RedisStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -508,6 +515,7 @@ async def test_pause_ignores_worker_clock_skew(
 # -- fetch locks and waiting ---------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_lock_taken_over_after_holder_killed(
     target: Target, prefix: str, stores: list[RedisStore]
 ) -> None:
@@ -548,6 +556,7 @@ async def test_lock_taken_over_after_holder_killed(
     assert await stores[1].lock_fetch(origin, 30) is None
 
 
+@pytest.mark.slow
 async def test_wait_robots_woken_by_save_in_other_process(
     target: Target, prefix: str, stores: list[RedisStore]
 ) -> None:
@@ -592,6 +601,7 @@ async def test_wait_robots_woken_by_save_in_other_process(
     assert store.round_trips - before <= (8 if target.cluster else 6)
 
 
+@pytest.mark.slow
 async def test_release_without_result_ends_wait_early(stores: list[RedisStore]) -> None:
     holder, waiter = stores
     origin = "https://gave-up.example"
@@ -609,6 +619,7 @@ async def test_release_without_result_ends_wait_early(stores: list[RedisStore]) 
     assert await waiter.lock_fetch(origin, 30) is not None
 
 
+@pytest.mark.slow
 async def test_many_waiters_share_one_subscriber(stores: list[RedisStore]) -> None:
     saver, store = stores
     origins = [f"https://w{i}.example" for i in range(50)]
@@ -649,6 +660,7 @@ async def test_many_waiters_share_one_subscriber(stores: list[RedisStore]) -> No
 # -- foreign and damaged data ---------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_foreign_data_under_prefix(target: Target, prefix: str, rawt: Any) -> None:
     o = "https://foreign.example"
     raw = rawt
@@ -710,6 +722,7 @@ async def test_foreign_data_under_prefix(target: Target, prefix: str, rawt: Any)
         ("robotgate/2", "format 2 .*older robotgate.*back-off"),
     ],
 )
+@pytest.mark.slow
 async def test_foreign_older_or_newer_meta(
     target: Target, prefix: str, rawt: Any, meta: str, message: str
 ) -> None:
@@ -729,6 +742,7 @@ async def test_foreign_older_or_newer_meta(
     assert await raw.get(f"{prefix}:meta") == meta.encode()
 
 
+@pytest.mark.slow
 async def test_meta_of_wrong_type(target: Target, prefix: str, rawt: Any) -> None:
     await rawt.hset(f"{prefix}:meta", mapping={"app": "robotgate"})
     store = target.store(prefix)
@@ -742,6 +756,7 @@ async def test_meta_of_wrong_type(target: Target, prefix: str, rawt: Any) -> Non
 # -- outages -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> None:
     async with RedisStore(own_server.url, prefix="rg", unavailable_timeout=1.5) as store:
         other = RedisStore(own_server.url, prefix="rg", unavailable_timeout=1.5)
@@ -797,6 +812,7 @@ async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> Non
             await other.close()
 
 
+@pytest.mark.slow
 async def test_short_outage_only_delays_calls(own_server: RedisServer) -> None:
     async with RedisStore(own_server.url, prefix="rg", unavailable_timeout=5) as store:
         await store.reserve("https://blip.example", 0.1)
@@ -808,6 +824,7 @@ async def test_short_outage_only_delays_calls(own_server: RedisServer) -> None:
         assert await asyncio.wait_for(call, 5) is None
 
 
+@pytest.mark.slow
 async def test_close_with_pending_hosts_while_down_raises_and_releases(
     own_server: RedisServer,
 ) -> None:
@@ -826,6 +843,7 @@ async def test_close_with_pending_hosts_while_down_raises_and_releases(
         )
 
 
+@pytest.mark.slow
 async def test_given_client_is_not_closed(target: Target, prefix: str) -> None:
     client: Any = (RedisCluster if target.cluster else aioredis.Redis).from_url(target.url)
     try:
