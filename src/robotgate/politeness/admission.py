@@ -257,7 +257,8 @@ class Admission:
         # unless this worker leases the server in a shared crawl: no other asks it.
         fleet = self.fleet
         hit = self.cached(url) if fleet is None or fleet.leases else None
-        if hit is not None and fleet is not None and not fleet.settled(hit[0].key):
+        if hit is not None and fleet is not None and not fleet.settled(
+                hit[0].key or self.keys.cached(split_origin(url)[0])):
             hit = None
         if hit is None:
             return self._admit(url, None)
