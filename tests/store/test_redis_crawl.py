@@ -145,6 +145,7 @@ async def test_a_crawl_lost_by_redis_is_said(redis_url: str, prefix: str, raw: A
             await raw.delete(key)  # as an empty restart leaves it
         with pytest.raises(StoreError, match="gone from Redis"):
             await state.take(10)
+        assert isinstance(state, RedisCrawlState) and state.gone  # renews no more
         await state.close()
     finally:
         await store.close()
@@ -186,3 +187,27 @@ async def test_on_a_cluster_a_crawl_is_shared_and_a_page_written_with_its_links(
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_crawl_whose_redis_lost_it_ends_saying_so(redis_url: str, prefix: str,
+                                                          raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    gate = LinkGate()
+    pages = 0
+
+    async def handler(url: str, resp: Page) -> list[str]:
+        nonlocal pages
+        pages += 1
+        if pages == 1:  # Redis restarted empty under the crawl
+            async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
+                await raw.delete(key)
+        return [f"http://h{pages % 3}.example/p{pages}"]
+
+    try:
+        frontier = Frontier(gate, ["http://h0.example/p0"], handler, concurrency=2,
+                            scope="any", state=store.crawl_state("lost"))
+        with pytest.raises(StoreError, match="gone from Redis.*start it again"):
+            await asyncio.wait_for(frontier.run(), 30)
+        assert len(gate.fetched) <= 2
+    finally:
+        await store.close()

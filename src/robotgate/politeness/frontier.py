@@ -373,8 +373,10 @@ class Frontier:
                                    attempts=max(1, item.entry.attempts), interrupted=True))
         left = [item.entry for item in self.queues.items()]
         try:
-            await self.state.release([item.entry for item in cut] + left)
-            await self.state.close()
+            try:
+                await self.state.release([item.entry for item in cut] + left)
+            finally:
+                await self.state.close()  # its tasks end even if the release failed
         finally:
             self.queues.window = 0
             summary.in_flight = 0

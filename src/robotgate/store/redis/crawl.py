@@ -113,12 +113,15 @@ class RedisCrawlState(CrawlState):
         #: whose lease this worker lost (it stalled longer than the lease).
         self.reaped = 0
         self.lost = 0
+        #: Redis lost the crawl (restarted empty, or dropped): nothing more to renew.
+        self.gone = False
 
     # -- the calls ------------------------------------------------------------
 
     async def _run(self, script: Any, args: list[Any]) -> Any:
         reply = await self.store._script(script, [self.base], args)
         if isinstance(reply, list) and reply[:1] == [b"LOST"]:
+            self.gone = True
             raise StoreError(
                 f"the named crawl {self.name!r} is gone from Redis under prefix"
                 f" {self.store.prefix!r} (Redis restarted empty, or the crawl was dropped):"
@@ -151,7 +154,7 @@ class RedisCrawlState(CrawlState):
 
     async def _renew(self) -> None:
         """Keep the leases of the servers this worker works on."""
-        while True:
+        while not self.gone:
             await asyncio.sleep(self.lease / 3)
             with contextlib.suppress(StoreError):  # the next call says it
                 await self._sync(0)
