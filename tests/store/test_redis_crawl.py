@@ -206,7 +206,7 @@ async def test_a_crawl_whose_redis_lost_it_ends_saying_so(redis_url: str, prefix
     try:
         frontier = Frontier(gate, ["http://h0.example/p0"], handler, concurrency=2,
                             scope="any", state=store.crawl_state("lost"))
-        with pytest.raises(StoreError, match="gone from Redis.*start it again"):
+        with pytest.raises(StoreError, match=r"gone from Redis.*start it again"):
             await asyncio.wait_for(frontier.run(), 30)
         assert len(gate.fetched) <= 2
     finally:
