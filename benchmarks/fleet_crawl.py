@@ -32,7 +32,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testbed.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
