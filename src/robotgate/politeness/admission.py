@@ -554,9 +554,10 @@ class RobotsTurn:
             admission = self._admission
             scheduler = admission.scheduler
             scheduler.paced_from_now(group)  # paced from the answer, as pages are
-            if admission.fleet is not None:
+            if admission.fleet is not None and not admission.fleet.settled(group.key):
                 # The fleet's slots count from their start, and this request may have
-                # left late: the next slot is an interval after this answer.
+                # left late: the next slot is an interval after this answer.  (A server
+                # this worker leases is paced here, from the answer, as above.)
                 gap = scheduler.gap(group, max(scheduler.policy.delay, group.interval))
                 self._later(self._hold_fleet(group.key, time.time() + gap))
             return
