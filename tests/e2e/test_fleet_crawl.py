@@ -42,8 +42,11 @@ async def finish(proc: asyncio.subprocess.Process, timeout: float = 60) -> dict[
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["server", "cluster"])
 async def test_four_workers_fetch_every_url_of_one_crawl_once(
-        redis_url: str, prefix: str, tmp_path: Path) -> None:
+        where: str, prefix: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    redis_url = request.getfixturevalue("redis_url" if where == "server" else "redis_cluster")
+    cluster = ["--cluster"] if where == "cluster" else []
     hosts, pages = 16, 25
     async with BenchServer([HostPlan("allow", pages=pages)] * hosts) as srv:
         seeds = [srv.url(h, "/page/0") for h in range(hosts)]
@@ -52,7 +55,7 @@ async def test_four_workers_fetch_every_url_of_one_crawl_once(
             for w in range(4):  # three seed a third each, one seeds nothing
                 procs.append(await spawn(w, tmp_path, seeds[w::3] if w < 3 else [], redis_url,
                                          prefix, "--delay", str(DELAY), "--pages", str(pages),
-                                         "--concurrency", "4"))
+                                         "--concurrency", "4", *cluster))
             runs = [asyncio.ensure_future(finish(p)) for p in procs[:3]]
             await asyncio.sleep(0.5)  # a worker with no input ends if it finds no crawl
             results = await asyncio.gather(*runs, finish(procs[3]))

@@ -12,7 +12,7 @@ from robotgate.politeness.crawl_results import CrawlSummary
 from robotgate.politeness.crawl_state import Entry
 from robotgate.politeness.frontier import Frontier
 from robotgate.store.base import StoreError
-from robotgate.store.redis import RedisStore
+from robotgate.store.redis import FORMAT_VERSION, RedisStore
 from robotgate.store.redis.crawl import RedisCrawlState, server_of
 from tests.support.crawl_gate import LinkGate, Page
 
@@ -44,7 +44,7 @@ async def crawl_with(store: RedisStore, gate: LinkGate, seeds: list[str], hosts:
 
 
 async def test_four_workers_share_one_crawl_and_fetch_every_url_once(
-        redis_url: str, prefix: str) -> None:
+        redis_url: str, prefix: str, raw: Any) -> None:
     hosts, pages = 20, 10
     stores = [RedisStore(redis_url, prefix=prefix) for _ in range(4)]
     gates = [LinkGate(latency=0.002) for _ in range(4)]
@@ -68,6 +68,8 @@ async def test_four_workers_share_one_crawl_and_fetch_every_url_once(
         counts = await stores[0].crawl_state("fleet").counts()
         assert (counts.done, counts.queued, counts.in_flight) == (hosts * pages, 0, 0)
         assert await stores[1].crawl_names() == ["fleet"]
+        # The crawl's keys are additive: the prefix's format is unchanged.
+        assert await raw.get(f"{prefix}:meta") == f"robotgate/{FORMAT_VERSION}".encode()
     finally:
         for store in stores:
             await store.close()
