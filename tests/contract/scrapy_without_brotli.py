@@ -1,4 +1,4 @@
-"""tests.integrations.scrapy_crawl_runner where robotgate's decoder finds no brotli.
+"""testbed.scrapy_crawl_runner where robotgate's decoder finds no brotli.
 
     python -m tests.contract.scrapy_without_brotli '{"urls": [...], "settings": {...}}'
 
@@ -17,7 +17,7 @@ with contextlib.suppress(ImportError):
 sys.modules["brotli"] = None  # type: ignore[assignment]
 sys.modules["brotlicffi"] = None  # type: ignore[assignment]
 
-from tests.integrations.scrapy_crawl_runner import main  # noqa: E402
+from testbed.scrapy_crawl_runner import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

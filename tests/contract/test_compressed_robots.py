@@ -301,7 +301,7 @@ async def test_without_a_brotli_decoder_gzip_br_is_unreachable(
 @pytest.mark.slow
 async def test_compressed_robots_txt_through_the_scrapy_middleware() -> None:
     async with Origins(READABLE + UNREADABLE) as origins:
-        check(origins, await through_scrapy(origins, "tests.integrations.scrapy_crawl_runner"))
+        check(origins, await through_scrapy(origins, "testbed.scrapy_crawl_runner"))
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
-from tests.support.redis_server import MISSING_REASON, RedisServer, find_redis_server
+from testbed.redis_server import MISSING_REASON, RedisServer, find_redis_server
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
