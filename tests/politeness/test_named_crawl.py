@@ -110,7 +110,7 @@ async def test_input_given_again_is_not_added_twice(tmp_path: Path) -> None:
 
 
 async def test_a_store_without_named_crawls_says_so() -> None:
-    # RedisStore keeps the base class's answer for now.
+    # The base class's answer, for a store that keeps no named crawls.
     with pytest.raises(NamedCrawlsUnsupported, match="SQLiteStore") as caught:
         Store.crawl_state(MemoryStore(), "news")
     assert isinstance(caught.value, NotImplementedError)
