@@ -894,3 +894,30 @@ async def test_cluster_named_by_the_url_scheme(redis_cluster: str, prefix: str) 
         assert store.cluster and isinstance(store.client, RedisCluster)
         await store.save_robots(entry("https://scheme.example"))
         assert await store.load_robots("https://scheme.example") is not None
+
+
+async def test_a_robots_txt_fetch_costs_four_round_trips_per_origin(
+    target: Target, stores: list[RedisStore]
+) -> None:
+    from robotgate.policy.fetch import FetchPolicy
+    from robotgate.policy.fetch_flow import RobotsResponse
+    from robotgate.policy.site import Interpretation
+    from robotgate.politeness.robots_cache import RobotsCache
+    from robotgate.politeness.robots_fetcher import RobotsFetcher
+    from tests.support.transports import FakeTransport
+
+    store = stores[0]
+    transport = FakeTransport(RobotsResponse(200, {}, b"User-agent: *\nDisallow: /x\n"))
+    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store, Interpretation("Bot"),
+                        host_state=HostState)
+    await cache.get("https://warm.example")  # the scripts get cached on the server
+    await store._publisher.settle()
+    before = store.round_trips
+    site = await cache.get("https://count.example")
+    await store._publisher.settle()
+    # A first look, the fetch lock, a look in the server's turn, the save that
+    # releases the lock (on a cluster, "saved" is published after it).
+    assert store.round_trips - before == (5 if target.cluster else 4)
+    assert not site.allowed("/x", "Bot")
+    assert await store.lock_fetch("https://count.example", 5) is not None  # released
+    assert (await store.load_robots("https://count.example")) is not None

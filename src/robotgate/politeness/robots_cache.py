@@ -45,6 +45,14 @@ async def _nothing() -> AsyncIterator[TurnHooks | None]:
     yield None
 
 
+async def _stop(lease: asyncio.Task[None] | None) -> None:
+    """Stop renewing a fetch lock."""
+    if lease is not None:
+        lease.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await lease
+
+
 def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
     """A stored entry, or None when it is damaged: an "ok" one without its body
     (robotgate never stores one) would read as "allow everything"."""
@@ -239,7 +247,7 @@ class RobotsCache:
         lease: asyncio.Task[None] | None = None
         if store.shared:
             # Other workers may fetch it: one does, the others use its entry.
-            token, got = await self._lock(origin, stored, recheck)
+            token, got = await self._lock(origin)
             if got is not None:
                 return self._install(origin, got, host)
             if token is not None:
@@ -250,8 +258,8 @@ class RobotsCache:
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
                 ):
-                    # Our lock expired while we waited for the server's turn and
-                    # another worker fetched it meanwhile.
+                    # Another worker fetched it between our first look and our lock,
+                    # or while we waited for the server's turn.
                     return self._install(origin, again, host)
                 began = time.monotonic()
                 entry = await self.fetcher.fetch(origin, previous, hooks)
@@ -270,13 +278,16 @@ class RobotsCache:
                 kept = site.rules
             elif mem is not None:
                 mem.put_robots(entry)
+            elif token is not None:
+                # The lock ends with the save, in one request: no renewal may take it again.
+                await _stop(lease)
+                lease = None
+                if await self._save_unlock(entry, token):
+                    token = None
             else:
                 await self._save(entry)
         finally:
-            if lease is not None:
-                lease.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await lease
+            await _stop(lease)
             if token is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
@@ -288,8 +299,7 @@ class RobotsCache:
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
-    async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
-                    ) -> tuple[str | None, RobotsEntry | None]:
+    async def _lock(self, origin: str) -> tuple[str | None, RobotsEntry | None]:
         """The shared store's fetch lock (a token), or the entry another worker fetched."""
         store = self.store
         timeout = self.fetcher.policy.timeout
@@ -304,15 +314,8 @@ class RobotsCache:
             token = await self._take_lock(origin, self._lease())
         if token is False:
             return None, None  # fetched without the lock
-        if token is not None:
-            # Another worker may have fetched it and let go of the lock between our
-            # first look and taking the lock: look again before fetching.
-            again = _intact(await store.load_robots(origin))
-            if again is not None and again.is_fresh(time.time()) and (
-                not recheck or stored is None or again.fetched_at > stored.fetched_at
-            ):
-                await self._unlock(origin, token)
-                return None, again
+        # Another worker may have fetched it and let go of the lock between our first
+        # look and taking the lock: _refresh looks again, in the server's turn.
         return token, None
 
     def _lease(self) -> float:
@@ -352,6 +355,18 @@ class RobotsCache:
             raise
         except Exception as exc:
             self.store_trouble("save robots.txt", exc)
+
+    async def _save_unlock(self, entry: RobotsEntry, token: str) -> bool:
+        """Save the entry and release the fetch lock; False if that failed (the lock
+        is then released on its own)."""
+        try:
+            await self.store.save_robots_unlock(entry, token)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("save robots.txt", exc)
+            return False
+        return True
 
     async def _save_host(self, host: HostState) -> None:
         try:

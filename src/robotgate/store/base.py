@@ -101,6 +101,12 @@ class Store(abc.ABC):
     async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
         """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
+        """:meth:`save_robots`, then :meth:`unlock_fetch` of ``entry.origin``'s lock
+        (a shared store may do both in one request)."""
+        await self.save_robots(entry)
+        await self.unlock_fetch(entry.origin, token)
+
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
         """Extend a lock taken with :meth:`lock_fetch` to ``ttl`` seconds from now;
         False when it is no longer ours (it expired, and maybe another took it)."""

@@ -261,6 +261,19 @@ class RedisStore(Store):
         )
         self._publisher.after("saved", entry.origin)
 
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
+        """:meth:`save_robots` and :meth:`unlock_fetch` in one round trip."""
+        key = self._keys.robots(entry.origin)
+        body = entry.body
+        ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
+        await self._script(
+            scripts.SAVE_UNLOCK,
+            [key, self._keys.lock(entry.origin)],
+            [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
+             *self._publisher.script_args("saved", entry.origin), token],
+        )
+        self._publisher.after("saved", entry.origin)
+
     # -- host state (batched) ----------------------------------------------
 
     async def load_host(self, origin: str) -> HostState | None:
