@@ -451,13 +451,15 @@ async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> 
         await held.wait()  # this worker's server turn is far off (Crawl-delay, Retry-After)
         yield
 
-    first, _ = make(transport, store, turn=slow_turn)
+    # Lease 6 s: a lock held longer than a renewal period (2 s) may have lapsed.
+    first, _ = make(transport, store, turn=slow_turn, policy=FetchPolicy(timeout=0.5))
     second, _ = make(transport, store)
     waiting = asyncio.ensure_future(first.get(SITE))
     await settle()
     assert not waiting.done() and store.lock is not None
     site = await asyncio.wait_for(second.get(SITE), 10)
     assert not site.allowed("/x", AGENT)
+    await asyncio.sleep(2.05)
     held.set()
     await asyncio.wait_for(waiting, 10)
     assert len(transport.requests) == 1

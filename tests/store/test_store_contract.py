@@ -340,6 +340,23 @@ async def test_unlock_with_wrong_token_keeps_lock(store: Store) -> None:
     assert await store.lock_fetch(origin, 30) is not None
 
 
+async def test_lock_load_gives_the_entry_and_the_save_releases_the_lock(store: Store) -> None:
+    if not store.shared:
+        pytest.skip("locks are always granted in a single-process store")
+    origin = "https://lockload.example"
+    token, got = await store.lock_load(origin, 30)
+    assert token is not None and got is None
+    await store.save_robots(entry(origin))
+    held, got = await store.lock_load(origin, 30)
+    assert held is None and got is not None and got.body == entry(origin).body
+    await store.save_robots_unlock(entry(origin, status=203), "not-the-token")
+    assert await store.lock_fetch(origin, 30) is None  # not ours: still held
+    await store.save_robots_unlock(entry(origin, status=204), token)
+    saved = await store.load_robots(origin)
+    assert saved is not None and saved.status == 204
+    assert await store.lock_fetch(origin, 30) is not None
+
+
 @pytest.mark.slow
 async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
     if not store.shared:

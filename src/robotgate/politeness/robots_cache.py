@@ -245,21 +245,26 @@ class RobotsCache:
         previous = stored if stored is not None else (site.entry if site is not None else None)
         token: str | None = None
         lease: asyncio.Task[None] | None = None
+        locked_at = float("-inf")
         if store.shared:
             # Other workers may fetch it: one does, the others use its entry.
-            token, got = await self._lock(origin)
+            locked_at = time.monotonic()
+            token, got = await self._lock(origin, stored, recheck)
             if got is not None:
                 return self._install(origin, got, host)
             if token is not None:
                 lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
         try:
             async with self._turn(origin) if self._turn is not None else _nothing() as hooks:
-                again = _intact(await store.load_robots(origin)) if store.shared else None
+                # Before a renewal was due the lock is surely ours: nobody else fetched.
+                lapsed = time.monotonic() - locked_at >= self._lease() / 3
+                again = (_intact(await store.load_robots(origin))
+                         if store.shared and (token is None or lapsed) else None)
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
                 ):
-                    # Another worker fetched it between our first look and our lock,
-                    # or while we waited for the server's turn.
+                    # Our lock expired while we waited for the server's turn (or
+                    # we hold none) and another worker fetched it meanwhile.
                     return self._install(origin, again, host)
                 began = time.monotonic()
                 entry = await self.fetcher.fetch(origin, previous, hooks)
@@ -299,11 +304,12 @@ class RobotsCache:
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
-    async def _lock(self, origin: str) -> tuple[str | None, RobotsEntry | None]:
+    async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
+                    ) -> tuple[str | None, RobotsEntry | None]:
         """The shared store's fetch lock (a token), or the entry another worker fetched."""
         store = self.store
         timeout = self.fetcher.policy.timeout
-        token = await self._take_lock(origin, self._lease())
+        token, again = await self._take_lock(origin, self._lease())
         tries = 0
         while token is None and tries < 10:
             # Another worker fetches it: wait for its result, then use it.
@@ -311,11 +317,16 @@ class RobotsCache:
             got = _intact(await store.wait_robots(origin, timeout + 5))
             if got is not None and got.is_fresh(time.time()):
                 return None, got
-            token = await self._take_lock(origin, self._lease())
+            token, again = await self._take_lock(origin, self._lease())
         if token is False:
             return None, None  # fetched without the lock
-        # Another worker may have fetched it and let go of the lock between our first
-        # look and taking the lock: _refresh looks again, in the server's turn.
+        # Another worker may have fetched it and let go of the lock between our
+        # first look and taking the lock: the look taken with the lock says.
+        if token is not None and again is not None and again.is_fresh(time.time()) and (
+            not recheck or stored is None or again.fetched_at > stored.fetched_at
+        ):
+            await self._unlock(origin, token)
+            return None, again
         return token, None
 
     def _lease(self) -> float:
@@ -334,17 +345,20 @@ class RobotsCache:
             except Exception as exc:
                 self.store_trouble("renew the robots.txt fetch lock", exc)
 
-    async def _take_lock(self, origin: str, ttl: float) -> str | Literal[False] | None:
+    async def _take_lock(self, origin: str, ttl: float
+                         ) -> tuple[str | Literal[False] | None, RobotsEntry | None]:
         """The fetch lock's token, None if another worker holds it, or False when the
         store cannot take it (a full disk, a read-only file): then this worker fetches
-        alone, as the lock only spares the others a request."""
+        alone, as the lock only spares the others a request.  With it, the entry as
+        stored when the lock was taken."""
         try:
-            return await self.store.lock_fetch(origin, ttl)
+            token, entry = await self.store.lock_load(origin, ttl)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self.store_trouble("take the robots.txt fetch lock", exc)
-            return False
+            return False, None
+        return token, _intact(entry)
 
     async def _save(self, entry: RobotsEntry) -> None:
         # A store that cannot save (a full disk) must not cost the site a robots.txt

@@ -101,6 +101,12 @@ class Store(abc.ABC):
     async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
         """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
+        """:meth:`lock_fetch`, then :meth:`load_robots` (a shared store may do both in
+        one request): the lock's token or None, and the entry as stored."""
+        token = await self.lock_fetch(origin, ttl)
+        return token, await self.load_robots(origin)
+
     async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
         """:meth:`save_robots`, then :meth:`unlock_fetch` of ``entry.origin``'s lock
         (a shared store may do both in one request)."""

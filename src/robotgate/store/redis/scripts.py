@@ -19,6 +19,7 @@ __all__ = [
     "EPOCH",
     "FLUSH_HOSTS",
     "LOCK",
+    "LOCK_LOAD",
     "OPEN",
     "PAUSE",
     "PEEK",
@@ -69,6 +70,23 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
+""")
+
+# KEYS[1] lock, KEYS[2] robots; ARGV as LOCK.  {1 or 0 as LOCK, the entry (flat
+# field/value list)}: the fetch lock and the look under it in one round trip.
+LOCK_LOAD = Script.of("""
+local t = redis.call('TYPE', KEYS[2])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
+end
+local got = 0
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  got = 1
+elseif redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  got = 1
+end
+return {got, redis.call('HGETALL', KEYS[2])}
 """)
 
 # KEYS[1] lock; ARGV token, channel ('' for none), message.  Deletes only our

@@ -324,6 +324,18 @@ class RedisStore(Store):
         got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
         return token if got == 1 else None
 
+    async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
+        """:meth:`lock_fetch` and :meth:`load_robots` in one round trip."""
+        token = secrets.token_hex(16)
+        robots_key = self._keys.robots(origin)
+        reply = await self._script(scripts.LOCK_LOAD, [self._keys.lock(origin), robots_key],
+                                   [token, ms(ttl)])
+        try:
+            got, raw = reply
+        except (TypeError, ValueError):
+            raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from None
+        return (token if got == 1 else None), decode_robots(self._keys, origin, robots_key, raw)
+
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
         """Extend the lock to ``ttl`` s from now if ``token`` still holds it (or takes it
         again, if it expired and no other worker took it)."""
