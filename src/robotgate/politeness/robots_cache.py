@@ -235,23 +235,30 @@ class RobotsCache:
         host = self._host_state(origin)
         if not isinstance(host, HostState):
             host = await host
-        stored = _intact(mem.get_robots(origin) if mem is not None
-                         else await store.load_robots(origin))
+        token: str | None = None
+        locked_at = time.monotonic()
+        if mem is not None:
+            stored = _intact(mem.get_robots(origin))
+        elif store.shared:
+            # With no entry stored, a fetch is due: the look takes the fetch lock too.
+            found, token = await store.load_or_lock(origin, self._lease())
+            stored = _intact(found)
+        else:
+            stored = _intact(await store.load_robots(origin))
         limit = self.recheck_visits
         # The stored count counts too: N visits, a restart, and the first ask rechecks.
         recheck = limit is not None and host.visits_since_check >= limit
         if stored is not None and stored.is_fresh(time.time()) and not recheck:
             return self._install(origin, stored, host)
         previous = stored if stored is not None else (site.entry if site is not None else None)
-        token: str | None = None
         lease: asyncio.Task[None] | None = None
-        locked_at = float("-inf")
         if store.shared:
             # Other workers may fetch it: one does, the others use its entry.
-            locked_at = time.monotonic()
-            token, got = await self._lock(origin, stored, recheck)
-            if got is not None:
-                return self._install(origin, got, host)
+            if token is None:
+                locked_at = time.monotonic()
+                token, got = await self._lock(origin, stored, recheck)
+                if got is not None:
+                    return self._install(origin, got, host)
             if token is not None:
                 lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
         try:

@@ -101,6 +101,11 @@ class Store(abc.ABC):
     async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
         """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    async def load_or_lock(self, origin: str, ttl: float) -> tuple[RobotsEntry | None, str | None]:
+        """The stored entry, and a fetch lock's token or None (a shared store may take
+        the lock, in the same request, when no entry is stored)."""
+        return await self.load_robots(origin), None
+
     async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
         """:meth:`lock_fetch`, then :meth:`load_robots` (a shared store may do both in
         one request): the lock's token or None, and the entry as stored."""

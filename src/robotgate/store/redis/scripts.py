@@ -18,6 +18,7 @@ from dataclasses import dataclass
 __all__ = [
     "EPOCH",
     "FLUSH_HOSTS",
+    "LOAD_OR_LOCK",
     "LOCK",
     "LOCK_LOAD",
     "OPEN",
@@ -87,6 +88,19 @@ elseif redis.call('GET', KEYS[1]) == ARGV[1] then
   got = 1
 end
 return {got, redis.call('HGETALL', KEYS[2])}
+""")
+
+# KEYS[1] lock, KEYS[2] robots; ARGV as LOCK.  {the entry (flat field/value
+# list), 1 if the lock was taken}: with no entry stored a fetch is due, so the
+# first look takes the fetch lock too.
+LOAD_OR_LOCK = Script.of("""
+local t = redis.call('TYPE', KEYS[2])['ok']
+if t ~= 'none' and t ~= 'hash' then
+  return redis.error_reply('BADDATA ' .. KEYS[2] .. ' holds a ' .. t)
+end
+if t == 'hash' then return {redis.call('HGETALL', KEYS[2]), 0} end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {{}, 1} end
+return {{}, 0}
 """)
 
 # KEYS[1] lock; ARGV token, channel ('' for none), message.  Deletes only our

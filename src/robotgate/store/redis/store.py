@@ -336,6 +336,19 @@ class RedisStore(Store):
             raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from None
         return (token if got == 1 else None), decode_robots(self._keys, origin, robots_key, raw)
 
+    async def load_or_lock(self, origin: str, ttl: float) -> tuple[RobotsEntry | None, str | None]:
+        """The stored entry; with none, the fetch lock's token if it was free: one
+        round trip."""
+        token = secrets.token_hex(16)
+        robots_key = self._keys.robots(origin)
+        reply = await self._script(scripts.LOAD_OR_LOCK, [self._keys.lock(origin), robots_key],
+                                   [token, ms(ttl)])
+        try:
+            raw, got = reply
+        except (TypeError, ValueError):
+            raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from None
+        return decode_robots(self._keys, origin, robots_key, raw), (token if got == 1 else None)
+
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
         """Extend the lock to ``ttl`` s from now if ``token`` still holds it (or takes it
         again, if it expired and no other worker took it)."""
