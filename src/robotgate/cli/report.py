@@ -182,10 +182,7 @@ class Progress:
     async def stop(self) -> None:
         """Stop redrawing and clear the bar."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _cancelled(task)
         self.clear()
 
     def render(self, width: int) -> str:
@@ -244,10 +241,7 @@ class LogLines:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _cancelled(task)
 
     def line(self) -> str:
         s = self.summary
@@ -329,3 +323,11 @@ def summary_text(summary: CrawlSummary, interrupted: bool) -> str:
     hosts = len(summary.hosts)
     lines.append(total + f", {hosts} host{'' if hosts == 1 else 's'}")
     return "\n".join(lines)
+
+
+async def _cancelled(task: asyncio.Task[None] | None) -> None:
+    """Cancel ``task`` (if any) and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -114,9 +114,8 @@ end
 return 0
 """)
 
-# KEYS[1] robots; ARGV header, has_body ('1'/'0'), body, ttl_ms, channel ('' for
-# none), message.
-SAVE_ROBOTS = Script.of("""
+# KEYS[1] robots; ARGV header, has_body ('1'/'0'), body, ttl_ms: the entry replaced.
+_WRITE_ROBOTS = """
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then
   return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
@@ -128,6 +127,10 @@ else
   redis.call('HSET', KEYS[1], 'h', ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+"""
+
+# KEYS[1] robots; ARGV as _WRITE_ROBOTS, then channel ('' for none), message.
+SAVE_ROBOTS = Script.of(_WRITE_ROBOTS + """
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return 1
 """)
@@ -135,18 +138,7 @@ return 1
 # KEYS[1] robots, KEYS[2] lock; ARGV as SAVE_ROBOTS, then the lock's token.  The
 # end of a fetch in one round trip: the entry is saved and our own lock deleted
 # (one "saved" message wakes the waiters: the entry is there, the lock gone).
-SAVE_UNLOCK = Script.of("""
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
-end
-redis.call('DEL', KEYS[1])
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'h', ARGV[1], 'b', ARGV[3])
-else
-  redis.call('HSET', KEYS[1], 'h', ARGV[1])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+SAVE_UNLOCK = Script.of(_WRITE_ROBOTS + """
 if redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return 1
