@@ -28,8 +28,8 @@ OUTCOMES = (DONE, SKIPPED, FAILED)
 
 
 class NamedCrawlsUnsupported(NotImplementedError):
-    """The gate's store keeps no named crawls (Redis, for now): use a MemoryStore or
-    an SQLiteStore, or crawl without ``name``."""
+    """The gate's store keeps no named crawls (a third-party store that does not implement
+    them): use a MemoryStore, an SQLiteStore or a RedisStore, or crawl without ``name``."""
 
 
 @dataclass(slots=True)

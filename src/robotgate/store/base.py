@@ -153,8 +153,8 @@ class Store(abc.ABC):
         from ..politeness.crawl_state import NamedCrawlsUnsupported
 
         raise NamedCrawlsUnsupported(
-            f"{type(self).__name__} keeps no named crawls yet: use a MemoryStore or an "
-            f"SQLiteStore for gate.crawl(..., name={name!r}), or crawl without a name")
+            f"{type(self).__name__} keeps no named crawls: use a MemoryStore, an SQLiteStore "
+            f"or a RedisStore for gate.crawl(..., name={name!r}), or crawl without a name")
 
     async def crawl_names(self) -> list[str]:
         """The names of the crawls kept in this store."""
