@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness.report import command_line
+from benchmarks.harness.report import command_line, write_json
 from testbed.server import HostPlan, ServerProcess, is_disallowed, page_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,8 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(report))
     print(command_line(argv))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2, default=str))
+        write_json(args.json, report)
     return 0
 
 

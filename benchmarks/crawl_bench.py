@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness.report import command_line
+from benchmarks.harness.report import command_line, write_json
 from robotgate import Disallowed, RobotGate
 from testbed.server import BenchServer, HostPlan
 
@@ -148,8 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(_report(result))
     print(command_line(argv))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

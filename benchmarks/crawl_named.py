@@ -34,6 +34,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.report import write_json
 from robotgate import Network, RobotGate
 from robotgate.store.sqlite import SQLiteStore
 from testbed.server import BenchServer, HostPlan
@@ -171,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
               f"  Scrapy with JOBDIR {best['scrapy_jobdir']:>9,.1f} requests/s\n"
               f"  ratio JOBDIR/plain {best['scrapy_jobdir'] / best['scrapy']:.3f}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import tempfile
 from dataclasses import asdict
@@ -26,6 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.report import write_json
 from testbed.crawl_resume import kill_and_resume
 
 
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(most {figures.most_duplicates_per_kill}; bound {figures.concurrency})\n"
           f"  {'every URL fetched, none lost, within the bound' if ok else 'FAILED'}")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(asdict(figures), indent=2) + "\n")
+        write_json(args.json, asdict(figures))
     return 0 if ok else 1
 
 

@@ -35,6 +35,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness.report import write_json
+
 
 class _Answer:
     status = 200
@@ -214,8 +216,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['new']:,} new + {r['known']:,} known + {r['turned_away']:,} turned away "
               f"({r['seconds']} s, peak RSS {r['peak_rss_mb']} MB)")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import platform
 import sqlite3
@@ -56,7 +55,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 import aiohttp
 
-from benchmarks.harness.report import command_line
+from benchmarks.harness.report import command_line, write_json
 from robotgate import MemoryStore, RobotGate, SQLiteStore, Store
 from testbed.server import ServerProcess
 
@@ -450,8 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render(report))
     print(command_line(argv))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
         say(f"wrote {args.json}")
     checks = report.get("restart", {}).get("checks", {})
     return 0 if all(checks.values()) else 1

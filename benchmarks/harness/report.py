@@ -92,6 +92,12 @@ def compiled_line(report: dict[str, Any]) -> str:
         f"compiled with mypyc ({', '.join(compiled)})" if compiled else "as pure Python")
 
 
+def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON at ``path``, its folder made if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
 def finish(report: dict[str, Any], rows: Sequence[Row], details: str, json_path: Path | None,
            argv: Sequence[str] | None, columns: Sequence[str] = IMPLS,
            notes: dict[str, list[str]] | None = None) -> int:
@@ -100,8 +106,7 @@ def finish(report: dict[str, Any], rows: Sequence[Row], details: str, json_path:
     report["command"] = command_line(argv)
     report["table"] = list(rows)
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(report, indent=1, default=str))
+        write_json(json_path, report)
     print(render_table(rows, columns, notes))
     print(compiled_line(report))
     if details:
