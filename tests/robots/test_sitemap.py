@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import time
 import tracemalloc
@@ -21,6 +22,22 @@ from robotgate.robots.sitemap import (
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 SITEMAP = "https://example.com/catalog/sitemap.xml"
+
+
+class _Traced:
+    peak = 0
+
+
+@contextlib.contextmanager
+def _traced() -> Iterator[_Traced]:
+    """Allocations traced through the block; ``.peak`` is its peak in bytes afterwards."""
+    traced = _Traced()
+    tracemalloc.start()
+    try:
+        yield traced
+        traced.peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def urlset(*items: str, head: str = "") -> bytes:
@@ -243,15 +260,12 @@ def _sixty_megabytes(gzipped: bool) -> Iterator[bytes]:
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_a_60_mb_sitemap_is_read_to_50_mb_in_bounded_memory(gzipped: bool) -> None:
     parser = SitemapParser(SITEMAP)
-    tracemalloc.start()
-    try:
+    with _traced() as traced:
         for chunk in _sixty_megabytes(gzipped):
             if chunk and not parser.feed(chunk):
                 break
         file = parser.close()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced.peak
     # Each URL and its padding is 65,000 + ~55 bytes: the first 50 MB hold 806 of them.
     per_url = 65_000 + len(b"<url><loc>https://example.com/catalog/0</loc></url>")
     assert 800 <= len(file.entries) <= MAX_BYTES // per_url + 1
@@ -267,13 +281,10 @@ def test_a_gzip_bomb_inflates_no_further_than_the_limit() -> None:
     bomb += b"".join(packer.compress(b" " * (1 << 20)) for _ in range(40)) + packer.flush()
     assert len(bomb) < 1024 * 1024  # 40 MB inflated
     parser = SitemapParser(SITEMAP, max_bytes=8 * 1024 * 1024)
-    tracemalloc.start()
-    try:
+    with _traced() as traced:
         parser.feed(bomb)
         file = parser.close()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced.peak
     assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
     assert "larger than the protocol's 8,388,608 bytes" in file.problems[0]
     assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"
@@ -281,17 +292,14 @@ def test_a_gzip_bomb_inflates_no_further_than_the_limit() -> None:
 
 def test_a_token_too_long_to_be_a_sitemaps_ends_the_read_in_bounded_memory() -> None:
     parser = SitemapParser(SITEMAP)
-    tracemalloc.start()
-    try:
+    with _traced() as traced:
         parser.feed(urlset(url("https://example.com/catalog/1")).replace(b"</urlset>", b""))
         comment = b"<!--" + b"x" * 65536
         for _ in range(100):  # 6.5 MB of one comment, which expat would hold whole
             if not parser.feed(comment[4:] if _ else comment):
                 break
         file = parser.close()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced.peak
     assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
     assert "a single token longer than 1,048,576 bytes" in file.problems[0]
     assert peak < 8 * 1024 * 1024, f"peak {peak:,} bytes"
@@ -314,17 +322,14 @@ def test_a_utf16_sitemap_with_its_bom_is_read() -> None:
 
 def test_elements_nested_past_the_limit_end_the_read_in_bounded_memory() -> None:
     parser = SitemapParser(SITEMAP)
-    tracemalloc.start()
-    try:
+    with _traced() as traced:
         parser.feed(urlset(url("https://example.com/catalog/1")).replace(b"</urlset>", b""))
         nested = b"<a:x xmlns:a='urn:x'>" * 3000
         for _ in range(100):  # 6 MB of elements each inside the last
             if not parser.feed(nested):
                 break
         file = parser.close()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced.peak
     assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
     assert file.problems == ("the XML nests deeper than 64 elements: the rest is not read",)
     assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"
