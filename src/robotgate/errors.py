@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from .decision import Decision
 from .urls import redact
 
-__all__ = ["BodyTooLarge", "Disallowed", "GateClosed", "without_context"]
-
-_E = TypeVar("_E", bound=BaseException)
+__all__ = ["BodyTooLarge", "Disallowed", "GateClosed"]
 
 
 class Disallowed(Exception):
@@ -43,17 +39,3 @@ class BodyTooLarge(ValueError):
 
 class GateClosed(RuntimeError):
     """The gate was closed while a task was still asking it something."""
-
-
-def without_context(exc: _E) -> _E:
-    """``exc``, marked as ``raise exc from None`` marks it: its traceback leaves out the
-    exception being handled.  The compiled build (mypyc) ignores ``from None``, so the
-    modules it compiles (:data:`robotgate.compiled.HOT_PATH`) raise
-    ``without_context(exc) from None``.
-
-    >>> without_context(KeyError("x")).__suppress_context__
-    True
-    """
-    exc.__cause__ = None
-    exc.__suppress_context__ = True
-    return exc
