@@ -2,6 +2,7 @@
 
     python benchmarks/overhead.py [--quick] [--hosts 1000] [--pages 5] [--concurrency 200]
         [--rounds 5] [--before-src OLD/src] [--profile] [--callgrind [--cache-sim]]
+        [--callgrind-crawl [--cg-hosts 100,300] [--cg-repeats 3]]
         [--json benchmarks/results/overhead.json]
 
 1,000 hosts x 5 pages, 200 tasks, delay 0, caps off, the same TCPConnector settings for plain
@@ -15,7 +16,9 @@ worktree of an older commit), interleaved; ``--profile`` one cProfile run each; 
 exact instructions and GC-tracked allocations (calls of ``_PyObject_GC_Link``) per cached page
 and per new host under valgrind; with ``--cache-sim`` also callgrind's simulated instruction-
 cache misses and mispredicted branches (what costs time beside instructions; this VM has no
-hardware counters). ``floor`` is plain aiohttp plus one unparsed robots.txt request per host:
+hardware counters); ``--callgrind-crawl`` requests per instruction of whole cold crawls over
+new hosts, the marginal cost between two crawl sizes (:func:`callgrind_crawl`). ``floor`` is
+plain aiohttp plus one unparsed robots.txt request per host:
 what any client that asks for robots.txt must at least do. ``floor+work`` is the floor plus a
 fixed loop of pure CPU a page (``WORK_TURNS``), timed alone in the same process after its run:
 over the floor in the same round, it gives the run's charge for a page's own work (1.0: what it
@@ -72,6 +75,9 @@ class Sizes:
     profile: bool = False
     callgrind: bool = False
     cache_sim: bool = False
+    callgrind_crawl: bool = False
+    cg_hosts: tuple[int, int] = (100, 300)
+    cg_repeats: int = 3
     before_src: Path | None = None
 
 
@@ -80,6 +86,14 @@ OVERHEAD_CONTENDERS = ("aiohttp", "floor", "floor+work", "gate.fetch", "middlewa
 
 
 BEFORE = " (before)"
+
+#: ``--callgrind-crawl``'s contenders: the gate's two aiohttp paths and their reference.
+CRAWL_CONTENDERS = ("aiohttp", "gate.fetch", "middleware")
+
+#: ``--callgrind-crawl``'s goals (issue 52): requests per instruction over plain aiohttp's,
+#: by whether the hot path runs compiled.
+CRAWL_GOALS = {(True, "gate.fetch"): 0.86, (True, "middleware"): 0.87,
+               (False, "gate.fetch"): 0.83, (False, "middleware"): 0.84}
 
 
 
@@ -258,6 +272,11 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
     gc.collect()
     kept = len(gc.get_objects()) - tracked0
     robots = gate.stats["robots_requests"] if gate is not None else None
+    try:
+        from robotgate.compiled import compiled_modules
+        compiled: int | None = len(compiled_modules())
+    except ImportError:  # a tree from before the compiled build
+        compiled = None
     if gate is not None:
         await gate.close()
     for s in sessions:
@@ -267,7 +286,7 @@ async def overhead_child(name: str, spec: dict[str, Any], profile: bool = False
         "ok": counts["ok"], "errors": counts["errors"], "elapsed": elapsed,
         "cpu": _cpu(r1) - _cpu(r0), "gc_collections": watch.collections,
         "gc_collected": watch.collected, "gc_seconds": watch.seconds,
-        "robots_requests": robots, "tracked_kept": kept,
+        "robots_requests": robots, "tracked_kept": kept, "compiled_modules": compiled,
     }
     if name == "floor+work":
         out["work_alone_us"] = work_alone_us(WORK_TURNS)
@@ -341,8 +360,7 @@ async def overhead(
                 errors.append(f"{name}: {child['error']}")
                 continue
             totals = await server.totals()
-            child["server_requests"] = (totals["robots_requests"] + totals["page_requests"]
-                                        + totals["redirect_hops"] + totals["other_requests"])
+            child["server_requests"] = server_requests(totals)
             child["server_robots"] = totals["robots_requests"]
             child["round"] = r
             runs[name].append(child)
@@ -362,7 +380,17 @@ async def overhead(
     if sizes.callgrind:
         out["callgrind"] = await callgrind_overhead(server, contenders, workdir, progress,
                                                     cache_sim=sizes.cache_sim)
+    if sizes.callgrind_crawl:
+        out["callgrind_crawl"] = await callgrind_crawl(
+            server, _contenders(CRAWL_CONTENDERS, sizes.before_src), workdir, progress,
+            sizes.cg_hosts, sizes.pages, sizes.concurrency, sizes.cg_repeats)
     return out
+
+
+def server_requests(totals: dict[str, int]) -> int:
+    """Every HTTP request the loopback server counted, robots.txt included."""
+    return (totals["robots_requests"] + totals["page_requests"] + totals["redirect_hops"]
+            + totals["other_requests"])
 
 
 
@@ -493,21 +521,13 @@ async def callgrind_overhead(
     for name, src in contenders:
         got: list[dict[str, Any]] = []
         for h, n in ((hosts[0], pages[0]), (hosts[0], pages[1]), (hosts[1], pages[0])):
-            spec_path = workdir / f"cg-spec-{h}-{n}.json"
-            spec_path.write_text(json.dumps({"base_urls": server.base_urls[:h], "pages": n,
-                                             "concurrency": min(200, h)}))
-            cg_file = workdir / f"cg-{len(got)}.out"
             progress.start(f"overhead: callgrind {name}, {h} hosts, {n} page(s) per host")
-            await server.reset()
-            child = await child_json(
-                SCRIPT, ["--child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800,
-                src, wrap=valgrind(cg_file, cache_sim))
-            if "error" in child:
+            run = await callgrind_run(server, name, src, h, n, min(200, h), workdir, cache_sim)
+            if "error" in run:
                 got = []
-                out["contenders"][name] = {"error": child["error"]}
+                out["contenders"][name] = {"error": run["error"]}
                 break
-            got.append(parse_callgrind(cg_file))
-            cg_file.unlink()
+            got.append(run)
         if len(got) != 3:
             continue
         a, b, c = got
@@ -532,19 +552,137 @@ async def callgrind_overhead(
 
 
 
+async def callgrind_run(
+    server: ServerProcess, name: str, src: Path | None, hosts: int, pages: int,
+    concurrency: int, workdir: Path, cache_sim: bool = False,
+) -> dict[str, Any]:
+    """One cold run of a contender over the server's first ``hosts`` hosts under callgrind:
+    :func:`parse_callgrind`'s counts, the requests the server counted (robots.txt included),
+    the pages fetched; or ``{"error": ...}``."""
+    spec_path = workdir / f"cg-spec-{hosts}-{pages}-{concurrency}.json"
+    spec_path.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": pages,
+                                     "concurrency": concurrency}))
+    cg_file = workdir / "cg.out"
+    await server.reset()
+    child = await child_json(
+        SCRIPT, ["--child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800, src,
+        wrap=valgrind(cg_file, cache_sim))
+    if "error" in child:
+        return {"error": child["error"]}
+    counts = parse_callgrind(cg_file)
+    cg_file.unlink()
+    return {**counts, "requests": server_requests(await server.totals()),
+            "pages": child["pages"], "ok": child["ok"],
+            "compiled_modules": child.get("compiled_modules")}
+
+
+
+async def callgrind_crawl(
+    server: ServerProcess, contenders: Sequence[tuple[str, Path | None]], workdir: Path,
+    progress: Progress, hosts: tuple[int, int] = (100, 300), pages: int = 5,
+    concurrency: int = 200, repeats: int = 3,
+) -> dict[str, Any]:
+    """Requests per instruction of cold crawls over new hosts, under callgrind.
+
+    Each contender crawls ``hosts[0]`` and then ``hosts[1]`` hosts x ``pages``
+    pages, every host new (a fresh process, robots.txt not cached), with
+    ``min(concurrency, hosts[0])`` tasks in both.  What the two crawls share
+    (start-up, imports, the loop's first and last turns) cancels in the
+    marginal cost :func:`crawl_marginals` takes between them.  Every size runs
+    ``repeats`` times, interleaved with the other contenders.
+    """
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind not installed"}
+    tasks = min(concurrency, hosts[0])
+    runs: dict[str, list[list[dict[str, Any]]]] = {name: [[], []] for name, _ in contenders}
+    for r in range(repeats):
+        k = r % len(contenders)
+        order = [*contenders[k:], *contenders[:k]]
+        for i, h in enumerate(hosts):
+            for name, src in order:
+                progress.start(f"overhead: callgrind crawl {r + 1}/{repeats}: {name}, "
+                               f"{h} hosts x {pages} pages")
+                runs[name][i].append(
+                    await callgrind_run(server, name, src, h, pages, tasks, workdir))
+    return {"hosts": list(hosts), "pages": pages, "concurrency": tasks, "repeats": repeats,
+            "contenders": crawl_marginals(runs)}
+
+
+
+def crawl_marginals(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, dict[str, Any]]:
+    """Each contender's marginal instructions per request between its small and large
+    crawls, and its requests per instruction over plain aiohttp's.
+
+    ``runs[name]`` holds the small crawl's runs, then the large one's.  A size's
+    count is its fewest instructions over the repeats (the count moves a few
+    percent with how the event loop batches; nothing makes a run cheaper than
+    its work), with that run's requests: marginal = (I_large - I_small) /
+    (R_large - R_small).  ``ratio_repeats`` pairs repeat i of both sizes
+    instead, for the spread.
+    """
+    def instructions(run: dict[str, Any]) -> int:
+        return int(run["instructions"])
+
+    def gc_allocations(run: dict[str, Any]) -> int:
+        return int(run["calls"]["_PyObject_GC_Link"])
+
+    def marginal(small: dict[str, Any], large: dict[str, Any],
+                 count: Callable[[dict[str, Any]], int] = instructions) -> float:
+        return (count(large) - count(small)) / int(large["requests"] - small["requests"])
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, sizes in runs.items():
+        failed = [r for size in sizes for r in size
+                  if "error" in r or r["ok"] != r["pages"]]
+        if failed or not all(sizes):
+            f = failed[0] if failed else {}
+            out[name] = {"error": f.get("error") or
+                         (f"{f['pages'] - f['ok']} pages not fetched" if f else "no runs")}
+            continue
+        small, large = (min(size, key=instructions) for size in sizes)
+        out[name] = {
+            "instructions": [small["instructions"], large["instructions"]],
+            "instructions_all": [[r["instructions"] for r in size] for size in sizes],
+            "requests": [small["requests"], large["requests"]],
+            "instructions_per_request": marginal(small, large),
+            "instructions_per_request_repeats": [
+                marginal(a, b) for a, b in zip(*sizes, strict=False)],
+            "gc_allocations_per_request": marginal(small, large, gc_allocations),
+            "compiled_modules": small.get("compiled_modules"),
+        }
+    ref = out.get("aiohttp", {})
+    for c in out.values():
+        if "instructions_per_request" not in c or "instructions_per_request" not in ref:
+            continue
+        c["ratio"] = ref["instructions_per_request"] / c["instructions_per_request"]
+        c["ratio_repeats"] = [a / x for a, x in zip(ref["instructions_per_request_repeats"],
+                                                    c["instructions_per_request_repeats"],
+                                                    strict=False)]
+    return out
+
+
+
 async def run(sizes: Sizes, progress: Progress) -> dict[str, Any]:
     """The overhead rounds (and callgrind) against one loopback server; the report."""
     raise_nofile()
 
+    hosts = server_hosts(sizes)
+
     async def measure() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="robotgate-overhead-") as tmp:
-            progress.start(f"overhead: starting a server with {sizes.hosts} hosts")
+            progress.start(f"overhead: starting a server with {hosts} hosts")
             async with ServerProcess() as server:
                 await server.start(["--backlog", "4096"],
-                                   plans=[HostPlan("partial")] * sizes.hosts, duration=3600)
+                                   plans=[HostPlan("partial")] * hosts, duration=3600)
                 return {"overhead": await overhead(server, sizes, Path(tmp), progress)}
 
     return await measured(progress, dataclasses.asdict(sizes), measure)
+
+
+def server_hosts(sizes: Sizes) -> int:
+    """The loopback hosts the largest run asks for (callgrind's new-host runs: 600)."""
+    return max(sizes.hosts, 600 if sizes.callgrind else 0,
+               max(sizes.cg_hosts) if sizes.callgrind_crawl else 0)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:
@@ -578,6 +716,32 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
             rows.append({"figure": "  client CPU charged for 1 us of a page's own work",
                          "values": {"robotgate": f"{w['charge']:.2f} us"},
                          "goal": "", "pass": None})
+        rows += _crawl_rows(o.get("callgrind_crawl"))
+    return rows
+
+
+def _crawl_rows(cg: dict[str, Any] | None) -> list[Row]:
+    """``--callgrind-crawl``'s ratios beside their goals (compiled or pure, as each ran)."""
+    if not cg or "contenders" not in cg:
+        return []
+    a, b = cg["hosts"]
+    rows: list[Row] = [{"section": f"requests per instruction / plain aiohttp's (callgrind): "
+                                   f"marginal between {a} and {b} new hosts x {cg['pages']} "
+                                   f"pages, robots.txt counted, fewest of {cg['repeats']}"}]
+    for name, c in cg["contenders"].items():
+        base = name.removesuffix(BEFORE)
+        if base == "aiohttp":
+            continue
+        if "ratio" not in c:
+            rows.append({"figure": f"  {name}", "values": {"robotgate": c.get("error", "-")},
+                         "goal": "", "pass": False})
+            continue
+        compiled = bool(c["compiled_modules"])
+        goal = CRAWL_GOALS.get((compiled, base))
+        rows.append({"figure": f"  {name}, {'compiled' if compiled else 'pure Python'}",
+                     "values": {"robotgate": f"{c['ratio']:.1%}"},
+                     "goal": f">= {goal:.0%}" if goal else "",
+                     "pass": c["ratio"] >= goal if goal else None})
     return rows
 
 
@@ -665,6 +829,7 @@ def render_details(report: dict[str, Any]) -> str:
                 out += md(["contender", *(f"{k.replace('_', ' ')}/{w}"
                                            for w in ("page", "new host") for k in SIM_EVENTS)],
                            body)
+        out += _crawl_details(o.get("callgrind_crawl"))
         for name, prof in (o.get("profile") or {}).items():
             if not isinstance(prof, dict):
                 out.append(f"\ncProfile {name}: {prof}")
@@ -677,6 +842,46 @@ def render_details(report: dict[str, Any]) -> str:
                          f"{r['self_us_per_page']:.1f}", f"{r['cum_us_per_page']:.1f}"]
                         for r in prof["top"][:10]])
     return "\n".join(out)
+
+
+def _crawl_details(cg: dict[str, Any] | None) -> list[str]:
+    """``--callgrind-crawl``'s table (Markdown)."""
+    if not cg:
+        return []
+    if "contenders" not in cg:
+        return [f"\nCallgrind crawls: {cg.get('error')}"]
+    a, b = cg["hosts"]
+    out = [f"\nCallgrind, whole cold crawls over new hosts: {a} and {b} hosts x {cg['pages']} "
+           f"pages, {cg['concurrency']} tasks, each size's fewest instructions of "
+           f"{cg['repeats']} runs; instructions a request = (I_{b} - I_{a}) / (requests_{b} - "
+           f"requests_{a}), robots.txt requests counted:\n"]
+    body = []
+    for name, c in cg["contenders"].items():
+        if "error" in c:
+            body.append([name, c["error"], *[""] * 7])
+            continue
+        n = c["compiled_modules"]
+        body.append([name, "-" if name == "aiohttp" else "compiled" if n else "pure",
+                     *(fmt_int(i) for i in c["instructions"]),
+                     " / ".join(fmt_int(r) for r in c["requests"]),
+                     fmt_int(c["instructions_per_request"]),
+                     f"{c['gc_allocations_per_request']:.1f}",
+                     f"{c['ratio']:.1%}" if "ratio" in c else "-",
+                     " ".join(f"{x:.1%}" for x in c.get("ratio_repeats", []))])
+    out += md(["contender", "robotgate", f"instructions, {a} hosts", f"instructions, {b} hosts",
+               "requests", "instructions/request", "GC-tracked allocations/request",
+               "requests per instruction vs aiohttp", "the same by repeat"], body)
+    return out
+
+
+def _host_pair(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected two host counts A,B; got {text!r}") from None
+    if not 0 < a < b:
+        raise argparse.ArgumentTypeError(f"expected 0 < A < B; got {text!r}")
+    return a, b
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -695,6 +900,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--cache-sim", action="store_true",
                     help="with --callgrind: also simulate the caches and branch predictor "
                          "(about twice as slow)")
+    ap.add_argument("--callgrind-crawl", action="store_true",
+                    help="requests per instruction under valgrind: the marginal instructions "
+                         "between cold crawls of --cg-hosts new hosts x --pages pages, against "
+                         "plain aiohttp (slow: minutes a run)")
+    ap.add_argument("--cg-hosts", type=_host_pair, default=d.cg_hosts, metavar="A,B",
+                    help="with --callgrind-crawl: the two crawl sizes in hosts (default "
+                         "%(default)s)")
+    ap.add_argument("--cg-repeats", type=int, default=d.cg_repeats,
+                    help="with --callgrind-crawl: runs of each size; each size's fewest "
+                         "instructions count")
     ap.add_argument("--before-src", type=Path,
                     help="another tree's src/ (e.g. a git worktree of an older commit): its "
                          "gate.fetch and middleware run interleaved with this one's")
@@ -715,16 +930,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sizes = Sizes(hosts=args.hosts, pages=args.pages, concurrency=args.concurrency,
                   rounds=args.rounds, profile=args.profile, callgrind=args.callgrind,
-                  cache_sim=args.cache_sim,
+                  cache_sim=args.cache_sim, callgrind_crawl=args.callgrind_crawl,
+                  cg_hosts=args.cg_hosts, cg_repeats=args.cg_repeats,
                   before_src=args.before_src.resolve() if args.before_src else None)
     if args.quick:
-        sizes = dataclasses.replace(sizes, hosts=100, pages=5, rounds=2)
+        sizes = dataclasses.replace(sizes, hosts=100, pages=5, rounds=2, cg_hosts=(20, 60),
+                                    cg_repeats=1)
     # Each contender keeps a connection to every host; the server holds a
     # listening socket per host plus the other end of each connection.
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    need = sizes.hosts * 6 + 1000
+    need = server_hosts(sizes) * 6 + 1000
     if hard != resource.RLIM_INFINITY and need > hard:
-        print(f"--hosts {sizes.hosts} needs about {need:,} open files; "
+        print(f"{server_hosts(sizes)} hosts need about {need:,} open files; "
               f"the limit here is {hard:,}", file=sys.stderr)
         return 2
     report = asyncio.run(run(sizes, Progress(enabled=not args.no_progress)))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.stats import parse_callgrind
-from benchmarks.overhead import overhead_summary
+from benchmarks.overhead import crawl_marginals, overhead_summary
 
 
 def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
@@ -94,3 +94,28 @@ totals: 510 8 2 3 4
     assert got["instructions"] == 510
     assert got["inclusive"]["gc_collect_main"] == 500
     assert got["events"] == {"Ir": 510, "I1mr": 8, "D1mr": 2, "Bcm": 3, "Bim": 4}
+
+
+def test_crawl_marginals_take_each_sizes_fewest_instructions_over_the_extra_requests() -> None:
+    def run(instructions: int, requests: int, gc: int = 0, ok: int = 10) -> dict[str, Any]:
+        return {"instructions": instructions, "requests": requests, "pages": 10, "ok": ok,
+                "calls": {"_PyObject_GC_Link": gc}, "compiled_modules": 0}
+    runs = {
+        # aiohttp: 1,000 pages more cost 1,000,000 instructions more (the fewest of each size).
+        "aiohttp": [[run(5_000_000, 500), run(4_900_000, 500)],
+                    [run(6_000_000, 1500, 100), run(5_900_000, 1500, 100)]],
+        # the gate: 1,200 requests more (robots.txt counted) for 1,500,000 instructions more.
+        "gate.fetch": [[run(5_100_000, 600), run(5_000_000, 600)],
+                       [run(6_500_000, 1800, 240), run(6_600_000, 1800)]],
+        "middleware": [[run(5_000_000, 600)], [run(6_000_000, 1800, ok=9)]],
+    }
+    cs = crawl_marginals(runs)
+    assert cs["aiohttp"]["instructions_per_request"] == pytest.approx(1000)
+    assert cs["gate.fetch"]["instructions"] == [5_000_000, 6_500_000]
+    assert cs["gate.fetch"]["instructions_per_request"] == pytest.approx(1250)
+    assert cs["gate.fetch"]["gc_allocations_per_request"] == pytest.approx(0.2)
+    assert cs["gate.fetch"]["ratio"] == pytest.approx(0.8)
+    # Repeat by repeat: aiohttp 1,000 both times; the gate 1,400,000 then 1,600,000 / 1,200.
+    assert cs["gate.fetch"]["ratio_repeats"] == pytest.approx([6 / 7, 0.75])
+    # A run that missed a page makes no figure.
+    assert cs["middleware"] == {"error": "1 pages not fetched"}
