@@ -2,6 +2,7 @@
 
     python benchmarks/fleet_crawl.py [--hosts 200] [--pages 25] [--workers 4] [--delay 0.2]
                                      [--margin 0.05] [--nice 10] [--cluster] [--kill]
+                                     [--restart]
 
 starts a throwaway ``redis-server`` (with ``--cluster`` also a 3-master Redis Cluster)
 and the loopback server (``testbed/server.py``, every host ``allow``).  The workers
@@ -16,6 +17,12 @@ everything included: robots.txt, host state, the crawl's reads and writes).
 ``--kill`` adds a run per Redis in which worker 0 is killed with SIGKILL once a third
 of the pages were asked for: the others take its servers over when its leases lapse
 (6 s); ``dup`` is then at most its pages in flight, ``lost`` must be 0.
+
+``--restart`` adds a run per Redis in which Redis (the server, or every node of the
+cluster) is restarted empty once a third of the pages were asked for: each worker must
+say the crawl is gone (``said lost``: how many did), and then starts it again from its
+seeds (``testbed/fleet_crawl.py --again``), so the pages done before are asked again
+(``dup``), none is lost, and no host is asked sooner than the delay across the restart.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testbed.*` importable
@@ -42,35 +49,41 @@ from testbed.fleet_crawl import spawn
 from testbed.server import ServerProcess
 
 HEADERS = ["redis", "workers", "run", "pages", "dup", "lost", "violations", "min gap s",
-           "pages/s", "RT/page", "after kill s"]
+           "pages/s", "RT/page", "after event s", "said lost"]
 
 
 async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, cluster: bool,
-                  kill: bool, directory: Path) -> list[str]:
+                  event: str, directory: Path, restart: Callable[[], None]) -> list[str]:
     await server.reset()
     bases = server.base_urls
     seeds = [f"{base}/page/0" for base in bases]
     prefix = f"fleetcrawl:{uuid.uuid4().hex[:8]}"
     options = ["--delay", str(args.delay), "--pages", str(args.pages),
                "--concurrency", str(args.concurrency), "--pacing-margin", str(args.margin),
-               "--nice", str(args.nice), *(["--cluster"] if cluster else [])]
+               "--nice", str(args.nice), *(["--cluster"] if cluster else []),
+               *(["--again"] if event == "restart" else [])]
     procs = []
     total = len(bases) * args.pages
-    after_kill: float | None = None
+    after: float | None = None
+    kill = event == "kill"
     try:
         for w in range(args.workers):
             procs.append(await spawn(w, directory, seeds[w::args.workers], url, prefix,
                                      *options))
         started = time.monotonic()
         runs = [asyncio.ensure_future(p.communicate(b"go\n")) for p in procs]
-        if kill:
+        if event != "shared":
             while (await server.totals())["page_requests"] < total // 3:
                 await asyncio.sleep(0.1)
-            os.kill(procs[0].pid, signal.SIGKILL)
-            killed = time.monotonic()
+            if kill:
+                os.kill(procs[0].pid, signal.SIGKILL)
+            else:
+                await asyncio.to_thread(restart)
+            struck = time.monotonic()
         outs = await asyncio.wait_for(asyncio.gather(*runs[1 if kill else 0:]), args.timeout)
+        if event != "shared":
+            after = time.monotonic() - struck
         if kill:
-            after_kill = time.monotonic() - killed
             with contextlib.suppress(Exception):
                 await runs[0]
         elapsed = time.monotonic() - started
@@ -91,12 +104,15 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
         if least is not None:
             gaps.append(least)
     trips = sum(r["round_trips"] for r in results)
+    said = sum(1 for r in results if r.get("lost"))
     return [
-        "cluster" if cluster else "server", str(args.workers), "kill -9" if kill else "shared",
+        "cluster" if cluster else "server", str(args.workers),
+        {"kill": "kill -9"}.get(event, event),
         f"{distinct}/{total}", str(asked - distinct), str(total - distinct), str(violations),
         f"{min(gaps):.3f}" if gaps else "-", f"{distinct / elapsed:.0f}",
         f"{trips / distinct:.2f}" if distinct else "-",
-        "-" if after_kill is None else f"{after_kill:.1f}",
+        "-" if after is None else f"{after:.1f}",
+        f"{said}/{len(results)}" if event == "restart" else "-",
     ]
 
 
@@ -110,18 +126,21 @@ async def bench(args: argparse.Namespace) -> list[list[str]]:
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="robotgate-fc-")))
         redis = stack.enter_context(RedisServer.start())
-        targets = [(redis.url, False)]
+        targets: list[tuple[str, bool, Callable[[], None]]] = [(redis.url, False, redis.restart)]
         if args.cluster:
             cluster = stack.enter_context(LocalCluster.start(tmp / "cluster", masters=3))
-            targets.append((cluster.url, True))
+            targets.append((cluster.url, True, cluster.restart))
+        events = ["shared", *(["kill"] if args.kill else []),
+                  *(["restart"] if args.restart else [])]
         try:
             await server.start(["--hosts", str(args.hosts), "--mix", "allow=1",
                                 "--pages", str(args.pages)])
-            for url, is_cluster in targets:
-                for kill in (False, True) if args.kill else (False,):
-                    directory = tmp / f"{int(is_cluster)}-{int(kill)}"
+            for url, is_cluster, restart in targets:
+                for event in events:
+                    directory = tmp / f"{int(is_cluster)}-{event}"
                     directory.mkdir()
-                    rows.append(await one_run(args, server, url, is_cluster, kill, directory))
+                    rows.append(await one_run(args, server, url, is_cluster, event, directory,
+                                              restart))
                     sys.stderr.write("  ".join(rows[-1]) + "\n")
         finally:
             await server.close()
@@ -151,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--cluster", action="store_true", help="also on a 3-master Redis Cluster")
     ap.add_argument("--kill", action="store_true", help="also a run with a worker killed")
+    ap.add_argument("--restart", action="store_true",
+                    help="also a run with Redis restarted empty mid-crawl")
     return ap
 
 
@@ -161,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"({args.hosts} hosts x {args.pages} pages, delay {args.delay:g} s,"
           f" concurrency {args.concurrency} per worker)")
     print(command_line(argv))
-    bad = [r for r in rows if r[5] != "0" or r[6] != "0" or (r[2] == "shared" and r[4] != "0")]
+    bad = [r for r in rows if r[5] != "0" or r[6] != "0" or (r[2] == "shared" and r[4] != "0")
+           or (r[2] == "restart" and r[11] != f"{args.workers}/{args.workers}")]
     return 1 if bad else 0
 
 

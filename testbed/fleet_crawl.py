@@ -10,6 +10,8 @@ the file (one a line; none is fine: it works on what the others seed).  Each pag
 ``/page/0`` links to ``/page/1`` .. ``/page/{pages-1}`` of its host (the links come
 from the URL, not the body).  With ``--wait`` it prints ``{"ready": pid}`` once
 connected and starts when a line arrives on stdin.  It prints one JSON summary line.
+With ``--again``, a crawl that ends because Redis lost it (restarted empty) is started
+once more from the seeds, as its error says to (``lost`` in the summary: the error).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def links_of(url: str, pages: int) -> list[str]:
 
 
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
-    from robotgate import Pacing, RobotGate
+    from robotgate import Pacing, RobotGate, StoreError
     from robotgate.store.redis import RedisStore
 
     seeds = [line.strip() for line in Path(args.seeds_file).read_text().splitlines()]
@@ -61,8 +63,17 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
                 return {"aborted": True}
         before = store.round_trips
         started = time.monotonic()
-        summary = await gate.crawl([s for s in seeds if s], handler, name=args.name,
-                                   concurrency=args.concurrency)
+        lost: str | None = None
+        while True:
+            try:
+                summary = await gate.crawl([s for s in seeds if s], handler, name=args.name,
+                                           concurrency=args.concurrency)
+                break
+            except StoreError as exc:
+                if lost is not None or not args.again or "gone from Redis" not in str(exc):
+                    raise
+                lost = str(exc)
+                print(f"fleet_crawl: {lost}", file=sys.stderr, flush=True)
         elapsed = time.monotonic() - started
         trips = store.round_trips - before
         counts = await gate.crawl_status(args.name)
@@ -76,6 +87,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "round_trips": trips,
         "elapsed": elapsed,
         "fleet_done": counts.done if counts is not None else None,
+        "lost": lost,  # the error of a crawl Redis lost (then crawled again), if any
     }
 
 
@@ -93,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--pacing-margin", type=float, default=0.01)
     ap.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority")
     ap.add_argument("--wait", action="store_true")
+    ap.add_argument("--again", action="store_true",
+                    help="start the crawl once more if Redis lost it")
     return ap
 
 

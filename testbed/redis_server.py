@@ -407,6 +407,15 @@ class LocalCluster:
         finally:
             client.close()
 
+    def restart(self) -> None:
+        """Stop every node, start them again and wait until the cluster is ok: each
+        keeps its identity and slots (``nodes.conf``), and, unless ``persistent``, no data."""
+        for node in self.nodes:
+            node.stop()
+        for node in self.nodes:
+            node.resume()
+        self.wait_ok()
+
     def close(self) -> None:
         for node in self.nodes:
             node.close()

@@ -11,6 +11,7 @@ import pytest
 from robotgate.politeness.crawl_results import CrawlSummary
 from robotgate.politeness.crawl_state import Entry
 from robotgate.politeness.frontier import Frontier
+from robotgate.politeness.leases import Leases
 from robotgate.store.base import StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
 from robotgate.store.redis.crawl import RedisCrawlState, server_of
@@ -149,6 +150,62 @@ async def test_a_crawl_lost_by_redis_is_said(redis_url: str, prefix: str, raw: A
             await state.take(10)
         assert isinstance(state, RedisCrawlState) and state.gone  # renews no more
         await state.close()
+    finally:
+        await store.close()
+
+
+async def test_a_crawl_made_again_after_a_loss_is_not_taken_for_the_lost_one(
+        redis_url: str, prefix: str, raw: Any) -> None:
+    old, new = RedisStore(redis_url, prefix=prefix), RedisStore(redis_url, prefix=prefix)
+    try:
+        before = old.crawl_state("again")
+        await before.open()
+        await before.add([entry("http://a.example/0")])
+        async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
+            await raw.delete(key)  # as an empty restart leaves it
+        # Another worker starts the crawl again from its input before this one looks.
+        again = new.crawl_state("again")
+        await again.open()
+        await again.add([entry("http://b.example/0")])
+        with pytest.raises(StoreError, match="gone from Redis"):
+            await before.take(10)
+        assert (await again.counts()).queued == 1  # looking made nothing, took nothing
+        assert (await new.crawl_state("none").counts()).total == 0
+        assert await new.crawl_names() == ["again"]
+        await before.close()
+        await again.close()
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_after_a_loss_a_server_first_leased_waits_out_the_lost_crawls_leases(
+        redis_url: str, prefix: str, raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    leases = Leases()
+    try:
+        lost = RedisCrawlState(store, "l", leases=leases, lease=4.0)
+        await lost.open()
+        await lost.add([entry("http://a.example/0")])
+        assert [e.url for e in await lost.take(10)] == ["http://a.example/0"]
+        # A server never leased before: nobody asked it, it may be asked at once.
+        first = leases.get("a.example", 0.0)
+        assert first is not None and first.free_at == float("-inf")
+        async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
+            await raw.delete(key)
+        with pytest.raises(StoreError, match="gone from Redis"):
+            await lost.take(10)
+        assert store.unrecorded_until > 0
+        await lost.close()
+        again = RedisCrawlState(store, "l", leases=leases, lease=4.0)
+        await again.open()
+        await again.add([entry("http://b.example/0")])
+        await again.take(10)
+        now = asyncio.get_running_loop().time()
+        # Whoever held it in the lost crawl may ask it until its lease ends.
+        lease = leases.get("b.example", now)
+        assert lease is not None and now + 3.5 < lease.free_at <= now + 4.0
+        await again.close()
     finally:
         await store.close()
 

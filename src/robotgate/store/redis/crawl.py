@@ -29,7 +29,15 @@ from ...politeness.leases import Leases
 from ...urls import resource_key
 from ..base import StoreError
 from .codec import tag, text
-from .crawl_scripts import CRAWL_DROP, CRAWL_OPEN, CRAWL_RELEASE, CRAWL_SYNC, CRAWL_WRITE, LAYOUT
+from .crawl_scripts import (
+    CRAWL_COUNTS,
+    CRAWL_DROP,
+    CRAWL_OPEN,
+    CRAWL_RELEASE,
+    CRAWL_SYNC,
+    CRAWL_WRITE,
+    LAYOUT,
+)
 
 if TYPE_CHECKING:
     from .store import RedisStore
@@ -115,13 +123,19 @@ class RedisCrawlState(CrawlState):
         self.lost = 0
         #: Redis lost the crawl (restarted empty, or dropped): nothing more to renew.
         self.gone = False
+        # The crawl's ``created`` as opened: one made again after a loss is another.
+        self._created = b""
 
     # -- the calls ------------------------------------------------------------
 
     async def _run(self, script: Any, args: list[Any]) -> Any:
-        reply = await self.store._script(script, [self.base], args)
+        reply = await self.store._script(script, [self.base], [*args, self._created])
         if isinstance(reply, list) and reply[:1] == [b"LOST"]:
-            self.gone = True
+            if not self.gone:
+                self.gone = True
+                # Any server, this worker's or another's, may have just been asked.
+                self.store._data_lost(
+                    f"the named crawl {self.name!r} is gone: start it again from its input")
             raise StoreError(
                 f"the named crawl {self.name!r} is gone from Redis under prefix"
                 f" {self.store.prefix!r} (Redis restarted empty, or the crawl was dropped):"
@@ -147,6 +161,8 @@ class RedisCrawlState(CrawlState):
         names = _names_key(store)
         await store._call(lambda client: client.sadd(names, self.name), [names])
         self._fleet = _counts(reply[1])
+        self._created = reply[2]
+        self.gone = False
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.get_running_loop().create_task(self._renew())
         return CrawlCounts(self._fleet.queued, self._fleet.in_flight, self._fleet.done,
@@ -179,9 +195,10 @@ class RedisCrawlState(CrawlState):
             if leases is not None:
                 for server in self._held.keys() - held.keys():
                     leases.drop(server)
+                first = self._first_free(replied)
                 # Redis set each lease's end an interval after it ran the script: after `asked`.
                 for server, since in held.items():
-                    free_at = (None if since == -1 else float("-inf") if since == -2
+                    free_at = (None if since == -1 else first if since == -2
                                else replied - since / 1000)
                     leases.hold(server, asked + self.lease, free_at)
             self._held = {s: self._held.get(s, 0) for s in held}
@@ -193,6 +210,16 @@ class RedisCrawlState(CrawlState):
                 self._held[server] = self._held.get(server, 0) + 1
                 out.append(entry)
             return out
+
+    def _first_free(self, now: float) -> float:
+        """When the worker before may have asked a server never leased in this crawl
+        (loop time ``now``): never, unless this store saw Redis lose its data.  Then any
+        server may have been asked as late as the end of a lease of the lost crawl,
+        by a worker that had not yet seen the loss: a lease after it was noticed."""
+        lost = self.store.unrecorded_until
+        if not lost:
+            return float("-inf")
+        return now - max(0.0, time.time() - lost) + self.lease
 
     async def take(self, most: int) -> list[Entry]:
         return await self._sync(most)
@@ -297,8 +324,7 @@ class RedisCrawlState(CrawlState):
                 self.leases.drop(server)
 
     async def counts(self) -> CrawlCounts:
-        reply = await self.store._script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
-        return _counts(reply[1])
+        return _counts(await self.store._script(CRAWL_COUNTS, [self.base], []))
 
 
 async def drop(store: RedisStore, name: str) -> bool:

@@ -14,21 +14,26 @@ Keys under the base: ``meta`` (hash: ``v`` the crawl layout's version), ``n``
 worker), ``le`` (zset: leased server -> lease end, ms on the Redis clock),
 ``ready`` (zset: unleased server with queued keys -> since when), ``lend`` (hash:
 server -> when its last lease ended, ms).
-A missing ``meta`` means Redis lost the crawl: the scripts answer ``LOST``.
+A missing ``meta``, or one ``created`` at another moment than the caller opened
+(the crawl lost, then made again by a worker that opened it afresh), means Redis
+lost the crawl: the scripts answer ``LOST``.
 """
 
 from __future__ import annotations
 
 from .scripts import Script
 
-__all__ = ["CRAWL_DROP", "CRAWL_OPEN", "CRAWL_SYNC", "CRAWL_WRITE", "LAYOUT"]
+__all__ = ["CRAWL_COUNTS", "CRAWL_DROP", "CRAWL_OPEN", "CRAWL_RELEASE", "CRAWL_SYNC",
+           "CRAWL_WRITE", "LAYOUT"]
 
 #: The crawl layout this code writes (``meta`` field ``v``); a higher one is refused.
 LAYOUT = 1
 
+# Every script below but CRAWL_OPEN, CRAWL_COUNTS and CRAWL_DROP takes, as its last
+# argument, the crawl's ``created`` as the caller opened it.
 _HEAD = """
 local b = KEYS[1]
-if redis.call('EXISTS', b .. ':meta') == 0 then return {'LOST'} end
+if redis.call('HGET', b .. ':meta', 'created') ~= ARGV[#ARGV] then return {'LOST'} end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local st, ent, att, n = b .. ':st', b .. ':e', b .. ':a', b .. ':n'
@@ -40,19 +45,27 @@ local function counts()
 end
 """
 
-# KEYS[1] base; ARGV layout, created.  The crawl made if new; its layout and counts.
+# KEYS[1] base; ARGV layout, created.  The crawl made if new; its layout, counts
+# and ``created`` (the crawl's identity: one made again after a loss has another).
 CRAWL_OPEN = Script.of("""
 local b = KEYS[1]
 redis.call('HSETNX', b .. ':meta', 'v', ARGV[1])
 redis.call('HSETNX', b .. ':meta', 'created', ARGV[2])
-local v = redis.call('HGET', b .. ':meta', 'v')
+local m = redis.call('HMGET', b .. ':meta', 'v', 'created')
 local c = redis.call('HMGET', b .. ':n', 'q', 'f', 'd', 's', 'x')
 for i = 1, 5 do c[i] = tonumber(c[i] or 0) end
-return {v, c}
+return {m[1], c, m[2]}
+""")
+
+# KEYS[1] base.  The counts, all 0 where there is no crawl (nothing is made).
+CRAWL_COUNTS = Script.of("""
+local c = redis.call('HMGET', KEYS[1] .. ':n', 'q', 'f', 'd', 's', 'x')
+for i = 1, 5 do c[i] = tonumber(c[i] or 0) end
+return c
 """)
 
 # KEYS[1] base; ARGV worker, ttl_ms, want, per_server, fresh, nbusy, busy...,
-# nidle, idle...
+# nidle, idle..., created
 # Lapsed leases are taken back (their in-flight keys to the front of their queue);
 # the worker's busy servers are renewed; its idle ones give up to per_server keys,
 # or are let go; then up to ``fresh`` ready servers are leased, then the busy ones
@@ -162,7 +175,7 @@ return {reaped, counts(), held, lost, out}
 """)
 
 # KEYS[1] base; ARGV npages, then per page: key ('' for input), server, outcome,
-# attempts, nlinks, then per link: key, server, entry.
+# attempts, nlinks, then per link: key, server, entry; then created.
 # Each page's new links are queued and its outcome written, all in this one call.
 # Returns {counts, new links per page...}.
 CRAWL_WRITE = Script.of(_HEAD + """
@@ -201,7 +214,7 @@ return {counts(), news}
 """)
 
 # KEYS[1] base; ARGV worker, nkeys, then per key: key, server; then nservers,
-# servers.  Keys this worker was handed go back to the front of their queues, and
+# servers, created.  Keys this worker was handed go back to the front of their queues, and
 # the servers are let go.  Returns the counts.
 CRAWL_RELEASE = Script.of(_HEAD + """
 local worker = ARGV[1]

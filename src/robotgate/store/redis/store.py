@@ -423,17 +423,18 @@ class RedisStore(Store):
         except (TypeError, ValueError, IndexError) as exc:
             raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from exc
         if epoch is not None and epoch != self._epoch:
-            self._data_lost(epoch)
+            self._epoch = epoch
+            self._data_lost("its pacing epoch changed")
         return Slot(wait_us / 1_000_000, start_us, start_us - wait_us)
 
-    def _data_lost(self, epoch: str) -> None:
-        """Redis lost robotgate's data (restarted empty, flushed) since this store saw it."""
-        self._epoch = epoch
+    def _data_lost(self, found: str) -> None:
+        """Redis lost robotgate's data (restarted empty, flushed) since this store saw
+        it, as ``found`` shows: say so, and count a request to any server as just made."""
         self.unrecorded_until = time.time()
         _log.warning(
-            "robotgate: Redis at %s lost its data under prefix %r (restarted empty?): any"
-            " server may have just been asked, so each waits its interval from now",
-            self._link.label, self.prefix,
+            "robotgate: Redis at %s lost its data under prefix %r (restarted empty?): %s;"
+            " any server may have just been asked, so each waits its interval from now",
+            self._link.label, self.prefix, found,
         )
 
     async def pause(self, origin: str, until: float) -> None:
