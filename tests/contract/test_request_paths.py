@@ -434,7 +434,7 @@ def slow_next_reserve(store: Any) -> Callable[[], None]:
 async def test_a_late_fleet_slot_is_given_up_and_asked_again(
         driver: Driver, public: Site, redis_url: str, prefix: str) -> None:
     _in_process_only(driver, "its store comes from settings in another process, where no "
-                     "slow store can be slipped in; its path is Admission.on_time, the one "
+                     "slow store can be slipped in; its path is RequestTurn.leaving, the one "
                      "the httpx case runs")
     from robotgate import RedisStore
 
@@ -450,6 +450,25 @@ async def test_a_late_fleet_slot_is_given_up_and_asked_again(
     assert first.status == 200 and second.status == 200, (first, second)
     assert late >= 1
     assert public.paths() == ["/page/1", "/page/2"]
+
+
+async def test_each_request_gives_its_servers_slot_back_exactly_once(
+        driver: Driver, public: Site, private: Site) -> None:
+    _in_process_only(driver, "the gate's scheduler is in another process")
+    refused_hop = public.url("/redirect?to=" + quote(private.url("/secret"), safe=""))
+    urls = [public.url("/page/1"), public.url("/no/x"), public.url("/status/503"),
+            public.url("/status/429?ra=0"), public.url("/status/404"), refused_hop,
+            public.url("/page/2")]
+    async with driver.open(delay=0, max_per_host=3, max_concurrency=5) as client:
+        results = await client.many(urls)
+        scheduler = client.gate._scheduler
+        group = scheduler.get(client.gate.pace_key(public.url("/")))
+        assert group is not None
+        # Released once each: none still held, none given back twice (free would pass size).
+        assert (group.free, group.size, group.active) == (3, 3, 0), results
+        slots = scheduler.global_slots
+        assert slots is not None and slots.free == slots.size == 5
+    assert results[1].refused == "rule" and results[5].refused == REFUSED, results
 
 
 @pytest.mark.slow

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 
 from robotgate.policy.hops import (
     REFUSED,
-    hop_decision,
+    hop_flow,
     is_private,
     judge_hop,
     literal_address,
     parse_hop,
     redirect_location,
 )
+from robotgate.politeness.redirects import hop_decision
 
 PUBLIC_ORIGIN = "http://93.184.216.34/page"
 
@@ -40,6 +41,20 @@ def _resolver(table: dict[str, Sequence[str]]):  # type: ignore[no-untyped-def]
 def _decide(from_url: str, to_url: str, table: dict[str, Sequence[str]] | None = None,
             private=is_private):  # type: ignore[no-untyped-def]
     return asyncio.run(hop_decision(from_url, to_url, _resolver(table or {}), private))
+
+
+def test_the_hop_flow_is_pure_and_asks_only_for_names() -> None:
+    """The flow needs no loop: it names each host to look up, literals never."""
+    flow = hop_flow("http://www.example.com/a", "http://intranet.test/")
+    assert next(flow) == "www.example.com"
+    assert flow.send(["93.184.216.34"]) == "intranet.test"
+    with pytest.raises(StopIteration) as done:
+        flow.send([])  # the target's look-up failed: refused
+    assert done.value.value.outcome == REFUSED
+    literal = hop_flow("http://93.184.216.34/", "http://0x7f.1/x")
+    with pytest.raises(StopIteration) as done:
+        next(literal)  # both hosts are addresses: nothing to look up
+    assert "127.0.0.1" in done.value.value.reason
 
 
 @st.composite

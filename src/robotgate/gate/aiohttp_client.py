@@ -13,21 +13,21 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..decision import Decision
-from ..errors import BodyTooLarge, Disallowed, GateClosed, without_context
+from ..errors import BodyTooLarge, GateClosed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, hop_decision, is_private, redirect_location
+from ..policy.hops import REFUSED, IsPrivate, Resolve, is_private, redirect_location
 from ..policy.network import strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import CURRENT, LateSlot
-from ..politeness.scheduler import Group
+from ..politeness.redirects import refused_robots_hop
+from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
 __all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall",
@@ -149,7 +149,7 @@ class FetchCall:
     its headers and the server's slot is held until the block exits.
     """
 
-    __slots__ = ("_args", "_client", "_group", "_resp", "_stream", "_url")
+    __slots__ = ("_args", "_client", "_resp", "_stream", "_turn", "_url")
 
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
                  stream: bool, max_bytes: int | None) -> None:
@@ -158,46 +158,28 @@ class FetchCall:
         self._args = (method, kwargs, max_bytes)
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
-        self._group: Group | None = None
+        self._turn: RequestTurn | None = None
 
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
         if self._stream:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
         return self._client.fetch(self._url, *self._args).__await__()
 
-    def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
-        # The fetch itself, not a coroutine around it: one frame less per page.
+    async def __aenter__(self) -> aiohttp.ClientResponse:
         method, kwargs, max_bytes = self._args
-        return self._client.fetch(self._url, method, kwargs, max_bytes, self)
+        return await self._client.fetch(self._url, method, kwargs, max_bytes, self)
 
-    def __aexit__(self, exc_type: type[BaseException] | None,
-                  exc: BaseException | None, tb: TracebackType | None) -> Awaitable[None]:
-        # Nothing here waits: an awaitable already done, not a coroutine each page.
-        resp, group = self._resp, self._group
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        resp, turn = self._resp, self._turn
         if resp is not None:
             resp.release()
-        if group is not None:
-            # Streamed: the response is still tracked and holds its server's slot.
-            self._group = None
+        if turn is not None:
+            # Streamed: the response is still tracked and its turn holds the server's slot.
+            self._turn = None
             if resp is not None:
                 self._client.forget(resp)
-            self._client.admission.done(group)
-        return _DONE
-
-
-class _Done:
-    """An awaitable that is done already: awaiting it allocates nothing."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        return _SPENT
-
-
-# An iterator at its end: each await of _DONE ends at once, and without an exception
-# (a compiled generator that has ended raises StopIteration, with a traceback).
-_SPENT = cast("Generator[None, None, None]", iter(()))
-_DONE = _Done()
+            turn.release()
 
 
 class AiohttpClient:
@@ -233,59 +215,42 @@ class AiohttpClient:
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
                     max_bytes: int | None = MAX_BODY,
                     call: FetchCall | None = None) -> aiohttp.ClientResponse:
-        """Send ``url`` and read its body, hop by hop through redirects, each checked and paced.
+        """Send ``url`` and read its body, hop by hop through redirects: each hop is a
+        :class:`~robotgate.politeness.request_turn.RequestTurn`.
 
         With ``call`` (``async with``) the last response is kept there for its
-        exit; when it streams, the response is unread and its server's Group,
-        still held, is kept there too.  A body longer than ``max_bytes`` (not
-        None) raises :class:`BodyTooLarge`.
+        exit; when it streams, the response is unread and its turn, still holding
+        the server's slot, is kept there too.  A body longer than ``max_bytes``
+        (not None) raises :class:`BodyTooLarge`.
         """
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         sending = self._sending(kwargs)
-        admission = self.admission
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
+        came_from: str | None = None
         while True:
-            # One hop, inline: a coroutine layer less on every resumption of the request.
-            sent, url = (url, url) if _REWRITTEN(url) is None else for_aiohttp(url)  # inline
-            group = admission.admit(url)
-            if not isinstance(group, Group):
-                group = await group
+            sent, url = for_aiohttp(url)
+            turn = self.admission.turn(url, came_from, self._resolve if came_from else None)
+            ready = turn.begin()
+            if ready is not None:
+                await ready
             keep = False  # True once a streamed response holds the server's slot
             try:
-                if admission.fleet is None:
-                    sent_at = admission.sent()
-                    resp = await self.session().request(
-                        method, sent, allow_redirects=False, middlewares=sending,
-                        **kwargs)
-                else:
-                    resp, sent_at = await self._request_in_slot(group, method, sent, sending,
-                                                                kwargs)
+                resp = await self._send(turn, method, sent, sending, kwargs)
                 redirect = follow and resp.status in REDIRECTS
-                # Learn from the answer, then read its body unless it streams.
-                # (Inline, not a coroutine of its own: this runs for every page.)
                 self._open.add(resp)
                 try:
-                    pending = admission.answered(group, resp.status, _retry_after(resp),
-                                                 sent_at)
-                    if pending is not None:
-                        await pending
+                    learnt = turn.answered(resp.status, _retry_after(resp))
+                    if learnt is not None:
+                        await learnt
                     keep = stream and not redirect
                     if not keep:
-                        # A body already whole and within the limit (most pages: they come
-                        # with their headers) is read as aiohttp does; any other in chunks.
-                        content = resp.content
-                        if max_bytes is None or (
-                                content.is_eof() and content.total_bytes <= max_bytes):
-                            await resp.read()
-                        else:
-                            await _read_within(resp, max_bytes, url)
-                except BaseException as exc:
+                        await _read(resp, url, max_bytes)
+                except BaseException:
                     resp.close()
                     if self.closed:
-                        raise GateClosed(
-                            f"the gate was closed while reading {redact(url)}") from exc
+                        raise _closed_reading(url) from None
                     raise
                 finally:
                     if not keep:
@@ -294,25 +259,43 @@ class AiohttpClient:
                 if self.closed:
                     raise _ours(exc, url, True) from exc
                 if isinstance(exc, aiohttp.InvalidURL):
-                    raise without_context(_ours(exc, url, False)) from None
+                    raise _ours(exc, url, False) from None
                 raise
             finally:
                 if not keep:
-                    admission.done(group)
-            location = redirect_location(resp.headers) if redirect else None
-            if location is not None and len(history) >= max_redirects:
+                    turn.release()
+            target = redirect_target(str(resp.url), resp.status,
+                                     redirect_location(resp.headers)) if redirect else None
+            if target is not None and len(history) >= max_redirects:
                 raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
-            target = self._target(resp, location) if location is not None else None
             if target is None:
                 # The answer (not a redirect, or to no http(s) URL), or streamed.
                 if call is not None:
                     call._resp = resp
                     if keep:
-                        call._group = group  # streamed: the caller reads it and lets go
+                        call._turn = turn  # streamed: the caller reads it and lets go
                 return resp
-            method = await self._hop(url, target, resp.status, method, kwargs)
+            method = _next_method(resp.status, method, kwargs)
             history += (resp,)
-            url = target
+            came_from, url = url, target
+
+    async def _send(self, turn: RequestTurn, method: str, url: URL | str,
+                    sending: tuple[Middleware, ...],
+                    kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
+        """Send when the turn leaves; a fleet slot found past as the headers go out
+        (the session's trace hook) is given up, and the request sent in the next."""
+        while True:
+            leaving = turn.leaving()
+            if leaving is not None:
+                await leaving
+            CURRENT.set(turn.slot)  # the trace hook's last look
+            try:
+                return await self.session().request(
+                    method, url, allow_redirects=False, middlewares=sending, **kwargs)
+            except LateSlot:
+                await turn.missed()  # not sent: the next slot, then again
+            finally:
+                CURRENT.set(None)
 
     def _sending(self, kwargs: dict[str, Any]) -> tuple[Middleware, ...]:
         """The middlewares gate.fetch sends through (the session's own stay out).
@@ -327,132 +310,62 @@ class AiohttpClient:
             kwargs["headers"] = self._call_headers
         return ()
 
-    async def _hop(self, url: str, target: str, status: int, method: str,
-                   kwargs: dict[str, Any]) -> str:
-        """May a redirect from ``url`` lead to ``target``?  Returns the next hop's method."""
-        refused = await self.hop_decision(url, target, self.session())
-        if refused is not None:
-            raise Disallowed(target, refused)
-        if status == 303 or (status in (301, 302) and method == "POST"):
-            kwargs.pop("data", None)
-            kwargs.pop("json", None)
-            return "GET"
-        return method
-
     async def _stamp(self, req: aiohttp.ClientRequest,
                      handler: Handler) -> aiohttp.ClientResponse:
         req.headers.update(self.headers)  # ours win over the session's and the call's
         return await handler(req)
 
-    def _target(self, resp: aiohttp.ClientResponse, location: str) -> str | None:
-        try:
-            target = strip_credentials(str(resp.url.join(URL(location))))
-            split_origin(target)
-        except (ValueError, InvalidURL):
-            return None
-        return target
-
     def forget(self, resp: aiohttp.ClientResponse) -> None:
         """A streamed response was let go."""
         self._open.discard(resp)
-
-    async def _request_in_slot(self, group: Group, method: str, url: URL | str,
-                               sending: tuple[Middleware, ...],
-                               kwargs: dict[str, Any]) -> tuple[aiohttp.ClientResponse, float]:
-        """Send within the fleet slot the admission reserved (or reserve again);
-        the response and when the request left."""
-        admission = self.admission
-        fleet = admission.fleet
-        assert fleet is not None
-        while True:
-            slot = CURRENT.get()
-            try:
-                if slot is not None:
-                    slot.check(asyncio.get_running_loop().time())
-                sent_at = admission.sent()
-                resp = await self.session().request(
-                    method, url, allow_redirects=False, middlewares=sending, **kwargs)
-            except LateSlot:
-                # Too late for its fleet slot (the loop lagged): not sent; ask again
-                # (the new slot is checked on the next round).
-                assert slot is not None
-                await admission.slot_missed(group, slot)
-                continue
-            except BaseException:
-                CURRENT.set(None)
-                raise
-            CURRENT.set(None)
-            fleet.on_time()
-            return resp, sent_at
 
     # -- gate.middleware ---------------------------------------------------------------
 
     async def middleware(self, req: aiohttp.ClientRequest,
                          handler: Handler) -> aiohttp.ClientResponse:
-        """Check and pace one request of the user's own session (each redirect hop too)."""
-        admission = self.admission
+        """Check and pace one request of the user's own session (each redirect hop too):
+        its :class:`~robotgate.politeness.request_turn.RequestTurn`."""
         url = str(req.url)
+        session = getattr(req, "session", None)
+        came_from = None
         hop = _HOP.get()
         if hop is not None:
-            # The request follows a redirect this middleware saw: where may it lead?
+            # The request follows a redirect this middleware saw: the turn judges it.
             _HOP.set(None)
             if _same_target(hop[1], req.url):
-                session = getattr(req, "session", None)
-                refused = await self.hop_decision(hop[0], url, session)
-                if refused is not None:
-                    raise Disallowed(_bare(req.url), refused)
+                came_from = hop[0]
                 req.headers.pop("Authorization", None)  # never credentials from a Location
-        group = admission.admit(url)
-        if not isinstance(group, Group):
-            via = _VIA.set(getattr(req, "session", None))
+        turn = self.admission.turn(url, came_from,
+                                   _resolve_with(session) if came_from else None)
+        ready = turn.begin()
+        if ready is not None:
+            via = _VIA.set(session)
             try:
-                group = await group
+                await ready
             finally:
                 _VIA.reset(via)
-        req.headers.update(self.headers)  # each name's values replaced, as setting it would
+        req.headers.update(turn.headers)  # each name's values replaced, as setting it would
         try:
-            if admission.fleet is not None:
-                await admission.on_time(group)  # a late slot is given up and asked again
-            sent_at = admission.sent()
+            leaving = turn.leaving()
+            if leaving is not None:
+                await leaving
             resp = await handler(req)
-            pending = admission.answered(group, resp.status, _retry_after(resp), sent_at)
-            if pending is not None:
-                await pending
+            learnt = turn.answered(resp.status, _retry_after(resp))
+            if learnt is not None:
+                await learnt
         finally:
-            admission.done(group)
+            turn.release()
         if resp.status in REDIRECTS:
             location = redirect_location(resp.headers)
-            target = self._target(resp, location) if location else None
+            target = _joined(resp, location) if location else None
             if target is not None:
                 _HOP.set((url, target))
         return resp
 
-    # -- hops into private networks ----------------------------------------------------
-
-    async def hop_decision(self, from_url: str, to_url: str,
-                           session: aiohttp.ClientSession | None) -> Decision | None:
-        """The refusal of a redirect from ``from_url`` to ``to_url`` (None: followed);
-        names are resolved by ``session``'s connector, the resolver it connects with."""
-        if not self.refuse_private:
-            return None
-        resolver = _resolver_of(session) if session is not None else None
-
-        async def resolve(host: str) -> list[str]:
-            if resolver is None:
-                return []  # no resolver to ask: the hop is refused
-            infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
-            return [info["host"] for info in infos]
-
-        return await hop_decision(from_url, to_url, resolve, self.is_private)
-
-    async def hop_refusal(self, from_url: str, to_url: str,
-                          session: aiohttp.ClientSession | None = None) -> str | None:
-        """Why a redirect from ``from_url`` to ``to_url`` is refused (None: followed)."""
-        refused = await self.hop_decision(from_url, to_url,
-                                          session if session is not None else self.session())
-        return refused.reason if refused is not None else None
+    # -- look-ups, as the session connects -------------------------------------------
 
     async def _resolve(self, host: str) -> list[str]:
+        """``host``'s addresses by the resolver the gate's session connects with."""
         resolver = self.resolver
         if resolver is None:
             resolver = _resolver_of(self.session())
@@ -505,10 +418,11 @@ class AiohttpRobotsTransport:
             # The resolver has no timer of its own.
             via = _VIA.get()
             session = via if via is not None and not via.closed else client.session()
-            why = await asyncio.wait_for(
-                client.hop_refusal(request.previous, request.url, session), _left(request))
-            if why is not None:
-                return RobotsResponse(0, {}, None, request.url, refused=f"{request.name} {why}")
+            refused = await asyncio.wait_for(refused_robots_hop(
+                request, client.refuse_private, _resolve_with(session), client.is_private),
+                _left(request))
+            if refused is not None:
+                return refused
         headers = self._headers(request)
         via = _VIA.get()
         if via is not None and not via.closed:
@@ -554,6 +468,55 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
 def _resolver_of(session: aiohttp.ClientSession) -> aiohttp.abc.AbstractResolver | None:
     """The resolver ``session``'s connections are made with (None: not a TCP connector)."""
     return getattr(session.connector, "_resolver", None)
+
+
+def _resolve_with(session: aiohttp.ClientSession | None) -> Resolve:
+    """Look-ups by ``session``'s connector, the resolver it connects with (none: a hop's
+    target reaches nothing, and is refused)."""
+    resolver = _resolver_of(session) if session is not None else None
+
+    async def resolve(host: str) -> list[str]:
+        if resolver is None:
+            return []
+        infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+        return [info["host"] for info in infos]
+
+    return resolve
+
+
+def _joined(resp: aiohttp.ClientResponse, location: str) -> str | None:
+    """The URL aiohttp follows a redirect to ``location`` at (None: no http(s) URL)."""
+    try:
+        target = strip_credentials(str(resp.url.join(URL(location))))
+        split_origin(target)
+    except (ValueError, InvalidURL):
+        return None
+    return target
+
+
+async def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None) -> None:
+    """Read the body, within ``max_bytes`` decoded bytes when not None.  A body already
+    whole and within the limit (most pages: they come with their headers) is read as
+    aiohttp does; any other in chunks."""
+    content = resp.content
+    if max_bytes is None or (content.is_eof() and content.total_bytes <= max_bytes):
+        await resp.read()
+    else:
+        await _read_within(resp, max_bytes, url)
+
+
+def _closed_reading(url: str) -> GateClosed:
+    return GateClosed(f"the gate was closed while reading {redact(url)}")
+
+
+def _next_method(status: int, method: str, kwargs: dict[str, Any]) -> str:
+    """The method a redirect's next hop is sent with: a 303, and a POST's 301 or 302,
+    become a GET without the body."""
+    if status == 303 or (status in (301, 302) and method == "POST"):
+        kwargs.pop("data", None)
+        kwargs.pop("json", None)
+        return "GET"
+    return method
 
 
 def _bare(url: URL) -> str:

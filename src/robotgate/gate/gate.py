@@ -26,7 +26,7 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import IsPrivate
+from ..policy.hops import IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
 from ..policy.pacing import PacingPolicy
@@ -38,6 +38,7 @@ from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
 from ..politeness.leases import Leases
+from ..politeness.request_turn import RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.scheduler import Scheduler
@@ -246,7 +247,9 @@ class RobotGate:
                                  host_state=lambda origin: self._admission.host_state(origin),
                                  turn=lambda origin: self._admission.robots_turn(origin))
         self._admission = Admission(self._cache, self._keys, self._scheduler, self.store,
-                                   self.robots_agent, fleet)
+                                   self.robots_agent, fleet, headers=self._headers,
+                                   refuse_private=not network.allow_private_redirects,
+                                   private=self.is_private)
         self._client.admission = self._admission
         if type(self).check is RobotGate.check:  # one call less on the hot path
             self.check = self._admission.check  # type: ignore[method-assign]
@@ -269,11 +272,28 @@ class RobotGate:
         self._events = Emitter(listeners, self._keys.cached) if listeners else None
         self._admission.events = self._cache.events = self._events
 
+    # -- for client adapters ---------------------------------------------------
+
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
         self._fetcher.transport = transport
         if self._tdm_cache is not None:
             self._tdm_cache.fetcher.transport = transport
+
+    def set_address_resolver(self, resolve: Callable[[str], Awaitable[str]]) -> None:
+        """With ``pace_by="ip"``: look up a host's address with ``resolve`` (an
+        adapter's client's) from now on, not with the gate's aiohttp resolver."""
+        self._keys.set_resolver(resolve)
+
+    def request_turn(self, url: str, came_from: str | None = None,
+                     resolve: Resolve | None = None) -> RequestTurn:
+        """The turn of one request to ``url``, as the client sends it: what a client
+        adapter drives for every request (see :mod:`robotgate.politeness.request_turn`).
+
+        ``came_from`` is the URL whose redirect the request follows; its target is
+        looked up with ``resolve``, the client's own resolver.
+        """
+        return self._admission.turn(url, came_from, resolve)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -379,6 +399,14 @@ class RobotGate:
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
         return (await self._admission.site(split_origin(url)[0])).rules
+
+    def cached_rules(self, url: str) -> tuple[RobotsTxt, float] | None:
+        """The parsed robots.txt of ``url``'s origin as cached, fresh or not, and when it
+        was fetched; no I/O (None: none read, or the fetch outcome decides)."""
+        site = self._cache.peek(split_origin(url)[0])
+        if site is None or site.rules is None:
+            return None
+        return site.rules, site.entry.fetched_at
 
     async def robots_entry(self, url: str) -> RobotsEntry:
         """What is known of the origin's robots.txt fetch: status, freshness, failures,

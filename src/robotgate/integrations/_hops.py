@@ -1,6 +1,6 @@
-"""Redirect hops for adapters whose client resolves names itself: only the look-up.
+"""Look-ups and robots.txt headers for adapters whose client resolves names itself.
 
-The decision is :func:`robotgate.policy.hops.hop_decision`'s; an adapter
+A hop is judged by :func:`robotgate.politeness.redirects.hop_decision`; an adapter
 passes the resolver its client connects with.  httpx exposes none (its
 transports resolve inside httpcore with the system resolver): :func:`resolve`
 asks the loop's ``getaddrinfo``, which reads the same system configuration.
@@ -12,10 +12,9 @@ import asyncio
 import socket
 from collections.abc import Sequence
 
-from ..policy.fetch_flow import RobotsRequest, RobotsResponse
-from ..policy.hops import IsPrivate, Resolve, hop_decision, is_private
+from ..policy.fetch_flow import RobotsRequest
 
-__all__ = ["first_address", "refused_robots_hop", "resolve", "robots_headers"]
+__all__ = ["first_address", "resolve", "robots_headers"]
 
 
 async def resolve(host: str) -> Sequence[str]:
@@ -32,19 +31,6 @@ async def first_address(host: str) -> str:
     """The address a connection to ``host`` will likely use (for ``pace_by="ip"``)."""
     found = await resolve(host)
     return found[0] if found else host
-
-
-async def refused_robots_hop(request: RobotsRequest, refuse_private: bool,
-                             private: IsPrivate = is_private,
-                             lookup: Resolve = resolve) -> RobotsResponse | None:
-    """The answer for a robots.txt (or tdmrep.json) hop that must not be sent, or None
-    to send it."""
-    if request.previous is None or not refuse_private:
-        return None
-    refused = await hop_decision(request.previous, request.url, lookup, private)
-    if refused is None:
-        return None
-    return RobotsResponse(0, {}, None, request.url, refused=f"{request.name} {refused.reason}")
 
 
 def robots_headers(request: RobotsRequest, headers: dict[str, str]) -> dict[str, str]:

@@ -26,15 +26,14 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ..errors import Disallowed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, hop_decision, is_private
-from ..politeness.admission import Admission
-from ..politeness.scheduler import Group
+from ..policy.hops import REFUSED, IsPrivate, is_private
+from ..politeness.redirects import refused_robots_hop
+from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
-from ._hops import first_address, refused_robots_hop, resolve, robots_headers
+from ._hops import first_address, resolve, robots_headers
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
@@ -67,7 +66,8 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
-        refused = await refused_robots_hop(request, self.refuse_private, self.is_private)
+        refused = await refused_robots_hop(request, self.refuse_private, resolve,
+                                           self.is_private)
         if refused is not None:
             return refused
         headers = robots_headers(request, self.headers)
@@ -101,18 +101,14 @@ async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
 
 
 class _HeldStream(httpx.AsyncByteStream):
-    """A response body that gives its server's slot back once read or closed."""
+    """A response body whose turn gives its server's slot back once read or closed."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, admission: Admission,
-                 group: Group) -> None:
+    def __init__(self, stream: httpx.AsyncByteStream, turn: RequestTurn) -> None:
         self._stream = stream
-        self._admission = admission
-        self._group: Group | None = group
+        self._turn = turn
 
     def release(self) -> None:
-        group, self._group = self._group, None
-        if group is not None:
-            self._admission.done(group)
+        self._turn.release()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
@@ -179,7 +175,6 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.gate = gate
-        self.admission = gate._admission
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
@@ -189,22 +184,20 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             # The gate's own resolver would open an aiohttp session.
-            gate._keys.set_resolver(first_address)
+            gate.set_address_resolver(first_address)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Check, pace and send one request (one hop of a redirect chain)."""
-        url = str(request.url)
+        """Check, pace and send one request (one hop of a redirect chain): its
+        :class:`~robotgate.politeness.request_turn.RequestTurn`."""
         came_from = request.extensions.pop(_HOP_FROM, None)
-        if isinstance(came_from, str) and self.refuse_private:
-            # httpx resolves inside its transport: the loop's getaddrinfo reads the same
-            # system configuration (see integrations/_hops.py).
-            refused = await hop_decision(came_from, url, resolve, self.is_private)
-            if refused is not None:
-                raise Disallowed(str(request.url.copy_with(username=None, password=None,
-                                                           fragment=None)), refused)
-        admission = self.admission
+        # httpx resolves inside its transport: the loop's getaddrinfo reads the same
+        # system configuration (see integrations/_hops.py).
+        turn = self.gate.request_turn(str(request.url),
+                                      came_from if isinstance(came_from, str) else None, resolve)
         try:
-            group = admission.admit(url)
+            ready = turn.begin()
+            if ready is not None:
+                await ready
         except InvalidURL as exc:
             if not isinstance(came_from, str):
                 raise  # the caller's own URL
@@ -212,36 +205,33 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             kind = (httpx.UnsupportedProtocol if request.url.scheme not in ("http", "https")
                     else httpx.RemoteProtocolError)
             raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
-        if not isinstance(group, Group):
-            group = await group
         try:
             headers = request.headers
-            for name, value in self.headers.items():
+            for name, value in turn.headers.items():
                 headers[name] = value
-            if admission.fleet is not None:
-                await admission.on_time(group)  # a late slot is given up and asked again
-            sent_at = admission.sent()
+            leaving = turn.leaving()
+            if leaving is not None:
+                await leaving
             resp = await self.inner.handle_async_request(request)
             try:
-                pending = admission.answered(group, resp.status_code,
-                                             resp.headers.get("Retry-After"), sent_at)
-                if pending is not None:
-                    await pending
+                learnt = turn.answered(resp.status_code, resp.headers.get("Retry-After"))
+                if learnt is not None:
+                    await learnt
             except BaseException:
                 await resp.aclose()
                 raise
         except BaseException:
-            admission.done(group)
+            turn.release()
             raise
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
-            request.extensions[_HOP_FROM] = url
+            request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream
         if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
-            admission.done(group)  # the inner transport read the body already (MockTransport)
+            turn.release()  # the inner transport read the body already (MockTransport)
             resp.extensions[DIRECTIVES] = self.gate.directives(resp, _read_already(resp))
         else:
             resp.extensions[DIRECTIVES] = self.gate.directives(resp)
-            held: httpx.AsyncByteStream = _HeldStream(stream, admission, group)
+            held: httpx.AsyncByteStream = _HeldStream(stream, turn)
             if "html" in resp.headers.get("Content-Type", "").lower():
                 held = _HeadKept(held, _meta_reader(self.gate, resp))
             resp.stream = held

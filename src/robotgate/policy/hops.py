@@ -7,8 +7,8 @@ services on its behalf.  So a hop from a public origin to an address that
 crawler to another private address, and the first request of a call is never
 judged for its address.
 
-The hop is judged by the addresses the client itself connects to: the adapter
-resolves both hosts with its client's resolver and hands the answers here.
+The hop is judged by the addresses the client itself connects to: :func:`hop_flow`
+asks for each look-up, and its driver answers with the client's own resolver.
 Host spellings that resolvers read as addresses (``2130706433``,
 ``0x7f.1``, ``0177.0.0.1``, ``[::ffff:7f00:1]``, ``127.0.0.1.``) are read as
 those addresses without a look-up; a target that does not resolve is refused.
@@ -18,14 +18,14 @@ Standard library only, no I/O.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..decision import Decision
 
-__all__ = ["REFUSED", "Address", "Hop", "IsPrivate", "Resolve", "hop_decision", "is_private",
-           "judge_hop", "literal_address", "parse_hop", "redirect_location"]
+__all__ = ["REFUSED", "Address", "Hop", "HopFlow", "IsPrivate", "Resolve", "hop_flow",
+           "is_private", "judge_hop", "literal_address", "parse_hop", "redirect_location"]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``is_private(address) -> bool``: the addresses a public site may not send the crawler to.
@@ -213,30 +213,43 @@ def _refused(reason: str) -> Decision:
     return Decision(False, reason, outcome=REFUSED)
 
 
-async def _look_up(host: str, resolve: Resolve) -> list[Address]:
+#: The hop check as a flow: yields each host to look up, is sent the addresses the
+#: client's resolver gives for it ([] when the look-up fails), returns the refusal
+#: (None: the hop may be followed).
+HopFlow = Generator[str, Sequence[str], "Decision | None"]
+
+
+def _look_up(host: str) -> Generator[str, Sequence[str], list[Address]]:
     literal = literal_address(host)
     if literal is not None:
         return [literal]
-    try:
-        found = await resolve(host)
-    except Exception:  # the client's resolver failed: nothing reached
-        return []
+    found = yield host
     return _addresses(found)
 
 
-async def hop_decision(from_url: str, to_url: str, resolve: Resolve,
-                       private: IsPrivate = is_private) -> Decision | None:
-    """The refusal of a redirect from ``from_url`` to ``to_url`` (None: it may be
-    followed), both hosts resolved with ``resolve``, the client's own resolver.
+def hop_flow(from_url: str, to_url: str, private: IsPrivate = is_private) -> HopFlow:
+    """Judge a redirect from ``from_url`` to ``to_url``, asking for look-ups as it goes
+    (a driver answers them: :func:`robotgate.politeness.redirects.hop_decision`).
 
     A ``to_url`` that is no http(s) URL is not judged here (the client refuses it).
+
+    >>> flow = hop_flow("http://example.com/", "http://intranet.test/")
+    >>> next(flow)
+    'example.com'
+    >>> flow.send(["93.184.216.34"])
+    'intranet.test'
+    >>> try:
+    ...     flow.send(["10.0.0.7"])
+    ... except StopIteration as done:
+    ...     print(done.value.outcome)
+    redirect-refused
     """
     target = parse_hop(to_url)
     if target is None:
         return None
     source = parse_hop(from_url)
-    origin = await _look_up(source.host, resolve) if source is not None else []
+    origin = (yield from _look_up(source.host)) if source is not None else []
     if origin and any(private(address) for address in origin):
         return None
-    reached = [] if target.address is not None else await _look_up(target.host, resolve)
+    reached = [] if target.address is not None else (yield from _look_up(target.host))
     return judge_hop(origin, target, reached, private)

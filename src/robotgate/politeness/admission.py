@@ -1,6 +1,7 @@
 """The request path every client adapter shares: check, wait for the turn, learn.
 
-An adapter (aiohttp, httpx, Scrapy) calls, for each request it sends:
+An adapter (aiohttp, httpx, Scrapy) makes a :class:`~.request_turn.RequestTurn`
+(:meth:`Admission.turn`) for each request it sends; the turn calls, in order:
 
 1. :meth:`Admission.admit` — robots.txt verdict (:class:`~robotgate.errors.Disallowed`
    if forbidden), then the server's turn; returns the started :class:`Group`,
@@ -16,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import BackoffEased, BackoffStarted, ResponseAnswered, TurnWaited, UrlSkipped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.hops import IsPrivate, Resolve, is_private
 from ..policy.host_settings import HostTable
 from ..policy.site import SiteRules
 from ..records import HostState
@@ -33,6 +35,7 @@ from .crawl_results import CrawlSummary
 from .emitter import Emitter
 from .fleet_slots import CURRENT, FleetSlots, Slot
 from .grouping import PaceKeys
+from .request_turn import RequestTurn
 from .robots_cache import CacheClosed, RobotsCache
 from .scheduler import Group, Scheduler
 
@@ -53,13 +56,21 @@ class Admission:
     """Wires the robots.txt cache, the politeness keys and the scheduler for one robot."""
 
     def __init__(self, cache: RobotsCache, keys: PaceKeys, scheduler: Scheduler, store: Store,
-                 agent: str, fleet: FleetSlots | None = None) -> None:
+                 agent: str, fleet: FleetSlots | None = None, *,
+                 headers: Mapping[str, str] | None = None, refuse_private: bool = True,
+                 private: IsPrivate = is_private) -> None:
         self.cache = cache
         self.keys = keys
         self.scheduler = scheduler
         self.store = store
         self.agent = agent
         self.fleet = fleet
+        #: What every request sends (User-Agent, From), over the client's and the caller's.
+        self.headers: Mapping[str, str] = dict(headers or {})
+        #: Whether a redirect from a public site into a private address is refused,
+        #: and which addresses are private.
+        self.refuse_private = refuse_private
+        self.is_private = private
         self._mem = immediate(store)  # a store that answers without an await, if it is one
         self.disallowed = 0
         self.closed = False
@@ -243,6 +254,12 @@ class Admission:
             return None
         return site.decide(url if rest[:2] == "//" else rest, self.agent)
 
+    def turn(self, url: str, came_from: str | None = None,
+             resolve: Resolve | None = None) -> RequestTurn:
+        """The turn of one request to ``url`` as the client sends it; ``came_from``:
+        the URL whose redirect it follows, its target looked up with ``resolve``."""
+        return RequestTurn(self, url, came_from, resolve)
+
     def admit(self, url: str) -> Group | Awaitable[Group]:
         """Check ``url`` and take its turn: the started Group, or an awaitable of it.
 
@@ -371,35 +388,9 @@ class Admission:
                 fast.clear()  # rare and cheap: refilled by the next slow admits
             fast[m[0]] = site
 
-    def sent(self) -> float:
-        """The time a request leaves, on the clock :meth:`answered` reads: every client
-        passes it back with the answer (``latency_factor`` learns from the two)."""
-        return self.scheduler.now()
-
-    async def on_time(self, group: Group) -> None:
-        """Make sure the fleet slot just taken is not already past; ask again until one is.
-
-        Called right before the request is handed to the client.  A request that
-        would leave after its slot's deadline (the loop lagged) could land closer
-        than the interval to another worker's next request: it takes a new slot.
-        """
-        fleet = self.fleet
-        if fleet is None:
-            return
-        loop = asyncio.get_running_loop()
-        try:
-            while (slot := CURRENT.get()) is not None:
-                if loop.time() > slot.deadline:
-                    await self.slot_missed(group, slot)  # sets CURRENT anew
-                    continue
-                fleet.on_time()
-                return
-        finally:
-            CURRENT.set(None)
-
     async def slot_missed(self, group: Group, slot: Slot) -> None:
-        """``slot`` went by before the request could leave: reserve the next one, and
-        wait until it starts."""
+        """``slot`` went by before the request could leave: reserve the next one (in
+        :data:`~.fleet_slots.CURRENT`), and wait until it starts."""
         fleet = self.fleet
         assert fleet is not None
         fleet.missed(slot)
@@ -412,7 +403,7 @@ class Admission:
                  sent_at: float | None = None) -> Awaitable[None] | None:
         """The answer's headers arrived; an awaitable when the store must hear of it.
 
-        ``sent_at`` is when the request left (:meth:`sent`); every client passes it.
+        ``sent_at`` is when the request left, on the scheduler's clock (the turn's).
         """
         events = self.events
         if events is None:

@@ -24,7 +24,6 @@ Needs Scrapy's asyncio reactor (the default since Scrapy 2.13).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import sys
 import weakref
@@ -44,12 +43,12 @@ from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import IsPrivate, hop_decision, is_private, parse_hop
-from ...politeness.admission import Admission
-from ...politeness.scheduler import Group
+from ...policy.hops import IsPrivate, is_private, parse_hop
+from ...politeness.redirects import refused_robots_hop
+from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
-from .._hops import first_address, refused_robots_hop, robots_headers
+from .._hops import first_address, robots_headers
 from .._hops import resolve as system_resolve
 from .parser import RobotgateRobotParser
 from .settings import make_store, read_settings
@@ -99,32 +98,24 @@ def _gone() -> None:
 
 
 class _Held:
-    """The server slot a request holds, given back once (answered, failed or dropped)."""
+    """A request's turn while Scrapy downloads it: given back once (answered, failed
+    or dropped); what the store must hear of an answer is awaited by ``later``."""
 
-    __slots__ = ("__weakref__", "admission", "group", "later", "sent_at")
+    __slots__ = ("__weakref__", "later", "turn")
 
-    def __init__(self, admission: Admission, group: Group,
-                 later: Callable[[Awaitable[None]], None]) -> None:
-        self.admission = admission
-        self.group: Group | None = group
+    def __init__(self, turn: RequestTurn, later: Callable[[Awaitable[None]], None]) -> None:
+        self.turn = turn
         self.later = later
-        #: When the request left for Scrapy's downloader (latency_factor learns from it).
-        self.sent_at = admission.sent()
 
     def finish(self, status: int, retry_after: str | None) -> None:
         """The response arrived: pace from now (Retry-After, back-off), then release."""
-        group = self.group
-        if group is None:
-            return
-        pending = self.admission.answered(group, status, retry_after, self.sent_at)
-        if pending is not None:
-            self.later(pending)
-        self.release()
+        learnt = self.turn.answered(status, retry_after)
+        if learnt is not None:
+            self.later(learnt)
+        self.turn.release()
 
     def release(self) -> None:
-        group, self.group = self.group, None
-        if group is not None:
-            self.admission.done(group)
+        self.turn.release()
 
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return (_gone, ())
@@ -142,6 +133,15 @@ async def scrapy_resolve(host: str) -> Sequence[str]:
     except Exception:  # no answer: the hop is refused
         return []
     return [str(address)]
+
+
+def _without_credentials(request: Request) -> str | None:
+    """The URL of a request that follows a redirect, without the credentials its
+    Location carried (None: it carried none, or follows no redirect)."""
+    if not request.meta.get("redirect_urls"):
+        return None
+    hop = parse_hop(request.url)
+    return hop.url if hop is not None and hop.had_credentials else None
 
 
 def _retry_after(response: Response) -> str | None:
@@ -185,8 +185,8 @@ class ScrapyRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
-        refused = await refused_robots_hop(request, self.refuse_private, self.is_private,
-                                           scrapy_resolve)
+        refused = await refused_robots_hop(request, self.refuse_private, scrapy_resolve,
+                                           self.is_private)
         if refused is not None:
             return refused
         headers = robots_headers(request, self.headers)
@@ -277,13 +277,12 @@ class RobotGateMiddleware:
         except ValueError as exc:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate
-        self.admission = gate._admission
         self.headers = gate.headers
         self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private,
                                             gate.is_private)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
-            gate._keys.set_resolver(first_address)  # not the gate's aiohttp resolver
+            gate.set_address_resolver(first_address)  # not the gate's aiohttp resolver
         self._opened: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
         self._announced: dict[str, float] = {}  # origin -> robots.txt fetch announced
@@ -330,27 +329,26 @@ class RobotGateMiddleware:
             return None
         if self._opened is None or not self._opened.done():
             await self._open()
-        admission = self.admission
         try:
-            again = await self._judge_hop(request)
-            if again is not None:
-                return again
-            got = admission.admit(url)
-            if isinstance(got, Group):
-                group = got
-            else:
+            clean = _without_credentials(request)
+            if clean is not None:  # sent again without the Location's credentials
+                return request.replace(url=clean, dont_filter=True)
+            came = meta.get("redirect_urls")
+            turn = self.gate.request_turn(url, str(came[-1]) if came else None, scrapy_resolve)
+            ready = turn.begin()
+            if ready is not None:
                 key = self.gate.pace_key(url)
                 if self.park and self._waiting.get(key, 0) >= self._wait_cap:
-                    if inspect.iscoroutine(got):
-                        got.close()  # never started: nothing to undo
+                    turn.abandon(ready)  # never started: nothing to undo
                     return self._park(request)
-                group = await self._wait(request, key, got)
-            if admission.fleet is not None:
-                try:
-                    await admission.on_time(group)  # a late slot is given up and asked again
-                except BaseException:
-                    admission.done(group)
-                    raise
+                await self._wait(request, key, ready)
+            try:
+                leaving = turn.leaving()
+                if leaving is not None:
+                    await leaving  # a late fleet slot is given up and the next awaited
+            except BaseException:
+                turn.release()
+                raise
         except Disallowed as no:
             self._count(no.decision)
             # The URL as the refusal gives it: without its password (the request's repr has it).
@@ -362,47 +360,30 @@ class RobotGateMiddleware:
         except GateClosed:
             raise IgnoreRequest("robotgate: the crawl is closing") from None
         meta.pop(_WAS_PARKED, None)
-        held = _Held(admission, group, self._later)
+        held = _Held(turn, self._later)
         meta[_HELD] = held
         # Last resort: a request dropped between here and the downloader gives its slot back.
         weakref.finalize(request, held.release).atexit = False
         await self._announce(request)
         headers = request.headers
-        for name, value in self.headers.items():
+        for name, value in turn.headers.items():
             headers[name] = value
-        return None
-
-    async def _judge_hop(self, request: Request) -> Request | None:
-        """A request Scrapy's RedirectMiddleware made: may the redirect lead there?
-        Returns the request again without the Location's credentials, if it had any."""
-        came = request.meta.get("redirect_urls")
-        if not came:
-            return None
-        hop = parse_hop(request.url)
-        if hop is not None and hop.had_credentials:
-            return request.replace(url=hop.url, dont_filter=True)  # never sent
-        if not self.gate.refuse_private:
-            return None
-        refused = await hop_decision(str(came[-1]), request.url, scrapy_resolve,
-                                     self.gate.is_private)
-        if refused is not None:
-            raise Disallowed(request.url, refused)
         return None
 
     async def _announce(self, request: Request) -> None:
         """Scrapy's ``robots_parsed`` signal, once per robots.txt the gate has read, with
         what Scrapy's RobotsTxtMiddleware sends: a parser of it and the request that asked."""
         origin = split_origin(request.url)[0]
-        site = self.admission.cache.peek(origin)
-        if site is None or site.rules is None:
+        cached = self.gate.cached_rules(origin)
+        if cached is None:
             return  # no file read (unavailable, unreachable): nothing parsed to announce
-        fetched = site.entry.fetched_at
+        rules, fetched = cached
         if self._announced.get(origin) == fetched:
             return
         if len(self._announced) >= self.gate.max_origins:
             self._announced.clear()
         self._announced[origin] = fetched
-        parser = RobotgateRobotParser.of(site.rules, self.crawler.spider)
+        parser = RobotgateRobotParser.of(rules, self.crawler.spider)
         sig = self.crawler.signals
         send = getattr(sig, "send_catch_log_async", None)
         if send is not None:  # Scrapy 2.14+
@@ -411,7 +392,7 @@ class RobotGateMiddleware:
             await maybe_deferred_to_future(sig.send_catch_log_deferred(
                 signal=signals.robots_parsed, robotparser=parser, request=request))
 
-    async def _wait(self, request: Request, key: str, turn: Awaitable[Group]) -> Group:
+    async def _wait(self, request: Request, key: str, turn: Awaitable[None]) -> None:
         # While it waits, the request counts as active in its Scrapy download
         # slot, so that Scrapy's DownloaderAwarePriorityQueue (the default)
         # feeds the other servers rather than this one's queue.
@@ -425,7 +406,7 @@ class RobotGateMiddleware:
         if slot is not None:
             slot.active.add(request)
         try:
-            return await turn
+            await turn
         finally:
             if slot is not None:
                 slot.active.discard(request)

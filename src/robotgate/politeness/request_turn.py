@@ -1,0 +1,188 @@
+"""One page request's turn: everything the gate does for it, whatever client sends it.
+
+Every client adapter (``gate.fetch``, ``gate.middleware``, the httpx transport, the
+Scrapy middleware; ``gate.crawl`` rides on ``gate.fetch``) makes one
+:class:`RequestTurn` per request it sends (each redirect hop is a request) and
+drives it through the same steps:
+
+1. :meth:`~RequestTurn.begin`: a redirect hop judged by where it leads (when the
+   request follows one), robots.txt's verdict (:class:`~robotgate.errors.Disallowed`
+   if forbidden), then the server's turn under its caps and, in a fleet, its slot.
+   None when the request may go at once (a cached, allowed and due request costs
+   no coroutine), else an awaitable.
+2. :attr:`~RequestTurn.headers`: set on the request, over the client's and the caller's.
+3. :meth:`~RequestTurn.leaving`, right before the client sends: a fleet slot already
+   past is given up and another awaited, and the send time is taken.  A client that
+   looks at the slot again at the last moment (``gate.fetch``, as its headers go
+   out) and finds it past calls :meth:`~RequestTurn.missed` and sends again.
+4. :meth:`~RequestTurn.answered` with the answer's status and ``Retry-After``: the
+   server's pacing, back-off, events and store learn from it.
+5. :meth:`~RequestTurn.release`, however the request ends; later calls do nothing.
+
+A redirect's next hop is :func:`redirect_target` of the answer, sent as a new turn
+``came_from`` the URL that was redirected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Coroutine, Mapping
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
+
+from ..errors import Disallowed
+from ..policy.fetch_flow import REDIRECTS
+from ..policy.hops import REFUSED, Resolve, parse_hop
+from ..policy.network import strip_credentials
+from ..urls import InvalidURL, split_origin
+from .fleet_slots import CURRENT, Slot
+from .redirects import hop_decision
+from .scheduler import Group
+
+if TYPE_CHECKING:
+    from .admission import Admission
+
+__all__ = ["REFUSED", "RequestTurn", "redirect_target"]
+
+
+class RequestTurn:
+    """One request to one server, from its verdict to its release (see the module)."""
+
+    __slots__ = ("_admission", "_resolve", "_waiting", "came_from", "group", "sent_at", "slot",
+                 "url")
+
+    def __init__(self, admission: Admission, url: str, came_from: str | None = None,
+                 resolve: Resolve | None = None) -> None:
+        self._admission = admission
+        #: The URL as the client sends it (what robots.txt judges).
+        self.url = url
+        #: The URL whose redirect this request follows (None: the call's first request).
+        self.came_from = came_from
+        self._resolve = resolve  # the client's resolver, for a hop's target
+        #: The server's pacing group while the turn holds its slot (None: not, or no more).
+        self.group: Group | None = None
+        #: When the request left, on the scheduler's clock (``latency_factor`` learns from it).
+        self.sent_at: float | None = None
+        #: The fleet slot the request leaves in (None: paced here).
+        self.slot: Slot | None = None
+        self._waiting: Awaitable[Group] | None = None  # the admission's wait, begin() gave
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The gate's headers (User-Agent, From): they win over the client's and the caller's."""
+        return self._admission.headers
+
+    def begin(self) -> Awaitable[None] | None:
+        """The hop's, then the URL's verdict, then the server's turn: None when the
+        request may go at once, else an awaitable of that.
+
+        Raises :class:`~robotgate.errors.Disallowed` (for a redirect's target, or by
+        robots.txt), :class:`~robotgate.errors.GateClosed` and
+        :class:`~robotgate.urls.InvalidURL`, at once when nothing needs waiting for.
+        """
+        if self.came_from is not None:
+            return self._begin_hop()
+        got = self._admission.admit(self.url)
+        if isinstance(got, Group):
+            self.group = got
+            return None
+        self._waiting = got
+        return self._started(got)
+
+    async def _started(self, turn: Awaitable[Group]) -> None:
+        self._waiting = None
+        self.group = await turn
+
+    async def _begin_hop(self) -> None:
+        admission = self._admission
+        came_from, self.came_from = self.came_from, None
+        if came_from is not None and admission.refuse_private:
+            resolve = self._resolve if self._resolve is not None else _resolves_nothing
+            refused = await hop_decision(came_from, self.url, resolve, admission.is_private)
+            if refused is not None:
+                hop = parse_hop(self.url)
+                raise Disallowed(hop.url if hop is not None else self.url, refused)
+        got = admission.admit(self.url)
+        self.group = got if isinstance(got, Group) else await got
+
+    def abandon(self, pending: Awaitable[None]) -> None:
+        """The request will not wait for the turn :meth:`begin` gave as ``pending``
+        after all: it was never awaited, so nothing was taken."""
+        for awaitable in (pending, self._waiting):
+            if isinstance(awaitable, Coroutine):
+                awaitable.close()
+        self._waiting = None
+
+    def leaving(self) -> Awaitable[None] | None:
+        """The request goes out now: the send time is taken; in a fleet a slot already
+        past is given up and the next one awaited first (an awaitable then)."""
+        admission = self._admission
+        if admission.fleet is None:
+            self.sent_at = admission.scheduler.now()
+            return None
+        return self._on_time()
+
+    async def _on_time(self) -> None:
+        admission = self._admission
+        fleet = admission.fleet
+        assert fleet is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            slot = CURRENT.get()
+            CURRENT.set(None)
+            if slot is not None and loop.time() > slot.deadline:
+                await self._ask_again(slot)  # another slot, in CURRENT
+                continue
+            if slot is not None:
+                fleet.on_time()
+            self.slot = slot
+            self.sent_at = admission.scheduler.now()
+            return
+
+    async def missed(self) -> None:
+        """The client found the slot past as the request was about to go (it did
+        not): the next slot is awaited; send again after this."""
+        slot, self.slot = self.slot, None
+        if slot is not None:
+            await self._ask_again(slot)
+        await self._on_time()
+
+    async def _ask_again(self, slot: Slot) -> None:
+        group = self.group
+        assert group is not None
+        await self._admission.slot_missed(group, slot)
+
+    def answered(self, status: int, retry_after: str | None) -> Awaitable[None] | None:
+        """The answer's headers arrived: its server learns from them (an awaitable
+        when the store must hear of it too).  ``retry_after``: the answer's
+        ``Retry-After`` header, if any."""
+        group = self.group
+        if group is None:
+            return None
+        self.slot = None
+        return self._admission.answered(group, status, retry_after, self.sent_at)
+
+    def release(self) -> None:
+        """The request no longer holds its server's slot (answered, failed, dropped
+        or cancelled); only the first call counts."""
+        group, self.group = self.group, None
+        self.slot = None
+        if group is not None:
+            self._admission.done(group)
+
+
+async def _resolves_nothing(host: str) -> list[str]:
+    return []  # a client whose resolver is unknown: the hop's target reaches nothing
+
+
+def redirect_target(url: str, status: int, location: str | None) -> str | None:
+    """Where the answer to ``url`` sends the client, without credentials (None: it is
+    no redirect, or to no usable http(s) URL)."""
+    if status not in REDIRECTS or not location:
+        return None
+    try:
+        target = strip_credentials(urljoin(url, location.strip()))
+        split_origin(target)
+    except (ValueError, InvalidURL):
+        return None
+    return target
