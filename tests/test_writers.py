@@ -1,7 +1,9 @@
 """One writer for each piece of state: who may assign the fields of the core's records.
 
 A server's pacing (:class:`Group`) and visit bookkeeping (:class:`HostState`) are
-the scheduler's; a site's record (:class:`SiteRules`) is the robots.txt cache's.
+the scheduler's; what the robots.txt cache keeps of an origin (:class:`CachedSite`)
+is the cache's, and a site's rules (:class:`SiteRules`) are an immutable value
+that nothing writes once made (mypy holds its ``Final`` fields to that).
 Others ask their owner (``scheduler.paced_from_now``, ``cache.bind``); a store
 writes only the copies it keeps.  The scan below finds every assignment to a
 field of these records on an object other than ``self``, anywhere in the package.
@@ -40,8 +42,9 @@ OWNERS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
               ("politeness/scheduler.py",)),
     "HostState": (frozenset(f.name for f in dataclasses.fields(HostState)),
                   ("politeness/scheduler.py", "records.py", "store/")),
-    "SiteRules": (_slots("policy/site.py", "SiteRules"),
-                  ("policy/site.py", "politeness/robots_cache.py")),
+    "CachedSite": (_slots("politeness/robots_cache.py", "CachedSite"),
+                   ("politeness/robots_cache.py",)),
+    "SiteRules": (_slots("policy/site.py", "SiteRules"), ()),
 }
 
 #: Writes of a same-named field of another class: (module, target) and whose field it is.
@@ -103,7 +106,8 @@ def test_only_the_owners_write_the_records() -> None:
 
 @pytest.mark.parametrize("module,source", [
     ("politeness/admission.py", "def f(group):\n    group.last = now\n"),
-    ("politeness/admission.py", "def f(site, g):\n    site.host, site.key = g.state, g.key\n"),
+    ("politeness/admission.py", "def f(held, g):\n    held.host, held.key = g.state, g.key\n"),
+    ("politeness/robots_cache.py", "def f(site):\n    site.fresh_until = 0.0\n"),
     ("politeness/robots_cache.py", "def f(host):\n    host.visits_since_check = 0\n"),
     ("gate/gate.py", "def f(state):\n    state.next_allowed += 1\n"),
 ])
@@ -113,7 +117,8 @@ def test_the_scan_finds_a_write_outside_the_owner(module: str, source: str) -> N
 
 def test_the_fields_are_read_from_the_source() -> None:
     assert {"last", "paused_until", "free", "waiters"} <= OWNERS["Group"][0]
-    assert {"used", "host", "key", "fresh_until"} <= OWNERS["SiteRules"][0]
+    assert {"used", "host", "key", "site"} <= OWNERS["CachedSite"][0]
+    assert {"rules", "verdict", "interval", "fresh_until"} <= OWNERS["SiteRules"][0]
 
 
 def test_the_owners_own_writes_pass() -> None:

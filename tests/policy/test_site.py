@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.pacing import PacingPolicy
-from robotgate.policy.site import SKIPPED, Interpretation, ParsedBodies, interpret
+from robotgate.policy.site import SKIPPED, Interpretation, ParsedBodies, SiteRules, interpret
 from robotgate.records import SMALL_BODY, Outcome, RobotsEntry
 from tests.support import entries
 
@@ -143,9 +143,10 @@ def test_lwp_conventions_keep_a_text_body_with_disallow() -> None:
     assert not strict.allowed("/x", AGENT)
 
 
-def test_new_sites_count_as_recently_used() -> None:
+def test_a_sites_rules_are_a_value_nothing_writes() -> None:
     site = interpret(ok_entry(b""), how())
-    assert site.used is True and site.host is None
+    assert not hasattr(site, "__dict__")  # no field but those it is made with
+    assert {"host", "key", "used"}.isdisjoint(SiteRules.__slots__)
 
 
 def test_bytes_that_do_not_decode_are_read_as_each_dialect_reads_them() -> None:

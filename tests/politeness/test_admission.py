@@ -24,7 +24,7 @@ from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.pacing import PacingPolicy
-from robotgate.policy.site import Interpretation
+from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.admission import Admission
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
@@ -433,10 +433,20 @@ async def test_check_is_none_once_stale_or_due_for_a_recheck() -> None:
     await run(admission, A + "/1")
     await run(admission, A + "/2")
     assert admission.check(A + "/x") is None  # two visits: robots.txt is asked again first
-    site.host.visits_since_check = 0  # type: ignore[union-attr]
+    held = admission.cache.known(A)
+    assert held is not None and held.site is site
+    held.host.visits_since_check = 0  # as the scheduler's recheck would
     assert admission.check(A + "/x") is not None
-    site.fresh_until = 0.0
+    _go_stale(admission, A)
     assert admission.check(A + "/x") is None
+
+
+def _go_stale(admission: Admission, origin: str) -> None:
+    """Play the cache replacing ``origin``'s rules by a copy that is no longer fresh."""
+    held = admission.cache.known(origin)
+    assert held is not None
+    old = held.site
+    held.site = SiteRules(old.entry.copy(fresh_until=0.0), old.rules, old.verdict, old.interval)
 
 
 async def test_check_answers_from_the_newer_rules_after_a_refetch() -> None:
@@ -446,7 +456,7 @@ async def test_check_answers_from_the_newer_rules_after_a_refetch() -> None:
     first = await admission.site(A)
     assert admission.check(A + "/x") == first.decide("/x", AGENT)  # learnt and remembered
     transport.bodies[A] = b"User-agent: *\nDisallow: /x\n"
-    first.fresh_until = 0.0  # stale, here and in the store: the next ask fetches it again
+    _go_stale(admission, A)  # stale, here and in the store: the next ask fetches it again
     await admission.store.save_robots(first.entry.copy(fresh_until=0.0))
     second = await asyncio.wait_for(admission.site(A), 10)
     assert second is not first and len(transport.requests) == 2

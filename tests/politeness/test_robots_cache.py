@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from robotgate.errors import GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
-from robotgate.policy.site import Interpretation
+from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.robots_cache import CacheClosed, RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import HostState, Outcome, RobotsEntry
@@ -147,10 +148,26 @@ async def test_a_failing_fetch_still_ends_the_turn() -> None:
     assert site.entry.outcome == Outcome.UNREACHABLE and ended == [SITE]
 
 
-async def test_the_site_knows_its_host_state() -> None:
+async def test_the_cache_knows_the_sites_host_state() -> None:
     cache, hosts = make(Transport())
     site = await cache.get(SITE)
-    assert site.host is hosts[SITE]
+    held = cache.known(SITE)
+    assert held is not None and held.site is site and held.host is hosts[SITE]
+
+
+async def test_a_refetch_replaces_the_sites_rules_and_leaves_the_old_value_whole() -> None:
+    transport = Transport()
+    cache, _ = make(transport)
+    first = await cache.get(SITE)
+    held = cache.known(SITE)
+    assert held is not None
+    # Stale in the store and here: the next ask fetches again, and installs a new value.
+    await cache.store.save_robots(first.entry.copy(fresh_until=0.0))
+    held.site = SiteRules(first.entry.copy(fresh_until=0.0), first.rules, first.verdict,
+                          first.interval)
+    second = await cache.get(SITE)
+    assert second is not first and cache.known(SITE) is held and held.site is second
+    assert first.fresh_until > time.time()  # the old value was not written: still as made
 
 
 # -- cancellation and close ----------------------------------------------------------------

@@ -42,7 +42,8 @@ def describe(gate: RobotGate) -> str:
         fresh = site.fresh_until - now
         key = gate._keys.cached(origin)
         group = scheduler.get(key) if key is not None else None
-        host = group.state if group is not None else site.host
+        held = cache.known(origin)
+        host = group.state if group is not None else held.host if held is not None else None
         wait = scheduler.wait_seconds(group, site.interval) if group is not None else 0.0
         verdict = f", {site.verdict.reason}" if site.verdict is not None else ""
         verdict += _setting(gate, origin, site.interval)

@@ -375,7 +375,7 @@ class RobotGate:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
         hit = self._admission.cached(url := as_sent(url))
         if hit is not None:
-            return hit[0].allowed(hit[1], self.robots_agent)
+            return hit[0].site.allowed(hit[1], self.robots_agent)
         origin, rest = split_origin(url)
         site = await self._admission.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),

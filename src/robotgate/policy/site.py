@@ -7,9 +7,10 @@ into :class:`SiteRules`, the record the gate's cache holds per origin.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from ..decision import Decision
-from ..records import SMALL_BODY, HostState, RobotsEntry
+from ..records import SMALL_BODY, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
 from ..robots.rules import invalid_bytes_of
@@ -35,27 +36,23 @@ class Interpretation:
 
 
 class SiteRules:
-    """One origin's robots.txt as the gate uses it.
+    """One origin's robots.txt as the gate uses it: an immutable value, made once per
+    fetch (:func:`interpret`) and replaced by the next.
 
     ``verdict`` is set when the whole site has one answer (fetch outcome, or a
     delay beyond what the operator allows); otherwise ``rules`` decide per URL.
-    ``interval`` is the origin's own pacing interval.  ``used`` is the
-    cache's recently-used bit (CLOCK eviction).  Only the robots.txt cache writes
-    one once made (see :class:`~robotgate.politeness.robots_cache.RobotsCache`).
+    ``interval`` is the origin's own pacing interval.
     """
 
-    __slots__ = ("entry", "fresh_until", "host", "interval", "key", "rules", "used", "verdict")
+    __slots__ = ("entry", "fresh_until", "interval", "rules", "verdict")
 
     def __init__(self, entry: RobotsEntry, rules: RobotsTxt | None, verdict: Decision | None,
                  interval: float) -> None:
-        self.entry = entry  # without its body unless small (the store keeps that)
-        self.rules = rules
-        self.verdict = verdict
-        self.fresh_until = entry.fresh_until
-        self.interval = interval
-        self.used = True
-        self.host: HostState | None = None  # visit counts of the origin's server
-        self.key: str | None = None  # the server's politeness key, once known
+        self.entry: Final = entry  # without its body unless small (the store keeps that)
+        self.rules: Final = rules
+        self.verdict: Final = verdict
+        self.fresh_until: Final = entry.fresh_until
+        self.interval: Final = interval
 
     def decide(self, url: str, agent: str) -> Decision:
         """The verdict for ``url`` (a path or an absolute URL of this origin)."""

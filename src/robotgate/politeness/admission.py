@@ -36,7 +36,7 @@ from .emitter import Emitter
 from .fleet_slots import CURRENT, FleetSlots, Slot
 from .grouping import PaceKeys
 from .request_turn import RequestTurn
-from .robots_cache import CacheClosed, RobotsCache
+from .robots_cache import CacheClosed, CachedSite, RobotsCache
 from .scheduler import Group, Scheduler
 
 __all__ = ["Admission"]
@@ -75,8 +75,10 @@ class Admission:
         self.disallowed = 0
         self.closed = False
         self._crawls: set[Crawl] = set()  # running crawls, ended by close()
-        self._fast: dict[str, SiteRules] = {}
-        self._fast_max = 2 * cache.max_origins
+        # "scheme://authority" as a URL spells it -> its origin (see _learn): a pure
+        # function remembered, never stale, so that a cached page is not split.
+        self._origins: dict[str, str] = {}
+        self._origins_max = 2 * cache.max_origins
         self._groups = scheduler.groups_by_key
         #: Who hears the events (None: nobody listens, and no event is built).
         self.events: Emitter | None = None
@@ -97,7 +99,7 @@ class Admission:
             closed = str(exc)
         raise GateClosed(closed)  # not within the except: the CacheClosed is no cause
 
-    def refuse(self, url: str, path: str, site: SiteRules) -> Disallowed:
+    def refuse(self, url: str, path: str, site: SiteRules, key: str | None = None) -> Disallowed:
         self.disallowed += 1
         decision = site.decide(path, self.agent)
         refused = Disallowed(url, decision)
@@ -105,7 +107,7 @@ class Admission:
         events = self.events
         if events is not None:
             origin = site.entry.origin
-            events.emit(UrlSkipped(time.time(), origin, site.key or events.key_of(origin), url,
+            events.emit(UrlSkipped(time.time(), origin, key or events.key_of(origin), url,
                                    decision.reason, decision.outcome or "rules"))
         return refused
 
@@ -176,8 +178,8 @@ class Admission:
         group = self.known_group(origin)
         if group is not None:
             return group.state
-        site = self.cache.peek(origin)
-        return site.host if site is not None else None
+        held = self.cache.known(origin)
+        return held.host if held is not None else None
 
     def host_wait(self, origin: str) -> float:
         """Seconds until the next request to ``origin``'s server may start (0 if now)."""
@@ -186,7 +188,8 @@ class Admission:
         if group is not None:
             return self.scheduler.wait_seconds(group, site.interval if site else None)
         # No request yet in this process: the stored next allowed time still holds.
-        host = site.host if site is not None else None
+        held = self.cache.known(origin)
+        host = held.host if held is not None else None
         return max(0.0, self.scheduler.stored_wait(host)) if host is not None else 0.0
 
     def host_turn(self, origin: str) -> tuple[float, str, float]:
@@ -201,33 +204,31 @@ class Admission:
             wait, reason = scheduler.turn(group, interval)
             return wait, reason, interval
         interval = site.interval if site is not None else scheduler.policy.delay
-        host = site.host if site is not None else None
+        held = self.cache.known(origin)
+        host = held.host if held is not None else None
         wait = max(0.0, scheduler.stored_wait(host)) if host is not None else 0.0
         return wait, "stored" if wait > 0 else "", interval
 
     # -- requests ------------------------------------------------------------------
 
-    def cached(self, url: str) -> tuple[SiteRules, str] | None:
-        """The rules of ``url`` (as sent: see :func:`~robotgate.urls.as_sent`)'s origin
-        and the path they judge, if cached, fresh and not due for a recheck.
+    def cached(self, url: str) -> tuple[CachedSite, str] | None:
+        """The cache's record of ``url`` (as sent: see :func:`~robotgate.urls.as_sent`)'s
+        origin and the path its rules judge, if cached, fresh and not due for a recheck.
 
-        The site learnt for the URL's "scheme://authority" is found with one look-up
-        (see :meth:`_learn`); a URL of a site not learnt yet is split, and the cache asked.
+        The origin of the URL's "scheme://authority" is found with one look-up (see
+        :meth:`_learn`); a URL of an authority not seen yet is split.
         """
         cut = url.find("/", 8)
-        site = self._fast.get(url[:cut] if cut > 0 else url)
-        if site is not None and site.fresh_until > time.time():
-            if self.cache.recheck_due(site):
-                return None
-            self.cache.touch(site)
-            return site, _path_of(url, cut)
-        # Not learnt yet, or superseded by a newer fetch: the cache knows.
+        origin = self._origins.get(url[:cut] if cut > 0 else url)
+        if origin is not None:
+            held = self.cache.fresh(origin)
+            return (held, _path_of(url, cut)) if held is not None else None
         origin, rest = split_origin(url)
-        site = self.cache.cached(origin)
-        if site is None:
+        held = self.cache.fresh(origin)
+        if held is None:
             return None
-        self._learn(url, site)
-        return site, url if rest[:2] == "//" else rest
+        self._learn(url, origin)
+        return held, url if rest[:2] == "//" else rest
 
     def check(self, url: object) -> Decision | None:
         """The verdict for ``url`` if its origin's rules are cached and fresh, else None:
@@ -239,7 +240,7 @@ class Admission:
         if "\t" in link or "\n" in link or "\r" in link:
             link = as_sent(link)  # judged as sent (yarl drops them)
         hit = self.cached(link)
-        return hit[0].decide(hit[1], self.agent) if hit is not None else None
+        return hit[0].site.decide(hit[1], self.agent) if hit is not None else None
 
     def as_cached(self, url: str) -> Decision | None:
         """As :meth:`check`, but by the rules as cached even when due for a refresh
@@ -279,16 +280,19 @@ class Admission:
             hit = None
         if hit is None:
             return self._admit(url, None)
-        site, path = hit
+        held, path = hit
+        site = held.site
         if not site.allowed(path, self.agent):
-            raise self.refuse(url, path, site)
+            raise self.refuse(url, path, site, held.key)
         if self.events is None:
             # Due now and under every cap: started without a coroutine.
-            group = self._groups.get(site.key) if site.key is not None else None
-            if group is None or group.state is not site.host:
-                group = self.known_group(split_origin(url)[0])
+            key = held.key
+            group = self._groups.get(key) if key is not None else None
+            if group is None or group.state is not held.host:
+                origin = site.entry.origin
+                group = self.known_group(origin)
                 if group is not None:
-                    self.cache.bind(site, group.state, group.key)
+                    self.cache.bind(origin, group.state, group.key)
             if group is not None and self.scheduler.try_start(group, site.interval):
                 return group
         return self._admit(url, site)
@@ -307,15 +311,12 @@ class Admission:
             path = url if rest[:2] == "//" else rest
             if not site.allowed(path, self.agent):
                 raise self.refuse(url, path, site)
-        host = site.host  # the cache's: its group without the key's look-up, if still its
-        group = self._groups.get(host.origin) if host is not None else None
-        if group is None or group.state is not host:
-            group = self.group_now(origin) or await self.group(origin)
-        self.cache.bind(site, group.state, group.key)
+        group = self.group_now(origin) or await self.group(origin)
+        self.cache.bind(origin, group.state, group.key)
         fleet = self.fleet
         events = self.events
         if fleet is None:
-            self._learn(url, site)
+            self._learn(url, origin)
             if self.scheduler.try_start(group, site.interval):
                 if events is not None:
                     self._asked(group, url)
@@ -378,15 +379,16 @@ class Admission:
             asking = self._asking[group.key] = []
         asking.append((url, False))
 
-    def _learn(self, url: str, site: SiteRules) -> None:
+    def _learn(self, url: str, origin: str) -> None:
+        """Remember that ``url``'s "scheme://authority", as spelt, is ``origin``."""
         m = match_prefix(url)
-        if m is None or "@" in m[0] or self.closed:
-            return  # no password is kept; after close(), admit() must take its slow path
-        fast = self._fast
-        if fast.get(m[0]) is not site:
-            if len(fast) >= self._fast_max:
-                fast.clear()  # rare and cheap: refilled by the next slow admits
-            fast[m[0]] = site
+        if m is None or "@" in m[0]:
+            return  # no password is kept
+        origins = self._origins
+        if origins.get(m[0]) != origin:
+            if len(origins) >= self._origins_max:
+                origins.clear()  # rare and cheap: refilled by the next slow admits
+            origins[m[0]] = origin
 
     async def slot_missed(self, group: Group, slot: Slot) -> None:
         """``slot`` went by before the request could leave: reserve the next one (in
@@ -491,7 +493,6 @@ class Admission:
         """No request starts from now on: :meth:`admit`, the waits for a turn and
         running crawls end with :class:`GateClosed`.  Cached verdicts are still answered."""
         self.closed = True
-        self._fast.clear()  # and _learn() fills it no more: admit() takes its slow path
         self.scheduler.close()
         for crawl in list(self._crawls):
             crawl.halt(GateClosed("the gate was closed during the crawl"))

@@ -1,8 +1,9 @@
 """The robots.txt cache: one fetch per origin however many tasks ask (single flight).
 
-It owns the per-origin :class:`~robotgate.policy.site.SiteRules`: freshness,
-the recheck after N visits, the store look-ups and, in a fleet, the store's
-fetch lock so that one worker fetches for all.
+It owns one :class:`CachedSite` per origin, which holds the origin's
+:class:`~robotgate.policy.site.SiteRules` (an immutable value, replaced by each
+fetch): freshness, the recheck after N visits, the store look-ups and, in a
+fleet, the store's fetch lock so that one worker fetches for all.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .emitter import Emitter
 from .robots_fetcher import RobotsFetcher, TurnHooks
 from .scheduler import Scheduler
 
-__all__ = ["CacheClosed", "RobotsCache"]
+__all__ = ["CacheClosed", "CachedSite", "RobotsCache"]
 
 #: close() cancels a fetch up to this many times, waiting this long (s) after each.
 _CLOSE_TRIES = 3
@@ -71,6 +72,24 @@ class _Flight:
         self.waiters: list[asyncio.Future[SiteRules]] = []
 
 
+class CachedSite:
+    """What the cache keeps of one origin; only the cache writes it (others read).
+
+    ``site`` is the origin's rules as last fetched, replaced whole by the next fetch;
+    ``host`` the HostState that counts its server's visits (the scheduler's: read
+    here for the recheck after N visits); ``key`` its server's politeness key, once
+    known; ``used`` the recently-used bit of the cache's CLOCK eviction.
+    """
+
+    __slots__ = ("host", "key", "site", "used")
+
+    def __init__(self, site: SiteRules, host: HostState) -> None:
+        self.site = site
+        self.host = host
+        self.key: str | None = None
+        self.used = False  # CLOCK: only a site asked about again is spared
+
+
 class CacheClosed(RuntimeError):
     """The cache was closed while a task was waiting for it."""
 
@@ -102,7 +121,7 @@ class RobotsCache:
         self._host_state = host_state
         self._turn = turn
         self._mem = immediate(store)  # answers without an await: one coroutine less each
-        self._sites: dict[str, SiteRules] = {}
+        self._sites: dict[str, CachedSite] = {}
         # Sites serving the same file share its rules; never more kept than sites.
         self._bodies = ParsedBodies(min(256, max_origins))
         self._inflight: dict[str, _Flight] = {}
@@ -118,29 +137,36 @@ class RobotsCache:
 
     def cached(self, origin: str) -> SiteRules | None:
         """The origin's rules if cached, fresh and not due for a recheck; no I/O."""
-        site = self._sites.get(origin)
-        if site is None or site.fresh_until <= time.time() or self.recheck_due(site):
+        held = self.fresh(origin)
+        return held.site if held is not None else None
+
+    def fresh(self, origin: str) -> CachedSite | None:
+        """As :meth:`cached`, the cache's whole record of the origin."""
+        held = self._sites.get(origin)
+        if held is None or held.site.fresh_until <= time.time() or self.recheck_due(held):
             return None
-        site.used = True
-        return site
+        held.used = True
+        return held
 
-    def touch(self, site: SiteRules) -> None:
-        """``site`` was asked about (the CLOCK bit: spared by the next eviction)."""
-        site.used = True
+    def bind(self, origin: str, host: HostState, key: str) -> None:
+        """``origin``'s server is known: its politeness key and the HostState its group paces."""
+        held = self._sites.get(origin)
+        if held is not None:
+            held.host = host
+            held.key = key
 
-    def bind(self, site: SiteRules, host: HostState, key: str) -> None:
-        """``site``'s server is known: its politeness key and the HostState its group paces."""
-        site.host = host
-        site.key = key
-
-    def recheck_due(self, site: SiteRules) -> bool:
+    def recheck_due(self, held: CachedSite) -> bool:
         """Has the site's server had the visits after which robots.txt is fetched again?"""
         limit = self.recheck_visits
-        host = site.host
-        return limit is not None and host is not None and host.visits_since_check >= limit
+        return limit is not None and held.host.visits_since_check >= limit
 
     def peek(self, origin: str) -> SiteRules | None:
         """The origin's rules as cached, fresh or not (for describe and host_wait)."""
+        held = self._sites.get(origin)
+        return held.site if held is not None else None
+
+    def known(self, origin: str) -> CachedSite | None:
+        """The cache's record of ``origin``, fresh or not (to read, not to write)."""
         return self._sites.get(origin)
 
     async def get(self, origin: str) -> SiteRules:
@@ -173,7 +199,7 @@ class RobotsCache:
     async def _fly(self, origin: str, flight: _Flight) -> None:
         """The shared fetch: its answer (or error) goes to every waiter still waiting."""
         try:
-            site = await self._refresh(origin, self._sites.get(origin))
+            site = await self._refresh(origin, self.peek(origin))
         except asyncio.CancelledError:
             self._land(origin, flight)
             for waiter in flight.waiters:
@@ -201,7 +227,7 @@ class RobotsCache:
         return len(self._inflight)
 
     def sites(self) -> dict[str, SiteRules]:
-        return dict(self._sites)
+        return {origin: held.site for origin, held in self._sites.items()}
 
     async def close(self) -> None:
         """Cancel the fetches in flight; later asks raise :class:`CacheClosed`."""
@@ -426,13 +452,13 @@ class RobotsCache:
             # with sites serving the same bytes: their intervals differ.
             how, bodies = replace(how, pacing=replace(how.pacing, delay=setting.delay)), None
         site = interpret(entry, how, rules, bodies)
-        site.host = host
-        site.used = False  # CLOCK: only a site asked about again is spared
         sites = self._sites
-        old = sites.pop(origin, None)
-        if old is not None:
-            old.fresh_until = 0.0  # superseded: a fast path still holding it lets go
-        sites[origin] = site
+        held = sites.pop(origin, None)
+        if held is None:
+            held = CachedSite(site, host)
+        else:
+            held.site, held.host, held.used = site, host, False
+        sites[origin] = held
         if len(sites) > self.max_origins:
             self._evict()
         return site
@@ -442,8 +468,8 @@ class RobotsCache:
         sites = self._sites
         for _ in range(len(sites) + 1):
             origin = next(iter(sites))
-            site = sites.pop(origin)
-            if not site.used:
+            held = sites.pop(origin)
+            if not held.used:
                 return
-            site.used = False
-            sites[origin] = site
+            held.used = False
+            sites[origin] = held
