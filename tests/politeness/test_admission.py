@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import inspect
 import itertools
 import time
@@ -23,6 +24,7 @@ from robotgate.decision import Decision
 from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
+from robotgate.policy.hops import REFUSED
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.admission import Admission
@@ -718,3 +720,68 @@ async def test_a_closed_cache_answers_gate_closed_without_its_own_error() -> Non
         # The cache's error stays out of the traceback, in the compiled build too.
         shown = "".join(traceback.format_exception(closed.value))
         assert "During handling" not in shown and "CacheClosed:" not in shown
+
+
+# -- the request turn: what every client adapter drives --------------------------------
+
+
+async def test_a_cached_due_turn_begins_without_a_coroutine_and_gives_its_slot_back_once(
+) -> None:
+    admission = build(Clock(), delay=0.0)
+    await admission.site(A)
+    turn = admission.turn(A + "/1")
+    assert turn.begin() is None  # cached, allowed, due: no coroutine
+    group = turn.group
+    assert group is not None and group.busy == 1
+    assert turn.leaving() is None and turn.sent_at is not None
+    assert turn.answered(200, None) is None
+    turn.release()
+    turn.release()  # a second release (an error path after the first) gives nothing back
+    assert group.free == group.size and group.active == 0
+    assert turn.answered(503, None) is None  # released: the answer teaches nothing more
+
+
+async def test_a_turn_that_would_wait_can_be_abandoned_and_takes_nothing() -> None:
+    admission = build(Clock(), delay=0.0)
+    await admission.site(A)
+    first = admission.turn(A + "/1")
+    assert first.begin() is None
+    second = admission.turn(A + "/2")
+    ready = second.begin()
+    assert ready is not None  # one request at a time to a server: the first holds it
+    second.abandon(ready)
+    gc.collect()  # a coroutine left unawaited would warn here (-W error)
+    group = first.group
+    assert group is not None and group.waiting == 0 and second.group is None
+    first.release()
+
+
+async def test_a_turn_judges_its_redirect_before_robots_txt_and_drops_credentials() -> None:
+    admission = build(Clock(), delay=0.0)
+    looked_up: list[str] = []
+
+    async def resolve(host: str) -> list[str]:
+        looked_up.append(host)
+        return {"www.example.com": ["93.184.216.34"], "intranet.test": ["10.0.0.7"]}[host]
+
+    turn = admission.turn("http://user:pw@intranet.test/admin#top", "http://www.example.com/",
+                          resolve)
+    ready = turn.begin()
+    assert ready is not None
+    with pytest.raises(Disallowed) as refused:
+        await ready
+    assert refused.value.decision.outcome == REFUSED
+    assert refused.value.url == "http://intranet.test/admin"  # no credentials, no fragment
+    assert looked_up == ["www.example.com", "intranet.test"]
+    assert transport_of(admission).requests == []  # the target's robots.txt was never asked
+    allowed = admission.turn(A + "/1", "http://www.example.com/", resolve=None)
+    # No resolver: a name that cannot be looked up is refused, never followed blindly.
+    with pytest.raises(Disallowed):
+        await allowed.begin()  # type: ignore[misc]
+
+
+def test_a_turn_sends_the_gates_headers() -> None:
+    gate = RobotGate("HeadBot/1.0 (+https://example.com/bot)", from_="ops@example.com")
+    turn = gate.request_turn("http://a.example/x")
+    assert dict(turn.headers) == {"User-Agent": "HeadBot/1.0 (+https://example.com/bot)",
+                                  "From": "ops@example.com"}
