@@ -210,6 +210,27 @@ async def test_after_a_loss_a_server_first_leased_waits_out_the_lost_crawls_leas
         await store.close()
 
 
+async def test_the_servers_a_worker_leases_have_their_host_states_read_ahead(
+        redis_url: str, prefix: str) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = RedisCrawlState(store, "ahead", leases=Leases(),
+                                server=lambda url: "host:" + server_of(url))
+        await state.open()
+        await state.add([entry(f"http://h{i}.example/0") for i in range(10)])
+        before = store.round_trips
+        assert len(await state.take(100)) == 10
+        # The take, and one read of the ten host states.
+        assert store.round_trips - before <= 3  # (a script loaded on first use)
+        before = store.round_trips
+        for i in range(10):
+            assert await store.load_host(f"host:h{i}.example") is None
+        assert store.round_trips == before
+        await state.close()
+    finally:
+        await store.close()
+
+
 async def test_a_crawl_of_a_newer_layout_is_refused(redis_url: str, prefix: str,
                                                     raw: Any) -> None:
     store = RedisStore(redis_url, prefix=prefix)

@@ -104,6 +104,10 @@ class Keys:
     def lock(self, origin: str) -> str:
         return f"{self.prefix}:lock:{tag(origin)}"
 
+    def waiting(self, origin: str) -> str:
+        """Set by a worker waiting for ``origin``'s fetch (cluster): its end is published."""
+        return f"{self.prefix}:wait:{tag(origin)}"
+
     def bucket(self, origin: str) -> str:
         """The cluster channel that carries ``origin``'s notifications."""
         return self.buckets[key_slot(origin.encode()) % BUCKETS]

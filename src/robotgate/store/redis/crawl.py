@@ -201,6 +201,10 @@ class RedisCrawlState(CrawlState):
                     free_at = (None if since == -1 else first if since == -2
                                else replied - since / 1000)
                     leases.hold(server, asked + self.lease, free_at)
+                # The servers just leased: their host states are asked for next.
+                taken = [s for s, since in held.items() if since != -1]
+                if taken:
+                    await self.store.read_hosts_ahead(taken)
             self._held = {s: self._held.get(s, 0) for s in held}
             out: list[Entry] = []
             for i in range(0, len(flat), 4):

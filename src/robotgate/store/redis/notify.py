@@ -86,8 +86,9 @@ class Publisher:
 
     On one server the script that saves or unlocks publishes it (atomically).
     On a cluster the channel lives in another slot than the script's keys, so
-    the script cannot: the store publishes after it, in the background; best
-    effort, as waiters also poll.
+    the script cannot: the store publishes after it, in the background, if a
+    waiter set the origin's wait flag (the script says); best effort, as waiters
+    also poll.
     """
 
     def __init__(self, link: Link, keys: Keys, cluster: bool) -> None:
@@ -99,6 +100,10 @@ class Publisher:
     def script_args(self, kind: str, origin: str) -> list[Any]:
         """The channel and message for the script (empty on a cluster)."""
         return ["", ""] if self._cluster else [self._keys.done, message(kind, origin)]
+
+    def flag_keys(self, origin: str) -> list[str]:
+        """The wait flag, after the script's other keys (a cluster's only)."""
+        return [self._keys.waiting(origin)] if self._cluster else []
 
     def after(self, kind: str, origin: str) -> None:
         """The script has run: on a cluster, publish now."""

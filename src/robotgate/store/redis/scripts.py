@@ -6,8 +6,9 @@ politeness group), so on Redis Cluster a script never crosses slots.  On one
 server the scripts that end a robots.txt fetch also publish ``saved <origin>``
 or ``released <origin>`` on ``P:done``; on a cluster the store publishes that
 itself, on a channel of another slot (see :mod:`.notify`), so the scripts get
-an empty channel.  Errors about foreign data come back as ``BADDATA <key>
-<why>`` so the client can name the key.
+an empty channel, and the key ``P:wait:{O}`` a waiter sets (its look, ``PEEK``) tells
+whether anyone waits: the end of a fetch nobody waits for is not published.  Errors
+about foreign data come back as ``BADDATA <key> <why>`` so the client can name the key.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 __all__ = [
     "EPOCH",
     "FLUSH_HOSTS",
+    "LOAD_HOSTS",
     "LOAD_OR_LOCK",
     "LOCK",
     "LOCK_LOAD",
@@ -103,13 +105,22 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {{}, 1} 
 return {{}, 0}
 """)
 
-# KEYS[1] lock; ARGV token, channel ('' for none), message.  Deletes only our
-# own lock; 1 if it did.
-UNLOCK = Script.of("""
+# The end of a fetch: 1 if the wait flag KEYS[n] (cluster only) was set, which it
+# clears; with no flag key (one server, which publishes in the script) always 1.
+_WANTED = """
+local function wanted(n)
+  if not KEYS[n] then return 1 end
+  return redis.call('DEL', KEYS[n])
+end
+"""
+
+# KEYS[1] lock, KEYS[2] wait flag (cluster); ARGV token, channel ('' for none),
+# message.  Deletes only our own lock: 0 if it was not ours, else 1 + wanted.
+UNLOCK = Script.of(_WANTED + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-  return 1
+  return 1 + wanted(2)
 end
 return 0
 """)
@@ -129,29 +140,35 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 """
 
-# KEYS[1] robots; ARGV as _WRITE_ROBOTS, then channel ('' for none), message.
-SAVE_ROBOTS = Script.of(_WRITE_ROBOTS + """
+# KEYS[1] robots, KEYS[2] wait flag (cluster); ARGV as _WRITE_ROBOTS, then channel
+# ('' for none), message.  Returns wanted.
+SAVE_ROBOTS = Script.of(_WANTED + _WRITE_ROBOTS + """
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
-return 1
+return wanted(2)
 """)
 
-# KEYS[1] robots, KEYS[2] lock; ARGV as SAVE_ROBOTS, then the lock's token.  The
-# end of a fetch in one round trip: the entry is saved and our own lock deleted
-# (one "saved" message wakes the waiters: the entry is there, the lock gone).
-SAVE_UNLOCK = Script.of(_WRITE_ROBOTS + """
+# KEYS[1] robots, KEYS[2] lock, KEYS[3] wait flag (cluster); ARGV as SAVE_ROBOTS, then
+# the lock's token.  The end of a fetch in one round trip: the entry is saved and our
+# own lock deleted (one "saved" message wakes the waiters: the entry is there, the
+# lock gone).  Returns wanted.
+SAVE_UNLOCK = Script.of(_WANTED + _WRITE_ROBOTS + """
 if redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
-return 1
+return wanted(3)
 """)
 
-# KEYS[1] robots, KEYS[2] lock: the entry (flat field/value list) and the
-# lock's remaining life in ms (-2: no lock), in one round trip.
+# KEYS[1] robots, KEYS[2] lock, KEYS[3] wait flag (cluster): the entry (flat
+# field/value list) and the lock's remaining life in ms (-2: no lock), in one round
+# trip.  The flag is set, for a little longer than the lock, so that the next save
+# or release is published.
 PEEK = Script.of("""
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then
   return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
 end
-return {redis.call('HGETALL', KEYS[1]), redis.call('PTTL', KEYS[2])}
+local left = redis.call('PTTL', KEYS[2])
+if KEYS[3] then redis.call('SET', KEYS[3], 1, 'PX', math.max(left, 0) + 10000) end
+return {redis.call('HGETALL', KEYS[1]), left}
 """)
 
 # Shared by the pacing scripts: the server clock in microseconds, the stored
@@ -263,6 +280,17 @@ end
 local keep = tonumber(ARGV[3]) + math.max(0, (tonumber(na) - tonumber(ARGV[4])) * 1000)
 redis.call('PEXPIRE', KEYS[2], string.format('%d', math.floor(keep)))
 return 1
+""")
+
+# KEYS host keys (one slot on a cluster).  Each one's hash (flat field/value list),
+# or false where it holds something else (its reader names the key).
+LOAD_HOSTS = Script.of("""
+local out = {}
+for i, key in ipairs(KEYS) do
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'hash' or t == 'none' then out[i] = redis.call('HGETALL', key) else out[i] = false end
+end
+return out
 """)
 
 # KEYS host keys (one slot on a cluster); ARGV host_ttl_ms, client_now, then

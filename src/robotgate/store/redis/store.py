@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import secrets
@@ -48,6 +49,9 @@ _FLUSH_CHUNK = 500
 # How long the moment Redis was found to have lost its data is kept (ms): past any
 # interval a server is paced at, it holds nothing back.
 _LOST_KEEP_MS = 86_400_000
+# Host states read ahead are used for this long (s), and this many kept at most.
+_AHEAD_KEEP = 5.0
+_AHEAD_MAX = 10_000
 
 _log = logging.getLogger(__name__)
 
@@ -172,6 +176,8 @@ class RedisStore(Store):
         self._open_lock: asyncio.Lock | None = None
         # The data's epoch this store saw (one server): another, or none, is lost data.
         self._epoch: str | None = None
+        # Host states read ahead (read_hosts_ahead), until load_host takes them.
+        self._ahead: dict[str, tuple[HostState | None, float]] = {}
 
     def __repr__(self) -> str:
         kind = ", cluster=True" if self.cluster else ""
@@ -253,26 +259,28 @@ class RedisStore(Store):
         body = entry.body
         # max() also turns a NaN freshness into 0.
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
-        await self._script(
+        wanted = await self._script(
             scripts.SAVE_ROBOTS,
-            [key],
+            [key, *self._publisher.flag_keys(entry.origin)],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
              *self._publisher.script_args("saved", entry.origin)],
         )
-        self._publisher.after("saved", entry.origin)
+        if wanted == 1:
+            self._publisher.after("saved", entry.origin)
 
     async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
         """:meth:`save_robots` and :meth:`unlock_fetch` in one round trip."""
         key = self._keys.robots(entry.origin)
         body = entry.body
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
-        await self._script(
+        wanted = await self._script(
             scripts.SAVE_UNLOCK,
-            [key, self._keys.lock(entry.origin)],
+            [key, self._keys.lock(entry.origin), *self._publisher.flag_keys(entry.origin)],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
              *self._publisher.script_args("saved", entry.origin), token],
         )
-        self._publisher.after("saved", entry.origin)
+        if wanted == 1:
+            self._publisher.after("saved", entry.origin)
 
     # -- host state (batched) ----------------------------------------------
 
@@ -281,9 +289,42 @@ class RedisStore(Store):
         pending = self._hosts.get(origin)
         if pending is not None:
             return pending
+        ahead = self._ahead.pop(origin, None)
+        if ahead is not None and time.monotonic() - ahead[1] < _AHEAD_KEEP:
+            return ahead[0]
         key = self._keys.host(origin)
         raw = await self._call(lambda client: client.hgetall(key), [key])
         return decode_host(self._keys, origin, key, raw)
+
+    async def read_hosts_ahead(self, groups: Sequence[str]) -> None:
+        """Read the host states of ``groups`` in one request (one per cluster node) for
+        :meth:`load_host` to answer from, for a few seconds: the servers a worker
+        leased in a named crawl, which it is about to ask for one by one.  Best effort:
+        a failure leaves it to load_host."""
+        wanted = [g for g in groups if self._hosts.get(g) is None]
+        if not wanted:
+            return
+        by_slot: dict[int, list[str]] = {}
+        for group in wanted:
+            key = self._keys.host(group)
+            by_slot.setdefault(self._link.slot(key) if self.cluster else 0, []).append(group)
+        calls: list[tuple[list[str], list[Any]]] = [
+            ([self._keys.host(g) for g in chunk], []) for chunk in by_slot.values()]
+        try:
+            replies = await self._link.scripts(scripts.LOAD_HOSTS, calls)
+        except StoreError:
+            return
+        if len(self._ahead) > _AHEAD_MAX:
+            self._ahead.clear()
+        read = time.monotonic()
+        for chunk, reply in zip(by_slot.values(), replies, strict=True):
+            for group, raw in zip(chunk, reply, strict=True):
+                if not isinstance(raw, list):
+                    continue  # foreign data: load_host reads it and names the key
+                fields = dict(zip(raw[::2], raw[1::2], strict=False))
+                with contextlib.suppress(StoreError):
+                    state = decode_host(self._keys, group, self._keys.host(group), fields)
+                    self._ahead[group] = (state, read)
 
     async def save_host(self, state: HostState) -> None:
         await self._hosts.save(state)
@@ -358,7 +399,8 @@ class RedisStore(Store):
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
         args = [token, *self._publisher.script_args("released", origin)]
-        if await self._script(scripts.UNLOCK, [self._keys.lock(origin)], args) == 1:
+        keys = [self._keys.lock(origin), *self._publisher.flag_keys(origin)]
+        if await self._script(scripts.UNLOCK, keys, args) == 2:  # ours, and waited for
             self._publisher.after("released", origin)
 
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
@@ -374,11 +416,14 @@ class RedisStore(Store):
             self._notifier = (ShardNotifier if self.cluster else ChannelNotifier)(
                 self._link, self._keys
             )
-        robots_key, lock_key = self._keys.robots(origin), self._keys.lock(origin)
+        keys = [self._keys.robots(origin), self._keys.lock(origin),
+                *self._publisher.flag_keys(origin)]
+        robots_key = keys[0]
 
         async def peek() -> tuple[RobotsEntry | None, object]:
-            # The entry and the lock's remaining life, in one round trip.
-            reply = await self._script(scripts.PEEK, [robots_key, lock_key], [])
+            # The entry and the lock's remaining life (flagged as waited for), in one
+            # round trip.
+            reply = await self._script(scripts.PEEK, keys, [])
             try:
                 raw, lock_ms = reply
             except (TypeError, ValueError):
