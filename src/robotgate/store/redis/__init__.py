@@ -26,7 +26,12 @@ lives in one slot):
     String: the token of the worker fetching O's robots.txt, with a PX expiry.
 ``P:done:{O}``
     Channel: ``saved`` after an entry is stored, ``released`` after a lock is
-    released (``PUBLISH``; ``SPUBLISH``, sharded, on a cluster).
+    released (``PUBLISH``; ``SPUBLISH``, sharded, on a cluster, and only when
+    another worker waits: see ``P:wait:{O}``).
+``P:wait:{O}``
+    String ``1`` (cluster only): set by each look of a worker waiting for O's
+    fetch, for the lock's time left plus 10 s; the save or release that ends
+    the fetch deletes it and publishes only if it was there.
 ``P:host:{G}``
     Hash: ``v`` visits, ``lv`` last visit, ``na`` next allowed, ``vc`` visits
     since check; numbers as decimal strings (floats as ``repr``, so they round

@@ -327,6 +327,7 @@ class RedisStore(Store):
                     self._ahead[group] = (state, read)
 
     async def save_host(self, state: HostState) -> None:
+        self._ahead.pop(state.origin, None)  # older than this
         await self._hosts.save(state)
 
     async def flush(self) -> None:
