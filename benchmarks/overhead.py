@@ -691,9 +691,10 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
     if "overhead" in report:
         o = report["overhead"]
         cs = o["contenders"]
-        rows.append({"section": f"overhead: {o['hosts']:,} hosts x {o['pages_per_host']} pages, "
-                                f"{o['concurrency']} tasks, delay 0, caps off, cold, median of "
-                                f"{o['rounds']} interleaved rounds (details below)"})
+        if cs:  # none with --rounds 0
+            rows.append({"section": f"overhead: {o['hosts']:,} hosts x {o['pages_per_host']} "
+                                    f"pages, {o['concurrency']} tasks, delay 0, caps off, cold, "
+                                    f"median of {o['rounds']} interleaved rounds (details below)"})
         for name in ("gate.fetch", "middleware"):
             c = cs.get(name)
             if c is None:
@@ -750,10 +751,6 @@ def render_details(report: dict[str, Any]) -> str:
     out: list[str] = []
     o = report.get("overhead")
     if o:
-        out.append(f"\n### Overhead: {o['hosts']:,} loopback hosts x {o['pages_per_host']} pages, "
-                   f"{o['concurrency']} concurrent, delay 0, caps off, cold (robots.txt fetched "
-                   f"in the timed run); median of {o['rounds']} interleaved rounds, each run a "
-                   f"fresh process\n")
         body = []
         for name, c in o["contenders"].items():
             lo, hi = c["ratio_range"] or (math.nan, math.nan)
@@ -765,11 +762,16 @@ def render_details(report: dict[str, Any]) -> str:
                          f"{c['cpu_us_per_page']:.0f}",
                          f"{c['gc_us_per_page']:.1f}", f"{c['gen0_per_1000_pages']:.1f}",
                          f"{c['tracked_per_host']:.0f}", fmt_int(c["not_fetched"])])
-        out += md(["contender", "requests/s (server)", "requests", "ratio to aiohttp",
-                    "range", "pooled ratio", "client CPU busy",
-                    "ratio by client CPU per request (range)",
-                    "client CPU us/page", "GC us/page", "gen-0 GCs /1000 pages",
-                    "GC-tracked objects kept per host", "pages not fetched"], body)
+        if body:  # none with --rounds 0
+            out.append(f"\n### Overhead: {o['hosts']:,} loopback hosts x {o['pages_per_host']} "
+                       f"pages, {o['concurrency']} concurrent, delay 0, caps off, cold (robots.txt "
+                       f"fetched in the timed run); median of {o['rounds']} interleaved rounds, "
+                       f"each run a fresh process\n")
+            out += md(["contender", "requests/s (server)", "requests", "ratio to aiohttp",
+                       "range", "pooled ratio", "client CPU busy",
+                       "ratio by client CPU per request (range)",
+                       "client CPU us/page", "GC us/page", "gen-0 GCs /1000 pages",
+                       "GC-tracked objects kept per host", "pages not fetched"], body)
         for e in o.get("errors", []):
             out.append(f"\nerror: {e}")
         w = o.get("work_charge")
