@@ -98,9 +98,10 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
         gc.collect()
         rss1 = _rss()
         # Then one visit each: the politeness group a crawl creates on the first page.
-        for i, site in enumerate(sites):
-            key = await gate._keys.key(f"https://site{i}.example")
-            site.host = gate._scheduler.add(key, HostState(key)).state
+        for i in range(len(sites)):
+            origin = f"https://site{i}.example"
+            key = await gate._keys.key(origin)
+            cache.bind(origin, gate._scheduler.add(key, HostState(key)).state, key)
         del sites
         gc.collect()
         result["rss_cached"] = rss1 - rss0
