@@ -37,6 +37,24 @@ def stubborn(release: asyncio.Event) -> Callable[[], Coroutine[Any, Any, None]]:
     return run
 
 
+async def test_a_cancellation_the_client_swallowed_still_ends_the_call() -> None:
+    started = asyncio.Event()
+
+    async def attempt(client: object) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:  # as redis-py can, when a read completes meanwhile
+            return "answered"
+        return "slept"
+
+    call = asyncio.ensure_future(make_link(5).call(attempt, ["k"]))
+    await started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, 2)
+
+
 @pytest.mark.slow
 async def test_a_call_whose_attempt_never_answers_fails_closed() -> None:
     never = asyncio.Event()

@@ -262,13 +262,21 @@ class Link:
     async def _try(self, client: Client, attempt: Callable[[Client], Awaitable[_T]],
                    bound: float) -> _T:
         """One try, cut off after ``bound`` seconds; on a cluster, within the
-        connection cap (see :meth:`_cluster_connections`)."""
-        if not self.cluster:
-            return await bounded(attempt(client), bound)
-        if self._gate is None:
-            self._gate = asyncio.Semaphore(self._cluster_connections(client))
-        async with self._gate:
-            return await bounded(attempt(client), bound)
+        connection cap (see :meth:`_cluster_connections`).  A cancellation that
+        redis-py swallowed (one landing as a connect or a read completes) is raised
+        all the same: a caller that stops a task awaits its end."""
+        task = asyncio.current_task()
+        cancels = _cancels(task)
+        try:
+            if not self.cluster:
+                return await bounded(attempt(client), bound)
+            if self._gate is None:
+                self._gate = asyncio.Semaphore(self._cluster_connections(client))
+            async with self._gate:
+                return await bounded(attempt(client), bound)
+        finally:
+            if _cancels(task) > cancels:
+                raise asyncio.CancelledError
 
     def _cluster_connections(self, client: Client) -> int:
         if client is self._given and isinstance(client, RedisCluster):
@@ -343,6 +351,12 @@ class Link:
             self.round_trips += 1
         replies: list[Any] = await pipe.execute(raise_on_error=False)
         return replies
+
+
+def _cancels(task: asyncio.Task[Any] | None) -> int:
+    """The cancellations asked of ``task`` and not yet taken back (0 before 3.11)."""
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling() if cancelling is not None else 0
 
 
 async def within(aw: Awaitable[Any], seconds: float) -> None:
