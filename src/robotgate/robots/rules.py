@@ -8,8 +8,6 @@ no dialect by name except the default, so dialects never import each other.
 
 from __future__ import annotations
 
-import abc
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar, cast
@@ -84,13 +82,6 @@ def register_dialect(name: str, parser: Parser, rules_class: type[RobotsTxt]) ->
     serve the same bytes share one parsed object.
     """
     _REGISTRY[name] = (parser, rules_class)
-    if "_abc_impl" not in vars(rules_class):
-        # Compiled with mypyc, a class is made without ABCMeta.__new__ and would share
-        # RobotsTxt's subclass cache: once a ClassicRobotsTxt is checked to be a
-        # RobotsTxt, it would pass for an Rfc9309Rules too.  Give it its own.
-        init = getattr(abc, "_abc_init", None)
-        if init is not None:
-            init(rules_class)
 
 
 def dialects() -> tuple[str, ...]:
@@ -104,11 +95,14 @@ def invalid_bytes_of(dialect: str) -> str:
     return entry[1].INVALID_BYTES if entry is not None else "replace"
 
 
-class RobotsTxt(ABC):
+class RobotsTxt:
     """A parsed robots.txt: ask it whether an agent may fetch a URL, and why.
 
     The interface both dialects implement (``isinstance(rules, RobotsTxt)``
-    holds for either); :meth:`parse` builds one.
+    holds for either); :meth:`parse` builds one.  A dialect's class defines
+    every query that raises NotImplementedError here.  A plain class, not an
+    ``abc.ABC``: the compiled build makes ``Rfc9309Rules`` without calling its
+    metaclass, and an ABC's subclasses made so share its isinstance answers.
 
     >>> rules = RobotsTxt.parse(b"User-agent: *\\nDisallow: /private\\nCrawl-delay: 2\\n")
     >>> rules.allowed("https://example.com/private/x", "MyBot/1.0")
@@ -162,21 +156,21 @@ class RobotsTxt(ABC):
             raise ValueError(f"{cls.__name__}.parse cannot read the {name!r} dialect")
         return cast(_R, parser(body_text(body, max_bytes, rules_class.INVALID_BYTES), url))
 
-    @abstractmethod
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
+        raise NotImplementedError
 
-    @abstractmethod
     def decide(self, url: str, user_agent: str) -> Decision:
         """Like :meth:`allowed`, with the reason: the rule and its line, or why none."""
+        raise NotImplementedError
 
-    @abstractmethod
     def crawl_delay(self, user_agent: str) -> float | None:
         """The ``Crawl-delay`` (seconds) that applies to the agent, if any."""
+        raise NotImplementedError
 
-    @abstractmethod
     def request_rate(self, user_agent: str) -> RequestRate | None:
         """The ``Request-rate`` that applies to the agent, if any."""
+        raise NotImplementedError
 
     def delay_lines(self, user_agent: str) -> tuple[DelayLine, ...]:
         """The ``Crawl-delay`` and ``Request-rate`` lines that apply to the agent, in
@@ -205,12 +199,12 @@ class RobotsTxt(ABC):
         return slowest
 
     @property
-    @abstractmethod
     def sitemaps(self) -> list[str]:
         """``Sitemap`` URLs, file-wide, in order, without duplicates."""
+        raise NotImplementedError
 
     @property
-    @abstractmethod
     def agents(self) -> list[str]:
         """The agent names the file's groups (records) name, ``"*"`` included."""
+        raise NotImplementedError
 
