@@ -29,9 +29,10 @@ lives in one slot):
     released (``PUBLISH``; ``SPUBLISH``, sharded, on a cluster, and only when
     another worker waits: see ``P:wait:{O}``).
 ``P:wait:{O}``
-    String ``1`` (cluster only): set by each look of a worker waiting for O's
-    fetch, for the lock's time left plus 10 s; the save or release that ends
-    the fetch deletes it and publishes only if it was there.
+    String ``1`` (cluster only): set by a look of a worker waiting for O's
+    fetch while the fetch is under way (or nothing is stored), for the lock's
+    time left plus 10 s; the save or release that ends the fetch deletes it
+    and publishes only if it was there.
 ``P:host:{G}``
     Hash: ``v`` visits, ``lv`` last visit, ``na`` next allowed, ``vc`` visits
     since check; numbers as decimal strings (floats as ``repr``, so they round

@@ -14,7 +14,8 @@ then, and poll quickly whenever their channel is not known to be subscribed.
   go to 64 fixed channels ``P:done:{b0}`` ... ``P:done:{b63}`` (an origin's is
   ``slot(origin) mod 64``), spread over the masters; the store publishes
   after the script (a script may only touch its own slot), if a waiter set
-  the origin's wait flag ``P:wait:{O}`` (each of its looks does).  Each store
+  the origin's wait flag ``P:wait:{O}`` (its looks do, while the fetch is
+  under way).  Each store
   subscribes to all 64 once, one connection per master, so a wait costs no
   subscription of its own.  A subscriber that loses its node, or a channel
   whose slot moves away, is subscribed again on the new owner once the

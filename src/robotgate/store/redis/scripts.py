@@ -159,15 +159,18 @@ return wanted(3)
 
 # KEYS[1] robots, KEYS[2] lock, KEYS[3] wait flag (cluster): the entry (flat
 # field/value list) and the lock's remaining life in ms (-2: no lock), in one round
-# trip.  The flag is set, for a little longer than the lock, so that the next save
-# or release is published.
+# trip.  While a fetch is under way (the lock held), or nothing is stored, the flag
+# is set, for a little longer than the lock, so that the next save or release is
+# published.
 PEEK = Script.of("""
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then
   return redis.error_reply('BADDATA ' .. KEYS[1] .. ' holds a ' .. t)
 end
 local left = redis.call('PTTL', KEYS[2])
-if KEYS[3] then redis.call('SET', KEYS[3], 1, 'PX', math.max(left, 0) + 10000) end
+if KEYS[3] and (left ~= -2 or t == 'none') then
+  redis.call('SET', KEYS[3], 1, 'PX', math.max(left, 0) + 10000)
+end
 return {redis.call('HGETALL', KEYS[1]), left}
 """)
 
