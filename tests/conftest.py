@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +38,17 @@ def _need_redis_server() -> None:
     if find_redis_server() is None:
         print(f"\nskipping Redis tests: {MISSING_REASON}", file=sys.stderr)
         pytest.skip(MISSING_REASON)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may stop and restart (empty: data is
+    kept in memory only).  Skips (saying why) when no redis-server binary is found."""
+    _need_redis_server()
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    with RedisServer.start(directory) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

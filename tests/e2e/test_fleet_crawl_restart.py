@@ -6,41 +6,28 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testbed.fleet_crawl import spawn
-from testbed.redis_server import MISSING_REASON, RedisServer, find_redis_server
+from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan
 from tests.e2e.test_fleet_crawl import finish, requests_by_page
 
 DELAY = 0.5
 
 
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if find_redis_server() is None:
-        print(f"\nskipping: {MISSING_REASON}", file=sys.stderr)
-        pytest.skip(MISSING_REASON)
-    directory = tmp_path / "redis"
-    directory.mkdir()
-    with RedisServer.start(directory) as server:
-        yield server
-
-
 @pytest.mark.slow
 async def test_workers_say_redis_lost_the_crawl_and_keep_every_interval(
-        own_server: RedisServer, tmp_path: Path) -> None:
+        own_redis: RedisServer, tmp_path: Path) -> None:
     hosts, pages, workers = 6, 6, 3
     async with BenchServer([HostPlan("allow", pages=pages)] * hosts) as srv:
         seeds = [srv.url(h, "/page/0") for h in range(hosts)]
         procs = []
         try:
             for w in range(workers):
-                procs.append(await spawn(w, tmp_path, seeds[w::workers], own_server.url, "r",
+                procs.append(await spawn(w, tmp_path, seeds[w::workers], own_redis.url, "r",
                                          "--delay", str(DELAY), "--pages", str(pages),
                                          "--concurrency", "4", "--again"))
             runs = [asyncio.ensure_future(finish(p, 120)) for p in procs]
@@ -48,7 +35,7 @@ async def test_workers_say_redis_lost_the_crawl_and_keep_every_interval(
                 if sum(requests_by_page(srv).values()) >= hosts * pages // 3:
                     break
                 await asyncio.sleep(0.02)
-            await asyncio.to_thread(own_server.restart)  # back empty
+            await asyncio.to_thread(own_redis.restart)  # back empty
             results = await asyncio.gather(*runs)
         finally:
             for p in procs:

@@ -14,27 +14,17 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from robotgate import RobotGate
 from robotgate.store.redis import RedisStore
-from testbed.redis_server import MISSING_REASON, RedisServer, find_redis_server
+from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0"
 DELAY = 1.0
-
-
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if find_redis_server() is None:
-        print(f"\nskipping: {MISSING_REASON}", file=sys.stderr)
-        pytest.skip(MISSING_REASON)
-    with RedisServer.start(tmp_path) as server:
-        yield server
 
 
 def requests_of(srv: BenchServer, i: int) -> list[float]:
@@ -44,11 +34,11 @@ def requests_of(srv: BenchServer, i: int) -> list[float]:
 
 @pytest.mark.slow
 async def test_workers_keep_intervals_across_a_redis_restarted_empty(
-    own_server: RedisServer, caplog: pytest.LogCaptureFixture,
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture,
 ) -> None:
     n = 3
     caplog.set_level(logging.WARNING, "robotgate.store.redis.store")
-    stores = [RedisStore(own_server.url, prefix="w") for _ in range(2)]
+    stores = [RedisStore(own_redis.url, prefix="w") for _ in range(2)]
     async with BenchServer([HostPlan("allow")] * n) as srv, RobotGate(
         AGENT, delay=DELAY, store=stores[0]
     ) as one, RobotGate(AGENT, delay=DELAY, store=stores[1]) as two:
@@ -56,7 +46,7 @@ async def test_workers_keep_intervals_across_a_redis_restarted_empty(
         await asyncio.gather(*(one.fetch(srv.url(i, "/page/0")) for i in range(n)),
                              two.fetch(srv.url(0, "/page/1")))
         asked = time.monotonic()
-        await asyncio.to_thread(own_server.restart)  # back empty: no tat, no robots.txt
+        await asyncio.to_thread(own_redis.restart)  # back empty: no tat, no robots.txt
         for store in stores:
             await store.load_robots("https://warm.example")  # connected again
         assert time.monotonic() - asked < DELAY / 2  # the next requests would be too soon
@@ -72,13 +62,13 @@ async def test_workers_keep_intervals_across_a_redis_restarted_empty(
 
 
 async def test_a_worker_that_opens_after_the_restart_does_not_hide_it(
-    own_server: RedisServer,
+    own_redis: RedisServer,
 ) -> None:
     # A new worker makes a new epoch at once; a worker of before still notices.
-    async with RedisStore(own_server.url, prefix="w") as old:
+    async with RedisStore(own_redis.url, prefix="w") as old:
         assert await old.reserve("host:a", 5.0) == 0
-        await asyncio.to_thread(own_server.restart)
-        async with RedisStore(own_server.url, prefix="w") as new:
+        await asyncio.to_thread(own_redis.restart)
+        async with RedisStore(own_redis.url, prefix="w") as new:
             assert await new.reserve("host:b", 5.0) == 0  # it knows of nothing lost
             assert old.unrecorded_until == 0.0
             wait = await old.reserve("host:a", 5.0)
@@ -112,7 +102,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 
 @pytest.mark.slow
 async def test_lock_of_a_worker_killed_mid_fetch_lapses_with_its_lease(
-    own_server: RedisServer,
+    own_redis: RedisServer,
 ) -> None:
     # The lock lasts one short lease, renewed while the fetch goes on: a killed
     # worker's lock holds the next one up no longer (not 2 x timeout + 5 = 65 s).
@@ -120,7 +110,7 @@ async def test_lock_of_a_worker_killed_mid_fetch_lapses_with_its_lease(
         filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
     async with BenchServer([HostPlan("slow", slow_seconds=30)]) as srv:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", FETCHER, own_server.url, srv.url(0, "/page/0"),
+            sys.executable, "-c", FETCHER, own_redis.url, srv.url(0, "/page/0"),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
         try:
             deadline = time.monotonic() + 15
@@ -128,14 +118,14 @@ async def test_lock_of_a_worker_killed_mid_fetch_lapses_with_its_lease(
                 assert time.monotonic() < deadline, "the worker did not start its fetch"
                 await asyncio.sleep(0.02)
             await asyncio.sleep(1.5)  # past one lease: the worker renewed its lock
-            async with RedisStore(own_server.url, prefix="k") as probe:
+            async with RedisStore(own_redis.url, prefix="k") as probe:
                 assert await probe.lock_fetch(srv.base_url(0), 65) is None
         finally:
             proc.kill()
             await proc.wait()
         killed = time.monotonic()
         srv.set_plan(0, "allow")
-        async with RobotGate(AGENT, delay=0, store=RedisStore(own_server.url, prefix="k")) as gate:
+        async with RobotGate(AGENT, delay=0, store=RedisStore(own_redis.url, prefix="k")) as gate:
             resp = await asyncio.wait_for(gate.fetch(srv.url(0, "/page/1")), 10)
             assert resp.status == 200
         times = srv.host_stats(0).robots_times
