@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import runpy
@@ -18,6 +19,16 @@ def test_the_hot_path_names_modules_that_exist_as_sources() -> None:
     for name in HOT_PATH:
         assert (ROOT / "src" / (name.replace(".", "/") + ".py")).is_file(), name
         assert importlib.import_module(name).__name__ == name
+
+
+def test_the_hot_path_has_no_raise_from_none() -> None:
+    # mypyc ignores ``from None``: compiled, such a raise would chain the error it hides
+    # (gate.fetch's InvalidURL would carry the client's error, password and all).
+    for name in HOT_PATH:
+        tree = ast.parse((ROOT / "src" / (name.replace(".", "/") + ".py")).read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and isinstance(node.cause, ast.Constant):
+                pytest.fail(f"{name}, line {node.lineno}: raise ... from None, compiled")
 
 
 def test_compiled_modules_are_those_loaded_from_native_code() -> None:

@@ -14,15 +14,17 @@ import importlib.util
 
 __all__ = ["HOT_PATH", "compiled_modules"]
 
-#: The modules a compiled build compiles: the per-page admission and pacing, a
-#: site's rules as the gate holds them, the robots.txt fetch's driver,
-#: gate.fetch's own loop (the aiohttp adapter), and the RFC 9309 parser with its
-#: matcher and the explanations of its verdicts: every page asks its query.
+#: The modules a compiled build compiles: the per-page admission and pacing, and
+#: the RFC 9309 parser with its matcher and the explanations of its verdicts,
+#: whose query every page asks.  Each is here because it compiles as written
+#: and compiling it saves more than 1% of the instructions of a page or of a
+#: cached decision (benchmarks/README.md, "What compiling each module buys").
+#: The aiohttp adapter stays Python: mypyc ignores ``raise ... from None``,
+#: and its errors must not carry the client's error (it may show a password);
+#: so does the robots.txt fetch's driver, which runs once per site.
 HOT_PATH = (
-    "robotgate.gate.aiohttp_client",
     "robotgate.policy.site",
     "robotgate.politeness.admission",
-    "robotgate.politeness.robots_fetcher",
     "robotgate.politeness.scheduler",
     "robotgate.robots.decider",
     "robotgate.robots.patterns",
