@@ -785,3 +785,41 @@ def test_a_turn_sends_the_gates_headers() -> None:
     turn = gate.request_turn("http://a.example/x")
     assert dict(turn.headers) == {"User-Agent": "HeadBot/1.0 (+https://example.com/bot)",
                                   "From": "ops@example.com"}
+
+
+class SlotStore(DictStore):
+    """A fleet store whose every slot starts now."""
+
+    paces = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reserved = 0
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        self.reserved += 1
+        return 0.0
+
+
+async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() -> None:
+    store = SlotStore()
+    admission = build(Clock(), store=store, delay=1.0, fleet=True)
+    await admission.site(A)
+    turn = admission.turn(A + "/1")
+    await turn.begin()  # type: ignore[misc]
+    leaving = turn.leaving()
+    assert leaving is not None
+    await leaving
+    first = turn.slot
+    assert first is not None and turn.sent_at is not None
+    reserved = store.reserved
+    await turn.missed()  # the client's last look found the slot past: nothing was sent
+    leaving = turn.leaving()
+    assert leaving is not None
+    await leaving
+    # The request leaves in the next slot, which the client can look at again.
+    assert turn.slot is not None and turn.slot is not first
+    assert store.reserved == reserved + 1
+    fleet = admission.fleet
+    assert fleet is not None and fleet.late == 1
+    turn.release()

@@ -14,7 +14,7 @@ drives it through the same steps:
 3. :meth:`~RequestTurn.leaving`, right before the client sends: a fleet slot already
    past is given up and another awaited, and the send time is taken.  A client that
    looks at the slot again at the last moment (``gate.fetch``, as its headers go
-   out) and finds it past calls :meth:`~RequestTurn.missed` and sends again.
+   out) and finds it past calls :meth:`~RequestTurn.missed`, then leaves again.
 4. :meth:`~RequestTurn.answered` with the answer's status and ``Retry-After``: the
    server's pacing, back-off, events and store learn from it.
 5. :meth:`~RequestTurn.release`, however the request ends; later calls do nothing.
@@ -141,11 +141,10 @@ class RequestTurn:
 
     async def missed(self) -> None:
         """The client found the slot past as the request was about to go (it did
-        not): the next slot is awaited; send again after this."""
+        not): the next slot is reserved and awaited; then :meth:`leaving` again."""
         slot, self.slot = self.slot, None
         if slot is not None:
             await self._ask_again(slot)
-        await self._on_time()
 
     async def _ask_again(self, slot: Slot) -> None:
         group = self.group
