@@ -42,8 +42,7 @@ OWNERS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
               ("politeness/scheduler.py",)),
     "HostState": (frozenset(f.name for f in dataclasses.fields(HostState)),
                   ("politeness/scheduler.py", "records.py", "store/")),
-    "CachedSite": (_slots("politeness/robots_cache.py", "CachedSite"),
-                   ("politeness/robots_cache.py",)),
+    "CachedSite": (_slots("policy/site.py", "CachedSite"), ("politeness/robots_cache.py",)),
     "SiteRules": (_slots("policy/site.py", "SiteRules"), ()),
 }
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..decision import Decision
-from ..records import SMALL_BODY, RobotsEntry
+from ..records import SMALL_BODY, HostState, RobotsEntry
 from ..robots import RobotsTxt
 from ..robots.body import decode_body
 from ..robots.rules import invalid_bytes_of
@@ -18,7 +18,7 @@ from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
 from .pacing import PacingPolicy
 
-__all__ = ["Interpretation", "ParsedBodies", "SiteRules", "interpret"]
+__all__ = ["CachedSite", "Interpretation", "ParsedBodies", "SiteRules", "interpret"]
 
 #: ``Decision.outcome`` of an origin skipped because it asks for too long a delay.
 SKIPPED = "skipped"
@@ -67,6 +67,31 @@ class SiteRules:
             return self.verdict.allowed
         assert self.rules is not None
         return self.rules.allowed(url, agent)
+
+
+class CachedSite:
+    """What the robots.txt cache keeps of one origin; only the cache writes it
+    (:class:`~robotgate.politeness.robots_cache.RobotsCache`), others read it.
+
+    ``site`` is the origin's rules as last fetched, replaced whole by the next fetch;
+    ``host`` the HostState that counts its server's visits (the scheduler's: read
+    for the recheck after N visits); ``key`` its server's politeness key, once
+    known; ``used`` the recently-used bit of the cache's CLOCK eviction.
+    """
+
+    __slots__ = ("host", "key", "site", "used")
+
+    def __init__(self, site: SiteRules, host: HostState) -> None:
+        self.site = site
+        self.host = host
+        self.key: str | None = None
+        self.used = False  # CLOCK: only a site asked about again is spared
+
+    def usable(self, now: float, recheck_visits: int | None) -> bool:
+        """Whether the rules are fresh at ``now`` and the server has not had the
+        ``recheck_visits`` visits after which robots.txt is fetched again."""
+        return self.site.fresh_until > now and (
+            recheck_visits is None or self.host.visits_since_check < recheck_visits)
 
 
 class ParsedBodies:

@@ -26,7 +26,7 @@ from ..events import BackoffEased, BackoffStarted, ResponseAnswered, TurnWaited,
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.hops import IsPrivate, Resolve, is_private
 from ..policy.host_settings import HostTable
-from ..policy.site import SiteRules
+from ..policy.site import CachedSite, SiteRules
 from ..records import HostState
 from ..store.base import Store
 from ..store.memory import immediate
@@ -36,7 +36,7 @@ from .emitter import Emitter
 from .fleet_slots import CURRENT, FleetSlots, Slot
 from .grouping import PaceKeys
 from .request_turn import RequestTurn
-from .robots_cache import CacheClosed, CachedSite, RobotsCache
+from .robots_cache import CacheClosed, RobotsCache
 from .scheduler import Group, Scheduler
 
 __all__ = ["Admission"]
@@ -79,6 +79,8 @@ class Admission:
         # function remembered, never stale, so that a cached page is not split.
         self._origins: dict[str, str] = {}
         self._origins_max = 2 * cache.max_origins
+        self._records = cache.records
+        self._recheck_visits = cache.recheck_visits
         self._groups = scheduler.groups_by_key
         #: Who hears the events (None: nobody listens, and no event is built).
         self.events: Emitter | None = None
@@ -221,8 +223,14 @@ class Admission:
         cut = url.find("/", 8)
         origin = self._origins.get(url[:cut] if cut > 0 else url)
         if origin is not None:
-            held = self.cache.fresh(origin)
-            return (held, _path_of(url, cut)) if held is not None else None
+            # The cache's record read here, its freshness asked of the record itself:
+            # no call into the cache but to set its recently-used bit.
+            held = self._records.get(origin)
+            if held is None or not held.usable(time.time(), self._recheck_visits):
+                return None
+            if not held.used:
+                self.cache.touch(held)
+            return held, _path_of(url, cut)
         origin, rest = split_origin(url)
         held = self.cache.fresh(origin)
         if held is None:

@@ -1,6 +1,6 @@
 """The robots.txt cache: one fetch per origin however many tasks ask (single flight).
 
-It owns one :class:`CachedSite` per origin, which holds the origin's
+It owns one :class:`~robotgate.policy.site.CachedSite` per origin, which holds the origin's
 :class:`~robotgate.policy.site.SiteRules` (an immutable value, replaced by each
 fetch): freshness, the recheck after N visits, the store look-ups and, in a
 fleet, the store's fetch lock so that one worker fetches for all.
@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from typing import Literal
 
 from ..events import RobotsFetched, StoreTrouble
 from ..policy.host_settings import HostSettings
-from ..policy.site import Interpretation, ParsedBodies, SiteRules, interpret
+from ..policy.site import CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
@@ -28,7 +28,7 @@ from .emitter import Emitter
 from .robots_fetcher import RobotsFetcher, TurnHooks
 from .scheduler import Scheduler
 
-__all__ = ["CacheClosed", "CachedSite", "RobotsCache"]
+__all__ = ["CacheClosed", "RobotsCache"]
 
 #: close() cancels a fetch up to this many times, waiting this long (s) after each.
 _CLOSE_TRIES = 3
@@ -70,24 +70,6 @@ class _Flight:
     def __init__(self) -> None:
         self.task: asyncio.Task[None] | None = None
         self.waiters: list[asyncio.Future[SiteRules]] = []
-
-
-class CachedSite:
-    """What the cache keeps of one origin; only the cache writes it (others read).
-
-    ``site`` is the origin's rules as last fetched, replaced whole by the next fetch;
-    ``host`` the HostState that counts its server's visits (the scheduler's: read
-    here for the recheck after N visits); ``key`` its server's politeness key, once
-    known; ``used`` the recently-used bit of the cache's CLOCK eviction.
-    """
-
-    __slots__ = ("host", "key", "site", "used")
-
-    def __init__(self, site: SiteRules, host: HostState) -> None:
-        self.site = site
-        self.host = host
-        self.key: str | None = None
-        self.used = False  # CLOCK: only a site asked about again is spared
 
 
 class CacheClosed(RuntimeError):
@@ -143,10 +125,19 @@ class RobotsCache:
     def fresh(self, origin: str) -> CachedSite | None:
         """As :meth:`cached`, the cache's whole record of the origin."""
         held = self._sites.get(origin)
-        if held is None or held.site.fresh_until <= time.time() or self.recheck_due(held):
+        if held is None or not held.usable(time.time(), self.recheck_visits):
             return None
         held.used = True
         return held
+
+    def touch(self, held: CachedSite) -> None:
+        """``held`` was asked about (the CLOCK bit: spared by the next eviction)."""
+        held.used = True
+
+    @property
+    def records(self) -> Mapping[str, CachedSite]:
+        """Origin -> the cache's record, to read (the hot path reads it without a call)."""
+        return self._sites
 
     def bind(self, origin: str, host: HostState, key: str) -> None:
         """``origin``'s server is known: its politeness key and the HostState its group paces."""
@@ -154,11 +145,6 @@ class RobotsCache:
         if held is not None:
             held.host = host
             held.key = key
-
-    def recheck_due(self, held: CachedSite) -> bool:
-        """Has the site's server had the visits after which robots.txt is fetched again?"""
-        limit = self.recheck_visits
-        return limit is not None and held.host.visits_since_check >= limit
 
     def peek(self, origin: str) -> SiteRules | None:
         """The origin's rules as cached, fresh or not (for describe and host_wait)."""
