@@ -112,11 +112,19 @@ async def decisions_child(corpus: Path, origins: int, per_origin: int, rounds: i
             final_url=origin + "/robots.txt"))
         urls += decision_urls(origin, body, per_origin, i)
     options: dict[str, Any] = {"delay": 0, "store": store}
+    # A long Crawl-delay skips a site (a verdict of the gate's, not the parser's), and the
+    # core run must not wait: verdicts only.  A tree of before the Pacing options takes them
+    # as keywords.
     params = inspect.signature(RobotGate).parameters
-    if "on_long_delay" in params:
-        options["on_long_delay"] = "honour"  # a verdict of the gate's, not the parser's
-    if "respect_crawl_delay" in params:
-        options["respect_crawl_delay"] = False  # the core run must not wait: verdicts only
+    if "pacing" in params:
+        from robotgate import Pacing
+
+        options["pacing"] = Pacing(on_long_delay="honour", respect_crawl_delay=False)
+    else:
+        if "on_long_delay" in params:
+            options["on_long_delay"] = "honour"
+        if "respect_crawl_delay" in params:
+            options["respect_crawl_delay"] = False
     gate = RobotGate(USER_AGENT, **options)
     await gate.open()
     agent = USER_AGENT
