@@ -41,6 +41,7 @@ from robotgate.store.memory import MemoryStore
 from tests.support.arrivals import Arrivals
 from tests.support.clock import Clock
 from tests.support.dialects import registered_dialect
+from tests.support.slots_store import SlotsNow
 
 AGENT = "AdmitBot/1.0"
 A = "http://a.example"
@@ -787,22 +788,8 @@ def test_a_turn_sends_the_gates_headers() -> None:
                                   "From": "ops@example.com"}
 
 
-class SlotStore(DictStore):
-    """A fleet store whose every slot starts now."""
-
-    paces = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reserved = 0
-
-    async def reserve(self, origin: str, interval: float) -> float | None:
-        self.reserved += 1
-        return 0.0
-
-
 async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() -> None:
-    store = SlotStore()
+    store = SlotsNow()
     admission = build(Clock(), store=store, delay=1.0, fleet=True)
     await admission.site(A)
     turn = admission.turn(A + "/1")

@@ -6,23 +6,13 @@ import asyncio
 
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.leases import Leases
-from robotgate.store.memory import MemoryStore
+from tests.support.slots_store import SlotsNow
 
 KEY = "host:leased.example"
 
 
-class CountingStore(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.reserved = 0
-
-    async def reserve(self, origin: str, interval: float) -> float | None:
-        self.reserved += 1
-        return 0.0
-
-
 async def test_a_leased_key_asks_no_slot_and_waits_an_interval_from_the_worker_before() -> None:
-    store = CountingStore()
+    store = SlotsNow()
     leases = Leases()
     fleet = FleetSlots(store, leases=leases)
     loop = asyncio.get_running_loop()
