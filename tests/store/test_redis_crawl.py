@@ -138,14 +138,19 @@ async def test_links_written_with_the_page_reach_the_leasing_worker(
         await store.close()
 
 
+async def _forget_crawls(raw: Any, prefix: str) -> None:
+    """Delete the prefix's crawl keys, as a Redis restarted empty leaves them."""
+    async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
+        await raw.delete(key)
+
+
 async def test_a_crawl_lost_by_redis_is_said(redis_url: str, prefix: str, raw: Any) -> None:
     store = RedisStore(redis_url, prefix=prefix)
     try:
         state = store.crawl_state("gone")
         await state.open()
         await state.add([entry("http://a.example/0")])
-        async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
-            await raw.delete(key)  # as an empty restart leaves it
+        await _forget_crawls(raw, prefix)
         with pytest.raises(StoreError, match="gone from Redis"):
             await state.take(10)
         assert isinstance(state, RedisCrawlState) and state.gone  # renews no more
@@ -161,8 +166,7 @@ async def test_a_crawl_made_again_after_a_loss_is_not_taken_for_the_lost_one(
         before = old.crawl_state("again")
         await before.open()
         await before.add([entry("http://a.example/0")])
-        async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
-            await raw.delete(key)  # as an empty restart leaves it
+        await _forget_crawls(raw, prefix)
         # Another worker starts the crawl again from its input before this one looks.
         again = new.crawl_state("again")
         await again.open()
