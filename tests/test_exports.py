@@ -16,6 +16,7 @@ PUBLIC = {
     "CrawlSummary",
     "Decision",
     "Disallowed",
+    "Error",
     "FetchPolicy",
     "GateClosed",
     "Handled",
@@ -71,3 +72,18 @@ def test_the_cli_version_names_the_build() -> None:
     ).stdout
     assert robotgate.__version__ in out
     assert "pure Python" in out or "compiled" in out
+
+
+def test_every_exported_exception_derives_from_robotgate_error() -> None:
+    exceptions = {name: value for name in robotgate.__all__
+                  if isinstance(value := getattr(robotgate, name), type)
+                  and issubclass(value, BaseException)}
+    assert {"BodyTooLarge", "Disallowed", "Error", "GateClosed", "InvalidURL",
+            "StoreError"} <= set(exceptions)
+    for name, cls in exceptions.items():
+        assert issubclass(cls, robotgate.Error), name
+    # The built-in bases users' except clauses were written for stay.
+    assert issubclass(robotgate.InvalidURL, ValueError)
+    assert issubclass(robotgate.BodyTooLarge, ValueError)
+    assert issubclass(robotgate.GateClosed, RuntimeError)
+    assert issubclass(robotgate.StoreError, RuntimeError)

@@ -12,6 +12,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from .decision import Decision, Rule, UsageRule
+from .error_root import Error
 from .policy import FetchPolicy
 from .policy.host_settings import HostSettings
 from .records import HostState, Outcome, RobotsEntry
@@ -33,6 +34,7 @@ __all__ = [
     "CrawlSummary",
     "Decision",
     "Disallowed",
+    "Error",
     "FetchPolicy",
     "GateClosed",
     "Handled",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from .decision import Decision
+from .error_root import Error
 from .urls import redact
 
-__all__ = ["BodyTooLarge", "Disallowed", "GateClosed"]
+__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed"]
 
 
-class Disallowed(Exception):
+class Disallowed(Error):
     """robots.txt forbids this URL; ``decision`` says which rule or fetch outcome.
 
     LWP::RobotUA answered such requests with "403 Forbidden by robots.txt".
@@ -22,7 +23,7 @@ class Disallowed(Exception):
         self.decision = decision
 
 
-class BodyTooLarge(ValueError):
+class BodyTooLarge(Error, ValueError):
     """A response body (decoded) was longer than ``gate.fetch``'s ``max_bytes``.
 
     The response is closed; nothing past the limit was kept.  The URL is shown
@@ -37,5 +38,5 @@ class BodyTooLarge(ValueError):
         self.limit = limit
 
 
-class GateClosed(RuntimeError):
+class GateClosed(Error, RuntimeError):
     """The gate was closed while a task was still asking it something."""

@@ -10,6 +10,8 @@ import re
 from ipaddress import IPv6Address
 from urllib.parse import urlsplit
 
+from .error_root import Error
+
 __all__ = [
     "MAX_HOST_LENGTH",
     "MAX_LABEL_LENGTH",
@@ -49,7 +51,7 @@ _IGNORABLE = re.compile(
 )
 
 
-class InvalidURL(ValueError):
+class InvalidURL(Error, ValueError):
     """A URL that robotgate cannot crawl: malformed, or not http(s).
 
     The message and :attr:`url` show the URL without its password (see

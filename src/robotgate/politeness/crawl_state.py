@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..error_root import Error
+
 __all__ = ["DONE", "FAILED", "IN_FLIGHT", "QUEUED", "SKIPPED", "CrawlCounts", "CrawlState",
            "Entry", "MemoryCrawlState", "NamedCrawlsUnsupported"]
 
@@ -27,7 +29,7 @@ QUEUED, IN_FLIGHT, DONE, SKIPPED, FAILED = 0, 1, 2, 3, 4
 OUTCOMES = (DONE, SKIPPED, FAILED)
 
 
-class NamedCrawlsUnsupported(NotImplementedError):
+class NamedCrawlsUnsupported(Error, NotImplementedError):
     """The gate's store keeps no named crawls (a third-party store that does not implement
     them): use a MemoryStore, an SQLiteStore or a RedisStore, or crawl without ``name``."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, TypeVar
 
+from ..error_root import Error
 from ..records import HostState, Outcome, RobotsEntry
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ __all__ = ["HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
 _S = TypeVar("_S", bound="Store")
 
 
-class StoreError(RuntimeError):
+class StoreError(Error, RuntimeError):
     """A store that cannot be used: unreachable, corrupt, or holding foreign data."""
 
 
