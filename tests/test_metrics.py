@@ -1,4 +1,6 @@
-"""OpenTelemetry metrics: after a loopback crawl, the instruments agree with the server."""
+"""OpenTelemetry metrics: names, units and attributes as the semantic conventions have them
+(read back through the SDK's in-memory reader), and after a loopback crawl, instruments that
+agree with the server."""
 
 from __future__ import annotations
 
@@ -7,7 +9,16 @@ from typing import Any
 
 import pytest
 
+import robotgate
 from robotgate import Disallowed, RobotGate
+from robotgate.events import (
+    BackoffStarted,
+    ResponseAnswered,
+    RobotsFetched,
+    TurnWaited,
+    UrlSkipped,
+)
+from robotgate.metrics import INSTRUMENTS, Metrics, MetricsOptions, metrics_listener
 from tests.contract.test_request_paths import (
     AGENT,
     Site,
@@ -51,15 +62,17 @@ async def test_the_instruments_count_what_the_server_saw(public: Site) -> None: 
         assert [p.value for p in cached] == [1]
     served = public.paths()  # pages only: robots.txt is counted apart
     assert len(served) == 5 and public.robots_hits == 1
-    assert _by(points["robotgate.requests"], "status_class") == {"2xx": 3, "4xx": 2}
-    assert sum(_by(points["robotgate.requests"], "status_class").values()) == len(served)
+    requests = _by(points["robotgate.requests"], "http.response.status_code")
+    assert requests == {200: 3, 404: 1, 429: 1}
+    assert sum(requests.values()) == len(served)
     assert _by(points["robotgate.robots_fetches"], "outcome") == {"ok": public.robots_hits}
     assert _by(points["robotgate.skipped"], "outcome") == {"rules": 2}
-    assert _by(points["robotgate.backoffs"], "status") == {429: 1}
-    times = {p.attributes["status_class"]: p for p in points["robotgate.response_time"]}
-    assert {k: p.count for k, p in times.items()} == {"2xx": 3, "4xx": 2}
+    assert _by(points["robotgate.backoffs"], "http.response.status_code") == {429: 1}
+    times = {p.attributes["http.response.status_code"]: p
+             for p in points["robotgate.request.duration"]}
+    assert {k: p.count for k, p in times.items()} == {200: 3, 404: 1, 429: 1}
     assert all(p.sum > 0 for p in times.values())
-    waits = {p.attributes["reason"]: p for p in points["robotgate.wait"]}
+    waits = {p.attributes["reason"]: p for p in points["robotgate.wait.duration"]}
     assert set(waits) <= {"delay", "back-off"} and waits["back-off"].count == 1
     assert waits["back-off"].sum >= 0.4  # the 429's back-off: at least 0.5 s less a tick
     for series in points.values():
@@ -106,3 +119,107 @@ def test_the_global_provider_set_up_first_is_used_and_none_costs_no_import() -> 
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "robotgate.hosts_cached" in out.stdout
+
+
+class _Paced:
+    """What the metrics read of a gate: the servers it paces."""
+
+    def __init__(self, servers: int) -> None:
+        self._scheduler = [object()] * servers
+
+
+ORIGIN = "https://www.example.com:8443"
+
+
+def _one_of_each(listener: Metrics) -> None:
+    listener(ResponseAnswered(1.0, ORIGIN, "host:www.example.com", ORIGIN + "/a", 200, 0.25))
+    listener(ResponseAnswered(1.0, ORIGIN, "host:www.example.com", ORIGIN + "/b", 503, 0.5))
+    listener(TurnWaited(1.0, ORIGIN, "host:www.example.com", ORIGIN + "/a", 2.0, "crawl-delay"))
+    listener(RobotsFetched(1.0, ORIGIN, "host:www.example.com", "ok", 200, 120, 0.1))
+    listener(UrlSkipped(1.0, ORIGIN, "host:www.example.com", ORIGIN + "/no", "Disallow: /no",
+                        "rules"))
+    listener(BackoffStarted(1.0, ORIGIN, "host:www.example.com", 503, 4.0))
+
+
+#: What dashboards and the semantic conventions expect: name -> (data kind, unit, attributes).
+EXPECTED = {
+    "robotgate.requests": ("counter", "{request}", {"http.response.status_code"}),
+    "robotgate.robots_fetches": ("counter", "{fetch}", {"outcome"}),
+    "robotgate.skipped": ("counter", "{url}", {"outcome"}),
+    "robotgate.backoffs": ("counter", "{backoff}", {"http.response.status_code"}),
+    "robotgate.wait.duration": ("histogram", "s", {"reason"}),
+    "robotgate.request.duration": ("histogram", "s", {"http.response.status_code"}),
+    "robotgate.hosts_cached": ("up-down counter", "{host}", set()),
+}
+
+
+def _kind(data: Any) -> str:
+    if type(data).__name__ == "Histogram":
+        return "histogram"
+    return "counter" if data.is_monotonic else "up-down counter"
+
+
+def _read(reader: InMemoryMetricReader) -> tuple[Any, dict[str, Any]]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    [resource] = data.resource_metrics
+    [scope] = resource.scope_metrics
+    return scope, {metric.name: metric for metric in scope.metrics}
+
+
+def test_names_units_and_attributes_follow_the_conventions_and_the_meter_has_a_version() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    gate = _Paced(3)  # held: the metrics keep only a weak reference
+    listener = metrics_listener(provider, gate)
+    assert listener is not None
+    _one_of_each(listener)
+    scope, metrics = _read(reader)
+    assert scope.scope.name == "robotgate"
+    assert scope.scope.version == robotgate.__version__ and scope.scope.version
+    assert scope.schema_url.startswith("https://opentelemetry.io/schemas/1.")
+    found = {name: (_kind(m.data), m.unit,
+                    {key for point in m.data.data_points for key in point.attributes})
+             for name, m in metrics.items()}
+    assert found == EXPECTED
+    assert {name: (kind, unit, set(keys)) for name, (kind, unit, keys)
+            in INSTRUMENTS.items()} == EXPECTED  # the table the docs are checked against
+    durations = {name for name, (kind, unit, _) in found.items() if unit == "s"}
+    assert all(name.endswith(".duration") and found[name][0] == "histogram"
+               for name in durations)
+    answered = metrics["robotgate.requests"].data.data_points
+    assert {p.attributes["http.response.status_code"]: p.value for p in answered} == {
+        200: 1, 503: 1}
+    assert [p.value for p in metrics["robotgate.hosts_cached"].data.data_points] == [3]
+    provider.shutdown()
+
+
+def test_server_address_only_when_asked_for() -> None:
+    for asked in (False, True):
+        reader = InMemoryMetricReader()
+        provider = MeterProvider(metric_readers=[reader])
+        listener = metrics_listener(MetricsOptions(provider, server_address=asked), _Paced(1))
+        assert listener is not None
+        _one_of_each(listener)
+        _, metrics = _read(reader)
+        for name, metric in metrics.items():
+            for point in metric.data.data_points:
+                address = point.attributes.get("server.address")
+                if asked and name != "robotgate.hosts_cached":
+                    assert address == "www.example.com", name
+                else:
+                    assert address is None, name
+        provider.shutdown()
+
+
+def test_the_operators_page_tables_every_instrument_with_its_unit_and_attributes() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in page.splitlines()
+            if line.startswith("| `robotgate.")}
+    assert set(rows) == set(INSTRUMENTS)
+    for name, (kind, unit, attributes) in INSTRUMENTS.items():
+        cells = [cell.strip() for cell in rows[name].split("|")]
+        assert cells[2] == kind and cells[3] == f"`{unit}`", rows[name]
+        assert all(f"`{key}`" in cells[4] for key in attributes), rows[name]
