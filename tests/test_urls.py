@@ -21,6 +21,7 @@ from robotgate.urls import (
     redact,
     remove_dot_segments,
     request_path,
+    resource_key,
     robots_url,
     split_origin,
 )
@@ -563,3 +564,34 @@ def test_as_sent_drops_tabs_and_newlines_as_url_parsers_do() -> None:
     assert as_sent("http://a.example/pri\tva\r\nte") == "http://a.example/private"
     url = "http://a.example/plain"
     assert as_sent(url) is url
+
+
+def test_a_url_with_user_information_is_another_resource_and_its_key_hides_it() -> None:
+    plain = resource_key("http://example.com/x")
+    with_password = resource_key("http://a:b@example.com/x")
+    assert with_password != plain
+    assert with_password != resource_key("http://a:c@example.com/x")
+    assert with_password == resource_key("HTTP://a:b@Example.COM:80/./x#top")
+    assert ":b@" not in with_password and "a:b" not in with_password
+    token = resource_key("http://s3cr3t-token@example.com/x")
+    assert "s3cr3t" not in token and token.endswith("@example.com/x")
+    # An empty user information names the URL without it, as clients read it.
+    assert resource_key("http://@example.com/x") == plain
+
+
+@pytest.mark.parametrize("url", [
+    "http://example.com/a%0Ab", "http://example.com/a%0d%0ab?q=%0D",
+    "http://example.com/a\x01b", "http://example.com/%00%1f%7F", "http://example.com/a\x7f",
+])
+def test_a_key_never_holds_a_control_character(url: str) -> None:
+    key = resource_key(url)
+    assert key.isprintable(), key
+    assert "%0A" in key or "%0D" in key or "%01" in key or "%00" in key or "%7F" in key
+
+
+def test_escaped_and_raw_control_characters_are_one_key_and_line_breaks_differ() -> None:
+    assert resource_key("http://example.com/a\x01") == resource_key("http://example.com/a%01")
+    assert resource_key("http://example.com/a%0a") == resource_key("http://example.com/a%0A")
+    assert resource_key("http://example.com/a%0A") != resource_key("http://example.com/a%0D")
+    # What keys decoded before still decodes: unreserved characters, spaces.
+    assert resource_key("http://example.com/%7e%20x") == "http://example.com/~ x"

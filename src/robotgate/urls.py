@@ -6,6 +6,7 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from ipaddress import IPv6Address
 from urllib.parse import urlsplit
@@ -478,24 +479,43 @@ def resource_key(url: str) -> str:
 
     Scheme and host in lower case, IDN hosts in punycode, the default port gone
     (:func:`split_origin`), dot segments removed, the fragment cut, percent-encoding
-    normalised in path and query (:func:`normalise_path`: hex in upper case,
+    normalised in path and query (as :func:`normalise_path` does: hex in upper case,
     unreserved characters decoded), an empty path as ``/``.  Raises
     :class:`InvalidURL` for what is no http(s) URL.
+
+    Keys are stored and logged, so they stay printable and hold no secret: control
+    characters stay (or become) ``%XX`` escapes, and user information, which may name
+    another resource (``http://a:b@h/x`` is not ``http://h/x``), is kept as a
+    fingerprint of it (``u-`` and 16 hex digits of a BLAKE2b hash), never in clear.
 
     >>> resource_key("HTTP://Example.COM:80/a/./b/../%7euser/%c3%a9?q=%2f#top")
     'http://example.com/a/~user/%C3%A9?q=%2F'
     >>> resource_key("https://example.com")
     'https://example.com/'
+    >>> resource_key("http://example.com/a%0d%0Ab")
+    'http://example.com/a%0D%0Ab'
     """
-    origin, rest = split_origin(as_sent(text_url(url)).strip())
+    text = as_sent(text_url(url)).strip()
+    origin, rest = split_origin(text)
     cut = rest.find("#")
     if cut >= 0:
         rest = rest[:cut]
     if rest[:1] != "/":
         rest = "/" + rest
-    if not rest.isascii() or "%" in rest:
-        rest = normalise_path(rest)
+    if not rest.isascii() or "%" in rest or not rest.isprintable():
+        rest = _key_path(rest)
+    if "@" in text:
+        span = _userinfo(text)
+        if span is not None and text[span[0] : span[1]] not in ("", ":"):
+            scheme, _, host = origin.partition("://")
+            origin = f"{scheme}://{_fingerprint(text[span[0] : span[1]])}@{host}"
     return origin + rest
+
+
+def _fingerprint(userinfo: str) -> str:
+    """A printable stand-in for ``userinfo`` in a key: equal for equal ones, no clear text."""
+    raw = _key_path(userinfo).encode("ascii")  # %61 and a alike, as in paths
+    return "u-" + hashlib.blake2b(raw, digest_size=8, person=b"robotgate.key").hexdigest()
 
 
 def _first_of(s: str, chars: str, start: int) -> int:
@@ -525,6 +545,27 @@ def _escape_sub(m: re.Match[bytes]) -> bytes:
     if value in _DECODED:
         return bytes((value,))
     return b"%" + hexpair.upper()
+
+
+# A key decodes what normalise_path decodes but control characters, which stay escaped.
+_KEY_DECODED = _DECODED - frozenset(range(0x20)) - {0x7F}
+_KEY_ESCAPE_RE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x00-\x1f\x7f-\xff]")
+
+
+def _key_escape_sub(m: re.Match[bytes]) -> bytes:
+    hexpair = m.group(1)
+    if hexpair is None:
+        return b"%%%02X" % m.group(0)[0]
+    value = int(hexpair, 16)
+    if value in _KEY_DECODED:
+        return bytes((value,))
+    return b"%" + hexpair.upper()
+
+
+def _key_path(s: str) -> str:
+    """:func:`normalise_path` for keys: control characters as ``%XX``, never raw."""
+    raw = s.encode("utf-8", "surrogatepass")
+    return _KEY_ESCAPE_RE.sub(_key_escape_sub, raw).decode("ascii")
 
 
 def normalise_path(s: str) -> str:
