@@ -43,6 +43,7 @@ from .sqlite_crawl import SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
+    create_new,
     fresh_hint,
     immediate,
     move_aside,
@@ -507,7 +508,9 @@ class SQLiteStore(Store):
         if self._fresh:
             self.moved_aside = move_aside(self.path) or self.moved_aside
             self._fresh = False
-        emptied = _empty_file(self.path)
+        # A store this call made is whole when it appears: no 0-byte moment for another
+        # process to take for a truncated store.
+        emptied = not create_new(self.path) and _empty_file(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:

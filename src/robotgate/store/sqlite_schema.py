@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -19,8 +20,8 @@ from typing import Any
 
 from .base import StoreError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "fresh_hint", "immediate", "move_aside",
-           "prepare"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "create_new", "fresh_hint", "immediate",
+           "move_aside", "prepare"]
 
 _log = logging.getLogger("robotgate.store.sqlite")
 
@@ -196,17 +197,56 @@ def prepare(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) 
     with immediate(conn):
         # Another process may have created or upgraded it meanwhile.
         found = _inspect(conn, path)
-        if found == 0:
-            _create_v1(conn)
-        for step in _MIGRATIONS[max(found, 1) - 1 :]:
-            step(conn)
-        conn.execute(
-            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-        )
+        _build(conn, found)
     if 0 < found < SCHEMA_VERSION:
         _log.info(
             "robotgate: upgraded %s from schema %d to %d", path, found, SCHEMA_VERSION
         )
+
+
+def _build(conn: sqlite3.Connection, found: int) -> None:
+    """Bring a file of version ``found`` (0: empty) to this version, in the caller's
+    transaction."""
+    if found == 0:
+        _create_v1(conn)
+    for step in _MIGRATIONS[max(found, 1) - 1 :]:
+        step(conn)
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+    )
+
+
+def create_new(path: str) -> bool:
+    """Make a new store at ``path`` if nothing is there; whether this call made it.
+
+    The store is built beside ``path`` under a temporary name and linked into place
+    (a link never replaces a file), so a second process opening ``path`` at the same
+    moment finds either nothing or a whole store: never the 0-byte file that
+    ``sqlite3`` leaves while it creates one, which looks like a truncated store.
+    False also where the directory cannot take the temporary file or links none:
+    ``sqlite3`` then creates the file in place, as before.
+    """
+    if path in ("", ":memory:") or os.path.lexists(path):
+        return False
+    folder, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(folder, f".{name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        conn = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            # Kept in the file's header: every opener finds it in WAL mode already.
+            conn.execute("PRAGMA journal_mode = WAL")
+            with immediate(conn):
+                _build(conn, 0)
+        finally:
+            conn.close()  # the last connection: the log goes into the file, and away
+        os.link(temporary, path)
+    except (OSError, sqlite3.Error):
+        return False  # there already (another process linked its own first), or no links
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.remove(temporary + suffix)
+    return True
 
 
 def _inspect(conn: sqlite3.Connection, path: str) -> int:
