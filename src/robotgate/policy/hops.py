@@ -1,14 +1,20 @@
-"""May a redirect hop go where it leads?  The rule every client adapter applies.
+"""May a page's pointer go where it leads?  The rule every client adapter applies.
 
-A public site that redirects a page, or its robots.txt, to 127.0.0.1 or to
-169.254.169.254 (cloud metadata) would make the crawler read internal
-services on its behalf.  So a hop from a public origin to an address that
-``is_private`` calls private is refused; a private origin may send the
-crawler to another private address, and the first request of a call is never
-judged for its address.
+A public site that points the crawler at 127.0.0.1 or at 169.254.169.254 (cloud
+metadata) would make it read internal services on its behalf: by a redirect (of
+a page, of its robots.txt or tdmrep.json), a link, a ``Sitemap:`` line, an index's
+child sitemap or a sitemap's entry.  So a *pointer* (a request a page chose)
+from a public origin to an address that ``is_private`` calls private is refused;
+a private origin may send the crawler to another private address, and the
+user's own input is never judged for its address (their choice).
 
-The hop is judged by the addresses the client itself connects to: :func:`hop_flow`
-asks for each look-up, and its driver answers with the client's own resolver.
+A pointer is judged twice: :func:`pointer_flow` asks for the look-ups of the
+origin and the target, its driver answering with the client's own resolver
+(any private address refuses), and when the origin is public its verdict says
+``guard``: the connection itself must then reach a public address, which the
+adapter checks where it connects (the socket's peer, or the address it pins),
+so that a name answering public to the check and private to the connection
+(DNS rebinding) gains nothing.
 Host spellings that resolvers read as addresses (``2130706433``,
 ``0x7f.1``, ``0177.0.0.1``, ``[::ffff:7f00:1]``, ``127.0.0.1.``) are read as
 those addresses without a look-up; a target that does not resolve is refused.
@@ -24,8 +30,10 @@ from urllib.parse import urlsplit
 
 from ..decision import Decision
 
-__all__ = ["REFUSED", "Address", "Hop", "HopFlow", "IsPrivate", "Resolve", "hop_flow",
-           "is_private", "judge_hop", "literal_address", "parse_hop", "redirect_location"]
+__all__ = ["A_POINTER", "A_REDIRECT", "REFUSED", "RULE", "UNGUARDED", "Address", "Hop", "HopFlow",
+           "IsPrivate",
+           "PointerFlow", "PointerVerdict", "Resolve", "hop_flow", "is_private", "judge_hop",
+           "judge_peer", "literal_address", "parse_hop", "pointer_flow", "redirect_location"]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``is_private(address) -> bool``: the addresses a public site may not send the crawler to.
@@ -33,8 +41,14 @@ IsPrivate = Callable[[Address], bool]
 #: ``resolve(host) -> addresses`` as the client connects (empty, or raising, when it fails).
 Resolve = Callable[[str], Awaitable[Sequence[str]]]
 
-#: ``Decision.outcome`` of a redirect refused for where it leads.
+#: ``Decision.outcome`` of a redirect (or any page's pointer) refused for where it leads.
 REFUSED = "redirect-refused"
+#: What a refusal names as the pointer: a redirect, or any other pointer of a page (a
+#: link, a ``Sitemap:`` line, an index's child sitemap, a sitemap's entry).
+A_REDIRECT = "a redirect"
+A_POINTER = "a pointer"
+#: The rule, as each refusal states it.
+RULE = "a public site may not send the crawler into a private network"
 
 
 def is_private(address: Address) -> bool:
@@ -178,7 +192,7 @@ def _addresses(found: Iterable[str]) -> list[Address]:
 
 
 def judge_hop(origin: Sequence[Address] | None, target: Hop, reached: Sequence[Address],
-              private: IsPrivate = is_private) -> Decision | None:
+              private: IsPrivate = is_private, what: str = A_REDIRECT) -> Decision | None:
     """The refusal of a hop to ``target`` (None: it may be followed).
 
     ``origin`` are the addresses the hop's origin resolves to (None or empty: its
@@ -196,21 +210,41 @@ def judge_hop(origin: Sequence[Address] | None, target: Hop, reached: Sequence[A
         return None  # a private origin may send the crawler to another private address
     if target.address is not None:
         if private(target.address):
-            return _refused(f"refused a redirect from a public site to a non-public address "
+            return _refused(f"refused {what} from a public site to a non-public address "
                             f"({target.address})")
         return None
     if not reached:
-        return _refused(f"refused a redirect from a public site to {target.host}, "
+        return _refused(f"refused {what} from a public site to {target.host}, "
                         f"which does not resolve")
     for address in reached:
         if private(address):
-            return _refused(f"refused a redirect from a public site to {target.host}, which "
+            return _refused(f"refused {what} from a public site to {target.host}, which "
                             f"resolves to a non-public address ({address})")
     return None
 
 
+def judge_peer(host: str, peer: str, private: IsPrivate = is_private,
+               what: str = A_REDIRECT) -> Decision | None:
+    """The refusal of a guarded connection to ``host`` that reached ``peer`` (the
+    socket's remote address), or None when that address is public.  An address
+    that cannot be read counts as private: the request is not sent.
+
+    >>> print(judge_peer("a.test", "127.0.0.2").reason)  # doctest: +NORMALIZE_WHITESPACE
+    refused a redirect from a public site to a.test: its connection reached a non-public
+    address (127.0.0.2) (a public site may not send the crawler into a private network)
+    >>> judge_peer("a.test", "93.184.216.34") is None
+    True
+    """
+    address = literal_address(peer)
+    if address is not None and not private(address):
+        return None
+    shown = str(address) if address is not None else repr(peer)
+    return _refused(f"refused {what} from a public site to {host}: its connection reached a "
+                    f"non-public address ({shown})")
+
+
 def _refused(reason: str) -> Decision:
-    return Decision(False, reason, outcome=REFUSED)
+    return Decision(False, f"{reason} ({RULE})", outcome=REFUSED)
 
 
 #: The hop check as a flow: yields each host to look up, is sent the addresses the
@@ -225,6 +259,62 @@ def _look_up(host: str) -> Generator[str, Sequence[str], list[Address]]:
         return [literal]
     found = yield host
     return _addresses(found)
+
+
+@dataclass(frozen=True, slots=True)
+class PointerVerdict:
+    """A pointer judged: ``refused`` (None: it may be followed); ``guard``: the origin
+    is public, so the connection must reach a public address (checked where the
+    adapter connects); ``addresses``: the target's addresses as the check found
+    them, all public when it may be followed (a literal: that address)."""
+
+    refused: Decision | None
+    guard: bool
+    addresses: tuple[Address, ...] = ()
+
+
+#: The pointer check as a flow: yields each host to look up, is sent the addresses the
+#: client's resolver gives for it ([] when the look-up fails), returns the verdict.
+PointerFlow = Generator[str, Sequence[str], PointerVerdict]
+
+#: A pointer the check does not judge: not an http(s) URL (the client refuses it), or
+#: from a private origin.
+UNGUARDED = PointerVerdict(None, False)
+
+
+def pointer_flow(from_url: str, to_url: str, private: IsPrivate = is_private,
+                 what: str = A_REDIRECT) -> PointerFlow:
+    """Judge a pointer of the page at ``from_url`` to ``to_url``, asking for look-ups
+    as it goes (a driver answers them:
+    :func:`robotgate.politeness.redirects.pointer_verdict`).
+
+    ``from_url`` that is no URL (for instance ``""``) stands for a page known to be
+    public.
+
+    >>> flow = pointer_flow("http://example.com/", "http://a.test/", what=A_POINTER)
+    >>> next(flow)
+    'example.com'
+    >>> flow.send(["93.184.216.34"])
+    'a.test'
+    >>> try:
+    ...     flow.send(["93.184.216.35"])
+    ... except StopIteration as done:
+    ...     print(done.value.refused, done.value.guard, done.value.addresses)
+    None True (IPv4Address('93.184.216.35'),)
+    """
+    target = parse_hop(to_url)
+    if target is None:
+        return UNGUARDED
+    source = parse_hop(from_url)
+    origin = (yield from _look_up(source.host)) if source is not None else []
+    if origin and any(private(address) for address in origin):
+        return UNGUARDED  # a private origin may send the crawler to another private address
+    if target.address is not None:
+        reached = [target.address]
+    else:
+        reached = yield from _look_up(target.host)
+    return PointerVerdict(judge_hop(origin, target, reached, private, what), True,
+                          tuple(reached))
 
 
 def hop_flow(from_url: str, to_url: str, private: IsPrivate = is_private) -> HopFlow:
@@ -244,12 +334,5 @@ def hop_flow(from_url: str, to_url: str, private: IsPrivate = is_private) -> Hop
     ...     print(done.value.outcome)
     redirect-refused
     """
-    target = parse_hop(to_url)
-    if target is None:
-        return None
-    source = parse_hop(from_url)
-    origin = (yield from _look_up(source.host)) if source is not None else []
-    if origin and any(private(address) for address in origin):
-        return None
-    reached = [] if target.address is not None else (yield from _look_up(target.host))
-    return judge_hop(origin, target, reached, private)
+    verdict = yield from pointer_flow(from_url, to_url, private)
+    return verdict.refused
