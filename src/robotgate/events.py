@@ -4,12 +4,17 @@ Every event has ``time`` (Unix time), ``origin`` (``scheme://host[:port]``, or `
 when none applies) and ``key`` (the politeness key of the server, or ``""``).
 One class per kind; all are emitted by the client-free core, so every client path
 (``gate.fetch``, ``gate.middleware``, the httpx transport, the Scrapy middleware,
-``gate.crawl``) emits the same ones.  Pure: no I/O, standard library only.
+``gate.crawl``) emits the same ones.  An event's ``url`` never carries a secret:
+the password (or a token-only user name) is replaced by ``***`` as the event is
+made, as logs show it (:func:`robotgate.urls.redact`); the raw URL is the
+caller's own (``CrawlResult.url``).  Pure: no I/O, standard library only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .urls import redact
 
 __all__ = [
     "WAIT_REASONS",
@@ -46,6 +51,17 @@ class Event:
     key: str
 
 
+class _HasUrl:
+    """An event with a ``url``: kept without its secret, whoever builds the event."""
+
+    __slots__ = ()
+    url: str
+
+    def __post_init__(self) -> None:
+        if "@" in self.url:
+            object.__setattr__(self, "url", redact(self.url))
+
+
 @dataclass(frozen=True, slots=True)
 class RobotsFetched(Event):
     """An origin's robots.txt was fetched: its ``outcome`` (``Outcome``: ok, unavailable,
@@ -59,7 +75,7 @@ class RobotsFetched(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class UrlSkipped(Event):
+class UrlSkipped(_HasUrl, Event):
     """robots.txt keeps the robot from ``url``: ``allowed`` is False and ``reason``
     says why (the rule and line, or the fetch outcome), as the decision does."""
 
@@ -69,7 +85,7 @@ class UrlSkipped(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class TurnWaited(Event):
+class TurnWaited(_HasUrl, Event):
     """A request to ``url`` waited ``seconds`` for its server's turn, for ``reason``
     (one of :data:`WAIT_REASONS`, as it stood when the wait began)."""
 
@@ -79,7 +95,7 @@ class TurnWaited(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class ResponseAnswered(Event):
+class ResponseAnswered(_HasUrl, Event):
     """The server answered ``url`` with ``status`` after ``seconds`` (send to headers)."""
 
     url: str
