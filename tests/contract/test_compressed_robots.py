@@ -69,6 +69,9 @@ READABLE = [
     Case("gzip-br", ("gzip, br",), brotli.compress(gzip.compress(RULES))),
     Case("gzip-br-lines", ("gzip", "br"), brotli.compress(gzip.compress(RULES))),
     Case("utf-8", ("utf-8",), RULES),  # names no coding: the body is read as it is
+    # A token that names no coding over a body that is no text: undone as what it is.
+    Case("unknown-over-gzip", ("x-unknown",), gzip.compress(RULES)),
+    Case("unknown-over-zlib", ("x-unknown",), zlib.compress(RULES)),
 ]
 
 
@@ -101,6 +104,11 @@ UNREADABLE = [
          "came compress-encoded, a coding robotgate does not decode"),
     Case("six-layers", (", ".join(["gzip"] * 6),), _layers(RULES, 6),
          "came in more than 5 content codings"),
+    # Never "no rules": bytes that are no text under a token that names no coding.
+    Case("unknown-over-binary", ("x-unknown",), b"\x00\x01\x02" + RULES,
+         "a coding robotgate does not know, and is not text"),
+    Case("unknown-over-cut-zlib", ("x-unknown",), zlib.compress(RULES)[:2] + b"\x00",
+         "a coding robotgate does not know, and is not text"),
 ]
 #: Without a brotli decoder (see :func:`no_brotli`): "gzip, br" cannot be read.
 NO_BROTLI = Case("gzip-br", ("gzip, br",), brotli.compress(gzip.compress(RULES)),

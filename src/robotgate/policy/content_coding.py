@@ -12,7 +12,10 @@ What a ``Content-Encoding`` token means:
   ``gzip, br`` included);
 * ``identity`` and tokens that name no content coding (``utf-8``, ``none``,
   ``text/plain``...) are left alone: servers that send them mean no coding,
-  and browsers read the body as it is;
+  and browsers read the body as it is; but a body under such a token that is
+  not text never reads as "no rules": one that starts as gzip or zlib data is
+  inflated (what the server must have meant), any other holding NUL bytes
+  raises :class:`UndecodableBody` (a UTF-16 or UTF-32 body opens with its BOM);
 * a registered coding no decoder here reads (``compress``, ``aes128gcm``...),
   br without ``brotli``, zstd without Python 3.14 or ``backports.zstd``, and
   corrupt data raise :class:`UndecodableBody`: robots.txt is unreachable
@@ -57,6 +60,8 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
     b'Disallow: /x\\n'
     >>> decode_capped(b"Disallow: /x\\n", ["utf-8"], 99)
     b'Disallow: /x\\n'
+    >>> decode_capped(gzip.compress(b"Disallow: /x\\n"), ["x-unknown"], 99)
+    b'Disallow: /x\\n'
     """
     if limit <= 0:
         return b""  # (zlib reads a max_length of 0 as no limit)
@@ -68,7 +73,11 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
             if token in _UNREADABLE:
                 raise UndecodableBody(
                     f"robots.txt came {token}-encoded, a coding robotgate does not decode")
-            continue
+            if token in ("", "identity"):
+                continue
+            decode = _sniffed(body, token)
+            if decode is None:
+                continue  # text under a token that names no coding: read as it is
         undone += 1
         if undone > MAX_CODINGS:
             raise UndecodableBody(
@@ -81,6 +90,45 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
             raise UndecodableBody(
                 f"robots.txt came {token}-encoded and could not be decoded: {exc}") from None
     return body[:limit]
+
+
+def _sniffed(body: bytes, token: str) -> Callable[[bytes, int], bytes] | None:
+    """How to undo ``body`` that came under ``token``, a name of no known coding:
+    None for text, the inflater for gzip or zlib data.  Raises
+    :class:`UndecodableBody` for any other body holding NUL bytes."""
+    if body[:2] == b"\x1f\x8b":
+        return _gzip  # text never starts with a control character: corrupt gzip raises
+    not_text = b"\x00" in body and body[:2] not in _WIDE_BOMS and body[:4] not in _WIDE_BOMS
+    if _zlib_header(body):
+        # Two characters of text can look like a zlib header ("x " or "Xf"): data that
+        # does not inflate is read as it came.
+        def inflate_or_keep(data: bytes, limit: int) -> bytes:
+            inflater = zlib.decompressobj(15)
+            try:
+                out = inflater.decompress(data, limit)
+            except zlib.error:
+                out = b""
+            if out or inflater.eof:
+                return out
+            if not_text:
+                raise UndecodableBody(f"robots.txt came {token}-encoded, a coding robotgate "
+                                      "does not know, and is not text")
+            return data
+        return inflate_or_keep
+    if not_text:
+        raise UndecodableBody(f"robots.txt came {token}-encoded, a coding robotgate does "
+                              "not know, and is not text")
+    return None
+
+
+#: Byte order marks of UTF-16 and UTF-32 text (which holds NUL bytes).
+_WIDE_BOMS = frozenset({b"\xff\xfe", b"\xfe\xff", b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"})
+
+
+def _zlib_header(body: bytes) -> bool:
+    """Whether ``body`` opens with a zlib header (RFC 1950: deflate, a valid check)."""
+    return (len(body) >= 2 and body[0] & 0x0F == 8 and body[0] >> 4 <= 7
+            and (body[0] << 8 | body[1]) % 31 == 0)
 
 
 def _inflate(body: bytes, limit: int, wbits: int) -> bytes:
