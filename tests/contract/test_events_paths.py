@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from robotgate.events import Event, TurnWaited
+from robotgate.events import Event, ResponseAnswered, TurnWaited
 from tests.contract.test_request_paths import (
     ROOT,
     Driver,
@@ -119,3 +119,23 @@ async def test_a_listener_that_raises_or_sleeps_changes_nothing_fetched(
     assert [r.status for r in first] == [r.status for r in second] == [200, None, 200, 200]
     assert public.paths() == plain + plain  # the same requests, in the same order
     assert min(_gaps(public.times("/"))) >= 0.19  # and the delay kept throughout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["fetch", "middleware", "httpx", "crawl"])
+async def test_each_answer_event_names_its_own_request(path: str,
+                                                       public: Site) -> None:  # noqa: F811
+    # Two requests to one server at once, answered out of order: the slow one
+    # (200 after 0.4 s) was sent first, the fast one (404 at once) second.
+    slow, fast = public.url("/slow?hold=0.2"), public.url("/status/404")
+    heard: list[Event] = []
+    async with Driver(path).open(delay=0, max_per_host=2, on_event=heard.append) as client:
+        results = await client.many([slow, fast])
+    assert [r.status for r in results] == [200, 404], results
+    assert public.peak == 2  # they were out together
+    answered = {e.url: e for e in heard if isinstance(e, ResponseAnswered)}
+    assert sorted(answered) == sorted([slow, fast]), heard
+    assert (answered[slow].status, answered[fast].status) == (200, 404)
+    assert answered[slow].seconds >= 0.35 and answered[fast].seconds < 0.3, answered
+    assert answered[fast].time < answered[slow].time  # told as each answer came
+    assert all(e.origin == public.url("") for e in answered.values())

@@ -27,7 +27,7 @@ from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.policy.site import Interpretation, SiteRules
-from robotgate.politeness.admission import Admission
+from robotgate.politeness.admission import Admission, Started
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
 from robotgate.politeness.robots_cache import RobotsCache
@@ -124,7 +124,7 @@ def transport_of(admission: Admission) -> Transport:
 async def run(admission: Admission, url: str, status: int = 200) -> Group:
     """One whole request: admitted (awaiting if it must), answered, done."""
     got = admission.admit(url)
-    group = got if isinstance(got, Group) else await asyncio.wait_for(got, 10)
+    group = got if isinstance(got, Group) else await asyncio.wait_for(group_of(got), 10)
     pending = admission.answered(group, status, None)
     if pending is not None:
         await pending
@@ -132,11 +132,17 @@ async def run(admission: Admission, url: str, status: int = 200) -> Group:
     return group
 
 
+async def group_of(got: Awaitable[Started]) -> Group:
+    """The group of an admission that had to wait (its fleet slot aside)."""
+    group, _ = await got
+    return group
+
+
 @contextlib.asynccontextmanager
-async def pending(got: Group | Awaitable[Group]) -> AsyncIterator[asyncio.Future[Group]]:
+async def pending(got: Group | Awaitable[Started]) -> AsyncIterator[asyncio.Future[Group]]:
     """Run an admission that must wait in a task; cancel it if the test leaves it waiting."""
     assert not isinstance(got, Group), "started at once, but it had to wait"
-    task = asyncio.ensure_future(got)
+    task = asyncio.ensure_future(group_of(got))
     try:
         yield task
     finally:
@@ -232,7 +238,7 @@ async def test_fleet_always_takes_the_slow_path() -> None:
     await admission.site(A)
     got = admission.admit(A + "/page")
     assert inspect.isawaitable(got)
-    group = await asyncio.wait_for(got, 10)
+    group = await asyncio.wait_for(group_of(got), 10)
     admission.done(group)
 
 
@@ -488,7 +494,7 @@ async def test_answered_saves_host_state_to_a_persistent_store() -> None:
     admission = build(clock, store=store, delay=0.0)
     await admission.site(A)
     got = admission.admit(A + "/1")
-    group = got if isinstance(got, Group) else await got
+    group = got if isinstance(got, Group) else await group_of(got)
     pending_save = admission.answered(group, 200, None)
     assert pending_save is not None
     await pending_save

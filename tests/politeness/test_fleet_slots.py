@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from robotgate.politeness.fleet_slots import CURRENT, FleetSlots, LateSlot, Slot
+from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
 from robotgate.store.memory import MemoryStore
 from tests.support.clock import Clock
 
@@ -49,22 +49,15 @@ def setup() -> tuple[Clock, SlotServer, FleetSlots]:
 
 async def take(fleet: FleetSlots, clock: Clock, lag: float = 0.0) -> Slot | None:
     """Reserve, sleep the wait, then try to leave ``lag`` late: the slot if it went out."""
-    wait = await fleet.reserve(KEY, GAP)
-    assert wait is not None
-    clock.advance(wait + lag)
-    slot = current()
+    slot = await fleet.reserve(KEY, GAP)
+    assert slot is not None
+    clock.advance(slot.wait + lag)
     try:
         slot.check(clock())
     except LateSlot:
         fleet.missed(slot)
         return None
     fleet.on_time()
-    return slot
-
-
-def current() -> Slot:
-    slot = CURRENT.get()
-    assert slot is not None
     return slot
 
 
@@ -89,8 +82,8 @@ async def test_slow_reply_does_not_move_the_deadline() -> None:
     server.tat = clock() + 0.2
     server.up, server.down = 0.0, 1.0
     asked = clock()
-    assert await fleet.reserve(KEY, GAP) == pytest.approx(0.2)
-    slot = current()
+    slot = await fleet.reserve(KEY, GAP)
+    assert slot is not None and slot.wait == pytest.approx(0.2)
     assert slot.deadline == pytest.approx(asked + 0.2 + slot.slack)
     with pytest.raises(LateSlot):
         slot.check(clock() + 0.2)

@@ -17,7 +17,8 @@ async def test_a_leased_key_asks_no_slot_and_waits_an_interval_from_the_worker_b
     fleet = FleetSlots(store, leases=leases)
     loop = asyncio.get_running_loop()
     # Not leased: the store's slot.
-    assert await fleet.reserve(KEY, 0.2) == 0.0 and store.reserved == 1
+    slot = await fleet.reserve(KEY, 0.2)
+    assert slot is not None and slot.wait == 0.0 and store.reserved == 1
     assert not fleet.settled(KEY)
     # Leased; the worker before may have asked 0.1 s ago: the first waits 0.1 s more.
     now = loop.time()
@@ -34,6 +35,7 @@ async def test_a_leased_key_asks_no_slot_and_waits_an_interval_from_the_worker_b
     # A lease that may have lapsed is no lease: the store's slot again.
     leases.hold(KEY, loop.time() - 0.001, free_at=float("-inf"))
     assert not fleet.settled(KEY)
-    assert await fleet.reserve(KEY, 0.2) == 0.0 and store.reserved == 2
+    slot = await fleet.reserve(KEY, 0.2)
+    assert slot is not None and slot.wait == 0.0 and store.reserved == 2
     leases.drop(KEY)
     assert not leases

@@ -18,6 +18,7 @@ import pytest
 from robotgate.errors import GateClosed
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.politeness import scheduler as scheduler_module
+from robotgate.politeness.fleet_slots import Slot
 from robotgate.politeness.scheduler import Group, Scheduler, Slots
 from robotgate.records import HostState
 from tests.support.clock import WALL0, Clock
@@ -691,11 +692,13 @@ async def test_fleet_reserve_replaces_the_local_wait() -> None:
     s.done(g)
     asked: list[tuple[str, float]] = []
 
-    async def reserve(key: str, gap: float) -> float | None:
-        asked.append((key, gap))
-        return 0.0  # the fleet's slot is now
+    granted = Slot()  # the fleet's slot is now
 
-    await asyncio.wait_for(s.start(g, 5.0, reserve), 10)
+    async def reserve(key: str, gap: float) -> Slot | None:
+        asked.append((key, gap))
+        return granted
+
+    assert await asyncio.wait_for(s.start(g, 5.0, reserve), 10) is granted  # the request's
     assert asked == [(g.key, 5.0)] and g.active == 1
 
 
@@ -706,7 +709,7 @@ async def test_fleet_reserve_none_falls_back_to_local_pacing() -> None:
     assert s.try_start(g, 0.02)
     s.done(g)
 
-    async def reserve(key: str, gap: float) -> float | None:
+    async def reserve(key: str, gap: float) -> Slot | None:
         return None
 
     task = asyncio.ensure_future(s.start(g, 0.02, reserve))

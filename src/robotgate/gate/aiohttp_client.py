@@ -25,7 +25,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, IsPrivate, Resolve, is_private, redirect_location
 from ..policy.network import strip_credentials
 from ..politeness.admission import Admission
-from ..politeness.fleet_slots import CURRENT, LateSlot
+from ..politeness.fleet_slots import LateSlot, Slot
 from ..politeness.redirects import refused_robots_hop
 from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
@@ -283,19 +283,22 @@ class AiohttpClient:
                     sending: tuple[Middleware, ...],
                     kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
         """Send when the turn leaves; a fleet slot found past as the headers go out
-        (the session's trace hook) is given up, and the request sent in the next."""
+        (the owned session's trace hook, :func:`check_slot`, handed the turn's slot
+        with the request) is given up, and the request sent in the next, however
+        often that happens."""
         while True:
             leaving = turn.leaving()
             if leaving is not None:
                 await leaving
-            CURRENT.set(turn.slot)  # the trace hook's last look
+            slot = turn.slot
+            # The trace hook's last look (only the owned session has it).
+            extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and self.owned \
+                else kwargs
             try:
                 return await self.session().request(
-                    method, url, allow_redirects=False, middlewares=sending, **kwargs)
+                    method, url, allow_redirects=False, middlewares=sending, **extra)
             except LateSlot:
-                await turn.missed()  # not sent: the next slot, then again
-            finally:
-                CURRENT.set(None)
+                await turn.missed()  # not sent: the turn holds the next slot; again
 
     def _sending(self, kwargs: dict[str, Any]) -> tuple[Middleware, ...]:
         """The middlewares gate.fetch sends through (the session's own stay out).
@@ -459,9 +462,10 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
 
 async def check_slot(session: aiohttp.ClientSession, ctx: object,
                      params: aiohttp.TraceRequestHeadersSentParams) -> None:
-    """Trace hook: a fleet slot's deadline is checked right before the first bytes go out."""
-    slot = CURRENT.get()
-    if slot is not None:
+    """Trace hook: a fleet slot's deadline is checked right before the first bytes go
+    out; the slot is the request's ``trace_request_ctx`` (see ``_send``)."""
+    slot = getattr(ctx, "trace_request_ctx", None)
+    if isinstance(slot, Slot):
         slot.check(asyncio.get_running_loop().time())
 
 

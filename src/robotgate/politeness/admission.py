@@ -5,8 +5,10 @@ An adapter (aiohttp, httpx, Scrapy) makes a :class:`~.request_turn.RequestTurn`
 
 1. :meth:`Admission.admit` — robots.txt verdict (:class:`~robotgate.errors.Disallowed`
    if forbidden), then the server's turn; returns the started :class:`Group`,
-   or an awaitable of it when the request must wait;
-2. :meth:`Admission.answered` when the response headers arrive;
+   or an awaitable of it and the fleet slot the request holds (None: paced
+   here) when the request must wait;
+2. :meth:`Admission.answered` when the response headers arrive (the server
+   learns from them; the turn tells of its own answer);
 3. :meth:`Admission.done` when the request no longer holds its slots.
 
 A request that is cached, allowed and due costs no coroutine at all.
@@ -22,7 +24,7 @@ from typing import Protocol
 
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
-from ..events import BackoffEased, BackoffStarted, ResponseAnswered, TurnWaited, UrlSkipped
+from ..events import BackoffEased, BackoffStarted, TurnWaited, UrlSkipped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.hops import IsPrivate, Resolve, is_private
 from ..policy.host_settings import HostTable
@@ -33,15 +35,19 @@ from ..store.memory import immediate
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .crawl_results import CrawlSummary
 from .emitter import Emitter
-from .fleet_slots import CURRENT, FleetSlots, Slot
+from .fleet_slots import FleetSlots, Slot
 from .grouping import PaceKeys
 from .request_turn import RequestTurn
 from .robots_cache import CacheClosed, RobotsCache
 from .scheduler import Group, Scheduler
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "Started"]
 
 log = logging.getLogger("robotgate.pacing")
+
+#: A request's started turn: its server's group, and the fleet slot it holds
+#: (None: paced here).
+Started = tuple[Group, "Slot | None"]
 
 
 class Crawl(Protocol):
@@ -86,9 +92,6 @@ class Admission:
         self.events: Emitter | None = None
         #: Per-host settings (None: the gate's own for every server).
         self.hosts: HostTable | None = None
-        # With events: per politeness key, the URLs started and not yet done, in start
-        # order, and whether each was answered (an answer names the first unanswered).
-        self._asking: dict[str, list[tuple[str, bool]]] = {}
 
     # -- robots.txt ------------------------------------------------------------------
 
@@ -269,8 +272,9 @@ class Admission:
         the URL whose redirect it follows, its target looked up with ``resolve``."""
         return RequestTurn(self, url, came_from, resolve)
 
-    def admit(self, url: str) -> Group | Awaitable[Group]:
-        """Check ``url`` and take its turn: the started Group, or an awaitable of it.
+    def admit(self, url: str) -> Group | Awaitable[Started]:
+        """Check ``url`` and take its turn: the started Group, or an awaitable of it
+        and the fleet slot the request holds (None: paced here).
 
         Raises :class:`~robotgate.errors.Disallowed` (at once when robots.txt is
         cached) and :class:`~robotgate.urls.InvalidURL`.
@@ -305,7 +309,7 @@ class Admission:
                 return group
         return self._admit(url, site)
 
-    async def _admit(self, url: str, site: SiteRules | None) -> Group:
+    async def _admit(self, url: str, site: SiteRules | None) -> Started:
         """:meth:`admit` when the request must wait, or its site or server is new."""
         origin, rest = split_origin(url)
         if site is None:
@@ -326,22 +330,19 @@ class Admission:
         if fleet is None:
             self._learn(url, origin)
             if self.scheduler.try_start(group, site.interval):
-                if events is not None:
-                    self._asked(group, url)
-                return group  # due now (often: robots.txt just came back)
+                return group, None  # due now (often: robots.txt just came back)
         if events is None:
-            await self.scheduler.start(group, site.interval,
-                                       fleet.reserve if fleet is not None else None)
-            return group
+            slot = await self.scheduler.start(group, site.interval,
+                                              fleet.reserve if fleet is not None else None)
+            return group, slot
         reason = self._wait_reason(group, origin, site.interval)
         began = self.scheduler.now()
-        await self.scheduler.start(group, site.interval,
-                                   fleet.reserve if fleet is not None else None)
-        self._asked(group, url)
+        slot = await self.scheduler.start(group, site.interval,
+                                          fleet.reserve if fleet is not None else None)
         waited = self.scheduler.now() - began
         if waited > 0:
             events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
-        return group
+        return group, slot
 
     def _wait_reason(self, group: Group, origin: str, interval: float) -> str:
         """Why a request that cannot start now waits (see :data:`robotgate.events.WAIT_REASONS`)."""
@@ -381,12 +382,6 @@ class Admission:
             events.emit(TurnWaited(time.time(), origin, events.key_of(origin), url, seconds,
                                    reason))
 
-    def _asked(self, group: Group, url: str) -> None:
-        asking = self._asking.get(group.key)
-        if asking is None:
-            asking = self._asking[group.key] = []
-        asking.append((url, False))
-
     def _learn(self, url: str, origin: str) -> None:
         """Remember that ``url``'s "scheme://authority", as spelt, is ``origin``."""
         m = match_prefix(url)
@@ -398,22 +393,28 @@ class Admission:
                 origins.clear()  # rare and cheap: refilled by the next slow admits
             origins[m[0]] = origin
 
-    async def slot_missed(self, group: Group, slot: Slot) -> None:
-        """``slot`` went by before the request could leave: reserve the next one (in
-        :data:`~.fleet_slots.CURRENT`), and wait until it starts."""
+    async def slot_missed(self, group: Group, slot: Slot,
+                          interval: float | None = None) -> Slot | None:
+        """``slot`` went by before the request could leave: reserve the next one,
+        wait until it starts, and return it (None: paced here from now on).
+        ``interval``: the request's (default: the server's last page's)."""
         fleet = self.fleet
         assert fleet is not None
         fleet.missed(slot)
-        CURRENT.set(None)
-        wait = await fleet.reserve(group.key, self.scheduler.gap(group, group.interval))
-        if wait:
-            await asyncio.sleep(wait)
+        gap = self.scheduler.gap(group, group.interval if interval is None else interval)
+        again = await fleet.reserve(group.key, gap)
+        if again is not None and again.wait > 0:
+            await asyncio.sleep(again.wait)
+        return again
 
     def answered(self, group: Group, status: int, retry_after: str | None,
-                 sent_at: float | None = None) -> Awaitable[None] | None:
-        """The answer's headers arrived; an awaitable when the store must hear of it.
+                 sent_at: float | None = None, origin: str = "") -> Awaitable[None] | None:
+        """The answer's headers arrived: the server learns from them (its back-off's
+        events are told here; the request's own answer by its turn).  An awaitable
+        when the store must hear of it.
 
-        ``sent_at`` is when the request left, on the scheduler's clock (the turn's).
+        ``sent_at`` is when the request left, on the scheduler's clock (the turn's);
+        ``origin``: the request's, which the back-off's events name.
         """
         events = self.events
         if events is None:
@@ -421,7 +422,7 @@ class Admission:
         else:
             extra = group.backoff.extra
             until = self.scheduler.answered(group, status, retry_after, sent_at)
-            self._heard(events, group, status, sent_at, extra, until)
+            self._heard(events, group, status, extra, until, origin)
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
                      self.scheduler.wait_seconds(group))
@@ -448,43 +449,17 @@ class Admission:
         except Exception as exc:
             self.cache.store_trouble("save host state", exc)
 
-    def _heard(self, events: Emitter, group: Group, status: int, sent_at: float | None,
-               extra: float, until: float | None) -> None:
-        """Tell of an answer, and of the back-off it started or eased."""
-        url = ""
-        for i, (asked, answered) in enumerate(self._asking.get(group.key) or ()):
-            if not answered:
-                self._asking[group.key][i] = (asked, True)
-                url = asked
-                break
+    def _heard(self, events: Emitter, group: Group, status: int, extra: float,
+               until: float | None, origin: str) -> None:
+        """Tell of the back-off an answer started or eased."""
         now = time.time()
-        origin = split_origin(url)[0] if url else ""
-        if url:  # a page's (a robots.txt request's 429/503 only paces)
-            seconds = self.scheduler.now() - sent_at if sent_at is not None else 0.0
-            events.emit(ResponseAnswered(now, origin, group.key, url, status, seconds))
         if until is not None:
             events.emit(BackoffStarted(now, origin, group.key, status, max(0.0, until - now)))
         elif group.backoff.extra < extra:
             events.emit(BackoffEased(now, origin, group.key, group.backoff.extra))
 
     def done(self, group: Group) -> None:
-        if self.events is not None:
-            self._forget(group)
         self.scheduler.done(group)
-
-    def _forget(self, group: Group) -> None:
-        """The request is done: the first answered URL goes, else the first (no answer)."""
-        asking = self._asking.get(group.key)
-        if not asking:
-            return
-        for i, (_, answered) in enumerate(asking):
-            if answered:
-                del asking[i]
-                break
-        else:
-            del asking[0]
-        if not asking:
-            del self._asking[group.key]
 
     async def run_crawl(self, crawl: Crawl) -> CrawlSummary:
         """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed` (at once if
@@ -595,7 +570,6 @@ class RobotsTurn:
             # The fleet's slot, as for a page: another worker may have just asked the server.
             # Not checked against its deadline (no late robots.txt request is asked again).
             await scheduler.start(group, interval, fleet.reserve, page=False)
-            CURRENT.set(None)
         elif not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group

@@ -17,7 +17,6 @@ reply, so one Redis stall does not widen every later slot.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Callable
 
 from ..store.base import Store
@@ -31,22 +30,19 @@ _SLACK_MAX = 5.0
 # (so a peak is remembered for a while), and never less than the reply took.
 _TRIP_DECAY = 0.95
 
-#: The slot of the request being sent, checked by the client adapter at the last
-#: moment before its first bytes go out.
-CURRENT: contextvars.ContextVar[Slot | None] = contextvars.ContextVar("robotgate_slot",
-                                                                      default=None)
-
-
 class LateSlot(Exception):
     """The request would leave after its slot's deadline: it must not go out."""
 
 
 class Slot:
-    """A granted slot as this process sees it: the loop time it may not leave after."""
+    """A granted slot as this process sees it: how long to wait for it, and the loop
+    time the request may not leave after.  The request's turn holds it."""
 
-    __slots__ = ("deadline", "ready", "rtt", "slack", "trip")
+    __slots__ = ("deadline", "ready", "rtt", "slack", "trip", "wait")
 
     def __init__(self) -> None:
+        #: Seconds from the store's reply until the slot starts.
+        self.wait = 0.0
         self.deadline = float("inf")
         #: When the request could leave at the earliest (reply + wait).
         self.ready = float("inf")
@@ -93,9 +89,10 @@ class FleetSlots:
         lease = self.leases.get(key, self._now())
         return lease is not None and self._paced.get(key) == lease.free_at
 
-    async def reserve(self, key: str, gap: float) -> float | None:
-        """Claim ``key``'s next slot; sets :data:`CURRENT`; returns seconds to wait
-        (None: paced here, by the caller's own schedule, as a leased key is)."""
+    async def reserve(self, key: str, gap: float) -> Slot | None:
+        """Claim ``key``'s next slot and return it (its :attr:`Slot.wait` is how long
+        to wait for it); None: paced here, by the caller's own schedule, as a leased
+        key is, or the store does not pace."""
         if self.leases is not None and gap > 0:
             lease = self.leases.get(key, self._now())
             if lease is not None:
@@ -106,7 +103,6 @@ class FleetSlots:
                 if len(self._paced) > 100_000:
                     self._paced.clear()
                 self._paced[key] = lease.free_at
-                CURRENT.set(None)
                 return None
         slot = Slot()
         trip = self.trip if gap > 0 else 0.0
@@ -114,19 +110,19 @@ class FleetSlots:
         asked = self._now()
         wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
         replied = self._now()
+        if wait is None:
+            return None
         slot.slack, slot.trip, slot.rtt = slack, trip, replied - asked
-        if wait is not None:
-            # Quick replies bring the allowance down; only a missed slot raises it.
-            self.trip = max(self.trip * _TRIP_DECAY, min(self.trip, slot.rtt))
-            if gap > 0:
-                ahead = max(0.0, wait)
-                # The server may have granted it as early as `asked`: counting from the
-                # reply would let a slow reply carry the request past `start + slack`,
-                # closer than `gap` to the next slot (another worker's).
-                slot.deadline = asked + ahead + slack
-                slot.ready = replied + ahead
-        CURRENT.set(slot)
-        return wait
+        # Quick replies bring the allowance down; only a missed slot raises it.
+        self.trip = max(self.trip * _TRIP_DECAY, min(self.trip, slot.rtt))
+        slot.wait = ahead = max(0.0, wait)
+        if gap > 0:
+            # The server may have granted it as early as `asked`: counting from the
+            # reply would let a slow reply carry the request past `start + slack`,
+            # closer than `gap` to the next slot (another worker's).
+            slot.deadline = asked + ahead + slack
+            slot.ready = replied + ahead
+        return slot
 
     def on_time(self) -> None:
         """A slot was used in time: the slack shrinks slowly."""

@@ -12,11 +12,13 @@ drives it through the same steps:
    no coroutine), else an awaitable.
 2. :attr:`~RequestTurn.headers`: set on the request, over the client's and the caller's.
 3. :meth:`~RequestTurn.leaving`, right before the client sends: a fleet slot already
-   past is given up and another awaited, and the send time is taken.  A client that
-   looks at the slot again at the last moment (``gate.fetch``, as its headers go
-   out) and finds it past calls :meth:`~RequestTurn.missed`, then leaves again.
+   past is given up and another awaited (as often as the loop is late), and the
+   send time is taken.  A client that looks at the slot (:attr:`~RequestTurn.slot`)
+   again at the last moment (``gate.fetch``, as its headers go out) and finds it
+   past calls :meth:`~RequestTurn.missed`, then leaves again.
 4. :meth:`~RequestTurn.answered` with the answer's status and ``Retry-After``: the
-   server's pacing, back-off, events and store learn from it.
+   turn tells of its own answer (its URL, status and time); the server's pacing,
+   back-off and store learn from it.
 5. :meth:`~RequestTurn.release`, however the request ends; later calls do nothing.
 
 A redirect's next hop is :func:`redirect_target` of the answer, sent as a new turn
@@ -26,21 +28,23 @@ A redirect's next hop is :func:`redirect_target` of the answer, sent as a new tu
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Coroutine, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from ..errors import Disallowed
+from ..events import ResponseAnswered
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import REFUSED, Resolve, parse_hop
 from ..policy.network import strip_credentials
 from ..urls import InvalidURL, split_origin
-from .fleet_slots import CURRENT, Slot
+from .fleet_slots import Slot
 from .redirects import hop_decision
 from .scheduler import Group
 
 if TYPE_CHECKING:
-    from .admission import Admission
+    from .admission import Admission, Started
 
 __all__ = ["REFUSED", "RequestTurn", "redirect_target"]
 
@@ -63,9 +67,10 @@ class RequestTurn:
         self.group: Group | None = None
         #: When the request left, on the scheduler's clock (``latency_factor`` learns from it).
         self.sent_at: float | None = None
-        #: The fleet slot the request leaves in (None: paced here).
+        #: The fleet slot the request leaves in (None: paced here): the one its server's
+        #: turn was started with, or the next one after a miss.
         self.slot: Slot | None = None
-        self._waiting: Awaitable[Group] | None = None  # the admission's wait, begin() gave
+        self._waiting: Awaitable[Started] | None = None  # the admission's wait, begin() gave
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -89,9 +94,9 @@ class RequestTurn:
         self._waiting = got
         return self._started(got)
 
-    async def _started(self, turn: Awaitable[Group]) -> None:
+    async def _started(self, turn: Awaitable[Started]) -> None:
         self._waiting = None
-        self.group = await turn
+        self.group, self.slot = await turn
 
     async def _begin_hop(self) -> None:
         admission = self._admission
@@ -103,7 +108,10 @@ class RequestTurn:
                 hop = parse_hop(self.url)
                 raise Disallowed(hop.url if hop is not None else self.url, refused)
         got = admission.admit(self.url)
-        self.group = got if isinstance(got, Group) else await got
+        if isinstance(got, Group):
+            self.group = got
+        else:
+            self.group, self.slot = await got
 
     def abandon(self, pending: Awaitable[None]) -> None:
         """The request will not wait for the turn :meth:`begin` gave as ``pending``
@@ -127,39 +135,48 @@ class RequestTurn:
         fleet = admission.fleet
         assert fleet is not None
         loop = asyncio.get_running_loop()
-        while True:
-            slot = CURRENT.get()
-            CURRENT.set(None)
-            if slot is not None and loop.time() > slot.deadline:
-                await self._ask_again(slot)  # another slot, in CURRENT
-                continue
-            if slot is not None:
-                fleet.on_time()
-            self.slot = slot
-            self.sent_at = admission.scheduler.now()
-            return
+        # However often the loop is late (the wait for a slot may end late too),
+        # the request leaves only within a slot.
+        while (slot := self.slot) is not None and loop.time() > slot.deadline:
+            await self._ask_again(slot)
+        if slot is not None:
+            fleet.on_time()
+        self.sent_at = admission.scheduler.now()
 
     async def missed(self) -> None:
-        """The client found the slot past as the request was about to go (it did
-        not): the next slot is reserved and awaited; then :meth:`leaving` again."""
-        slot, self.slot = self.slot, None
+        """The client found :attr:`slot` past as the request was about to go (it did
+        not): the next slot is reserved, held and awaited; then :meth:`leaving` again."""
+        slot = self.slot
         if slot is not None:
             await self._ask_again(slot)
 
     async def _ask_again(self, slot: Slot) -> None:
         group = self.group
         assert group is not None
-        await self._admission.slot_missed(group, slot)
+        self.slot = None  # given up, whatever happens to the next
+        self.slot = await self._admission.slot_missed(group, slot)
 
     def answered(self, status: int, retry_after: str | None) -> Awaitable[None] | None:
-        """The answer's headers arrived: its server learns from them (an awaitable
-        when the store must hear of it too).  ``retry_after``: the answer's
-        ``Retry-After`` header, if any."""
+        """The answer's headers arrived: the turn tells of it (:class:`ResponseAnswered`,
+        naming this request), and its server learns from it (an awaitable when the
+        store must hear of it too).  ``retry_after``: the answer's ``Retry-After``
+        header, if any."""
         group = self.group
         if group is None:
             return None
         self.slot = None
-        return self._admission.answered(group, status, retry_after, self.sent_at)
+        admission = self._admission
+        events = admission.events
+        if events is None:
+            return admission.answered(group, status, retry_after, self.sent_at)
+        sent_at = self.sent_at
+        seconds = admission.scheduler.now() - sent_at if sent_at is not None else 0.0
+        try:
+            origin = split_origin(self.url)[0]
+        except ValueError:
+            origin = ""
+        events.emit(ResponseAnswered(time.time(), origin, group.key, self.url, status, seconds))
+        return admission.answered(group, status, retry_after, sent_at, origin)
 
     def release(self) -> None:
         """The request no longer holds its server's slot (answered, failed, dropped

@@ -19,12 +19,16 @@ import asyncio
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import GateClosed
 from ..policy.fetch import parse_retry_after
 from ..policy.pacing import Backoff, PacingPolicy
 from ..records import HostState
+
+if TYPE_CHECKING:
+    from .fleet_slots import Slot
 
 __all__ = ["Group", "Scheduler", "Slots"]
 
@@ -308,13 +312,14 @@ class Scheduler:
         self,
         group: Group,
         interval: float,
-        reserve: Callable[[str, float], object] | None = None,
+        reserve: Callable[[str, float], Awaitable[Slot | None]] | None = None,
         page: bool = True,
-    ) -> None:
+    ) -> Slot | None:
         """Wait until a request with ``interval`` may start, then count it as started.
 
         ``reserve`` is a coroutine function asking a shared store for a slot
-        (returns seconds to wait, or None when the store does not pace).
+        (None when the store does not pace, or paces the server here); the slot,
+        waited for, is returned: the request holds it.
         ``page`` False: a robots.txt request, paced and capped like a page but
         not counted as a visit.
         """
@@ -335,12 +340,12 @@ class Scheduler:
                     await glob.take()
                     held_global = True
                 await self._wait_paused(group)
-                wait = await reserve(group.key, self.gap(group, interval))  # type: ignore[misc]
-                if wait is not None:
-                    if wait > 0:
-                        await asyncio.sleep(wait)
+                slot = await reserve(group.key, self.gap(group, interval))
+                if slot is not None:
+                    if slot.wait > 0:
+                        await asyncio.sleep(slot.wait)
                     self._started(group, interval, self.now(), page)
-                    return
+                    return slot
             while True:
                 now = self.now()
                 gap = self.gap(group, interval)
@@ -354,7 +359,7 @@ class Scheduler:
                     continue  # the wait for the global slot may have let another start
                 break
             self._started(group, interval, now, page, gap)
-            return
+            return None
         except BaseException as exc:
             if held_group:
                 group.give()
