@@ -36,6 +36,7 @@ async def test_demo_shows_robots_once_skips_with_reasons_and_pacing(tmp_path: Pa
     assert re.search(r"\d+ x disallowed by 'Disallow: /private/' \(line \d\)", out)
     assert re.search(r"\d+ x robots.txt answered 503", out)
     assert "skipped origins" in out
+    assert out.count("max_crawl_delay 1 s: the demo lowers it from the 60 s default") == 2
     # The crawl followed links, retried the 429, and the table shows each kind of host.
     found = re.search(r"(\d+) URLs found in pages, (\d+) retried after a 429", out)
     assert found and int(found.group(1)) > 0 and int(found.group(2)) >= 1

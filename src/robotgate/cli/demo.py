@@ -30,6 +30,23 @@ _HREF_RE = re.compile(r'href="([^"]+)"')
 # Clock granularity: a gap this much under the interval is still on time.
 _TOLERANCE = 0.001
 _TABLE_ROWS = 12
+#: The demo's max_crawl_delay: lower than the gate's default, so that the hosts asking
+#: for a long Crawl-delay are skipped at once and the demo ends in seconds.
+MAX_CRAWL_DELAY = 1.0
+
+
+def _default_max_crawl_delay() -> float:
+    import inspect
+
+    from ..gate import RobotGate
+
+    default: float = inspect.signature(RobotGate).parameters["max_crawl_delay"].default
+    return default
+
+
+def _lowered_note() -> str:
+    return (f"max_crawl_delay {MAX_CRAWL_DELAY:g} s: the demo lowers it from the "
+            f"{_default_max_crawl_delay():g} s default")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -59,7 +76,8 @@ async def _demo(hosts: int, delay: float, concurrency: int, *, quiet: bool) -> i
         print(f"robotgate demo: {len(server.hosts)} hosts on {first} .. {last}, port "
               f"{server.port} (loopback only)\n"
               f"crawling {len(seeds)} seed URLs sorted by host, following links, "
-              f"{concurrency} requests at a time, delay {delay:g}s per host\n", flush=True)
+              f"{concurrency} requests at a time, delay {delay:g}s per host\n"
+              f"{_lowered_note()}\n", flush=True)
         summary = CrawlSummary()
         skips: Counter[str] = Counter()
 
@@ -73,7 +91,8 @@ async def _demo(hosts: int, delay: float, concurrency: int, *, quiet: bool) -> i
             progress.start()
         try:
             async with RobotGate(AGENT, delay=delay, store=MemoryStore(),
-                                 max_crawl_delay=1.0, max_concurrency=concurrency) as gate:
+                                 max_crawl_delay=MAX_CRAWL_DELAY,
+                                 max_concurrency=concurrency) as gate:
                 await gate.crawl(seeds, _links, concurrency=concurrency, max_retries=1,
                                  on_result=on_result, summary=summary, timeout=10)
         finally:
@@ -102,6 +121,8 @@ def _report(server: DemoServer, summary: CrawlSummary, skips: Counter[str],
     origins = skipped_origins(summary)
     if origins:
         lines += ["", *origins]
+        if any("max_crawl_delay" in line for line in origins):
+            lines.append(f"  ({_lowered_note()})")
     lines += ["", "skipped URLs, with the reason robots.txt gave"]
     for reason, n in skips.most_common():
         lines.append(f"  {n:>4} x {reason}")
