@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -214,6 +215,60 @@ async def test_three_workers_thirty_origins_on_a_cluster(
         ), key
     assert sum(key.startswith(f"{prefix}:robots:") for key in keys) == 30
     assert sum(key.startswith(f"{prefix}:host:") for key in keys) == 30
+
+
+# -- a loop late between its slot and its send ------------------------------------
+
+
+async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot(
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's loop is blocked between the slot's reservation and the request's
+    first bytes, twice in a row: each time the slot is given up and the next one
+    reserved, and the request goes out only within the slot it holds."""
+    loop = asyncio.get_running_loop()
+    store = RedisStore(redis_url, prefix=prefix)
+    # Each slot Redis granted, on this loop's clock: (asked, wait, slack).
+    grants: list[tuple[float, float, float]] = []
+    reserve = store.reserve
+
+    async def recording(key: str, interval: float) -> float | None:
+        asked = loop.time()
+        wait = await reserve(key, interval)
+        grants.append((asked, wait or 0.0, interval - DELAY))
+        return wait
+
+    store.reserve = recording  # type: ignore[method-assign]
+    lags: list[float] = []  # how long the loop is blocked at each of the next sends
+    sent: list[tuple[float, int]] = []  # when each request went out, and the slots by then
+    send = aiohttp.ClientRequest.send
+
+    async def late(request: aiohttp.ClientRequest, conn: Any) -> aiohttp.ClientResponse:
+        if lags:
+            time.sleep(lags.pop(0))  # the whole loop stands still: nothing else moves
+        resp = await send(request, conn)  # the slot's last look is in here
+        sent.append((loop.time(), len(grants)))
+        return resp
+
+    monkeypatch.setattr(aiohttp.ClientRequest, "send", late)
+    async with BenchServer([HostPlan("allow")]) as srv:
+        async with RobotGate(AGENT, delay=DELAY, store=store) as gate:
+            async with gate.fetch(srv.url(0, "/page/1")) as resp:  # robots.txt's slot, then its own
+                assert resp.status == 200
+            # Late past the slot's slack, then later than the slack learnt from that.
+            lags[:] = [0.1, 0.4]
+            async with gate.fetch(srv.url(0, "/page/2")) as resp:
+                assert resp.status == 200
+            fleet = gate._admission.fleet
+            assert fleet is not None
+            late_slots = fleet.late
+        pages = srv.host_stats(0).page_requests
+    assert not lags and pages == 2
+    for at, granted in sent:
+        asked, wait, slack = grants[granted - 1]
+        assert at <= asked + wait + slack, (at - (asked + wait + slack), grants, sent)
+    # Both slots the blocked loop missed were given up: /page/2 left in its third.
+    assert late_slots == 2 and len(grants) == 5
 
 
 # -- a dead lock holder ---------------------------------------------------------
