@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from robotgate.politeness.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
-from robotgate.store.base import StoreError
+from robotgate.store.base import CrawlInUse, StoreError
 from robotgate.store.sqlite import SQLiteStore
 
 
@@ -63,6 +63,9 @@ async def test_crawls_are_kept_apart_and_dropped_by_name(tmp_path: Path) -> None
         assert (await a.add([entry(1)])).new == 1
         assert (await b.add([entry(1)])).new == 1  # the same URL, another crawl
         assert await store.crawl_names() == ["a", "b"]
+        with pytest.raises(CrawlInUse, match=r"'a'.* is run by this process"):
+            await store.drop_crawl("a")  # a crawl being run is not dropped under it
+        await a.close()
         assert await store.drop_crawl("a")
         assert await store.crawl_names() == ["b"]
         assert await b.counts() == CrawlCounts(queued=1)

@@ -20,7 +20,7 @@ from ..records import HostState, Outcome, RobotsEntry
 if TYPE_CHECKING:
     from ..politeness.crawl_state import CrawlState
 
-__all__ = ["HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
+__all__ = ["CrawlInUse", "HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
 
 
 _S = TypeVar("_S", bound="Store")
@@ -28,6 +28,21 @@ _S = TypeVar("_S", bound="Store")
 
 class StoreError(Error, RuntimeError):
     """A store that cannot be used: unreachable, corrupt, or holding foreign data."""
+
+
+class CrawlInUse(StoreError):
+    """Another process runs the named crawl in this store, which gives a crawl one process
+    at a time (an SQLite store; a Redis crawl is shared by design).  The message names the
+    crawl, its holder and how to take over; the holder's process id, host name and the Unix
+    time it took the crawl are kept too (None where its lock file does not say)."""
+
+    def __init__(self, message: str, *, name: str, pid: int | None = None,
+                 host: str | None = None, since: float | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+        self.pid = pid
+        self.host = host
+        self.since = since
 
 
 class Store(abc.ABC):

@@ -39,7 +39,7 @@ from typing import Any, TypeVar, get_args, get_type_hints
 
 from .base import HostState, RobotsEntry, Store, StoreError
 from .batching import HostBatcher
-from .sqlite_crawl import SQLiteCrawlState, crawl_names, drop_crawl
+from .sqlite_crawl import CrawlLease, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -220,6 +220,8 @@ class SQLiteStore(Store):
         self._close_by = math.inf  # while close() runs: when jobs stop waiting for locks
         # This store's row in the sessions table, from its first use to close().
         self._session = secrets.token_hex(8)
+        # The named crawls this store's states run (let go of at close at the latest).
+        self._crawl_leases: set[CrawlLease] = set()
         # Touched only on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -401,13 +403,17 @@ class SQLiteStore(Store):
     # -- named crawls (store/sqlite_crawl.py) --------------------------------
 
     def crawl_state(self, name: str) -> SQLiteCrawlState:
-        return SQLiteCrawlState(self._call, name)
+        """The crawl ``name``: one process runs it at a time (its ``open`` raises
+        :class:`~robotgate.store.base.CrawlInUse` while another does)."""
+        return SQLiteCrawlState(self._call, name, self.path, self._crawl_leases)
 
     async def crawl_names(self) -> list[str]:
         return await self._call(crawl_names)
 
     async def drop_crawl(self, name: str) -> bool:
-        return await self._call(functools.partial(drop_crawl, name=name))
+        """Forget the crawl ``name``; :class:`~robotgate.store.base.CrawlInUse` while a
+        process runs it."""
+        return await self._call(functools.partial(drop_crawl, name=name, path=self.path))
 
     # -- the worker thread ---------------------------------------------------
 
@@ -441,6 +447,9 @@ class SQLiteStore(Store):
                 ) from exc
 
     def _close_sync(self, written: bool) -> None:
+        for lease in list(self._crawl_leases):  # crawls whose state was never closed
+            self._crawl_leases.discard(lease)
+            lease.release()
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
