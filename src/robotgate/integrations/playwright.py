@@ -1,0 +1,278 @@
+"""robotgate for Playwright: every request a browser context makes goes through the gate.
+
+>>> handle = await attach(gate, context)     # a BrowserContext, or one Page  # doctest: +SKIP
+>>> await page.goto("https://example.com/")                                  # doctest: +SKIP
+>>> await handle.detach()                                                    # doctest: +SKIP
+
+:func:`attach` routes every http(s) request of ``context`` (``context.route``) to a
+handler that sends it itself, through the context's own request client
+(``context.request``: its cookies, proxy and certificates), and hands the answer to
+the browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
+``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
+``await gate.decide(url)`` says why.
+
+- A **navigation** (a document request) takes a full request turn
+  (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, the
+  server's turn (the delay, the site's Crawl-delay and Request-rate, the caps, a fleet
+  slot), the gate's headers, and the answer's status and ``Retry-After`` teach the
+  server's back-off.
+- A **subresource** (image, script, style, font, fetch/XHR, media) is judged by
+  robots.txt the same way and counts toward the server's cap, but is not held to the
+  delay (a page must be able to load): ``attach(..., pace_subresources=True)`` gives
+  each one a full request turn too.  It waits while its server rests after a
+  ``Retry-After`` or back-off.
+- **Redirects** are followed here, hop by hop, each hop judged (its target by
+  robots.txt, and a public site's hop into a private address refused) before it is
+  sent; the browser gets the last answer as the answer to the URL it asked for, so
+  ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
+  browser follows itself: they would go out unchecked.)
+- The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
+  against ``gate.robots_agent``, whatever User-Agent the browser would send.
+- robots.txt is fetched by the gate's own client, once per origin, shared with every
+  other path (``gate.fetch``, httpx, Scrapy, other processes through the store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+from playwright.async_api import (
+    APIRequestContext,
+    APIResponse,
+    BrowserContext,
+    Page,
+    Request,
+    Route,
+)
+from playwright.async_api import Error as PlaywrightError
+
+from ..errors import Disallowed, GateClosed
+from ..gate.gate import RobotGate
+from ..politeness.redirects import hop_decision
+from ..politeness.request_turn import RequestTurn, redirect_target
+from ..urls import InvalidURL, split_origin
+from ._hops import resolve
+
+__all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
+
+log = logging.getLogger(__name__)
+
+#: Hops followed for one browser request before it fails (Chromium's own limit).
+MAX_REDIRECTS = 20
+#: Why a server may make even an unpaced subresource wait (see :mod:`robotgate.politeness.turns`):
+#: it rests after a 429/503, or a stored pause from another run or worker.
+_RESTING = frozenset({"retry-after", "back-off", "stored"})
+_ALL = "**/*"
+
+
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+def _next_method(status: int, method: str) -> str:
+    """The method of a redirect's next hop, as browsers choose it (fetch spec)."""
+    if (status in (301, 302) and method == "POST") or (status == 303 and method != "HEAD"):
+        return "GET"
+    return method
+
+
+class _Caps:
+    """How many of the browser's requests each server has in flight: at most its cap."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str, size: int) -> AsyncIterator[None]:
+        entry = self._held.get(key)
+        if entry is None:
+            entry = self._held[key] = (asyncio.Semaphore(size), [0])
+        slots, users = entry
+        users[0] += 1
+        try:
+            async with slots:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._held[key]  # no server is remembered while nothing is asked of it
+
+
+@dataclass
+class Attachment:
+    """What :func:`attach` returns: the route on ``target``, until :meth:`detach`."""
+
+    gate: RobotGate
+    target: BrowserContext | Page
+    #: Whether subresources take a full request turn (the delay too), as navigations do.
+    pace_subresources: bool = False
+    #: Called with the browser's request and the refusal (its URL: the hop refused, its
+    #: ``decision``: why) for each request aborted as disallowed.
+    on_refused: Callable[[Request, Disallowed], object] | None = None
+    _caps: _Caps = field(default_factory=_Caps, repr=False)
+
+    @property
+    def api(self) -> APIRequestContext:
+        """The request client the browser's requests are sent with (the context's)."""
+        target = self.target
+        return target.request if isinstance(target, BrowserContext) else target.context.request
+
+    async def detach(self) -> None:
+        """Stop routing ``target``'s requests through the gate (requests under way finish)."""
+        await self.target.unroute(_ALL, self._route)
+
+    # -- one browser request ---------------------------------------------------------
+
+    async def _route(self, route: Route) -> None:
+        """Send one browser request through the gate and hand its answer to the browser;
+        whatever happens, the route is finished (an unfinished one hangs the page)."""
+        request = route.request
+        if not request.url.startswith(("http://", "https://")):
+            await route.fallback()  # not the network's (a data: or blob: URL never is)
+            return
+        paced = self.pace_subresources or request.is_navigation_request()
+        try:
+            response = await self._send(request.url, request.method,
+                                        _lower(request.headers), request.post_data_buffer,
+                                        paced)
+        except Disallowed as refused:
+            log.info("refused %s: %s", refused.url, refused.decision.reason)
+            await _finish(route.abort("blockedbyclient"))
+            if self.on_refused is not None:
+                self.on_refused(request, refused)
+            return
+        except (GateClosed, InvalidURL, PlaywrightError) as failed:
+            log.info("failed %s: %s", request.url, failed)
+            await _finish(route.abort("failed"))
+            return
+        except BaseException:
+            await _finish(route.abort("failed"))
+            raise
+        # The client stored the answers' cookies in the context already, each for the
+        # URL that set it: the browser is not to set them again for the first URL.  A
+        # redirect that ends here (to no usable http(s) URL) keeps no Location: the
+        # browser would follow it unrouted.
+        headers = {name: value for name, value in response.headers.items()
+                   if name != "set-cookie" and not (name == "location"
+                                                    and 300 <= response.status < 400)}
+        await _finish(route.fulfill(response=response, headers=headers))
+        await _finish(response.dispose())  # the client keeps each body until told
+
+    async def _send(self, url: str, method: str, headers: dict[str, str],
+                    body: bytes | None, paced: bool) -> APIResponse:
+        """Send one request, following its redirects hop by hop, each hop judged."""
+        came_from: str | None = None
+        for _ in range(MAX_REDIRECTS + 1):
+            if paced:
+                response = await self._turn(url, came_from, method, headers, body)
+            else:
+                response = await self._unpaced(url, came_from, method, headers, body)
+            target = redirect_target(url, response.status, response.headers.get("location"))
+            if target is None:
+                return response
+            await response.dispose()
+            next_method = _next_method(response.status, method)
+            if next_method != method:
+                method, body = next_method, None
+                headers = {name: value for name, value in headers.items()
+                           if not name.startswith("content-")}
+            if split_origin(target)[0] != split_origin(url)[0]:
+                headers.pop("authorization", None)  # never credentials to another origin
+            came_from, url = url, target
+        raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
+
+    async def _turn(self, url: str, came_from: str | None, method: str,
+                    headers: dict[str, str], body: bytes | None) -> APIResponse:
+        """One hop as a page request: its full request turn."""
+        turn: RequestTurn = self.gate.request_turn(url, came_from, resolve)
+        try:
+            ready = turn.begin()
+            if ready is not None:
+                await ready
+            async with self._caps.hold(self.gate.pace_key(url), self._cap(url)):
+                leaving = turn.leaving()
+                if leaving is not None:
+                    await leaving
+                response = await self._fetch(url, method, {**headers, **_lower(turn.headers)},
+                                             body)
+            learnt = turn.answered(response.status, response.headers.get("retry-after"))
+            if learnt is not None:
+                await learnt
+            return response
+        finally:
+            turn.release()
+
+    async def _unpaced(self, url: str, came_from: str | None, method: str,
+                       headers: dict[str, str], body: bytes | None) -> APIResponse:
+        """One hop of a subresource: judged, capped, held while its server rests,
+        but not held to the delay."""
+        gate = self.gate
+        if came_from is not None and gate.refuse_private:
+            refused = await hop_decision(came_from, url, resolve, gate.is_private)
+            if refused is not None:
+                raise Disallowed(url, refused)
+        await self._judge(url)
+        while True:
+            wait, reason, _ = gate.host_turn(url)
+            if wait <= 0 or reason not in _RESTING:
+                break
+            await asyncio.sleep(wait)
+        async with self._caps.hold(gate.pace_key(url), self._cap(url)):
+            return await self._fetch(url, method, {**headers, **_lower(gate.headers)}, body)
+
+    async def _judge(self, url: str) -> None:
+        """robots.txt's verdict on ``url``: a refusal raises :class:`Disallowed`, counted
+        in the gate's stats and told to its listeners as every refusal is."""
+        gate = self.gate
+        decision = gate.check(url) or await gate.decide(url)
+        if decision.allowed:
+            return
+        # The turn refuses (and tells of) a disallowed URL before it waits for anything.
+        turn = gate.request_turn(url)
+        try:
+            pending = turn.begin()
+            if pending is not None:
+                turn.abandon(pending)  # robots.txt is not cached here (a fleet judges later)
+        finally:
+            turn.release()
+        raise Disallowed(url, decision)
+
+    def _cap(self, url: str) -> int:
+        """The server's cap on requests in flight: its host setting's, else the gate's."""
+        gate = self.gate
+        setting = gate.hosts.match(split_origin(url)[0], gate.pace_key(url))
+        if setting is not None and setting.max_per_host is not None:
+            return setting.max_per_host
+        return gate.max_per_host
+
+    async def _fetch(self, url: str, method: str, headers: dict[str, str],
+                     body: bytes | None) -> APIResponse:
+        return await self.api.fetch(url, method=method, headers=headers, data=body,
+                                    max_redirects=0)
+
+
+async def _finish(step: Awaitable[None]) -> None:
+    """Abort or fulfill a route; a page closed meanwhile makes that fail, harmlessly."""
+    with suppress(PlaywrightError):
+        await step
+
+
+async def attach(gate: RobotGate, target: BrowserContext | Page, *,
+                 pace_subresources: bool = False,
+                 on_refused: Callable[[Request, Disallowed], object] | None = None,
+                 ) -> Attachment:
+    """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
+    through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
+
+    ``pace_subresources=True`` holds images, scripts, styles and the page's own
+    fetches to the server's delay too (each a full request turn, as a navigation);
+    by default they are judged and capped, not delayed.  ``on_refused`` hears of
+    each request aborted as disallowed, with the refusal's decision.
+    """
+    attachment = Attachment(gate, target, pace_subresources, on_refused)
+    await target.route(_ALL, attachment._route)
+    return attachment
