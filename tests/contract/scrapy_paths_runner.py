@@ -15,6 +15,7 @@ that each run gets a fresh reactor::
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from typing import Any
 
@@ -27,8 +28,31 @@ MIDDLEWARES = {
 }
 
 
+def answer_names(hosts: dict[str, list[str]]) -> None:
+    """``config["hosts"]``: names the system's look-ups answer with these addresses
+    (both families, as getaddrinfo gives them; IPv4 only for gethostbyname)."""
+    system_getaddrinfo, system_gethostbyname = socket.getaddrinfo, socket.gethostbyname
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in hosts:
+            return system_getaddrinfo(host, port, *args, **kwargs)
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                 (a, int(port or 0), 0, 0) if ":" in a else (a, int(port or 0)))
+                for a in hosts[name]]
+
+    def gethostbyname(host: str) -> str:
+        if host not in hosts:
+            return system_gethostbyname(host)
+        return next(a for a in hosts[host] if ":" not in a)
+
+    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.gethostbyname = gethostbyname
+
+
 def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
+    answer_names(config.get("hosts", {}))
     urls: list[str] = config["urls"]
     sequential = bool(config.get("sequential"))
     results: list[dict[str, Any] | None] = [None] * len(urls)

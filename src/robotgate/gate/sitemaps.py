@@ -1,7 +1,9 @@
 """The aiohttp side of ``gate.sitemaps``: a sitemap is opened as ``gate.fetch`` opens a page.
 
 So it is checked against robots.txt (:class:`~robotgate.errors.Disallowed`, nothing
-sent), waits for its server's turn, and each redirect hop is checked and paced;
+sent), a sitemap that robots.txt or an index names is its pointer (``pointed_by``,
+refused from a public site into a private address), it waits for its server's
+turn, and each redirect hop is checked and paced;
 the body is read as it streams in, aiohttp undoing any Content-Encoding.
 """
 
@@ -38,8 +40,8 @@ class GateSitemapTransport:
     def __init__(self, fetch: Callable[..., FetchCall]) -> None:
         self._fetch = fetch
 
-    def open(self, url: str, timeout: float) -> _Opened:
-        return _Opened(self._fetch(url, stream=True,
+    def open(self, url: str, timeout: float, pointed_by: str | None) -> _Opened:
+        return _Opened(self._fetch(url, stream=True, pointed_by=pointed_by,
                                    timeout=aiohttp.ClientTimeout(total=timeout)))
 
 

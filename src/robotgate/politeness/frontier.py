@@ -71,6 +71,8 @@ _LOAD = 1000
 _ADD = 2048
 #: A page's links handed to the state at once while they are read.
 _CHUNK = 4096
+#: Pointers remembered at most (URL key -> the page that gave it), ~100 bytes each.
+_POINTERS = 200_000
 
 
 @dataclass(slots=True)
@@ -259,7 +261,7 @@ class Frontier:
         per_host: int | None = None,
         timeout: float | None = None,
         on_result: Callable[[CrawlResult], Any] | None = None,
-        fetch: Callable[[str], Any] | None = None,
+        fetch: Callable[..., Any] | None = None,
         max_queued: int = 100_000,
         max_seen: int = 100_000,
         max_retries: int = 0,
@@ -291,6 +293,12 @@ class Frontier:
         self.timeout = timeout
         self.on_result = on_result
         self.fetch = fetch if fetch is not None else gate.fetch
+        # A link or a sitemap's entry is its page's pointer (docs/bad-input.md): fetched
+        # pointed_by that page, where the fetch takes it.  URL key -> the page, for the
+        # pointers queued in this run (the oldest forgotten past _POINTERS: such a
+        # link, as one a resumed crawl holds, counts as a public page's).
+        self._pointers: dict[str, str] | None = (
+            {} if "pointed_by" in inspect.signature(self.fetch).parameters else None)
         self.max_queued = max(1, max_queued)
         self.max_retries = max_retries
         self.retry_statuses = frozenset(retry_statuses)
@@ -486,14 +494,18 @@ class Frontier:
 
     async def _offer(self, url: str | SitemapEntry, batch: list[Entry]) -> None:
         self.summary.read += 1
+        sitemap = ""
         if isinstance(url, SitemapEntry):
-            url = url.url  # an entry of gate.sitemaps(): its URL is the input
+            sitemap = url.sitemap  # a sitemap's entry: that sitemap's pointer
+            url = url.url
         try:
             text = text_url(url)
             key = resource_key(text)  # InvalidURL for what is no http(s) URL
             if self.url_key is not resource_key:
                 key = self._key_of(text)[0]
             batch.append(Entry(key, text))
+            if sitemap:
+                self._pointed(key, sitemap)
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
         if len(batch) >= _ADD or self.state.bounded:
@@ -593,6 +605,27 @@ class Frontier:
             summary.private_links += 1
         else:
             out.append(Entry(key, link, depth, discovered=True))
+            self._pointed(key, page.url)
+
+    def _pointed(self, key: str, page: str) -> None:
+        """The URL keyed ``key`` is a pointer of ``page``."""
+        pointers = self._pointers
+        if pointers is None:
+            return
+        if len(pointers) >= _POINTERS:
+            del pointers[next(iter(pointers))]
+        pointers[key] = page
+
+    def _pointer_of(self, entry: Entry) -> str | None:
+        """The page ``entry`` is a pointer of (``""``: a page taken as public), or None:
+        the caller's own input."""
+        pointers = self._pointers
+        if pointers is None:
+            return None
+        page = pointers.get(entry.key)
+        if page is not None:
+            return page
+        return "" if entry.discovered else None
 
     async def _add_links(self, chunk: list[Entry]) -> None:
         """A chunk of a page's links into the state, ahead of the page's outcome."""
@@ -670,7 +703,7 @@ class Frontier:
                 if admission is not None:
                     admission.waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                links = await self._page(url, record)
+                links = await self._page(url, record, self._pointer_of(entry))
                 if self._tdm is not None and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere.
@@ -700,6 +733,8 @@ class Frontier:
             self.queues.add(host.key, _Item(entry), front=True)
             self._count_queued()
             return
+        if self._pointers is not None:
+            self._pointers.pop(entry.key, None)
         found: list[Entry] = []
         if record.error is None and record.decision is None:
             try:
@@ -721,15 +756,19 @@ class Frontier:
         self._counted(added, links)
         self._finish(record)
 
-    async def _page(self, url: str, record: CrawlResult) -> Iterable[str]:
+    async def _page(self, url: str, record: CrawlResult,
+                    pointed_by: str | None) -> Iterable[str]:
         if self.timeout is None:
-            return await self._fetch_and_handle(url, record)
-        return await asyncio.wait_for(self._fetch_and_handle(url, record), self.timeout)
+            return await self._fetch_and_handle(url, record, pointed_by)
+        return await asyncio.wait_for(self._fetch_and_handle(url, record, pointed_by),
+                                      self.timeout)
 
-    async def _fetch_and_handle(self, url: str, record: CrawlResult) -> Iterable[str]:
+    async def _fetch_and_handle(self, url: str, record: CrawlResult,
+                                pointed_by: str | None) -> Iterable[str]:
         """The page's links to follow (none when its directives say ``nofollow``)."""
         record.started = time.time()
-        async with self.fetch(url) as resp:
+        call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
+        async with call as resp:
             record.answered = time.time()
             record.status = int(resp.status)
             record.final_url = str(getattr(resp, "url", url))

@@ -6,6 +6,11 @@ as it opens a page (robots.txt checked, raising
 hop checked and paced); the bytes go to the pure
 :class:`~robotgate.robots.sitemap.SitemapParser` as they arrive.
 
+A sitemap robots.txt names, or an index lists, is that file's pointer, opened
+``pointed_by`` it: a public site's may not lead into a private address (see
+:mod:`robotgate.policy.hops`).  Only ``/sitemap.xml`` of the origin asked for is
+the caller's own input.
+
 A :class:`SitemapReader` reads each sitemap once for all the walks running at
 the time (single flight; the entries are shared, at most 50,000 a file); a
 :class:`Sitemaps` walk is one caller's async iterator over an origin's entries.
@@ -50,11 +55,14 @@ class SitemapBody(Protocol):
 class SitemapTransport(Protocol):
     """What an adapter provides to read sitemaps through the gate."""
 
-    def open(self, url: str, timeout: float) -> AbstractAsyncContextManager[SitemapBody]:
+    def open(self, url: str, timeout: float,
+             pointed_by: str | None) -> AbstractAsyncContextManager[SitemapBody]:
         """GET ``url`` as a page is fetched: raises :class:`~robotgate.errors.Disallowed`
-        when robots.txt forbids it (nothing sent), waits for the server's turn, follows
-        redirects hop by hop; the request ends ``timeout`` seconds after it is sent.
-        Leaving the context lets go of the answer, read whole or not."""
+        when robots.txt forbids it (nothing sent), or when it is the pointer of a public
+        page (``pointed_by``, None: the caller's input) into a private address; waits for
+        the server's turn, follows redirects hop by hop; the request ends ``timeout``
+        seconds after it is sent.  Leaving the context lets go of the answer, read whole
+        or not."""
         ...
 
 
@@ -85,7 +93,7 @@ class SitemapReader:
         self.named = named
         self.timeout = timeout
         self.keep_entries = keep_entries
-        self._files: dict[tuple[str, str | None], asyncio.Task[SitemapFile]] = {}
+        self._files: dict[tuple[str, str | None, str | None], asyncio.Task[SitemapFile]] = {}
         self._kept = 0  # entries and children of the files read and kept
         self._walks: weakref.WeakSet[Sitemaps] = weakref.WeakSet()
 
@@ -106,12 +114,14 @@ class SitemapReader:
         if not self._walks:
             self._forget_read()
 
-    def file(self, url: str, vouched_by: str | None) -> Awaitable[SitemapFile]:
-        """The sitemap at ``url`` read (or being read) for every walk that asks."""
-        key = (url, vouched_by)
+    def file(self, url: str, vouched_by: str | None,
+             pointed_by: str | None = None) -> Awaitable[SitemapFile]:
+        """The sitemap at ``url`` read (or being read) for every walk that asks;
+        ``pointed_by``: the robots.txt or index that named it (None: the caller's input)."""
+        key = (url, vouched_by, pointed_by)
         task = self._files.get(key)
         if task is None:
-            task = asyncio.ensure_future(self._read(url, vouched_by))
+            task = asyncio.ensure_future(self._read(url, vouched_by, pointed_by))
             self._files[key] = task
             task.add_done_callback(self._read_done)
         # One walk cancelled while waiting leaves the read to the others.
@@ -139,7 +149,8 @@ class SitemapReader:
                 del self._files[key]
                 self._kept -= _size(task)
 
-    async def _read(self, url: str, vouched_by: str | None) -> SitemapFile:
+    async def _read(self, url: str, vouched_by: str | None,
+                    pointed_by: str | None) -> SitemapFile:
         """Fetch and parse one sitemap: always a file, whatever happens, unless the
         gate closes or the read is cancelled."""
         try:
@@ -149,7 +160,7 @@ class SitemapReader:
         parser = SitemapParser(url, scope)
         why: str | None = None
         try:
-            async with self.transport.open(url, self.timeout) as body:
+            async with self.transport.open(url, self.timeout, pointed_by) as body:
                 status = body.status
                 if not 200 <= status < 300:
                     return _failed(url, f"answered {status}: not read")
@@ -171,6 +182,10 @@ class SitemapReader:
         for problem in file.problems:
             log.info("sitemap %s: %s", redact(url), problem)
         return file
+
+
+#: A sitemap a walk will read: URL, depth, the origin vouching for it, the page pointing to it.
+_Pending = tuple[str, int, str | None, str | None]
 
 
 def _size(task: asyncio.Task[SitemapFile]) -> int:
@@ -203,7 +218,8 @@ class Sitemaps:
         self.problems: list[SitemapProblem] = []
         self.read: list[str] = []
         self._reader = reader
-        self._pending: deque[tuple[str, int, str | None]] | None = None
+        # Each sitemap to read: its URL, depth, the origin vouching for it, its pointer.
+        self._pending: deque[_Pending] | None = None
         self._seen: set[str] = set()
         self._said_too_many = False
         self._entries: tuple[SitemapEntry, ...] = ()
@@ -228,8 +244,8 @@ class Sitemaps:
             if not pending:
                 await self.aclose()
                 raise StopAsyncIteration
-            url, depth, vouched_by = pending.popleft()
-            self._take(await self._reader.file(url, vouched_by), depth, vouched_by)
+            url, depth, vouched_by, pointed_by = pending.popleft()
+            self._take(await self._reader.file(url, vouched_by, pointed_by), depth, vouched_by)
 
     async def aclose(self) -> None:
         """End the walk (``async for`` ending early may leave it to the garbage collector)."""
@@ -238,15 +254,16 @@ class Sitemaps:
             self._entries = ()
             self._reader.ended(self)
 
-    async def _first(self) -> deque[tuple[str, int, str | None]]:
+    async def _first(self) -> deque[_Pending]:
         origin = self.origin
         named = list(await self._reader.named(origin))
         if not named:
-            return deque([(origin + "/sitemap.xml", 0, None)])
-        first: deque[tuple[str, int, str | None]] = deque()
+            return deque([(origin + "/sitemap.xml", 0, None, None)])  # the caller's input
+        first: deque[_Pending] = deque()
+        robots = origin + "/robots.txt"
         for url in named:
             if self._admit(url):
-                first.append((url, 0, origin))  # robots.txt vouches for it
+                first.append((url, 0, origin, robots))  # robots.txt vouches for it, points to it
         return first
 
     def _admit(self, url: str) -> bool:
@@ -274,7 +291,8 @@ class Sitemaps:
             self._problem(file.url, f"an index {depth} levels down (max_depth={self.max_depth}):"
                                     f" its {len(file.children):,} sitemaps are not read")
             return
-        children = [(c.url, depth + 1, vouched_by) for c in file.children if self._admit(c.url)]
+        children = [(c.url, depth + 1, vouched_by, file.url) for c in file.children
+                    if self._admit(c.url)]
         pending = self._pending
         assert pending is not None
         pending.extendleft(reversed(children))  # depth first, in the index's order

@@ -1,0 +1,318 @@
+"""A public site may not send the crawler into a private network: whatever made the
+request (a redirect, a link, a ``Sitemap:`` line, a sitemap's entry, a tdmrep.json
+redirect), the address is judged where the connection is made.
+
+On loopback: the gate's ``is_private`` lets 127.0.0.1 play a public site and every
+other address (127.0.0.2, ::1) a private network.  Names are answered by resolvers
+of the tests' own (an aiohttp resolver, a patched ``getaddrinfo``); ``rebind.test``
+answers public to its first look-up and private to every later one (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate, SitemapEntry
+from robotgate.policy.hops import REFUSED, RULE
+from robotgate.politeness.frontier import CrawlResult
+from tests.contract.test_request_paths import (
+    AGENT,
+    PRIVATE,
+    PUBLIC,
+    ROOT,
+    Site,
+    public_loopback_1,
+)
+
+pytestmark = pytest.mark.slow  # loopback servers, a Scrapy child process
+
+
+class Names:
+    """Host names the tests' resolvers answer: name -> the addresses of each look-up
+    in turn (the last repeats)."""
+
+    def __init__(self, answers: dict[str, list[list[str]]]) -> None:
+        self.answers = answers
+        self.asked: dict[str, int] = {}
+
+    def look_up(self, host: str) -> list[str]:
+        turns = self.answers.get(host)
+        if turns is None:
+            raise OSError(f"{host} does not resolve")
+        n = self.asked.get(host, 0)
+        self.asked[host] = n + 1
+        return turns[min(n, len(turns) - 1)]
+
+
+class NamesResolver(aiohttp.abc.AbstractResolver):
+    """An aiohttp resolver that answers from :class:`Names`."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        found = self.names.look_up(host)
+        return [{"hostname": host, "host": address, "port": port,
+                 "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                 "proto": 0, "flags": 0} for address in found]
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def names(monkeypatch: pytest.MonkeyPatch) -> Iterator[Names]:
+    """The gate's own session, and any session the tests open, resolve through these."""
+    table = Names({})
+    monkeypatch.setattr(aiohttp, "DefaultResolver", lambda *a, **k: NamesResolver(table))
+    yield table
+
+
+@pytest.fixture
+async def public() -> AsyncIterator[Site]:
+    site = await Site(PUBLIC).start()
+    yield site
+    await site.close()
+
+
+@pytest.fixture
+async def private() -> AsyncIterator[Site]:
+    site = await Site(PRIVATE, robots="User-agent: *\nAllow: /\n").start()
+    yield site
+    await site.close()
+
+
+def gate(**options: Any) -> RobotGate:
+    return RobotGate(AGENT, is_private=public_loopback_1, delay=0, **options)
+
+
+def rebinding(names: Names) -> None:
+    names.answers["rebind.test"] = [[PUBLIC], [PRIVATE]]
+
+
+def _refused(exc: Disallowed, address: str = PRIVATE) -> None:
+    assert exc.decision.outcome == REFUSED, exc.decision
+    assert address in exc.decision.reason and RULE in exc.decision.reason, exc.decision
+
+
+# -- sitemaps (issue case 1) ------------------------------------------------------------------
+
+
+async def test_a_sitemap_robots_txt_names_in_a_private_network_is_not_fetched(
+        public: Site, private: Site, names: Names) -> None:
+    public.robots = f"User-agent: *\nAllow: /\nSitemap: {private.url('/sm.xml')}\n"
+    async with gate() as g:
+        walk = g.sitemaps(public.url("/"))
+        entries = [entry async for entry in walk]
+    assert entries == [] and private.paths() == [] and private.robots_hits == 0
+    [problem] = walk.problems
+    assert "refused a pointer from a public site" in problem.reason and PRIVATE in problem.reason
+
+
+async def test_sitemap_entries_fed_to_the_crawl_do_not_reach_a_private_network(
+        public: Site, private: Site, names: Names) -> None:
+    entry = SitemapEntry(private.url("/admin/secret"), sitemap=public.url("/sm.xml"))
+    found: list[CrawlResult] = []
+    async with gate() as g:
+        await g.crawl([entry], lambda url, resp: (), on_result=found.append)
+    [result] = found
+    assert result.decision is not None and result.decision.outcome == REFUSED, result
+    assert private.paths() == []
+
+
+async def test_a_link_to_a_name_in_a_private_network_is_not_crawled(
+        public: Site, private: Site, names: Names) -> None:
+    names.answers["intranet.test"] = [[PRIVATE]]
+    link = f"http://intranet.test:{private.port}/secret"
+    found: list[CrawlResult] = []
+
+    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
+        return [link] if url.endswith("/page") else []
+
+    async with gate() as g:
+        await g.crawl([public.url("/page")], handler, on_result=found.append, scope="any")
+    refused = [r for r in found if r.url == link]
+    assert refused and refused[0].decision is not None, found
+    assert refused[0].decision.outcome == REFUSED
+    assert private.paths() == []
+
+
+async def test_the_users_own_input_is_never_refused_for_its_address(
+        private: Site, names: Names) -> None:
+    names.answers["intranet.test"] = [[PRIVATE]]
+    async with gate() as g:
+        resp = await g.fetch(f"http://intranet.test:{private.port}/mine")
+        walk = g.sitemaps(private.url("/"))
+        [entry async for entry in walk]
+    assert resp.status == 200 and "/mine" in private.paths()
+    assert "/sitemap.xml" in private.paths()  # the origin asked for: the caller's input
+
+
+# -- DNS rebinding (issue case 3) ---------------------------------------------------------------
+
+
+async def test_a_pointer_to_a_name_rebound_to_a_private_address_is_refused_where_it_connects(
+        public: Site, private: Site, names: Names) -> None:
+    rebinding(names)
+    url = f"http://rebind.test:{private.port}/secret"
+    async with gate() as g:
+        with pytest.raises(Disallowed) as refused:
+            await g.fetch(url, pointed_by=public.url("/page"))
+    _refused(refused.value)
+    assert "its connection reached" in refused.value.decision.reason
+    assert "/secret" not in private.paths()
+
+
+@pytest.mark.parametrize("path", ["fetch", "middleware"])
+async def test_a_redirect_to_a_name_rebound_to_a_private_address_is_refused(
+        path: str, public: Site, private: Site, names: Names) -> None:
+    rebinding(names)
+    target = quote(f"http://rebind.test:{private.port}/secret", safe="")
+    url = public.url("/redirect?to=" + target)
+    async with gate() as g:
+        with pytest.raises(Disallowed) as refused:
+            if path == "fetch":
+                await g.fetch(url)
+            else:
+                connector = aiohttp.TCPConnector(resolver=NamesResolver(names))
+                async with aiohttp.ClientSession(connector=connector,
+                                                 middlewares=(g.middleware,)) as session, \
+                        session.get(url) as resp:
+                    await resp.read()
+    _refused(refused.value)
+    assert "/secret" not in private.paths()
+
+
+async def test_a_robots_txt_redirect_to_a_rebound_name_is_not_followed(
+        private: Site, names: Names) -> None:
+    rebinding(names)
+    target = f"http://rebind.test:{private.port}/robots.txt"
+    async with serving({"/robots.txt": (301, target)}) as origin, gate() as g:
+        decision = await g.decide(origin + "/page")
+    # Refused as a redirect to nowhere is (the site's existing rule for that answer).
+    assert "its connection reached a non-public address" in decision.reason, decision
+    assert private.robots_hits == 0
+
+
+# -- the pointer's kind needs no code of its own -----------------------------------------------
+
+
+@asynccontextmanager
+async def serving(routes: dict[str, tuple[int, str]]) -> AsyncIterator[str]:
+    """A public loopback origin answering ``path -> (status, Location or text)``
+    (any other path: a page, robots.txt allowing all); yields its origin."""
+    async def answer(request: web.Request) -> web.StreamResponse:
+        status, value = routes.get(request.path, (200, ""))
+        if status in (301, 302):
+            return web.Response(status=status, headers={"Location": value})
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(status=status, text=value or "page")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, PUBLIC, 0).start()
+    try:
+        yield f"http://{PUBLIC}:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_tdmrep_json_redirect_into_a_private_network_is_not_followed(
+        private: Site, names: Names) -> None:
+    # tdmrep.json has no code of its own for the rule: its redirects are the
+    # robots.txt flow's hops, judged where every hop is.
+    target = private.url("/.well-known/tdmrep.json")
+    routes = {"/.well-known/tdmrep.json": (302, target)}
+    async with serving(routes) as origin, gate(tdmrep=True) as g:
+        await g.fetch(origin + "/page")
+        await g.tdm(origin + "/page")
+    assert "/.well-known/tdmrep.json" not in private.paths()
+
+
+# -- Scrapy: a name with a public A and a private AAAA record (issue case 2) ---------------------
+
+
+async def test_scrapy_refuses_a_redirect_to_a_name_with_a_private_aaaa_record(
+        public: Site, private: Site) -> None:
+    target = quote(f"http://dual.test:{private.port}/secret", safe="")
+    config = json.dumps({
+        "urls": [public.url("/redirect?to=" + target)], "sequential": True,
+        "hosts": {"dual.test": [PUBLIC, "::1"]},
+        "settings": {"ROBOTGATE_IS_PRIVATE": "tests.contract.test_request_paths."
+                                             "public_loopback_1", "DOWNLOAD_DELAY": 0}})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.contract.scrapy_paths_runner", config, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    [result] = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["refused"] == REFUSED, result
+    assert "::1" in result["reason"], result
+    assert "/secret" not in private.paths()
+
+
+def test_the_default_rule_calls_the_tests_private_addresses_private() -> None:
+    assert not public_loopback_1(ipaddress.ip_address(PUBLIC))
+    assert public_loopback_1(ipaddress.ip_address("::1"))
+    assert public_loopback_1(ipaddress.ip_address(PRIVATE))
+
+
+async def test_names_resolver_answers_in_turn() -> None:
+    table = Names({"rebind.test": [[PUBLIC], [PRIVATE]]})
+    resolver = NamesResolver(table)
+    first = await resolver.resolve("rebind.test")
+    second = await resolver.resolve("rebind.test")
+    assert [first[0]["host"], second[0]["host"]] == [PUBLIC, PRIVATE]
+    await asyncio.sleep(0)
+
+
+# -- httpx: the connection goes to the address the check found ----------------------------------
+
+
+@pytest.fixture
+def system_names(monkeypatch: pytest.MonkeyPatch) -> Names:
+    """The system's look-ups (``socket.getaddrinfo``) answer from a :class:`Names`."""
+    table = Names({})
+    system = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in table.answers:
+            return system(host, port, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, int(port or 0)))
+                for address in table.look_up(name)]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return table
+
+
+async def test_httpx_follows_a_rebound_name_only_to_the_address_it_checked(
+        public: Site, private: Site, system_names: Names) -> None:
+    httpx = pytest.importorskip("httpx")
+    from robotgate.integrations.httpx import RobotGateTransport
+
+    rebinding(system_names)
+    # The private site's port on the public address: the checked address answers there.
+    target = quote(f"http://rebind.test:{private.port}/secret", safe="")
+    async with gate() as g, httpx.AsyncClient(transport=RobotGateTransport(g),
+                                              follow_redirects=True) as client:
+        # Nothing listens on the checked (public) address at that port: no answer.
+        with suppress(httpx.TransportError, Disallowed):
+            await client.get(public.url("/redirect?to=" + target))
+    assert "/secret" not in private.paths()
