@@ -19,14 +19,24 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..errors import BodyTooLarge, GateClosed
+from ..errors import BodyTooLarge, Disallowed, GateClosed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, Resolve, is_private, redirect_location
+from ..policy.hops import (
+    A_POINTER,
+    A_REDIRECT,
+    REFUSED,
+    IsPrivate,
+    Resolve,
+    is_private,
+    judge_peer,
+    parse_hop,
+    redirect_location,
+)
 from ..policy.network import strip_credentials
 from ..politeness.admission import Admission
 from ..politeness.fleet_slots import LateSlot, Slot
-from ..politeness.redirects import refused_robots_hop
+from ..politeness.redirects import refused_answer, robots_hop
 from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
@@ -149,13 +159,14 @@ class FetchCall:
     its headers and the server's slot is held until the block exits.
     """
 
-    __slots__ = ("_args", "_client", "_resp", "_stream", "_turn", "_url")
+    __slots__ = ("_args", "_client", "_pointed_by", "_resp", "_stream", "_turn", "_url")
 
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
-                 stream: bool, max_bytes: int | None) -> None:
+                 stream: bool, max_bytes: int | None, pointed_by: str | None = None) -> None:
         self._client = client
         self._url = url
         self._args = (method, kwargs, max_bytes)
+        self._pointed_by = pointed_by
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
         self._turn: RequestTurn | None = None
@@ -163,11 +174,12 @@ class FetchCall:
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
         if self._stream:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
-        return self._client.fetch(self._url, *self._args).__await__()
+        return self._client.fetch(self._url, *self._args, None, self._pointed_by).__await__()
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
         method, kwargs, max_bytes = self._args
-        return await self._client.fetch(self._url, method, kwargs, max_bytes, self)
+        return await self._client.fetch(self._url, method, kwargs, max_bytes, self,
+                                        self._pointed_by)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -214,9 +226,13 @@ class AiohttpClient:
 
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
                     max_bytes: int | None = MAX_BODY,
-                    call: FetchCall | None = None) -> aiohttp.ClientResponse:
+                    call: FetchCall | None = None,
+                    pointed_by: str | None = None) -> aiohttp.ClientResponse:
         """Send ``url`` and read its body, hop by hop through redirects: each hop is a
         :class:`~robotgate.politeness.request_turn.RequestTurn`.
+
+        ``pointed_by``: the page whose pointer ``url`` is (None: the user's own input),
+        judged as a redirect hop is (see :mod:`robotgate.policy.hops`).
 
         With ``call`` (``async with``) the last response is kept there for its
         exit; when it streams, the response is unread and its turn, still holding
@@ -228,16 +244,20 @@ class AiohttpClient:
         max_redirects = kwargs.pop("max_redirects", 10)
         sending = self._sending(kwargs)
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
-        came_from: str | None = None
+        came_from = pointed_by
         while True:
             sent, url = for_aiohttp(url)
-            turn = self.admission.turn(url, came_from, self._resolve if came_from else None)
+            turn = self.admission.turn(url, came_from,
+                                       self._resolve if came_from is not None else None)
+            if pointed_by is not None and not history:
+                turn.what = A_POINTER
             ready = turn.begin()
             if ready is not None:
                 await ready
             keep = False  # True once a streamed response holds the server's slot
             try:
-                resp = await self._send(turn, method, sent, sending, kwargs)
+                guarded = _guarded(turn, sending, self.is_private)
+                resp = await self._send(turn, method, sent, guarded, kwargs)
                 redirect = follow and resp.status in REDIRECTS
                 self._open.add(resp)
                 try:
@@ -348,6 +368,8 @@ class AiohttpClient:
             finally:
                 _VIA.reset(via)
         req.headers.update(turn.headers)  # each name's values replaced, as setting it would
+        if turn.guard:
+            _check_peer(req, turn.what, self.is_private)
         try:
             leaving = turn.leaving()
             if leaving is not None:
@@ -417,36 +439,47 @@ class AiohttpRobotsTransport:
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
+        guard: tuple[Middleware, ...] = ()
         if request.previous is not None:
             # The resolver has no timer of its own.
             via = _VIA.get()
             session = via if via is not None and not via.closed else client.session()
-            refused = await asyncio.wait_for(refused_robots_hop(
+            verdict = await asyncio.wait_for(robots_hop(
                 request, client.refuse_private, _resolve_with(session), client.is_private),
                 _left(request))
-            if refused is not None:
-                return refused
+            if verdict.refused is not None:
+                return refused_answer(request, verdict.refused)
+            if verdict.guard:
+                guard = (_peer_guard(client.is_private),)
+        try:
+            return await self._send_guarded(request, guard)
+        except Disallowed as no:  # the connection reached a private address: not sent
+            return refused_answer(request, no.decision)
+
+    async def _send_guarded(self, request: RobotsRequest,
+                            guard: tuple[Middleware, ...]) -> RobotsResponse:
+        client = self.client
         headers = self._headers(request)
         via = _VIA.get()
         if via is not None and not via.closed:
             try:
-                return await _get(via, request, headers)
+                return await _get(via, request, headers, guard)
             except aiohttp.ClientError:
                 if not via.closed:
                     raise
                 # The user closed that session meanwhile: not the site's failure.
-        return await _get(client.session(), request, headers)
+        return await _get(client.session(), request, headers, guard)
 
 
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
-               headers: dict[str, str]) -> RobotsResponse:
+               headers: dict[str, str], guard: tuple[Middleware, ...] = ()) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     left = _left(request)
     timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
     # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,
-                           raise_for_status=False, middlewares=(_once(),),
+                           raise_for_status=False, middlewares=(_once(), *guard),
                            timeout=timeout, auto_decompress=False) as resp:
         status = resp.status
         body = None
@@ -467,6 +500,51 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     slot = getattr(ctx, "trace_request_ctx", None)
     if isinstance(slot, Slot):
         slot.check(asyncio.get_running_loop().time())
+
+
+def _guarded(turn: RequestTurn, sending: tuple[Middleware, ...],
+             private: IsPrivate) -> tuple[Middleware, ...]:
+    """The middlewares a turn's request goes through: a pointer of a public page's is
+    refused where it connects, if its connection reaches a private address."""
+    if not turn.guard:
+        return sending
+    return (*sending, _peer_guard(private, turn.what))
+
+
+def _peer_guard(private: IsPrivate, what: str = A_REDIRECT) -> Middleware:
+    """A middleware that checks the address the request's connection reached before
+    anything is sent on it (:func:`_check_peer`)."""
+
+    async def middleware(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
+        _check_peer(req, what, private)
+        return await handler(req)
+
+    return middleware
+
+
+def _check_peer(req: aiohttp.ClientRequest, what: str, private: IsPrivate) -> None:
+    """Make ``req`` refuse to be sent on a connection to a private address: the
+    address judged is the socket's peer, whichever look-up (or pooled connection)
+    gave it, so that a name answering public to the pointer check and private to
+    the connector (DNS rebinding) is refused too.  The connection is closed, not
+    pooled.  Through a proxy the proxy connects: the check's look-up judged.
+    """
+    if req.proxy is not None:
+        return
+    send = req.send
+    host = req.url.host or ""
+
+    async def send_checked(conn: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
+        transport = conn.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else repr(peer)
+        refused = judge_peer(host, address, private, what)
+        if refused is not None:
+            hop = parse_hop(str(req.url))
+            raise Disallowed(hop.url if hop is not None else str(req.url), refused)
+        return await send(conn)
+
+    req.send = send_checked  # type: ignore[method-assign]
 
 
 def _resolver_of(session: aiohttp.ClientSession) -> aiohttp.abc.AbstractResolver | None:

@@ -484,7 +484,8 @@ class RobotGate:
     # -- requests ------------------------------------------------------------
 
     def fetch(self, url: str | URL, *, method: str = "GET", stream: bool = False,
-              max_bytes: int | None = MAX_BODY, **kwargs: Any) -> FetchCall:
+              max_bytes: int | None = MAX_BODY, pointed_by: str | None = None,
+              **kwargs: Any) -> FetchCall:
         """Fetch ``url`` (text, or a :class:`yarl.URL` as aiohttp takes) politely;
         raises :class:`Disallowed` if robots.txt forbids it.
 
@@ -498,12 +499,17 @@ class RobotGate:
         Otherwise a body longer than ``max_bytes`` decoded (``None``: no limit)
         raises :class:`BodyTooLarge`.
 
+        ``pointed_by`` is the URL of the page that pointed to ``url`` (a link, a
+        sitemap; ``""``: a page known to be public): then ``url`` is a pointer, refused
+        if it leads from a public site into a private address (docs/bad-input.md).
+        None (the default): ``url`` is your own input, never refused for its address.
+
         >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
         ...     first = await resp.content.read(65536)
         """
         if url.__class__ is not str:
             url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
-        return FetchCall(self._client, url, method, kwargs, stream, max_bytes)
+        return FetchCall(self._client, url, method, kwargs, stream, max_bytes, pointed_by)
 
     @property
     def middleware(self) -> Middleware:

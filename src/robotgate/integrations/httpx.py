@@ -28,7 +28,7 @@ import httpx
 
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, is_private
+from ..policy.hops import REFUSED, IsPrivate, is_private, literal_address
 from ..politeness.redirects import refused_robots_hop
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
@@ -159,6 +159,23 @@ def _read_already(resp: httpx.Response) -> bytes | None:
         return None
 
 
+def _pinned(request: httpx.Request, turn: RequestTurn,
+            inner: httpx.AsyncBaseTransport) -> httpx.Request:
+    """The request as sent: a public page's pointer to a name goes to the address its
+    check found public (Host and TLS name kept), so that the connection cannot look
+    the name up again and find a private one (DNS rebinding); httpx's pool keeps
+    connections by that address.  (A transport other than httpx's own sends as asked:
+    its look-up is its own.)"""
+    if not turn.guard or not turn.checked or not isinstance(inner, httpx.AsyncHTTPTransport):
+        return request
+    host = request.url.host
+    if literal_address(host) is not None:
+        return request
+    return httpx.Request(request.method, request.url.copy_with(host=str(turn.checked[0])),
+                         headers=request.headers, stream=request.stream,
+                         extensions={**request.extensions, "sni_hostname": host})
+
+
 class RobotGateTransport(httpx.AsyncBaseTransport):
     """An httpx transport that puts every request through ``gate``.
 
@@ -212,7 +229,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             leaving = turn.leaving()
             if leaving is not None:
                 await leaving
-            resp = await self.inner.handle_async_request(request)
+            resp = await self.inner.handle_async_request(_pinned(request, turn, self.inner))
             try:
                 learnt = turn.answered(resp.status_code, resp.headers.get("Retry-After"))
                 if learnt is not None:

@@ -36,11 +36,11 @@ from urllib.parse import urljoin
 from ..errors import Disallowed
 from ..events import ResponseAnswered
 from ..policy.fetch_flow import REDIRECTS
-from ..policy.hops import REFUSED, Resolve, parse_hop
+from ..policy.hops import A_REDIRECT, REFUSED, Address, Resolve, parse_hop
 from ..policy.network import strip_credentials
 from ..urls import InvalidURL, split_origin
 from .fleet_slots import Slot
-from .redirects import hop_decision
+from .redirects import pointer_verdict
 from .scheduler import Group
 
 if TYPE_CHECKING:
@@ -52,17 +52,24 @@ __all__ = ["REFUSED", "RequestTurn", "redirect_target"]
 class RequestTurn:
     """One request to one server, from its verdict to its release (see the module)."""
 
-    __slots__ = ("_admission", "_resolve", "_waiting", "came_from", "group", "sent_at", "slot",
-                 "url")
+    __slots__ = ("_admission", "_resolve", "_waiting", "came_from", "checked", "group", "guard",
+                 "sent_at", "slot", "url", "what")
 
     def __init__(self, admission: Admission, url: str, came_from: str | None = None,
-                 resolve: Resolve | None = None) -> None:
+                 resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
         self._admission = admission
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: The URL whose redirect this request follows (None: the call's first request).
         self.came_from = came_from
         self._resolve = resolve  # the client's resolver, for a hop's target
+        #: What pointed here, as a refusal names it (a redirect, a pointer).
+        self.what = what
+        #: True once begun for a pointer of a public page: the connection must reach a
+        #: public address, which the adapter checks where it connects.
+        self.guard = False
+        #: The target's addresses the pointer check found (all public when guarded).
+        self.checked: tuple[Address, ...] = ()
         #: The server's pacing group while the turn holds its slot (None: not, or no more).
         self.group: Group | None = None
         #: When the request left, on the scheduler's clock (``latency_factor`` learns from it).
@@ -103,10 +110,12 @@ class RequestTurn:
         came_from, self.came_from = self.came_from, None
         if came_from is not None and admission.refuse_private:
             resolve = self._resolve if self._resolve is not None else _resolves_nothing
-            refused = await hop_decision(came_from, self.url, resolve, admission.is_private)
-            if refused is not None:
+            verdict = await pointer_verdict(came_from, self.url, resolve, admission.is_private,
+                                            self.what)
+            if verdict.refused is not None:
                 hop = parse_hop(self.url)
-                raise Disallowed(hop.url if hop is not None else self.url, refused)
+                raise Disallowed(hop.url if hop is not None else self.url, verdict.refused)
+            self.guard, self.checked = verdict.guard, verdict.addresses
         got = admission.admit(self.url)
         if isinstance(got, Group):
             self.group = got

@@ -43,7 +43,7 @@ from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import IsPrivate, is_private, parse_hop
+from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
 from ...politeness.redirects import refused_robots_hop
 from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers
@@ -80,6 +80,7 @@ _GOT = "_robotgate_bytes"
 # HTTP cache (which never passes the downloader again) keeps it.
 _CODING = b"X-Robotgate-Content-Encoding"
 _PARK = "_robotgate_park"  # a copy on its way to the parking
+_GUARD = "_robotgate_guard"  # a public page's pointer: its answer must come from a public address
 _WAS_PARKED = "_robotgate_was_parked"
 
 
@@ -122,17 +123,20 @@ class _Held:
 
 
 async def scrapy_resolve(host: str) -> Sequence[str]:
-    """``host``'s address as Scrapy connects: the reactor's resolver (Scrapy installs
-    its ``DNS_RESOLVER`` there); without a reactor, the system's."""
+    """Every address Scrapy may connect to for ``host``: the system's for both address
+    families (Twisted's endpoints connect over IPv4 or IPv6, whichever answers), and
+    the reactor's own answer (Scrapy installs its ``DNS_RESOLVER`` there, IPv4 only)."""
+    found = list(await system_resolve(host))
     reactor = sys.modules.get("twisted.internet.reactor")
     resolve = getattr(reactor, "resolve", None)
-    if resolve is None:
-        return await system_resolve(host)
-    try:
-        address = await maybe_deferred_to_future(resolve(host))
-    except Exception:  # no answer: the hop is refused
-        return []
-    return [str(address)]
+    if resolve is not None:
+        try:
+            address = str(await maybe_deferred_to_future(resolve(host)))
+        except Exception:  # no answer from it: the system's stand
+            address = ""
+        if address and address not in found:
+            found.append(address)
+    return found
 
 
 def _without_credentials(request: Request) -> str | None:
@@ -360,6 +364,8 @@ class RobotGateMiddleware:
         except GateClosed:
             raise IgnoreRequest("robotgate: the crawl is closing") from None
         meta.pop(_WAS_PARKED, None)
+        if turn.guard:
+            meta[_GUARD] = turn.what
         held = _Held(turn, self._later)
         meta[_HELD] = held
         # Last resort: a request dropped between here and the downloader gives its slot back.
@@ -486,6 +492,9 @@ class RobotGateMiddleware:
         held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.finish(response.status, _retry_after(response))
+        what = meta.pop(_GUARD, None)
+        if isinstance(what, str):
+            self._check_peer(request, response, what)
         url = request.url
         if (meta.get(SKIP) or meta.get("dont_obey_robotstxt")
                 or not url.startswith(("http://", "https://"))):
@@ -505,6 +514,20 @@ class RobotGateMiddleware:
             return response
         meta[USAGE] = combine_usage(decision.usage, usage_from_headers(response.headers))
         return response
+
+    def _check_peer(self, request: Request, response: Response, what: str) -> None:
+        """A public page's pointer whose answer came from a private address (a name
+        that answered the check public, the connection private) is not handed on:
+        Scrapy connects out of the gate's sight, so its peer is judged here."""
+        peer = getattr(response, "ip_address", None)
+        if peer is None:
+            return  # no connection of its own (a cache): the check before it stands
+        host = parse_hop(request.url)
+        refused = judge_peer(host.host if host is not None else "", str(peer),
+                             self.gate.is_private, what)
+        if refused is not None:
+            self._count(refused)
+            raise RobotsDisallowed(redact(request.url), refused)
 
     def process_exception(self, request: Request, exception: BaseException,
                           spider: Any = None) -> None:
