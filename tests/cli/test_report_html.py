@@ -8,6 +8,7 @@ headless Chromium (Debian's ``chromium``), and skip, saying why, without it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import os
@@ -219,8 +220,9 @@ needs_chromium = pytest.mark.skipif(
 
 
 def plans() -> list[HostPlan]:
-    """30 hosts: three answer 429 to their first two pages, one answers 503 for its
-    robots.txt, two ask a Crawl-delay, a few disallow /private/."""
+    """30 hosts: three answer 429 to their first two pages, one answers 500 to every
+    page, one answers 503 for its robots.txt, two ask a Crawl-delay, a few disallow
+    /private/."""
     out = []
     for h in range(30):
         if h == 3:
@@ -229,6 +231,8 @@ def plans() -> list[HostPlan]:
             out.append(HostPlan("crawl_delay", crawl_delay=0.3))
         elif h in (8, 9, 10):
             out.append(HostPlan("allow", page_status=429, page_status_times=2))
+        elif h == 12:
+            out.append(HostPlan("allow", page_status=500))  # failed answers, not pages
         elif h % 4 == 1:
             out.append(HostPlan("partial"))
         else:
@@ -236,10 +240,11 @@ def plans() -> list[HostPlan]:
     return out
 
 
-def chromium(tmp_path: Path, *args: str) -> str:
+def chromium(tmp_path: Path, *args: str, scrollbars: bool = False) -> str:
     assert CHROMIUM is not None
+    hide = [] if scrollbars else ["--hide-scrollbars"]
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", *hide,
          f"--user-data-dir={tmp_path / 'profile'}", *args],
         capture_output=True, text=True, timeout=120, check=False,
         env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
@@ -255,6 +260,7 @@ async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path)
     async with BenchServer(plans()) as srv:
         urls = [srv.url(h, f"/page/{i}") for i in range(3) for h in range(30)]
         urls.append(srv.url(1, "/private/1"))
+        urls.append(srv.url(5, "/private/" + "long-path-segment-" * 12))
         code = await asyncio.to_thread(main, [
             "fetch", "--agent", AGENT, "--store", "memory", "-q", "--delay", "0.1",
             "-o", str(crawl), *urls])
@@ -273,6 +279,16 @@ async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path)
     assert dom.count('class="req throttled"') == 6  # two 429s on each of three hosts
     assert dom.count('<rect class="backoff"') >= 3
     assert "crawl-delay" in dom and 'class="req short"' not in dom
+    assert dom.count('class="req answer"') == 3  # the three 500s, apart from the pages
+    assert "<td>500 Internal Server Error</td><td>3</td>" in dom
+    # Refusals by rule and line (two robots.txt files), and the site whose robots.txt
+    # answered 503, each with its URLs.
+    assert "<h2>Refused by robots.txt: 5</h2>" in dom
+    for reason, count in (("unreachable", 3), ("Disallow: /private/ (line 2)", 1),
+                          ("Disallow: /private/ (line 3)", 1)):
+        assert re.search(rf"<td>{re.escape(reason)}<div[^>]*>[^<]*</div></td><td>{count}</td>",
+                         dom), reason
+    assert "/private/long-path-segment-" in dom  # among the examples
 
     assert 'data-sorted="throttled"' in dom
     order = [int(n) for n in re.findall(r'<section class="host"[^>]*data-throttled="(\d+)"',
@@ -281,7 +297,23 @@ async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path)
     first_row = re.search(r"<tbody><tr [^>]*data-throttled=\"(\d+)\"", dom)
     assert first_row is not None and int(first_row.group(1)) == order[0]
 
+    # In a window 1000 px wide, its vertical scroll bar shown, the page needs no sideways
+    # scrolling (measured on a copy that says its overflow in the DOM).
+    measured = tmp_path / "measured.html"
+    measured.write_text(report.read_text().replace("</body>", _OVERFLOW + "</body>"))
+    dom = await asyncio.to_thread(functools.partial(
+        chromium, tmp_path, "--dump-dom", "--window-size=1000,800", measured.as_uri(),
+        scrollbars=True))
+    overflow = re.search(r'data-overflow="(-?\d+)"', dom)
+    assert overflow is not None and int(overflow.group(1)) <= 0, dom[:300]
+
     shot = tmp_path / "report.png"
     await asyncio.to_thread(chromium, tmp_path, f"--screenshot={shot}",
                             "--window-size=1100,1400", report.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+_OVERFLOW = """<script>
+document.body.dataset.overflow = String(
+  document.documentElement.scrollWidth - document.documentElement.clientWidth);
+</script>"""

@@ -1,50 +1,70 @@
 """``robotgate report``: one self-contained HTML page about a crawl, from its JSON lines.
 
-:func:`read_story` rebuilds, per politeness key, the requests of a crawl from
-the lines ``robotgate fetch`` wrote (pages and robots.txt requests, when each
-went and came back, what it waited for, the interval its server was owed);
-:func:`check_gaps` finds any two requests to one server closer than that
-interval; :func:`render` draws it all: a summary, then one timeline per host as
-inline SVG, sortable with a few lines of inline JavaScript.  No network: no
-font, script or style comes from anywhere but the page itself.
+:func:`read_story` reads the lines ``robotgate fetch`` wrote one at a time and
+keeps, per politeness key, exact tallies (pages, URLs refused by robots.txt,
+failed answers, errors, robots.txt requests, waits), the start of every request
+and the interval it was owed (16 bytes a request: what an exact gap check needs,
+whatever order the lines come in), and a bounded sample of the requests in full
+for the timeline.  Refusals are grouped by the rule and line that refused them,
+failed answers by status, errors by kind, each with a few example URLs.
+:func:`check_gaps` finds every two requests to one server closer than the
+interval owed; :func:`render_parts` writes the page piece by piece: a summary,
+the refusals, failed answers and errors, a table of the busiest hosts, then
+their timelines as inline SVG, sortable with a few lines of inline JavaScript.
+No network: no font, script or style comes from anywhere but the page itself.
 
-Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable, at most
-:data:`MAX_REQUESTS` requests are kept (the rest counted), a timeline draws at
-most :data:`MAX_MARKS` requests, and at most :data:`MAX_TIMELINES` hosts get one
-(and every host with a gap too short).
+Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable; a host
+keeps at most :data:`MAX_MARKS` requests in full, fewer when there are many
+hosts (:data:`SAMPLE_BUDGET` across all); :data:`MAX_GROUPS` reasons, statuses
+or kinds are told apart (the rest counted together); the table lists
+:data:`MAX_TABLE` hosts and :data:`MAX_TIMELINES` get a timeline, hosts with a
+gap too short first.  The totals count every line.
 """
 
 from __future__ import annotations
 
 import html
+import http
 import json
 import math
+import random
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
 from ..politeness.turns import BACKING_OFF
+from ..urls import redact, scrub
 from .report import natural
 
 __all__ = [
     "CrawlStory",
+    "Groups",
     "HostStory",
     "Request",
     "check_gaps",
     "read_lines",
     "read_story",
     "render",
+    "render_parts",
 ]
 
 MAX_LINE = 1 << 20  # bytes of one JSON line
-MAX_REQUESTS = 2_000_000  # requests kept in memory across all hosts
-MAX_MARKS = 4000  # requests drawn on one host's timeline
-MAX_TIMELINES = 1000  # hosts drawn (and every host with a gap too short)
+MAX_MARKS = 300  # requests kept in full, and drawn, per host
+SAMPLE_BUDGET = 60_000  # requests kept in full across all hosts (at least one a host)
+MAX_SHORT_MARKS = 200  # short gaps drawn per host (all are counted)
+MAX_TIMELINES = 100  # hosts drawn
+MAX_TABLE = 1000  # hosts in the table
+MAX_GROUPS = 10_000  # refusal reasons, statuses, error kinds told apart
+SHOWN_GROUPS = 50  # of those, on the page
+EXAMPLES = 3  # example URLs of each
+MAX_INTERVALS = 8  # distinct intervals owed said per host
 #: The lines give times to the millisecond: two starts that far apart may be one
 #: millisecond closer than they were.
 TOLERANCE = 0.0015
 THROTTLED = frozenset({429, 503})
+_NONE = math.nan  # "no interval" in a host's array of intervals owed
 
 _WIDTH = 960  # the timeline's drawing width, in pixels
 _LEFT = 8
@@ -69,22 +89,74 @@ class Request:
     gap: float | None = None
     owed: float | None = None
     short: bool = False
+    index: int = 0  # its place among the host's requests, in the order read
 
 
 @dataclass(slots=True)
 class HostStory:
-    """One politeness key: its requests and tallies."""
+    """One politeness key: its tallies, every request's start, a sample in full."""
 
     key: str
+    #: A uniform sample of the host's requests (all of them while few), sorted by
+    #: start once :func:`check_gaps` ran.
     requests: list[Request] = field(default_factory=list)
-    pages: int = 0
-    skipped: int = 0
-    errors: int = 0
-    throttled: int = 0  # 429 and 503 answers
+    seen: int = 0  # requests noted (pages' and robots.txt ones)
+    lines: int = 0
+    pages: int = 0  # answered below 400
+    skipped: int = 0  # refused by robots.txt
+    failed: int = 0  # answered 400 or above
+    errors: int = 0  # no answer (or the page's handling failed)
+    throttled: int = 0  # 429 and 503 answers, robots.txt's too
     robots: int = 0  # robots.txt requests
     waited: float = 0.0
     backed_off: float = 0.0  # of waited, for back-off or Retry-After
     short_gaps: int = 0
+    starts: array[float] = field(default_factory=lambda: array("d"))
+    #: The interval each request was owed (NaN: a robots.txt request, or none said).
+    intervals_owed: array[float] = field(default_factory=lambda: array("d"))
+    intervals: set[float] = field(default_factory=set)
+    #: Short gaps to draw: (start, gap, owed), at most MAX_SHORT_MARKS.
+    shorts: list[tuple[float, float, float]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the sample holds every request."""
+        return len(self.requests) == self.seen
+
+
+@dataclass(slots=True)
+class Group:
+    """URLs that share a reason: how many, a description, a few examples."""
+
+    label: str
+    count: int = 0
+    detail: str = ""
+    examples: list[str] = field(default_factory=list)
+
+
+class Groups:
+    """Groups by key, at most :data:`MAX_GROUPS` told apart; the rest counted as
+    ``others``, so that the counts still add up to every URL."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[object, Group] = {}
+        self.others = 0
+        self.total = 0
+
+    def add(self, key: object, label: str, url: str, detail: str = "") -> None:
+        self.total += 1
+        group = self.by_key.get(key)
+        if group is None:
+            if len(self.by_key) >= MAX_GROUPS:
+                self.others += 1
+                return
+            group = self.by_key[key] = Group(label, detail=detail)
+        group.count += 1
+        if len(group.examples) < EXAMPLES:
+            group.examples.append(redact(url))
+
+    def largest(self) -> list[Group]:
+        return sorted(self.by_key.values(), key=lambda g: (-g.count, g.label))
 
 
 @dataclass(slots=True)
@@ -95,9 +167,18 @@ class CrawlStory:
     lines: int = 0
     unreadable: int = 0  # not JSON, or not a crawl line
     invalid: int = 0  # lines of invalid URLs (no server)
-    not_kept: int = 0  # requests past MAX_REQUESTS
-    kept: int = 0
+    interrupted: int = 0  # URLs in flight when the crawl was stopped
+    kept: int = 0  # requests kept in full, across hosts
+    #: Requests a host keeps in full, now (fewer as hosts come).
+    sample_size: int = field(default_factory=lambda: MAX_MARKS)
     waits: dict[str, float] = field(default_factory=dict)  # seconds by reason
+    refusals: Groups = field(default_factory=Groups)  # by rule and line
+    failures: Groups = field(default_factory=Groups)  # answers 400 and above, by status
+    errors: Groups = field(default_factory=Groups)  # no answer, by kind
+    invalid_urls: Groups = field(default_factory=Groups)
+    first: float | None = None  # the first request's start
+    last: float | None = None  # the last answer (or start)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
 
     @property
     def short_gaps(self) -> int:
@@ -105,16 +186,16 @@ class CrawlStory:
 
     def span(self) -> tuple[float, float] | None:
         """The first request's start and the last answer (or start)."""
-        first = last = None
-        for host in self.hosts.values():
-            for request in host.requests:
-                end = request.answered if request.answered is not None else request.started
-                first = request.started if first is None else min(first, request.started)
-                last = end if last is None else max(last, end)
-        return (first, last) if first is not None and last is not None else None
+        if self.first is None or self.last is None:
+            return None
+        return self.first, self.last
+
+    def total(self, name: str) -> int:
+        """A host tally summed over every host (``pages``, ``skipped``, ...)."""
+        return sum(getattr(host, name) for host in self.hosts.values())
 
 
-def read_lines(stream: IO[bytes]) -> Iterator[str | None]:
+def read_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
     """The lines of ``stream``, each read no further than :data:`MAX_LINE` bytes;
     ``None`` for a line too long (the rest of it is skipped)."""
     while True:
@@ -126,7 +207,7 @@ def read_lines(stream: IO[bytes]) -> Iterator[str | None]:
                 chunk = stream.readline(MAX_LINE)
             yield None
             continue
-        yield chunk.decode("utf-8", "replace")
+        yield chunk
 
 
 def _number(value: Any) -> float | None:
@@ -140,8 +221,13 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_story(lines: Iterable[str | None]) -> CrawlStory:
-    """The crawl the JSON lines tell; lines that are no crawl line are counted."""
+def _status(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
+    """The crawl the JSON lines tell, read one line at a time; lines that are no
+    crawl line are counted."""
     story = CrawlStory()
     for line in lines:
         if line is not None and not line.strip():
@@ -154,9 +240,15 @@ def read_story(lines: Iterable[str | None]) -> CrawlStory:
         if not isinstance(record, dict) or not isinstance(record.get("url"), str):
             story.unreadable += 1
             continue
-        key = _text(record.get("key"))
-        if key is None:
+        if "key" not in record:  # robotgate fetch writes no key for an invalid URL
             story.invalid += 1
+            message = _text(record.get("error")) or "invalid URL"
+            story.invalid_urls.add("invalid", "invalid URL", record["url"],
+                                   scrub(message, record["url"]))
+            continue
+        key = _text(record.get("key"))
+        if key is None:  # "key": null: in flight when the crawl was stopped
+            story.interrupted += 1
             continue
         _add_line(story, key, record)
     check_gaps(story)
@@ -167,11 +259,14 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
     host = story.hosts.get(key)
     if host is None:
         host = story.hosts[key] = HostStory(key)
+        _fit_samples(story)
+    host.lines += 1
     robots = record.get("robots_txt")
     if isinstance(robots, list):
         for item in robots:
             if isinstance(item, dict):
                 _add_robots(story, host, item)
+    url: str = record["url"]
     waited = max(0.0, _number(record.get("waited")) or 0.0)
     reason = _text(record.get("wait_reason")) or ""
     if waited > 0:
@@ -180,65 +275,154 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
             host.backed_off += waited
         name = reason or "unsaid"
         story.waits[name] = story.waits.get(name, 0.0) + waited
-    status = record.get("status")
-    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    status = _status(record.get("status"))
     error = _text(record.get("error"))
     if record.get("skipped") is not None:
         host.skipped += 1
+        _add_refusal(story, record)
     elif error is not None:
         host.errors += 1
+        kind = error.split(": ", 1)[0][:80]
+        story.errors.add(kind, kind, url, scrub(error, url)[:300])
+    elif status is None:
+        host.errors += 1
+        story.errors.add("", "no answer said", url)
+    elif status >= 400:
+        host.failed += 1
+        story.failures.add(status, _status_label(status), url)
     else:
         host.pages += 1
     if status in THROTTLED:
         host.throttled += 1
     started = _number(record.get("started"))
     if started is None:
-        return  # no request went (skipped, or failed before it left)
-    _keep(story, host, Request(
-        record["url"], started, _number(record.get("answered")), status, error,
-        waited=waited, wait_reason=reason, interval=_number(record.get("interval"))))
+        return  # no request went (refused, or failed before it left)
+    answered = _number(record.get("answered"))
+    interval = _number(record.get("interval"))
+    if interval is not None and len(host.intervals) < MAX_INTERVALS:
+        host.intervals.add(interval)
+    index = _note(story, host, started, answered, interval)
+    if index is not None:
+        _sample(story, host, index, Request(
+            url, started, answered, status, error, waited=waited, wait_reason=reason,
+            interval=interval, index=host.seen - 1))
+
+
+def _add_refusal(story: CrawlStory, record: dict[str, Any]) -> None:
+    url: str = record["url"]
+    rule = _text(record.get("rule"))
+    line = _status(record.get("line"))
+    reason = _text(record.get("reason")) or "disallowed"
+    if rule is not None:
+        label = f"{rule} (line {line})" if line is not None else rule
+        story.refusals.add(("rule", rule, line), label, url, reason)
+        return
+    outcome = _text(record.get("outcome"))
+    if outcome is not None:
+        story.refusals.add(("outcome", outcome), outcome, url, reason)
+    else:
+        story.refusals.add(("reason", reason), reason, url)
+
+
+def _status_label(status: int) -> str:
+    try:
+        return f"{status} {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
 
 
 def _add_robots(story: CrawlStory, host: HostStory, item: dict[str, Any]) -> None:
     started = _number(item.get("started"))
     if started is None:
         return
-    status = item.get("status")
+    status = _status(item.get("status"))
     host.robots += 1
     if status in THROTTLED:
         host.throttled += 1
-    _keep(story, host, Request(
-        _text(item.get("url")) or "robots.txt", started, _number(item.get("answered")),
-        status if isinstance(status, int) and not isinstance(status, bool) else None,
-        _text(item.get("error")), robots=True))
+    answered = _number(item.get("answered"))
+    index = _note(story, host, started, answered, None)
+    if index is not None:
+        _sample(story, host, index, Request(
+            _text(item.get("url")) or "robots.txt", started, answered, status,
+            _text(item.get("error")), robots=True, index=host.seen - 1))
 
 
-def _keep(story: CrawlStory, host: HostStory, request: Request) -> None:
-    if story.kept >= MAX_REQUESTS:
-        story.not_kept += 1
+def _note(story: CrawlStory, host: HostStory, started: float, answered: float | None,
+          interval: float | None) -> int | None:
+    """Note one request's start (every one, for the gap check); the place in the
+    host's sample it takes, or None when the sample leaves it out."""
+    host.starts.append(started)
+    host.intervals_owed.append(_NONE if interval is None else interval)
+    host.seen += 1
+    end = started if answered is None else max(answered, started)
+    if story.first is None or started < story.first:
+        story.first = started
+    if story.last is None or end > story.last:
+        story.last = end
+    size = len(host.requests)
+    if size < story.sample_size:
+        return size
+    place = story.rng.randrange(host.seen)  # reservoir sampling: uniform over all
+    return place if place < size else None
+
+
+def _sample(story: CrawlStory, host: HostStory, place: int, request: Request) -> None:
+    if place == len(host.requests):
+        host.requests.append(request)
+        story.kept += 1
+    else:
+        host.requests[place] = request
+
+
+def _fit_samples(story: CrawlStory) -> None:
+    """Each host's sample shrinks as hosts come, so that all of them hold about
+    SAMPLE_BUDGET requests (at most twice that); a random subset of a uniform
+    sample is a uniform sample."""
+    fits = max(1, min(MAX_MARKS, SAMPLE_BUDGET // len(story.hosts)))
+    if fits * 2 > story.sample_size:
         return
-    story.kept += 1
-    host.requests.append(request)
+    story.sample_size = fits
+    for host in story.hosts.values():
+        if len(host.requests) > fits:
+            story.kept -= len(host.requests) - fits
+            host.requests = story.rng.sample(host.requests, fits)
 
 
 def check_gaps(story: CrawlStory) -> None:
-    """Mark each request that started closer to its server's previous one than the
+    """Count each request that started closer to its server's previous one than the
     interval owed: a page's own ``interval``, or for a robots.txt request the
-    interval of the server's page before it (the gate keeps that one for it)."""
+    interval of the server's page before it (the gate keeps that one for it).
+    Every request is checked; the sampled ones learn their gap, and the first
+    :data:`MAX_SHORT_MARKS` short gaps of a host are kept to draw."""
     for host in story.hosts.values():
-        host.requests.sort(key=lambda request: request.started)
+        starts, owed_by = host.starts, host.intervals_owed
+        count = len(starts)
+        if all(starts[i] <= starts[i + 1] for i in range(count - 1)):
+            order: Iterable[int] = range(count)
+        else:  # a stable sort: a line's robots.txt requests stay before its page
+            order = sorted(range(count), key=starts.__getitem__)
+        sampled = {request.index: request for request in host.requests}
         host.short_gaps = 0
+        host.shorts = []
         owed: float | None = None
-        previous: Request | None = None
-        for request in host.requests:
-            if not request.robots and request.interval is not None:
-                owed = request.interval
-            request.owed = owed
-            if previous is not None:
-                request.gap = request.started - previous.started
-                request.short = owed is not None and request.gap < owed - TOLERANCE
-                host.short_gaps += request.short
-            previous = request
+        previous: float | None = None
+        for index in order:
+            started = starts[index]
+            interval = owed_by[index]
+            if interval == interval:  # not NaN: a page that said its interval
+                owed = interval
+            gap = None if previous is None else started - previous
+            short = False
+            if gap is not None and owed is not None and gap < owed - TOLERANCE:
+                short = True
+                host.short_gaps += 1
+                if len(host.shorts) < MAX_SHORT_MARKS:
+                    host.shorts.append((started, gap, owed))
+            request = sampled.get(index)
+            if request is not None:
+                request.gap, request.owed, request.short = gap, owed, short
+            previous = started
+        host.requests.sort(key=lambda request: (request.started, request.index))
 
 
 # -- the page ------------------------------------------------------------------------
@@ -260,48 +444,63 @@ def _when(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def _ranked(story: CrawlStory) -> list[HostStory]:
+    """The hosts in the page's order: those with a gap too short first, then the
+    busiest (most lines), then by name."""
+    return sorted(story.hosts.values(),
+                  key=lambda h: (h.short_gaps == 0, -h.lines, natural(h.key)))
+
+
 def render(story: CrawlStory, title: str = "robotgate crawl report") -> str:
     """The report as one HTML page (nothing loaded from elsewhere)."""
+    return "".join(render_parts(story, title))
+
+
+def render_parts(story: CrawlStory, title: str = "robotgate crawl report") -> Iterator[str]:
+    """The page in pieces, to be written one after the other."""
     span = story.span()
-    hosts = sorted(story.hosts.values(), key=lambda h: (-h.pages - h.skipped, natural(h.key)))
-    parts = [_HEAD.replace("TITLE", _escape(title)), f"<h1>{_escape(title)}</h1>"]
-    parts.append(_summary(story, span))
-    parts.append(_host_table(hosts))
-    parts.append(_LEGEND)
-    parts.append('<div id="timelines">')
-    drawn = 0
-    for order, host in enumerate(hosts):
-        if drawn < MAX_TIMELINES or host.short_gaps:
-            parts.append(_host_section(host, span, order))
-            drawn += 1
-    if drawn < len(hosts):
-        parts.append(f'<p class="hint">The timelines of {len(hosts) - drawn} more hosts '
-                     "are left out: the table lists them all.</p>")
-    parts.append("</div>")
-    parts.append(_SCRIPT)
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    hosts = _ranked(story)
+    yield _HEAD.replace("TITLE", _escape(title))
+    yield f"<h1>{_escape(title)}</h1>\n"
+    yield _summary(story, span)
+    yield _groups_section("refusals", "Refused by robots.txt", "rule (line) or reason",
+                          story.refusals)
+    yield _groups_section("failures", "Failed answers (400 and above, not counted as pages)",
+                          "status", story.failures)
+    yield _groups_section("errors", "Errors (no answer)", "kind", story.errors)
+    yield _groups_section("invalid", "Invalid URLs", "", story.invalid_urls)
+    yield _host_table(hosts[:MAX_TABLE], hosts[MAX_TABLE:])
+    yield _LEGEND
+    yield '<div id="timelines">\n'
+    drawn = hosts[:MAX_TIMELINES]
+    for order, host in enumerate(drawn):
+        yield _host_section(host, span, order)
+    if len(drawn) < len(hosts):
+        yield (f'<p class="hint">The timelines of {len(hosts) - len(drawn):,} more hosts '
+               "are left out: the totals above count them.</p>\n")
+    yield "</div>\n"
+    yield _SCRIPT
+    yield "</body></html>\n"
 
 
 def _summary(story: CrawlStory, span: tuple[float, float] | None) -> str:
-    hosts = story.hosts.values()
-    pages = sum(h.pages for h in hosts)
-    skipped = sum(h.skipped for h in hosts)
-    errors = sum(h.errors for h in hosts)
-    throttled = sum(h.throttled for h in hosts)
-    robots = sum(h.robots for h in hosts)
     short = story.short_gaps
     rows = []
     if span is not None:
         rows.append(("crawl", f"{_when(span[0])} to {_when(span[1])} "
                               f"({_seconds(span[1] - span[0])})"))
     rows += [
-        ("hosts", str(len(story.hosts))),
-        ("pages", str(pages)),
-        ("skipped by robots.txt", str(skipped)),
-        ("errors", str(errors)),
-        ("429/503 answers", str(throttled)),
-        ("robots.txt requests", str(robots)),
+        ("hosts", f"{len(story.hosts):,}"),
+        ("pages fetched", f"{story.total('pages'):,} (answered below 400)"),
+        ("refused by robots.txt", f"{story.total('skipped'):,}"),
+        ("failed answers", f"{story.total('failed'):,} (400 and above)"),
+        ("errors", f"{story.total('errors'):,} (no answer)"),
+        ("429/503 answers", f"{story.total('throttled'):,} (robots.txt's too)"),
+        ("robots.txt requests", f"{story.total('robots'):,}"),
     ]
     if story.waits:
         waits = ", ".join(f"{_seconds(s)} {reason}" for reason, s in
@@ -309,29 +508,56 @@ def _summary(story: CrawlStory, span: tuple[float, float] | None) -> str:
         rows.append(("waited for turns", waits))
     notes = []
     if story.invalid:
-        notes.append(f"{story.invalid} invalid URLs")
+        notes.append(_count(story.invalid, "invalid URL"))
+    if story.interrupted:
+        notes.append(f"{story.interrupted:,} in flight when the crawl was stopped")
     if story.unreadable:
-        notes.append(f"{story.unreadable} unreadable lines")
-    if story.not_kept:
-        notes.append(f"{story.not_kept} requests past the first {MAX_REQUESTS} not drawn")
-    if notes:
-        rows.append(("lines", f"{story.lines}: " + ", ".join(notes)))
+        notes.append(_count(story.unreadable, "unreadable line"))
+    rows.append(("lines", f"{story.lines:,}" + (": " + ", ".join(notes) if notes else "")))
+    requests = sum(h.seen for h in story.hosts.values())
+    rows.append(("requests", f"{requests:,}, every one checked for its gap; "
+                             f"{story.kept:,} kept in full for the timelines"))
     body = "".join(f"<tr><th>{_escape(k)}</th><td>{_escape(v)}</td></tr>" for k, v in rows)
     if short:
-        verdict = (f'<p id="verdict" class="bad">{short} gap{"s" if short != 1 else ""} '
+        verdict = (f'<p id="verdict" class="bad">{_count(short, "gap")} '
                    "shorter than the interval owed: drawn in red below.</p>")
     else:
         verdict = ('<p id="verdict" class="good">No host was asked sooner than its interval '
                    "allowed.</p>")
-    return f'<section id="summary"><table class="facts">{body}</table>{verdict}</section>'
+    return (f'<section id="summary"><table class="facts">{body}</table>{verdict}'
+            "</section>\n")
 
 
-_COLUMNS = (("host", "key"), ("pages", "pages"), ("skipped", "skipped"),
-            ("errors", "errors"), ("429/503", "throttled"), ("robots.txt", "robots"),
-            ("waited", "waited"), ("backing off", "backedoff"), ("short gaps", "short"))
+def _groups_section(anchor: str, title: str, what: str, groups: Groups) -> str:
+    if not groups.total:
+        return ""
+    rows = []
+    shown = groups.largest()[:SHOWN_GROUPS]
+    for group in shown:
+        detail = (f'<div class="detail">{_escape(group.detail)}</div>'
+                  if group.detail and group.detail != group.label else "")
+        examples = "".join(f"<li>{_escape(url)}</li>" for url in group.examples)
+        rows.append(f"<tr><td>{_escape(group.label)}{detail}</td><td>{group.count:,}</td>"
+                    f'<td><ul class="examples">{examples}</ul></td></tr>')
+    rest = groups.total - sum(group.count for group in shown)
+    more = ""
+    if rest:
+        kinds = len(groups.by_key) - len(shown) + (1 if groups.others else 0)
+        more = (f'<p class="hint">{rest:,} more URLs in {kinds:,}'
+                f"{'+' if groups.others else ''} more groups, not shown.</p>")
+    head = f"<th>{_escape(what)}</th>" if what else "<th></th>"
+    return (f'<section id="{anchor}"><h2>{_escape(title)}: {groups.total:,}</h2>'
+            f'<table class="groups"><thead><tr>{head}<th>URLs</th><th>examples</th>'
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</section>\n")
 
 
-def _host_table(hosts: list[HostStory]) -> str:
+_COLUMNS = (("host", "key"), ("pages", "pages"), ("refused", "skipped"),
+            ("failed", "failed"), ("errors", "errors"), ("429/503", "throttled"),
+            ("robots.txt", "robots"), ("waited", "waited"), ("backing off", "backedoff"),
+            ("short gaps", "short"))
+
+
+def _host_table(hosts: list[HostStory], left_out: list[HostStory]) -> str:
     head = "".join(
         f'<th><button type="button" data-sort="{attr}">{_escape(name)}</button></th>'
         for name, attr in _COLUMNS)
@@ -340,12 +566,19 @@ def _host_table(hosts: list[HostStory]) -> str:
         bad = ' class="bad"' if h.short_gaps else ""
         rows.append(
             f'<tr {_data(h, order)}{bad}><td><a href="#{_anchor(h.key)}">{_escape(h.key)}</a>'
-            f"</td><td>{h.pages}</td><td>{h.skipped}</td><td>{h.errors}</td>"
-            f"<td>{h.throttled}</td><td>{h.robots}</td><td>{h.waited:.2f}</td>"
-            f"<td>{h.backed_off:.2f}</td><td>{h.short_gaps}</td></tr>")
-    return (f'<p class="hint">Sort the hosts (table and timelines) by a column: click its '
-            f'name.</p><div id="hostbox"><table id="hosts"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+            f"</td><td>{h.pages}</td><td>{h.skipped}</td><td>{h.failed}</td>"
+            f"<td>{h.errors}</td><td>{h.throttled}</td><td>{h.robots}</td>"
+            f"<td>{h.waited:.2f}</td><td>{h.backed_off:.2f}</td><td>{h.short_gaps}</td></tr>")
+    more = ""
+    if left_out:
+        sums = ", ".join(f"{sum(getattr(h, name) for h in left_out):,} {label}" for name, label
+                         in (("pages", "pages"), ("skipped", "refused"),
+                             ("failed", "failed"), ("errors", "errors")))
+        more = (f'<p class="hint">{len(left_out):,} more hosts, with {sums}, are left out '
+                "of the table (the totals above count them).</p>")
+    return (f'<h2>Hosts</h2><p class="hint">Sort the hosts (table and timelines) by a column: '
+            f'click its name.</p><div id="hostbox"><table id="hosts"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table></div>{more}\n')
 
 
 def _anchor(key: str) -> str:
@@ -355,7 +588,8 @@ def _anchor(key: str) -> str:
 def _data(host: HostStory, order: int) -> str:
     """The attributes the page's script sorts by."""
     return (f'data-key="{_escape(host.key)}" data-order="{order}" data-pages="{host.pages}" '
-            f'data-skipped="{host.skipped}" data-errors="{host.errors}" '
+            f'data-skipped="{host.skipped}" data-failed="{host.failed}" '
+            f'data-errors="{host.errors}" '
             f'data-throttled="{host.throttled}" data-robots="{host.robots}" '
             f'data-waited="{host.waited:.3f}" data-backedoff="{host.backed_off:.3f}" '
             f'data-short="{host.short_gaps}"')
@@ -363,19 +597,21 @@ def _data(host: HostStory, order: int) -> str:
 
 def _host_section(host: HostStory, span: tuple[float, float] | None, order: int) -> str:
     data = _data(host, order)
-    intervals = sorted({r.interval for r in host.requests if r.interval is not None})
-    owed = ", ".join(_seconds(i) for i in intervals) or "unknown"
-    heading = (f"<h2>{_escape(host.key)}</h2><p class=\"facts\">{host.pages} pages, "
-               f"{host.skipped} skipped, {host.errors} errors, {host.throttled} answers "
-               f"429/503, {host.robots} robots.txt requests, waited {host.waited:.2f} s "
-               f"({host.backed_off:.2f} s backing off); interval owed: {owed}")
+    owed = ", ".join(_seconds(i) for i in sorted(host.intervals)) or "unknown"
+    if len(host.intervals) >= MAX_INTERVALS:
+        owed += ", …"
+    heading = (f'<h3>{_escape(host.key)}</h3><p class="facts">{host.pages} pages, '
+               f"{host.skipped} refused, {host.failed} failed answers, {host.errors} errors, "
+               f"{host.throttled} answers 429/503, {host.robots} robots.txt requests, waited "
+               f"{host.waited:.2f} s ({host.backed_off:.2f} s backing off); interval owed: "
+               f"{owed}")
     if host.short_gaps:
         heading += f'; <strong class="bad">{host.short_gaps} gaps shorter than owed</strong>'
     heading += "</p>"
-    svg = _timeline(host, span) if span is not None and host.requests else (
+    svg = _timeline(host, span) if span is not None and host.seen else (
         '<p class="hint">No request went to this host.</p>')
     return (f'<section class="host" id="{_anchor(host.key)}" {data}>{heading}{svg}'
-            "</section>")
+            "</section>\n")
 
 
 def _timeline(host: HostStory, span: tuple[float, float]) -> str:
@@ -390,10 +626,15 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
         tx = x(t0 + tick)
         marks.append(f'<line class="grid" x1="{tx}" y1="0" x2="{tx}" y2="{_HEIGHT - 12}"/>'
                      f'<text class="tick" x="{tx}" y="{_HEIGHT - 2}">{_seconds(tick)}</text>')
-    drawn = host.requests[:MAX_MARKS]
-    for request in drawn:
+    if not host.complete:
+        # Where every request went, one pixel column each; the sample is drawn over it.
+        columns = sorted({int((started - t0) * scale) for started in host.starts})
+        path = "".join(f"M{_LEFT + c} 24v8" for c in columns)
+        marks.append(f'<path class="every" d="{path}"><title>{host.seen:,} requests'
+                     "</title></path>")
+    for request in host.requests:
         start = x(request.started)
-        if not request.robots and request.interval is not None:
+        if not request.robots and request.interval is not None and host.complete:
             # The interval the next request had to keep from this one.
             width = max(request.interval * scale, 0.5)
             marks.append(f'<rect class="owed" x="{start}" y="14" width="{width:.2f}" '
@@ -405,23 +646,27 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
                 f'<rect class="{kind}" x="{left}" y="36" width="{max(start - left, 0.5):.2f}" '
                 f'height="8"><title>waited {request.waited:.3f} s: '
                 f'{_escape(request.wait_reason or "unsaid")}</title></rect>')
-        if request.short and request.gap is not None:
-            marks.append(
-                f'<line class="short" x1="{x(request.started - request.gap)}" y1="8" '
-                f'x2="{start}" y2="8"><title>gap {request.gap:.3f} s, interval owed '
-                f'{request.owed:g} s</title></line>')
         end = request.answered if request.answered is not None else request.started
         width = max((end - request.started) * scale, 3.0 if request.robots else 1.5)
         marks.append(
             f'<rect class="{_kind(request)}" x="{start}" y="22" width="{width:.2f}" '
             f'height="12"><title>{_escape(_describe(request, t0))}</title></rect>')
-    more = ""
-    if len(host.requests) > len(drawn):
-        more = (f'<p class="hint">The first {len(drawn)} of {len(host.requests)} requests '
-                "are drawn.</p>")
-    return (f'<svg class="timeline" width="{_WIDTH + 2 * _LEFT}" height="{_HEIGHT}" '
-            f'viewBox="0 0 {_WIDTH + 2 * _LEFT} {_HEIGHT}" role="img" '
-            f'aria-label="requests to {_escape(host.key)} over time">{"".join(marks)}</svg>{more}')
+    for started, gap, owed in host.shorts:
+        marks.append(
+            f'<line class="short" x1="{x(started - gap)}" y1="8" x2="{x(started)}" y2="8">'
+            f"<title>gap {gap:.3f} s at +{started - t0:.3f} s, interval owed {owed:g} s"
+            "</title></line>")
+    notes = []
+    if not host.complete:
+        notes.append(f"{len(host.requests):,} of {host.seen:,} requests are drawn in full "
+                     "(a sample drawn at random); the thin marks show where every one went")
+    if host.short_gaps > len(host.shorts):
+        notes.append(f"the first {len(host.shorts)} of {host.short_gaps:,} short gaps are "
+                     "drawn")
+    more = f'<p class="hint">{_escape("; ".join(notes))}.</p>' if notes else ""
+    return (f'<svg class="timeline" viewBox="0 0 {_WIDTH + 2 * _LEFT} {_HEIGHT}" role="img" '
+            f'aria-label="requests to {_escape(host.key)} over time">{"".join(marks)}</svg>'
+            f"{more}")
 
 
 def _kind(request: Request) -> str:
@@ -433,16 +678,18 @@ def _kind(request: Request) -> str:
         return "req throttled"
     if request.error is not None or request.status is None:
         return "req failed"
+    if request.status >= 400:
+        return "req answer"
     return "req page"
 
 
 def _describe(request: Request, t0: float) -> str:
     what = "robots.txt " if request.robots else ""
-    text = f"{what}{request.url} at +{request.started - t0:.3f} s"
+    text = f"{what}{redact(request.url)} at +{request.started - t0:.3f} s"
     if request.status is not None:
         text += f": {request.status}"
     if request.error:
-        text += f": {request.error}"
+        text += f": {scrub(request.error, request.url)}"
     if request.answered is not None:
         text += f" in {request.answered - request.started:.3f} s"
     if request.gap is not None:
@@ -469,10 +716,21 @@ _HEAD = """<!DOCTYPE html>
 <title>TITLE</title>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.05em; margin: 0.2em 0; font-family: monospace; }
-table { border-collapse: collapse; }
-table.facts th { text-align: left; padding-right: 1em; font-weight: 600; }
-#hosts td, #hosts th { padding: 2px 8px; text-align: right; border-bottom: 1px solid #ddd; }
+h1 { font-size: 1.4em; overflow-wrap: anywhere; } h2 { font-size: 1.15em; margin: 1em 0 0.3em; }
+h3 { font-size: 1.05em; margin: 0.2em 0; font-family: monospace; overflow-wrap: anywhere; }
+table { border-collapse: collapse; max-width: 100%; }
+td, th { overflow-wrap: anywhere; }
+table.facts th { text-align: left; padding-right: 1em; font-weight: 600; vertical-align: top; }
+table.groups { width: 100%; table-layout: fixed; }
+table.groups th, table.groups td { text-align: left; vertical-align: top; padding: 2px 8px;
+  border-bottom: 1px solid #ddd; }
+table.groups th:nth-child(2), table.groups td:nth-child(2) { width: 6em; text-align: right; }
+table.groups th:nth-child(3) { width: 50%; }
+table.groups td:first-child { font-family: monospace; }
+.detail { font-family: system-ui, sans-serif; color: #666; font-size: 0.85em; }
+ul.examples { margin: 0; padding: 0; list-style: none; font-family: monospace;
+  font-size: 0.85em; }
+#hosts td, #hosts th { padding: 2px 6px; text-align: right; border-bottom: 1px solid #ddd; }
 #hosts td:first-child { text-align: left; font-family: monospace; }
 #hosts button { font: inherit; font-weight: 600; border: 0; background: none;
   cursor: pointer; padding: 0; }
@@ -482,31 +740,36 @@ tr.bad td { color: #c62828; }
 .hint { color: #666; font-size: 0.9em; }
 section.host { margin: 0.8em 0; padding-top: 0.4em; border-top: 1px solid #eee; }
 section.host p.facts { margin: 0 0 0.2em; color: #444; font-size: 0.9em; }
-svg.timeline { display: block; background: #fafafa; }
+svg.timeline { display: block; background: #fafafa; width: 100%; max-width: 976px;
+  height: auto; }
 .grid { stroke: #e2e2e2; } .tick { font-size: 9px; fill: #888; text-anchor: middle; }
 .owed { fill: #b9d4f0; opacity: 0.7; }
+.every { stroke: #9bb7d4; stroke-width: 1; }
 .req.page { fill: #1f6fb2; } .req.robots { fill: #7b3fa0; }
-.req.throttled { fill: #e08a00; } .req.failed { fill: #444; }
+.req.throttled { fill: #e08a00; } .req.failed { fill: #444; } .req.answer { fill: #8d5a2b; }
 .req.robots.throttled { fill: #e08a00; stroke: #7b3fa0; stroke-width: 1; }
 .req.short { fill: #c62828; }
-#hostbox { max-height: 24em; overflow-y: auto; display: inline-block; }
+#hostbox { max-height: 24em; overflow-y: auto; max-width: 100%; display: inline-block; }
 .wait { fill: #c8c8c8; } .backoff { fill: #f3b25b; }
 .short { stroke: #c62828; stroke-width: 3; }
 .legend span { display: inline-block; margin-right: 1.2em; }
 .legend i { display: inline-block; width: 12px; height: 10px; margin-right: 4px;
   vertical-align: middle; }
-</style></head><body>"""
+</style></head><body>
+"""
 
-_LEGEND = """<p class="legend">
+_LEGEND = """<h2>Timelines</h2><p class="legend">
 <span><i style="background:#1f6fb2"></i>page</span>
 <span><i style="background:#7b3fa0"></i>robots.txt</span>
 <span><i style="background:#e08a00"></i>429/503 answer</span>
+<span><i style="background:#8d5a2b"></i>other failed answer</span>
 <span><i style="background:#444"></i>no answer / error</span>
 <span><i style="background:#b9d4f0"></i>interval owed after a page</span>
 <span><i style="background:#c8c8c8"></i>wait for the turn</span>
 <span><i style="background:#f3b25b"></i>wait: back-off / Retry-After</span>
 <span><i style="background:#c62828"></i>gap shorter than the interval</span>
-</p>"""
+</p>
+"""
 
 # Sorts the host table and the timelines by a column, largest first (the host name:
 # the page's own order); "#sort=NAME" in the address sorts at load.

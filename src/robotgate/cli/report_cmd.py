@@ -7,11 +7,12 @@ import contextlib
 import os
 import secrets
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from .args import EXIT_FAILED, EXIT_OK, UsageError, say
-from .html_report import read_lines, read_story, render
+from .html_report import read_lines, read_story, render_parts
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -29,10 +30,10 @@ def run_report(args: argparse.Namespace) -> int:
         raise UsageError(f"no crawl line in {_name(args.crawl)} (the JSON lines "
                          "'robotgate fetch' writes)")
     title = args.title or f"robotgate crawl report: {_name(args.crawl)}"
-    page = render(story, title)
+    page = render_parts(story, title)
     out = args.out or _default_out(args.crawl)
     if out == "-":
-        sys.stdout.write(page)
+        sys.stdout.writelines(page)
         sys.stdout.flush()
     else:
         _write(Path(out), page)
@@ -65,10 +66,10 @@ def _default_out(crawl: str) -> str:
     return str(path.with_suffix(".html"))
 
 
-def _write(path: Path, page: str) -> None:
-    """``page`` to ``path`` through a temporary file of its own, created with
-    ``O_EXCL`` under a random name (a link planted there is never written through),
-    renamed into place when complete."""
+def _write(path: Path, page: Iterable[str]) -> None:
+    """``page``, piece by piece, to ``path`` through a temporary file of its own,
+    created with ``O_EXCL`` under a random name (a link planted there is never
+    written through), renamed into place when complete."""
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     created = False
@@ -76,7 +77,7 @@ def _write(path: Path, page: str) -> None:
         fd = os.open(temporary, flags, 0o666)  # the user's umask decides, as for any file
         created = True
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(page)
+            out.writelines(page)
         os.replace(temporary, path)
     except OSError as exc:
         if created:
