@@ -417,15 +417,16 @@ class Admission:
         ``origin``: the request's, which the back-off's events name.
         """
         events = self.events
-        if events is None:
-            until = self.scheduler.answered(group, status, retry_after, sent_at)
-        else:
-            extra = group.backoff.extra
-            until = self.scheduler.answered(group, status, retry_after, sent_at)
+        extra = group.backoff.extra
+        until = self.scheduler.answered(group, status, retry_after, sent_at)
+        if events is not None:
             self._heard(events, group, status, extra, until, origin)
         if until is not None:
             log.info("%s answered %d: next request in %.2fs", group.key, status,
                      self.scheduler.wait_seconds(group))
+        elif group.backoff.extra < extra:  # eased: at INFO once it is over
+            log.log(logging.DEBUG if group.backoff.extra else logging.INFO,
+                    "%s back-off eased: %.2fs extra left", group.key, group.backoff.extra)
         # The store keeps a copy of the server's state (a group made again, after an
         # eviction or a restart, paces from it).
         mem = self._mem

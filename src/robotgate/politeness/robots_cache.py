@@ -19,11 +19,12 @@ from typing import Literal
 
 from ..events import RobotsFetched, StoreTrouble
 from ..policy.host_settings import HostSettings
-from ..policy.site import CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
+from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import immediate
+from ..urls import scrub
 from .emitter import Emitter
 from .robots_fetcher import RobotsFetcher, TurnHooks
 from .scheduler import Scheduler
@@ -38,7 +39,12 @@ _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 #: the fetch goes on: the lock of a worker killed mid-fetch holds others up no longer.
 _LOCK_LEASE = 10.0
 
+#: robots.txt fetched, taken from the store or from another worker (docs/logging.md).
 log = logging.getLogger("robotgate.robots")
+#: A site skipped for the Crawl-delay it asks.
+pacing_log = logging.getLogger("robotgate.pacing")
+#: The store's failures: the first one as a warning, each one at DEBUG.
+store_log = logging.getLogger("robotgate.store")
 
 
 @asynccontextmanager
@@ -261,7 +267,12 @@ class RobotsCache:
         # The stored count counts too: N visits, a restart, and the first ask rechecks.
         recheck = limit is not None and host.visits_since_check >= limit
         if stored is not None and stored.is_fresh(time.time()) and not recheck:
+            log.debug("%s: robots.txt from the store (%s), fresh for %.0fs", origin,
+                      stored.outcome, stored.fresh_until - time.time())
             return self._install(origin, stored, host)
+        if recheck:
+            log.debug("%s: robots.txt checked again after %d visits", origin,
+                      host.visits_since_check)
         previous = stored if stored is not None else (site.entry if site is not None else None)
         lease: asyncio.Task[None] | None = None
         if store.shared:
@@ -270,6 +281,8 @@ class RobotsCache:
                 locked_at = time.monotonic()
                 token, got = await self._lock(origin, stored, recheck)
                 if got is not None:
+                    log.debug("%s: robots.txt fetched by another worker (%s)", origin,
+                              got.outcome)
                     return self._install(origin, got, host)
             if token is not None:
                 lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
@@ -284,6 +297,8 @@ class RobotsCache:
                 ):
                     # Our lock expired while we waited for the server's turn (or
                     # we hold none) and another worker fetched it meanwhile.
+                    log.debug("%s: robots.txt fetched by another worker (%s)", origin,
+                              again.outcome)
                     return self._install(origin, again, host)
                 began = time.monotonic()
                 entry = await self.fetcher.fetch(origin, previous, hooks)
@@ -418,15 +433,23 @@ class RobotsCache:
             self.store_trouble("release the robots.txt lock", exc)
 
     def store_trouble(self, what: str, exc: Exception) -> None:
-        """Count a store error; log the first one (the crawl goes on without the store)."""
+        """Count a store error; log the first one as a warning, each at DEBUG (the crawl
+        goes on without the store)."""
         self.store_errors += 1
+        error = f"{type(exc).__name__}: {exc}"
+        url = getattr(self.store, "url", None)
+        if isinstance(url, str):  # a Redis URL may hold a password; the error may show it
+            error = scrub(error, url)
         events = self.events
         if events is not None:
-            events.emit(StoreTrouble(time.time(), "", "", what, f"{type(exc).__name__}: {exc}"))
+            events.emit(StoreTrouble(time.time(), "", "", what, error))
         if self.store_errors == 1:
-            log.warning("the store could not %s (%s: %s); going on without it, "
-                        "further store errors are counted in stats['store_errors']",
-                        what, type(exc).__name__, exc)
+            store_log.warning("the store could not %s (%s); going on without it, "
+                              "further store errors are counted in stats['store_errors']",
+                              what, error)
+        else:
+            store_log.debug("the store could not %s (%s); %d store errors so far", what,
+                            error, self.store_errors)
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
                  rules: RobotsTxt | None = None) -> SiteRules:
@@ -438,6 +461,9 @@ class RobotsCache:
             # with sites serving the same bytes: their intervals differ.
             how, bodies = replace(how, pacing=replace(how.pacing, delay=setting.delay)), None
         site = interpret(entry, how, rules, bodies)
+        if site.verdict is not None and site.verdict.outcome == SKIPPED:
+            pacing_log.info("%s: %s (a higher max_crawl_delay, or "
+                            "Pacing(on_long_delay='honour'), crawls it)", origin, site.verdict.reason)
         sites = self._sites
         held = sites.pop(origin, None)
         if held is None:

@@ -77,6 +77,7 @@ class RobotsFetcher:
         transport = self.transport
         timed = not getattr(transport, "enforces_deadline", False)
         waited = 0.0
+        began = time.monotonic()
         try:
             # The flow driven here, not in a coroutine of its own (once per origin).
             # Each request carries the deadline (a transport without its own timer gets
@@ -107,7 +108,17 @@ class RobotsFetcher:
         except Exception as exc:  # every waiter must still get an answer
             why = f"{self.name} could not be fetched ({type(exc).__name__}: {exc})"
         else:
-            log.info("%s%s: %s", origin, path, entry.detail or entry.outcome)
+            _log_fetched(origin + path, entry, time.monotonic() - began)
             return entry
-        log.info("%s%s: %s", origin, path, why)
-        return entry_for_error(origin, why, time.time(), policy, previous)
+        failed = entry_for_error(origin, why, time.time(), policy, previous)
+        _log_fetched(origin + path, failed, time.monotonic() - began)
+        return failed
+
+
+def _log_fetched(url: str, entry: RobotsEntry, seconds: float) -> None:
+    """One INFO line per fetch: the outcome, what the server said, its size and time.
+    ``url`` is an origin's (no user information) and the file's fixed path."""
+    if log.isEnabledFor(logging.INFO):
+        size = f", {len(entry.body)} bytes" if entry.body is not None else ""
+        said = f" ({entry.detail})" if entry.detail else ""
+        log.info("%s: %s%s%s in %.2fs", url, entry.outcome, said, size, seconds)
