@@ -15,8 +15,9 @@ and URLs with a password.  The counts of each are known.
 Then ``python -m robotgate report LOG -o PAGE`` runs in a child process for each
 tree measured: this checkout's ``src/`` ("after") and, with ``--before REV``, the
 ``src/`` of that commit unpacked with ``git archive`` into a temporary folder
-("before"), one after the other in the same run.  Each child's wall time, peak RSS
-(``ru_maxrss`` from ``wait4``) and the size of the page it wrote are the figures;
+("before"), one after the other in the same run.  Each child's wall time, CPU time
+and peak RSS (``ru_utime + ru_stime``, ``ru_maxrss`` from ``wait4``) and the size of
+the page it wrote are the figures;
 the page's summary is read back and compared with the counts written (goal: equal),
 and no password written into the log may be in the page.  Goals for 1,000,000
 lines: peak RSS <= 300 MB, page <= 25 MB.
@@ -190,6 +191,7 @@ def run_report(log: Path, page: Path, src: Path) -> dict[str, Any]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - began
     figures: dict[str, Any] = {"seconds": round(seconds, 2), "exit": proc.returncode,
+                               "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
                                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
     if proc.returncode not in (0, 1):
         figures["error"] = err.decode(errors="replace")[-500:]
@@ -263,13 +265,13 @@ def main(argv: list[str] | None = None) -> int:
     at_scale = args.lines >= _GOAL_LINES
     print(f"a crawl log of {args.lines:,} lines over {args.hosts:,} hosts "
           f"({log_mb:.1f} MB, written in {log_seconds:.1f} s)")
-    print(f"{'':8}{'seconds':>10}{'peak RSS MB':>14}{'HTML MB':>10}")
+    print(f"{'':8}{'seconds':>10}{'CPU seconds':>14}{'peak RSS MB':>14}{'HTML MB':>10}")
     for name, figures in runs.items():
         if "error" in figures:
             print(f"{name:8}failed: {figures['error']}")
             continue
-        print(f"{name:8}{figures['seconds']:>10.1f}{figures['peak_rss_mb']:>14.1f}"
-              f"{figures['html_mb']:>10.2f}")
+        print(f"{name:8}{figures['seconds']:>10.1f}{figures['cpu_seconds']:>14.1f}"
+              f"{figures['peak_rss_mb']:>14.1f}{figures['html_mb']:>10.2f}")
     if at_scale:
         print(f"goals: peak RSS <= {RSS_GOAL_MB:g} MB, HTML <= {SIZE_GOAL_MB:g} MB")
     for key, (said, counted) in exact.items():

@@ -23,6 +23,7 @@ gap too short first.  The totals count every line.
 
 from __future__ import annotations
 
+import functools
 import html
 import http
 import json
@@ -211,10 +212,13 @@ def read_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    kind = type(value)  # exact types: a bool is no number here
+    if kind is float:
+        return value if value - value == 0.0 else None  # not inf or NaN
+    if kind is int:
+        number = float(value) if abs(value) < 1e300 else math.inf
+        return number if math.isfinite(number) else None
+    return None
 
 
 def _text(value: Any) -> str | None:
@@ -229,15 +233,18 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
     """The crawl the JSON lines tell, read one line at a time; lines that are no
     crawl line are counted."""
     story = CrawlStory()
+    decode = json.JSONDecoder().decode
     for line in lines:
-        if line is not None and not line.strip():
-            continue
+        record = None
+        if line is not None:  # None: a line too long to read
+            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+            try:
+                record = decode(text)
+            except ValueError:
+                if not text.strip():
+                    continue  # a blank line: no line at all
         story.lines += 1
-        try:
-            record = json.loads(line) if line is not None else None
-        except ValueError:
-            record = None
-        if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+        if type(record) is not dict or type(record.get("url")) is not str:
             story.unreadable += 1
             continue
         if "key" not in record:  # robotgate fetch writes no key for an invalid URL
@@ -324,6 +331,7 @@ def _add_refusal(story: CrawlStory, record: dict[str, Any]) -> None:
         story.refusals.add(("reason", reason), reason, url)
 
 
+@functools.lru_cache(maxsize=1024)
 def _status_label(status: int) -> str:
     try:
         return f"{status} {http.HTTPStatus(status).phrase}"
