@@ -7,6 +7,7 @@ TypeError somewhere in the gate.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from robotgate import RobotGate
+from robotgate.politeness.crawl_state import Entry
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
 from robotgate.store.sqlite import SQLiteStore
 
@@ -143,3 +145,50 @@ async def test_unreadable_fetch_lock_counts_as_expired(tmp_path: Path, expires: 
         assert await store.lock_fetch(ORIGIN, 60) is None
         await store.unlock_fetch(ORIGIN, token)
         assert await store.lock_fetch(ORIGIN, 60) is not None
+
+
+# -- a write-ahead log damaged under a live store ------------------------------------
+
+
+def damage_wal(path: Path) -> int:
+    """Overwrite the b-tree page header of the pages the live ``-wal`` file holds past
+    every table's first page (here, pages of the crawl's URLs: nothing reads them when
+    a store opens), as a stray write would; how many frames."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        (roots,) = conn.execute("SELECT max(rootpage) FROM sqlite_master").fetchone()
+    wal = Path(f"{path}-wal")
+    data = bytearray(wal.read_bytes())
+    page_size = int.from_bytes(data[8:12], "big")
+    frames = 0
+    for at in range(32, len(data) - 24 - page_size + 1, 24 + page_size):
+        if int.from_bytes(data[at:at + 4], "big") > roots:
+            data[at + 24:at + 24 + 16] = b"\xa5" * 16
+            frames += 1
+    wal.write_bytes(bytes(data))
+    return frames
+
+
+async def test_a_wal_damaged_under_a_live_crawl_is_said_at_the_next_open(
+        tmp_path: Path) -> None:
+    path = tmp_path / "crawl.sqlite3"
+    store = SQLiteStore(path)
+    state = store.crawl_state("c")
+    await state.open()
+    await state.add([Entry(f"http://h.example/{n}", f"http://h.example/{n}")
+                     for n in range(2000)])
+    assert damage_wal(path) > 0
+    # The run goes on as far as it can, and ends: its last connection folds the log,
+    # damage and all, into the file.
+    with contextlib.suppress(StoreError):
+        for page in await state.take(50):
+            await state.finish(page, 2, ())
+    with contextlib.suppress(StoreError):
+        await state.close()
+        await store.close()
+    assert not Path(f"{path}-wal").exists()
+    with pytest.raises(StoreError) as caught:
+        async with SQLiteStore(path):
+            pytest.fail("a damaged file opened without a word")
+    message = str(caught.value)
+    assert f"{path} is damaged" in message and "quick_check" in message
+    assert "fresh=True" in message and ".recover" in message

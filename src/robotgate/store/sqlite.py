@@ -43,6 +43,7 @@ from .sqlite_crawl import CrawlLease, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
+    check_sound,
     create_new,
     fresh_hint,
     immediate,
@@ -519,13 +520,16 @@ class SQLiteStore(Store):
             self._fresh = False
         # A store this call made is whole when it appears: no 0-byte moment for another
         # process to take for a truncated store.
-        emptied = not create_new(self.path) and _empty_file(self.path)
+        created = create_new(self.path)
+        emptied = not created and _empty_file(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open robotgate store {self.path}: {exc}") from exc
         try:
             prepare(conn, self.path, lambda: min(deadline, self._close_by))
+            if not (created or emptied):  # damage a run before left unnoticed is told now
+                check_sound(conn, self.path)
             self._begin_session(conn, emptied)
         except BaseException as exc:
             conn.close()

@@ -20,8 +20,8 @@ from typing import Any
 
 from .base import StoreError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "create_new", "fresh_hint", "immediate",
-           "move_aside", "prepare"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_sound", "create_new", "fresh_hint",
+           "immediate", "move_aside", "prepare"]
 
 _log = logging.getLogger("robotgate.store.sqlite")
 
@@ -202,6 +202,23 @@ def prepare(conn: sqlite3.Connection, path: str, deadline: Callable[[], float]) 
         _log.info(
             "robotgate: upgraded %s from schema %d to %d", path, found, SCHEMA_VERSION
         )
+
+
+def check_sound(conn: sqlite3.Connection, path: str) -> None:
+    """Raise :class:`StoreError` when the file's pages are damaged (a stray write to the
+    live write-ahead log ends up in the file without SQLite noticing, until a query
+    reads that page): ``PRAGMA quick_check`` reads every page once (about a quarter
+    of a second per million crawl URLs)."""
+    found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)")]
+    if found == ["ok"]:
+        return
+    problems = "; ".join(
+        line for text in found for line in text.splitlines() if not line.startswith("***"))
+    raise StoreError(
+        f"{path} is damaged: SQLite's quick_check finds {problems[:600]}."
+        f" {fresh_hint(path)} To save what is readable first:"
+        f" sqlite3 {path} .recover | sqlite3 {path}.recovered"
+    )
 
 
 def _build(conn: sqlite3.Connection, found: int) -> None:
