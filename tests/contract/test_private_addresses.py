@@ -316,3 +316,35 @@ async def test_httpx_follows_a_rebound_name_only_to_the_address_it_checked(
         with suppress(httpx.TransportError, Disallowed):
             await client.get(public.url("/redirect?to=" + target))
     assert "/secret" not in private.paths()
+
+
+async def test_a_pointer_never_rides_a_pooled_connection_to_a_private_address(
+        public: Site, private: Site, names: Names) -> None:
+    # The user's own request opens a keep-alive connection to the private address; a
+    # pointer to the same name, whose check finds it public, must not be sent on it.
+    names.answers["rebind.test"] = [[PRIVATE], [PUBLIC], [PRIVATE]]
+    mine = f"http://rebind.test:{private.port}/mine"
+    async with gate() as g:
+        assert (await g.fetch(mine)).status == 200
+        with pytest.raises(Disallowed) as refused:
+            await g.fetch(f"http://rebind.test:{private.port}/secret",
+                          pointed_by=public.url("/page"))
+    _refused(refused.value)
+    assert private.paths() == ["/mine"]
+
+
+async def test_a_private_page_may_link_to_another_private_name(
+        private: Site, names: Names) -> None:
+    names.answers["wiki.test"] = [[PRIVATE]]
+    names.answers["jira.test"] = [[PRIVATE]]
+    link = f"http://jira.test:{private.port}/issue"
+    found: list[CrawlResult] = []
+
+    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
+        return [link] if url.endswith("/home") else []
+
+    async with gate() as g:
+        await g.crawl([f"http://wiki.test:{private.port}/home"], handler,
+                      on_result=found.append, scope="any")
+    assert {r.url: r.status for r in found} == {
+        f"http://wiki.test:{private.port}/home": 200, link: 200}, found

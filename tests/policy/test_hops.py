@@ -12,15 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robotgate.policy.hops import (
+    A_POINTER,
     REFUSED,
+    RULE,
     hop_flow,
     is_private,
     judge_hop,
+    judge_peer,
     literal_address,
     parse_hop,
     redirect_location,
 )
-from robotgate.politeness.redirects import hop_decision
+from robotgate.politeness.redirects import hop_decision, pointer_verdict
 
 PUBLIC_ORIGIN = "http://93.184.216.34/page"
 
@@ -233,3 +236,49 @@ def test_judge_hop_with_addresses_given() -> None:
     assert refused is not None and "10.0.0.7" in refused.reason
     assert judge_hop(None, hop, inside) is not None
     assert judge_hop(inside, hop, inside) is None
+
+
+# -- any page's pointer: the verdict the adapters act on -----------------------------------------
+
+
+def test_a_pointer_from_a_public_page_is_guarded_with_the_addresses_it_checked() -> None:
+    resolve = _resolver({"shop.test": ["93.184.216.35", "2606:2800:220:1::1"]})
+    verdict = asyncio.run(pointer_verdict(PUBLIC_ORIGIN, "http://shop.test/", resolve,
+                                          what=A_POINTER))
+    assert verdict.refused is None and verdict.guard
+    assert [str(a) for a in verdict.addresses] == ["93.184.216.35", "2606:2800:220:1::1"]
+
+
+def test_a_pointer_to_a_name_with_one_private_address_among_public_ones_is_refused() -> None:
+    # A public A record and a private AAAA one: whichever family the client connects
+    # over, one address would be private.
+    resolve = _resolver({"dual.test": ["93.184.216.35", "::1"]})
+    verdict = asyncio.run(pointer_verdict(PUBLIC_ORIGIN, "http://dual.test/", resolve,
+                                          what=A_POINTER))
+    assert verdict.refused is not None and verdict.refused.outcome == REFUSED
+    assert "refused a pointer" in verdict.refused.reason and "(::1)" in verdict.refused.reason
+    assert RULE in verdict.refused.reason
+
+
+def test_a_pointer_from_a_private_page_is_not_guarded() -> None:
+    resolve = _resolver({"intranet.test": ["10.0.0.7"], "wiki.test": ["10.0.0.8"]})
+    verdict = asyncio.run(pointer_verdict("http://intranet.test/", "http://wiki.test/x",
+                                          resolve))
+    assert verdict.refused is None and not verdict.guard
+
+
+def test_a_pointer_of_a_page_known_public_needs_no_look_up_of_it() -> None:
+    resolve = _resolver({"shop.test": ["93.184.216.35"]})  # "" is no host: never looked up
+    verdict = asyncio.run(pointer_verdict("", "http://shop.test/", resolve))
+    assert verdict.refused is None and verdict.guard
+
+
+@pytest.mark.parametrize(("peer", "refused"), [
+    ("93.184.216.34", False), ("127.0.0.1", True), ("::ffff:10.0.0.1", True),
+    ("fe80::1%eth0", True), ("", True), ("/run/socket", True)])
+def test_the_peer_of_a_guarded_connection_is_judged_by_its_address(peer: str,
+                                                                   refused: bool) -> None:
+    decision = judge_peer("shop.test", peer)
+    assert (decision is not None) is refused
+    if decision is not None:
+        assert decision.outcome == REFUSED and "shop.test" in decision.reason
