@@ -82,3 +82,14 @@ def test_memory_per_origin_is_measured(tmp_path: Path) -> None:
     memory = report["memory"]
     assert memory["origins"] == 300
     assert memory["rss_cached"] > 0 and memory["rules_bytes"] > 0
+
+
+def test_report_of_a_crawl_log_says_every_total(tmp_path: Path) -> None:
+    report, stdout = run_benchmark(tmp_path, "report.py", "--lines", "3000", "--hosts", "40",
+                                   "--before", "HEAD")
+    assert report["totals_exact"] and not report["secret_shown"] and report["pass"]
+    assert report["written"]["lines"] == 3000 and report["written"]["failed"] > 0
+    for run in ("before", "after"):
+        figures = report["runs"][run]
+        assert figures["peak_rss_mb"] > 0 and figures["html_mb"] > 0, run
+    assert "totals exact: True" in stdout
