@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -55,29 +55,17 @@ from ..gate.gate import RobotGate
 from ..politeness.redirects import hop_decision
 from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import InvalidURL, split_origin
+from ._follow import MAX_REDIRECTS, lower, next_hop
 from ._hops import resolve
 
 __all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
 
 log = logging.getLogger(__name__)
 
-#: Hops followed for one browser request before it fails (Chromium's own limit).
-MAX_REDIRECTS = 20
 #: Why a server may make even an unpaced subresource wait (see :mod:`robotgate.politeness.turns`):
 #: it rests after a 429/503, or a stored pause from another run or worker.
 _RESTING = frozenset({"retry-after", "back-off", "stored"})
 _ALL = "**/*"
-
-
-def _lower(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name.lower(): value for name, value in headers.items()}
-
-
-def _next_method(status: int, method: str) -> str:
-    """The method of a redirect's next hop, as browsers choose it (fetch spec)."""
-    if (status in (301, 302) and method == "POST") or (status == 303 and method != "HEAD"):
-        return "GET"
-    return method
 
 
 class _Caps:
@@ -137,7 +125,7 @@ class Attachment:
         paced = self.pace_subresources or request.is_navigation_request()
         try:
             response = await self._send(request.url, request.method,
-                                        _lower(request.headers), request.post_data_buffer,
+                                        lower(request.headers), request.post_data_buffer,
                                         paced)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
@@ -175,13 +163,8 @@ class Attachment:
             if target is None:
                 return response
             await response.dispose()
-            next_method = _next_method(response.status, method)
-            if next_method != method:
-                method, body = next_method, None
-                headers = {name: value for name, value in headers.items()
-                           if not name.startswith("content-")}
-            if split_origin(target)[0] != split_origin(url)[0]:
-                headers.pop("authorization", None)  # never credentials to another origin
+            method, headers, body = next_hop(response.status, method, headers, body, url,
+                                             target)
             came_from, url = url, target
         raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
@@ -197,7 +180,7 @@ class Attachment:
                 leaving = turn.leaving()
                 if leaving is not None:
                     await leaving
-                response = await self._fetch(url, method, {**headers, **_lower(turn.headers)},
+                response = await self._fetch(url, method, {**headers, **lower(turn.headers)},
                                              body)
             learnt = turn.answered(response.status, response.headers.get("retry-after"))
             if learnt is not None:
@@ -222,7 +205,7 @@ class Attachment:
                 break
             await asyncio.sleep(wait)
         async with self._caps.hold(gate.pace_key(url), self._cap(url)):
-            return await self._fetch(url, method, {**headers, **_lower(gate.headers)}, body)
+            return await self._fetch(url, method, {**headers, **lower(gate.headers)}, body)
 
     async def _judge(self, url: str) -> None:
         """robots.txt's verdict on ``url``: a refusal raises :class:`Disallowed`, counted

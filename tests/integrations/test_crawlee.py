@@ -1,0 +1,156 @@
+"""robotgate.integrations.crawlee: a crawlee BeautifulSoupCrawler over RobotGateHttpClient
+keeps robotgate's promises on a loopback site."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+from robotgate.events import Event, UrlSkipped
+
+pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
+pytest.importorskip("bs4", reason="BeautifulSoup is not installed (crawlee's beautifulsoup extra)")
+
+from crawlee import ConcurrencySettings
+from crawlee.crawlers import (
+    BasicCrawlingContext,
+    BeautifulSoupCrawler,
+    BeautifulSoupCrawlingContext,
+)
+from crawlee.storage_clients import MemoryStorageClient
+
+from robotgate.integrations.crawlee import RobotGateHttpClient
+
+pytestmark = pytest.mark.slow  # crawls with a real Crawl-delay
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n"
+
+
+@dataclass
+class Site:
+    """A loopback site that notes every request: its path, when it came, its User-Agent."""
+
+    arrivals: list[tuple[str, float, str]] = field(default_factory=list)
+    port: int = 0
+    busy_left: int = 1
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.arrivals]
+
+    def times(self, prefix: str) -> list[float]:
+        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.arrivals.append((path, time.monotonic(), request.headers.get("User-Agent", "")))
+        if path == "/robots.txt":
+            return web.Response(text=ROBOTS)
+        if path == "/hop":
+            return web.Response(status=302, headers={"Location": "/private/hidden"})
+        if path == "/busy" and self.busy_left:
+            self.busy_left -= 1
+            return web.Response(status=429, headers={"Retry-After": "1"})
+        links = "".join(f'<a href="{href}">{href}</a>'
+                        for href in ("/page/1", "/page/2", "/page/3", "/private/x", "/hop"))
+        return web.Response(text=f"<html><title>{path}</title><body>{links}</body></html>",
+                            content_type="text/html")
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    served = Site()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", served.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    served.port = runner.addresses[0][1]
+    yield served
+    await runner.cleanup()
+
+
+def _crawler(gate: RobotGate, client: RobotGateHttpClient | None = None) -> BeautifulSoupCrawler:
+    return BeautifulSoupCrawler(
+        http_client=client or RobotGateHttpClient(gate), storage_client=MemoryStorageClient(),
+        concurrency_settings=ConcurrencySettings(min_concurrency=4, desired_concurrency=4,
+                                                 max_concurrency=4),
+        configure_logging=False)
+
+
+async def test_a_beautifulsoup_crawl_keeps_every_promise(site: Site) -> None:
+    titles: list[str] = []
+    failed: list[BaseException] = []
+    refused: list[tuple[str, Disallowed]] = []
+    events: list[Event] = []
+    async with RobotGate(AGENT, delay=0.1, on_event=events.append) as gate:
+        client = RobotGateHttpClient(gate, on_refused=lambda url, no: refused.append((url, no)))
+        crawler = _crawler(gate, client)
+
+        @crawler.router.default_handler
+        async def handler(context: BeautifulSoupCrawlingContext) -> None:
+            titles.append(context.soup.title.string if context.soup.title else "")
+            await context.enqueue_links()
+
+        @crawler.failed_request_handler
+        async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:
+            failed.append(error)
+
+        await crawler.run([site.url("/")])
+
+    assert sorted(titles) == ["/", "/page/1", "/page/2", "/page/3"]
+    assert site.paths().count("/robots.txt") == 1
+    # Neither the disallowed link nor the redirect into a disallowed path reached the server.
+    assert not [path for path in site.paths() if path.startswith("/private")]
+    assert "/hop" in site.paths()
+    # One refusal each, skipped (not retried, not failed): the link, and the redirect's hop.
+    assert failed == []
+    assert sorted((asked.rsplit("/", 1)[1], no.url.rsplit("/", 1)[1])
+                  for asked, no in refused) == [("hop", "hidden"), ("x", "x")]
+    assert all("Disallow: /private" in no.decision.reason for _, no in refused)
+    assert sorted(event.url for event in events if isinstance(event, UrlSkipped)) == [
+        site.url("/private/hidden"), site.url("/private/x")]
+    # The site's Crawl-delay at the server, between any two requests after robots.txt.
+    pages = [t for path, t, _ in site.arrivals if path != "/robots.txt"]
+    assert len(pages) == 5
+    assert min(b - a for a, b in itertools.pairwise(pages)) >= 0.5
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}
+
+
+async def test_a_429_with_retry_after_holds_the_retry(site: Site) -> None:
+    done: list[int] = []
+    async with RobotGate(AGENT, delay=0) as gate:
+        crawler = _crawler(gate)
+
+        @crawler.router.default_handler
+        async def handler(context: BeautifulSoupCrawlingContext) -> None:
+            done.append(context.http_response.status_code)
+
+        await crawler.run([site.url("/busy")])
+    assert done == [200]  # crawlee retried, in a new session
+    first, second = site.times("/busy")
+    assert second - first >= 1.0
+
+
+async def test_send_request_and_stream_go_through_the_gate(site: Site) -> None:
+    async with RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(gate) as client:
+        response = await client.send_request(site.url("/page/1"))
+        assert response.status_code == 200 and b"/page/2" in await response.read()
+        async with client.stream(site.url("/page/2")) as streamed:
+            body = b"".join([chunk async for chunk in streamed.read_stream()])
+        assert b"/page/3" in body
+        with pytest.raises(Disallowed):
+            await client.send_request(site.url("/private/x"))
+        with pytest.raises(Disallowed):
+            async with client.stream(site.url("/hop")):
+                pass
+    assert site.paths() == ["/robots.txt", "/page/1", "/page/2", "/hop"]
