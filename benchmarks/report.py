@@ -1,7 +1,7 @@
 """``robotgate report`` of a large crawl log: time, peak memory, size of the page.
 
     python benchmarks/report.py [--lines 1000000] [--hosts 20000] [--before REV]
-        [--keep DIR] [--json FILE]
+        [--browser] [--keep DIR] [--json FILE]
 
 First it writes a crawl log of ``lines`` JSON lines the way ``robotgate fetch``
 does (the CLI's own writers: ``record_json`` for each URL's result, the robots.txt
@@ -19,8 +19,9 @@ tree measured: this checkout's ``src/`` ("after") and, with ``--before REV``, th
 and peak RSS (``ru_utime + ru_stime``, ``ru_maxrss`` from ``wait4``) and the size of
 the page it wrote are the figures;
 the page's summary is read back and compared with the counts written (goal: equal),
-and no password written into the log may be in the page.  Goals for 1,000,000
-lines: peak RSS <= 300 MB, page <= 25 MB.
+and no password written into the log may be in the page.  With ``--browser``,
+headless Chromium's time to load each page and hand back its DOM too.  Goals for
+1,000,000 lines: peak RSS <= 300 MB, page <= 25 MB.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import io
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -200,6 +202,23 @@ def run_report(log: Path, page: Path, src: Path) -> dict[str, Any]:
     return figures
 
 
+def browser_seconds(page: Path, profile: Path, timeout: float = 300.0) -> float | None:
+    """Seconds headless Chromium takes to load ``page`` and hand back its DOM (None:
+    not within ``timeout``)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        return None
+    began = time.monotonic()
+    try:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=timeout, check=True)
+    except (subprocess.TimeoutExpired, subprocess.CalledProcessError):
+        return None
+    return round(time.monotonic() - began, 1)
+
+
 def summary_counts(page: Path) -> dict[str, int]:
     """The totals the page's summary says, read back (the rows of the current page)."""
     text = page.read_text(encoding="utf-8", errors="replace")
@@ -226,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the report of this commit (e.g. the one before a change)")
     ap.add_argument("--keep", type=Path, help="write the log and the pages here (kept)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--browser", action="store_true",
+                    help="also time headless Chromium loading each page (at most 300 s)")
     ap.add_argument("--no-progress", action="store_true", help="say nothing while running")
     args = ap.parse_args(argv)
 
@@ -251,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
             runs[name] = run_report(log, page, src)
             if name == "after" and "error" not in runs[name]:
                 runs[name]["summary"] = summary_counts(page)
+            if args.browser and "error" not in runs[name]:
+                say(f"Chromium loads the page, {name} ...")
+                runs[name]["browser_seconds"] = browser_seconds(page, Path(tmp) / "profile")
         log_mb = log.stat().st_size / 1e6
     after = runs["after"]
     summary = after.get("summary", {})
@@ -270,8 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in figures:
             print(f"{name:8}failed: {figures['error']}")
             continue
+        browser = ""
+        if "browser_seconds" in figures:
+            loaded = figures["browser_seconds"]
+            browser = (f"   Chromium loads it in {loaded:.1f} s" if loaded is not None
+                       else "   Chromium: not loaded within 300 s")
         print(f"{name:8}{figures['seconds']:>10.1f}{figures['cpu_seconds']:>14.1f}"
-              f"{figures['peak_rss_mb']:>14.1f}{figures['html_mb']:>10.2f}")
+              f"{figures['peak_rss_mb']:>14.1f}{figures['html_mb']:>10.2f}{browser}")
     if at_scale:
         print(f"goals: peak RSS <= {RSS_GOAL_MB:g} MB, HTML <= {SIZE_GOAL_MB:g} MB")
     for key, (said, counted) in exact.items():
