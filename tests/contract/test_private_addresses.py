@@ -348,3 +348,17 @@ async def test_a_private_page_may_link_to_another_private_name(
                       on_result=found.append, scope="any")
     assert {r.url: r.status for r in found} == {
         f"http://wiki.test:{private.port}/home": 200, link: 200}, found
+
+
+async def test_httpx_follows_a_robots_txt_redirect_only_to_the_address_it_checked(
+        private: Site, system_names: Names) -> None:
+    httpx = pytest.importorskip("httpx")
+    from robotgate.integrations.httpx import RobotGateTransport
+
+    rebinding(system_names)
+    target = f"http://rebind.test:{private.port}/robots.txt"
+    async with serving({"/robots.txt": (301, target)}) as origin, gate() as g, \
+            httpx.AsyncClient(transport=RobotGateTransport(g)) as client:
+        with suppress(Disallowed):
+            await client.get(origin + "/page")
+    assert private.robots_hits == 0

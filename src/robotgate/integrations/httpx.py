@@ -21,15 +21,15 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
 
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
-from ..policy.hops import REFUSED, IsPrivate, is_private, literal_address
-from ..politeness.redirects import refused_robots_hop
+from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
+from ..politeness.redirects import refused_answer, robots_hop
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
@@ -66,13 +66,13 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
-        refused = await refused_robots_hop(request, self.refuse_private, resolve,
-                                           self.is_private)
-        if refused is not None:
-            return refused
+        verdict = await robots_hop(request, self.refuse_private, resolve, self.is_private)
+        if verdict.refused is not None:
+            return refused_answer(request, verdict.refused)
         headers = robots_headers(request, self.headers)
         req = httpx.Request("GET", request.url, headers=headers)
-        resp = await self.inner.handle_async_request(req)
+        pinned = _pinned(req, verdict.addresses if verdict.guard else (), self.inner)
+        resp = await self.inner.handle_async_request(pinned)
         try:
             status = resp.status_code
             body = None
@@ -159,19 +159,19 @@ def _read_already(resp: httpx.Response) -> bytes | None:
         return None
 
 
-def _pinned(request: httpx.Request, turn: RequestTurn,
+def _pinned(request: httpx.Request, checked: Sequence[Address],
             inner: httpx.AsyncBaseTransport) -> httpx.Request:
     """The request as sent: a public page's pointer to a name goes to the address its
     check found public (Host and TLS name kept), so that the connection cannot look
     the name up again and find a private one (DNS rebinding); httpx's pool keeps
     connections by that address.  (A transport other than httpx's own sends as asked:
-    its look-up is its own.)"""
-    if not turn.guard or not turn.checked or not isinstance(inner, httpx.AsyncHTTPTransport):
+    its look-up is its own.)  ``checked``: empty when the request is not guarded."""
+    if not checked or not isinstance(inner, httpx.AsyncHTTPTransport):
         return request
     host = request.url.host
     if literal_address(host) is not None:
         return request
-    return httpx.Request(request.method, request.url.copy_with(host=str(turn.checked[0])),
+    return httpx.Request(request.method, request.url.copy_with(host=str(checked[0])),
                          headers=request.headers, stream=request.stream,
                          extensions={**request.extensions, "sni_hostname": host})
 
@@ -229,7 +229,8 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             leaving = turn.leaving()
             if leaving is not None:
                 await leaving
-            resp = await self.inner.handle_async_request(_pinned(request, turn, self.inner))
+            sent = _pinned(request, turn.checked if turn.guard else (), self.inner)
+            resp = await self.inner.handle_async_request(sent)
             try:
                 learnt = turn.answered(resp.status_code, resp.headers.get("Retry-After"))
                 if learnt is not None:
