@@ -1,0 +1,119 @@
+"""The request-path contract through a browser: the cases of test_request_paths.py whose
+promises apply to a browser, run against the system Chromium attached to the gate
+(``robotgate.integrations.playwright.attach``), each URL a page's navigation.
+
+Not run here: the late fleet slot, the slot given back once and ``close()`` cases,
+which drive a client's own calls from inside the gate's hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from robotgate import Disallowed, RobotGate
+from tests.contract import test_request_paths as contract
+from tests.contract.test_request_paths import Result, Site, private, public
+from tests.support.browser import chromium
+
+pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
+                    "(pip install 'robotgate[playwright]')")
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Request
+
+from robotgate.integrations.playwright import attach
+
+__all__ = ["private", "public"]  # the contract's servers, as this module's fixtures
+
+
+class BrowserClient(contract.Client):
+    """Each URL a navigation in a page of its own; a refusal as the route heard it."""
+
+    def __init__(self, gate: RobotGate, context: Any) -> None:
+        super().__init__(gate)
+        self.context = context
+        self.refusals: dict[str, Disallowed] = {}
+
+    def heard(self, request: Request, refused: Disallowed) -> None:
+        self.refusals[request.url] = refused
+
+    async def get(self, url: str) -> Result:
+        page = await self.context.new_page()
+        # Chromium fails a navigation answered 4xx/5xx with an empty body (it shows its
+        # own error page): the answer's status is in the response event.
+        statuses: dict[str, int] = {}
+        page.on("response", lambda response: statuses.setdefault(response.url, response.status))
+        try:
+            response = await page.goto(url)
+        except PlaywrightError as exc:
+            refused = self.refusals.get(url)
+            if refused is not None:
+                return contract._refusal(refused)
+            if url in statuses:
+                return Result(status=statuses[url])
+            return Result(error=str(exc))
+        finally:
+            await page.close()
+        assert response is not None
+        return Result(status=response.status, usage=self.gate.usage(url, response.headers))
+
+
+@dataclass
+class BrowserDriver(contract.Driver):
+    """The browser path: a context of ``browser`` attached to a gate for each run."""
+
+    browser: Any = None
+
+    @asynccontextmanager
+    async def open(self, **options: Any) -> AsyncIterator[contract.Client]:
+        async with RobotGate(contract.AGENT, is_private=contract.public_loopback_1,
+                             **options) as gate:
+            context = await self.browser.new_context()
+            client = BrowserClient(gate, context)
+            await attach(gate, context, on_refused=client.heard)
+            try:
+                yield client
+            finally:
+                await context.close()
+
+
+@pytest.fixture
+async def driver() -> AsyncIterator[BrowserDriver]:
+    async with chromium() as browser:
+        yield BrowserDriver("browser", browser)
+
+
+CASES = [
+    contract.test_a_disallowed_url_is_refused_and_an_allowed_page_reports_its_usage,
+    contract.test_robots_txt_is_fetched_once_for_concurrent_requests,
+    contract.test_the_delay_is_kept_between_requests,
+    contract.test_retry_after_is_kept,
+    contract.test_a_429_without_retry_after_backs_off,
+    contract.test_latency_factor_widens_the_gap_after_a_slow_answer,
+    contract.test_max_per_host_caps_the_requests_the_server_sees_at_once,
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[case.__name__[5:] for case in CASES])
+async def test_the_browser_keeps_the_promise(case: Any, driver: BrowserDriver,
+                                             public: Site) -> None:
+    await case(driver, public)
+
+
+@pytest.mark.slow
+async def test_the_browser_refuses_a_redirect_into_a_private_address(
+        driver: BrowserDriver, public: Site, private: Site) -> None:
+    await contract.test_a_redirect_into_a_private_address_is_refused(driver, public, private)
+
+
+@pytest.mark.slow
+async def test_the_browser_follows_private_to_private_without_credentials(
+        driver: BrowserDriver, private: Site) -> None:
+    await contract.test_private_to_private_is_followed_without_the_locations_credentials(
+        driver, private)
