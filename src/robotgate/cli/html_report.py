@@ -608,13 +608,14 @@ def _host_section(host: HostStory, span: tuple[float, float] | None, order: int)
     owed = ", ".join(_seconds(i) for i in sorted(host.intervals)) or "unknown"
     if len(host.intervals) >= MAX_INTERVALS:
         owed += ", …"
-    heading = (f'<h3>{_escape(host.key)}</h3><p class="facts">{host.pages} pages, '
-               f"{host.skipped} refused, {host.failed} failed answers, {host.errors} errors, "
-               f"{host.throttled} answers 429/503, {host.robots} robots.txt requests, waited "
-               f"{host.waited:.2f} s ({host.backed_off:.2f} s backing off); interval owed: "
-               f"{owed}")
+    heading = (f'<h3>{_escape(host.key)}</h3><p class="facts">{_count(host.pages, "page")}, '
+               f"{host.skipped:,} refused, {_count(host.failed, 'failed answer')}, "
+               f"{_count(host.errors, 'error')}, {_count(host.throttled, 'answer')} 429/503, "
+               f"{_count(host.robots, 'robots.txt request')}, waited {host.waited:.2f} s "
+               f"({host.backed_off:.2f} s backing off); interval owed: {owed}")
     if host.short_gaps:
-        heading += f'; <strong class="bad">{host.short_gaps} gaps shorter than owed</strong>'
+        heading += (f'; <strong class="bad">{_count(host.short_gaps, "gap")} shorter than '
+                    "owed</strong>")
     heading += "</p>"
     svg = _timeline(host, span) if span is not None and host.seen else (
         '<p class="hint">No request went to this host.</p>')
@@ -740,6 +741,7 @@ ul.examples { margin: 0; padding: 0; list-style: none; font-family: monospace;
   font-size: 0.85em; }
 #hosts td, #hosts th { padding: 2px 6px; text-align: right; border-bottom: 1px solid #ddd; }
 #hosts td:first-child { text-align: left; font-family: monospace; }
+#hosts th:first-child { text-align: left; }
 #hosts button { font: inherit; font-weight: 600; border: 0; background: none;
   cursor: pointer; padding: 0; }
 #hosts button.active { text-decoration: underline; }
