@@ -153,6 +153,44 @@ class RobotGate:
     :class:`~robotgate.HostSettings` (delay, cap); robots.txt's longer asks still
     win.  ``on_event`` (a plain function) hears each :mod:`robotgate.events` event;
     ``metrics`` reports them through OpenTelemetry (see ``docs/operators.md``).
+
+    :param user_agent: the User-Agent header sent with every request; name the robot and a
+        URL that explains it, ``"MyBot/1.0 (+https://example.com/bot)"``.
+    :param robots_agent: the name robots.txt groups are matched against (default: the
+        robot named in ``user_agent``).
+    :param from\\_: the From header (an e-mail address a webmaster can reach); none by default.
+    :param delay: the least interval, in seconds, between two requests to one server
+        (default 1.0); robots.txt's longer ``Crawl-delay`` or ``Request-rate`` wins.
+    :param max_per_host: requests in flight per server (default 1).
+    :param max_concurrency: requests in flight across all servers (default: no cap).
+    :param session: an ``aiohttp.ClientSession`` to send through; the gate then does not
+        close it (default: the gate makes and closes its own).
+    :param store: where robots.txt entries and server states are kept (default: a
+        :class:`~robotgate.MemoryStore`); the gate closes it.
+    :param policy: how robots.txt is fetched, kept fresh and rechecked
+        (:class:`~robotgate.FetchPolicy`).
+    :param dialect: how robots.txt is read: ``"rfc9309"`` (default) or ``"classic"`` (the
+        1994 rules as Perl's LWP applies them).
+    :param max_crawl_delay: the longest ``Crawl-delay`` (seconds) the gate keeps; a site
+        asking more is skipped, unless ``pacing=Pacing(on_long_delay="honour")`` (default 60).
+    :param pace_by: what one server is: ``"host"`` (default), ``"origin"``, ``"domain"``
+        (the registrable domain) or ``"ip"`` (the address a host resolves to).
+    :param latency_factor: keep each server's interval at least this many times its
+        recent response time (default: off).
+    :param pacing: Crawl-delay handling, back-off bounds and the margin
+        (:class:`~robotgate.Pacing`).
+    :param network: private redirects, the robots.txt transport and table bounds
+        (:class:`~robotgate.Network`).
+    :param is_private: which addresses a public site's redirect may not lead to (an
+        ``ipaddress`` address -> bool; default :func:`robotgate.policy.hops.is_private`).
+    :param tdmrep: also fetch each origin's ``/.well-known/tdmrep.json`` (W3C TDMRep) and
+        say whether text-and-data-mining rights are reserved (default off).
+    :param hosts: per-server settings, by host name, ``*.domain`` or politeness key
+        (:class:`~robotgate.HostSettings`); robots.txt's longer asks still win.
+    :param on_event: a plain function called with each :mod:`robotgate.events` event.
+    :param metrics: OpenTelemetry metrics: ``True`` (default) reports through the global
+        meter provider once one is set up, a ``MeterProvider`` through that one,
+        :class:`~robotgate.metrics.MetricsOptions` adds ``server.address``, ``False`` none.
     """
 
     def __init__(
