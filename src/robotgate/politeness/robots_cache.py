@@ -462,8 +462,8 @@ class RobotsCache:
             how, bodies = replace(how, pacing=replace(how.pacing, delay=setting.delay)), None
         site = interpret(entry, how, rules, bodies)
         if site.verdict is not None and site.verdict.outcome == SKIPPED:
-            pacing_log.info("%s: %s (a higher max_crawl_delay, or "
-                            "Pacing(on_long_delay='honour'), crawls it)", origin, site.verdict.reason)
+            pacing_log.info("%s: %s (a higher max_crawl_delay, or Pacing(on_long_delay="
+                            "'honour'), crawls it)", origin, site.verdict.reason)
         sites = self._sites
         held = sites.pop(origin, None)
         if held is None:
