@@ -214,15 +214,16 @@ class Attachment:
         decision = gate.check(url) or await gate.decide(url)
         if decision.allowed:
             return
-        # The turn refuses (and tells of) a disallowed URL before it waits for anything.
+        # The turn refuses (and tells of) a disallowed URL before it waits for anything
+        # (in a fleet, once the verdict is settled: then it raises from the await).
         turn = gate.request_turn(url)
         try:
             pending = turn.begin()
             if pending is not None:
-                turn.abandon(pending)  # robots.txt is not cached here (a fleet judges later)
+                await pending
         finally:
             turn.release()
-        raise Disallowed(url, decision)
+        raise Disallowed(url, decision)  # robots.txt changed meanwhile: this verdict stands
 
     def _cap(self, url: str) -> int:
         """The server's cap on requests in flight: its host setting's, else the gate's."""
