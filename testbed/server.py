@@ -13,6 +13,11 @@ fetched, whether disallowed pages were requested, and the spacing of page
 requests. ``127.0.0.1`` on the same port answers the control endpoints
 ``GET /__stats``, ``POST /__reset`` and ``GET /__info``.
 
+A request's time is when its bytes reached the socket, as the kernel stamped
+them (``SO_TIMESTAMPNS``, read with ``recvmsg``), not when this process got
+round to reading them: a busy server loop does not shorten the spacing it
+records.  Where the kernel gives no stamp, the time the bytes were read.
+
 Use it in-process (``async with BenchServer(...) as srv``) or as a separate
 process::
 
@@ -466,15 +471,59 @@ def _candidate_ports(count: int) -> list[int]:
     return [rng.randint(10_000, top) for _ in range(count)]
 
 
+# Linux's value where the socket module does not name it.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_STAMP_SPACE = socket.CMSG_SPACE(struct.calcsize("qq"))
+
+
+def kernel_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's receive stamp among ``recvmsg``'s ancillary data, on the
+    ``time.monotonic()`` scale (None: no stamp)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            seconds, nanoseconds = struct.unpack("qq", data[:16])
+            # The stamp is wall-clock time: moved onto the monotonic scale the
+            # records use (the two read a microsecond apart).
+            return float(seconds + nanoseconds * 1e-9 - time.time() + time.monotonic())
+    return None
+
+
+class _StampedSocket(socket.socket):
+    """An accepted connection that reads with ``recvmsg`` and keeps the kernel's
+    receive time of the latest bytes (:attr:`arrived`)."""
+
+    arrived: float | None = None
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data, ancillary, _, _ = self.recvmsg(bufsize, _STAMP_SPACE, flags)
+        if data:
+            stamp = kernel_time(ancillary)
+            self.arrived = stamp if stamp is not None else time.monotonic()
+        return data
+
+
+class _StampingListener(socket.socket):
+    """A listening socket whose connections are :class:`_StampedSocket` (the
+    event loop reads each connection with its ``recv``)."""
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        fd, address = self._accept()  # type: ignore[attr-defined]
+        conn = _StampedSocket(self.family, self.type, self.proto, fileno=fd)
+        return conn, address
+
+
 def _bind_all(addresses: Sequence[str], port: int) -> list[socket.socket]:
-    """Bind one TCP socket per address on ``port`` (0: kernel picks, from the first)."""
+    """Bind one TCP socket per address on ``port`` (0: kernel picks, from the first);
+    the kernel stamps each connection's bytes as they arrive."""
     socks: list[socket.socket] = []
     try:
         for addr in addresses:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock: socket.socket = _StampingListener(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(sock)
             # SO_REUSEADDR only skips TIME_WAIT leftovers; a live listener still conflicts.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Inherited by every accepted connection.
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             sock.bind((addr, port))
             if port == 0:
                 port = sock.getsockname()[1]
@@ -512,14 +561,25 @@ _HTML_HEADERS = {"Content-Type": "text/html; charset=utf-8"}
 
 
 class _TimedHandler(RequestHandler):
-    """An aiohttp connection handler that notes when request bytes arrive."""
+    """An aiohttp connection handler that notes when request bytes arrive: the
+    kernel's stamp on its socket's latest bytes, else when they were read."""
 
     arrived: float | None = None
+    _stamped: _StampedSocket | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        sock = transport.get_extra_info("socket")
+        sock = getattr(sock, "_sock", sock)  # asyncio hands out a wrapper (TransportSocket)
+        if isinstance(sock, _StampedSocket):
+            self._stamped = sock
+        super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
         # One request at a time per connection (clients don't pipeline), so
         # the latest arrival is the current request's.
-        self.arrived = time.monotonic()
+        stamped = self._stamped
+        arrived = stamped.arrived if stamped is not None else None
+        self.arrived = arrived if arrived is not None else time.monotonic()
         super().data_received(data)
 
 

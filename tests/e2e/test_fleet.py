@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -215,6 +216,33 @@ async def test_three_workers_thirty_origins_on_a_cluster(
         ), key
     assert sum(key.startswith(f"{prefix}:robots:") for key in keys) == 30
     assert sum(key.startswith(f"{prefix}:host:") for key in keys) == 30
+
+
+# -- the server's clock -------------------------------------------------------------
+
+
+async def test_the_server_records_when_the_kernel_received_a_request() -> None:
+    """The fleet tests judge spacing by the test server's records: those are the
+    kernel's receive times, not when a busy server loop read the bytes."""
+    async with BenchServer([HostPlan("allow")]) as srv:
+        host, port = srv.hosts[0], srv.port
+        sent: list[float] = []
+
+        def client() -> bytes:
+            with socket.create_connection((host, port)) as conn:
+                sent.append(time.monotonic())
+                conn.sendall(f"GET /page/1 HTTP/1.1\r\nHost: {host}\r\n"
+                             "Connection: close\r\n\r\n".encode())
+                return conn.recv(1024)
+
+        answer = asyncio.get_running_loop().run_in_executor(None, client)  # started at once
+        deadline = time.monotonic() + 10
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.001)  # the thread's clock: nothing of this loop runs meanwhile
+        time.sleep(0.3)  # the server's loop is busy while the request waits in its socket
+        assert (await asyncio.wait_for(answer, 10)).startswith(b"HTTP/1.1 200")
+        [arrived] = srv.host_stats(0).page_times
+    assert 0 <= arrived - sent[0] < 0.1, arrived - sent[0]
 
 
 # -- a loop late between its slot and its send ------------------------------------
