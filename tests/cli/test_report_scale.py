@@ -162,11 +162,12 @@ def test_a_host_keeps_a_bounded_sample_and_checks_every_gap() -> None:
     for i in range(7, total, 97):  # a gap of 0.2 s where 1 s is owed: short
         starts[i] = starts[i - 1] + 0.2
     short = len(range(7, total, 97))
-    lines = [fetched("host:big.example", i, s) for i, s in enumerate(starts)]
+    lines = [fetched("host:big.example", i, s, status=500 if i % 50 == 0 else 200)
+             for i, s in enumerate(starts)]
     random.Random(3).shuffle(lines)  # the order lines finish in is not the order of starts
     story = story_of(lines)
     host = story.hosts["host:big.example"]
-    assert host.seen == total and host.pages == total
+    assert host.seen == total and host.pages + host.failed == total
     assert len(host.requests) == MAX_MARKS  # the sample, in full
     assert host.short_gaps == short == story.short_gaps
     assert len(host.shorts) == min(short, html_report.MAX_SHORT_MARKS)
@@ -178,6 +179,8 @@ def test_a_host_keeps_a_bounded_sample_and_checks_every_gap() -> None:
     assert page.count('<line class="short"') == len(host.shorts)
     assert f"{MAX_MARKS:,} of {total:,} requests are drawn in full" in page
     assert page.count('class="req ') <= MAX_MARKS
+    # Thin marks show where every request went, the 500s in their own colour.
+    assert 'class="every page"' in page and 'class="every answer"' in page
 
 
 def test_the_samples_of_many_hosts_stay_within_their_budget(

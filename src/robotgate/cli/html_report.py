@@ -2,10 +2,10 @@
 
 :func:`read_story` reads the lines ``robotgate fetch`` wrote one at a time and
 keeps, per politeness key, exact tallies (pages, URLs refused by robots.txt,
-failed answers, errors, robots.txt requests, waits), the start of every request
-and the interval it was owed (16 bytes a request: what an exact gap check needs,
-whatever order the lines come in), and a bounded sample of the requests in full
-for the timeline.  Refusals are grouped by the rule and line that refused them,
+failed answers, errors, robots.txt requests, waits), the start of every request,
+the interval it was owed and what it came to (17 bytes a request: what an exact
+gap check needs, whatever order the lines come in), and a bounded sample of the
+requests in full for the timeline.  Refusals are grouped by the rule and line that refused them,
 failed answers by status, errors by kind, each with a few example URLs.
 :func:`check_gaps` finds every two requests to one server closer than the
 interval owed; :func:`render_parts` writes the page piece by piece: a summary,
@@ -66,6 +66,10 @@ MAX_INTERVALS = 8  # distinct intervals owed said per host
 TOLERANCE = 0.0015
 THROTTLED = frozenset({429, 503})
 _NONE = math.nan  # "no interval" in a host's array of intervals owed
+#: What a request came to, as a host's ``kinds`` holds it; a pixel column of the
+#: timeline shows the last of these among its requests.
+_KINDS = ("page", "robots", "answer", "failed", "throttled")
+_PAGE, _ROBOTS, _ANSWER, _FAILED, _THROTTLED = range(len(_KINDS))
 
 _WIDTH = 960  # the timeline's drawing width, in pixels
 _LEFT = 8
@@ -115,6 +119,8 @@ class HostStory:
     starts: array[float] = field(default_factory=lambda: array("d"))
     #: The interval each request was owed (NaN: a robots.txt request, or none said).
     intervals_owed: array[float] = field(default_factory=lambda: array("d"))
+    #: What each request came to (one of _KINDS), for the timeline's thin marks.
+    kinds: bytearray = field(default_factory=bytearray)
     intervals: set[float] = field(default_factory=set)
     #: Short gaps to draw: (start, gap, owed), at most MAX_SHORT_MARKS.
     shorts: list[tuple[float, float, float]] = field(default_factory=list)
@@ -308,7 +314,7 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
     interval = _number(record.get("interval"))
     if interval is not None and len(host.intervals) < MAX_INTERVALS:
         host.intervals.add(interval)
-    index = _note(story, host, started, answered, interval)
+    index = _note(story, host, started, answered, interval, _kind_code(status, error))
     if index is not None:
         _sample(story, host, index, Request(
             url, started, answered, status, error, waited=waited, wait_reason=reason,
@@ -348,18 +354,28 @@ def _add_robots(story: CrawlStory, host: HostStory, item: dict[str, Any]) -> Non
     if status in THROTTLED:
         host.throttled += 1
     answered = _number(item.get("answered"))
-    index = _note(story, host, started, answered, None)
+    index = _note(story, host, started, answered, None,
+                  _THROTTLED if status in THROTTLED else _ROBOTS)
     if index is not None:
         _sample(story, host, index, Request(
             _text(item.get("url")) or "robots.txt", started, answered, status,
             _text(item.get("error")), robots=True, index=host.seen - 1))
 
 
+def _kind_code(status: int | None, error: str | None) -> int:
+    if status in THROTTLED:
+        return _THROTTLED
+    if error is not None or status is None:
+        return _FAILED
+    return _ANSWER if status >= 400 else _PAGE
+
+
 def _note(story: CrawlStory, host: HostStory, started: float, answered: float | None,
-          interval: float | None) -> int | None:
+          interval: float | None, kind: int) -> int | None:
     """Note one request's start (every one, for the gap check); the place in the
     host's sample it takes, or None when the sample leaves it out."""
     host.starts.append(started)
+    host.kinds.append(kind)
     host.intervals_owed.append(_NONE if interval is None else interval)
     host.seen += 1
     end = started if answered is None else max(answered, started)
@@ -636,11 +652,7 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
         marks.append(f'<line class="grid" x1="{tx}" y1="0" x2="{tx}" y2="{_HEIGHT - 12}"/>'
                      f'<text class="tick" x="{tx}" y="{_HEIGHT - 2}">{_seconds(tick)}</text>')
     if not host.complete:
-        # Where every request went, one pixel column each; the sample is drawn over it.
-        columns = sorted({int((started - t0) * scale) for started in host.starts})
-        path = "".join(f"M{_LEFT + c} 24v8" for c in columns)
-        marks.append(f'<path class="every" d="{path}"><title>{host.seen:,} requests'
-                     "</title></path>")
+        marks += _every_request(host, t0, scale)
     for request in host.requests:
         start = x(request.started)
         if not request.robots and request.interval is not None and host.complete:
@@ -668,7 +680,8 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
     notes = []
     if not host.complete:
         notes.append(f"{len(host.requests):,} of {host.seen:,} requests are drawn in full "
-                     "(a sample drawn at random); the thin marks show where every one went")
+                     "(a sample drawn at random); the thin marks show where every one went, "
+                     "each in the colour of the most telling kind at that pixel")
     if host.short_gaps > len(host.shorts):
         notes.append(f"the first {len(host.shorts)} of {host.short_gaps:,} short gaps are "
                      "drawn")
@@ -676,6 +689,23 @@ def _timeline(host: HostStory, span: tuple[float, float]) -> str:
     return (f'<svg class="timeline" viewBox="0 0 {_WIDTH + 2 * _LEFT} {_HEIGHT}" role="img" '
             f'aria-label="requests to {_escape(host.key)} over time">{"".join(marks)}</svg>'
             f"{more}")
+
+
+def _every_request(host: HostStory, t0: float, scale: float) -> list[str]:
+    """Where every request went, one pixel column each, in the colour of the most
+    telling kind among the column's requests: thin marks the sample is drawn over."""
+    columns: dict[int, int] = {}
+    for started, kind in zip(host.starts, host.kinds, strict=True):
+        column = int((started - t0) * scale)
+        if kind > columns.get(column, -1):
+            columns[column] = kind
+    ordered = sorted(columns.items())
+    paths = []
+    for code, name in enumerate(_KINDS):
+        d = "".join(f"M{_LEFT + c} 24v8" for c, k in ordered if k == code)
+        if d:
+            paths.append(f'<path class="every {name}" d="{d}"/>')
+    return paths
 
 
 def _kind(request: Request) -> str:
@@ -754,7 +784,9 @@ svg.timeline { display: block; background: #fafafa; width: 100%; max-width: 976p
   height: auto; }
 .grid { stroke: #e2e2e2; } .tick { font-size: 9px; fill: #888; text-anchor: middle; }
 .owed { fill: #b9d4f0; opacity: 0.7; }
-.every { stroke: #9bb7d4; stroke-width: 1; }
+.every { stroke-width: 1; } .every.page { stroke: #1f6fb2; }
+.every.robots { stroke: #7b3fa0; } .every.answer { stroke: #8d5a2b; }
+.every.failed { stroke: #444; } .every.throttled { stroke: #e08a00; }
 .req.page { fill: #1f6fb2; } .req.robots { fill: #7b3fa0; }
 .req.throttled { fill: #e08a00; } .req.failed { fill: #444; } .req.answer { fill: #8d5a2b; }
 .req.robots.throttled { fill: #e08a00; stroke: #7b3fa0; stroke-width: 1; }
