@@ -183,8 +183,8 @@ class CrawlStory:
     failures: Groups = field(default_factory=Groups)  # answers 400 and above, by status
     errors: Groups = field(default_factory=Groups)  # no answer, by kind
     invalid_urls: Groups = field(default_factory=Groups)
-    first: float | None = None  # the first request's start
-    last: float | None = None  # the last answer (or start)
+    began: float | None = None  # the first request's start
+    ended: float | None = None  # the last answer (or start)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
     @property
@@ -193,9 +193,9 @@ class CrawlStory:
 
     def span(self) -> tuple[float, float] | None:
         """The first request's start and the last answer (or start)."""
-        if self.first is None or self.last is None:
+        if self.began is None or self.ended is None:
             return None
-        return self.first, self.last
+        return self.began, self.ended
 
     def total(self, name: str) -> int:
         """A host tally summed over every host (``pages``, ``skipped``, ...)."""
@@ -379,10 +379,10 @@ def _note(story: CrawlStory, host: HostStory, started: float, answered: float | 
     host.intervals_owed.append(_NONE if interval is None else interval)
     host.seen += 1
     end = started if answered is None else max(answered, started)
-    if story.first is None or started < story.first:
-        story.first = started
-    if story.last is None or end > story.last:
-        story.last = end
+    if story.began is None or started < story.began:
+        story.began = started
+    if story.ended is None or end > story.ended:
+        story.ended = end
     size = len(host.requests)
     if size < story.sample_size:
         return size
