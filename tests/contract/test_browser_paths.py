@@ -3,7 +3,8 @@ promises apply to a browser, run against the system Chromium attached to the gat
 (``robotgate.integrations.playwright.attach``), each URL a page's navigation.
 
 Not run here: the late fleet slot, the slot given back once and ``close()`` cases,
-which drive a client's own calls from inside the gate's hooks.
+which drive a client's own calls from inside the gate's hooks.  The events case of
+test_events_paths.py runs here too: a browser's navigations tell the same story.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from robotgate import Disallowed, RobotGate
 from tests.contract import test_request_paths as contract
+from tests.contract.test_events_paths import PAGES, _events
 from tests.contract.test_request_paths import Result, Site, private, public
 from tests.support.browser import chromium
 
@@ -117,3 +119,24 @@ async def test_the_browser_follows_private_to_private_without_credentials(
         driver: BrowserDriver, private: Site) -> None:
     await contract.test_private_to_private_is_followed_without_the_locations_credentials(
         driver, private)
+
+
+@pytest.mark.slow
+async def test_the_browser_tells_the_same_events_in_the_same_order(
+        driver: BrowserDriver, public: Site) -> None:
+    urls = [public.url(p) for p in PAGES]
+    origin = public.url("")
+    results, events = await _events(driver, urls, delay=0.2)
+    assert [r.status for r in results] == [200, None, 429, 200], results
+    assert results[1].refused == "rule"
+    # The same story as every other path's; a browser may take longer between two
+    # navigations than the delay asks, so a page need not wait (TurnWaited) for its turn.
+    assert [[kind, where] for kind, where, _ in events if kind != "TurnWaited"] == [
+        ["RobotsFetched", origin],
+        ["ResponseAnswered", urls[0]],
+        ["UrlSkipped", urls[1]],
+        ["ResponseAnswered", urls[2]], ["BackoffStarted", origin],
+        ["ResponseAnswered", urls[3]], ["BackoffEased", origin],
+    ], events
+    waited = [where for kind, where, _ in events if kind == "TurnWaited"]
+    assert urls[0] in waited and urls[1] not in waited  # robots.txt's request was a turn
