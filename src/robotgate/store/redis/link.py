@@ -28,6 +28,7 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     ClusterError,
+    MaxConnectionsError,
     NoScriptError,
     ReadOnlyError,
     RedisClusterException,
@@ -71,6 +72,13 @@ CLOSE_WAIT = 2.0
 MapError = Callable[[ResponseError, Sequence[str]], StoreError]
 
 _INSIDE = (os.path.dirname(redis.__file__), os.path.dirname(asyncio.__file__))
+
+
+def pool_empty(exc: BaseException) -> bool:
+    """True for redis-py's "no free connection in the pool" (its pool's wait timed
+    out, or a cluster node's pool is full): every connection was in use."""
+    return isinstance(exc, MaxConnectionsError) or (
+        isinstance(exc, RedisConnectionError) and "No connection available" in str(exc))
 
 
 #: Errors that redis-py raises from its own state rather than as a RedisError.
@@ -124,7 +132,10 @@ class Link:
         self._given = client
         self._client: Client | None = client
         self._map_error = map_error
-        # A cluster client's pools do not queue (they raise when full): calls queue here.
+        # Calls queue here, first come first served, for one of the pool's connections:
+        # a cluster client's pools do not queue (they raise when full), and a blocking
+        # pool's wait ends in "No connection available" after its timeout however
+        # healthy Redis is.  A wait here has no timeout: each call ahead is bounded.
         self._gate: asyncio.Semaphore | None = None
         # Cluster nodes our client has used, by identity: a topology refresh may
         # drop one with a connection still open, which close() then closes.
@@ -245,6 +256,12 @@ class Link:
             self.refresh(client)
             elapsed = time.monotonic() - started
             if elapsed >= self.unavailable_timeout:
+                if pool_empty(failure):
+                    raise StoreError(
+                        f"no connection to Redis at {self.label} came free for {elapsed:.1f} s:"
+                        f" all {self.pool_size(client)} of its pool were in use (raise"
+                        " max_connections; a client given may be in use elsewhere too)"
+                    ) from failure
                 raise StoreError(
                     f"Redis at {self.label} unreachable for {elapsed:.1f} s: {failure}"
                 ) from failure
@@ -261,29 +278,38 @@ class Link:
 
     async def _try(self, client: Client, attempt: Callable[[Client], Awaitable[_T]],
                    bound: float) -> _T:
-        """One try, cut off after ``bound`` seconds; on a cluster, within the
-        connection cap (see :meth:`_cluster_connections`).  A cancellation that
-        redis-py swallowed (one landing as a connect or a read completes) is raised
-        all the same: a caller that stops a task awaits its end."""
+        """One try, cut off after ``bound`` seconds (counted from when a connection is
+        free), within the connection cap (see :meth:`connections`).  A cancellation
+        that redis-py swallowed (one landing as a connect or a read completes) is
+        raised all the same: a caller that stops a task awaits its end."""
         task = asyncio.current_task()
         cancels = _cancels(task)
         try:
-            if not self.cluster:
-                return await bounded(attempt(client), bound)
             if self._gate is None:
-                self._gate = asyncio.Semaphore(self._cluster_connections(client))
+                self._gate = asyncio.Semaphore(self.connections(client))
             async with self._gate:
                 return await bounded(attempt(client), bound)
         finally:
             if _cancels(task) > cancels:
                 raise asyncio.CancelledError
 
-    def _cluster_connections(self, client: Client) -> int:
-        if client is self._given and isinstance(client, RedisCluster):
-            given = client.connection_kwargs.get("max_connections")
+    def pool_size(self, client: Client) -> int:
+        """Connections per server: ``max_connections``, or a given client's own if fewer."""
+        size = self.max_connections
+        if client is self._given:
+            if isinstance(client, RedisCluster):
+                given = client.connection_kwargs.get("max_connections")
+            else:
+                given = getattr(getattr(client, "connection_pool", None), "max_connections",
+                                None)
             if isinstance(given, int) and given > 0:
-                return min(self.max_connections, given)
-        return self.max_connections
+                size = min(size, given)
+        return size
+
+    def connections(self, client: Client) -> int:
+        """How many calls may be out at once: the pool's size, less the connection a
+        plain server's subscriber holds (a cluster's subscribers have their own)."""
+        return max(1, self.pool_size(client) - (0 if self.cluster else 1))
 
     async def script(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         """One script call: ``EVALSHA``, and ``EVAL`` where the script is not cached."""
