@@ -28,10 +28,23 @@ MIDDLEWARES = {
 }
 
 
-def answer_names(hosts: dict[str, list[str]]) -> None:
-    """``config["hosts"]``: names the system's look-ups answer with these addresses
-    (both families, as getaddrinfo gives them; IPv4 only for gethostbyname)."""
+def answer_names(hosts: dict[str, Any]) -> None:
+    """``config["hosts"]``: names the system's look-ups answer.  A name's answer is a
+    list of addresses (every look-up) or a list of such lists (one look-up after the
+    other, the last repeating); or ``{"getaddrinfo": ..., "gethostbyname": ...}``,
+    one such answer for each function.  gethostbyname gives the first IPv4 address."""
     system_getaddrinfo, system_gethostbyname = socket.getaddrinfo, socket.gethostbyname
+    asked: dict[tuple[str, str], int] = {}
+
+    def look_up(name: str, function: str) -> list[str]:
+        answers = hosts[name]
+        if isinstance(answers, dict):
+            answers = answers[function]
+        if not answers or isinstance(answers[0], str):
+            return list(answers)
+        n = asked.get((name, function), 0)
+        asked[name, function] = n + 1
+        return list(answers[min(n, len(answers) - 1)])
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
@@ -39,15 +52,20 @@ def answer_names(hosts: dict[str, list[str]]) -> None:
             return system_getaddrinfo(host, port, *args, **kwargs)
         return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
                  (a, int(port or 0), 0, 0) if ":" in a else (a, int(port or 0)))
-                for a in hosts[name]]
+                for a in look_up(name, "getaddrinfo")]
 
     def gethostbyname(host: str) -> str:
         if host not in hosts:
             return system_gethostbyname(host)
-        return next(a for a in hosts[host] if ":" not in a)
+        return next(a for a in look_up(host, "gethostbyname") if ":" not in a)
 
     socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
     socket.gethostbyname = gethostbyname
+    # Twisted's getaddrinfo resolver (Scrapy's CachingHostnameResolver connects through
+    # it, over both families) took the function as a default argument at import.
+    from twisted.internet import _resolver
+
+    _resolver.GAIResolver.__init__.__defaults__ = (None, getaddrinfo)
 
 
 def main(argv: list[str]) -> int:

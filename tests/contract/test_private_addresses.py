@@ -249,22 +249,53 @@ async def test_a_tdmrep_json_redirect_into_a_private_network_is_not_followed(
 
 
 async def test_scrapy_refuses_a_redirect_to_a_name_with_a_private_aaaa_record(
+        public: Site) -> None:
+    # Nothing listens on the A record's address at that port; Scrapy's resolver for
+    # both families (CachingHostnameResolver) connects over IPv6 to ::1.
+    private_v6 = await Site("::1", robots="User-agent: *\nAllow: /\n").start()
+    try:
+        target = quote(f"http://dual.test:{private_v6.port}/secret", safe="")
+        [result] = await scrapy_run(
+            [public.url("/redirect?to=" + target)], {"dual.test": [PUBLIC, "::1"]},
+            DNS_RESOLVER="scrapy.resolver.CachingHostnameResolver")
+    finally:
+        await private_v6.close()
+    assert result.get("refused") == REFUSED, result
+    assert "::1" in result["reason"], result
+    assert private_v6.paths() == [] and private_v6.robots_hits == 0
+
+
+async def test_scrapy_drops_an_answer_a_rebound_name_gave_from_a_private_address(
         public: Site, private: Site) -> None:
-    target = quote(f"http://dual.test:{private.port}/secret", safe="")
+    # The check's look-ups (getaddrinfo, the reactor's gethostbyname) answer public;
+    # Scrapy's connections look up again (gethostbyname) and reach the private
+    # address: its answer, and the redirect Scrapy builds from it, are refused before
+    # the spider sees them.
+    target = quote(f"http://rebind.test:{private.port}/redirect?to=/secret", safe="")
+    rebind = {"getaddrinfo": [PUBLIC], "gethostbyname": [[PUBLIC], [PRIVATE]]}
+    [result] = await scrapy_run([public.url("/redirect?to=" + target)],
+                                {"rebind.test": rebind}, DNSCACHE_ENABLED=False)
+    assert result["refused"] == REFUSED, result
+    assert "its connection reached a non-public address (127.0.0.2)" in result["reason"]
+    assert "/secret" not in private.paths()
+
+
+async def scrapy_run(urls: list[str], hosts: dict[str, Any],
+                     **settings: Any) -> list[dict[str, Any]]:
+    """The results of ``urls`` through Scrapy with the robotgate middleware, in a child
+    process whose look-ups answer ``hosts`` (see scrapy_paths_runner.answer_names)."""
     config = json.dumps({
-        "urls": [public.url("/redirect?to=" + target)], "sequential": True,
-        "hosts": {"dual.test": [PUBLIC, "::1"]},
+        "urls": urls, "sequential": True, "hosts": hosts,
         "settings": {"ROBOTGATE_IS_PRIVATE": "tests.contract.test_request_paths."
-                                             "public_loopback_1", "DOWNLOAD_DELAY": 0}})
+                                             "public_loopback_1", "DOWNLOAD_DELAY": 0,
+                     **settings}})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.contract.scrapy_paths_runner", config, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()[-3000:]
-    [result] = json.loads(out.decode().strip().splitlines()[-1])
-    assert result["refused"] == REFUSED, result
-    assert "::1" in result["reason"], result
-    assert "/secret" not in private.paths()
+    results: list[dict[str, Any]] = json.loads(out.decode().strip().splitlines()[-1])
+    return results
 
 
 def test_the_default_rule_calls_the_tests_private_addresses_private() -> None:

@@ -81,6 +81,7 @@ _GOT = "_robotgate_bytes"
 _CODING = b"X-Robotgate-Content-Encoding"
 _PARK = "_robotgate_park"  # a copy on its way to the parking
 _GUARD = "_robotgate_guard"  # a public page's pointer: its answer must come from a public address
+_PEER_REFUSED = "_robotgate_peer_refused"  # the Decision refusing an answer's private peer
 _WAS_PARKED = "_robotgate_was_parked"
 
 
@@ -328,6 +329,8 @@ class RobotGateMiddleware:
         inherited = meta.pop(_HELD, None)
         if isinstance(inherited, _Held):
             inherited.release()  # copied from a request that never reached the downloader
+        meta.pop(_GUARD, None)  # a redirect's copy of its hop's: this request is judged anew
+        self._refuse_peer(request)  # a redirect built from an answer of a private peer
         url = request.url
         if not url.startswith(("http://", "https://")):
             return None
@@ -492,9 +495,8 @@ class RobotGateMiddleware:
         held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.finish(response.status, _retry_after(response))
-        what = meta.pop(_GUARD, None)
-        if isinstance(what, str):
-            self._check_peer(request, response, what)
+        meta.pop(_GUARD, None)
+        self._refuse_peer(request)
         url = request.url
         if (meta.get(SKIP) or meta.get("dont_obey_robotstxt")
                 or not url.startswith(("http://", "https://"))):
@@ -515,17 +517,25 @@ class RobotGateMiddleware:
         meta[USAGE] = combine_usage(decision.usage, usage_from_headers(response.headers))
         return response
 
-    def _check_peer(self, request: Request, response: Response, what: str) -> None:
+    def _judge_peer(self, request: Request, response: Response) -> None:
         """A public page's pointer whose answer came from a private address (a name
-        that answered the check public, the connection private) is not handed on:
-        Scrapy connects out of the gate's sight, so its peer is judged here."""
+        that answered the check public, the connection private) is marked refused,
+        as soon as it is downloaded: Scrapy connects out of the gate's sight, so its
+        peer is judged here.  The mark travels with a redirect Scrapy builds from it."""
+        what = request.meta.pop(_GUARD, None)
         peer = getattr(response, "ip_address", None)
-        if peer is None:
-            return  # no connection of its own (a cache): the check before it stands
+        if not isinstance(what, str) or peer is None:
+            return  # no pointer, or no connection of its own (a cache): the check stands
         host = parse_hop(request.url)
         refused = judge_peer(host.host if host is not None else "", str(peer),
                              self.gate.is_private, what)
         if refused is not None:
+            request.meta[_PEER_REFUSED] = refused
+
+    def _refuse_peer(self, request: Request) -> None:
+        """Drop an answer (or the redirect built from it) marked by :meth:`_judge_peer`."""
+        refused = request.meta.pop(_PEER_REFUSED, None)
+        if isinstance(refused, Decision):
             self._count(refused)
             raise RobotsDisallowed(redact(request.url), refused)
 
@@ -553,6 +563,7 @@ class RobotGateMiddleware:
         held = request.meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.finish(response.status, _retry_after(response))
+        self._judge_peer(request, response)
 
     def _reached_downloader(self, request: Request, **_: Any) -> None:
         # The gate paces; Scrapy's slot delay (and its jitter) would only shift
