@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from robotgate.politeness.sitemaps import SitemapReader
+from tests.gate.test_sitemaps import index, urlset
 
-NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 ORIGIN = "http://shop.test"
 
 
@@ -36,16 +36,6 @@ class Files:
                    pointed_by: str | None) -> AsyncIterator[Body]:
         self.opened.append((url, pointed_by))
         yield Body(self.files.get(url, b""))
-
-
-def index(*locs: str) -> bytes:
-    items = "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in locs)
-    return f'<?xml version="1.0"?><sitemapindex xmlns="{NS}">{items}</sitemapindex>'.encode()
-
-
-def urlset(*locs: str) -> bytes:
-    items = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
-    return f'<?xml version="1.0"?><urlset xmlns="{NS}">{items}</urlset>'.encode()
 
 
 def walk(files: Files, named: Sequence[str]) -> list[str]:
