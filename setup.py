@@ -53,9 +53,17 @@ def _output_to(path: Path) -> Iterator[None]:
                 os.close(fd)
 
 
+def _short(message: str, most: int = 200) -> str:
+    """A compiler's message on one line of at most ``most`` characters (a command line
+    with every flag would bury the hint after it)."""
+    line = " ".join(message.split())
+    return line if len(line) <= most else line[:most - 3] + "..."
+
+
 def compiler_trouble() -> str | None:
     """Why the C compiler cannot build an extension (None: it can), from compiling a probe
     that includes Python.h as the extensions do."""
+    # setuptools' own copy of distutils (the standard library's is gone from 3.12 on).
     from setuptools._distutils.ccompiler import new_compiler
     from setuptools._distutils.sysconfig import customize_compiler
 
@@ -71,7 +79,7 @@ def compiler_trouble() -> str | None:
                                  include_dirs=[sysconfig.get_paths()["include"]])
         except Exception as error:  # whatever stops the probe stops the build
             said = output.read_text(errors="replace").strip().splitlines()
-            return said[0] if said else str(error)[:300]
+            return _short(said[0] if said else str(error))
     return None
 
 
@@ -86,7 +94,7 @@ class BuildHotPath(build_ext):
             # The compiler's and linker's errors, whichever copy of distutils raised them.
             if "distutils" not in type(error).__module__:
                 raise
-            raise SystemExit(f"robotgate: compiling the hot path failed ({error}); "
+            raise SystemExit(f"robotgate: compiling the hot path failed ({_short(str(error))}); "
                              f"{PURE_HINT}") from None
 
 
