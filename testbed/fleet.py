@@ -305,14 +305,18 @@ class Fleet:
 
 
 def pacing_violations(page_times: Iterable[float], interval: float) -> tuple[int, float | None]:
-    """(gaps below ``interval``, smallest gap) between one host's page arrivals."""
+    """(gaps below ``interval``, smallest gap) between one host's request arrivals
+    (its pages', or with its robots.txt requests among them)."""
     gaps = [b - a for a, b in itertools.pairwise(sorted(page_times))]
     return sum(g < interval for g in gaps), (min(gaps) if gaps else None)
 
 
 @dataclass
 class FleetChecks:
-    """The fleet's promises, from the server's per-host records (``/__stats``)."""
+    """The fleet's promises, from the server's per-host records (``/__stats``: the
+    kernel's receive times).  ``violations`` and ``min_gap`` are between page
+    requests; ``request_violations`` and ``request_min_gap`` count robots.txt
+    requests in too (a robots.txt request is a request to the server)."""
 
     robots_min: int
     robots_max: int
@@ -320,19 +324,28 @@ class FleetChecks:
     violations: int
     min_gap: float | None
     page_requests: int
+    request_violations: int = 0
+    request_min_gap: float | None = None
 
     @classmethod
     def of(cls, stats: dict[str, Any], intervals: dict[str, float]) -> FleetChecks:
         """``stats`` as ``/__stats`` gives it; ``intervals`` the least gap per host."""
         hosts = stats["hosts"]
         robots = [rec["robots_requests"] for rec in hosts.values()]
-        violations = 0
+        violations = every_violation = 0
         gaps: list[float] = []
+        every_gap: list[float] = []
         for addr, rec in hosts.items():
-            bad, smallest = pacing_violations(rec.get("page_times") or [], intervals[addr])
+            pages = rec.get("page_times") or []
+            bad, smallest = pacing_violations(pages, intervals[addr])
             violations += bad
             if smallest is not None:
                 gaps.append(smallest)
+            bad, smallest = pacing_violations([*pages, *(rec.get("robots_times") or [])],
+                                              intervals[addr])
+            every_violation += bad
+            if smallest is not None:
+                every_gap.append(smallest)
         return cls(
             robots_min=min(robots, default=0),
             robots_max=max(robots, default=0),
@@ -340,6 +353,8 @@ class FleetChecks:
             violations=violations,
             min_gap=min(gaps) if gaps else None,
             page_requests=sum(rec["page_requests"] for rec in hosts.values()),
+            request_violations=every_violation,
+            request_min_gap=min(every_gap) if every_gap else None,
         )
 
 

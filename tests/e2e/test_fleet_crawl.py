@@ -26,9 +26,11 @@ def requests_by_page(srv: BenchServer) -> Counter[tuple[str, str]]:
 
 
 def short_gaps(srv: BenchServer, interval: float) -> list[tuple[str, float | None]]:
+    """Hosts asked sooner than ``interval`` after their request before, robots.txt
+    requests counted in (each is a request to the server)."""
     out = []
     for host, stats in srv.stats().items():
-        short, least = pacing_violations(stats.page_times, interval)
+        short, least = pacing_violations([*stats.page_times, *stats.robots_times], interval)
         if short:
             out.append((host, least))
     return out

@@ -816,3 +816,27 @@ async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() 
     fleet = admission.fleet
     assert fleet is not None and fleet.late == 1
     turn.release()
+
+
+class LateOnce(SlotsNow):
+    """Grants every slot at once; the first grant reaches a loop that then runs late."""
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        wait = await super().reserve(origin, interval)
+        if self.reserved == 1:
+            time.sleep(0.05)  # the loop stands still: past the slot's slack (0.01 s)
+        return wait
+
+
+async def test_a_robots_txt_request_late_for_its_fleet_slot_takes_the_next() -> None:
+    # A robots.txt request is a request to the server: in a fleet it leaves within
+    # its slot as a page does, or the slot is given up and the next one awaited.
+    store = LateOnce()
+    admission = build(Clock(), store=store, delay=1.0, fleet=True)
+    async with admission.robots_turn(A):
+        pass
+    fleet = admission.fleet
+    assert fleet is not None
+    assert store.reserved == 2 and fleet.late == 1
+    group = admission.known_group(A)
+    assert group is not None and group.active == 0 and group.free == group.size

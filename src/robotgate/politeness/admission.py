@@ -569,8 +569,12 @@ class RobotsTurn:
         fleet = admission.fleet
         if fleet is not None:
             # The fleet's slot, as for a page: another worker may have just asked the server.
-            # Not checked against its deadline (no late robots.txt request is asked again).
-            await scheduler.start(group, interval, fleet.reserve, page=False)
+            slot = await scheduler.start(group, interval, fleet.reserve, page=False)
+            try:
+                await _in_time(admission, group, slot, interval)
+            except BaseException:
+                scheduler.done(group)  # never a slot lost: the host would wait for it for good
+                raise
         elif not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group
@@ -591,6 +595,19 @@ class RobotsTurn:
             for pending in self._pending or ():
                 if isinstance(pending, Coroutine):
                     pending.close()  # cut short (a cancel): no "never awaited" warning
+
+
+async def _in_time(admission: Admission, group: Group, slot: Slot | None,
+                   interval: float) -> None:
+    """A robots.txt request leaves within its fleet slot, as a page does: a slot the
+    loop is already past is given up and the next one awaited, however often."""
+    fleet = admission.fleet
+    assert fleet is not None
+    loop = asyncio.get_running_loop()
+    while slot is not None and loop.time() > slot.deadline:
+        slot = await admission.slot_missed(group, slot, interval)
+    if slot is not None:
+        fleet.on_time()
 
 
 def _path_of(url: str, cut: int) -> str:
