@@ -139,3 +139,24 @@ def test_without_a_bounded_decoder_the_body_is_undecodable(
     monkeypatch.setattr(content_coding, "_module", lambda *names: OldBrotli)
     with pytest.raises(UndecodableBody, match="cannot decode within a limit"):
         decode_capped(packed, ["br"], 100)
+
+
+@pytest.mark.parametrize("token", ["x-unknown", "utf-8", "none"])
+def test_data_that_is_no_text_under_a_token_naming_no_coding_never_reads_as_no_rules(
+        token: str) -> None:
+    # gzip and zlib data are what the server meant: inflated, within the limit.
+    assert decode_capped(gzip.compress(TEXT), [token], 100) == TEXT[:100]
+    assert decode_capped(zlib.compress(TEXT), [token], 100) == TEXT[:100]
+    assert decode_capped(gzip_bomb(64), [token], 1000) == bytes(1000)  # a bomb: capped
+    # Any other bytes holding NULs are not text: unreachable, never "allow all".
+    for body in (b"\x00\x01\x02" + TEXT, zlib.compress(TEXT)[:2] + b"\x00"):
+        with pytest.raises(UndecodableBody, match="not text"):
+            decode_capped(body, [token], 10**6)
+
+
+def test_text_that_only_looks_like_a_zlib_header_is_read_as_it_is() -> None:
+    # "x " and "Xf" open a zlib header by its check bits; text does not inflate.
+    for text in (b"x \n" + TEXT, b"Xf\n" + TEXT):
+        assert decode_capped(text, ["utf-8"], 10**6) == text
+    wide = "User-agent: *\nDisallow: /\n".encode("utf-16")  # NULs, after its BOM
+    assert decode_capped(wide, ["x-unknown"], 10**6) == wide
