@@ -46,11 +46,11 @@ class Crawls:
 
     async def start(self) -> asyncio.subprocess.Process:
         """A process with its gate open, waiting for :meth:`go`."""
-        seeds = [self.srv.url(h, "/page/0") for h in range(HOSTS)]
+        urls = [self.srv.url(h, f"/page/{p}") for p in range(PAGES) for h in range(HOSTS)]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-W", "error", str(CHILDREN / "named_crawl.py"), *self.store,
-            "--name", NAME, "--delay", str(DELAY), "--pages", str(PAGES),
-            "--concurrency", str(CONCURRENCY), "--wait", *seeds,
+            "--name", NAME, "--delay", str(DELAY), "--concurrency", str(CONCURRENCY),
+            "--wait", *urls,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=child_env())
         self.procs.append(proc)
@@ -186,7 +186,7 @@ async def test_a_process_started_after_the_owner_was_killed_takes_the_crawl_over
         code, b, err = await runner.result(second)
         fetched = requests_by_page(runner.srv)
     assert code == 0, err
-    assert len(fetched) == TOTAL  # nothing lost
+    assert len(fetched) == TOTAL, (b, err)  # nothing lost
     # Asked twice: at most the pages whose request the killed process had begun.
     assert sum(n - 1 for n in fetched.values()) <= CONCURRENCY
     assert b["pages"] + b["done_before"] == TOTAL

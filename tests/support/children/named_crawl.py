@@ -2,9 +2,9 @@
 (tests/store/test_named_crawl_processes.py starts several on one crawl).
 
     python tests/support/children/named_crawl.py (--sqlite PATH | --redis URL --prefix P)
-        --name N [--delay 0.05] [--pages 40] [--concurrency 4] [--wait] SEED...
+        --name N [--delay 0.05] [--concurrency 4] [--wait] URL...
 
-Page 0 of a host links to every other page of it (``--pages`` in all).  With ``--wait``
+It crawls the URLs given (the pages give no links: every URL is input).  With ``--wait``
 it prints ``{"ready": pid}`` once its gate is open and starts when a line arrives on
 stdin.  It prints one JSON line: the crawl's summary, or ``{"refused": message}`` (exit
 3) when the store gives the crawl to another process.
@@ -25,11 +25,6 @@ from robotgate.store.base import CrawlInUse, Store
 REFUSED = 3
 
 
-def links_of(url: str, pages: int) -> list[str]:
-    base, _, path = url.partition("/page/")
-    return [f"{base}/page/{p}" for p in range(1, pages)] if path == "0" else []
-
-
 def store_of(args: argparse.Namespace) -> Store:
     if args.sqlite:
         from robotgate.store.sqlite import SQLiteStore
@@ -41,9 +36,8 @@ def store_of(args: argparse.Namespace) -> Store:
 
 
 async def main(args: argparse.Namespace) -> int:
-    async def handler(url: str, resp: Any) -> list[str]:
+    async def handler(url: str, resp: Any) -> None:
         await resp.read()
-        return links_of(url, args.pages)
 
     async with RobotGate("TestBot/1.0", delay=args.delay, store=store_of(args)) as gate:
         if args.wait:
@@ -51,7 +45,7 @@ async def main(args: argparse.Namespace) -> int:
             if not sys.stdin.readline():
                 return 1
         try:
-            summary = await gate.crawl(args.seeds, handler, name=args.name,
+            summary = await gate.crawl(args.urls, handler, name=args.name,
                                        concurrency=args.concurrency)
         except CrawlInUse as exc:
             print(json.dumps({"refused": str(exc), "pid": os.getpid()}), flush=True)
@@ -68,8 +62,7 @@ if __name__ == "__main__":
     ap.add_argument("--prefix", default="")
     ap.add_argument("--name", required=True)
     ap.add_argument("--delay", type=float, default=0.05)
-    ap.add_argument("--pages", type=int, default=40)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--wait", action="store_true")
-    ap.add_argument("seeds", nargs="*")
+    ap.add_argument("urls", nargs="*")
     sys.exit(asyncio.run(main(ap.parse_args())))
