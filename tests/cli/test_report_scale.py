@@ -195,6 +195,19 @@ def test_the_samples_of_many_hosts_stay_within_their_budget(
     assert story.total("pages") == len(lines)  # the totals count every line still
 
 
+def test_past_the_budget_in_hosts_a_host_keeps_no_sample_but_its_marks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(html_report, "SAMPLE_BUDGET", 50)
+    lines = [fetched(f"host:h{n % 200}.example", n, T0 + n) for n in range(200 * 3)]
+    lines.append(fetched("host:h7.example", 9999, T0 + 407.3))  # 0.3 s after h7's last
+    story = story_of(lines)
+    assert story.kept == sum(len(h.requests) for h in story.hosts.values()) <= 2 * 50
+    assert story.short_gaps == 1 and story.total("pages") == len(lines)
+    page = render(story)
+    assert page.count('<section class="host"') == 100
+    assert page.count('class="every page"') >= 100 - 2 * 50
+
+
 def test_the_page_is_bounded_whatever_the_number_of_hosts(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(html_report, "MAX_TABLE", 30)

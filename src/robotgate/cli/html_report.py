@@ -24,6 +24,7 @@ gap too short first.  The totals count every line.
 from __future__ import annotations
 
 import functools
+import heapq
 import html
 import http
 import json
@@ -53,7 +54,7 @@ __all__ = [
 
 MAX_LINE = 1 << 20  # bytes of one JSON line
 MAX_MARKS = 300  # requests kept in full, and drawn, per host
-SAMPLE_BUDGET = 60_000  # requests kept in full across all hosts (at least one a host)
+SAMPLE_BUDGET = 60_000  # requests kept in full across all hosts (at most twice this)
 MAX_SHORT_MARKS = 200  # short gaps drawn per host (all are counted)
 MAX_TIMELINES = 100  # hosts drawn
 MAX_TABLE = 1000  # hosts in the table
@@ -121,9 +122,10 @@ class HostStory:
     intervals_owed: array[float] = field(default_factory=lambda: array("d"))
     #: What each request came to (one of _KINDS), for the timeline's thin marks.
     kinds: bytearray = field(default_factory=bytearray)
-    intervals: set[float] = field(default_factory=set)
+    # Tuples, empty ones shared: a crawl may have a million hosts of one page.
+    intervals: tuple[float, ...] = ()  # distinct, a few
     #: Short gaps to draw: (start, gap, owed), at most MAX_SHORT_MARKS.
-    shorts: list[tuple[float, float, float]] = field(default_factory=list)
+    shorts: tuple[tuple[float, float, float], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -312,8 +314,9 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
         return  # no request went (refused, or failed before it left)
     answered = _number(record.get("answered"))
     interval = _number(record.get("interval"))
-    if interval is not None and len(host.intervals) < MAX_INTERVALS:
-        host.intervals.add(interval)
+    if (interval is not None and len(host.intervals) < MAX_INTERVALS
+            and interval not in host.intervals):
+        host.intervals = (*host.intervals, interval)
     index = _note(story, host, started, answered, interval, _kind_code(status, error))
     if index is not None:
         _sample(story, host, index, Request(
@@ -400,11 +403,11 @@ def _sample(story: CrawlStory, host: HostStory, place: int, request: Request) ->
 
 def _fit_samples(story: CrawlStory) -> None:
     """Each host's sample shrinks as hosts come, so that all of them hold about
-    SAMPLE_BUDGET requests (at most twice that); a random subset of a uniform
-    sample is a uniform sample."""
-    fits = max(1, min(MAX_MARKS, SAMPLE_BUDGET // len(story.hosts)))
-    if fits * 2 > story.sample_size:
-        return
+    SAMPLE_BUDGET requests (at most twice that; past SAMPLE_BUDGET hosts, none);
+    a random subset of a uniform sample is a uniform sample."""
+    fits = min(MAX_MARKS, SAMPLE_BUDGET // len(story.hosts))
+    if fits * 2 > story.sample_size or fits == story.sample_size:
+        return  # trimmed each time the size halves (and once to none)
     story.sample_size = fits
     for host in story.hosts.values():
         if len(host.requests) > fits:
@@ -427,7 +430,7 @@ def check_gaps(story: CrawlStory) -> None:
             order = sorted(range(count), key=starts.__getitem__)
         sampled = {request.index: request for request in host.requests}
         host.short_gaps = 0
-        host.shorts = []
+        shorts: list[tuple[float, float, float]] = []
         owed: float | None = None
         previous: float | None = None
         for index in order:
@@ -440,12 +443,13 @@ def check_gaps(story: CrawlStory) -> None:
             if gap is not None and owed is not None and gap < owed - TOLERANCE:
                 short = True
                 host.short_gaps += 1
-                if len(host.shorts) < MAX_SHORT_MARKS:
-                    host.shorts.append((started, gap, owed))
+                if len(shorts) < MAX_SHORT_MARKS:
+                    shorts.append((started, gap, owed))
             request = sampled.get(index)
             if request is not None:
                 request.gap, request.owed, request.short = gap, owed, short
             previous = started
+        host.shorts = tuple(shorts)
         host.requests.sort(key=lambda request: (request.started, request.index))
 
 
@@ -472,11 +476,12 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def _ranked(story: CrawlStory) -> list[HostStory]:
-    """The hosts in the page's order: those with a gap too short first, then the
-    busiest (most lines), then by name."""
-    return sorted(story.hosts.values(),
-                  key=lambda h: (h.short_gaps == 0, -h.lines, natural(h.key)))
+def _ranked(story: CrawlStory, most: int) -> list[HostStory]:
+    """The first ``most`` hosts in the page's order: those with a gap too short
+    first, then the busiest (most lines), then by name."""
+    first = heapq.nsmallest(most, story.hosts.values(),
+                            key=lambda h: (h.short_gaps == 0, -h.lines, h.key))
+    return sorted(first, key=lambda h: (h.short_gaps == 0, -h.lines, natural(h.key)))
 
 
 def render(story: CrawlStory, title: str = "robotgate crawl report") -> str:
@@ -487,7 +492,7 @@ def render(story: CrawlStory, title: str = "robotgate crawl report") -> str:
 def render_parts(story: CrawlStory, title: str = "robotgate crawl report") -> Iterator[str]:
     """The page in pieces, to be written one after the other."""
     span = story.span()
-    hosts = _ranked(story)
+    hosts = _ranked(story, max(MAX_TABLE, MAX_TIMELINES))
     yield _HEAD.replace("TITLE", _escape(title))
     yield f"<h1>{_escape(title)}</h1>\n"
     yield _summary(story, span)
@@ -497,14 +502,14 @@ def render_parts(story: CrawlStory, title: str = "robotgate crawl report") -> It
                           "status", story.failures)
     yield _groups_section("errors", "Errors (no answer)", "kind", story.errors)
     yield _groups_section("invalid", "Invalid URLs", "", story.invalid_urls)
-    yield _host_table(hosts[:MAX_TABLE], hosts[MAX_TABLE:])
+    yield _host_table(story, hosts[:MAX_TABLE])
     yield _LEGEND
     yield '<div id="timelines">\n'
     drawn = hosts[:MAX_TIMELINES]
     for order, host in enumerate(drawn):
         yield _host_section(host, span, order)
-    if len(drawn) < len(hosts):
-        yield (f'<p class="hint">The timelines of {len(hosts) - len(drawn):,} more hosts '
+    if len(drawn) < len(story.hosts):
+        yield (f'<p class="hint">The timelines of {len(story.hosts) - len(drawn):,} more hosts '
                "are left out: the totals above count them.</p>\n")
     yield "</div>\n"
     yield _SCRIPT
@@ -581,7 +586,7 @@ _COLUMNS = (("host", "key"), ("pages", "pages"), ("refused", "skipped"),
             ("short gaps", "short"))
 
 
-def _host_table(hosts: list[HostStory], left_out: list[HostStory]) -> str:
+def _host_table(story: CrawlStory, hosts: list[HostStory]) -> str:
     head = "".join(
         f'<th><button type="button" data-sort="{attr}">{_escape(name)}</button></th>'
         for name, attr in _COLUMNS)
@@ -594,11 +599,13 @@ def _host_table(hosts: list[HostStory], left_out: list[HostStory]) -> str:
             f"<td>{h.errors}</td><td>{h.throttled}</td><td>{h.robots}</td>"
             f"<td>{h.waited:.2f}</td><td>{h.backed_off:.2f}</td><td>{h.short_gaps}</td></tr>")
     more = ""
+    left_out = len(story.hosts) - len(hosts)
     if left_out:
-        sums = ", ".join(f"{sum(getattr(h, name) for h in left_out):,} {label}" for name, label
-                         in (("pages", "pages"), ("skipped", "refused"),
-                             ("failed", "failed"), ("errors", "errors")))
-        more = (f'<p class="hint">{len(left_out):,} more hosts, with {sums}, are left out '
+        sums = ", ".join(
+            f"{story.total(name) - sum(getattr(h, name) for h in hosts):,} {label}"
+            for name, label in (("pages", "pages"), ("skipped", "refused"),
+                                ("failed", "failed"), ("errors", "errors")))
+        more = (f'<p class="hint">{left_out:,} more hosts, with {sums}, are left out '
                 "of the table (the totals above count them).</p>")
     return (f'<h2>Hosts</h2><p class="hint">Sort the hosts (table and timelines) by a column: '
             f'click its name.</p><div id="hostbox"><table id="hosts"><thead><tr>{head}</tr>'
