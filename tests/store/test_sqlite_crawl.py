@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +13,7 @@ import pytest
 from robotgate.politeness.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
 from robotgate.store.base import CrawlInUse, StoreError
 from robotgate.store.sqlite import SQLiteStore
+from robotgate.store.sqlite_crawl import lock_path
 
 
 def entry(n: int, depth: int = 0) -> Entry:
@@ -71,3 +76,42 @@ async def test_crawls_are_kept_apart_and_dropped_by_name(tmp_path: Path) -> None
         assert await b.counts() == CrawlCounts(queued=1)
         with pytest.raises(ValueError, match="outcome"):
             await b.finish(entry(1), 9, ())
+
+
+async def test_a_crawl_is_run_by_one_store_at_a_time_and_let_go_at_its_close(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    async with SQLiteStore(path) as first, SQLiteStore(path) as second:
+        running = first.crawl_state("c")
+        await running.open()
+        await running.add([entry(n) for n in range(3)])
+        await running.take(2)
+        with pytest.raises(CrawlInUse) as caught:
+            await second.crawl_state("c").open()
+        refusal = caught.value
+        assert (refusal.name, refusal.pid, refusal.host) == ("c", os.getpid(), socket.gethostname())
+        assert refusal.since is not None and time.time() - 60 < refusal.since <= time.time()
+        # Refused before it changed anything: what the holder has in flight stays so.
+        assert await running.counts() == CrawlCounts(queued=1, in_flight=2)
+        lock = lock_path(str(path), "c")
+        assert os.path.exists(lock) and str(lock) in str(refusal)
+        await running.close()
+        assert not os.path.exists(lock)
+        taken = second.crawl_state("c")
+        assert await taken.open() == CrawlCounts(queued=3)  # let go: taken, its flights queued
+        await second.crawl_state("other").open()  # another name is another crawl
+    # A store's close lets go of the crawls whose state was never closed.
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".lock")] == []
+
+
+async def test_a_lock_file_left_by_a_killed_process_is_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    async with SQLiteStore(path) as store:
+        lock = lock_path(str(path), "c")
+        with open(lock, "w") as left:  # what a killed holder leaves: its file, no lock
+            left.write('{"pid": 1, "host": "gone", "since": 0}')
+        state = store.crawl_state("c")
+        await state.open()
+        with open(lock) as held:
+            assert json.load(held)["pid"] == os.getpid()
+        await state.close()

@@ -45,7 +45,7 @@ from ..politeness.crawl_state import (
     CrawlState,
     Entry,
 )
-from .base import CrawlInUse
+from .base import CrawlInUse, StoreError
 from .sqlite_schema import immediate
 
 __all__ = ["CrawlLease", "SQLiteCrawlState", "crawl_names", "drop_crawl", "lock_path"]
@@ -122,7 +122,11 @@ class CrawlLease:
     def take(cls, path: str, name: str, store: str) -> CrawlLease:
         """The lease, or :class:`CrawlInUse` naming its holder."""
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise StoreError(f"cannot take crawl {name!r} in {store}: its lock file"
+                                 f" {path}: {exc.strerror or exc}") from exc
             try:
                 if not _try_lock(fd):
                     raise _in_use(name, store, path)
