@@ -93,7 +93,9 @@ class CrawlState(abc.ABC):
     @abc.abstractmethod
     async def open(self) -> CrawlCounts:
         """Start (or resume) the crawl: URLs left in flight by an earlier run go back
-        to the queue.  Returns the counts found."""
+        to the queue.  Returns the counts found.  A store that gives a crawl one process
+        at a time (SQLite) raises :class:`~robotgate.store.base.CrawlInUse` here, having
+        changed nothing, while another process runs it."""
 
     @abc.abstractmethod
     async def add(self, entries: Sequence[Entry]) -> Added:
