@@ -1,12 +1,13 @@
 """``robotgate report`` of a large crawl log: time, peak memory, size of the page.
 
-    python benchmarks/report.py [--lines 1000000] [--hosts 20000] [--before REV]
+    python benchmarks/report.py [--lines 1000000] [--hosts 20000] [--even] [--before REV]
         [--browser] [--keep DIR] [--json FILE]
 
 First it writes a crawl log of ``lines`` JSON lines the way ``robotgate fetch``
 does (the CLI's own writers: ``record_json`` for each URL's result, the robots.txt
 requests through ``RobotsLog``, each line through ``Output``): ``hosts`` servers
-of Zipf-like sizes (the busiest holds a few percent of the URLs), each paced at its
+of Zipf-like sizes (the busiest holds a few percent of the URLs; ``--even``: all
+alike, each in turn), each paced at its
 interval (1 s, some a 5 s Crawl-delay), with pages (200), URLs refused by a few
 robots.txt rules and by unreachable robots.txt files, failed answers (404, 500,
 429 and 503 with back-offs), errors (timeouts, refused connections), invalid URLs
@@ -58,7 +59,7 @@ _GOAL_LINES = 1_000_000  # the goals are for a log this long
 class LogWriter:
     """A crawl's JSON lines, made with the CLI's own record writers."""
 
-    def __init__(self, hosts: int, seed: int = 1) -> None:
+    def __init__(self, hosts: int, even: bool = False, seed: int = 1) -> None:
         from robotgate import RobotsTxt
         from robotgate.policy.fetch import outcome_decision
         from robotgate.records import Outcome, RobotsEntry
@@ -67,6 +68,7 @@ class LogWriter:
         self.hosts = hosts
         # Zipf-like sizes: host i gets a weight 1 / (i + 10).
         self.weights = [1.0 / (i + 10) for i in range(hosts)]
+        self.even = even  # each host in turn instead
         self.clock = [1_764_000_000.0 + self.rng.random() * 60 for _ in range(hosts)]
         self.interval = [5.0 if i % 17 == 3 else 1.0 for i in range(hosts)]
         self.backing_off = [0.0] * hosts
@@ -94,9 +96,12 @@ class LogWriter:
             output = Output(stream)
             batch: list[int] = []
             for n in range(lines):
-                if not batch:
-                    batch = choose(hosts, self.weights, k=4096)
-                host = batch.pop()
+                if self.even:
+                    host = n % self.hosts
+                else:
+                    if not batch:
+                        batch = choose(hosts, self.weights, k=4096)
+                    host = batch.pop()
                 result = self._result(CrawlResult, host, n, log)
                 record = record_json(result)
                 if result.key is not None:
@@ -241,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--hosts", type=int, default=20_000)
+    ap.add_argument("--even", action="store_true",
+                    help="every host as large (each in turn), not Zipf-like sizes")
     ap.add_argument("--before", metavar="REV",
                     help="also run the report of this commit (e.g. the one before a change)")
     ap.add_argument("--keep", type=Path, help="write the log and the pages here (kept)")
@@ -260,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         log = folder / "crawl.jsonl"
         say(f"writing {args.lines:,} lines over {args.hosts:,} hosts to {log} ...")
         began = time.monotonic()
-        written = LogWriter(args.hosts).write(log, args.lines)
+        written = LogWriter(args.hosts, args.even).write(log, args.lines)
         log_seconds = time.monotonic() - began
         trees = {"after": ROOT / "src"}
         if args.before:
