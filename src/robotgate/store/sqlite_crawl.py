@@ -145,10 +145,6 @@ class CrawlLease:
                 raise
             return cls(fd, path)
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def release(self) -> None:
         """Let go (idempotent): the file is removed first, then the lock."""
         fd, self._fd = self._fd, None
@@ -181,11 +177,11 @@ def _in_use(name: str, store: str, path: str) -> CrawlInUse:
     pid, host, since = holder.get("pid"), holder.get("host"), holder.get("since")
     pid = pid if isinstance(pid, int) else None
     host = host if isinstance(host, str) else None
-    since = since if isinstance(since, (int, float)) else None
+    since = since if isinstance(since, (int, float)) and 0 <= since < 1e11 else None
     if pid == os.getpid() and host == socket.gethostname():
         who = (f"this process (pid {pid}) already: another state of the crawl is open"
                f" on a store of this file")
-        how = "Close that one first (the crawl that uses it ends by itself)."
+        how = "Close that state first (gate.crawl closes its state as it returns)."
     else:
         at = "" if since is None else time.strftime(
             " since %Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
