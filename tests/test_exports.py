@@ -40,6 +40,7 @@ PUBLIC = {
     "StoreError",
     "UsageRule",
     "page_directives",
+    "page_links",
 }
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .decision import Decision, Rule, UsageRule
 from .error_root import Error
+from .links import page_links
 from .policy import FetchPolicy
 from .policy.host_settings import HostSettings
 from .records import HostState, Outcome, RobotsEntry
@@ -58,6 +59,7 @@ __all__ = [
     "StoreError",
     "UsageRule",
     "page_directives",
+    "page_links",
 ]
 
 # The asyncio shell, resolved on first use: name -> module that defines it.

@@ -1,0 +1,230 @@
+"""The links of an HTML page: ``<a href>`` and ``<area href>``, as absolute URLs.
+
+:func:`page_links` is the link reader a crawl would otherwise write with a
+regular expression.  It scans the bytes with compiled patterns, in one pass, and
+builds no tree: tags are found case-insensitively, attribute values may be quoted
+with ``"``, ``'`` or not at all, character references in them (``&amp;``) are
+expanded, and comments and raw-text elements (``<script>``, ``<style>``,
+``<textarea>``, ...) are skipped, as a browser reads them.  Links resolve against
+the page's URL, or its first ``<base href>``.
+
+Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
+:data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
+its input.
+
+Pure, standard library only, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html import unescape
+from urllib.parse import urljoin
+
+from .urls import remove_dot_segments
+
+__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "page_links", "read_links"]
+
+#: Bytes of a page read for links (a longer page's links after that are not seen).
+MAX_PAGE_BYTES = 16 * 1024 * 1024
+#: Bytes of one ``href`` read (a longer one is no link).
+MAX_HREF_BYTES = 8 * 1024
+
+_RAW = rb"script|style|textarea|title|xmp|iframe|noembed|noframes"
+_END_OF_NAME = rb"(?=[\t\n\f\r />])"
+# A tag's attributes up to its ">" (or the page's end): a quote opens a value only
+# after "=", as in HTML.  Written as runs (no "=", then "=" and its value), so the
+# first way through always matches: nothing backtracks.
+_TAG_REST = rb"[^>=]*(?:=[\t\n\f\r ]*(?:\"[^\"]*\"|'[^']*'|)[^>=]*)*"
+# The markup that matters, in one pass: comments and raw-text elements are matched
+# whole (to their end, or the page's) so that nothing inside them counts; then the
+# tags a, area and base with their attributes.  Each part either runs to a literal
+# the engine skips to or always matches, so the scan stays linear; the look-ahead
+# turns most tags (end tags, div, p, li) away at their first character.
+_PAGE_RE = re.compile(
+    rb"<(?=[!AaBbIiNnPpSsTtXx])(?:!--(?:.*?-->|.*)"
+    rb"|(?i:" + _RAW + rb")" + _END_OF_NAME
+    + rb"(?:.*?</(?i:" + _RAW + rb")" + _END_OF_NAME + rb"|.*)"
+    rb"|(?i:plaintext)" + _END_OF_NAME + rb".*"
+    rb"|((?i:a|area|base))[\t\n\f\r /](" + _TAG_REST + rb")(?:>|\Z))",
+    re.DOTALL,
+)
+# One attribute of a tag: its name and its value, quoted or not.
+_ATTRIBUTE_RE = re.compile(
+    rb"([^\t\n\f\r />][^\t\n\f\r />=]*)"
+    rb"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >]*)))?"
+)
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_SPACES = "\t\n\f\r "
+_EDGES = frozenset(_SPACES)
+_TABS_AND_NEWLINES = str.maketrans("", "", "\t\n\r")
+
+
+@dataclass(frozen=True, slots=True)
+class PageLinks:
+    """What :func:`read_links` found: the links to follow and, counted, those it left out.
+
+    ``nofollow``: links whose ``rel`` holds ``nofollow``; ``other_schemes``: links
+    that are no http(s) URL (``javascript:``, ``mailto:``, ``data:``, ``tel:``, ...);
+    ``invalid``: ``href`` values no URL can be made of (too long, a bad port or host).
+    """
+
+    urls: list[str]
+    nofollow: int = 0
+    other_schemes: int = 0
+    invalid: int = 0
+
+
+def page_links(body: bytes, base_url: str) -> list[str]:
+    """The absolute http(s) URLs of the ``<a href>`` and ``<area href>`` of the HTML
+    page ``body`` found at ``base_url`` (give the response's final URL, after
+    redirects), in page order, each once, fragments cut.
+
+    Relative links (``a.html``, ``/b``, ``./c?x=1``, ``sub/``) resolve against the
+    page's first ``<base href>``, else ``base_url``.  Left out: ``javascript:``,
+    ``mailto:``, ``data:`` and other non-http(s) links, links to the page itself
+    (``href="#top"``, ``href=""``), and links whose ``rel`` holds ``nofollow`` (a
+    per-link opt-out, as a robots meta ``nofollow`` is for the whole page, which
+    this function does not read: see :func:`robotgate.page_directives`).  Bytes
+    that are not UTF-8 are read as Latin-1.
+
+    >>> page_links(b'<base href="/docs/"><a href=intro.html>1</a> <A HREF="../?a=1&amp;b=2">',
+    ...            "https://example.com/x/page")
+    ['https://example.com/docs/intro.html', 'https://example.com/?a=1&b=2']
+    """
+    return read_links(body, base_url).urls
+
+
+def read_links(body: bytes, base_url: str) -> PageLinks:
+    """:func:`page_links`, with the links left out counted by reason."""
+    hrefs: list[bytes] = []
+    base: bytes | None = None
+    nofollow = 0
+    for tag, rest in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
+        if not tag:
+            continue  # a comment or raw text
+        href: bytes | None = None
+        rel: bytes | None = None
+        for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
+            name = name.lower()
+            if name == b"href":
+                if href is None:  # the first of a repeated attribute counts
+                    href = double or single or bare
+            elif name == b"rel" and rel is None:
+                rel = double or single or bare
+        if href is None:
+            continue
+        if len(tag) == 4 and tag.lower() == b"base":
+            if base is None:  # the first base with an href is the page's
+                base = href
+        elif rel is not None and b"nofollow" in rel.lower().split():
+            nofollow += 1
+        else:
+            hrefs.append(href)
+    return _resolved(hrefs, base, base_url, nofollow)
+
+
+def _resolved(hrefs: list[bytes], base: bytes | None, page_url: str,
+              nofollow: int) -> PageLinks:
+    resolve = _Resolver(page_url)
+    if base is not None:
+        found = _text(base)
+        if found:
+            root = resolve(found)
+            if root is not None and _is_http(root):
+                resolve = _Resolver(root)
+    long = sum(len(raw) > MAX_HREF_BYTES for raw in hrefs)
+    if long:
+        hrefs = [raw for raw in hrefs if len(raw) <= MAX_HREF_BYTES]
+    seen: set[str] = set()
+    urls: list[str] = []
+    other = 0
+    invalid = long
+    # All values decoded and cleaned at once (C loops), then split: a NUL is no
+    # character of a link (URL parsers drop it), so it can part them.
+    for href in _text(b"\0".join(raw.replace(b"\0", b"") for raw in hrefs)).split("\0"):
+        if href[:1] in _EDGES or href[-1:] in _EDGES:
+            href = href.strip(_SPACES)
+        if href[:7] == "http://" or href[:8] == "https://":
+            url = href.partition("#")[0]  # absolute, the common case
+        elif not href or href[0] == "#":
+            continue  # the page itself
+        else:
+            joined = resolve(href)
+            if joined is None:
+                invalid += 1
+                continue
+            if not _is_http(joined):
+                other += 1
+                continue
+            url = joined
+        if url not in seen:
+            seen.add(url)
+            urls.append(url)
+    return PageLinks(urls, nofollow=nofollow, other_schemes=other, invalid=invalid)
+
+
+def _text(raw: bytes) -> str:
+    """Attribute values as text: decoded, references expanded, without the tabs and
+    newlines URL parsers drop, stripped of spaces at both ends."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    if "&" in text:
+        bare = text.replace("&amp;", "&")  # the common reference, without a regex
+        text = unescape(text) if "&" in text.replace("&amp;", "") else bare
+    if text[:1] in _EDGES or text[-1:] in _EDGES:
+        text = text.strip(_SPACES)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_TABS_AND_NEWLINES)
+    return text
+
+
+class _Resolver:
+    """Resolves links against one base URL (RFC 3986 5.2), fragments cut.
+
+    The common shapes (``/b``, ``a.html``, ``./c?x=1``, ``//host/x``, ``?q``) are
+    joined by hand, several times faster than ``urljoin``; the rest go to it."""
+
+    __slots__ = ("base", "directory", "origin", "plain", "scheme")
+
+    def __init__(self, base: str) -> None:
+        self.base = base.partition("#")[0]
+        scheme, sep, rest = self.base.partition("://")
+        self.plain = bool(sep) and _is_http(self.base)
+        self.scheme = scheme.lower()
+        ends = [i for i in (rest.find("/"), rest.find("?")) if i >= 0]
+        cut = min(ends) if ends else len(rest)
+        self.origin = f"{self.scheme}://{rest[:cut]}"
+        path = rest[cut:].partition("?")[0] or "/"
+        self.directory = path[: path.rfind("/") + 1]
+
+    def __call__(self, href: str) -> str | None:
+        href = href.partition("#")[0]
+        if not self.plain:
+            return _join(self.base, href)
+        first = href[:1]
+        if first == "/":
+            if href[1:2] == "/":
+                return _join(self.base, href)  # another host: its authority checked
+            return self.origin + remove_dot_segments(href)
+        if first == "?":
+            return self.base.partition("?")[0] + href
+        if not href:
+            return self.base
+        if _SCHEME_RE.match(href) is not None:
+            return _join(self.base, href)  # a scheme of its own, or "http:path"
+        return self.origin + remove_dot_segments(self.directory + href)
+
+
+def _join(base: str, href: str) -> str | None:
+    try:
+        return urljoin(base, href).partition("#")[0]
+    except ValueError:  # a bad port or IPv6 address
+        return None
+
+
+def _is_http(url: str) -> bool:
+    return url[:8].lower().startswith(("http://", "https://"))
