@@ -5,6 +5,7 @@ W3C TDMRep headers and meta tags."""
 from __future__ import annotations
 
 import email.message
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -411,3 +412,58 @@ def test_the_value_is_frozen() -> None:
         page.noindex = False  # type: ignore[misc]
     assert page.unavailable_after is not None
     assert page.unavailable_after - timedelta(days=1) < page.unavailable_after
+
+
+# -- semicolons, as pages write them --------------------------------------------------------
+
+
+def test_a_header_list_written_with_semicolons_is_read_and_said() -> None:
+    page = page_directives({"X-Robots-Tag": "noindex; nofollow"}, agent="mybot")
+    assert page.flags() == ("noindex", "nofollow")
+    assert page.sources == (
+        "`X-Robots-Tag: noindex; nofollow` (header 1), semicolons read as commas",)
+    assert flags({"X-Robots-Tag": "mybot: noarchive; nosnippet"}) == ("noarchive", "nosnippet")
+    assert flags({"X-Robots-Tag": "otherbot: noindex; nofollow"}) == ()
+    # The structured form starts with a robot, and stays what the draft says.
+    assert flags({"X-Robots-Tag": "*;noindex"}) == ("noindex",)
+    assert flags({"X-Robots-Tag": "otherbot;noindex"}) == ()
+    assert flags({"Robots-Tag": "noindex; nofollow"}) == ()  # the draft's field: robots named
+
+
+def test_a_robots_meta_written_with_semicolons_is_read_and_said() -> None:
+    body = b'<html><head><meta name="robots" content="noindex; nofollow"></head>'
+    page = page_directives(None, body, agent="mybot")
+    assert page.flags() == ("noindex", "nofollow")
+    assert page.sources == ('`<meta name=robots content="noindex; nofollow">` at byte 12, '
+                            "semicolons read as commas",)
+    body = b'<html><head><meta name="mybot" content="noindex;noarchive">'
+    assert flags(None, body) == ("noindex", "noarchive")
+
+
+# -- the head read as bytes -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("markup", [
+    b"<meta " + b"a " * 100_000,  # never closed, many attributes
+    b"<link " + b"a  =  " * 40_000,
+    b"<link " + b"/" * 200_000,
+    b"<!--" + b"-" * 200_000,
+    b"<script>" + b"</scrip" * 30_000,
+    b"<meta name=x content=y>" * 10_000,
+])
+def test_hostile_heads_are_read_in_time_linear_in_the_window(markup: bytes) -> None:
+    started = time.perf_counter()
+    page = page_directives(None, b"<html><head>" + markup, agent="mybot")
+    assert time.perf_counter() - started < 5  # a bound, not a speed: backtracking would not end
+    assert page.flags() == ()
+
+
+@pytest.mark.parametrize("name", [
+    b"ROBOTS", b" robots\x1f", b"&#114;obots", b"Robots ", b"\xef\xbb\xbfrobots",
+])
+def test_a_robots_meta_name_is_read_as_the_page_means_it(name: bytes) -> None:
+    # Upper case, spaces and a character reference still name it; a BOM does not.
+    body = b'<html><head><meta name="' + name + b'" content="noindex">'
+    expected = () if name.startswith(b"\xef") else ("noindex",)
+    assert flags(None, body) == expected, name
+    assert flags(None, body.replace(b'"', b"'")) == expected, name

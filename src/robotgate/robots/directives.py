@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -77,20 +78,99 @@ _MAX_POLICY = 2048
 _OWS = " \t"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _HTML_SIGNS = (b"<!doctype html", b"<html", b"<head", b"<meta", b"<title", b"<body")
-# Elements the head may hold (HTML "in head" insertion mode); any other start tag
-# begins the body, and the search ends there.
-_HEAD_ELEMENTS = frozenset({"html", "head", "meta", "link", "title", "style", "script",
-                            "noscript", "base", "template", "basefont", "bgsound"})
-# Elements whose content is text, not markup: skipped to their end tag.
-_RAW_TEXT = ("script", "style", "title", "textarea", "template", "xmp")
-_END_TAG = {name: re.compile(f"</{name}[\t\n\f\r />]", re.IGNORECASE) for name in _RAW_TEXT}
-# Where markup starts: a "<" not followed by one of these is text.
-_MARKUP_RE = re.compile(r"<[!?/A-Za-z]")
-_TAG_NAME_RE = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
-_ATTR_NAME_RE = re.compile(r"[^\t\n\f\r />][^\t\n\f\r /=>]*")
-_UNQUOTED_RE = re.compile(r"[^\t\n\f\r >]+")
+# The head's markup, read as bytes (offsets are byte offsets) by compiled patterns: one
+# pattern passes over everything the head may hold that is no meta tag, and stops at a
+# meta tag or at what ends the search.  Each part of a pattern matches in one way only,
+# so that markup never closed fails in time linear in its length.
+_NAME_END = rb"(?![^\t\n\f\r />])"  # a tag's name runs to a space, "/" or ">"
+# An attribute: its name, then "=" and a value (quoted, or up to a space or ">").
+_ATTRIBUTE = (
+    rb"[^\t\n\f\r />][^\t\n\f\r /=>]*(?![^\t\n\f\r /=>])"
+    rb"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?![\t\n\f\r ])"
+    rb"""(?:"[^"]*"|'[^']*'|[^\t\n\f\r >"'][^\t\n\f\r >]*(?![^\t\n\f\r >])|(?=>))"""
+    rb"|(?![\t\n\f\r ]*=))"
+)
+# Attributes, and the spaces and "/" around them (each run of those taken whole).
+_ATTRIBUTES = rb"[\t\n\f\r /]*(?:" + _ATTRIBUTE + rb"[\t\n\f\r /]*)*"
+# The rest of a tag as most are written: no "<" in it, and each quote opening a value right
+# after an "=" that ends an attribute's name.  _ATTRIBUTES reads such a tag to the same ">",
+# in more steps; any other tag is left to it.
+_TAG_END = (rb"""(?:[^>"'=<]*(?:(?<=[-\w:.])=(?:"[^"]*"|'[^']*')[^>"'=<]*)*>"""
+            rb"|" + _ATTRIBUTES + rb">)")
+# Elements the head may hold (HTML "in head" insertion mode) besides meta: any other
+# start tag begins the body, and the search ends there.
+_HEAD_TAGS = (b"html", b"head", b"link", b"noscript", b"base", b"basefont", b"bgsound")
+# Elements of the head whose content is text, not markup: passed to their end tag.
+_RAW_TEXT = (b"script", b"style", b"title", b"template")
+# What str.strip() takes from an ASCII name before it is compared.
+_STRIPPED = rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*"
+
+
+def _passing_pattern(token: str) -> re.Pattern[bytes]:
+    """The pattern passing over what the head holds up to the first meta tag that may
+    say something to the robot ``token`` (see :func:`_may_matter`), or what ends the head."""
+    names = [b"robots", b"tdm-reservation", b"tdm-policy"]
+    if token:
+        names.append(re.escape(token.encode("utf-8")))
+    unread = (rb"(?!" + _STRIPPED + rb"(?i:" + b"|".join(names) + rb")" + _STRIPPED
+              + rb"[\"'])")
+    # A meta tag written simply (names of letters, digits and "-_:.", values quoted, spaces
+    # between) whose names are plain ASCII, none of them one that is read.
+    meta_unread = (
+        rb"""(?i:meta)(?:[\t\n\f\r ]+(?:(?i:name)=(?:"(?=[^"&\x80-\xff]*")"""
+        + unread + rb"""[^"]*"|'(?=[^'&\x80-\xff]*')""" + unread + rb"""[^']*')"""
+        rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*(?:="[^"]*"|='[^']*'|)))*"""
+        rb"[\t\n\f\r ]*/?>")
+    return re.compile(
+        rb"(?:[^<]+|<(?:"
+        + meta_unread
+        + rb"|(?i:" + b"|".join(_HEAD_TAGS) + rb")" + _NAME_END + _TAG_END
+        + b"".join(
+            rb"|(?i:" + name + rb")" + _NAME_END + _TAG_END
+            + rb"[^<]*(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*)*"
+            rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
+            for name in _RAW_TEXT)
+        + rb"|/(?:(?!(?i:head)" + _NAME_END + rb")[A-Za-z][^\t\n\f\r />]*" + _NAME_END
+        + _TAG_END  # an end tag other than </head>
+        + rb"|(?![A-Za-z])[^>]*>)"  # "</ x>": a bogus comment
+        rb"|!(?:--[^-]*(?:-(?!->)[^-]*)*-->|(?!--)[^>]*>)"  # a comment, to the first "-->"
+        rb"|\?[^>]*>"  # "<?xml": a bogus comment
+        rb"|(?![!?/A-Za-z])"  # a "<" that starts no markup is text
+        # Possessive where Python has it (3.11): the same matches, without keeping every
+        # token passed for a backtrack that cannot succeed.
+        + (rb"))*+" if sys.version_info >= (3, 11) else rb"))*"))
+
+
+_PASSING: dict[str, re.Pattern[bytes]] = {}
+
+
+def _passing(token: str) -> re.Pattern[bytes]:
+    pattern = _PASSING.get(token)
+    if pattern is None:
+        if len(_PASSING) >= 64:  # a few robots per process: a bound, not a cache policy
+            _PASSING.clear()
+        pattern = _PASSING[token] = _passing_pattern(token)
+    return pattern
+
+
+# A meta tag: the fast form first (see _TAG_END), its attributes in group 1 or 2.
+_META_TAG = re.compile(
+    rb"<(?i:meta)" + _NAME_END
+    + rb"""(?:([^>"'=<]*(?:(?<=[-\w:.])=(?:"[^"]*"|'[^']*')[^>"'=<]*)*)>"""
+    + rb"|(" + _ATTRIBUTES + rb")>)")
+# The attributes of a meta tag's fast form: a name, and a value quoted right after "=".
+_QUOTED_ATTRIBUTE = re.compile(rb"""([^\t\n\f\r /=]+)(?:="([^"]*)"|='([^']*)'|)""")
+# An attribute of any other meta tag: name, and its value in one of three groups.
+_ATTRIBUTE_PARTS = re.compile(
+    rb"([^\t\n\f\r />][^\t\n\f\r /=>]*)"
+    rb"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]*)))?""")
 _TOKEN_RE = re.compile(r"[a-z0-9_.-]+|\*")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# Every directive name read: a list starting with one is no structured Robots-Tag value.
+_DIRECTIVES = frozenset({*_IMPLIES, *_PERMISSIVE, *_VALUED})
+# The meta tag names read besides the robot's own product token.
+_META_NAMES = frozenset({"robots", "tdm-reservation", "tdm-policy"})
+_BARE_ATTRIBUTE_RE = re.compile(r"[\s\"'=<>`]")
 _WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
                        "sunday", "mon", "tue", "wed", "thu", "fri", "sat", "sun"})
 
@@ -156,6 +236,9 @@ class PageDirectives:
         return out
 
 
+_NOTHING = PageDirectives()
+
+
 def page_directives(
     headers: Headers | None,
     body: bytes | str | None = None,
@@ -179,9 +262,9 @@ def page_directives(
     if headers is not None:
         reader.read_headers(headers)
     if body is not None:
-        data = _head_bytes(body)
+        data, end = _head_window(body)
         if _is_html(content_type, data):
-            reader.read_html(data)
+            reader.read_html(data, end)
     return reader.result()
 
 
@@ -208,32 +291,44 @@ class _Reader:
             self.dropped += 1
 
     def read_headers(self, headers: Headers) -> None:
+        fields = _fields(headers)
+        if not fields:
+            return
         for name in ("X-Robots-Tag", "Robots-Tag"):
             structured = name == "Robots-Tag"
-            for n, value in _lines(headers, name):
+            for n, value in _lines(fields.get(name.lower(), [])):
                 where = f"`{name}: {_quote(value)}` (header {n})"
-                if structured or ";" in value:
+                if structured or (";" in value and _names_a_robot_first(value)):
                     said = _structured_rules(value)
                 else:
-                    said = _legacy_rules(value)
+                    said, where = _legacy_rules(value), _semicolons_said(value, where)
                 self.apply(said, where)
-        for n, value in _lines(headers, "tdm-reservation"):
+        for n, value in _lines(fields.get("tdm-reservation", [])):
             self.tdm_value(value, f"`tdm-reservation: {_quote(value)}` (header {n})", "header")
-        for n, value in _lines(headers, "tdm-policy"):
+        for n, value in _lines(fields.get("tdm-policy", [])):
             self.tdm_policy(value, f"`tdm-policy: {_quote(value)}` (header {n})", "header")
 
-    def read_html(self, data: bytes) -> None:
-        for offset, name, content in _head_metas(data):
-            where = f"`<meta name={_attr(name)} content={_attr(content)}>` at byte {offset}"
+    def read_html(self, data: bytes, end: int) -> None:
+        for offset, raw_name, raw_content in _head_metas(data, end, self.token):
+            if raw_name.isascii() and b"&" not in raw_name:
+                name = raw_name.decode("ascii")
+            else:
+                name = _text(raw_name)
             key = name.strip().lower()
+            if key not in _META_NAMES and not (self.token and key == self.token):
+                continue  # the head's other metas say nothing to robots: not even decoded
+            content = _text(raw_content)
+            # Written only for the tags read: most of a head's metas say nothing to robots.
+            where = f"`<meta name={_attr(name)} content={_attr(content)}>` at byte {offset}"
             if key == "tdm-reservation":
                 self.tdm_value(content, where, "meta")
             elif key == "tdm-policy":
                 self.tdm_policy(content, where, "meta")
             elif key == "robots":
-                self.apply(_legacy_rules(content), where)
-            elif self.token and key == self.token:
-                self.apply([(self.token, d, v) for _, d, v in _legacy_rules(content)], where)
+                self.apply(_legacy_rules(content), _semicolons_said(content, where))
+            else:
+                self.apply([(self.token, d, v) for _, d, v in _legacy_rules(content)],
+                           _semicolons_said(content, where))
 
     def apply(self, said: list[tuple[str | None, str, str]], where: str) -> None:
         """Take the rules for all robots (``None``, ``*``) and for this one."""
@@ -274,6 +369,9 @@ class _Reader:
         self.note(where)
 
     def result(self) -> PageDirectives:
+        if not (self.sources or self.dropped or self.flags or self.until is not None
+                or self.policy or self.tdm["header"] or self.tdm["meta"]):
+            return _NOTHING  # immutable: one value serves every page that says nothing
         reserved: bool | None = None
         policy: str | None = None
         # A technique read later supersedes an earlier one; one saying nothing
@@ -302,11 +400,43 @@ class _Reader:
         )
 
 
-def _lines(headers: Headers, name: str) -> list[tuple[int, str]]:
-    """The first lines of field ``name``, numbered from 1, each cut to the bound."""
-    values = field_values(headers, name)[:MAX_FIELD_LINES]
+# The fields read, by their lower-cased names.
+_FIELD_NAMES = ("x-robots-tag", "robots-tag", "tdm-reservation", "tdm-policy")
+_MULTI_DICT_METHODS = ("getall", "get_list", "getlist", "get_all")
+
+
+def _fields(headers: Headers) -> dict[str, list[object]]:
+    """The values of the fields read (lower-cased names), each in order; absent ones left out.
+
+    A plain mapping or ``(name, value)`` pairs are gone through once; a multi-dict is asked
+    for each field it holds (see :func:`~robotgate.robots.usage.field_values`).
+    """
+    out: dict[str, list[object]] = {}
+    if any(hasattr(headers, method) for method in _MULTI_DICT_METHODS):
+        for name in _FIELD_NAMES:
+            try:
+                present = name in headers
+            except TypeError:  # a multi-dict that cannot tell: asked all the same
+                present = True
+            if present:
+                values = field_values(headers, name)
+                if values:
+                    out[name] = list(values)
+        return out
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    for key, value in pairs:
+        name = (key.decode("latin-1") if isinstance(key, (bytes, bytearray)) else key).lower()
+        if name in _FIELD_NAMES:
+            out.setdefault(name, []).append(
+                value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else value)
+    return out
+
+
+def _lines(values: list[object]) -> list[tuple[int, str]]:
+    """The first lines of a field, numbered from 1, each cut to the bound."""
     # A value that is no text (None in a hand-made mapping) says nothing.
-    return [(n, v[:MAX_FIELD_BYTES]) for n, v in enumerate(values, 1) if isinstance(v, str)]
+    return [(n, v[:MAX_FIELD_BYTES]) for n, v in enumerate(values[:MAX_FIELD_LINES], 1)
+            if isinstance(v, str)]
 
 
 # -- header values ----------------------------------------------------------------
@@ -318,10 +448,12 @@ def _legacy_rules(value: str) -> list[tuple[str | None, str, str]]:
     ``robot: directive`` names the robot the rest of the value is for;
     ``unavailable_after: DATE`` and the ``max-*: N`` directives are not robots.
     A date's own comma (``Wednesday, 03-Nov-10 15:00:00 GMT``) stays in the date.
+    A semicolon separates as a comma does (``noindex; nofollow``): pages write it,
+    and no directive's value holds one.
     """
     out: list[tuple[str | None, str, str]] = []
     who: str | None = None
-    pieces = value.split(",")
+    pieces = (value.replace(";", ",") if ";" in value else value).split(",")
     i = 0
     while i < len(pieces):
         piece = pieces[i].strip(_OWS)
@@ -342,6 +474,19 @@ def _legacy_rules(value: str) -> list[tuple[str | None, str, str]]:
         if key:
             out.append((who, key, arg))
     return out
+
+
+def _semicolons_said(value: str, where: str) -> str:
+    """``where``, saying so when the list's semicolons were read as commas."""
+    return f"{where}, semicolons read as commas" if ";" in value else where
+
+
+def _names_a_robot_first(value: str) -> bool:
+    """Is an ``X-Robots-Tag`` value holding a ``;`` the structured form (``*;noindex``,
+    ``mybot;nofollow``) rather than a list written with semicolons (``noindex; nofollow``)?
+    The structured form starts with a robot: ``*`` or a product token naming no directive."""
+    first = value.split(",", 1)[0].split(";", 1)[0].strip(_OWS).strip('"').lower()
+    return first == "*" or (_TOKEN_RE.fullmatch(first) is not None and first not in _DIRECTIVES)
 
 
 def _structured_rules(value: str) -> list[tuple[str | None, str, str]]:
@@ -408,10 +553,15 @@ def _parse_date(text: str) -> datetime | None:
 # -- HTML ------------------------------------------------------------------------
 
 
-def _head_bytes(body: bytes | str) -> bytes:
+def _head_window(body: bytes | str) -> tuple[bytes, int]:
+    """The body as bytes, and where its searched window ends (no copy of a bytes body)."""
     if isinstance(body, str):
-        body = body[:MAX_HEAD_BYTES].encode("utf-8", "replace")
-    return bytes(body[:MAX_HEAD_BYTES])
+        data = body[:MAX_HEAD_BYTES].encode("utf-8", "replace")
+    elif isinstance(body, bytes):
+        data = body
+    else:
+        data = bytes(body[:MAX_HEAD_BYTES])
+    return data, min(len(data), MAX_HEAD_BYTES)
 
 
 def _is_html(content_type: str | None, data: bytes) -> bool:
@@ -423,101 +573,68 @@ def _is_html(content_type: str | None, data: bytes) -> bool:
     return any(sign in start for sign in _HTML_SIGNS)
 
 
-def _head_metas(data: bytes) -> list[tuple[int, str, str]]:
-    """``(byte offset, name, content)`` of each ``<meta name=... content=...>`` in the head.
+def _head_metas(data: bytes, end: int, token: str) -> list[tuple[int, bytes, bytes]]:
+    """``(byte offset, name, content)`` of the ``<meta name=... content=...>`` tags in the
+    head (``data`` up to ``end``) that may name ``robots``, TDMRep or the robot ``token``,
+    as written: bytes, character references not decoded.
 
     A single forward pass: comments, doctypes and the text of ``script``,
-    ``style``, ``title`` (and the like) are skipped; the head ends at ``</head>``,
-    ``<body>`` or any element the head cannot hold; an unterminated tag,
-    comment or text element ends the search.
+    ``style``, ``title`` and ``template`` are passed over; the head ends at
+    ``</head>``, ``<body>`` or any element the head cannot hold; an unterminated
+    tag, comment or text element ends the search.
     """
-    s = data.decode("latin-1")  # one character per byte: offsets are byte offsets
-    found: list[tuple[int, str, str]] = []
+    found: list[tuple[int, bytes, bytes]] = []
+    passed = _passing(token).match
+    meta = _META_TAG.match
     pos = 0
     while True:
-        start = _MARKUP_RE.search(s, pos)
-        if start is None:
-            break
-        lt = start.start()
-        if s.startswith("<!--", lt):
-            end = s.find("-->", lt + 4)
-            if end < 0:
-                break
-            pos = end + 3
-            continue
-        closing = s.startswith("</", lt)
-        m = _TAG_NAME_RE.match(s, lt + 2 if closing else lt + 1)
-        if m is None:  # "<!doctype", "<?xml", or a bogus comment such as "</ x>"
-            end = s.find(">", lt + 2)
-            if end < 0:
-                break
-            pos = end + 1
-            continue
-        name = m.group().lower()
-        attrs, pos = _attributes(s, m.end())
-        if pos < 0:
-            break
-        if closing:
-            if name == "head":
-                break
-            continue
-        if name not in _HEAD_ELEMENTS:
-            break
-        if name == "meta" and "name" in attrs:
-            found.append((lt, _text(attrs["name"]), _text(attrs.get("content", ""))))
-        elif name in _END_TAG:
-            end_tag = _END_TAG[name].search(s, pos)
-            if end_tag is None:
-                break
-            pos = end_tag.start()
-    return found
+        pos = passed(data, pos, end).end()  # type: ignore[union-attr]  # it matches "" at worst
+        # Only a meta tag lets the search go on: anything else the pattern stops at ends
+        # the head, or is never closed.
+        tag = meta(data, pos, end)
+        if tag is None:
+            return found
+        if tag.start(1) >= 0:  # the fast form
+            attributes = [(a, b or c) for a, b, c in _QUOTED_ATTRIBUTE.findall(
+                data, tag.start(1), tag.end(1))]
+        else:
+            attributes = [(a, b or c or d) for a, b, c, d in _ATTRIBUTE_PARTS.findall(
+                data, tag.start(2), tag.end(2))]
+        name, content = _name_and_content(attributes)
+        if name is not None and _may_matter(name, token):
+            found.append((pos, name, content or b""))
+        pos = tag.end()
 
 
-def _attributes(s: str, i: int) -> tuple[dict[str, str], int]:
-    """A start tag's attributes from ``i`` on, and where the tag ends (-1: it does not)."""
-    attrs: dict[str, str] = {}
-    n = len(s)
-    while True:
-        i = _skip_space(s, i)
-        if i >= n:
-            return attrs, -1
-        c = s[i]
-        if c == ">":
-            return attrs, i + 1
-        if c == "/":
-            i += 1
-            continue
-        m = _ATTR_NAME_RE.match(s, i)
-        if m is None:  # cannot happen: c is no space, "/" or ">"
-            return attrs, -1
-        name = m.group().lower()
-        i = _skip_space(s, m.end())
-        value = ""
-        if i < n and s[i] == "=":
-            i = _skip_space(s, i + 1)
-            if i < n and s[i] in "\"'":
-                end = s.find(s[i], i + 1)
-                if end < 0:
-                    return attrs, -1
-                value = s[i + 1 : end]
-                i = end + 1
-            else:
-                m = _UNQUOTED_RE.match(s, i)
-                if m is not None:
-                    value = m.group()
-                    i = m.end()
-        attrs.setdefault(name, value[:_MAX_VALUE])  # the first of a repeated attribute counts
+def _may_matter(name: bytes, token: str) -> bool:
+    """Whether a meta tag's name may be one read: ``robots``, TDMRep's, the robot's
+    ``token``, or a name with a character reference or a byte past ASCII that could
+    spell one."""
+    if b"&" in name or not name.isascii():
+        return True
+    key = name.decode("ascii").strip().lower()
+    return key in _META_NAMES or (bool(token) and key == token)
 
 
-def _skip_space(s: str, i: int) -> int:
-    while i < len(s) and s[i] in "\t\n\f\r ":
-        i += 1
-    return i
+def _name_and_content(
+        attributes: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None]:
+    """The first ``name`` and ``content`` of ``(attribute, value)`` pairs (the first of a
+    repeated attribute counts), each value cut to :data:`_MAX_VALUE` bytes."""
+    name: bytes | None = None
+    content: bytes | None = None
+    for attribute, value in attributes:
+        key = attribute.lower()
+        if key == b"name":
+            if name is None:
+                name = value[:_MAX_VALUE]
+        elif key == b"content" and content is None:
+            content = value[:_MAX_VALUE]
+    return name, content
 
 
-def _text(raw: str) -> str:
+def _text(raw: bytes) -> str:
     """An attribute value as the page means it: UTF-8, character references decoded."""
-    text = raw.encode("latin-1").decode("utf-8", "replace")
+    text = raw.decode("utf-8", "replace")
     return html.unescape(text) if "&" in text else text
 
 
@@ -535,6 +652,6 @@ def _quote(value: str) -> str:
 def _attr(value: str) -> str:
     """An attribute value as written in a quoted tag: bare when it can be."""
     text = _quote(value)
-    if text and not re.search(r"[\s\"'=<>`]", text):
+    if text and not _BARE_ATTRIBUTE_RE.search(text):
         return text
     return '"' + text.replace('"', "&quot;") + '"'
