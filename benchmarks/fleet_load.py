@@ -2,7 +2,7 @@
 
     python benchmarks/fleet_load.py [--hogs 0,6] [--runs 3] [--hosts 200] [--pages 12]
                                     [--workers 4] [--tasks 2000] [--delay 0.2]
-                                    [--margin 0.1] [--nice 10] [--json PATH]
+                                    [--margin 0.1] [--nice 0] [--json PATH]
 
 runs the crawl of ``tests/e2e/test_fleet.py::test_four_workers_share_one_budget``
 (4 worker processes of ``testbed/fleet.py`` on a throwaway ``redis-server``, 200
@@ -15,6 +15,13 @@ robots.txt requests counted in.  Beside them, the loopback server's own records
 (the kernel's receive stamps, ``SO_TIMESTAMPNS``) and the slots the workers gave
 up as too late (``late_slots``).  Needs tcpdump and the right to capture (root).
 A run takes about 20 s unloaded and 40 s loaded on 2 cores.
+
+    python benchmarks/fleet_load.py --pcap lo.pcap [--delay 0.2]
+
+gives the same kernel figures for a capture made otherwise, such as
+``tcpdump -i lo -n -U -w lo.pcap 'tcp and dst net 127.0.1.0/24'`` while
+``pytest tests/e2e/test_fleet.py -k test_four_workers_share_one_budget`` runs
+(hosts are told apart by address and port).
 """
 
 from __future__ import annotations
@@ -44,8 +51,8 @@ from testbed.fleet import Fleet, FleetChecks, split_urls
 from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan, page_paths
 
-# One packet's line in ``tcpdump -tt -n -A``: its time and where it went.
-_PACKET = re.compile(r"^(\d+\.\d+) IP [\d.]+ > (\d+\.\d+\.\d+\.\d+)\.\d+: ")
+# One packet's line in ``tcpdump -tt -n -A``: its time and where it went (address.port).
+_PACKET = re.compile(r"^(\d+\.\d+) IP [\d.]+ > (\d+\.\d+\.\d+\.\d+\.\d+): ")
 _REQUEST = re.compile(r"(GET|HEAD) (\S+) HTTP/1\.[01]")
 
 
@@ -81,7 +88,8 @@ def _s(value: float | None) -> str:
 
 
 def requests_seen(lines: Iterable[str]) -> list[tuple[float, str, str]]:
-    """(time, host address, path) of each HTTP request in ``tcpdump -tt -n -A``'s text."""
+    """(time, host address.port, path) of each HTTP request in ``tcpdump -tt -n -A``'s
+    text."""
     found: list[tuple[float, str, str]] = []
     packet: tuple[float, str] | None = None
     for line in lines:
@@ -225,11 +233,37 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--delay", type=float, default=0.2, help="seconds per host (default 0.2)")
     ap.add_argument("--margin", type=float, default=0.1,
                     help="the workers' pacing margin, as the fleet tests give (default 0.1)")
-    ap.add_argument("--nice", type=int, default=10, help="the workers' niceness (default 10)")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="the workers' niceness, as the fleet tests give (default 0)")
     ap.add_argument("--timeout", type=float, default=300.0, help="bound on one run (s)")
+    ap.add_argument("--pcap", type=Path,
+                    help="only read this capture's requests and give its kernel figures")
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/fleet_load.json"),
                     help="where the runs go (default benchmarks/results/fleet_load.json)")
     return ap
+
+
+def read_only(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """``--pcap``: the kernel figures of a capture, per loopback server (port) that
+    served at least 10 hosts (other servers on loopback meanwhile are left out)."""
+    seen = read_capture(args.pcap)
+    by_port: dict[str, list[tuple[float, str, str]]] = {}
+    for entry in seen:
+        by_port.setdefault(entry[1].rpartition(".")[2], []).append(entry)
+    bad = 0
+    for port, requests in sorted(by_port.items()):
+        hosts = {host for _, host, _ in requests}
+        if len(hosts) < 10:
+            continue
+        page_gap, page_short, any_gap, any_short = kernel_figures(requests, args.delay)
+        pages = sum(1 for _, _, path in requests if not path.startswith("/robots.txt"))
+        bad += page_short + any_short
+        print(f"port {port}: {len(requests):,} requests ({pages:,} pages) to {len(hosts)} "
+              f"hosts; least gap between two page requests to one host {_s(page_gap)}, "
+              f"{page_short} below {args.delay:g} s; robots.txt requests counted in: "
+              f"{_s(any_gap)}, {any_short} below")
+    print(command_line(argv))
+    return 1 if bad else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -237,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("tcpdump") is None:
         print("fleet_load.py needs tcpdump (apt-get install tcpdump)", file=sys.stderr)
         return 2
+    if args.pcap is not None:
+        return read_only(args, argv)
     runs = asyncio.run(bench(args))
     print(table(runs))
     print(f"({args.hosts} hosts x {args.pages} pages, {args.workers} workers x {args.tasks} "

@@ -39,8 +39,8 @@ from testbed.children import child_env
 ROOT = Path(__file__).resolve().parents[1]
 FLEET_PY = Path(__file__).resolve()
 USER_AGENT = "RobotGateFleet/1.0 (+https://example.invalid/fleet)"
-#: Bound on a worker's startup (imports, connecting to Redis).
-READY_TIMEOUT = 60.0
+#: Bound on a worker's startup (imports, connecting to Redis), on a busy machine too.
+READY_TIMEOUT = 120.0
 
 
 # -- the worker -----------------------------------------------------------------
