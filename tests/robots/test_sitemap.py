@@ -206,7 +206,9 @@ def test_a_broken_sitemap_gives_what_could_be_read_and_why() -> None:
     (b" \n\t ", "the file is empty"),
     (b"<", "the XML is broken"),
     (b"<html><body>Not found</body></html>", "not a sitemap: the root element is <html>"),
-    (b'<rss version="2.0"><channel/></rss>', "not a sitemap: the root element is <rss>"),
+    # RSS 1.0 is no feed the protocol accepts (RSS 2.0 and Atom are, below).
+    (b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/>',
+     "not a sitemap: the root element is <RDF>"),
     (b"\x1f\x8b", "the gzip data ends early"),
 ])
 def test_what_is_no_sitemap_says_so(body: bytes, why: str) -> None:
@@ -333,3 +335,97 @@ def test_elements_nested_past_the_limit_end_the_read_in_bounded_memory() -> None
     assert [e.url for e in file.entries] == ["https://example.com/catalog/1"]
     assert file.problems == ("the XML nests deeper than 64 elements: the rest is not read",)
     assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"
+
+
+# -- entries handed out as they are read ----------------------------------------------------
+
+
+def test_entries_are_handed_out_as_each_piece_is_read_and_kept_by_no_one() -> None:
+    body = urlset(*(url(f"https://example.com/catalog/{i}") for i in range(300)))
+    parser = SitemapParser(SITEMAP)
+    taken: list[str] = []
+    pieces = [body[i:i + 1000] for i in range(0, len(body), 1000)]
+    for n, piece in enumerate(pieces):
+        parser.feed(piece)
+        got = parser.take()
+        taken += [e.url for e in got]
+        if n == 0:
+            assert got, "the first piece's entries come out with it"
+    file = parser.close()
+    assert file.entries == () and file.problems == ()  # all were taken
+    assert taken == urls_of(body)
+    # An index hands out its sitemaps the same way.
+    parser = SitemapParser(SITEMAP)
+    parser.feed(f'<sitemapindex xmlns="{NS}"><sitemap><loc>https://example.com/s1.xml</loc>'
+                "</sitemap>".encode())
+    assert [c.url for c in parser.take()] == ["https://example.com/s1.xml"]
+
+
+@pytest.mark.slow
+def test_iterating_a_50000_url_file_as_it_is_read_holds_no_more_than_a_piece() -> None:
+    items = "".join(f"<url><loc>https://example.com/catalog/item-{i:07d}-a-long-slug.html</loc>"
+                    f"<lastmod>2024-05-01</lastmod><changefreq>weekly</changefreq>"
+                    "<priority>0.5</priority></url>\n" for i in range(MAX_URLS))
+    body = urlset(items)
+    pieces = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+    parser = SitemapParser(SITEMAP)
+    seen = 0
+    with _traced() as traced:
+        for piece in pieces:
+            parser.feed(piece)
+            seen += len(parser.take())
+        file = parser.close()
+    assert seen == MAX_URLS and file.problems == ()
+    assert traced.peak < 4 * 1024 * 1024, f"peak {traced.peak:,} bytes"
+
+
+# -- feeds: RSS 2.0 and Atom, as the protocol allows ----------------------------------------
+
+
+def test_an_rss_feed_gives_its_items_links_and_dates() -> None:
+    body = b"""<?xml version="1.0"?>
+<rss version="2.0"><channel><title>News</title><link>https://example.com/catalog/</link>
+<item><title>A</title><link>https://example.com/catalog/a</link>
+  <pubDate>Wed, 01 May 2024 12:00:00 GMT</pubDate></item>
+<item><link> https://example.com/catalog/b?x=1&amp;y=2 </link><pubDate>soon</pubDate></item>
+<item><link>https://elsewhere.example/x</link></item>
+<item><title>no link</title></item>
+</channel></rss>"""
+    file = parse_sitemap(SITEMAP, body)
+    assert file.kind == "feed"
+    assert [(e.url, e.lastmod) for e in file.entries] == [
+        ("https://example.com/catalog/a", "2024-05-01T12:00:00+00:00"),
+        ("https://example.com/catalog/b?x=1&y=2", None)]
+    text = " | ".join(file.problems)
+    assert "1 URL outside the sitemap's scope" in text and "1 URL without a <loc>" in text
+    assert "1 lastmod values ignored: no W3C datetime, e.g. soon" in text
+
+
+@pytest.mark.parametrize(("ns", "updated"), [
+    ("http://www.w3.org/2005/Atom", "updated"),  # Atom 1.0
+    ("http://purl.org/atom/ns#", "modified"),    # Atom 0.3
+])
+def test_an_atom_feed_gives_its_entries_links_and_dates(ns: str, updated: str) -> None:
+    body = f"""<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="{ns}"><title>News</title><link href="https://example.com/catalog/"/>
+<entry><title>A</title><link rel="alternate" href="https://example.com/catalog/a"/>
+  <link rel="edit" href="https://example.com/catalog/edit/a"/>
+  <{updated}>2024-05-01T12:00:00Z</{updated}></entry>
+<entry><link rel="enclosure" href="https://example.com/catalog/a.mp3"/>
+  <link href="https://example.com/catalog/b"/></entry>
+</feed>""".encode()
+    file = parse_sitemap(SITEMAP, body)
+    assert file.kind == "feed" and file.problems == ()
+    assert [(e.url, e.lastmod) for e in file.entries] == [
+        ("https://example.com/catalog/a", "2024-05-01T12:00:00Z"),
+        ("https://example.com/catalog/b", None)]
+
+
+def test_a_feed_keeps_the_sitemaps_guarantees() -> None:
+    # Entities refused, scope kept, a feed of another vocabulary read as no sitemap.
+    body = (b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x "y">]><rss version="2.0">'
+            b"<channel><item><link>https://example.com/catalog/&x;</link></item></channel></rss>")
+    file = parse_sitemap(SITEMAP, body)
+    assert file.entries == () and "refused" in file.problems[0]
+    file = parse_sitemap(SITEMAP, b'<feed xmlns="urn:other"><entry/></feed>')
+    assert file.kind == "" and file.problems[0].startswith("not a sitemap: the root element is")

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
+from datetime import timezone
+from email.utils import parsedate_to_datetime
 from xml.parsers import expat
 
 from ..urls import InvalidURL, redact, split_origin
@@ -57,6 +59,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM_UTF8 = b"\xef\xbb\xbf"
 _BOMS_UTF16 = (b"\xff\xfe", b"\xfe\xff")
 _BLANK = b" \t\r\n"
+# Atom's namespaces: 1.0, then 0.3 (the sitemaps protocol accepts both).
+_ATOM = ("http://www.w3.org/2005/Atom", "http://purl.org/atom/ns#")
 # A W3C datetime (https://www.w3.org/TR/NOTE-datetime): YYYY[-MM[-DD[Thh:mm[:ss[.s]]TZD]]].
 _W3C_DATE = re.compile(
     r"\d{4}(?:-\d{2}(?:-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?"
@@ -115,8 +119,14 @@ class Scope:
             origin, rest = split_origin(url)
         except InvalidURL:
             return False
-        path = _path_only(rest) or "/"
-        return any(origin == o and path.startswith(p) for o, p in self.prefixes)
+        return self.admits_split(origin, rest)
+
+    def admits_split(self, origin: str, rest: str) -> bool:
+        """:meth:`admits` of a URL :func:`~robotgate.urls.split_origin` has split."""
+        for o, p in self.prefixes:
+            if origin == o and (p == "/" or (_path_only(rest) or "/").startswith(p)):
+                return True
+        return False
 
     def admits_sitemap(self, url: str) -> bool:
         """May an index in this scope list the sitemap at ``url`` (same site)?"""
@@ -181,10 +191,12 @@ class SitemapParser:
         # XML
         self._xml: expat.XMLParserType | None = None
         self._fed = 0  # bytes handed to expat
-        self._mark = 0  # where expat last reported anything
         self._depth = 0
-        self._ns = ""  # the root element's namespace: the sitemap's own
-        self._item = False  # inside <url> or <sitemap>
+        self._item_name = ""  # the element of an entry (<url>, <sitemap>, <item>, <entry>)
+        self._item_depth = 2
+        self._fields: dict[str, str] = {}  # element name -> "loc" or "lastmod"
+        self._atom_link = ""  # an Atom entry's <link> element, whose href is the URL
+        self._item = False  # inside an entry
         self._field: str | None = None  # "loc" or "lastmod", being read
         self._text: list[str] = []
         self._room = 0
@@ -292,12 +304,9 @@ class SitemapParser:
         parser.ExternalEntityRefHandler = self._refuse_external
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
-        parser.CharacterDataHandler = self._characters
-        parser.CommentHandler = self._seen
-        parser.ProcessingInstructionHandler = self._seen
-        parser.StartDoctypeDeclHandler = self._seen
-        parser.XmlDeclHandler = self._seen
-        parser.buffer_text = False
+        # Text is wanted only inside <loc> and <lastmod>: the handler is set there alone,
+        # so that blanks between elements and the fields ignored cost no call.
+        parser.buffer_text = True
         self._xml = parser
 
     def _feed_xml(self, data: bytes, final: bool) -> None:
@@ -321,7 +330,9 @@ class SitemapParser:
             if self._stopped:
                 return
             self._fed += len(piece)
-            if self._fed - self._mark > MAX_TOKEN:
+            # Outside a handler, expat's position is where its last token ended: what it
+            # holds past that is one token not yet complete.
+            if self._fed - parser.CurrentByteIndex > MAX_TOKEN:
                 self._stop(f"the XML holds a single token longer than {MAX_TOKEN:,} bytes "
                            "(a comment or a tag): the rest is not read")
                 return
@@ -333,46 +344,62 @@ class SitemapParser:
     def _refuse_external(self, *_: object) -> int:
         raise _Refused("the XML refers to an external entity: refused")
 
-    def _seen(self, *_: object) -> None:
-        parser = self._xml
-        if parser is not None:
-            self._mark = parser.CurrentByteIndex
-
-    def _start(self, name: str, attrs: object) -> None:
-        parser = self._xml
-        assert parser is not None
-        self._mark = parser.CurrentByteIndex
-        self._depth += 1
-        depth = self._depth
-        if depth > MAX_DEPTH:
-            raise _Refused(f"the XML nests deeper than {MAX_DEPTH} elements: the rest is not read")
-        ns, _, local = name.rpartition(" ")
-        if depth == 1:
-            self._ns = ns
-            if local == "urlset":
-                self.kind = "urlset"
-            elif local == "sitemapindex":
-                self.kind = "index"
-            else:
-                raise _Refused(f"not a sitemap: the root element is <{local[:100]}>, "
-                               "not <urlset> or <sitemapindex>")
-        elif depth == 2:
-            self._item = ns == self._ns and local == ("url" if self.kind == "urlset"
-                                                       else "sitemap")
+    def _start(self, name: str, attrs: dict[str, str]) -> None:
+        self._depth = depth = self._depth + 1
+        if self._item and depth == self._item_depth + 1:  # a field of an entry
+            field = self._fields.get(name)
+            if field is not None:
+                self._field = field
+                self._text = []
+                self._room = _FIELD_ROOM
+                parser = self._xml
+                assert parser is not None
+                parser.CharacterDataHandler = self._characters
+            elif name == self._atom_link and self._loc is None and attrs.get(
+                    "rel", "alternate") == "alternate":
+                self._atom_href(attrs.get("href", ""))
+        elif depth == self._item_depth:
+            self._item = name == self._item_name
             if self._item:
                 self._loc = self._lastmod = None
                 self._long_loc = False
-        elif depth == 3 and self._item and ns == self._ns and local in ("loc", "lastmod"):
-            self._field = local
-            self._text = []
-            self._room = _FIELD_ROOM
+        elif depth == 1:
+            self._root(name)
+        elif depth > MAX_DEPTH:
+            raise _Refused(f"the XML nests deeper than {MAX_DEPTH} elements: the rest is not read")
+
+    def _root(self, name: str) -> None:
+        """The root element says which kind of file this is, and where its entries are."""
+        ns, _, local = name.rpartition(" ")
+        prefix = f"{ns} " if ns else ""
+        if local == "urlset":
+            self.kind, item = "urlset", "url"
+        elif local == "sitemapindex":
+            self.kind, item = "index", "sitemap"
+        elif local == "rss" and not ns:  # RSS 2.0: <rss><channel><item><link>
+            self.kind, item = "feed", "item"
+            self._item_depth = 3
+            self._fields = {"link": "loc", "pubDate": "lastmod"}
+            self._item_name = item
+            return
+        elif local == "feed" and ns in _ATOM:  # Atom 1.0 and 0.3: <feed><entry><link href>
+            self.kind, item = "feed", "entry"
+            self._atom_link = prefix + "link"
+            self._fields = {prefix + ("updated" if ns == _ATOM[0] else "modified"): "lastmod"}
+            self._item_name = prefix + item
+            return
+        else:
+            raise _Refused(f"not a sitemap: the root element is <{local[:100]}>, "
+                           "not <urlset> or <sitemapindex> (nor an RSS 2.0 or Atom feed)")
+        self._item_name = prefix + item
+        self._fields = {prefix + "loc": "loc", prefix + "lastmod": "lastmod"}
+
+    def _atom_href(self, href: str) -> None:
+        href = href.strip()
+        self._long_loc = len(href) >= MAX_URL_LENGTH
+        self._loc = href
 
     def _characters(self, data: str) -> None:
-        parser = self._xml
-        assert parser is not None
-        self._mark = parser.CurrentByteIndex
-        if self._field is None:
-            return
         if not self._text:
             data = data.lstrip()
             if not data:
@@ -385,12 +412,12 @@ class SitemapParser:
             self._text.append(data)
 
     def _end(self, name: str) -> None:
-        parser = self._xml
-        assert parser is not None
-        self._mark = parser.CurrentByteIndex
         depth = self._depth
-        self._depth -= 1
-        if depth == 3 and self._field is not None:
+        self._depth = depth - 1
+        if self._field is not None and depth == self._item_depth + 1:
+            parser = self._xml
+            assert parser is not None
+            parser.CharacterDataHandler = None
             value = "".join(self._text).strip() if self._room >= 0 else None
             if self._field == "loc" and self._loc is None:
                 self._long_loc = value is None or len(value) >= MAX_URL_LENGTH
@@ -399,9 +426,12 @@ class SitemapParser:
                 self._lastmod = value
             self._field = None
             self._text = []
-        elif depth == 2 and self._item:
+        elif depth == self._item_depth and self._item:
             self._item = False
-            self._listed_one(self._loc, self._lastmod, self._long_loc)
+            lastmod = self._lastmod
+            if lastmod is not None and self.kind == "feed":
+                lastmod = _w3c_date(lastmod)
+            self._listed_one(self._loc, lastmod, self._long_loc)
         elif depth == 1:
             self._stopped = True  # the root ended: nothing after it counts
 
@@ -448,7 +478,7 @@ class SitemapParser:
             self._drop("without a <loc>", "")
             return
         try:
-            split_origin(url)
+            origin, rest = split_origin(url)  # once: the check and the scope both use it
         except InvalidURL:
             self._drop("not absolute http(s)", url[:100])
             return
@@ -457,12 +487,12 @@ class SitemapParser:
             lastmod = None
         scope = self.scope
         if self.kind == "index":
-            if not scope.admits_sitemap(url):
+            if origin not in scope.sites:
                 self._drop("on another site than the index", url)
                 return
             self.children.append(SitemapEntry(url, lastmod, self.url))
             return
-        if not scope.admits(url):
+        if not scope.admits_split(origin, rest):
             self._drop(f"outside the sitemap's scope ({scope})", url)
             return
         self.entries.append(SitemapEntry(url, lastmod, self.url))
@@ -482,12 +512,29 @@ class SitemapParser:
             self._stopped = True
             self._problems.append(why)
 
+    def take(self) -> list[SitemapEntry]:
+        """The entries (or, of an index, the child sitemaps) read since the last call, handed
+        out as each piece is read: the parser keeps none of them, and :meth:`close` gives
+        only those not taken.
+
+        >>> p = SitemapParser("https://example.com/urls.txt")
+        >>> p.feed(b"https://example.com/a\\nhttps://example.com/b\\nhttps://exa")
+        True
+        >>> [e.url for e in p.take()], p.take()
+        (['https://example.com/a', 'https://example.com/b'], [])
+        """
+        if self.kind == "index":
+            taken, self.children = self.children, []
+        else:
+            taken, self.entries = self.entries, []
+        return taken
+
     # -- the end -----------------------------------------------------------------------
 
     def close(self, cut: bool = False) -> SitemapFile:
-        """The end of the body: what was read, and every problem met.  ``cut``: the body
-        ended before its end (the connection dropped), so a last line without its
-        newline may be part of a URL, and is not read."""
+        """The end of the body: what was read (less what :meth:`take` handed out), and every
+        problem met.  ``cut``: the body ended before its end (the connection dropped), so a
+        last line without its newline may be part of a URL, and is not read."""
         if not self._stopped:
             if self._coding is None and self._head:  # a body of one byte
                 head, self._head = self._head, b""
@@ -519,7 +566,7 @@ class SitemapParser:
                 problems.append(f"{n:,} {why}{shown}")
             else:
                 problems.append(f"{n:,} {listing}{'' if n == 1 else 's'} {why} dropped{shown}")
-        kind = self.kind if self.kind in ("urlset", "index", "text") else ""
+        kind = self.kind if self.kind in ("urlset", "index", "text", "feed") else ""
         return SitemapFile(self.url, kind, tuple(self.entries), tuple(self.children),
                            tuple(problems))
 
@@ -529,6 +576,20 @@ class SitemapParser:
         if body:
             self.kind = "text"
             self._feed_text(body)
+
+
+def _w3c_date(text: str) -> str:
+    """A feed's date as a W3C datetime: RSS writes RFC 822 (``Wed, 01 May 2024 12:00:00
+    GMT``), Atom RFC 3339 already; one not understood is left as written (and dropped)."""
+    if _W3C_DATE(text):
+        return text
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return text
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.isoformat()
 
 
 def _path_only(rest: str) -> str:
