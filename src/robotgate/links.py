@@ -18,13 +18,15 @@ Pure, standard library only, no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import unescape
 from urllib.parse import urljoin
 
 from .urls import remove_dot_segments
 
-__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "page_links", "read_links"]
+__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "link_resolver", "page_links",
+           "read_links"]
 
 #: Bytes of a page read for links (a longer page's links after that are not seen).
 MAX_PAGE_BYTES = 16 * 1024 * 1024
@@ -123,6 +125,39 @@ def read_links(body: bytes, base_url: str) -> PageLinks:
         else:
             hrefs.append(href)
     return _resolved(hrefs, base, base_url, nofollow)
+
+
+def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | None]:
+    """``resolve(link)``: ``link`` absolute, against ``page_url`` or the first ``<base
+    href>`` of ``body`` (looked for at the first link that needs it); None for what
+    no URL can be made of.  Fragments are cut."""
+    resolver: _Resolver | None = None
+
+    def resolve(link: str) -> str | None:
+        nonlocal resolver
+        if resolver is None:
+            resolver = _Resolver(page_url)
+            base = _base_href(body) if body else None
+            if base:
+                root = resolver(base)
+                if root is not None and _is_http(root):
+                    resolver = _Resolver(root)
+        text = link.strip(_SPACES)
+        if "\t" in text or "\n" in text or "\r" in text:
+            text = text.translate(_TABS_AND_NEWLINES)
+        return resolver(text)
+
+    return resolve
+
+
+def _base_href(body: bytes) -> str | None:
+    """The ``href`` of the page's first ``<base>`` that has one."""
+    for tag, rest in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
+        if len(tag) == 4 and tag.lower() == b"base":
+            for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
+                if name.lower() == b"href":
+                    return _text(double or single or bare) or None
+    return None
 
 
 def _resolved(hrefs: list[bytes], base: bytes | None, page_url: str,

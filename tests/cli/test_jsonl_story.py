@@ -103,7 +103,7 @@ async def test_lines_carry_when_each_request_went_and_why_it_waited(tmp_path: Pa
     ]
     srv, lines = await crawl(tmp_path, plans, [f"/page/{i}" for i in range(4)],
                              "--delay", "0.1")
-    assert len(lines) == 12
+    assert len(lines) == 13  # the 429's attempt has a line of its own
 
     # The Crawl-delay host: each page owed 0.3 s, and no start closer than that to the last
     # request (its robots.txt's included).
@@ -121,9 +121,11 @@ async def test_lines_carry_when_each_request_went_and_why_it_waited(tmp_path: Pa
     assert all(float(line["waited"]) > 0.1 for line in slow[1:])  # type: ignore[arg-type]
     assert "robots_txt" not in slow[1]  # one robots.txt request, on the host's first line
 
-    # The 429 host: its next request waited for the back-off, and says so.
+    # The 429 host: its URL is asked again (--retries), after the back-off, and says so.
     throttled = by_host(lines, srv, 1)
-    assert [line["status"] for line in throttled] == [429, 200, 200, 200]
+    assert [line["status"] for line in throttled] == [429, 200, 200, 200, 200]
+    assert throttled[0]["retried"] is True and throttled[0]["attempt"] == 1
+    assert throttled[1]["url"] == throttled[0]["url"] and throttled[1]["attempt"] == 2
     assert throttled[1]["wait_reason"] == "back-off"
     assert float(throttled[1]["waited"]) > 0.1  # type: ignore[arg-type]
     assert all(line["interval"] == 0.1 for line in throttled)

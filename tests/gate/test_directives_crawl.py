@@ -84,7 +84,7 @@ async def test_nofollow_pages_links_are_not_followed_and_each_record_says_why() 
 
 async def test_obey_nofollow_false_follows_every_link_robots_txt_allows() -> None:
     async with PagesSite(_site()) as site:
-        results, summary = await _crawl(site, obey_nofollow=False)
+        results, summary = await _crawl(site, obey_nofollow=False, record_directives=True)
     for path in ("/from-header", "/from-meta", "/from-other", "/from-plain"):
         assert site.hits[path] == 1
     assert site.hits["/forbidden"] == 0

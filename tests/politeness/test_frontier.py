@@ -344,13 +344,16 @@ async def test_429_is_retried_after_the_back_off_and_the_handler_sees_the_answer
         seen.append(resp.status)
 
     results: list[CrawlResult] = []
-    summary = await crawl(gate, [url], handler, max_retries=1, on_result=results.append)
+    summary = await crawl(gate, [url], handler, retries=1, on_result=results.append)
     assert seen == [200] and summary.retried == 1
-    (record,) = results
-    assert record.status == 200 and record.attempts == 2
+    # Each attempt has its record; only the last is the URL's outcome.
+    first, record = results
+    assert (first.kind, first.status, first.attempts) == ("retried", 429, 1)
+    assert record.status == 200 and record.attempts == 2 and record.kind == "page"
+    assert summary.pages == 1 and summary.errors == 0
     # Without retries the 429 is the answer.
     gate = FakeGate(delay=0.0, statuses={url: [429, 200]})
-    summary = await crawl(gate, [url], handler)
+    summary = await crawl(gate, [url], handler, retries=0)
     assert summary.pages == 1 and seen == [200, 429]
 
 
@@ -409,7 +412,7 @@ async def test_an_on_result_error_for_a_discovered_link_ends_the_crawl() -> None
     # Raised for the record of a link the handler returned (an invalid one), not
     # only for a page's record: the crawl ends, and raises it.
     async def handler(url: str, resp: FakeResponse) -> list[str]:
-        return ["ftp://h.example/file"]
+        return ["http://[::1/file"]  # no valid URL
 
     def on_result(record: CrawlResult) -> None:
         if record.kind == "invalid":

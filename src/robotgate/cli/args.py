@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..compiled import HOT_PATH, compiled_modules
+from ..politeness.frontier import DEFAULT_RETRIES
 from ..robots import DIALECTS
 
 EXIT_OK = 0
@@ -147,6 +148,7 @@ def size(text: str) -> int:
 seconds = _number(float, 0.0, strict=False)
 positive_seconds = _number(float, 0.0, strict=True)
 count = _number(int, 1, strict=False)
+times = _number(int, 0, strict=False)
 
 
 _EXAMPLES = """\
@@ -324,6 +326,12 @@ def _add_fetch(commands: Any) -> None:
         "--timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
         help="give up on a page not fully read this long after its request started "
         "(default 30; waiting for the host's turn does not count)",
+    )
+    fetch.add_argument(
+        "--retries", type=times, default=DEFAULT_RETRIES, metavar="N",
+        help="ask a URL again up to N times after a transient answer or error (429, "
+        "503, a connection error, a timeout), each time after the host's back-off and "
+        f"Retry-After; each attempt gets its line (default {DEFAULT_RETRIES})",
     )
     _add_dialect(fetch, "robots.txt matching rules (default rfc9309)")
     fetch.add_argument(

@@ -93,7 +93,7 @@ async def _demo(hosts: int, delay: float, concurrency: int, *, quiet: bool) -> i
             async with RobotGate(AGENT, delay=delay, store=MemoryStore(),
                                  max_crawl_delay=MAX_CRAWL_DELAY,
                                  max_concurrency=concurrency) as gate:
-                await gate.crawl(seeds, _links, concurrency=concurrency, max_retries=1,
+                await gate.crawl(seeds, _links, concurrency=concurrency, retries=1,
                                  on_result=on_result, summary=summary, timeout=10)
         finally:
             if progress is not None:

@@ -299,6 +299,8 @@ class _FetchRun:
                 concurrency=args.concurrency,
                 per_host=args.max_per_host,
                 timeout=args.timeout,
+                retries=args.retries,
+                record_directives=True,  # each line says what the page's directives are
                 on_result=self._write,
                 stop=self.stop,
                 summary=summary,
@@ -328,6 +330,10 @@ class _FetchRun:
         if result.kind == "invalid":
             error(scrub(str(result.error), result.url))
         record = record_json(result)
+        if result.attempts > 1 or result.retried:
+            record["attempt"] = result.attempts
+        if result.retried:
+            record["retried"] = True  # asked again: the URL's outcome is a later line
         if self.robots_log is not None and result.key is not None:
             robots = self.robots_log.take(result.key)
             if robots:

@@ -53,7 +53,10 @@ from .describe import describe, stats_of
 from .options import Network, Pacing
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
     from ..policy.tdm import TdmVerdict
+    from ..politeness.frontier import CrawlOptions
     from ..politeness.sitemaps import SitemapReader, Sitemaps
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..robots.directives import PageDirectives
@@ -580,12 +583,13 @@ class RobotGate:
 
     async def crawl(self, urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
                     handler: CrawlHandler, *, concurrency: int = 16, name: str | None = None,
-                    **options: Any) -> CrawlSummary:
+                    **options: Unpack[CrawlOptions]) -> CrawlSummary:
         """Crawl ``urls`` (or sitemap entries) with ``concurrency`` workers kept busy
-        across servers (see :func:`robotgate.politeness.frontier.crawl`); :meth:`close`
-        ends it.  A ``name`` keeps the crawl in the gate's store, where calling it again
-        resumes it (see ``docs/crawl.md``)."""
-        from ..politeness.frontier import Frontier
+        across servers (see :func:`robotgate.politeness.frontier.crawl` for the options:
+        a misspelt one is a ``TypeError`` before any request); :meth:`close` ends it.
+        A ``name`` keeps the crawl in the gate's store, where calling it again resumes
+        it (see ``docs/crawl.md``)."""
+        from ..politeness.frontier import Frontier, check_options
 
         if name is not None:
             state_of: Any = self.store.crawl_state  # a pacing store's takes the leases
@@ -594,6 +598,7 @@ class RobotGate:
                 else state_of(name, server=self.pace_key, leases=self._leases,
                               max_servers=max(1, concurrency)))
         return await self._admission.run_crawl(
+        check_options(dict(options))
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
     async def crawl_status(self, name: str) -> CrawlCounts | None:

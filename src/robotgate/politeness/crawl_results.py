@@ -52,6 +52,10 @@ class CrawlResult:
     request sent, its answer's headers come), ``waited`` (seconds it waited for
     its server's turn), ``wait_reason`` (why: see :mod:`.turns`) and
     ``interval`` (the seconds its server was owed between two requests then).
+
+    ``retried``: this attempt's answer (a 429 or 503) or error (a connection
+    error, a timeout) is transient and the URL is asked again (``attempts`` counts
+    from 1): each attempt gets a record, only the last is the URL's outcome.
     """
 
     url: str
@@ -75,13 +79,17 @@ class CrawlResult:
     wait_reason: str = ""
     interval: float | None = None
     interrupted: bool = False
+    retried: bool = False
 
     @property
     def kind(self) -> str:
-        """``"page"``, ``"skipped"``, ``"error"``, ``"invalid"`` (no key: not crawlable)
-        or ``"interrupted"`` (in flight when the crawl ended: not done)."""
+        """``"page"``, ``"skipped"``, ``"error"``, ``"invalid"`` (no key: not crawlable),
+        ``"interrupted"`` (in flight when the crawl ended: not done) or ``"retried"``
+        (an attempt whose URL is asked again: not its outcome)."""
         if self.interrupted:
             return "interrupted"
+        if self.retried:
+            return "retried"
         if self.key is None:
             return "invalid"
         if self.decision is not None:
@@ -124,8 +132,8 @@ class CrawlSummary:
     describe the frontier right now (``hosts_active``: hosts with a request in
     flight, ``hosts_waiting``: hosts whose next URL waits for its turn,
     ``hosts_backing_off``: those of them backing off), ``retried`` the
-    answers (429/503) retried, ``not_followed`` the links of ``nofollow`` pages
-    left out.  ``skipped_origins`` maps each origin that
+    attempts retried (429/503 answers, connection errors, timeouts), ``not_followed``
+    the links of ``nofollow`` pages left out.  ``skipped_origins`` maps each origin that
     robots.txt's fetch outcome (not a rule) ruled out to the reason.
 
     Every URL is accounted for (see :meth:`unaccounted`): ``links`` counts the links
@@ -135,7 +143,10 @@ class CrawlSummary:
     ``too_deep`` and ``private_links`` (from a public page into a private
     address) were not crawled, ``dropped`` were turned away for room (``max_seen``
     or ``max_queued``, unnamed crawls only), and ``interrupted`` were in flight
-    when the crawl ended.  ``done_before`` and ``queued_before``: URLs a named crawl
+    when the crawl ended.  Links that never become URLs of the crawl are counted
+    apart: ``other_schemes`` (``mailto:``, ``javascript:``, ...) and, for links the
+    crawl reads itself (``follow_links``), ``rel_nofollow`` (marked
+    ``rel="nofollow"``).  ``done_before`` and ``queued_before``: URLs a named crawl
     had finished, and had queued, before this run.
     """
 
@@ -160,6 +171,9 @@ class CrawlSummary:
     out_of_scope: int = 0
     too_deep: int = 0
     private_links: int = 0
+    other_schemes: int = 0
+    rel_nofollow: int = 0
+    invalid_links: int = 0
     interrupted: int = 0
     done_before: int = 0
     queued_before: int = 0
@@ -190,6 +204,10 @@ class CrawlSummary:
             (self.private_links, "links from a public page into a private address"),
             (self.dropped, "links turned away for room (max_seen or max_queued)"),
             (self.not_followed, "links of pages that say nofollow"),
+            (self.rel_nofollow, "links marked rel=nofollow"),
+            (self.other_schemes, "links that are no http(s) URL (mailto:, javascript:, ...)"),
+            (self.invalid_links, "links that are no valid URL (recorded as invalid)"),
+            (self.invalid - self.invalid_links, "input that is no valid http(s) URL"),
             (self.interrupted, "in flight when the crawl ended (not done)"),
             (self.links_cut, "pages whose links were read only up to max_links"),
         ]

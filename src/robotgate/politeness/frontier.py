@@ -23,6 +23,14 @@ Bounds, unnamed: URLs are taken from the input only while fewer than
 at most ``max_seen`` keys are remembered, and links beyond either bound are
 turned away and counted (``dropped``).  A named crawl turns nothing away.
 Links a page gives are read up to ``max_links`` (pages cut there are counted).
+
+A link resolves against its page's final URL (after redirects) and ``<base
+href>``; with ``follow_links`` the crawl reads each HTML page's links itself
+(:func:`robotgate.page_links`).  The page's directives are read only when
+something uses them: ``nofollow`` judging links the page gave, TDMRep, or
+``record_directives``.  Transient answers and errors (429, 503, connection
+errors, timeouts) are asked again up to ``retries`` times, each attempt in turn
+after the server's back-off and ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ import time
 from collections import deque
 from collections.abc import AsyncIterable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from difflib import get_close_matches
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import GateClosed
+from ..links import link_resolver, read_links
 from ..policy.hops import is_private, literal_address
 from ..robots.sitemap import SitemapEntry
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
@@ -47,24 +57,81 @@ from .crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, Memory
 from .grouping import registrable_domain
 from .turns import BACKING_OFF, NO_WAIT, HostTurn
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
+    from ..robots.directives import PageDirectives
+
 __all__ = [
+    "DEFAULT_RETRIES",
+    "CrawlOptions",
     "CrawlResult",
     "CrawlSummary",
     "Frontier",
     "Handled",
     "HostSummary",
+    "check_options",
     "crawl",
 ]
 
 log = logging.getLogger("robotgate.frontier")
 
-#: Statuses retried when ``max_retries`` > 0: the gate backs the host off first.
+#: Statuses retried (``retries``): the gate backs the host off first.
 RETRY_STATUSES = frozenset({429, 503})
+#: Attempts after the first of a URL whose answer or error is transient.
+DEFAULT_RETRIES = 2
+#: Errors retried by the name of a class they derive from: clients' connection
+#: and timeout errors, named, since the frontier knows no client (aiohttp's
+#: ``ClientConnectionError`` and ``ClientPayloadError``, httpx's ``NetworkError``,
+#: ``TimeoutException`` and ``RemoteProtocolError``).
+_TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "NetworkError",
+                              "TimeoutException", "RemoteProtocolError"})
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 Handler = Callable[[str, Any], Any]
 #: ``scope(link, page_url) -> bool``: whether a link a page gave is crawled.
 ScopeRule = Callable[[str, str], bool]
+
+
+class CrawlOptions(TypedDict, total=False):
+    """The keywords of :meth:`robotgate.RobotGate.crawl` after ``concurrency`` and
+    ``name`` (see :func:`crawl`): a misspelt one is a ``TypeError`` before any
+    request, and a type checker reports it."""
+
+    per_host: int | None
+    timeout: float | None
+    on_result: Callable[[CrawlResult], Any] | None
+    fetch: Callable[[str], Any] | None
+    max_queued: int
+    max_seen: int
+    retries: int
+    retry_statuses: Iterable[int]
+    obey_nofollow: bool
+    record_directives: bool
+    follow_links: bool
+    stop: asyncio.Event | None
+    summary: CrawlSummary | None
+    url_key: Callable[[str], str] | None
+    scope: str | ScopeRule
+    max_depth: int | None
+    max_links: int
+    state: CrawlState | None
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """Raise ``TypeError`` naming each keyword that is no crawl option (and the
+    option it may mean) before the crawl sends anything."""
+    known = CrawlOptions.__annotations__
+    unknown = [name for name in options if name not in known]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = get_close_matches(name, [*known, "concurrency", "name"], n=1)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise TypeError(f"crawl() got unexpected keyword argument{'s' if len(unknown) > 1 else ''}"
+                        f" {', '.join(hints)}")
+
 SCOPES = ("host", "domain", "any")
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
@@ -264,8 +331,10 @@ class Frontier:
         fetch: Callable[..., Any] | None = None,
         max_queued: int = 100_000,
         max_seen: int = 100_000,
-        max_retries: int = 0,
+        retries: int = DEFAULT_RETRIES,
         obey_nofollow: bool = True,
+        record_directives: bool = False,
+        follow_links: bool = False,
         retry_statuses: Iterable[int] = RETRY_STATUSES,
         stop: asyncio.Event | None = None,
         summary: CrawlSummary | None = None,
@@ -285,6 +354,8 @@ class Frontier:
             raise ValueError("max_depth must be >= 0 (or None)")
         if max_links < 0:
             raise ValueError("max_links must be >= 0")
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
         self.gate = gate
         self.urls = urls
         self.handler = handler
@@ -300,7 +371,9 @@ class Frontier:
         self._pointers: dict[str, str] | None = (
             {} if "pointed_by" in inspect.signature(self.fetch).parameters else None)
         self.max_queued = max(1, max_queued)
-        self.max_retries = max_retries
+        self.retries = retries
+        self.follow_links = follow_links
+        self.record_directives = record_directives
         self.retry_statuses = frozenset(retry_statuses)
         self.stop_event = stop
         self.summary = summary if summary is not None else CrawlSummary()
@@ -538,10 +611,12 @@ class Frontier:
 
     def _invalid(self, url: object, exc: BaseException, discovered: bool = False) -> None:
         self.summary.invalid += 1
+        self.summary.invalid_links += discovered
         text = url if isinstance(url, str) else repr(url)
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
-    async def _links(self, page: Entry, links: Iterable[str]) -> list[Entry]:
+    async def _links(self, page: Entry, links: Iterable[str],
+                     resolve: Callable[[str], str | None] | None = None) -> list[Entry]:
         """The links of ``page`` that may be crawled, as entries (the rest counted).
 
         A page of many links hands them to the state a chunk at a time as they are
@@ -569,6 +644,14 @@ class Frontier:
                 if len(out) >= _CHUNK:
                     await self._add_links(out)
                     out = []
+                if (resolve is not None and isinstance(link, str)
+                        and link[:7] != "http://" and link[:8] != "https://"):
+                    resolved = resolve(link)  # relative, or another scheme
+                    if resolved is None or not resolved[:8].lower().startswith(
+                            ("http://", "https://")):
+                        summary.other_schemes += 1
+                        continue
+                    link = resolved
                 self._link(link, page, depth, page_host, page_private, scope, out)
         except Exception:
             await self._add_links(out)  # what the page gave before its links failed
@@ -685,6 +768,8 @@ class Frontier:
         wait = 0.0
         reason = ""
         links: Iterable[str] = ()
+        resolve: Callable[[str], str | None] | None = None
+        transient = False  # an error worth asking again
         try:
             # robots.txt first (one fetch per origin, shared), outside the page timeout.
             if not await gate.allowed(url):
@@ -703,7 +788,7 @@ class Frontier:
                 if admission is not None:
                     admission.waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                links = await self._page(url, record, self._pointer_of(entry))
+                links, resolve = await self._page(url, record, self._pointer_of(entry))
                 if self._tdm is not None and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere.
@@ -712,6 +797,7 @@ class Frontier:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
         except asyncio.TimeoutError as exc:
+            transient = True
             record.error = (
                 f"timed out: page not done within {self.timeout:g}s"
                 if self.timeout is not None else _describe(exc)
@@ -721,14 +807,20 @@ class Frontier:
                 record.decision = exc.decision  # type: ignore[attr-defined]
                 record.final_url = getattr(exc, "url", None)
             else:
+                transient = _is_transient(exc)
                 record.error = _describe(exc)
                 log.debug("%s: %s", redact(url), scrub(record.error, url))
         finally:
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
             self.queues.release(host, wait, reason)
-        if self._will_retry(record) and record.error is None:
+        if (self._will_retry(record) if record.error is None
+                else transient and self._may_retry(record)):
+            # Asked again at the front of its server's queue: in turn, after the
+            # back-off and Retry-After its answer taught the gate.
+            record.retried = True
             self.summary.retried += 1
+            self._emit(record)
             entry.attempts += 1
             self.queues.add(host.key, _Item(entry), front=True)
             self._count_queued()
@@ -738,7 +830,7 @@ class Frontier:
         found: list[Entry] = []
         if record.error is None and record.decision is None:
             try:
-                found = await self._links(entry, links)
+                found = await self._links(entry, links, resolve)
             except Exception as exc:  # an iterable of links that raises as it is read
                 record.error = _describe(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
@@ -757,51 +849,70 @@ class Frontier:
         self._finish(record)
 
     async def _page(self, url: str, record: CrawlResult,
-                    pointed_by: str | None) -> Iterable[str]:
+                    pointed_by: str | None) -> _PageLinks:
         if self.timeout is None:
             return await self._fetch_and_handle(url, record, pointed_by)
         return await asyncio.wait_for(self._fetch_and_handle(url, record, pointed_by),
                                       self.timeout)
 
     async def _fetch_and_handle(self, url: str, record: CrawlResult,
-                                pointed_by: str | None) -> Iterable[str]:
-        """The page's links to follow (none when its directives say ``nofollow``)."""
+                                pointed_by: str | None) -> _PageLinks:
+        """The page's links to follow (none when its directives say ``nofollow``),
+        and how a relative one resolves."""
         record.started = time.time()
         call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
         async with call as resp:
             record.answered = time.time()
-            record.status = int(resp.status)
-            record.final_url = str(getattr(resp, "url", url))
+            record.status = status = int(resp.status)
+            record.final_url = final = str(getattr(resp, "url", url))
             if self._usage is not None:
                 usage = self._usage(url, getattr(resp, "headers", {}))
                 record.usage = dict(await usage if inspect.isawaitable(usage) else usage)
             if self._will_retry(record):
-                return ()  # the handler sees the answer that counts, not the 429 before it
+                return (), None  # the handler sees the answer that counts, not the 429 before
             returned = await _handled(self.handler, url, resp)
-            if self._directives is not None:
-                head = returned.head if isinstance(returned, Handled) else None
+            head = None
+            if isinstance(returned, Handled):
+                head = returned.head
+                record.bytes = returned.bytes
+                record.info.update(returned.info)
+                links: Iterable[str] = returned.links
+            else:
+                links = returned if returned is not None else ()
+            if isinstance(links, (str, bytes)):
+                raise TypeError("the handler returned a string, not an iterable of URLs")
+            body = head
+            if self.follow_links and 200 <= status < 300 and _is_html(resp):
+                body = body if body is not None else await _body_of(resp)
+                if body:
+                    found = read_links(body, final)
+                    summary = self.summary
+                    summary.rel_nofollow += found.nofollow
+                    summary.other_schemes += found.other_schemes + found.invalid
+                    links = itertools.chain(links, found.urls)
+            links, some = _peek(links)
+            # The directives only when something uses them: reading them scans the head.
+            if self._directives is not None and (
+                    self.record_directives or self._tdm is not None
+                    or (some and self.obey_nofollow)):
                 record.directives = self._directives(resp, head)
-        if isinstance(returned, Handled):
-            record.bytes = returned.bytes
-            record.info.update(returned.info)
-            links: Iterable[str] = returned.links
-        else:
-            links = returned if returned is not None else ()
-        if isinstance(links, (str, bytes)):
-            raise TypeError("the handler returned a string, not an iterable of URLs")
-        if record.directives is not None and record.directives.nofollow and self.obey_nofollow:
+            if some and body is None:
+                body = await _body_of(resp)  # for a <base href> (gate.fetch has it read)
+        if not some:
+            return (), None
+        directives: PageDirectives | None = record.directives
+        if directives is not None and directives.nofollow and self.obey_nofollow:
             # The page asks not to follow its links; they may still come from another page.
             record.not_followed = _count(links, self.max_links)
             self.summary.not_followed += record.not_followed
-            return ()
-        return links
+            return (), None
+        return links, link_resolver(final, body)
 
     def _will_retry(self, record: CrawlResult) -> bool:
-        return (
-            record.status in self.retry_statuses
-            and record.attempts <= self.max_retries
-            and not self._halted
-        )
+        return record.status in self.retry_statuses and self._may_retry(record)
+
+    def _may_retry(self, record: CrawlResult) -> bool:
+        return record.attempts <= self.retries and not self._halted
 
     def _finish(self, record: CrawlResult) -> None:
         summary = self.summary
@@ -833,6 +944,49 @@ class Frontier:
                 self.halt(exc)        # the record came from (a page, a link it found)
 
 
+#: A page's links and how a relative one resolves (None: no link to resolve).
+_PageLinks = tuple[Iterable[str], "Callable[[str], str | None] | None"]
+
+
+def _peek(links: Iterable[str]) -> tuple[Iterable[str], bool]:
+    """``links`` as they were, and whether it holds any (one item read ahead)."""
+    if isinstance(links, (list, tuple)):
+        return links, bool(links)
+    items = iter(links)
+    for first in items:
+        return itertools.chain((first,), items), True
+    return (), False
+
+
+def _is_html(resp: Any) -> bool:
+    headers = getattr(resp, "headers", None) or {}
+    content_type = headers.get("Content-Type") or ""
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    return str(content_type).partition(";")[0].strip().lower() in _HTML_TYPES
+
+
+async def _body_of(resp: Any) -> bytes | None:
+    """The body a response has read (``read()`` gives it again without I/O), if any."""
+    read = getattr(resp, "read", None)
+    if read is None:
+        return None
+    try:
+        body = read()
+        if inspect.isawaitable(body):
+            body = await body
+    except Exception:  # a stream already read, a closed connection: no body to hand
+        return None
+    return body if isinstance(body, bytes) else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is worth asking again: a timeout or a connection error."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -848,8 +1002,8 @@ def _count(links: Iterable[str], most: int) -> int:
 
 
 def _host(key: str) -> str:
-    """The host of a resource key (no port)."""
-    authority = key.partition("://")[2].partition("/")[0]
+    """The host of a resource key (no port, no user information's fingerprint)."""
+    authority = key.partition("://")[2].partition("/")[0].rpartition("@")[2]
     if authority[:1] == "[":
         return authority[: authority.find("]") + 1]
     return authority.partition(":")[0]
@@ -880,7 +1034,7 @@ async def crawl(
     handler: Handler,
     *,
     concurrency: int = 16,
-    **options: Any,
+    **options: Unpack[CrawlOptions],
 ) -> CrawlSummary:
     """Crawl ``urls`` through ``gate`` with ``concurrency`` workers kept busy across hosts.
 
@@ -897,10 +1051,21 @@ async def crawl(
     request to the handler's end), ``on_result`` (called with each
     :class:`CrawlResult`; an exception it raises ends the crawl), ``fetch``
     (``url -> async context manager of the response``; default
-    ``gate.fetch``), ``max_queued``, ``max_seen``, ``max_retries`` and
-    ``retry_statuses`` (429/503 answers retried after the gate's back-off),
+    ``gate.fetch``), ``max_queued``, ``max_seen``, ``retries`` (default
+    :data:`DEFAULT_RETRIES`, 2: a URL whose answer is in ``retry_statuses``, 429
+    and 503, or whose request ends in a connection error or a timeout is asked
+    again up to that many times, each time in its server's turn, after the
+    back-off and ``Retry-After`` the answer taught the gate; each attempt gets a
+    :class:`CrawlResult`, those asked again with ``retried`` set),
     ``obey_nofollow`` (default True: the links a page returns are not followed
     when its directives say ``nofollow``; they are counted in ``not_followed``),
+    ``record_directives`` (default False: each page's directives are read into its
+    record; without it they are read only when ``obey_nofollow`` judges links
+    the page gave, or for TDMRep), ``follow_links`` (default False: True adds the
+    links of each 2xx HTML page, read with :func:`robotgate.page_links` from the
+    body ``gate.fetch`` read or the ``Handled.head`` a handler hands back, to
+    those the handler returns; links marked ``rel="nofollow"`` are counted in
+    ``rel_nofollow``),
     ``stop`` (an :class:`asyncio.Event`: set it to end the crawl early, in
     flight requests cancelled and recorded as interrupted), ``summary`` (a
     :class:`CrawlSummary` to fill in live, e.g. for a progress bar),
@@ -912,9 +1077,13 @@ async def crawl(
     ``docs/crawl.md``).  A gate closed under the crawl
     ends it at once with :class:`~robotgate.errors.GateClosed`.
 
+    A link the handler returns may be relative: it resolves against the page's
+    final URL (after redirects) and its ``<base href>``; links that are no
+    http(s) URL (``mailto:``, ``javascript:``) are counted in ``other_schemes``.
+    Unknown keywords raise ``TypeError`` before any request.
+
     >>> async def handler(url, resp):                          # doctest: +SKIP
-    ...     html = await resp.text()
-    ...     return extract_links(html, url)
+    ...     return page_links(await resp.read(), str(resp.url))
     >>> summary = await gate.crawl(seeds, handler, concurrency=8)  # doctest: +SKIP
     """
     frontier = Frontier(gate, urls, handler, concurrency=concurrency, **options)
