@@ -119,3 +119,31 @@ def test_crawl_marginals_take_each_sizes_fewest_instructions_over_the_extra_requ
     assert cs["gate.fetch"]["ratio_repeats"] == pytest.approx([6 / 7, 0.75])
     # A run that missed a page makes no figure.
     assert cs["middleware"] == {"error": "1 pages not fetched"}
+
+
+def test_fleet_load_reads_each_request_from_tcpdumps_text_and_gaps_per_host() -> None:
+    from benchmarks.fleet_load import kernel_figures, requests_seen
+
+    text = """\
+1764140000.100000 IP 127.0.0.1.50000 > 127.0.1.1.8080: Flags [P.], seq 1:80, length 79
+\t0x0000:  ....E..GET /robots.txt HTTP/1.1
+1764140000.150000 IP 127.0.0.1.50001 > 127.0.1.2.8080: Flags [.], ack 1, length 0
+1764140000.350000 IP 127.0.0.1.50000 > 127.0.1.1.8080: Flags [P.], seq 80:160, length 80
+....E..GET /page/1 HTTP/1.1
+Host: 127.0.1.1:8080
+1764140000.500000 IP 127.0.0.1.50002 > 127.0.1.1.8080: Flags [P.], seq 1:80, length 79
+....E..GET /page/2 HTTP/1.1
+1764140000.520000 IP 127.0.0.1.50003 > 127.0.1.2.8080: Flags [P.], seq 1:80, length 79
+....E..GET /page/1 HTTP/1.1
+""".splitlines()
+    seen = requests_seen(text)
+    # An acknowledgement carries no request; a request's own lines are read once.
+    assert seen == [(1764140000.1, "127.0.1.1.8080", "/robots.txt"),
+                    (1764140000.35, "127.0.1.1.8080", "/page/1"),
+                    (1764140000.5, "127.0.1.1.8080", "/page/2"),
+                    (1764140000.52, "127.0.1.2.8080", "/page/1")]
+    page_gap, page_short, any_gap, any_short = kernel_figures(seen, 0.2)
+    # Pages: 0.15 s apart on host 1 (one short); robots.txt counted in, 0.25 s before.
+    assert page_gap == pytest.approx(0.15) and page_short == 1
+    assert any_gap == pytest.approx(0.15) and any_short == 1
+    assert kernel_figures(seen, 0.1) == (pytest.approx(0.15), 0, pytest.approx(0.15), 0)
