@@ -82,8 +82,9 @@ class SitemapReader:
     """Reads sitemaps through ``transport``, each once for all the walks running.
 
     ``named(origin)`` gives the ``Sitemap`` URLs of the origin's robots.txt.  A
-    sitemap read stays shared while any walk runs, up to ``keep_entries`` entries
-    in all (the oldest go first; a walk that needs one again reads it again).
+    sitemap read is shared by the walks reading it and kept only while a walk running
+    still has it to read (a walk asking for it later reads it again); ``keep_entries``
+    is no longer used.
     """
 
     def __init__(self, transport: SitemapTransport,
@@ -137,11 +138,21 @@ class SitemapReader:
         file = task.result()
         self._kept += len(file.entries) + len(file.children)
         for key, kept in list(self._files.items()):
-            if self._kept <= self.keep_entries:
-                break
-            if kept.done() and kept is not task:
-                del self._files[key]
-                self._kept -= _size(kept)
+            if kept is task:
+                self.release(key)
+
+    def release(self, key: tuple[str, str | None, str | None]) -> None:
+        """Forget the sitemap read for ``key`` (URL, vouched by, pointed by) unless a walk
+        running still has it to read: its entries live in the walks reading them alone."""
+        task = self._files.get(key)
+        if task is None or not task.done():
+            return
+        url, vouched_by, pointed_by = key
+        for walk in self._walks:
+            if walk.will_read(url, vouched_by, pointed_by):
+                return
+        del self._files[key]
+        self._kept -= _size(task)
 
     def _forget_read(self) -> None:
         for key, task in list(self._files.items()):
@@ -245,7 +256,15 @@ class Sitemaps:
                 await self.aclose()
                 raise StopAsyncIteration
             url, depth, vouched_by, pointed_by = pending.popleft()
-            self._take(await self._reader.file(url, vouched_by, pointed_by), depth, vouched_by)
+            self._entries = ()  # the file read last is let go before the next is read
+            file = await self._reader.file(url, vouched_by, pointed_by)
+            self._reader.release((url, vouched_by, pointed_by))
+            self._take(file, depth, vouched_by)
+
+    def will_read(self, url: str, vouched_by: str | None, pointed_by: str | None) -> bool:
+        """Is this sitemap still to be read by this walk?"""
+        return any(p[0] == url and p[2] == vouched_by and p[3] == pointed_by
+                   for p in self._pending or ())
 
     async def aclose(self) -> None:
         """End the walk (``async for`` ending early may leave it to the garbage collector)."""
