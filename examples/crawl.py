@@ -5,8 +5,9 @@
 ``gate.crawl`` keeps one queue per host and hands a URL to a worker only when
 its host may be asked (robots.txt fetched once and obeyed, ``--delay`` or the
 site's Crawl-delay between two requests), so a few workers stay busy across
-many sites.  The handler reads each page and returns its links; links to the
-start URLs' hosts join the crawl (each URL once).  Importable:
+many sites.  The handler reads each page's links with ``robotgate.page_links``
+and returns those on the start URLs' hosts, which join the crawl (each URL
+once; none from a page whose directives say ``nofollow``).  Importable:
 ``await main(start_urls, ...)`` returns the crawl's summary.
 """
 
@@ -16,24 +17,12 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urlsplit
 
-from robotgate import RobotGate
-from robotgate.politeness.frontier import CrawlResult, CrawlSummary
+from robotgate import CrawlResult, CrawlSummary, RobotGate, page_links
 
 AGENT = "ExampleCrawler/1.0 (+https://example.com/bot)"
-
-
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.hrefs += [value for name, value in attrs if name == "href" and value]
 
 
 async def main(
@@ -53,9 +42,7 @@ async def main(
     async def handler(url: str, resp: Any) -> list[str]:
         if resp.status != 200 or resp.content_type != "text/html":
             return []
-        parser = _Links()
-        parser.feed(await resp.text(errors="replace"))
-        links = (urldefrag(urljoin(str(resp.url), href)).url for href in parser.hrefs)
+        links = page_links(await resp.read(), str(resp.url))
         return [link for link in links if urlsplit(link).netloc in hosts]
 
     def on_result(result: CrawlResult) -> None:

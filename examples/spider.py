@@ -4,10 +4,11 @@
 
 Every request goes through ``gate.fetch``, so robots.txt is fetched once and
 obeyed, the site is paced (``--delay`` or its Crawl-delay, whichever is
-longer) and 429/503 answers make the gate back off.  Links are found with the
-standard library's HTML parser; only pages on the start URL's host are
-followed.  Importable: ``await main(start_url, max_pages=...)`` returns what
-was crawled.
+longer) and 429/503 answers make the gate back off.  Links are read with
+``robotgate.page_links`` (relative ones resolved, ``rel="nofollow"`` left out);
+only pages on the start URL's host are followed, and none from a page whose
+directives say ``nofollow`` (as ``gate.crawl`` does).  Importable:
+``await main(start_url, max_pages=...)`` returns what was crawled.
 """
 
 from __future__ import annotations
@@ -17,41 +18,18 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 
-from robotgate import Disallowed, InvalidURL, RobotGate
+from robotgate import Disallowed, InvalidURL, RobotGate, page_links
 
 AGENT = "ExampleSpider/1.0 (+https://example.com/bot)"
 
 
-class LinkParser(HTMLParser):
-    """Collects the ``href`` of every ``<a>`` in a page."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.links: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            for name, value in attrs:
-                if name == "href" and value:
-                    self.links.append(value)
-
-
 def extract_links(html: str, base_url: str) -> list[str]:
     """Absolute http(s) URLs linked from ``html``, fragments dropped, in page order."""
-    parser = LinkParser()
-    parser.feed(html)
-    parser.close()
-    found: list[str] = []
-    for href in parser.links:
-        url = urldefrag(urljoin(base_url, href.strip())).url
-        if urlsplit(url).scheme in ("http", "https") and url not in found:
-            found.append(url)
-    return found
+    return page_links(html.encode("utf-8"), base_url)
 
 
 @dataclass
@@ -90,8 +68,9 @@ async def main(
             """Fetch one page and queue its links; False if robots.txt kept us out."""
             try:
                 async with gate.fetch(url) as resp:
-                    html = await resp.text(errors="replace")
+                    body = await resp.read()
                     status, final, kind = resp.status, str(resp.url), resp.content_type
+                    nofollow = gate.directives(resp).nofollow  # X-Robots-Tag, meta robots
             except Disallowed as no:
                 crawl.disallowed.append((url, no.decision.reason))
                 if verbose:
@@ -105,8 +84,8 @@ async def main(
             crawl.fetched.append((url, status))
             if verbose:
                 print(f"{status} {url}")
-            if status == 200 and kind == "text/html":
-                for link in extract_links(html, final):
+            if status == 200 and kind == "text/html" and not nofollow:
+                for link in page_links(body, final):
                     same_host = urlsplit(link).netloc == host
                     if same_host and link not in seen and len(seen) < frontier_limit:
                         seen.add(link)
