@@ -12,6 +12,7 @@ import robotgate
 
 PUBLIC = {
     "BodyTooLarge",
+    "CrawlInUse",
     "CrawlResult",
     "CrawlSummary",
     "Decision",
@@ -79,7 +80,7 @@ def test_every_exported_exception_derives_from_robotgate_error() -> None:
     exceptions = {name: value for name in robotgate.__all__
                   if isinstance(value := getattr(robotgate, name), type)
                   and issubclass(value, BaseException)}
-    assert {"BodyTooLarge", "Disallowed", "Error", "GateClosed", "InvalidURL",
+    assert {"BodyTooLarge", "CrawlInUse", "Disallowed", "Error", "GateClosed", "InvalidURL",
             "StoreError"} <= set(exceptions)
     for name, cls in exceptions.items():
         assert issubclass(cls, robotgate.Error), name

@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from .gate.options import Network, Pacing
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .robots.sitemap import SitemapEntry
-    from .store import MemoryStore, SQLiteStore, Store, StoreError
+    from .store import CrawlInUse, MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
 
 __all__ = [
     "BodyTooLarge",
+    "CrawlInUse",
     "CrawlResult",
     "CrawlSummary",
     "Decision",
@@ -77,6 +78,7 @@ _LAZY = {
     "SQLiteStore": ".store",
     "Store": ".store",
     "StoreError": ".store",
+    "CrawlInUse": ".store",
     "RedisStore": ".store.redis",
     "SitemapEntry": ".robots.sitemap",
 }

@@ -10,9 +10,18 @@ import pytest
 
 from robotgate import RobotGate
 from robotgate.politeness.crawl_results import CrawlResult, CrawlSummary
-from robotgate.politeness.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported
 from robotgate.politeness.frontier import Frontier
-from robotgate.store.base import Store
+from robotgate.records import HostState, RobotsEntry
+from robotgate.store.base import (
+    AnswersAtOnce,
+    CrawlStore,
+    FleetStore,
+    PacingStore,
+    SharedCrawlStore,
+    Store,
+    crawl_store,
+)
+from robotgate.store.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
 from testbed.crawl_resume import kill_and_resume
@@ -109,11 +118,52 @@ async def test_input_given_again_is_not_added_twice(tmp_path: Path) -> None:
         assert not await store.drop_crawl("list")
 
 
+class PlainStore(Store):
+    """A third-party store that declares no capability beyond the base."""
+
+    def __init__(self) -> None:
+        self.robots: dict[str, RobotsEntry] = {}
+        self.hosts: dict[str, HostState] = {}
+
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        return self.robots.get(origin)
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        self.robots[entry.origin] = entry
+
+    async def load_host(self, origin: str) -> HostState | None:
+        return self.hosts.get(origin)
+
+    async def save_host(self, state: HostState) -> None:
+        self.hosts[state.origin] = state
+
+
 async def test_a_store_without_named_crawls_says_so() -> None:
-    # The base class's answer, for a store that keeps no named crawls.
-    with pytest.raises(NamedCrawlsUnsupported, match="SQLiteStore") as caught:
-        Store.crawl_state(MemoryStore(), "news")
+    store = PlainStore()
+    assert not isinstance(store, CrawlStore)
+    with pytest.raises(NamedCrawlsUnsupported, match=r"PlainStore.*SQLiteStore") as caught:
+        crawl_store(store)
     assert isinstance(caught.value, NotImplementedError)
+    assert crawl_store(MemoryStore()) is not None
+    async with RobotGate(AGENT, store=store) as gate:
+        with pytest.raises(NamedCrawlsUnsupported):
+            await gate.crawl(["http://127.0.0.1:9/"], lambda url, resp: None, name="news")
+        assert await gate.crawl_status("news") is None
+        assert not await gate.drop_crawl("news")
+    assert store.robots == {}  # refused before any request
+
+
+def test_each_store_declares_its_capabilities() -> None:
+    assert issubclass(MemoryStore, CrawlStore) and issubclass(MemoryStore, AnswersAtOnce)
+    assert not issubclass(MemoryStore, FleetStore)
+    assert issubclass(SQLiteStore, FleetStore) and issubclass(SQLiteStore, CrawlStore)
+    assert not issubclass(SQLiteStore, PacingStore | SharedCrawlStore | AnswersAtOnce)
+    from robotgate.store.redis import RedisStore
+
+    assert issubclass(RedisStore, PacingStore) and issubclass(RedisStore, SharedCrawlStore)
+    # The flags the gate reads come with the capability.
+    assert SQLiteStore.shared and not SQLiteStore.paces and not MemoryStore.shared
+    assert RedisStore.shared and RedisStore.paces
 
 
 async def test_gate_crawl_with_a_name_keeps_and_reports_the_crawl(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from robotgate.politeness.crawl_results import CrawlSummary
-from robotgate.politeness.crawl_state import Entry
 from robotgate.politeness.frontier import Frontier
-from robotgate.politeness.leases import Leases
 from robotgate.store.base import StoreError
+from robotgate.store.crawl_state import Entry
+from robotgate.store.leases import Leases
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
 from robotgate.store.redis.crawl import RedisCrawlState, server_of
 from tests.support.crawl_gate import LinkGate, Page

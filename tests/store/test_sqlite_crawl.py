@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from robotgate.politeness.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
 from robotgate.store.base import CrawlInUse, StoreError
+from robotgate.store.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
 from robotgate.store.sqlite import SQLiteStore
 from robotgate.store.sqlite_crawl import lock_path
 

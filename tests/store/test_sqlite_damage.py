@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from robotgate import RobotGate
-from robotgate.politeness.crawl_state import Entry
 from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.crawl_state import Entry
 from robotgate.store.sqlite import SQLiteStore
 
 ORIGIN = "http://127.0.0.1:9"  # never asked: the damage is met before any request

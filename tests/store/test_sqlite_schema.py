@@ -264,7 +264,7 @@ async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -
 async def test_migrates_version_5_file_and_keeps_named_crawls(tmp_path: Path) -> None:
     # Version 5 had no crawl tables: a named crawl starts in the upgraded file, and
     # its URLs, where they stand, come back when the file is opened again.
-    from robotgate.politeness.crawl_state import DONE, CrawlCounts, Entry
+    from robotgate.store.crawl_state import DONE, CrawlCounts, Entry
 
     path = tmp_path / "v5.sqlite3"
     old_file(path, 5)

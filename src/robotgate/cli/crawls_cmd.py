@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ..politeness.crawl_state import CrawlCounts, NamedCrawlsUnsupported
-from ..store.base import Store, StoreError
+from ..store.base import Store, StoreError, crawl_store
+from ..store.crawl_state import CrawlCounts, NamedCrawlsUnsupported
 from .args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, error
 
 
@@ -28,9 +28,10 @@ def run_crawls(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
-async def _crawls(store: Store, name: str | None, drop: bool) -> int:
+async def _crawls(any_store: Store, name: str | None, drop: bool) -> int:
+    store = crawl_store(any_store)  # NamedCrawlsUnsupported where it keeps none
     try:
-        async with store:
+        async with any_store:
             names = await store.crawl_names()
             if name is not None and name not in names:
                 error(f"no crawl named {name!r} in this store"

@@ -21,9 +21,9 @@ from typing import IO, Any
 from ..agents import product_token
 from ..policy import FetchPolicy
 from ..policy.host_settings import HostSettings
-from ..politeness.crawl_state import NamedCrawlsUnsupported
 from ..politeness.frontier import CrawlResult, CrawlSummary
-from ..store.base import Store, StoreError
+from ..store.base import CrawlInUse, Store, StoreError
+from ..store.crawl_state import NamedCrawlsUnsupported
 from ..urls import scrub
 from .args import (
     EXIT_BROKEN_PIPE,
@@ -252,7 +252,7 @@ class _FetchRun:
         )
         # Each robots.txt request is told on its server's next line, as a page's is.
         self.robots_log = RobotsLog(gate.pace_key)
-        gate.set_robots_transport(self.robots_log.wrap(gate._fetcher.transport))
+        gate.set_robots_transport(self.robots_log.wrap(gate.robots_transport))
         return gate
 
     async def _run(self) -> int:
@@ -306,7 +306,7 @@ class _FetchRun:
                 summary=summary,
                 **named,
             )
-        except NamedCrawlsUnsupported as exc:
+        except (NamedCrawlsUnsupported, CrawlInUse) as exc:
             error(str(exc))
             return EXIT_USAGE
         except OutputBroken as broken:

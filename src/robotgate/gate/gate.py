@@ -33,11 +33,9 @@ from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.admission import Admission
 from ..politeness.crawl_results import CrawlSummary
-from ..politeness.crawl_state import CrawlCounts
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
-from ..politeness.leases import Leases
 from ..politeness.request_turn import RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
@@ -45,7 +43,9 @@ from ..politeness.scheduler import Scheduler
 from ..politeness.turns import HostTurn
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
-from ..store.base import Store
+from ..store.base import CrawlStore, SharedCrawlStore, Store, crawl_store
+from ..store.crawl_state import CrawlCounts
+from ..store.leases import Leases
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
@@ -314,6 +314,13 @@ class RobotGate:
         self._admission.events = self._cache.events = self._events
 
     # -- for client adapters ---------------------------------------------------
+
+    @property
+    def robots_transport(self) -> RobotsTransport:
+        """What robots.txt is fetched through now (the gate's session unless
+        :meth:`set_robots_transport` or ``Network(robots_transport=...)`` gave another):
+        wrap it and set the wrapper to watch every robots.txt request."""
+        return self._fetcher.transport
 
     def set_robots_transport(self, transport: RobotsTransport) -> None:
         """Fetch robots.txt through ``transport`` (an adapter's client) from now on."""
@@ -591,26 +598,27 @@ class RobotGate:
         it (see ``docs/crawl.md``)."""
         from ..politeness.frontier import Frontier, check_options
 
-        if name is not None:
-            state_of: Any = self.store.crawl_state  # a pacing store's takes the leases
-            options["state"] = (
-                state_of(name) if self._leases is None
-                else state_of(name, server=self.pace_key, leases=self._leases,
-                              max_servers=max(1, concurrency)))
-        return await self._admission.run_crawl(
         check_options(dict(options))
+        if name is not None:
+            store = crawl_store(self.store)  # NamedCrawlsUnsupported where it keeps none
+            options["state"] = (
+                store.crawl_state(name, server=self.pace_key, leases=self._leases,
+                                  max_servers=max(1, concurrency))
+                if isinstance(store, SharedCrawlStore) else store.crawl_state(name))
+        return await self._admission.run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
     async def crawl_status(self, name: str) -> CrawlCounts | None:
         """How many URLs of the named crawl are queued, in flight, done, skipped and
         failed (None: the store keeps no crawl of that name)."""
-        if name not in await self.store.crawl_names():
+        store = self.store
+        if not isinstance(store, CrawlStore) or name not in await store.crawl_names():
             return None
-        return await self.store.crawl_state(name).counts()
+        return await store.crawl_state(name).counts()
 
     async def drop_crawl(self, name: str) -> bool:
         """Forget the named crawl; whether there was one."""
-        return await self.store.drop_crawl(name)
+        return isinstance(self.store, CrawlStore) and await self.store.drop_crawl(name)
 
 
 def _tdm_cache(gate: RobotGate) -> TdmRepCache:

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable
 
 from ..store.base import Store
-from .leases import Leases
+from ..store.leases import Leases
 
 __all__ = ["FleetSlots", "LateSlot", "Slot"]
 

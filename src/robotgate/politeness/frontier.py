@@ -51,9 +51,9 @@ from ..errors import GateClosed
 from ..links import link_resolver, read_links
 from ..policy.hops import is_private, literal_address
 from ..robots.sitemap import SitemapEntry
+from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
-from .crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from .grouping import registrable_domain
 from .turns import BACKING_OFF, NO_WAIT, HostTurn
 

@@ -1,4 +1,5 @@
-"""Storage backends for the gate: memory (default), SQLite (disk), Redis (fleet).
+"""Storage backends for the gate: memory (default), SQLite (disk), Redis (fleet), and
+the interfaces they declare (base.py: the base store and each capability).
 
 ``RedisStore`` is imported on first use, so ``import robotgate`` never imports redis.
 """
@@ -7,7 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import HostState, Outcome, RobotsEntry, Store, StoreError
+from .base import (
+    AnswersAtOnce,
+    CrawlInUse,
+    CrawlStore,
+    FleetStore,
+    HostState,
+    Outcome,
+    PacingStore,
+    RobotsEntry,
+    SharedCrawlStore,
+    Store,
+    StoreError,
+)
+from .crawl_state import NamedCrawlsUnsupported
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -15,12 +29,19 @@ if TYPE_CHECKING:
     from .redis import RedisStore
 
 __all__ = [
+    "AnswersAtOnce",
+    "CrawlInUse",
+    "CrawlStore",
+    "FleetStore",
     "HostState",
     "MemoryStore",
+    "NamedCrawlsUnsupported",
     "Outcome",
+    "PacingStore",
     "RedisStore",
     "RobotsEntry",
     "SQLiteStore",
+    "SharedCrawlStore",
     "Store",
     "StoreError",
 ]

@@ -1,9 +1,20 @@
-"""The storage interface the gate uses for robots.txt entries and host state.
+"""The storage interfaces the gate uses: robots.txt entries and host state, and what
+a store can do besides.
 
-Three backends implement it: :class:`~robotgate.store.memory.MemoryStore`
-(default, one process), :class:`~robotgate.store.sqlite.SQLiteStore` (disk,
-survives restarts, shareable by processes on one machine) and
-:class:`~robotgate.store.redis.RedisStore` (a fleet of workers).
+:class:`Store` is the base every store implements; a store declares each further
+capability by deriving from its class, and the gate asks for the capability, never
+for a store class:
+
+- :class:`FleetStore`: shared by processes (fetch locks, pauses every worker keeps);
+  :class:`PacingStore`, a fleet store that also hands out request slots fleet-wide;
+- :class:`CrawlStore`: keeps named crawls; :class:`SharedCrawlStore`, a crawl that
+  workers share, each server leased to one of them at a time;
+- :class:`AnswersAtOnce`: answers without an await (the gate's hot path uses it).
+
+Three backends implement them: :class:`~robotgate.store.memory.MemoryStore`
+(default, one process; crawls, answers at once), :class:`~robotgate.store.sqlite.SQLiteStore`
+(disk, survives restarts, shareable by processes on one machine; fleet, crawls) and
+:class:`~robotgate.store.redis.RedisStore` (a fleet of workers; pacing, shared crawls).
 
 Times are Unix timestamps (``time.time()``) so that they mean the same thing
 after a restart and on another machine.
@@ -12,15 +23,17 @@ after a restart and on another machine.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..error_root import Error
 from ..records import HostState, Outcome, RobotsEntry
+from .crawl_state import CrawlState, NamedCrawlsUnsupported
+from .leases import Leases
 
-if TYPE_CHECKING:
-    from ..politeness.crawl_state import CrawlState
-
-__all__ = ["CrawlInUse", "HostState", "Outcome", "RobotsEntry", "Store", "StoreError"]
+__all__ = ["AnswersAtOnce", "CrawlInUse", "CrawlStore", "FleetStore", "HostState", "Outcome",
+           "PacingStore", "RobotsEntry", "SharedCrawlStore", "Store", "StoreError", "crawl_store",
+           "immediate"]
 
 
 _S = TypeVar("_S", bound="Store")
@@ -48,24 +61,24 @@ class CrawlInUse(StoreError):
 class Store(abc.ABC):
     """Async storage for robots.txt entries and host state.
 
-    Single-process stores need only the first group of methods; the fleet
-    hooks have in-process defaults (every lock granted at once, pacing left to
-    the gate's local limiter).
+    Single-process stores need only the abstract methods; the fleet hooks answer as
+    one process would (every lock granted at once, pacing left to the gate's local
+    limiter) unless the store is a :class:`FleetStore`.
     """
 
-    #: True when other processes may see and change the same data.
+    #: True when other processes may see and change the same data (a :class:`FleetStore`).
     shared: bool = False
-    #: True when :meth:`reserve` hands out fleet-wide request slots (Redis).
+    #: True when :meth:`reserve` hands out fleet-wide request slots (a :class:`PacingStore`).
     paces: bool = False
     #: Unix time up to which any server may have been asked without the store
     #: knowing (a process that used it died before writing its host state, or the
     #: store lost data); 0 when it knows of none.  A group made from this store's
     #: host state counts a request at that time as its last.
     unrecorded_until: float = 0.0
-    #: True when the store also answers without an await, through ``get_robots``,
-    #: ``put_robots``, ``get_host`` and ``put_host`` (as :class:`MemoryStore` does): the
-    #: gate then calls those on every new origin, a coroutine less each.  Every other
-    #: store is awaited.
+    #: True when the store also answers without an await (an :class:`AnswersAtOnce`
+    #: whose coroutines do nothing more): the gate then calls ``get_robots``,
+    #: ``put_robots``, ``get_host`` and ``put_host`` on every new origin, a coroutine
+    #: less each.  Every other store is awaited.
     answers_at_once: bool = False
 
     async def open(self) -> None:  # noqa: B027
@@ -104,7 +117,7 @@ class Store(abc.ABC):
     async def flush(self) -> None:  # noqa: B027
         """Write out anything batched."""
 
-    # -- fleet hooks -------------------------------------------------------
+    # -- fleet hooks, as one process answers them (FleetStore declares them) --
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
         """Try to become the one worker fetching ``origin``'s robots.txt.
@@ -158,24 +171,108 @@ class Store(abc.ABC):
     async def pause(self, origin: str, until: float) -> None:  # noqa: B027
         """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""
 
-    # -- named crawls (docs/crawl.md) ---------------------------------------
 
-    def crawl_state(self, name: str) -> CrawlState:
-        """The state of the crawl ``name`` kept in this store (created on first use).
+class FleetStore(Store):
+    """A store that processes share: a robots.txt fetch lock is taken in the store,
+    and a pause (Retry-After) holds for every process."""
 
-        Raises :class:`~robotgate.politeness.crawl_state.NamedCrawlsUnsupported`
-        (a ``NotImplementedError``) where the store keeps none.
+    shared = True
+
+    @abc.abstractmethod
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        """Try to become the one worker fetching ``origin``'s robots.txt.
+
+        Returns a token to pass to :meth:`unlock_fetch`, or ``None`` when
+        another worker holds the lock (which expires after ``ttl`` seconds).
         """
-        from ..politeness.crawl_state import NamedCrawlsUnsupported
 
-        raise NamedCrawlsUnsupported(
-            f"{type(self).__name__} keeps no named crawls: use a MemoryStore, an SQLiteStore "
-            f"or a RedisStore for gate.crawl(..., name={name!r}), or crawl without a name")
+    @abc.abstractmethod
+    async def unlock_fetch(self, origin: str, token: str) -> None:
+        """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    @abc.abstractmethod
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        """Extend a lock taken with :meth:`lock_fetch`; False when no longer ours."""
+
+    @abc.abstractmethod
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        """Wait up to ``timeout`` s for another worker to store ``origin``'s entry."""
+
+    @abc.abstractmethod
+    async def pause(self, origin: str, until: float) -> None:
+        """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""
+
+
+class PacingStore(FleetStore):
+    """A fleet store that paces every server fleet-wide: :meth:`reserve` hands out
+    request slots, any two for one server at least the interval apart."""
+
+    paces = True
+
+    @abc.abstractmethod
+    async def reserve(self, origin: str, interval: float) -> float:
+        """Claim the next request slot for ``origin``: the seconds to wait before it."""
+
+
+class CrawlStore(abc.ABC):
+    """A store that keeps named crawls (``gate.crawl(..., name=...)``, docs/crawl.md)."""
+
+    @abc.abstractmethod
+    def crawl_state(self, name: str) -> CrawlState:
+        """The state of the crawl ``name`` kept in this store (created on first use)."""
+
+    @abc.abstractmethod
     async def crawl_names(self) -> list[str]:
         """The names of the crawls kept in this store."""
-        return []
 
+    @abc.abstractmethod
     async def drop_crawl(self, name: str) -> bool:
         """Forget the crawl ``name``; whether there was one."""
-        return False
+
+
+class SharedCrawlStore(CrawlStore):
+    """A store whose named crawl workers share: its URLs are queued per server and each
+    server is leased to one worker at a time (docs/fleet.md)."""
+
+    @abc.abstractmethod
+    def crawl_state(self, name: str, *, server: Callable[[str], str] | None = None,
+                    leases: Leases | None = None, max_servers: int = 64) -> CrawlState:
+        """The crawl ``name``: its URLs queued per ``server(url)`` (default: the host
+        name), at most ``max_servers`` servers leased by this worker at once; the
+        servers it holds are written to ``leases``, where the gate's pacing reads them."""
+
+
+class AnswersAtOnce(abc.ABC):
+    """A store that answers without an await too: the gate calls these on every new
+    origin (when the store's :attr:`Store.answers_at_once` is true)."""
+
+    @abc.abstractmethod
+    def get_robots(self, origin: str) -> RobotsEntry | None:
+        """``load_robots`` without a coroutine."""
+
+    @abc.abstractmethod
+    def put_robots(self, entry: RobotsEntry) -> None:
+        """``save_robots`` without a coroutine."""
+
+    @abc.abstractmethod
+    def get_host(self, origin: str) -> HostState | None:
+        """``load_host`` without a coroutine."""
+
+    @abc.abstractmethod
+    def put_host(self, state: HostState) -> None:
+        """``save_host`` without a coroutine."""
+
+
+def crawl_store(store: Store) -> CrawlStore:
+    """``store`` as a keeper of named crawls; :class:`NamedCrawlsUnsupported` (a
+    ``NotImplementedError``) when it keeps none."""
+    if isinstance(store, CrawlStore):
+        return store
+    raise NamedCrawlsUnsupported(
+        f"{type(store).__name__} keeps no named crawls: use a MemoryStore, an SQLiteStore "
+        f"or a RedisStore for a named crawl, or crawl without a name")
+
+
+def immediate(store: Store) -> AnswersAtOnce | None:
+    """``store`` if its answers need no await (:attr:`Store.answers_at_once`), else None."""
+    return store if isinstance(store, AnswersAtOnce) and store.answers_at_once else None

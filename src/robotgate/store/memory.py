@@ -7,9 +7,9 @@ import zlib
 from collections import OrderedDict
 from typing import TypeVar
 
-from ..politeness.crawl_state import MemoryCrawlState
 from ..records import SMALL_BODY
-from .base import HostState, RobotsEntry, Store
+from .base import AnswersAtOnce, CrawlStore, HostState, RobotsEntry, Store, immediate
+from .crawl_state import MemoryCrawlState
 
 __all__ = ["MemoryStore", "immediate"]
 
@@ -18,7 +18,7 @@ _V = TypeVar("_V")
 _EVICTION_CHOICES = 8
 
 
-class MemoryStore(Store):
+class MemoryStore(Store, CrawlStore, AnswersAtOnce):
     """Keeps robots.txt entries and host state in memory.
 
     At most ``max_origins`` origins are kept; the least recently used is
@@ -134,7 +134,3 @@ class MemoryStore(Store):
         while len(table) > self.max_origins:
             table.popitem(last=False)
 
-
-def immediate(store: Store) -> MemoryStore | None:
-    """``store`` if its answers need no await (:attr:`Store.answers_at_once`), else None."""
-    return store if isinstance(store, MemoryStore) and store.answers_at_once else None

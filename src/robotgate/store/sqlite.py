@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from typing import Any, TypeVar, get_args, get_type_hints
 
-from .base import HostState, RobotsEntry, Store, StoreError
+from .base import CrawlStore, FleetStore, HostState, RobotsEntry, StoreError
 from .batching import HostBatcher
 from .sqlite_crawl import CrawlLease, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
@@ -176,7 +176,7 @@ def _checked(row: tuple[Any, ...], table: str, path: str) -> tuple[Any, ...]:
     return row
 
 
-class SQLiteStore(Store):
+class SQLiteStore(FleetStore, CrawlStore):
     """Robots.txt entries and host state in an SQLite file.
 
     ``path``: the database file (created if missing).
@@ -196,8 +196,6 @@ class SQLiteStore(Store):
     never undone by a batched write); the other host counters are
     last-writer-wins.  Pacing stays local (:meth:`reserve` returns ``None``).
     """
-
-    shared = True
 
     def __init__(
         self,
@@ -327,7 +325,7 @@ class SQLiteStore(Store):
     # -- fleet hooks ---------------------------------------------------------
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
-        """As :meth:`Store.lock_fetch`; a lock whose process has ended (killed during the
+        """As :meth:`FleetStore.lock_fetch`; a lock whose process has ended (killed during the
         fetch) is taken over at once rather than after ``ttl``."""
         token = f"{self._session}.{secrets.token_hex(12)}"
 

@@ -36,7 +36,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from ..politeness.crawl_state import (
+from .base import CrawlInUse, StoreError
+from .crawl_state import (
     IN_FLIGHT,
     OUTCOMES,
     QUEUED,
@@ -45,7 +46,6 @@ from ..politeness.crawl_state import (
     CrawlState,
     Entry,
 )
-from .base import CrawlInUse, StoreError
 from .sqlite_schema import immediate
 
 __all__ = ["CrawlLease", "SQLiteCrawlState", "crawl_names", "drop_crawl", "lock_path"]

@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...politeness.crawl_state import OUTCOMES, Added, CrawlCounts, CrawlState, Entry
-from ...politeness.leases import Leases
 from ...urls import resource_key
 from ..base import StoreError
+from ..crawl_state import OUTCOMES, Added, CrawlCounts, CrawlState, Entry
+from ..leases import Leases
 from .codec import tag, text
 from .crawl_scripts import (
     CRAWL_COUNTS,
@@ -129,12 +129,12 @@ class RedisCrawlState(CrawlState):
     # -- the calls ------------------------------------------------------------
 
     async def _run(self, script: Any, args: list[Any]) -> Any:
-        reply = await self.store._script(script, [self.base], [*args, self._created])
+        reply = await self.store.run_script(script, [self.base], [*args, self._created])
         if isinstance(reply, list) and reply[:1] == [b"LOST"]:
             if not self.gone:
                 self.gone = True
                 # Any server, this worker's or another's, may have just been asked.
-                self.store._data_lost(
+                self.store.note_data_lost(
                     f"the named crawl {self.name!r} is gone: start it again from its input")
             raise StoreError(
                 f"the named crawl {self.name!r} is gone from Redis under prefix"
@@ -151,7 +151,7 @@ class RedisCrawlState(CrawlState):
 
     async def open(self) -> CrawlCounts:
         store = self.store
-        reply = await store._script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
+        reply = await store.run_script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
         layout = int(reply[0])
         if layout > LAYOUT:
             raise StoreError(
@@ -159,7 +159,7 @@ class RedisCrawlState(CrawlState):
                 f" layout {layout}; this robotgate reads layout {LAYOUT}. Upgrade robotgate,"
                 " or crawl under another name")
         names = _names_key(store)
-        await store._call(lambda client: client.sadd(names, self.name), [names])
+        await store.call(lambda client: client.sadd(names, self.name), [names])
         self._fleet = _counts(reply[1])
         self._created = reply[2]
         self.gone = False
@@ -328,19 +328,19 @@ class RedisCrawlState(CrawlState):
                 self.leases.drop(server)
 
     async def counts(self) -> CrawlCounts:
-        return _counts(await self.store._script(CRAWL_COUNTS, [self.base], []))
+        return _counts(await self.store.run_script(CRAWL_COUNTS, [self.base], []))
 
 
 async def drop(store: RedisStore, name: str) -> bool:
     """Forget the crawl ``name`` under ``store``'s prefix; whether there was one."""
-    had = await store._script(CRAWL_DROP, [crawl_base(store.prefix, name)], [])
+    had = await store.run_script(CRAWL_DROP, [crawl_base(store.prefix, name)], [])
     names = _names_key(store)
-    removed = await store._call(lambda client: client.srem(names, name), [names])
+    removed = await store.call(lambda client: client.srem(names, name), [names])
     return bool(had) or bool(removed)
 
 
 async def names(store: RedisStore) -> list[str]:
     """The named crawls under ``store``'s prefix."""
     key = _names_key(store)
-    found = await store._call(lambda client: client.smembers(key), [key])
+    found = await store.call(lambda client: client.smembers(key), [key])
     return sorted(text(n) for n in found)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from ..base import HostState, RobotsEntry, Store, StoreError
+from ..base import HostState, PacingStore, RobotsEntry, SharedCrawlStore, StoreError
 from ..batching import HostBatcher
 from . import scripts
 from .codec import (
@@ -37,8 +37,8 @@ from .link import Client, Link
 from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_for_entry
 
 if TYPE_CHECKING:
-    from ...politeness.crawl_state import CrawlState
-    from ...politeness.leases import Leases
+    from ..crawl_state import CrawlState
+    from ..leases import Leases
 
 __all__ = ["RedisStore", "Slot"]
 
@@ -95,7 +95,7 @@ def _cluster_mode(url: str, cluster: bool, client: aioredis.Redis | RedisCluster
     return cluster
 
 
-class RedisStore(Store):
+class RedisStore(PacingStore, SharedCrawlStore):
     """Robots.txt entries, host state, fetch locks and pacing in Redis or Redis Cluster.
 
     ``url``: a redis-py URL (``redis://``, ``rediss://``, ``unix://``); with
@@ -123,9 +123,6 @@ class RedisStore(Store):
     :attr:`round_trips` counts the requests sent to Redis (each command,
     script call, or pipeline per node, retries included), for benchmarks.
     """
-
-    shared = True
-    paces = True
 
     def __init__(
         self,
@@ -239,11 +236,18 @@ class RedisStore(Store):
 
     # -- calls and errors ----------------------------------------------------
 
-    async def _call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
+    # -- for the store's own modules (the named crawl, crawl.py) ---------------
+
+    async def call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
+        """``attempt(client)``'s result, the store opened first; ``keys`` (those the
+        command touches) pick the cluster node.  Retried while Redis is unreachable, up
+        to ``unavailable_timeout``, then :class:`StoreError`."""
         await self._ensure_open()
         return await self._link.call(attempt, keys)
 
-    async def _script(self, script: scripts.Script, keys: list[str], args: list[Any]) -> Any:
+    async def run_script(self, script: scripts.Script, keys: list[str], args: list[Any]) -> Any:
+        """The reply of the Lua ``script`` run on ``keys`` (one cluster slot) with
+        ``args``, the store opened first; retried as :meth:`call` is."""
         await self._ensure_open()
         return await self._link.script(script, keys, args)
 
@@ -251,7 +255,7 @@ class RedisStore(Store):
 
     async def load_robots(self, origin: str) -> RobotsEntry | None:
         key = self._keys.robots(origin)
-        raw = await self._call(lambda client: client.hgetall(key), [key])
+        raw = await self.call(lambda client: client.hgetall(key), [key])
         return decode_robots(self._keys, origin, key, raw)
 
     async def save_robots(self, entry: RobotsEntry) -> None:
@@ -259,7 +263,7 @@ class RedisStore(Store):
         body = entry.body
         # max() also turns a NaN freshness into 0.
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
-        wanted = await self._script(
+        wanted = await self.run_script(
             scripts.SAVE_ROBOTS,
             [key, *self._publisher.flag_keys(entry.origin)],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
@@ -273,7 +277,7 @@ class RedisStore(Store):
         key = self._keys.robots(entry.origin)
         body = entry.body
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
-        wanted = await self._script(
+        wanted = await self.run_script(
             scripts.SAVE_UNLOCK,
             [key, self._keys.lock(entry.origin), *self._publisher.flag_keys(entry.origin)],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
@@ -293,7 +297,7 @@ class RedisStore(Store):
         if ahead is not None and time.monotonic() - ahead[1] < _AHEAD_KEEP:
             return ahead[0]
         key = self._keys.host(origin)
-        raw = await self._call(lambda client: client.hgetall(key), [key])
+        raw = await self.call(lambda client: client.hgetall(key), [key])
         return decode_host(self._keys, origin, key, raw)
 
     async def read_hosts_ahead(self, groups: Sequence[str]) -> None:
@@ -363,14 +367,14 @@ class RedisStore(Store):
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
         """Become the one worker fetching ``origin``'s robots.txt, for at most ``ttl`` s."""
         token = secrets.token_hex(16)
-        got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
+        got = await self.run_script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
         return token if got == 1 else None
 
     async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
         """:meth:`lock_fetch` and :meth:`load_robots` in one round trip."""
         token = secrets.token_hex(16)
         robots_key = self._keys.robots(origin)
-        reply = await self._script(scripts.LOCK_LOAD, [self._keys.lock(origin), robots_key],
+        reply = await self.run_script(scripts.LOCK_LOAD, [self._keys.lock(origin), robots_key],
                                    [token, ms(ttl)])
         try:
             got, raw = reply
@@ -383,7 +387,7 @@ class RedisStore(Store):
         round trip."""
         token = secrets.token_hex(16)
         robots_key = self._keys.robots(origin)
-        reply = await self._script(scripts.LOAD_OR_LOCK, [self._keys.lock(origin), robots_key],
+        reply = await self.run_script(scripts.LOAD_OR_LOCK, [self._keys.lock(origin), robots_key],
                                    [token, ms(ttl)])
         try:
             raw, got = reply
@@ -394,14 +398,14 @@ class RedisStore(Store):
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
         """Extend the lock to ``ttl`` s from now if ``token`` still holds it (or takes it
         again, if it expired and no other worker took it)."""
-        got = await self._script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
+        got = await self.run_script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
         return bool(got == 1)
 
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
         args = [token, *self._publisher.script_args("released", origin)]
         keys = [self._keys.lock(origin), *self._publisher.flag_keys(origin)]
-        if await self._script(scripts.UNLOCK, keys, args) == 2:  # ours, and waited for
+        if await self.run_script(scripts.UNLOCK, keys, args) == 2:  # ours, and waited for
             self._publisher.after("released", origin)
 
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
@@ -424,7 +428,7 @@ class RedisStore(Store):
         async def peek() -> tuple[RobotsEntry | None, object]:
             # The entry and the lock's remaining life (flagged as waited for), in one
             # round trip.
-            reply = await self._script(scripts.PEEK, keys, [])
+            reply = await self.run_script(scripts.PEEK, keys, [])
             try:
                 raw, lock_ms = reply
             except (TypeError, ValueError):
@@ -462,7 +466,7 @@ class RedisStore(Store):
             keys += [self._keys.epoch, self._keys.lost, self._keys.meta]
             args += [self._epoch or "", secrets.token_hex(8), f"{APP}/{FORMAT_VERSION}",
                      _LOST_KEEP_MS]
-        reply = await self._script(scripts.RESERVE, keys, args)
+        reply = await self.run_script(scripts.RESERVE, keys, args)
         try:
             wait_us, start_us = int(reply[0]), int(reply[1])
             epoch = None if len(reply) < 3 or reply[2] is None else text(reply[2])
@@ -470,12 +474,13 @@ class RedisStore(Store):
             raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from exc
         if epoch is not None and epoch != self._epoch:
             self._epoch = epoch
-            self._data_lost("its pacing epoch changed")
+            self.note_data_lost("its pacing epoch changed")
         return Slot(wait_us / 1_000_000, start_us, start_us - wait_us)
 
-    def _data_lost(self, found: str) -> None:
+    def note_data_lost(self, found: str) -> None:
         """Redis lost robotgate's data (restarted empty, flushed) since this store saw
-        it, as ``found`` shows: say so, and count a request to any server as just made."""
+        it, as ``found`` shows: say so (a warning), and count a request to any server as
+        just made (:attr:`~robotgate.store.base.Store.unrecorded_until`)."""
         self.unrecorded_until = time.time()
         _log.warning(
             "robotgate: Redis at %s lost its data under prefix %r (restarted empty?): %s;"
@@ -497,7 +502,7 @@ class RedisStore(Store):
         backoff = backoff_args(saved) if saved is not None else ("", "")
         now = time.time()
         delay_us = math.ceil(max(-MAX_TTL, min(until - now, MAX_TTL)) * 1_000_000)
-        await self._script(
+        await self.run_script(
             scripts.PAUSE,
             [self._keys.tat(origin), self._keys.host(origin)],
             [delay_us, repr(float(until)), ms(self.host_ttl), repr(now), *backoff],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from robotgate.politeness.fleet_slots import FleetSlots
-from robotgate.politeness.leases import Leases
+from robotgate.store.leases import Leases
 from tests.support.slots_store import SlotsNow
 
 KEY = "host:leased.example"

@@ -3,8 +3,8 @@
 A named crawl shared through Redis leases each server (politeness key) to one
 worker at a time (:mod:`robotgate.store.redis.crawl`).  While this worker surely
 holds a server's lease, no other worker asks that server, so its requests are
-paced here (:class:`~.fleet_slots.FleetSlots` asks the store for no slot).  Times
-are the event loop's; the crawl state is the only writer.
+paced here (:class:`~robotgate.politeness.fleet_slots.FleetSlots` asks the store
+for no slot).  Times are the event loop's; the crawl state is the only writer.
 """
 
 from __future__ import annotations
