@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from robotgate.cli.args import EXIT_USAGE
+from robotgate.store.sqlite import SQLiteStore
 from testbed.server import BenchServer, HostPlan
 from tests.cli.test_cli import AGENT, json_lines, one_error_line, run, run_async
 
@@ -44,3 +47,18 @@ async def test_a_named_fetch_resumes_and_says_how_far_it_is(
 def test_drop_needs_a_name(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["crawls", "--store", "memory", "--drop"], capsys)
     assert code == 2 and "NAME" in one_error_line(err)
+
+
+async def test_a_crawl_another_process_holds_is_one_usage_error_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gate.sqlite3"
+    fetch = ["fetch", "--agent", AGENT, "--store", f"sqlite:{path}", "--delay", "0",
+             "--crawl", "news", "http://127.0.0.1:9/never-asked"]
+    async with SQLiteStore(path) as holder:
+        held = holder.crawl_state("news")
+        await held.open()  # the lock another process would hold
+        code, out, err = await run_async(fetch, capsys)
+        await held.close()
+    assert code == EXIT_USAGE and out == ""
+    line = one_error_line(err)  # no traceback
+    assert "'news'" in line and str(os.getpid()) in line
