@@ -241,16 +241,19 @@ class _Resolver:
         if not self.plain:
             return _join(self.base, href)
         first = href[:1]
+        plain = "/." not in href and "%2" not in href  # no dot segment to remove
         if first == "/":
             if href[1:2] == "/":
                 return _join(self.base, href)  # another host: its authority checked
-            return self.origin + remove_dot_segments(href)
+            return self.origin + (href if plain else remove_dot_segments(href))
         if first == "?":
             return self.base.partition("?")[0] + href
         if not href:
             return self.base
         if _SCHEME_RE.match(href) is not None:
             return _join(self.base, href)  # a scheme of its own, or "http:path"
+        if plain and first != "." and first != "%":
+            return self.origin + self.directory + href
         return self.origin + remove_dot_segments(self.directory + href)
 
 
