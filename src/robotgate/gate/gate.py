@@ -585,7 +585,7 @@ class RobotGate:
 
         origin = split_origin(as_sent(url))[0]  # InvalidURL for anything but http(s)
         if self._sitemaps is None:
-            self._sitemaps = sitemap_reader(self)
+            self._sitemaps = sitemap_reader(self.fetch, self.rules)
         return self._sitemaps.walk(origin, max_depth=max_depth, max_sitemaps=max_sitemaps)
 
     async def crawl(self, urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],

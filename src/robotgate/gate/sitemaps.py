@@ -9,29 +9,29 @@ the body is read as it streams in, aiohttp undoing any Content-Encoding.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 
 from ..politeness.sitemaps import SitemapReader
+from ..robots import RobotsTxt
 from .aiohttp_client import FetchCall
-
-if TYPE_CHECKING:
-    from .gate import RobotGate
 
 __all__ = ["GateSitemapTransport", "sitemap_reader"]
 
 
-def sitemap_reader(gate: RobotGate) -> SitemapReader:
-    """The gate's sitemap reader: sitemaps through ``gate.fetch``, named by its robots.txt."""
+def sitemap_reader(fetch: Callable[..., FetchCall],
+                   rules_of: Callable[[str], Awaitable[RobotsTxt | None]]) -> SitemapReader:
+    """A gate's sitemap reader: sitemaps through its ``fetch`` (``gate.fetch``), named by
+    the robots.txt ``rules_of`` an origin gives (``gate.rules``)."""
 
     async def named(origin: str) -> Sequence[str]:
-        rules = await gate.rules(origin)
+        rules = await rules_of(origin)
         return rules.sitemaps if rules is not None else ()
 
-    return SitemapReader(GateSitemapTransport(gate.fetch), named)
+    return SitemapReader(GateSitemapTransport(fetch), named)
 
 
 class GateSitemapTransport:
