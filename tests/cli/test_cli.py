@@ -398,7 +398,7 @@ async def test_fetch_reports_network_errors_and_exits_1(
 ) -> None:
     async with BenchServer([HostPlan("allow", page_delay=2.0)]) as srv:
         code, out, err = await run_async(
-            ["fetch", "-a", AGENT, "--store", "memory", "--timeout", "0.3",
+            ["fetch", "-a", AGENT, "--store", "memory", "--timeout", "0.3", "--retries", "0",
              srv.url(0, "/page/1")],
             capsys,
         )

@@ -4,6 +4,7 @@ typed options, and directives read only when something uses them."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from typing import Any
@@ -91,7 +92,7 @@ async def test_a_misspelt_option_is_a_type_error_naming_it_before_any_request() 
             return None
 
         async with RobotGate(AGENT, delay=0) as gate:
-            with pytest.raises(TypeError, match="'concurency'.*'concurrency'"):
+            with pytest.raises(TypeError, match=r"'concurency'.*'concurrency'"):
                 await gate.crawl([site.url("/")], handler, concurency=4)  # type: ignore[call-arg]
             with pytest.raises(TypeError, match="'max_retries'"):
                 await gate.crawl([site.url("/")], handler, max_retries=1)  # type: ignore[call-arg]
@@ -117,9 +118,8 @@ async def test_directives_are_read_only_when_something_uses_them() -> None:
             read.clear()
             records: list[CrawlResult] = []
             async with RobotGate(AGENT, delay=0) as gate:
-                directives = gate.directives
-
-                def counting(resp: Any, body: bytes | None = None) -> Any:
+                def counting(resp: Any, body: bytes | None = None,
+                             directives: Any = gate.directives) -> Any:
                     read.append(str(resp.url))
                     return directives(resp, body)
 
@@ -177,7 +177,7 @@ class _Flaky:
             await self._runner.cleanup()
 
     def gaps(self) -> list[float]:
-        return [b - a for a, b in zip(self.arrivals, self.arrivals[1:])]
+        return [b - a for a, b in itertools.pairwise(self.arrivals)]
 
 
 @pytest.mark.slow
