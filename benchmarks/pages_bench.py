@@ -1,7 +1,8 @@
 """Reading what pages and sites say: page directives and sitemaps, by instructions and memory.
 
     python benchmarks/pages_bench.py [--quick] [--before-src OLD/src]
-        [--only directives,sitemap,memory,index] [--json benchmarks/results/pages.json]
+        [--only directives,sitemap,memory,index] [--parsers robotgate,robotgate-stream,scrapy,usp]
+        [--json benchmarks/results/pages.json]
 
 Counts, not clocks (the machine is shared):
 
@@ -70,6 +71,7 @@ class Sizes:
     before_src: Path | None = None
     after_src: Path | None = None  # this checkout's src/, copied when the run starts
     only: tuple[str, ...] = ("directives", "sitemap", "memory", "index")
+    parsers: tuple[str, ...] = ("robotgate", "robotgate-stream", "scrapy", "usp")
 
 
 # -- inputs ---------------------------------------------------------------------------
@@ -446,9 +448,11 @@ async def directives(sizes: Sizes, progress: Progress, cg_file: Path) -> dict[st
 
 async def sitemap(sizes: Sizes, progress: Progress, path: Path, cg_file: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    # The tree before has no take(): its entries come at the end, as parse_sitemap's do.
     runs = [(f"{name} ({label})", name, src) for label, src in _trees(sizes)
-            for name in ("robotgate", "robotgate-stream")]
+            for name in (("robotgate", "robotgate-stream") if label == "after" else ("robotgate",))]
     runs += [("scrapy", "scrapy", None), ("usp", "usp", None)]
+    runs = [run for run in runs if run[1] in sizes.parsers]
     for key, which, src in runs:
         got = []
         for parse in (False, True):
@@ -619,6 +623,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--files", type=int, default=Sizes.index_files,
                     help="sitemaps the index lists (each of --urls URLs)")
     ap.add_argument("--only", help="a comma-separated choice of directives,sitemap,memory,index")
+    ap.add_argument("--parsers", help="with sitemap: a comma-separated choice of robotgate,"
+                    "robotgate-stream,scrapy,usp")
     ap.add_argument("--before-src", type=Path,
                     help="another tree's src/: its figures beside this one's")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -652,6 +658,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   before_src=args.before_src.resolve() if args.before_src else None)
     if args.only:
         sizes.only = tuple(args.only.split(","))
+    if args.parsers:
+        sizes.parsers = tuple(args.parsers.split(","))
     if args.quick:
         sizes = dataclasses.replace(sizes, urls=2000, index_files=3)
     os.environ["PYTHONHASHSEED"] = "0"  # the children's dicts and sets the same in each run

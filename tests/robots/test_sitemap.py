@@ -429,3 +429,16 @@ def test_a_feed_keeps_the_sitemaps_guarantees() -> None:
     assert file.entries == () and "refused" in file.problems[0]
     file = parse_sitemap(SITEMAP, b'<feed xmlns="urn:other"><entry/></feed>')
     assert file.kind == "" and file.problems[0].startswith("not a sitemap: the root element is")
+
+
+def test_a_field_is_measured_without_its_leading_blank() -> None:
+    blank = " \n" * 3000
+    body = urlset(url(blank + "https://example.com/catalog/a" + blank[:100]),
+                  url("https://example.com/catalog/" + "b" * 3000))
+    file = parse_sitemap(SITEMAP, body)
+    assert [e.url for e in file.entries] == ["https://example.com/catalog/a"]
+    assert any("1 URL longer than 2,048 characters dropped" in p for p in file.problems)
+    parser = SitemapParser(SITEMAP)  # the same, the blank fed a byte at a time
+    for i in range(len(body)):
+        parser.feed(body[i:i + 1])
+    assert [e.url for e in parser.close().entries] == ["https://example.com/catalog/a"]

@@ -187,6 +187,7 @@ class SitemapParser:
         self._lead = b""  # bytes before the first non-blank one, until XML or text is known
         self._listed = 0  # URLs (or child sitemaps) met, kept or not
         self._dropped: dict[str, int] = {}
+        self._dates: set[str] = set()  # lastmod values found to be W3C datetimes
         self._example: dict[str, str] = {}
         # XML
         self._xml: expat.XMLParserType | None = None
@@ -400,16 +401,19 @@ class SitemapParser:
         self._loc = href
 
     def _characters(self, data: str) -> None:
-        if not self._text:
-            data = data.lstrip()
-            if not data:
-                return
-        if len(data) > self._room:
-            self._room = -1  # too long: the field is dropped
-            return
-        if self._room >= 0:
-            self._room -= len(data)
+        room = self._room - len(data)
+        if room >= 0:  # the common case: the field fits, blanks and all
+            self._room = room
             self._text.append(data)
+        elif self._room >= 0:
+            # Over the room with its blanks: kept if it fits without its leading blank.
+            text = ("".join(self._text) + data).lstrip()
+            if len(text) > _FIELD_ROOM:
+                self._room = -1  # too long: the field is dropped
+                self._text = []
+            else:
+                self._room = _FIELD_ROOM - len(text)
+                self._text = [text]
 
     def _end(self, name: str) -> None:
         depth = self._depth
@@ -482,9 +486,12 @@ class SitemapParser:
         except InvalidURL:
             self._drop("not absolute http(s)", url[:100])
             return
-        if lastmod is not None and (len(lastmod) > 40 or not _W3C_DATE(lastmod)):
-            self._drop_lastmod(lastmod)
-            lastmod = None
+        if lastmod is not None and lastmod not in self._dates:
+            if len(lastmod) > 40 or not _W3C_DATE(lastmod):
+                self._drop_lastmod(lastmod)
+                lastmod = None
+            elif len(self._dates) < 256:  # a file repeats its dates: each checked once
+                self._dates.add(lastmod)
         scope = self.scope
         if self.kind == "index":
             if origin not in scope.sites:
