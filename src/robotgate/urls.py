@@ -537,12 +537,12 @@ _DECODED = _UNRESERVED | frozenset(NOT_IN_URIS.encode()) | frozenset(range(0x20)
 _ESCAPE_RE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x80-\xff]")
 
 
-def _escape_sub(m: re.Match[bytes]) -> bytes:
+def _escape_sub(m: re.Match[bytes], decoded: frozenset[int] = _DECODED) -> bytes:
     hexpair = m.group(1)
     if hexpair is None:
         return b"%%%02X" % m.group(0)[0]
     value = int(hexpair, 16)
-    if value in _DECODED:
+    if value in decoded:
         return bytes((value,))
     return b"%" + hexpair.upper()
 
@@ -553,13 +553,7 @@ _KEY_ESCAPE_RE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x00-\x1f\x7f-\xff]")
 
 
 def _key_escape_sub(m: re.Match[bytes]) -> bytes:
-    hexpair = m.group(1)
-    if hexpair is None:
-        return b"%%%02X" % m.group(0)[0]
-    value = int(hexpair, 16)
-    if value in _KEY_DECODED:
-        return bytes((value,))
-    return b"%" + hexpair.upper()
+    return _escape_sub(m, _KEY_DECODED)
 
 
 def _key_path(s: str) -> str:
