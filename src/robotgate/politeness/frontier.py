@@ -708,7 +708,12 @@ class Frontier:
         page = pointers.get(entry.key)
         if page is not None:
             return page
-        return "" if entry.discovered else None
+        if not entry.discovered:
+            return None
+        # A link this run does not remember (a resumed crawl, or one forgotten past
+        # _POINTERS): under scope "host" its page was on its own host, so the link is
+        # judged as that page's pointer; under any other scope, as a public page's.
+        return entry.url if self.scope == "host" else ""
 
     async def _add_links(self, chunk: list[Entry]) -> None:
         """A chunk of a page's links into the state, ahead of the page's outcome."""
@@ -759,7 +764,7 @@ class Frontier:
     async def _visit(self, host: _Host, item: _Item) -> None:
         url = item.url
         gate = self.gate
-        admission = getattr(gate, "_admission", None)  # the gate's events hear the crawl's
+        events = getattr(gate, "_events", None)  # the gate's events hear the crawl's
         entry = item.entry
         record = CrawlResult(url, host.key, discovered=entry.discovered,
                              attempts=entry.attempts, waited=item.waited,
@@ -774,8 +779,8 @@ class Frontier:
             # robots.txt first (one fetch per origin, shared), outside the page timeout.
             if not await gate.allowed(url):
                 record.decision = await gate.decide(url)
-                if admission is not None:
-                    admission.skipped(url, record.decision)
+                if events is not None:
+                    events.skipped(url, record.decision)
             else:
                 turn = self.queues.turn(url)
                 wait, reason = turn.wait, turn.reason
@@ -785,8 +790,8 @@ class Frontier:
                     self.queues.give_back(host, item)
                     return
                 record.interval = turn.interval
-                if admission is not None:
-                    admission.waited(url, item.waited, item.wait_reason)
+                if events is not None:
+                    events.waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
                 links, resolve = await self._page(url, record, self._pointer_of(entry))
                 if self._tdm is not None and record.status is not None:
