@@ -84,7 +84,7 @@ def test_a_compiler_that_cannot_build_gives_a_pure_wheel_with_a_warning(tmp_path
     assert wheel.name.endswith("-py3-none-any.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    assert "robotgate/politeness/admission.py" in names
+    assert "robotgate/politeness/servers.py" in names
     assert not [name for name in names if name.endswith((".so", ".pyd"))]
 
 

@@ -104,8 +104,8 @@ def test_only_the_owners_write_the_records() -> None:
 
 
 @pytest.mark.parametrize("module,source", [
-    ("politeness/admission.py", "def f(group):\n    group.last = now\n"),
-    ("politeness/admission.py", "def f(held, g):\n    held.host, held.key = g.state, g.key\n"),
+    ("politeness/servers.py", "def f(group):\n    group.last = now\n"),
+    ("politeness/request_turn.py", "def f(held, g):\n    held.host, held.key = g.state, g.key\n"),
     ("politeness/robots_cache.py", "def f(site):\n    site.fresh_until = 0.0\n"),
     ("politeness/robots_cache.py", "def f(host):\n    host.visits_since_check = 0\n"),
     ("gate/gate.py", "def f(state):\n    state.next_allowed += 1\n"),
@@ -122,7 +122,7 @@ def test_the_fields_are_read_from_the_source() -> None:
 
 def test_the_owners_own_writes_pass() -> None:
     assert foreign_writes("politeness/scheduler.py", "def f(group):\n    group.last = 1\n") == []
-    assert foreign_writes("politeness/admission.py", "def f(self):\n    self.key = 1\n") == []
+    assert foreign_writes("politeness/servers.py", "def f(self):\n    self.key = 1\n") == []
 
 
 async def test_the_memory_store_keeps_a_copy_of_host_state() -> None:

@@ -14,7 +14,7 @@ import importlib.util
 
 __all__ = ["HOT_PATH", "compiled_modules"]
 
-#: The modules a compiled build compiles: the per-page admission and pacing, and
+#: The modules a compiled build compiles: the per-page verdict, turn and pacing, and
 #: the RFC 9309 parser with its matcher and the explanations of its verdicts,
 #: whose query every page asks.  Each is here because it compiles as written
 #: and compiling it saves more than 1% of the instructions of a page or of a
@@ -24,8 +24,10 @@ __all__ = ["HOT_PATH", "compiled_modules"]
 #: so does the robots.txt fetch's driver, which runs once per site.
 HOT_PATH = (
     "robotgate.policy.site",
-    "robotgate.politeness.admission",
+    "robotgate.politeness.request_turn",
     "robotgate.politeness.scheduler",
+    "robotgate.politeness.servers",
+    "robotgate.politeness.verdicts",
     "robotgate.robots.decider",
     "robotgate.robots.patterns",
     "robotgate.robots.rfc9309",

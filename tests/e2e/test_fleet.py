@@ -290,7 +290,7 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
             lags[:] = [0.1, 0.4]
             async with gate.fetch(srv.url(0, "/page/2")) as resp:
                 assert resp.status == 200
-            fleet = gate._admission.fleet
+            fleet = gate._servers.fleet
             assert fleet is not None
             late_slots = fleet.late
         pages = srv.host_stats(0).page_requests

@@ -471,7 +471,7 @@ async def test_check_is_the_admissions_own_unless_a_subclass_overrides_it() -> N
             return super().check(url)
 
     async with RobotGate(AGENT) as plain, Logged(AGENT) as logged:
-        assert plain.check == plain._admission.check  # no call in between on the hot path
+        assert plain.check == plain._verdicts.check  # no call in between on the hot path
         assert logged.check("http://a.example/x") is None
         assert seen == ["http://a.example/x"]
 

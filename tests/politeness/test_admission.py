@@ -1,8 +1,9 @@
-"""The request path (politeness/admission.py) with fakes: no HTTP client, a fake clock.
+"""The request path (verdicts.py, servers.py, request_turn.py) with fakes: no HTTP
+client, a fake clock.
 
-Admission wires the robots.txt cache, the politeness keys and the scheduler
-the way the gate does.  The fast path (cached, allowed, due) must hand back
-the started Group itself, not a coroutine.
+:func:`build` wires the robots.txt cache, the politeness keys, the scheduler, the
+verdicts, the servers and the request turns the way the gate does.  The fast path
+(cached, allowed, due) must start the server's turn at once, without a coroutine.
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.policy.site import Interpretation, SiteRules
-from robotgate.politeness.admission import Admission, Started
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
+from robotgate.politeness.request_turn import Requests, RequestTurn
 from robotgate.politeness.robots_cache import RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
+from robotgate.politeness.robots_pacing import RobotsPacing
 from robotgate.politeness.scheduler import Group, Scheduler
+from robotgate.politeness.servers import Servers, Started
+from robotgate.politeness.verdicts import Verdicts
 from robotgate.records import HostState, RobotsEntry
 from robotgate.robots.rfc9309 import Rfc9309Rules, parse_rfc9309
 from robotgate.robots.rules import RequestRate, RobotsTxt
@@ -68,7 +72,7 @@ class Transport:
 
 
 class DictStore(Store):
-    """A non-memory store (so Admission saves host state), optionally failing."""
+    """A non-memory store (so the servers save their state), optionally failing."""
 
     def __init__(self, fail: bool = False) -> None:
         self.robots: dict[str, RobotsEntry] = {}
@@ -92,36 +96,82 @@ class DictStore(Store):
         self.hosts[state.origin] = state
 
 
+class Parts:
+    """The verdicts, the servers and the request turns of one robot, wired as the gate
+    wires them, with the short names these tests use."""
+
+    def __init__(self, verdicts: Verdicts, servers: Servers, requests: Requests) -> None:
+        self.verdicts = verdicts
+        self.servers = servers
+        self.requests = requests
+        self.cache = verdicts.cache
+        self.scheduler = servers.scheduler
+        self.store = servers.store
+        self.fleet = servers.fleet
+        self.site = verdicts.site
+        self.check = verdicts.check
+        self.cached = verdicts.cached
+        self.answered = servers.answered
+        self.done = servers.done
+        self.known_group = servers.known_group
+        self.turn = requests.turn
+
+    @property
+    def disallowed(self) -> int:
+        return self.verdicts.disallowed
+
+    def robots_pacing(self, origin: str) -> RobotsPacing:
+        return RobotsPacing(self.servers, origin)
+
+    def admit(self, url: str) -> Group | Awaitable[Started]:
+        """A request's turn begun: its started Group when it may go at once, else an
+        awaitable of the Group and the fleet slot it holds."""
+        turn = self.requests.turn(url)
+        ready = turn.begin()
+        if ready is None:
+            assert turn.group is not None
+            return turn.group
+        return _started(turn, ready)
+
+
+async def _started(turn: RequestTurn, ready: Awaitable[None]) -> Started:
+    await ready
+    assert turn.group is not None
+    return turn.group, turn.slot
+
+
 def build(clock: Clock, *, store: Store | None = None, transport: Transport | None = None,
           delay: float = 1.0, pacing: PacingPolicy | None = None, fleet: bool = False,
           recheck_visits: int | None = 1000, max_groups: int = 100_000,
-          dialect: str = "rfc9309") -> Admission:
+          dialect: str = "rfc9309") -> Parts:
     store = store if store is not None else MemoryStore()
     pacing = pacing or PacingPolicy(delay=delay)
     sched = Scheduler(pacing, clock=clock, wall=clock.now_wall, max_groups=max_groups)
     transport = transport or Transport(clock)
-    holder: list[Admission] = []
+    holder: list[Servers] = []
 
     def host_state(origin: str) -> HostState | Awaitable[HostState]:
         return holder[0].host_state(origin)
 
     def turn(origin: str) -> contextlib.AbstractAsyncContextManager[TurnHooks | None]:
-        return holder[0].robots_turn(origin)
+        return RobotsPacing(holder[0], origin)
 
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
                         Interpretation(AGENT, dialect, pacing=pacing), host_state=host_state,
                         turn=turn, recheck_visits=recheck_visits)
-    admission = Admission(cache, PaceKeys("host"), sched, store, AGENT,
-                          FleetSlots(store) if fleet else None)
-    holder.append(admission)
-    return admission
+    keys = PaceKeys("host")
+    slots = FleetSlots(store) if fleet else None
+    verdicts = Verdicts(cache, keys, AGENT, slots)
+    servers = Servers(cache, keys, sched, store, slots)
+    holder.append(servers)
+    return Parts(verdicts, servers, Requests(verdicts, servers))
 
 
-def transport_of(admission: Admission) -> Transport:
+def transport_of(admission: Parts) -> Transport:
     return admission.cache.fetcher.transport  # type: ignore[return-value]
 
 
-async def run(admission: Admission, url: str, status: int = 200) -> Group:
+async def run(admission: Parts, url: str, status: int = 200) -> Group:
     """One whole request: admitted (awaiting if it must), answered, done."""
     got = admission.admit(url)
     group = got if isinstance(got, Group) else await asyncio.wait_for(group_of(got), 10)
@@ -450,7 +500,7 @@ async def test_check_is_none_once_stale_or_due_for_a_recheck() -> None:
     assert admission.check(A + "/x") is None
 
 
-def _go_stale(admission: Admission, origin: str) -> None:
+def _go_stale(admission: Parts, origin: str) -> None:
     """Play the cache replacing ``origin``'s rules by a copy that is no longer fresh."""
     held = admission.cache.known(origin)
     assert held is not None
@@ -833,7 +883,7 @@ async def test_a_robots_txt_request_late_for_its_fleet_slot_takes_the_next() -> 
     # its slot as a page does, or the slot is given up and the next one awaited.
     store = LateOnce()
     admission = build(Clock(), store=store, delay=1.0, fleet=True)
-    async with admission.robots_turn(A):
+    async with admission.robots_pacing(A):
         pass
     fleet = admission.fleet
     assert fleet is not None

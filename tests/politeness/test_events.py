@@ -81,7 +81,7 @@ def test_a_failing_listener_is_counted_and_logged_once_and_the_others_still_hear
 
 async def test_nobody_listening_means_no_emitter_anywhere() -> None:
     async with RobotGate(AGENT, metrics=False) as gate:
-        assert gate._events is None and gate._admission.events is None
+        assert gate._events is None and gate._requests.events is None
         assert gate._cache.events is None
         assert gate.stats["event_errors"] == 0
 

@@ -1,7 +1,7 @@
 """The aiohttp adapter: robots.txt transport, ``gate.fetch`` and ``gate.middleware``.
 
 Everything here is about aiohttp objects; the decisions come from
-:class:`~robotgate.politeness.admission.Admission`.
+:class:`~robotgate.politeness.request_turn.Requests`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp
 from multidict import CIMultiDict
@@ -34,10 +34,9 @@ from ..policy.hops import (
     redirect_location,
 )
 from ..policy.network import strip_credentials
-from ..politeness.admission import Admission
-from ..politeness.fleet_slots import LateSlot, Slot
+from ..politeness.fleet_slots import Slot
 from ..politeness.redirects import refused_answer, robots_hop
-from ..politeness.request_turn import RequestTurn, redirect_target
+from ..politeness.request_turn import Requests, RequestTurn, redirect_target, sent_in_turn
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
 __all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall",
@@ -195,14 +194,14 @@ class FetchCall:
 
 
 class AiohttpClient:
-    """Sends requests through an aiohttp session under the gate's admission.
+    """Sends requests through an aiohttp session, each in its request's turn.
 
     ``session()`` returns the session (creating the owned one on first use).
     Responses in flight are tracked so that :meth:`close` can end them.
     """
 
     #: The gate's, set once it is built (it needs this client's robots.txt transport).
-    admission: Admission
+    requests: Requests
 
     def __init__(self, session: Callable[[], aiohttp.ClientSession], headers: dict[str, str],
                  owned: bool, refuse_private: bool = True,
@@ -245,44 +244,44 @@ class AiohttpClient:
         sending = self._sending(kwargs)
         history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
         came_from = pointed_by
+
+        async def send(turn: RequestTurn) -> aiohttp.ClientResponse:
+            # The trace hook's last look (only the owned session has it): a fleet slot
+            # found past as the headers go out raises LateSlot, nothing sent.
+            slot = turn.slot
+            extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and self.owned \
+                else kwargs
+            try:
+                resp = await self.session().request(
+                    method, sent, allow_redirects=False,
+                    middlewares=_guarded(turn, sending, self.is_private), **extra)
+            except aiohttp.ClientError as exc:
+                self._raise_ours(exc, url)
+            self._open.add(resp)
+            return resp
+
         while True:
             sent, url = for_aiohttp(url)
-            turn = self.admission.turn(url, came_from,
-                                       self._resolve if came_from is not None else None)
+            turn = self.requests.turn(url, came_from,
+                                      self._resolve if came_from is not None else None)
             if pointed_by is not None and not history:
                 turn.what = A_POINTER
-            ready = turn.begin()
-            if ready is not None:
-                await ready
-            keep = False  # True once a streamed response holds the server's slot
+            resp = await sent_in_turn(turn, send, _heard, drop=self._drop, keep=True)
+            redirect = follow and resp.status in REDIRECTS
+            keep = stream and not redirect  # streamed: the response holds the server's slot
             try:
-                guarded = _guarded(turn, sending, self.is_private)
-                resp = await self._send(turn, method, sent, guarded, kwargs)
-                redirect = follow and resp.status in REDIRECTS
-                self._open.add(resp)
-                try:
-                    learnt = turn.answered(resp.status, _retry_after(resp))
-                    if learnt is not None:
-                        await learnt
-                    keep = stream and not redirect
-                    if not keep:
-                        await _read(resp, url, max_bytes)
-                except BaseException:
-                    resp.close()
-                    if self.closed:
-                        raise _closed_reading(url) from None
-                    raise
-                finally:
-                    if not keep:
-                        self._open.discard(resp)
-            except aiohttp.ClientError as exc:
+                if not keep:
+                    await _read(resp, url, max_bytes)
+            except BaseException as exc:
+                resp.close()
                 if self.closed:
-                    raise _ours(exc, url, True) from exc
-                if isinstance(exc, aiohttp.InvalidURL):
-                    raise _ours(exc, url, False) from None
+                    raise _closed_reading(url) from None
+                if isinstance(exc, aiohttp.ClientError):
+                    self._raise_ours(exc, url)
                 raise
             finally:
                 if not keep:
+                    self._open.discard(resp)
                     turn.release()
             target = redirect_target(str(resp.url), resp.status,
                                      redirect_location(resp.headers)) if redirect else None
@@ -299,26 +298,19 @@ class AiohttpClient:
             history += (resp,)
             came_from, url = url, target
 
-    async def _send(self, turn: RequestTurn, method: str, url: URL | str,
-                    sending: tuple[Middleware, ...],
-                    kwargs: dict[str, Any]) -> aiohttp.ClientResponse:
-        """Send when the turn leaves; a fleet slot found past as the headers go out
-        (the owned session's trace hook, :func:`check_slot`, handed the turn's slot
-        with the request) is given up, and the request sent in the next, however
-        often that happens."""
-        while True:
-            leaving = turn.leaving()
-            if leaving is not None:
-                await leaving
-            slot = turn.slot
-            # The trace hook's last look (only the owned session has it).
-            extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and self.owned \
-                else kwargs
-            try:
-                return await self.session().request(
-                    method, url, allow_redirects=False, middlewares=sending, **extra)
-            except LateSlot:
-                await turn.missed()  # not sent: the turn holds the next slot; again
+    def _raise_ours(self, exc: aiohttp.ClientError, url: str) -> NoReturn:
+        """Raise the client's error ``exc`` sending ``url`` as the gate's, where it
+        is the gate's doing (closed) or would show the URL (its password)."""
+        if self.closed:
+            raise _ours(exc, url, True) from exc
+        if isinstance(exc, aiohttp.InvalidURL):
+            raise _ours(exc, url, False) from None
+        raise exc
+
+    def _drop(self, resp: aiohttp.ClientResponse) -> None:
+        """A response whose turn failed after it came: closed, no longer tracked."""
+        resp.close()
+        self._open.discard(resp)
 
     def _sending(self, kwargs: dict[str, Any]) -> tuple[Middleware, ...]:
         """The middlewares gate.fetch sends through (the session's own stay out).
@@ -358,28 +350,23 @@ class AiohttpClient:
             if _same_target(hop[1], req.url):
                 came_from = hop[0]
                 req.headers.pop("Authorization", None)  # never credentials from a Location
-        turn = self.admission.turn(url, came_from,
-                                   _resolve_with(session) if came_from else None)
-        ready = turn.begin()
-        if ready is not None:
-            via = _VIA.set(session)
+        turn = self.requests.turn(url, came_from,
+                                  _resolve_with(session) if came_from else None)
+
+        async def wait(ready: Awaitable[None]) -> None:
+            via = _VIA.set(session)  # robots.txt is asked through the user's session
             try:
                 await ready
             finally:
                 _VIA.reset(via)
-        req.headers.update(turn.headers)  # each name's values replaced, as setting it would
-        if turn.guard:
-            _check_peer(req, turn.what, self.is_private)
-        try:
-            leaving = turn.leaving()
-            if leaving is not None:
-                await leaving
-            resp = await handler(req)
-            learnt = turn.answered(resp.status, _retry_after(resp))
-            if learnt is not None:
-                await learnt
-        finally:
-            turn.release()
+
+        def send(turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
+            req.headers.update(turn.headers)  # each name's values replaced, as setting would
+            if turn.guard:
+                _check_peer(req, turn.what, self.is_private)
+            return handler(req)
+
+        resp = await sent_in_turn(turn, send, _heard, wait=wait)
         if resp.status in REDIRECTS:
             location = redirect_location(resp.headers)
             target = _joined(resp, location) if location else None
@@ -619,6 +606,11 @@ def _left(request: RobotsRequest) -> float | None:
     if request.deadline is None:
         return None
     return max(request.deadline - time.time(), 0.001)
+
+
+def _heard(resp: aiohttp.ClientResponse) -> tuple[int, str | None]:
+    """The answer's status and the Retry-After of a 429/503."""
+    return resp.status, _retry_after(resp)
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> str | None:

@@ -13,9 +13,9 @@ __all__ = ["describe", "stats_of"]
 
 def stats_of(gate: RobotGate) -> dict[str, int]:
     """The gate's counters, each read from the part that owns it."""
-    scheduler, fleet = gate._scheduler, gate._admission.fleet
+    scheduler, fleet = gate._scheduler, gate._servers.fleet
     return {"robots_requests": gate._fetcher.requests, "pages": scheduler.pages,
-            "disallowed": gate._admission.disallowed, "backoffs": scheduler.backoffs,
+            "disallowed": gate._verdicts.disallowed, "backoffs": scheduler.backoffs,
             "late_slots": fleet.late if fleet is not None else 0,
             "store_errors": gate._cache.store_errors + (gate.close_error is not None),
             "tdmrep_requests": gate._tdm_cache.requests if gate._tdm_cache is not None else 0,

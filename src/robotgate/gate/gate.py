@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 from yarl import URL
@@ -31,16 +31,18 @@ from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
 from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
-from ..politeness.admission import Admission
 from ..politeness.crawl_results import CrawlSummary
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
-from ..politeness.request_turn import RequestTurn
+from ..politeness.request_turn import Requests, RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
+from ..politeness.robots_pacing import RobotsPacing
 from ..politeness.scheduler import Scheduler
+from ..politeness.servers import Servers
 from ..politeness.turns import HostTurn
+from ..politeness.verdicts import Verdicts
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
 from ..store.base import CrawlStore, SharedCrawlStore, Store, crawl_store
@@ -285,15 +287,18 @@ class RobotGate:
         fleet = FleetSlots(self.store, leases=self._leases) if self.store.paces else None
         self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=self.policy.recheck_visits,
-                                 host_state=lambda origin: self._admission.host_state(origin),
-                                 turn=lambda origin: self._admission.robots_turn(origin))
-        self._admission = Admission(self._cache, self._keys, self._scheduler, self.store,
-                                   self.robots_agent, fleet, headers=self._headers,
-                                   refuse_private=not network.allow_private_redirects,
-                                   private=self.is_private)
-        self._client.admission = self._admission
+                                 host_state=lambda origin: self._servers.host_state(origin),
+                                 turn=lambda origin: RobotsPacing(self._servers, origin))
+        #: robots.txt's verdicts, every server's state, and what a request's turn shares.
+        self._verdicts = Verdicts(self._cache, self._keys, self.robots_agent, fleet)
+        self._servers = Servers(self._cache, self._keys, self._scheduler, self.store, fleet)
+        self._requests = Requests(self._verdicts, self._servers, headers=self._headers,
+                                  refuse_private=not network.allow_private_redirects,
+                                  private=self.is_private)
+        self._crawls: set[_Running] = set()  # running crawls, ended by close()
+        self._client.requests = self._requests
         if type(self).check is RobotGate.check:  # one call less on the hot path
-            self.check = self._admission.check  # type: ignore[method-assign]
+            self.check = self._verdicts.check  # type: ignore[method-assign]
         if self.pace_by == "ip":
             self._keys.set_resolver(self._client.first_address)
 
@@ -301,7 +306,7 @@ class RobotGate:
         """Wire the per-host settings, and the events to their listeners (if any)."""
         if self.hosts:
             table, keys = self.hosts, self._keys
-            self._admission.hosts = table
+            self._servers.hosts = table
             self._cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
         if metrics is not False and metrics is not None:
             from ..metrics import metrics_listener
@@ -311,7 +316,8 @@ class RobotGate:
                 listeners.append(recorder)
         #: Who hears the events (None: nobody listens).
         self._events = Emitter(listeners, self._keys.cached) if listeners else None
-        self._admission.events = self._cache.events = self._events
+        self._cache.events = self._verdicts.events = self._servers.events = self._events
+        self._requests.events = self._events
 
     # -- for client adapters ---------------------------------------------------
 
@@ -341,7 +347,7 @@ class RobotGate:
         ``came_from`` is the URL whose redirect the request follows; its target is
         looked up with ``resolve``, the client's own resolver.
         """
-        return self._admission.turn(url, came_from, resolve)
+        return self._requests.turn(url, came_from, resolve)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -368,7 +374,7 @@ class RobotGate:
             # No total connection limit: the per-host and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
             traces = []
-            if self._admission.fleet is not None:
+            if self._servers.fleet is not None:
                 # Only a fleet's slots need the last look before the bytes go out.
                 trace = aiohttp.TraceConfig()
                 trace.on_request_headers_sent.append(check_slot)
@@ -417,15 +423,15 @@ class RobotGate:
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        return self._admission.check(url)
+        return self._verdicts.check(url)
 
     async def allowed(self, url: str) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
-        hit = self._admission.cached(url := as_sent(url))
+        hit = self._verdicts.cached(url := as_sent(url))
         if hit is not None:
             return hit[0].site.allowed(hit[1], self.robots_agent)
         origin, rest = split_origin(url)
-        site = await self._admission.site(origin)
+        site = await self._verdicts.site(origin)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
         return site.allowed(url if rest[:2] == "//" else rest, self.robots_agent)
@@ -437,7 +443,7 @@ class RobotGate:
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
         origin, rest = split_origin(url := as_sent(url))
-        site = await self._admission.site(origin)
+        site = await self._verdicts.site(origin)
         decision = site.decide(url if rest[:2] == "//" else rest, self.robots_agent)
         if self._tdm_cache is not None and decision.allowed:
             # tdmrep.json is asked only where the robot may go.
@@ -446,7 +452,7 @@ class RobotGate:
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
-        return (await self._admission.site(split_origin(url)[0])).rules
+        return (await self._verdicts.site(split_origin(url)[0])).rules
 
     def cached_rules(self, url: str) -> tuple[RobotsTxt, float] | None:
         """The parsed robots.txt of ``url``'s origin as cached, fresh or not, and when it
@@ -460,7 +466,7 @@ class RobotGate:
         """What is known of the origin's robots.txt fetch: status, freshness, failures,
         and the body as fetched (from the store)."""
         origin, _ = split_origin(url)
-        site = await self._admission.site(origin)
+        site = await self._verdicts.site(origin)
         stored = await self.store.load_robots(origin) if not self._closed else None
         if stored is not None and stored.fetched_at == site.entry.fetched_at:
             return stored
@@ -477,23 +483,23 @@ class RobotGate:
 
     def host_wait(self, url: str) -> float:
         """Seconds until the next request to ``url``'s server may start (0 if now)."""
-        return self._admission.host_wait(split_origin(url)[0])
+        return self._servers.host_wait(split_origin(url)[0])
 
     def host_turn(self, url: str) -> HostTurn:
         """Seconds until ``url``'s server may be asked, why it must wait (see
         :mod:`robotgate.politeness.turns`), and the interval it is owed."""
-        return HostTurn(*self._admission.host_turn(split_origin(url)[0]))
+        return HostTurn(*self._servers.host_wait_why(split_origin(url)[0]))
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s server, if known."""
-        return self._admission.known_host(split_origin(url)[0])
+        return self._servers.known_host(split_origin(url)[0])
 
     def usage(self, url: str, headers: Mapping[str, str] | None = None) -> dict[str, bool]:
         """What the site lets its content be used for (IETF AIPREF), robots.txt and the
         response's ``Content-Usage`` header combined; needs the origin cached (fresh or not)."""
         from ..robots.usage import combine_usage, usage_from_headers
 
-        decision = self._admission.as_cached(as_sent(url))  # a URL that is no str: InvalidURL
+        decision = self._verdicts.as_cached(as_sent(url))  # a URL that is no str: InvalidURL
         found = [dict(decision.usage)] if decision is not None else []
         if headers is not None:
             found.append(usage_from_headers(headers))
@@ -605,8 +611,19 @@ class RobotGate:
                 store.crawl_state(name, server=self.pace_key, leases=self._leases,
                                   max_servers=max(1, concurrency))
                 if isinstance(store, SharedCrawlStore) else store.crawl_state(name))
-        return await self._admission.run_crawl(
+        return await self._run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
+
+    async def _run_crawl(self, crawl: _Running) -> CrawlSummary:
+        """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed` (at once if
+        the gate is closed already: the crawl would first wait for a server's turn)."""
+        if self._closed:
+            raise GateClosed("the gate is closed")
+        self._crawls.add(crawl)
+        try:
+            return await crawl.run()
+        finally:
+            self._crawls.discard(crawl)
 
     async def crawl_status(self, name: str) -> CrawlCounts | None:
         """How many URLs of the named crawl are queued, in flight, done, skipped and
@@ -634,8 +651,18 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     fetcher = RobotsFetcher(gate._fetcher.transport, policy, TDMREP_PATH)
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
     store = None if immediate(gate.store) is not None else gate.store
-    return TdmRepCache(fetcher, turn=gate._admission.robots_turn, max_origins=gate.max_origins,
-                       store=store, trouble=gate._cache.store_trouble)
+    servers = gate._servers
+    return TdmRepCache(fetcher, turn=lambda origin: RobotsPacing(servers, origin),
+                       max_origins=gate.max_origins, store=store,
+                       trouble=gate._cache.store_trouble)
+
+
+class _Running(Protocol):
+    """A crawl as the gate runs it and :meth:`RobotGate.close` ends it."""
+
+    async def run(self) -> CrawlSummary: ...
+
+    def halt(self, failure: BaseException | None = None) -> None: ...
 
 
 async def _wait_for(closing: asyncio.Future[None]) -> None:
@@ -654,7 +681,9 @@ def _log_failure(closing: asyncio.Future[None]) -> None:
 
 async def _shut(gate: RobotGate) -> None:
     """close()'s work, in a task of its own: a caller cancelled meanwhile cuts nothing short."""
-    gate._admission.close()
+    gate._servers.close()  # no request starts: the waits for a turn end with GateClosed
+    for crawl in list(gate._crawls):
+        crawl.halt(GateClosed("the gate was closed during the crawl"))
     gate._client.close_responses()
     await gate._cache.close()
     if gate._tdm_cache is not None:

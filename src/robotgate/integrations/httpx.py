@@ -21,7 +21,7 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
@@ -30,7 +30,7 @@ from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..politeness.redirects import refused_answer, robots_hop
-from ..politeness.request_turn import RequestTurn
+from ..politeness.request_turn import RequestTurn, sent_in_turn
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
@@ -159,6 +159,16 @@ def _read_already(resp: httpx.Response) -> bytes | None:
         return None
 
 
+def _heard(resp: httpx.Response) -> tuple[int, str | None]:
+    """The answer's status and Retry-After."""
+    return resp.status_code, resp.headers.get("Retry-After")
+
+
+def _close(resp: httpx.Response) -> Awaitable[None]:
+    """A response whose turn failed after it came: closed."""
+    return resp.aclose()
+
+
 def _pinned(request: httpx.Request, checked: Sequence[Address],
             inner: httpx.AsyncBaseTransport) -> httpx.Request:
     """The request as sent: a public page's pointer to a name goes to the address its
@@ -211,10 +221,18 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         # system configuration (see integrations/_hops.py).
         turn = self.gate.request_turn(str(request.url),
                                       came_from if isinstance(came_from, str) else None, resolve)
+        inner = self.inner
+
+        def send(turn: RequestTurn) -> Awaitable[httpx.Response]:
+            headers = request.headers
+            for name, value in turn.headers.items():
+                headers[name] = value
+            return inner.handle_async_request(
+                _pinned(request, turn.checked if turn.guard else (), inner))
+
         try:
-            ready = turn.begin()
-            if ready is not None:
-                await ready
+            # Released here once the body is read (or by the inner transport already).
+            resp = await sent_in_turn(turn, send, _heard, drop=_close, keep=True)
         except InvalidURL as exc:
             if not isinstance(came_from, str):
                 raise  # the caller's own URL
@@ -222,25 +240,6 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             kind = (httpx.UnsupportedProtocol if request.url.scheme not in ("http", "https")
                     else httpx.RemoteProtocolError)
             raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
-        try:
-            headers = request.headers
-            for name, value in turn.headers.items():
-                headers[name] = value
-            leaving = turn.leaving()
-            if leaving is not None:
-                await leaving
-            sent = _pinned(request, turn.checked if turn.guard else (), self.inner)
-            resp = await self.inner.handle_async_request(sent)
-            try:
-                learnt = turn.answered(resp.status_code, resp.headers.get("Retry-After"))
-                if learnt is not None:
-                    await learnt
-            except BaseException:
-                await resp.aclose()
-                raise
-        except BaseException:
-            turn.release()
-            raise
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
             request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream

@@ -14,7 +14,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from ..events import Event
+from ..decision import Decision
+from ..events import Event, TurnWaited, UrlSkipped
+from ..urls import split_origin
 
 __all__ = ["Emitter", "Listener", "listener_of"]
 
@@ -50,6 +52,18 @@ class Emitter:
         keys = self.keys
         key = keys(origin) if keys is not None and origin else None
         return key or ""
+
+    def skipped(self, url: str, decision: Decision) -> None:
+        """A crawl skips ``url`` for ``decision`` (its own check, not a request's turn)."""
+        origin = split_origin(url)[0]
+        self.emit(UrlSkipped(time.time(), origin, self.key_of(origin), url, decision.reason,
+                             decision.outcome or "rules"))
+
+    def waited(self, url: str, seconds: float, reason: str) -> None:
+        """A crawl held ``url`` back ``seconds`` for its server's turn (its own wait)."""
+        if seconds > 0:
+            origin = split_origin(url)[0]
+            self.emit(TurnWaited(time.time(), origin, self.key_of(origin), url, seconds, reason))
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:

@@ -23,41 +23,74 @@ drives it through the same steps:
 
 A redirect's next hop is :func:`redirect_target` of the answer, sent as a new turn
 ``came_from`` the URL that was redirected.
+
+:func:`sent_in_turn` drives steps 1 to 5 around a client's send; ``gate.fetch`` (each
+hop), ``gate.middleware`` and the httpx transport use it.  The Scrapy middleware drives
+the steps itself: its request and its response come in separate callbacks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Coroutine, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import TypeVar
 from urllib.parse import urljoin
 
-from ..errors import Disallowed
-from ..events import ResponseAnswered
+from ..errors import Disallowed, GateClosed
+from ..events import ResponseAnswered, TurnWaited
 from ..policy.fetch_flow import REDIRECTS
-from ..policy.hops import A_REDIRECT, REFUSED, Address, Resolve, parse_hop
+from ..policy.hops import A_REDIRECT, REFUSED, Address, IsPrivate, Resolve, is_private, parse_hop
 from ..policy.network import strip_credentials
-from ..urls import InvalidURL, split_origin
-from .fleet_slots import Slot
+from ..policy.site import SiteRules
+from ..urls import InvalidURL, as_sent, split_origin
+from .emitter import Emitter
+from .fleet_slots import LateSlot, Slot
 from .redirects import pointer_verdict
 from .scheduler import Group
+from .servers import Servers, Started
+from .verdicts import Verdicts
 
-if TYPE_CHECKING:
-    from .admission import Admission, Started
+__all__ = ["REFUSED", "RequestTurn", "Requests", "redirect_target", "sent_in_turn"]
 
-__all__ = ["REFUSED", "RequestTurn", "redirect_target"]
+#: What a client's send returns (its response).
+R = TypeVar("R")
+
+
+class Requests:
+    """What every request's turn shares: robots.txt's verdicts, the servers, the
+    gate's headers and the redirect hop rule; :meth:`turn` makes one request's turn."""
+
+    def __init__(self, verdicts: Verdicts, servers: Servers, *,
+                 headers: Mapping[str, str] | None = None, refuse_private: bool = True,
+                 private: IsPrivate = is_private) -> None:
+        self.verdicts = verdicts
+        self.servers = servers
+        #: What every request sends (User-Agent, From), over the client's and the caller's.
+        self.headers: Mapping[str, str] = dict(headers or {})
+        #: Whether a redirect from a public site into a private address is refused,
+        #: and which addresses are private.
+        self.refuse_private = refuse_private
+        self.is_private = private
+        #: Who hears of the requests (None: nobody listens, and no event is built).
+        self.events: Emitter | None = None
+
+    def turn(self, url: str, came_from: str | None = None,
+             resolve: Resolve | None = None) -> RequestTurn:
+        """The turn of one request to ``url`` as the client sends it; ``came_from``:
+        the URL whose redirect it follows, its target looked up with ``resolve``."""
+        return RequestTurn(self, url, came_from, resolve)
 
 
 class RequestTurn:
     """One request to one server, from its verdict to its release (see the module)."""
 
-    __slots__ = ("_admission", "_resolve", "_waiting", "came_from", "checked", "group", "guard",
+    __slots__ = ("_requests", "_resolve", "_waiting", "came_from", "checked", "group", "guard",
                  "sent_at", "slot", "url", "what")
 
-    def __init__(self, admission: Admission, url: str, came_from: str | None = None,
+    def __init__(self, requests: Requests, url: str, came_from: str | None = None,
                  resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
-        self._admission = admission
+        self._requests = requests
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: The URL whose redirect this request follows (None: the call's first request).
@@ -77,12 +110,12 @@ class RequestTurn:
         #: The fleet slot the request leaves in (None: paced here): the one its server's
         #: turn was started with, or the next one after a miss.
         self.slot: Slot | None = None
-        self._waiting: Awaitable[Started] | None = None  # the admission's wait, begin() gave
+        self._waiting: Awaitable[Started] | None = None  # the wait begin() gave
 
     @property
     def headers(self) -> Mapping[str, str]:
         """The gate's headers (User-Agent, From): they win over the client's and the caller's."""
-        return self._admission.headers
+        return self._requests.headers
 
     def begin(self) -> Awaitable[None] | None:
         """The hop's, then the URL's verdict, then the server's turn: None when the
@@ -94,29 +127,80 @@ class RequestTurn:
         """
         if self.came_from is not None:
             return self._begin_hop()
-        got = self._admission.admit(self.url)
+        got = self._admit()
         if isinstance(got, Group):
             self.group = got
             return None
         self._waiting = got
         return self._started(got)
 
+    def _admit(self) -> Group | Awaitable[Started]:
+        """The verdict, then the server's turn: the started Group when the request is
+        cached, allowed and due (no coroutine), else an awaitable of it and its slot."""
+        url = self.url
+        if "\t" in url or "\n" in url or "\r" in url:
+            url = as_sent(url)  # judged as sent (yarl drops them)
+        requests = self._requests
+        servers = requests.servers
+        if servers.closed:
+            raise GateClosed("the gate is closed")
+        verdicts = requests.verdicts
+        hit = verdicts.cached(url) if servers.fleet is None else verdicts.settled(url)
+        if hit is None:
+            return self._wait(url, None)
+        held, path = hit
+        site = held.site
+        if not site.allowed(path, verdicts.agent):
+            raise verdicts.refuse(url, path, site, held.key)
+        if requests.events is None:
+            group = servers.start_now(held)
+            if group is not None:
+                return group
+        return self._wait(url, site)
+
+    async def _wait(self, url: str, site: SiteRules | None) -> Started:
+        """:meth:`_admit` when the request must wait, or its site or server is new."""
+        requests = self._requests
+        verdicts, servers = requests.verdicts, requests.servers
+        origin, rest = split_origin(url)
+        if site is None:
+            site = await verdicts.fetched(origin)
+            path = url if rest[:2] == "//" else rest
+            if not site.allowed(path, verdicts.agent):
+                raise verdicts.refuse(url, path, site)
+        group = await servers.server_of(origin)
+        if servers.fleet is None:
+            verdicts.learn(url, origin)
+            if servers.scheduler.try_start(group, site.interval):
+                return group, None  # due now (often: robots.txt just came back)
+        events = requests.events
+        if events is None:
+            return group, await servers.start(group, site)
+        reason = servers.wait_reason(group, origin, site.interval)
+        scheduler = servers.scheduler
+        began = scheduler.now()
+        slot = await servers.start(group, site)
+        waited = scheduler.now() - began
+        if waited > 0:
+            events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
+        return group, slot
+
     async def _started(self, turn: Awaitable[Started]) -> None:
         self._waiting = None
         self.group, self.slot = await turn
 
     async def _begin_hop(self) -> None:
-        admission = self._admission
+        requests = self._requests
         came_from, self.came_from = self.came_from, None
-        if came_from is not None and admission.refuse_private:
+        if came_from is not None and requests.refuse_private:
             resolve = self._resolve if self._resolve is not None else _resolves_nothing
-            verdict = await pointer_verdict(came_from, self.url, resolve, admission.is_private,
+            verdict = await pointer_verdict(came_from, self.url, resolve, requests.is_private,
                                             self.what)
             if verdict.refused is not None:
                 hop = parse_hop(self.url)
                 raise Disallowed(hop.url if hop is not None else self.url, verdict.refused)
             self.guard, self.checked = verdict.guard, verdict.addresses
-        got = admission.admit(self.url)
+        got = self._admit()
         if isinstance(got, Group):
             self.group = got
         else:
@@ -133,15 +217,15 @@ class RequestTurn:
     def leaving(self) -> Awaitable[None] | None:
         """The request goes out now: the send time is taken; in a fleet a slot already
         past is given up and the next one awaited first (an awaitable then)."""
-        admission = self._admission
-        if admission.fleet is None:
-            self.sent_at = admission.scheduler.now()
+        servers = self._requests.servers
+        if servers.fleet is None:
+            self.sent_at = servers.scheduler.now()
             return None
         return self._on_time()
 
     async def _on_time(self) -> None:
-        admission = self._admission
-        fleet = admission.fleet
+        servers = self._requests.servers
+        fleet = servers.fleet
         assert fleet is not None
         loop = asyncio.get_running_loop()
         # However often the loop is late (the wait for a slot may end late too),
@@ -150,7 +234,7 @@ class RequestTurn:
             await self._ask_again(slot)
         if slot is not None:
             fleet.on_time()
-        self.sent_at = admission.scheduler.now()
+        self.sent_at = servers.scheduler.now()
 
     async def missed(self) -> None:
         """The client found :attr:`slot` past as the request was about to go (it did
@@ -163,7 +247,7 @@ class RequestTurn:
         group = self.group
         assert group is not None
         self.slot = None  # given up, whatever happens to the next
-        self.slot = await self._admission.slot_missed(group, slot)
+        self.slot = await self._requests.servers.slot_missed(group, slot)
 
     def answered(self, status: int, retry_after: str | None) -> Awaitable[None] | None:
         """The answer's headers arrived: the turn tells of it (:class:`ResponseAnswered`,
@@ -174,18 +258,19 @@ class RequestTurn:
         if group is None:
             return None
         self.slot = None
-        admission = self._admission
-        events = admission.events
+        requests = self._requests
+        servers = requests.servers
+        events = requests.events
         if events is None:
-            return admission.answered(group, status, retry_after, self.sent_at)
+            return servers.answered(group, status, retry_after, self.sent_at)
         sent_at = self.sent_at
-        seconds = admission.scheduler.now() - sent_at if sent_at is not None else 0.0
+        seconds = servers.scheduler.now() - sent_at if sent_at is not None else 0.0
         try:
             origin = split_origin(self.url)[0]
         except ValueError:
             origin = ""
         events.emit(ResponseAnswered(time.time(), origin, group.key, self.url, status, seconds))
-        return admission.answered(group, status, retry_after, sent_at, origin)
+        return servers.answered(group, status, retry_after, sent_at, origin)
 
     def release(self) -> None:
         """The request no longer holds its server's slot (answered, failed, dropped
@@ -193,7 +278,55 @@ class RequestTurn:
         group, self.group = self.group, None
         self.slot = None
         if group is not None:
-            self._admission.done(group)
+            self._requests.servers.done(group)
+
+
+async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
+                       heard: Callable[[R], tuple[int, str | None]], *,
+                       wait: Callable[[Awaitable[None]], Awaitable[None]] | None = None,
+                       drop: Callable[[R], Awaitable[None] | None] | None = None,
+                       keep: bool = False) -> R:
+    """Send one request in ``turn``: begun (its wait awaited, through ``wait`` if
+    given), left (a fleet slot already past given up for the next, however often),
+    sent with ``send(turn)``, and answered with ``heard(response)``'s status and
+    ``Retry-After``; the response is returned.
+
+    ``send`` sets :attr:`RequestTurn.headers` on the request; it raises
+    :class:`~robotgate.politeness.fleet_slots.LateSlot` (sending nothing) when its
+    last look finds :attr:`RequestTurn.slot` past, and is called again in the next
+    slot.  The turn is released if anything fails (``drop(response)`` first, once
+    there is one), and once answered unless ``keep``: then the caller releases it
+    when the response no longer holds the server (read, streamed, closed).
+    """
+    ready = turn.begin()
+    if ready is not None:
+        await (ready if wait is None else wait(ready))
+    try:
+        while True:
+            leaving = turn.leaving()
+            if leaving is not None:
+                await leaving
+            try:
+                response = await send(turn)
+                break
+            except LateSlot:
+                await turn.missed()  # nothing was sent: the turn holds the next slot
+        try:
+            status, retry_after = heard(response)
+            learnt = turn.answered(status, retry_after)
+            if learnt is not None:
+                await learnt
+        except BaseException:
+            dropped = drop(response) if drop is not None else None
+            if dropped is not None:
+                await dropped
+            raise
+    except BaseException:
+        turn.release()
+        raise
+    if not keep:
+        turn.release()
+    return response
 
 
 async def _resolves_nothing(host: str) -> list[str]:
