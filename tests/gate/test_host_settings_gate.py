@@ -23,8 +23,8 @@ async def test_each_host_keeps_its_own_delay() -> None:
         async with RobotGate(AGENT, delay=0.1, hosts=hosts) as gate:
             await asyncio.gather(*(gate.fetch(slow.url(f"/p{i}")) for i in range(3)),
                                  *(gate.fetch(fast.url(f"/p{i}")) for i in range(3)))
-            assert gate.host_turn(slow.url("/")).interval == 0.4
-            assert gate.host_turn(fast.url("/")).interval == 0.0  # faster than the gate's
+            assert gate.server_wait(slow.url("/")).interval == 0.4
+            assert gate.server_wait(fast.url("/")).interval == 0.0  # faster than the gate's
             said = gate.describe()
         assert "host setting delay 0.4s" in said and "host setting delay 0s" in said
         assert min(_gaps(slow.times())) >= 0.39
@@ -56,7 +56,7 @@ async def test_a_setting_faster_than_crawl_delay_is_overruled_and_says_so() -> N
             for i in range(3):
                 await gate.fetch(site.url(f"/p{i}"))
             said = gate.describe()
-            assert gate.host_turn(site.url("/")).interval == 0.4
+            assert gate.server_wait(site.url("/")).interval == 0.4
         assert "host setting delay 0.05s (overruled: robots.txt asks 0.4s)" in said
         assert min(_gaps(site.times())) >= 0.39
         waits = [e.reason for e in heard if isinstance(e, TurnWaited)]

@@ -27,7 +27,7 @@ async def test_pacing_honour_keeps_a_long_crawl_delay_that_skip_refuses() -> Non
     async with RobotGate(AGENT, pacing=Pacing(on_long_delay="honour"),
                          network=Network(robots_transport=robots(SLOW))) as gate:
         assert (await gate.decide("http://slow.example/page")).allowed
-        assert gate.host_turn("http://slow.example/page").interval == 120.0
+        assert gate.server_wait("http://slow.example/page").interval == 120.0
 
 
 async def test_plain_max_crawl_delay_applies_beside_a_pacing_object() -> None:
@@ -40,7 +40,7 @@ async def test_pacing_without_crawl_delay_ignores_it() -> None:
     async with RobotGate(AGENT, delay=0.5, pacing=Pacing(respect_crawl_delay=False),
                          network=Network(robots_transport=robots(SLOW))) as gate:
         assert (await gate.decide("http://slow.example/page")).allowed
-        assert gate.host_turn("http://slow.example/page").interval == 0.5
+        assert gate.server_wait("http://slow.example/page").interval == 0.5
 
 
 async def test_network_max_origins_bounds_the_robots_tables() -> None:

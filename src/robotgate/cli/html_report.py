@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from ..politeness.turns import BACKING_OFF
+from ..politeness.waits import BACKING_OFF
 from ..urls import redact, scrub
 from .report import natural
 

@@ -41,8 +41,8 @@ from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.robots_pacing import RobotsPacing
 from ..politeness.scheduler import Scheduler
 from ..politeness.servers import Servers
-from ..politeness.turns import HostTurn
 from ..politeness.verdicts import Verdicts
+from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
 from ..store.base import CrawlStore, SharedCrawlStore, Store, crawl_store
@@ -485,10 +485,10 @@ class RobotGate:
         """Seconds until the next request to ``url``'s server may start (0 if now)."""
         return self._servers.host_wait(split_origin(url)[0])
 
-    def host_turn(self, url: str) -> HostTurn:
+    def server_wait(self, url: str) -> ServerWait:
         """Seconds until ``url``'s server may be asked, why it must wait (see
-        :mod:`robotgate.politeness.turns`), and the interval it is owed."""
-        return HostTurn(*self._servers.host_wait_why(split_origin(url)[0]))
+        :mod:`robotgate.politeness.waits`), and the interval it is owed."""
+        return ServerWait(*self._servers.server_wait(split_origin(url)[0]))
 
     def host_state(self, url: str) -> HostState | None:
         """Visits, last visit and next allowed time of ``url``'s server, if known."""

@@ -62,7 +62,7 @@ __all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
 
 log = logging.getLogger(__name__)
 
-#: Why a server may make even an unpaced subresource wait (see :mod:`robotgate.politeness.turns`):
+#: Why a server may make even an unpaced subresource wait (see :mod:`robotgate.politeness.waits`):
 #: it rests after a 429/503, or a stored pause from another run or worker.
 _RESTING = frozenset({"retry-after", "back-off", "stored"})
 _ALL = "**/*"
@@ -200,7 +200,7 @@ class Attachment:
                 raise Disallowed(url, refused)
         await self._judge(url)
         while True:
-            wait, reason, _ = gate.host_turn(url)
+            wait, reason, _ = gate.server_wait(url)
             if wait <= 0 or reason not in _RESTING:
                 break
             await asyncio.sleep(wait)

@@ -9,7 +9,7 @@ only when its host is ready, so ``concurrency`` workers stay busy as long as
 any host has work that may start now.
 
 It knows no HTTP client: it uses the gate's public API only (``fetch``,
-``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``host_turn`` and
+``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``server_wait`` and
 ``usage`` when the gate has them), so any gate-like object with those methods can drive it.
 
 Every URL is known by its resource key (:func:`robotgate.urls.resource_key`,
@@ -55,7 +55,7 @@ from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry,
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
 from .grouping import registrable_domain
-from .turns import BACKING_OFF, NO_WAIT, HostTurn
+from .waits import BACKING_OFF, NO_WAIT, ServerWait
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
@@ -187,15 +187,15 @@ class _HostQueues:
         self.seq = itertools.count()
         self.window = 0  # URLs in the host queues
         self.loop = asyncio.get_running_loop()
-        self._host_turn = getattr(gate, "host_turn", None)
+        self._server_wait = getattr(gate, "server_wait", None)
 
-    def turn(self, url: str) -> HostTurn:
+    def turn(self, url: str) -> ServerWait:
         """How long until ``url``'s host may be asked, why, and the interval it is
         owed (no wait when the gate cannot say)."""
         try:
-            if self._host_turn is not None:
-                return HostTurn(*self._host_turn(url))
-            return HostTurn(float(self.gate.host_wait(url)), "", None)
+            if self._server_wait is not None:
+                return ServerWait(*self._server_wait(url))
+            return ServerWait(float(self.gate.host_wait(url)), "", None)
         except Exception:  # let the fetch wait its turn
             return NO_WAIT
 

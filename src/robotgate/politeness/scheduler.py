@@ -267,9 +267,9 @@ class Scheduler:
         gap = self.gap(group, group.interval if interval is None else interval)
         return max(0.0, group.paused_until - now, group.last + gap - now)
 
-    def turn(self, group: Group, interval: float) -> tuple[float, str]:
+    def why_wait(self, group: Group, interval: float) -> tuple[float, str]:
         """Seconds until a request with ``interval`` may start, and why it waits
-        (the reasons of :mod:`.turns`); ``(0.0, "")`` when it may start now."""
+        (the reasons of :mod:`.waits`); ``(0.0, "")`` when it may start now."""
         now = self.now()
         gap = self.gap(group, interval)
         paced = group.last + gap

@@ -134,8 +134,8 @@ class Servers:
         host = held.host if held is not None else None
         return max(0.0, self.scheduler.stored_wait(host)) if host is not None else 0.0
 
-    def host_wait_why(self, origin: str) -> tuple[float, str, float]:
-        """As :meth:`host_wait`, with why the request waits (:meth:`Scheduler.turn`)
+    def server_wait(self, origin: str) -> tuple[float, str, float]:
+        """As :meth:`host_wait`, with why the request waits (:meth:`Scheduler.why_wait`)
         and the interval ``origin``'s server is owed."""
         scheduler = self.scheduler
         group = self.known_group(origin)
@@ -143,7 +143,7 @@ class Servers:
         if group is not None:
             interval = site.interval if site is not None else max(
                 scheduler.policy.delay, group.interval)
-            wait, reason = scheduler.turn(group, interval)
+            wait, reason = scheduler.why_wait(group, interval)
             return wait, reason, interval
         interval = site.interval if site is not None else scheduler.policy.delay
         held = self.cache.known(origin)
@@ -185,7 +185,7 @@ class Servers:
         if self.fleet is not None:
             return "fleet-slot"
         scheduler = self.scheduler
-        wait, reason = scheduler.turn(group, interval)
+        wait, reason = scheduler.why_wait(group, interval)
         if wait > 0:
             if reason == "delay" or reason == "crawl-delay":
                 return "crawl-delay" if interval > self.delay_of(origin, group.key) else "delay"
