@@ -82,6 +82,9 @@ _HTML_SIGNS = (b"<!doctype html", b"<html", b"<head", b"<meta", b"<title", b"<bo
 # pattern passes over everything the head may hold that is no meta tag, and stops at a
 # meta tag or at what ends the search.  Each part of a pattern matches in one way only,
 # so that markup never closed fails in time linear in its length.
+# A repetition that gives nothing back: possessive where Python has it (3.11); the patterns
+# match one way only, so that it changes how much the engine keeps, not what matches.
+_REPEATED = rb"*+" if sys.version_info >= (3, 11) else rb"*"
 _NAME_END = rb"(?![^\t\n\f\r />])"  # a tag's name runs to a space, "/" or ">"
 # An attribute: its name, then "=" and a value (quoted, or up to a space or ">").
 _ATTRIBUTE = (
@@ -119,26 +122,26 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
     meta_unread = (
         rb"""(?i:meta)(?:[\t\n\f\r ]+(?:(?i:name)=(?:"(?=[^"&\x80-\xff]*")"""
         + unread + rb"""[^"]*"|'(?=[^'&\x80-\xff]*')""" + unread + rb"""[^']*')"""
-        rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*(?:="[^"]*"|='[^']*'|)))*"""
-        rb"[\t\n\f\r ]*/?>")
+        rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*(?:="[^"]*"|='[^']*'|)))"""
+        + _REPEATED + rb"[\t\n\f\r ]*/?>")
     return re.compile(
         rb"(?:[^<]+|<(?:"
         + meta_unread
         + rb"|(?i:" + b"|".join(_HEAD_TAGS) + rb")" + _NAME_END + _TAG_END
         + b"".join(
             rb"|(?i:" + name + rb")" + _NAME_END + _TAG_END
-            + rb"[^<]*(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*)*"
-            rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
+            + rb"[^<]*(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*)" + _REPEATED
+            + rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
             for name in _RAW_TEXT)
         + rb"|/(?:(?!(?i:head)" + _NAME_END + rb")[A-Za-z][^\t\n\f\r />]*" + _NAME_END
         + _TAG_END  # an end tag other than </head>
         + rb"|(?![A-Za-z])[^>]*>)"  # "</ x>": a bogus comment
-        rb"|!(?:--[^-]*(?:-(?!->)[^-]*)*-->|(?!--)[^>]*>)"  # a comment, to the first "-->"
+        + rb"|!(?:--[^-]*(?:-(?!->)[^-]*)" + _REPEATED + rb"-->|(?!--)[^>]*>)"  # a comment
         rb"|\?[^>]*>"  # "<?xml": a bogus comment
         rb"|(?![!?/A-Za-z])"  # a "<" that starts no markup is text
         # Possessive where Python has it (3.11): the same matches, without keeping every
         # token passed for a backtrack that cannot succeed.
-        + (rb"))*+" if sys.version_info >= (3, 11) else rb"))*"))
+        + rb"))" + _REPEATED)
 
 
 _PASSING: dict[str, re.Pattern[bytes]] = {}
