@@ -28,9 +28,9 @@ from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.pacing import PacingPolicy
 from robotgate.policy.site import Interpretation, SiteRules
-from robotgate.politeness.fleet_slots import FleetSlots
+from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
 from robotgate.politeness.grouping import PaceKeys
-from robotgate.politeness.request_turn import Requests, RequestTurn
+from robotgate.politeness.request_turn import Requests, RequestTurn, sent_in_turn
 from robotgate.politeness.robots_cache import RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
 from robotgate.politeness.robots_pacing import RobotsPacing
@@ -890,3 +890,64 @@ async def test_a_robots_txt_request_late_for_its_fleet_slot_takes_the_next() -> 
     assert store.reserved == 2 and fleet.late == 1
     group = admission.known_group(A)
     assert group is not None and group.active == 0 and group.free == group.size
+
+
+# -- sent_in_turn: the steps every adapter but Scrapy drives through it -------------------
+
+
+async def test_sent_in_turn_sends_again_in_the_next_slot_when_the_last_look_finds_it_past(
+) -> None:
+    store = SlotsNow()
+    admission = build(Clock(), store=store, delay=1.0, fleet=True)
+    await admission.site(A)
+    turn = admission.turn(A + "/1")
+    slots: list[Slot | None] = []
+
+    async def send(turn: RequestTurn) -> int:
+        slots.append(turn.slot)
+        if len(slots) == 1:
+            raise LateSlot  # the last look: past its deadline, nothing sent
+        return 200
+
+    assert await sent_in_turn(turn, send, lambda status: (status, None)) == 200
+    assert len(slots) == 2 and slots[0] is not None and slots[1] is not slots[0]
+    fleet = admission.fleet
+    assert fleet is not None and fleet.late == 1
+    group = admission.known_group(A)
+    assert group is not None and group.active == 0 and turn.group is None  # released
+
+
+async def test_sent_in_turn_drops_the_response_and_releases_when_hearing_it_fails() -> None:
+    admission = build(Clock(), delay=0.0)
+    await admission.site(A)
+    turn = admission.turn(A + "/1")
+    dropped: list[int] = []
+
+    async def send(turn: RequestTurn) -> int:
+        return 200
+
+    def heard(status: int) -> tuple[int, str | None]:
+        raise RuntimeError("a broken response")
+
+    def drop(status: int) -> None:
+        dropped.append(status)
+
+    with pytest.raises(RuntimeError):
+        await sent_in_turn(turn, send, heard, drop=drop)
+    group = admission.known_group(A)
+    assert dropped == [200] and group is not None and group.active == 0
+
+
+async def test_sent_in_turn_with_keep_holds_the_server_until_the_caller_releases() -> None:
+    admission = build(Clock(), delay=0.0)
+    await admission.site(A)
+    turn = admission.turn(A + "/1")
+
+    async def send(turn: RequestTurn) -> int:
+        return 200
+
+    await sent_in_turn(turn, send, lambda status: (status, None), keep=True)
+    group = admission.known_group(A)
+    assert group is not None and group.busy == 1  # a streamed body still being read
+    turn.release()
+    assert group.busy == 0
