@@ -171,7 +171,7 @@ class RequestTurn:
         group = await servers.server_of(origin)
         if servers.fleet is None:
             verdicts.learn(url, origin)
-            if servers.scheduler.try_start(group, site.interval):
+            if servers.start_at_once(group, site):
                 return group, None  # due now (often: robots.txt just came back)
         events = requests.events
         if events is None:

@@ -173,6 +173,10 @@ class Servers:
         self.cache.bind(origin, group.state, group.key)
         return group
 
+    def start_at_once(self, group: Group, site: SiteRules) -> bool:
+        """Start ``group``'s turn now if it is due and under every cap (no fleet)."""
+        return self.scheduler.try_start(group, site.interval)
+
     async def start(self, group: Group, site: SiteRules) -> Slot | None:
         """Wait for ``group``'s turn (under its caps, and in a fleet for its slot) and
         start it: the fleet slot the request leaves in (None: paced here)."""
