@@ -13,12 +13,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from robotgate import Disallowed, RobotGate
 from tests.contract import test_request_paths as contract
 from tests.contract.test_events_paths import PAGES, _events
+from tests.contract.test_private_addresses import (
+    CHECKED,
+    Names,
+    checked_public,
+    names,
+    site_at,
+    system_names,
+)
 from tests.contract.test_request_paths import Result, Site, private, public
 from tests.support.browser import chromium
 
@@ -30,7 +39,8 @@ from playwright.async_api import Request
 
 from robotgate.integrations.playwright import attach
 
-__all__ = ["private", "public"]  # the contract's servers, as this module's fixtures
+# The contract's servers and name tables, as this module's fixtures.
+__all__ = ["names", "private", "public", "system_names"]
 
 
 class BrowserClient(contract.Client):
@@ -140,3 +150,39 @@ async def test_the_browser_tells_the_same_events_in_the_same_order(
     ], events
     waited = [where for kind, where, _ in events if kind == "TurnWaited"]
     assert urls[0] in waited and urls[1] not in waited  # robots.txt's request was a turn
+
+
+# -- a public page's pointer goes to the address its check found ------------------------------
+
+@pytest.mark.slow
+async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_checked(
+        names: Names, system_names: Names) -> None:
+    # The gate's look-ups find localhost public (127.0.0.3); the browser's client would
+    # find 127.0.0.1, a private address here.  The hop goes to 127.0.0.3 at the port.
+    public = await Site(CHECKED, robots="User-agent: *\nAllow: /\n").start()
+    inside = await Site("127.0.0.1", robots="User-agent: *\nAllow: /\n").start()
+    checked = await site_at(CHECKED, inside.port)
+    checked.robots = "User-agent: *\nAllow: /\n"
+    for table in (names, system_names):
+        table.answers["localhost"] = [[CHECKED]]
+    target = quote(f"http://localhost:{inside.port}/secret", safe="")
+    try:
+        async with chromium() as browser, RobotGate(
+                contract.AGENT, is_private=checked_public,
+                delay=0) as gate:
+            context = await browser.new_context()
+            await context.add_cookies([{"name": "seen", "value": "1",
+                                        "url": f"http://localhost:{inside.port}/"}])
+            await attach(gate, context)
+            page = await context.new_page()
+            response = await page.goto(public.url("/redirect?to=" + target))
+            assert response is not None and response.status == 200
+            await context.close()
+    finally:
+        for site in (public, inside, checked):
+            await site.close()
+    assert inside.paths() == [] and inside.robots_hits == 0
+    assert checked.paths() == ["/secret"]
+    [(_, headers)] = checked.headers
+    assert headers["Host"] == f"localhost:{inside.port}"
+    assert headers.get("Cookie") == "seen=1"

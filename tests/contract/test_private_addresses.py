@@ -166,14 +166,20 @@ async def test_the_users_own_input_is_never_refused_for_its_address(
 
 async def test_a_pointer_to_a_name_rebound_to_a_private_address_is_refused_where_it_connects(
         public: Site, private: Site, names: Names) -> None:
+    # The origin's robots.txt request is refused where it connects too: robots.txt is
+    # not asked there, and counts as unavailable (as a refused robots.txt redirect).
     rebinding(names)
     url = f"http://rebind.test:{private.port}/secret"
     async with gate() as g:
         with pytest.raises(Disallowed) as refused:
             await g.fetch(url, pointed_by=public.url("/page"))
+        unavailable = g.check(url)
     _refused(refused.value)
     assert "its connection reached" in refused.value.decision.reason
-    assert "/secret" not in private.paths()
+    assert private.paths() == [] and private.robots_hits == 0
+    assert unavailable is not None and unavailable.outcome == "unavailable", unavailable
+    assert "refused a pointer from a public site" in unavailable.reason, unavailable
+    assert "its connection reached a non-public address" in unavailable.reason, unavailable
 
 
 @pytest.mark.parametrize("path", ["fetch", "middleware"])
@@ -346,7 +352,8 @@ async def test_httpx_follows_a_rebound_name_only_to_the_address_it_checked(
         # Nothing listens on the checked (public) address at that port: no answer.
         with suppress(httpx.TransportError, Disallowed):
             await client.get(public.url("/redirect?to=" + target))
-    assert "/secret" not in private.paths()
+    # The target origin's robots.txt request too goes to the checked address.
+    assert "/secret" not in private.paths() and private.robots_hits == 0
 
 
 async def test_a_pointer_never_rides_a_pooled_connection_to_a_private_address(
@@ -393,3 +400,55 @@ async def test_httpx_follows_a_robots_txt_redirect_only_to_the_address_it_checke
         with suppress(Disallowed):
             await client.get(origin + "/page")
     assert private.robots_hits == 0
+
+
+# -- clients that look names up themselves (the browser's, crawlee's) ---------------------------
+
+#: The one public address of the tests where ``localhost`` (127.0.0.1 to a client
+#: that looks it up itself, private here) plays a name rebound into a private network:
+#: the gate's look-ups find it at this address.
+CHECKED = "127.0.0.3"
+
+
+def checked_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Those tests' ``is_private``: every address but :data:`CHECKED` is private."""
+    return str(address) != CHECKED
+
+
+async def site_at(host: str, port: int) -> Site:
+    """A contract site on ``host`` at ``port`` (the port another site has elsewhere)."""
+    site = Site(host)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", site._handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    site._runner, site.port = runner, port
+    return site
+
+
+@pytest.mark.parametrize(("peer", "guard", "refused"), [
+    ("127.0.0.2", True, True), ("127.0.0.1", True, False), ("127.0.0.2", False, False)])
+async def test_scrapy_takes_no_robots_txt_a_pointed_origin_answered_from_a_private_address(
+        peer: str, guard: bool, refused: bool) -> None:
+    # Scrapy connects out of the gate's sight: the answer's peer is judged once it came.
+    pytest.importorskip("scrapy")
+    from types import SimpleNamespace
+
+    from scrapy.http import Response
+
+    from robotgate.integrations.scrapy.middleware import ScrapyRobotsTransport
+    from robotgate.policy.fetch_flow import RobotsRequest
+
+    async def download_async(req: Any) -> Response:
+        return Response(req.url, status=200, body=b"User-agent: *\nDisallow: /\n",
+                        ip_address=ipaddress.ip_address(peer))
+
+    crawler = SimpleNamespace(engine=SimpleNamespace(download_async=download_async), stats=None)
+    transport = ScrapyRobotsTransport(crawler, {}, True, public_loopback_1)  # type: ignore[arg-type]
+    answer = await transport.send(RobotsRequest("http://rebind.test/robots.txt", guard=guard))
+    if refused:
+        assert answer.refused is not None and PRIVATE in answer.refused, answer
+        assert "refused a pointer from a public site" in answer.refused
+    else:
+        assert answer.refused is None and answer.status == 200, answer

@@ -7,12 +7,22 @@ import itertools
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
 from robotgate.events import Event, UrlSkipped
+from tests.contract.test_private_addresses import (
+    CHECKED,
+    Names,
+    checked_public,
+    names,
+    site_at,
+    system_names,
+)
+from tests.contract.test_request_paths import Site as ContractSite
 
 pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
 pytest.importorskip("bs4", reason="BeautifulSoup is not installed (crawlee's beautifulsoup extra)")
@@ -23,11 +33,13 @@ from crawlee.crawlers import (
     BeautifulSoupCrawler,
     BeautifulSoupCrawlingContext,
 )
+from crawlee.sessions import Session
 from crawlee.storage_clients import MemoryStorageClient
 
 from robotgate.integrations.crawlee import RobotGateHttpClient
 
 pytestmark = pytest.mark.slow  # crawls with a real Crawl-delay
+__all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
 ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n"
@@ -154,3 +166,34 @@ async def test_send_request_and_stream_go_through_the_gate(site: Site) -> None:
             async with client.stream(site.url("/hop")):
                 pass
     assert site.paths() == ["/robots.txt", "/page/1", "/page/2", "/hop"]
+
+
+async def test_a_public_pages_http_pointer_goes_to_the_address_its_check_found(
+        names: Names, system_names: Names) -> None:
+    # The gate's look-ups find localhost public (127.0.0.3); crawlee's client would find
+    # 127.0.0.1, a private address here.  The hop goes to 127.0.0.3 at the same port,
+    # with the name's Host header and the session's cookies for the name.
+    allow = "User-agent: *\nAllow: /\n"
+    public = await ContractSite(CHECKED, robots=allow).start()
+    inside = await ContractSite("127.0.0.1", robots=allow).start()
+    checked = await site_at(CHECKED, inside.port)
+    checked.robots = allow
+    for table in (names, system_names):
+        table.answers["localhost"] = [[CHECKED]]
+    session = Session()
+    session.cookies.extract_cookies_from_headers(f"http://localhost:{inside.port}/", ["seen=1"])
+    target = quote(f"http://localhost:{inside.port}/secret", safe="")
+    try:
+        async with RobotGate(AGENT, is_private=checked_public, delay=0) as gate, \
+                RobotGateHttpClient(gate) as client:
+            response = await client.send_request(public.url("/redirect?to=" + target),
+                                                  session=session)
+    finally:
+        for site in (public, inside, checked):
+            await site.close()
+    assert response.status_code == 200
+    assert inside.paths() == [] and inside.robots_hits == 0
+    assert checked.paths() == ["/secret"]
+    [(_, headers)] = checked.headers
+    assert headers["Host"] == f"localhost:{inside.port}"
+    assert headers.get("Cookie") == "seen=1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -563,3 +564,61 @@ async def test_close_lets_a_fleet_fetch_lock_go_before_it_returns() -> None:
     assert store.locks == {}
     with pytest.raises(CacheClosed):
         await ask
+
+
+# -- an origin a public page pointed to ------------------------------------------------------
+
+CHECKED = (ipaddress.IPv4Address("93.184.216.34"),)
+
+
+async def test_a_pointers_fetch_is_guarded_and_shared() -> None:
+    transport = Transport(held=True)
+    cache, _ = make(transport)
+    asks = [asyncio.ensure_future(cache.fetched(SITE, True, CHECKED)),
+            asyncio.ensure_future(cache.fetched(SITE))]
+    await settle()
+    transport.release.set()
+    first, second = await asyncio.wait_for(asyncio.gather(*asks), 5)
+    [request] = transport.requests
+    assert request.guard and request.checked == CHECKED
+    assert first is second
+
+
+async def test_a_pointer_joining_a_fetch_before_it_leaves_guards_it() -> None:
+    # The user's own ask starts the fetch, which waits for the server's turn; a
+    # pointer's ask joins meanwhile: the one request that leaves is guarded.
+    turn_given = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def turn(origin: str) -> AsyncIterator[None]:
+        await turn_given.wait()
+        yield
+
+    transport = Transport()
+    cache, _ = make(transport, turn=turn)
+    mine = asyncio.ensure_future(cache.fetched(SITE))
+    await settle()
+    pointed = asyncio.ensure_future(cache.fetched(SITE, True, CHECKED))
+    await settle()
+    assert transport.requests == []
+    turn_given.set()
+    await asyncio.wait_for(asyncio.gather(mine, pointed), 5)
+    [request] = transport.requests
+    assert request.guard and request.checked == CHECKED
+
+
+async def test_the_users_own_fetch_is_not_guarded() -> None:
+    transport = Transport()
+    cache, _ = make(transport)
+    await cache.fetched(SITE)
+    [request] = transport.requests
+    assert not request.guard and request.checked == ()
+
+
+async def test_a_refused_guarded_fetch_leaves_robots_txt_unavailable() -> None:
+    refused = RobotsResponse(0, {}, None, SITE + "/robots.txt",
+                             refused="robots.txt refused a pointer from a public site")
+    cache, _ = make(Transport(refused))
+    site = await cache.fetched(SITE, True, CHECKED)
+    assert site.entry.outcome == Outcome.UNAVAILABLE
+    assert "refused a pointer" in site.entry.detail

@@ -416,7 +416,7 @@ class AiohttpRobotsTransport:
     def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:
         """The request's coroutine: on the common path (a first request through the
         gate's own session) the GET itself, with no coroutine around it."""
-        if request.previous is None and _VIA.get() is None:
+        if request.previous is None and _VIA.get() is None and not request.guard:
             return _get(self.client.session(), request, self._headers(request))
         return self._send(request)
 
@@ -438,6 +438,10 @@ class AiohttpRobotsTransport:
                 return refused_answer(request, verdict.refused)
             if verdict.guard:
                 guard = (_peer_guard(client.is_private),)
+        elif request.guard:
+            # The origin a public page pointed to: its connection must reach a public
+            # address too, whatever the pointer check's look-up found.
+            guard = (_peer_guard(client.is_private, A_POINTER),)
         try:
             return await self._send_guarded(request, guard)
         except Disallowed as no:  # the connection reached a private address: not sent

@@ -1,13 +1,16 @@
 """A redirect's next hop, for the adapters that follow redirects themselves, one
-request turn per hop (the Playwright route, the crawlee client)."""
+request turn per hop (the Playwright route, the crawlee client), and where a public
+page's pointer is sent."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
+from ..policy.hops import Address, literal_address
 from ..urls import split_origin
 
-__all__ = ["MAX_REDIRECTS", "lower", "next_hop"]
+__all__ = ["MAX_REDIRECTS", "lower", "next_hop", "pinned"]
 
 #: Hops followed for one request before it fails (Chromium's limit, and crawlee's).
 MAX_REDIRECTS = 20
@@ -34,3 +37,34 @@ def next_hop(status: int, method: str, headers: dict[str, str], body: bytes | No
         headers = {name: value for name, value in headers.items()
                    if name not in _ORIGIN_SCOPED}
     return method, headers, body
+
+
+def pinned(url: str, checked: Sequence[Address]) -> tuple[str, str | None]:
+    """The URL a public page's pointer is sent to, and the Host header it then carries
+    (None: sent as it is).  ``checked``: the addresses the pointer check found public
+    (empty: the request is not guarded).
+
+    A client that looks the name up again could find a private address (DNS
+    rebinding): an ``http`` URL naming a host goes to the first checked address, its
+    Host header naming the host.  An ``https`` URL goes by its name: the certificate
+    must be the name's, which a server in a private network cannot show (unless the
+    client ignores certificate errors).
+
+    >>> import ipaddress
+    >>> pinned("http://a.test:8080/p?q", [ipaddress.ip_address("93.184.216.34")])
+    ('http://93.184.216.34:8080/p?q', 'a.test:8080')
+    >>> pinned("http://a.test/", [ipaddress.ip_address("2001:db8::1")])
+    ('http://[2001:db8::1]/', 'a.test')
+    >>> pinned("https://a.test/", [ipaddress.ip_address("93.184.216.34")])
+    ('https://a.test/', None)
+    """
+    parts = urlsplit(url)
+    host = parts.hostname
+    if not checked or parts.scheme != "http" or not host or literal_address(host) is not None:
+        return url, None
+    address = checked[0]
+    where = f"[{address}]" if address.version == 6 else str(address)
+    port = f":{parts.port}" if parts.port is not None else ""
+    authority = parts.netloc.rpartition("@")[2]
+    userinfo = parts.netloc[:len(parts.netloc) - len(authority)]
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{where}{port}")), authority

@@ -21,7 +21,11 @@ a ``BeautifulSoupCrawler`` or a ``ParselCrawler`` keeps robotgate's promises:
 The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
-redirects are followed here, one turn per hop.  crawlee 1.11's ``HttpxHttpClient``
+redirects are followed here, one turn per hop.  ``inner`` would look a hop's host up
+again and might find a private address there (DNS rebinding): an ``http`` hop from a
+public site goes to the address its check found public, with the Host header and the
+session's cookies of the name; an ``https`` hop goes by its name, its certificate
+binding it (see :func:`~._follow.pinned`).  crawlee 1.11's ``HttpxHttpClient``
 cannot take another transport (it ignores ``transport=``), hence a client, not a
 transport.
 """
@@ -39,7 +43,7 @@ from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, I
 
 from ..errors import Disallowed
 from ..politeness.request_turn import RequestTurn, redirect_target
-from ._follow import MAX_REDIRECTS, lower, next_hop
+from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
 
 if TYPE_CHECKING:
@@ -119,9 +123,11 @@ class RobotGateHttpClient(HttpClient):
                 turn = self._turn(url, came_from)
                 stack.callback(turn.release)
                 await self._begin(turn, asked)
+                to, hop_headers, hop_session = self._where(turn, url, sent, session)
                 response = await stack.enter_async_context(self.inner.stream(
-                    url, method=method, headers={**sent, **lower(turn.headers)},
-                    payload=payload, session=session, proxy_info=proxy_info, timeout=timeout))
+                    to, method=method, headers=hop_headers, payload=payload,
+                    session=hop_session, proxy_info=proxy_info, timeout=timeout))
+                self._keep_cookies(url, response, session, hop_session)
                 await self._answered(turn, response)
                 target = redirect_target(url, response.status_code,
                                          response.headers.get("location"))
@@ -158,10 +164,12 @@ class RobotGateHttpClient(HttpClient):
             turn = self._turn(url, came_from)
             try:
                 await self._begin(turn, asked)
+                to, hop_headers, hop_session = self._where(turn, url, sent, session)
                 # The answer is read whole before the server's slot is given back.
                 response = await self.inner.send_request(
-                    url, method=_method(method), headers={**sent, **lower(turn.headers)},
-                    payload=payload, session=session, proxy_info=proxy_info, timeout=timeout)
+                    to, method=_method(method), headers=hop_headers, payload=payload,
+                    session=hop_session, proxy_info=proxy_info, timeout=timeout)
+                self._keep_cookies(url, response, session, hop_session)
                 await self._answered(turn, response)
             finally:
                 turn.release()
@@ -171,6 +179,34 @@ class RobotGateHttpClient(HttpClient):
             method, sent, payload = _next(response, method, sent, payload, url, target)
             came_from, url = url, target
         raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+
+    @staticmethod
+    def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
+               ) -> tuple[str, dict[str, str], Session | None]:
+        """The URL, headers and session a begun turn's request is sent with: a public
+        page's ``http`` pointer goes to the address its check found (see
+        :func:`~._follow.pinned`), the session's cookies for the name sent here, and
+        ``inner`` given no session (it would keep cookies under the address)."""
+        merged = {**headers, **lower(turn.headers)}
+        to, host = pinned(url, turn.checked if turn.guard else ())
+        if host is None:
+            return url, merged, session
+        merged["host"] = host
+        if session is not None and "cookie" not in merged:
+            jar = session.cookies.get_cookie_string(url)
+            if jar:
+                merged["cookie"] = jar
+        return to, merged, None
+
+    def _keep_cookies(self, url: str, response: HttpResponse, session: Session | None,
+                      sent_with: Session | None) -> None:
+        """A pinned request's cookies are kept for the name it was sent to (the
+        ``Set-Cookie`` as crawlee's headers hold it: one value)."""
+        if session is None or sent_with is not None or not self._persist_cookies_per_session:
+            return
+        set_cookie = response.headers.get("set-cookie")
+        if set_cookie:
+            session.cookies.extract_cookies_from_headers(url, [set_cookie])
 
     def _turn(self, url: str, came_from: str | None) -> RequestTurn:
         # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.

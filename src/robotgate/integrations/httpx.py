@@ -71,7 +71,11 @@ class HttpxRobotsTransport:
             return refused_answer(request, verdict.refused)
         headers = robots_headers(request, self.headers)
         req = httpx.Request("GET", request.url, headers=headers)
-        pinned = _pinned(req, verdict.addresses if verdict.guard else (), self.inner)
+        # A hop goes to the address its check found; the first request of an origin a
+        # public page pointed to, to the address the pointer check found.
+        checked = (verdict.addresses if verdict.guard
+                   else request.checked if request.guard else ())
+        pinned = _pinned(req, checked, self.inner)
         resp = await self.inner.handle_async_request(pinned)
         try:
             status = resp.status_code

@@ -25,7 +25,11 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   robots.txt, and a public site's hop into a private address refused) before it is
   sent; the browser gets the last answer as the answer to the URL it asked for, so
   ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
-  browser follows itself: they would go out unchecked.)
+  browser follows itself: they would go out unchecked.)  The client would look a
+  hop's host up again, and might find a private address there (DNS rebinding): an
+  ``http`` hop from a public site goes to the address its check found public (the
+  Host header and the context's cookies for the name kept); an ``https`` hop goes by
+  its name, the certificate binding it (see :func:`~._follow.pinned`).
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -52,10 +56,11 @@ from playwright.async_api import Error as PlaywrightError
 
 from ..errors import Disallowed, GateClosed
 from ..gate.gate import RobotGate
-from ..politeness.redirects import hop_decision
+from ..policy.hops import Address
+from ..politeness.redirects import pointer_verdict
 from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import InvalidURL, split_origin
-from ._follow import MAX_REDIRECTS, lower, next_hop
+from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
 
 __all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
@@ -108,6 +113,12 @@ class Attachment:
         """The request client the browser's requests are sent with (the context's)."""
         target = self.target
         return target.request if isinstance(target, BrowserContext) else target.context.request
+
+    @property
+    def context(self) -> BrowserContext:
+        """The browser context whose requests are routed (its cookies too)."""
+        target = self.target
+        return target if isinstance(target, BrowserContext) else target.context
 
     async def detach(self) -> None:
         """Stop routing ``target``'s requests through the gate (requests under way finish)."""
@@ -181,7 +192,7 @@ class Attachment:
                 if leaving is not None:
                     await leaving
                 response = await self._fetch(url, method, {**headers, **lower(turn.headers)},
-                                             body)
+                                             body, turn.checked if turn.guard else ())
             learnt = turn.answered(response.status, response.headers.get("retry-after"))
             if learnt is not None:
                 await learnt
@@ -194,10 +205,13 @@ class Attachment:
         """One hop of a subresource: judged, capped, held while its server rests,
         but not held to the delay."""
         gate = self.gate
+        checked: tuple[Address, ...] = ()
         if came_from is not None and gate.refuse_private:
-            refused = await hop_decision(came_from, url, resolve, gate.is_private)
-            if refused is not None:
-                raise Disallowed(url, refused)
+            verdict = await pointer_verdict(came_from, url, resolve, gate.is_private)
+            if verdict.refused is not None:
+                raise Disallowed(url, verdict.refused)
+            if verdict.guard:
+                checked = verdict.addresses
         await self._judge(url)
         while True:
             wait, reason, _ = gate.server_wait(url)
@@ -205,7 +219,8 @@ class Attachment:
                 break
             await asyncio.sleep(wait)
         async with self._caps.hold(gate.pace_key(url), self._cap(url)):
-            return await self._fetch(url, method, {**headers, **lower(gate.headers)}, body)
+            return await self._fetch(url, method, {**headers, **lower(gate.headers)}, body,
+                                     checked)
 
     async def _judge(self, url: str) -> None:
         """robots.txt's verdict on ``url``: a refusal raises :class:`Disallowed`, counted
@@ -234,8 +249,19 @@ class Attachment:
         return gate.max_per_host
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
-                     body: bytes | None) -> APIResponse:
-        return await self.api.fetch(url, method=method, headers=headers, data=body,
+                     body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
+        """Send one request; a public page's pointer (``checked``: the addresses its
+        check found public) to an ``http`` URL goes to the first of them."""
+        sent, host = pinned(url, checked)
+        if host is not None:
+            # The client's cookie jar would look for the address's cookies: the name's go.
+            headers = {**headers, "host": host}
+            jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
+                            for cookie in await self.context.cookies(url))
+            if jar:
+                mine = headers.get("cookie")
+                headers["cookie"] = f"{mine}; {jar}" if mine else jar
+        return await self.api.fetch(sent, method=method, headers=headers, data=body,
                                     max_redirects=0)
 
 

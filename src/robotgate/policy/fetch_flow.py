@@ -30,6 +30,7 @@ from .fetch import (
     entry_for_redirect_failure,
     entry_for_response,
 )
+from .hops import Address
 from .network import refusal, strip_credentials
 
 __all__ = ["REDIRECTS", "RobotsFlow", "RobotsRequest", "RobotsResponse", "resource_name",
@@ -60,6 +61,12 @@ class RobotsRequest:
     deadline: float | None = None
     #: The file fetched, as accounts of the fetch name it: "robots.txt", "tdmrep.json".
     name: str = "robots.txt"
+    #: The origin was reached through a public page's pointer: the connection must
+    #: reach a public address (the adapter checks where it connects, or sends to one of
+    #: ``checked``, the addresses the pointer check found public).  First request only:
+    #: a redirect hop is judged by its own pointer check (``previous``).
+    guard: bool = False
+    checked: tuple[Address, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +99,17 @@ def robots_flow(
     now: float,
     clock: Callable[[], float] | None = None,
     path: str = "/robots.txt",
+    guard: bool = False,
+    checked: tuple[Address, ...] = (),
 ) -> RobotsFlow:
     """Fetch ``origin``'s robots.txt: yields requests, returns the entry to store.
 
     ``previous`` (an earlier good copy) makes the first request conditional.
     ``clock`` gives the time of each answer (default: ``now`` for all).
     ``path`` fetches another well-known file by the same rules, e.g. TDMRep's
-    ``/.well-known/tdmrep.json``.
+    ``/.well-known/tdmrep.json``.  ``guard``: a public page's pointer led to the
+    origin, so the first request's connection must reach a public address
+    (``checked``: the addresses the pointer check found).
     """
     when = clock if clock is not None else (lambda: now)
     url = origin + path
@@ -116,7 +127,8 @@ def robots_flow(
     hop_from: str | None = None
     deadline = now + policy.timeout
     for _hop in range(policy.max_redirects + 1):
-        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline, name)
+        resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline, name,
+                                   guard and hop_from is None, checked if hop_from is None else ())
         if resp.refused is not None:
             return entry_for_redirect_failure(origin, resp.refused, when(), policy, final_url=url)
         status = resp.status

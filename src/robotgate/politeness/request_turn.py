@@ -164,7 +164,8 @@ class RequestTurn:
         verdicts, servers = requests.verdicts, requests.servers
         origin, rest = split_origin(url)
         if site is None:
-            site = await verdicts.fetched(origin)
+            # A pointer's origin: its robots.txt request must reach a public address too.
+            site = await verdicts.fetched(origin, self.guard, self.checked)
             path = url if rest[:2] == "//" else rest
             if not site.allowed(path, verdicts.agent):
                 raise verdicts.refuse(url, path, site)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Literal
 
 from ..events import RobotsFetched, StoreTrouble
+from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
 from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
@@ -71,11 +72,15 @@ def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
 class _Flight:
     """One origin's robots.txt fetch in flight and the futures of those waiting for it."""
 
-    __slots__ = ("task", "waiters")
+    __slots__ = ("checked", "guard", "task", "waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, guard: bool = False, checked: tuple[Address, ...] = ()) -> None:
         self.task: asyncio.Task[None] | None = None
         self.waiters: list[asyncio.Future[SiteRules]] = []
+        #: The asker that started it came through a public page's pointer: its
+        #: connection must reach a public address (``checked``: the pointer check's).
+        self.guard = guard
+        self.checked = checked
 
 
 class CacheClosed(RuntimeError):
@@ -168,17 +173,25 @@ class RobotsCache:
             return site
         return await self.fetched(origin)
 
-    async def fetched(self, origin: str) -> SiteRules:
-        """As :meth:`get`, right after :meth:`cached` said no: joins or starts the fetch."""
+    async def fetched(self, origin: str, guard: bool = False,
+                      checked: tuple[Address, ...] = ()) -> SiteRules:
+        """As :meth:`get`, right after :meth:`cached` said no: joins or starts the fetch.
+        ``guard``: the asker came through a public page's pointer, so the fetch must
+        connect to a public address (``checked``: the addresses its check found): one
+        it starts, or joins before its request leaves, is guarded for every waiter."""
         flight = self._inflight.get(origin)
         loop = asyncio.get_running_loop()
         if flight is None:
             if self._closed:
                 raise CacheClosed("the gate is closed")
-            flight = self._inflight[origin] = _Flight()
+            flight = self._inflight[origin] = _Flight(guard, checked)
             flight.task = loop.create_task(self._fly(origin, flight))
         # Each waiter awaits its own future: one that is cancelled cancels only
         # that, never the shared fetch (as asyncio.shield, with fewer hops).
+        elif guard and not flight.guard:
+            # Read as the request leaves: a fetch still waiting for the server's turn
+            # is guarded from now on (one that left was the user's own request).
+            flight.guard, flight.checked = True, checked
         waiter: asyncio.Future[SiteRules] = loop.create_future()
         flight.waiters.append(waiter)
         try:
@@ -191,7 +204,7 @@ class RobotsCache:
     async def _fly(self, origin: str, flight: _Flight) -> None:
         """The shared fetch: its answer (or error) goes to every waiter still waiting."""
         try:
-            site = await self._refresh(origin, self.peek(origin))
+            site = await self._refresh(origin, self.peek(origin), flight)
         except asyncio.CancelledError:
             self._land(origin, flight)
             for waiter in flight.waiters:
@@ -248,7 +261,8 @@ class RobotsCache:
 
     # -- refresh: store, fleet lock, fetch ---------------------------------------------
 
-    async def _refresh(self, origin: str, site: SiteRules | None) -> SiteRules:
+    async def _refresh(self, origin: str, site: SiteRules | None,
+                       flight: _Flight) -> SiteRules:
         store, mem = self.store, self._mem
         host = self._host_state(origin)
         if not isinstance(host, HostState):
@@ -301,7 +315,8 @@ class RobotsCache:
                               again.outcome)
                     return self._install(origin, again, host)
                 began = time.monotonic()
-                entry = await self.fetcher.fetch(origin, previous, hooks)
+                entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
+                                                 flight.checked)
                 events = self.events
                 if events is not None:
                     events.emit(RobotsFetched(

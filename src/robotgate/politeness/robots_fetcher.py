@@ -16,6 +16,7 @@ from typing import Protocol
 from ..errors import GateClosed
 from ..policy.fetch import FetchPolicy, entry_for_error
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, robots_flow
+from ..policy.hops import Address
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
@@ -69,11 +70,16 @@ class RobotsFetcher:
         self.requests = 0
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
-                    hooks: TurnHooks | None = None) -> RobotsEntry:
+                    hooks: TurnHooks | None = None, guard: bool = False,
+                    checked: tuple[Address, ...] = ()) -> RobotsEntry:
+        """The origin's entry; ``guard``: a public page's pointer led to the origin, so
+        the first request's connection must reach a public address (``checked``: the
+        addresses the pointer check found public)."""
         policy = self.policy
         self.requests += 1
         path = self.path
-        flow = robots_flow(origin, previous, policy, time.time(), clock=time.time, path=path)
+        flow = robots_flow(origin, previous, policy, time.time(), clock=time.time, path=path,
+                           guard=guard, checked=checked)
         transport = self.transport
         timed = not getattr(transport, "enforces_deadline", False)
         waited = 0.0

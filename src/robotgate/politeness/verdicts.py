@@ -14,6 +14,7 @@ import time
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import UrlSkipped
+from ..policy.hops import Address
 from ..policy.site import CachedSite, SiteRules
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .emitter import Emitter
@@ -51,11 +52,14 @@ class Verdicts:
         """The origin's rules (fetching robots.txt once if needed)."""
         return self.cache.cached(origin) or await self.fetched(origin)
 
-    async def fetched(self, origin: str) -> SiteRules:
-        """The origin's rules as the cache has them after its fetch (if one is due)."""
+    async def fetched(self, origin: str, guard: bool = False,
+                      checked: tuple[Address, ...] = ()) -> SiteRules:
+        """The origin's rules as the cache has them after its fetch (if one is due);
+        ``guard``: the asker came through a public page's pointer (see
+        :meth:`RobotsCache.fetched <robotgate.politeness.robots_cache.RobotsCache.fetched>`)."""
         closed = ""
         try:
-            site = await self.cache.fetched(origin)
+            site = await self.cache.fetched(origin, guard, checked)
         except CacheClosed as exc:
             closed = str(exc)
         else:

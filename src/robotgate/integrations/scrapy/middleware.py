@@ -43,8 +43,8 @@ from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
-from ...politeness.redirects import refused_robots_hop
+from ...policy.hops import A_POINTER, IsPrivate, is_private, judge_peer, parse_hop
+from ...politeness.redirects import refused_answer, refused_robots_hop
 from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
@@ -205,6 +205,15 @@ class ScrapyRobotsTransport:
         if stats is not None:
             stats.inc_value("robotgate/robots/request_count")
         resp = await self._download(req)
+        peer = getattr(resp, "ip_address", None)
+        if request.guard and self.refuse_private and peer is not None:
+            # The origin a public page pointed to: an answer from a private address
+            # (Scrapy connected out of the gate's sight) is not the origin's robots.txt.
+            host = parse_hop(request.url)
+            reached = judge_peer(host.host if host is not None else "", str(peer),
+                                 self.is_private, A_POINTER)
+            if reached is not None:
+                return refused_answer(request, reached)
         status = resp.status
         if stats is not None:
             stats.inc_value(f"robotgate/robots/response_status_count/{status}")
