@@ -44,12 +44,16 @@ _TAG_REST = rb"[^>=]*(?:=[\t\n\f\r ]*(?:\"[^\"]*\"|'[^']*'|)[^>=]*)*"
 # tags a, area and base with their attributes.  Each part either runs to a literal
 # the engine skips to or always matches, so the scan stays linear; the look-ahead
 # turns most tags (end tags, div, p, li) away at their first character.
+_HREF_FIRST = (
+    rb"[\t\n\f\r /]*(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]*"
+    rb"(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >=\"']+)(?=[\t\n\f\r >]))"
+)
 _PAGE_RE = re.compile(
     rb"<(?=[!AaBbIiNnPpSsTtXx])(?:!--(?:.*?-->|.*)"
     rb"|(?i:" + _RAW + rb")" + _END_OF_NAME
     + rb"(?:.*?</(?i:" + _RAW + rb")" + _END_OF_NAME + rb"|.*)"
     rb"|(?i:plaintext)" + _END_OF_NAME + rb".*"
-    rb"|((?i:a|area|base))[\t\n\f\r /](" + _TAG_REST + rb")(?:>|\Z))",
+    rb"|((?i:a|area|base))[\t\n\f\r /]((?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb"))(?:>|\Z))",
     re.DOTALL,
 )
 # One attribute of a tag: its name and its value, quoted or not.
@@ -58,6 +62,19 @@ _ATTRIBUTE_RE = re.compile(
     rb"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >]*)))?"
 )
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_FRAGMENT_RE = re.compile("#[^\0]*")
+# The shapes of link _joined_in_bulk joins, each after the NUL before it, looked
+# at ahead to the link's end: no dot segment ("/." or an escaped dot, "%2E"), and
+# for relative paths no colon (no scheme).  Runs of other characters between the
+# slashes and percent signs: one pass, no backtracking beyond a run.
+_PLAIN = "[^\0/%]*(?:(?:/(?!\\.)|%(?!2))[^\0/%]*)*(?![^\0])"
+_PLAIN_NO_COLON = "[^\0/%:]*(?:(?:/(?!\\.)|%(?!2))[^\0/%:]*)*(?![^\0])"
+_ROOT_PATH_RE = re.compile("\0(?=/(?!/))(?=" + _PLAIN + ")")
+_RELATIVE_PATH_RE = re.compile("\0(?=[^\0/.%?:])(?=" + _PLAIN_NO_COLON + ")")
+_QUERY_RE = re.compile("\0\\?")
+_PARENT_PATH_RE = re.compile("\0\\.\\./(?=[^\0/.%?:])(?=" + _PLAIN_NO_COLON + ")")
+# A link not joined yet: not empty, not absolute http(s).
+_UNJOINED_RE = re.compile("\0(?!https?://)([^\0]+)")
 _SPACES = "\t\n\f\r "
 _EDGES = frozenset(_SPACES)
 _TABS_AND_NEWLINES = str.maketrans("", "", "\t\n\r")
@@ -100,31 +117,47 @@ def page_links(body: bytes, base_url: str) -> list[str]:
 
 def read_links(body: bytes, base_url: str) -> PageLinks:
     """:func:`page_links`, with the links left out counted by reason."""
+    page = bytes(body[:MAX_PAGE_BYTES])
     hrefs: list[bytes] = []
+    append = hrefs.append
     base: bytes | None = None
     nofollow = 0
-    for tag, rest in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
+    for tag, rest, double, single, bare, tail in _PAGE_RE.findall(page):
         if not tag:
             continue  # a comment or raw text
-        href: bytes | None = None
-        rel: bytes | None = None
-        for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
-            name = name.lower()
-            if name == b"href":
-                if href is None:  # the first of a repeated attribute counts
-                    href = double or single or bare
-            elif name == b"rel" and rel is None:
-                rel = double or single or bare
-        if href is None:
+        if len(tag) != 4 or tag[0] not in b"bB":  # a or area
+            href = double or single or bare
+            # The pattern read an href given first; the rest only matters for a rel.
+            if href and (not tail or b"rel" not in tail.lower()):
+                append(href)
+                continue
+        found, rel = _href_and_rel(rest)
+        if found is None:
             continue
-        if len(tag) == 4 and tag.lower() == b"base":
+        if len(tag) == 4 and tag[0] in b"bB":
             if base is None:  # the first base with an href is the page's
-                base = href
+                base = found
         elif rel is not None and b"nofollow" in rel.lower().split():
             nofollow += 1
         else:
-            hrefs.append(href)
+            append(found)
+    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
+        hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
     return _resolved(hrefs, base, base_url, nofollow)
+
+
+def _href_and_rel(rest: bytes) -> tuple[bytes | None, bytes | None]:
+    """A tag's first ``href`` and first ``rel`` (the first of a repeated attribute counts)."""
+    href: bytes | None = None
+    rel: bytes | None = None
+    for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
+        name = name.lower()
+        if name == b"href":
+            if href is None:
+                href = double or single or bare
+        elif name == b"rel" and rel is None:
+            rel = double or single or bare
+    return href, rel
 
 
 def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | None]:
@@ -152,11 +185,11 @@ def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | No
 
 def _base_href(body: bytes) -> str | None:
     """The ``href`` of the page's first ``<base>`` that has one."""
-    for tag, rest in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
+    for tag, rest, *_ in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
         if len(tag) == 4 and tag.lower() == b"base":
-            for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
-                if name.lower() == b"href":
-                    return _text(double or single or bare) or None
+            href = _href_and_rel(rest)[0]
+            if href is not None:
+                return _text(href) or None
     return None
 
 
@@ -169,35 +202,63 @@ def _resolved(hrefs: list[bytes], base: bytes | None, page_url: str,
             root = resolve(found)
             if root is not None and _is_http(root):
                 resolve = _Resolver(root)
-    long = sum(len(raw) > MAX_HREF_BYTES for raw in hrefs)
-    if long:
-        hrefs = [raw for raw in hrefs if len(raw) <= MAX_HREF_BYTES]
-    seen: set[str] = set()
-    urls: list[str] = []
+    invalid = 0
+    if hrefs and max(map(len, hrefs)) > MAX_HREF_BYTES:
+        kept = [raw for raw in hrefs if len(raw) <= MAX_HREF_BYTES]
+        invalid = len(hrefs) - len(kept)
+        hrefs = kept
+    # All values decoded, cleaned and cut at their fragment at once (C loops), then
+    # split at the NULs that part them.
+    text = _text(b"\0".join(hrefs))
+    if "\0 " in text or " \0" in text or "\f" in text:
+        text = "\0".join(href.strip(_SPACES) for href in text.split("\0"))
+    if "#" in text:
+        text = _FRAGMENT_RE.sub("", text)
     other = 0
-    invalid = long
-    # All values decoded and cleaned at once (C loops), then split: a NUL is no
-    # character of a link (URL parsers drop it), so it can part them.
-    for href in _text(b"\0".join(raw.replace(b"\0", b"") for raw in hrefs)).split("\0"):
-        if href[:1] in _EDGES or href[-1:] in _EDGES:
-            href = href.strip(_SPACES)
-        if href[:7] == "http://" or href[:8] == "https://":
-            url = href.partition("#")[0]  # absolute, the common case
-        elif not href or href[0] == "#":
-            continue  # the page itself
-        else:
-            joined = resolve(href)
-            if joined is None:
-                invalid += 1
-                continue
-            if not _is_http(joined):
-                other += 1
-                continue
-            url = joined
-        if url not in seen:
-            seen.add(url)
-            urls.append(url)
-    return PageLinks(urls, nofollow=nofollow, other_schemes=other, invalid=invalid)
+
+    def joined(href: str) -> str:
+        nonlocal other, invalid
+        url = resolve(href)
+        if url is None:
+            invalid += 1
+            return ""
+        if not _is_http(url):
+            other += 1
+            return ""
+        return url
+
+    if "\0" in resolve.base:  # the separator in the base itself: one link at a time
+        pieces = [href if href.startswith(("http://", "https://")) or not href
+                  else joined(href) for href in text.split("\0")]
+    else:
+        if resolve.plain:
+            text = _joined_in_bulk(text, resolve)
+        # What is not absolute yet, one link at a time: dot segments, schemes, "//host".
+        text = _UNJOINED_RE.sub(lambda found: "\0" + joined(found[1]), "\0" + text)
+        pieces = text.split("\0")
+    urls = dict.fromkeys(pieces)
+    urls.pop("", None)  # the page itself ("", "#top"), and what was left out
+    return PageLinks(list(urls), nofollow=nofollow, other_schemes=other, invalid=invalid)
+
+
+def _joined_in_bulk(text: str, resolve: _Resolver) -> str:
+    """The links of ``text`` (parted by NULs) in the common shapes joined against an
+    http(s) base, each shape in one C pass: paths from the root or the base's
+    directory with no dot segment and no colon, ``../`` and one such path, ``?query``.
+    What :class:`_Resolver` gives them, without a Python call per link."""
+    def template(prefix: str) -> str:
+        return "\0" + prefix.replace("\\", "\\\\")
+
+    text = "\0" + text
+    text = _ROOT_PATH_RE.sub(template(resolve.origin), text)
+    text = _RELATIVE_PATH_RE.sub(template(resolve.origin + resolve.directory), text)
+    if resolve.base.startswith(("http://", "https://")):  # its scheme as written is kept
+        text = _QUERY_RE.sub(template(resolve.base.partition("?")[0] + "?"), text)
+    if "." not in resolve.directory and "%" not in resolve.directory:
+        parent = resolve("../x")
+        if parent is not None:
+            text = _PARENT_PATH_RE.sub(template(parent[:-1]), text)
+    return text[1:]
 
 
 def _text(raw: bytes) -> str:
