@@ -158,10 +158,11 @@ async def test_the_browser_tells_the_same_events_in_the_same_order(
 async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_checked(
         names: Names, system_names: Names) -> None:
     # The gate's look-ups find localhost public (127.0.0.3); the browser's client would
-    # find 127.0.0.1, a private address here.  The hop goes to 127.0.0.3 at the port.
+    # find 127.0.0.1, a private address here.  The hop goes to 127.0.0.3 at the port;
+    # the cookies are the name's, sent and kept for it, none kept for the address.
     public = await Site(CHECKED, robots="User-agent: *\nAllow: /\n").start()
     inside = await Site("127.0.0.1", robots="User-agent: *\nAllow: /\n").start()
-    checked = await site_at(CHECKED, inside.port)
+    checked = await site_at(CHECKED, inside.port, set_cookie="kept=2; Path=/; HttpOnly")
     checked.robots = "User-agent: *\nAllow: /\n"
     for table in (names, system_names):
         table.answers["localhost"] = [[CHECKED]]
@@ -177,6 +178,8 @@ async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_c
             page = await context.new_page()
             response = await page.goto(public.url("/redirect?to=" + target))
             assert response is not None and response.status == 200
+            named = await context.cookies(f"http://localhost:{inside.port}/")
+            at_address = await context.cookies(checked.url("/"))
             await context.close()
     finally:
         for site in (public, inside, checked):
@@ -186,3 +189,6 @@ async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_c
     [(_, headers)] = checked.headers
     assert headers["Host"] == f"localhost:{inside.port}"
     assert headers.get("Cookie") == "seen=1"
+    assert {(c.get("name"), c.get("value"), c.get("httpOnly")) for c in named} == {
+        ("seen", "1", False), ("kept", "2", True)}, named
+    assert at_address == [], at_address

@@ -415,10 +415,17 @@ def checked_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bo
     return str(address) != CHECKED
 
 
-async def site_at(host: str, port: int) -> Site:
-    """A contract site on ``host`` at ``port`` (the port another site has elsewhere)."""
+async def site_at(host: str, port: int, set_cookie: str | None = None) -> Site:
+    """A contract site on ``host`` at ``port`` (the port another site has elsewhere);
+    ``set_cookie``: a ``Set-Cookie`` its pages answer with."""
     site = Site(host)
     app = web.Application()
+    if set_cookie is not None:
+        async def cookie(request: web.Request, response: web.StreamResponse) -> None:
+            if request.path != "/robots.txt":
+                response.headers["Set-Cookie"] = set_cookie
+
+        app.on_response_prepare.append(cookie)
     app.router.add_route("*", "/{tail:.*}", site._handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -176,7 +176,7 @@ async def test_a_public_pages_http_pointer_goes_to_the_address_its_check_found(
     allow = "User-agent: *\nAllow: /\n"
     public = await ContractSite(CHECKED, robots=allow).start()
     inside = await ContractSite("127.0.0.1", robots=allow).start()
-    checked = await site_at(CHECKED, inside.port)
+    checked = await site_at(CHECKED, inside.port, set_cookie="kept=2; Path=/")
     checked.robots = allow
     for table in (names, system_names):
         table.answers["localhost"] = [[CHECKED]]
@@ -197,3 +197,6 @@ async def test_a_public_pages_http_pointer_goes_to_the_address_its_check_found(
     [(_, headers)] = checked.headers
     assert headers["Host"] == f"localhost:{inside.port}"
     assert headers.get("Cookie") == "seen=1"
+    assert session.cookies.get_cookie_string(f"http://localhost:{inside.port}/") in (
+        "seen=1; kept=2", "kept=2; seen=1")
+    assert not session.cookies.get_cookie_string(checked.url("/"))

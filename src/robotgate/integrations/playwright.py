@@ -40,9 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from http.cookies import CookieError, SimpleCookie
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from playwright.async_api import (
     APIRequestContext,
@@ -62,6 +67,9 @@ from ..politeness.request_turn import RequestTurn, redirect_target
 from ..urls import InvalidURL, split_origin
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
+
+if TYPE_CHECKING:
+    from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
 __all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
 
@@ -253,16 +261,65 @@ class Attachment:
         """Send one request; a public page's pointer (``checked``: the addresses its
         check found public) to an ``http`` URL goes to the first of them."""
         sent, host = pinned(url, checked)
-        if host is not None:
-            # The client's cookie jar would look for the address's cookies: the name's go.
-            headers = {**headers, "host": host}
-            jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
-                            for cookie in await self.context.cookies(url))
-            if jar:
-                mine = headers.get("cookie")
-                headers["cookie"] = f"{mine}; {jar}" if mine else jar
-        return await self.api.fetch(sent, method=method, headers=headers, data=body,
-                                    max_redirects=0)
+        if host is None:
+            return await self.api.fetch(url, method=method, headers=headers, data=body,
+                                        max_redirects=0)
+        # The client's cookie jar knows the request by its address: the name's cookies
+        # go with it, and the answer's are kept for the name, none for the address
+        # (another name served there must not be sent them).
+        context = self.context
+        headers = {**headers, "host": host}
+        jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
+                        for cookie in await context.cookies(url))
+        if jar:
+            mine = headers.get("cookie")
+            headers["cookie"] = f"{mine}; {jar}" if mine else jar
+        try:
+            response = await self.api.fetch(sent, method=method, headers=headers, data=body,
+                                            max_redirects=0)
+        finally:
+            await context.clear_cookies(domain=urlsplit(sent).hostname)
+        kept = _set_cookies(url, response.headers_array)
+        if kept:
+            await context.add_cookies(kept)
+        return response
+
+
+def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
+    """The cookies an answer to ``url`` sets (its ``Set-Cookie`` headers), for the
+    browser context to keep for ``url``'s host; one it cannot read is left out."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    default_path = parts.path.rsplit("/", 1)[0] or "/"  # RFC 6265 5.1.4
+    found: list[SetCookieParam] = []
+    for header in headers:
+        if header["name"].lower() != "set-cookie":
+            continue
+        read: SimpleCookie = SimpleCookie()
+        try:
+            read.load(header["value"])
+        except CookieError:
+            continue
+        for name, morsel in read.items():
+            cookie: SetCookieParam = {"name": name, "value": morsel.value,
+                                      "domain": morsel["domain"] or host,
+                                      "path": morsel["path"] or default_path}
+            try:
+                if morsel["max-age"]:
+                    cookie["expires"] = time.time() + int(morsel["max-age"])
+                elif morsel["expires"]:
+                    cookie["expires"] = parsedate_to_datetime(morsel["expires"]).timestamp()
+            except (ValueError, TypeError, OverflowError):
+                pass  # a session cookie, as a browser reads an unreadable date
+            if morsel["httponly"]:
+                cookie["httpOnly"] = True
+            if morsel["secure"]:
+                cookie["secure"] = True
+            same_site = str(morsel["samesite"]).capitalize()
+            if same_site in ("Strict", "Lax", "None"):
+                cookie["sameSite"] = same_site  # type: ignore[typeddict-item]
+            found.append(cookie)
+    return found
 
 
 async def _finish(step: Awaitable[None]) -> None:
