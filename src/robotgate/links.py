@@ -73,6 +73,10 @@ _ROOT_PATH_RE = re.compile("\0(?=/(?!/))(?=" + _PLAIN + ")")
 _RELATIVE_PATH_RE = re.compile("\0(?=[^\0/.%?:])(?=" + _PLAIN_NO_COLON + ")")
 _QUERY_RE = re.compile("\0\\?")
 _PARENT_PATH_RE = re.compile("\0\\.\\./(?=[^\0/.%?:])(?=" + _PLAIN_NO_COLON + ")")
+# The same where no link has a dot segment (most pages): only the colon looked for.
+_ROOT_PATH_CLEAN_RE = re.compile("\0(?=/(?!/))")
+_RELATIVE_PATH_CLEAN_RE = re.compile("\0(?=[^\0/.%?:][^\0:]*(?![^\0]))")
+_PARENT_PATH_CLEAN_RE = re.compile("\0\\.\\./(?=[^\0/.%?:][^\0:]*(?![^\0]))")
 # A link not joined yet: not empty, not absolute http(s).
 _UNJOINED_RE = re.compile("\0(?!https?://)([^\0]+)")
 _SPACES = "\t\n\f\r "
@@ -250,14 +254,18 @@ def _joined_in_bulk(text: str, resolve: _Resolver) -> str:
         return "\0" + prefix.replace("\\", "\\\\")
 
     text = "\0" + text
-    text = _ROOT_PATH_RE.sub(template(resolve.origin), text)
-    text = _RELATIVE_PATH_RE.sub(template(resolve.origin + resolve.directory), text)
+    clean = "/." not in text and "%2" not in text  # no link has a dot segment
+    text = (_ROOT_PATH_CLEAN_RE if clean else _ROOT_PATH_RE).sub(
+        template(resolve.origin), text)
+    text = (_RELATIVE_PATH_CLEAN_RE if clean else _RELATIVE_PATH_RE).sub(
+        template(resolve.origin + resolve.directory), text)
     if resolve.base.startswith(("http://", "https://")):  # its scheme as written is kept
         text = _QUERY_RE.sub(template(resolve.base.partition("?")[0] + "?"), text)
     if "." not in resolve.directory and "%" not in resolve.directory:
         parent = resolve("../x")
         if parent is not None:
-            text = _PARENT_PATH_RE.sub(template(parent[:-1]), text)
+            text = (_PARENT_PATH_CLEAN_RE if clean else _PARENT_PATH_RE).sub(
+                template(parent[:-1]), text)
     return text[1:]
 
 
