@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robotgate import page_links
-from robotgate.links import MAX_HREF_BYTES, read_links
+from robotgate.links import MAX_HREF_BYTES, link_resolver, read_links
 
 PAGE = "http://h.example/dir/page.html?q=1"
 
@@ -65,4 +67,72 @@ def test_hostile_pages_are_read_in_linear_time(hostile: bytes) -> None:
     # Each input is ~1-2 MB; quadratic work would take minutes, linear takes milliseconds.
     began = time.process_time()
     read_links(hostile, PAGE)
+    assert time.process_time() - began < 5.0
+
+
+def test_links_of_every_shape_resolve_as_one_at_a_time() -> None:
+    # Joined in bulk or one at a time, each link resolves as the resolver has it.
+    body = (b'<a href="/a/../b">1</a><a href="../../up">2</a><a href="../side">3</a>'
+            b'<a href="?q=1">4</a><a href="//other.example/x">5</a><a href="a:b">6</a>'
+            b'<a href="./c">7</a><a href="%2E%2E/d">8</a><a href="HTTP://H.example/e">9</a>'
+            b'<a href="plain">10</a><a href="/root">11</a>')
+    base = "http://h.example/one/two/page?x=1"
+    hrefs = [part.split(b'"')[0].decode() for part in body.split(b'href="')[1:]]
+    assert page_links(body, base) == _one_at_a_time(hrefs, base)
+    assert page_links(body, base)[:4] == [
+        "http://h.example/b", "http://h.example/up", "http://h.example/one/side",
+        "http://h.example/one/two/page?q=1"]
+
+
+def test_a_base_written_in_capitals_keeps_its_scheme_for_a_query() -> None:
+    assert page_links(b'<a href="?q">', "HTTP://h.example/p?x") == ["HTTP://h.example/p?q"]
+    assert page_links(b'<a href="../x">', "https://h.example/a/b/") == [
+        "https://h.example/a/x"]
+
+
+def test_a_base_href_holding_a_nul_does_not_part_the_links() -> None:
+    found = page_links(b'<base href="http://h.example/a\0b/"><a href="c">1</a><a href="/d">',
+                       PAGE)
+    assert found == ["http://h.example/a\0b/c", "http://h.example/d"]
+
+
+def _one_at_a_time(hrefs: list[str], base: str) -> list[str]:
+    """The links as read one by one through the resolver the crawl uses."""
+    resolve = link_resolver(base, None)
+    out = []
+    for href in hrefs:
+        href = href.strip(" ")
+        if not href or href[0] == "#":
+            continue
+        if href.startswith(("http://", "https://")):
+            url: str | None = href.partition("#")[0]
+        else:
+            url = resolve(href)
+            if url is None or not url.lower().startswith(("http://", "https://")):
+                continue
+        out.append(url)
+    return list(dict.fromkeys(out))
+
+
+_HREF_PART = st.sampled_from(
+    ["/", ".", "..", "./", "../", "%2E", "%2e", "%", "?", "#", ":", "a", "b.html", "//",
+     "http://x.example/", "HTTP://", "mailto:", "[::1]", ":80", " ", "x=1"])
+_BASES = st.sampled_from(
+    ["http://h.example/dir/page.html?q=1", "https://h.example", "https://h.example/a.b/c/",
+     "http://h.example/%2E/x/", "HTTP://H.example/A/", "ftp://h.example/x/", "http://u:p@h:81/"])
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_HREF_PART, max_size=6).map("".join), max_size=12), _BASES)
+def test_links_joined_in_bulk_equal_links_joined_one_at_a_time(
+        hrefs: list[str], base: str) -> None:
+    body = "".join(f'<a href="{href}">x</a>' for href in hrefs).encode()
+    assert page_links(body, base) == _one_at_a_time(hrefs, base)
+
+
+@pytest.mark.parametrize("href", [b"/a" * 4000, b"a%" * 4000, b"../" * 2700, b"a/." * 2700])
+def test_links_of_many_slashes_or_escapes_are_joined_in_linear_time(href: bytes) -> None:
+    began = time.process_time()
+    read_links(b'<a href="' + href + b'">x</a> ' * 200, PAGE)
     assert time.process_time() - began < 5.0
