@@ -1,6 +1,7 @@
 """What reading a page's links costs: ``page_links`` beside the readers a crawler would pick.
 
-    python benchmarks/page_links.py [--kb 100] [--loops 20] [--repeats 3] [--before COMMIT]
+    python benchmarks/page_links.py [--kb 100] [--loops 5] [--repeats 2] [--before COMMIT]
+        [--readers re.findall,page_links,html.parser,...] [--no-callgrind]
         [--json benchmarks/results/page_links.json]
 
 Callgrind instructions of one call on a page of ``--kb`` KB as sites write them (a header of
@@ -18,6 +19,7 @@ fewest of ``--repeats`` runs.  Side by side in the same run:
 * ``lxml iterlinks``, Scrapy's ``LinkExtractor`` and ``parsel``, where installed.
 
 Each measured run is a child process of this script (``--child``: one JSON line).
+``--no-callgrind`` runs the children without valgrind: the links are compared, nothing counted.
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ def _run_child(name: str, loops: int, kb: int, before: Path | None, cg_file: Pat
 
 
 def measure(names: Sequence[str], loops: int, kb: int, repeats: int, before: Path | None,
-            workdir: Path, progress: bool) -> dict[str, Any]:
+            workdir: Path, progress: bool, callgrind: bool = True) -> dict[str, Any]:
     """Instructions per call of each reader: the fewest of ``repeats`` runs of (loops + 1 calls
     less 1 call) / loops, the runs interleaved."""
     per_call: dict[str, list[float]] = {n: [] for n in names}
@@ -232,10 +234,11 @@ def measure(names: Sequence[str], loops: int, kb: int, repeats: int, before: Pat
                 if progress:
                     print(f"\r{name}: run {r + 1}/{repeats}, {n} call(s)".ljust(60), end="",
                           file=sys.stderr, flush=True)
-                out = _run_child(name, n, kb, before, workdir / f"cg.{len(found)}.{n}")
+                cg_file = workdir / f"cg.{len(found)}.{n}" if callgrind else None
+                out = _run_child(name, n, kb, before, cg_file)
                 if "error" in out:
                     raise SystemExit(f"{name}: {out['error']}")
-                counts.append(out["instructions"])
+                counts.append(out.get("instructions", 0))
                 found[name] = out
             per_call[name].append((counts[1] - counts[0]) / loops)
     if progress:
@@ -247,9 +250,13 @@ def measure(names: Sequence[str], loops: int, kb: int, repeats: int, before: Pat
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--kb", type=int, default=100, help="page size in KB")
-    ap.add_argument("--loops", type=int, default=20, help="calls measured per run")
-    ap.add_argument("--repeats", type=int, default=3, help="runs per reader (the fewest counts)")
+    ap.add_argument("--loops", type=int, default=5, help="calls measured per run")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per reader (the fewest counts)")
     ap.add_argument("--before", default=BEFORE, help="the commit whose page_links is 'before'")
+    ap.add_argument("--readers", default=",".join(READERS),
+                    help="which readers, comma-separated (re.findall and both page_links always)")
+    ap.add_argument("--no-callgrind", action="store_true",
+                    help="compare the links only (no valgrind, no counts)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--child", choices=READERS, help=argparse.SUPPRESS)
@@ -258,16 +265,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(args.child, args.loops, args.kb, args.before_file)))
         return 0
-    if shutil.which("valgrind") is None:
+    callgrind = not args.no_callgrind
+    if callgrind and shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: these figures are callgrind's counts")
     began = time.monotonic()
-    names = [n for n in READERS if installed(n)]
+    asked = {"re.findall", "page_links", "page_links before", *args.readers.split(",")}
+    names = [n for n in READERS if n in asked and installed(n)]
     with tempfile.TemporaryDirectory() as tmp:
         before = _before_module(args.before, Path(tmp))
         readers = measure(names, args.loops, args.kb, args.repeats, before, Path(tmp),
-                          not args.no_progress)
+                          not args.no_progress, callgrind)
     page = links_page(args.kb * 1024)
-    baseline = readers["re.findall"]["instructions"]
+    baseline = readers["re.findall"]["instructions"] or 1  # 0: not counted
     same = readers["page_links"]["urls"] == readers["page_links before"]["urls"]
     report = {
         "page_bytes": len(page), "hrefs": len(re.findall(rb"<a(?:rea)? [^>]*href", page)),
@@ -282,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, r in readers.items():
         print(f"{name:22} {r['instructions']:13,.0f} {r['instructions'] / baseline:13.1f} "
               f"{r['links']:10}")
-    missing = [n for n in READERS if n not in readers]
+    missing = [n for n in READERS if n in asked and n not in readers]
     if missing:
         print("not installed: " + ", ".join(missing))
     print(f"page_links after == before ({args.before}): {same}")

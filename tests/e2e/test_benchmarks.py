@@ -93,3 +93,25 @@ def test_report_of_a_crawl_log_says_every_total(tmp_path: Path) -> None:
         figures = report["runs"][run]
         assert figures["peak_rss_mb"] > 0 and figures["html_mb"] > 0, run
     assert "totals exact: True" in stdout
+
+
+def test_page_links_reads_the_links_it_read_before(tmp_path: Path) -> None:
+    # Without valgrind (a run under it takes minutes): what the counts rest on, the links.
+    report, stdout = run_benchmark(tmp_path, "page_links.py", "--kb", "8", "--loops", "1",
+                                   "--repeats", "1", "--readers", "html.parser", "--no-callgrind")
+    assert report["same_links_as_before"], stdout
+    readers = report["readers"]
+    assert set(readers) == {"re.findall", "page_links", "page_links before", "html.parser"}
+    assert readers["page_links"]["links"] == readers["page_links before"]["links"] > 0
+
+
+def test_crawl_directives_reports_each_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "crawl_directives.py"), "--pages", "5", "--runs", "1"],
+        cwd=tmp_path, env=child_env(None), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "python benchmarks/crawl_directives.py --pages 5 --runs 1" in done.stdout
+    rows = {line[:24].strip(): line.split() for line in done.stdout.splitlines()}
+    # Five pages read each way; directives read only where something uses them.
+    assert rows["no consumer"][-3:-2] == ["0"] and rows["record_directives"][-3:-2] == ["5"]
+    assert rows["links (obey_nofollow)"][-3:-2] == ["5"]
