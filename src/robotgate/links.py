@@ -6,7 +6,10 @@ builds no tree: tags are found case-insensitively, attribute values may be quote
 with ``"``, ``'`` or not at all, character references in them (``&amp;``) are
 expanded, and comments and raw-text elements (``<script>``, ``<style>``,
 ``<textarea>``, ...) are skipped, as a browser reads them.  Links resolve against
-the page's URL, or its first ``<base href>``.
+the page's URL, or its first ``<base href>``: decoded, cut at their fragment and
+joined all at once (a pass in C over all of a page's links for each common shape:
+paths from the root or the base's directory, ``../``, ``?query``), the rest one
+at a time.
 
 Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
 :data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
