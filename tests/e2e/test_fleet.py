@@ -298,8 +298,9 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
     for at, granted in sent:
         asked, wait, slack = grants[granted - 1]
         assert at <= asked + wait + slack, (at - (asked + wait + slack), grants, sent)
-    # Both slots the blocked loop missed were given up: /page/2 left in its third.
-    assert late_slots == 2 and len(grants) == 5
+    # Both slots the blocked loop missed were given up, each for a new one (a loaded
+    # machine may make the loop late for more): three slots, and one more per miss.
+    assert late_slots >= 2 and len(grants) == 3 + late_slots, (late_slots, grants)
 
 
 # -- a dead lock holder ---------------------------------------------------------
