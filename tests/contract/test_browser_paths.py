@@ -116,6 +116,9 @@ CASES = [
 async def test_the_browser_keeps_the_promise(case: Any, driver: BrowserDriver,
                                              public: Site) -> None:
     await case(driver, public)
+    # Chromium asks for the icon of a page naming none past every route: attach gives each
+    # page one of its own, so that no request leaves unjudged.
+    assert "/favicon.ico" not in public.paths()
 
 
 @pytest.mark.slow

@@ -79,6 +79,19 @@ log = logging.getLogger(__name__)
 #: it rests after a 429/503, or a stored pause from another run or worker.
 _RESTING = frozenset({"retry-after", "back-off", "stored"})
 _ALL = "**/*"
+# Chromium asks for /favicon.ico of a page that names no icon, past every route (Playwright
+# filters favicon requests out): a page is given an empty icon of its own instead, so that
+# no request leaves unjudged.
+_NO_DEFAULT_ICON = """
+document.addEventListener("DOMContentLoaded", () => {
+  if (!document.querySelector("link[rel~='icon']")) {
+    const icon = document.createElement("link");
+    icon.rel = "icon";
+    icon.href = "data:,";
+    (document.head || document.documentElement).appendChild(icon);
+  }
+});
+"""
 
 
 class _Caps:
@@ -341,5 +354,6 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     each request aborted as disallowed, with the refusal's decision.
     """
     attachment = Attachment(gate, target, pace_subresources, on_refused)
+    await target.add_init_script(_NO_DEFAULT_ICON)
     await target.route(_ALL, attachment._route)
     return attachment
