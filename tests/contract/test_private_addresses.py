@@ -33,10 +33,15 @@ from tests.contract.test_request_paths import (
     PUBLIC,
     ROOT,
     Site,
+    private,
+    public,
     public_loopback_1,
 )
 
 pytestmark = pytest.mark.slow  # loopback servers, a Scrapy child process
+
+# The contract's two sites, as this module's fixtures.
+__all__ = ["private", "public"]
 
 
 class Names:
@@ -79,20 +84,6 @@ def names(monkeypatch: pytest.MonkeyPatch) -> Iterator[Names]:
     table = Names({})
     monkeypatch.setattr(aiohttp, "DefaultResolver", lambda *a, **k: NamesResolver(table))
     yield table
-
-
-@pytest.fixture
-async def public() -> AsyncIterator[Site]:
-    site = await Site(PUBLIC).start()
-    yield site
-    await site.close()
-
-
-@pytest.fixture
-async def private() -> AsyncIterator[Site]:
-    site = await Site(PRIVATE, robots="User-agent: *\nAllow: /\n").start()
-    yield site
-    await site.close()
 
 
 def gate(**options: Any) -> RobotGate:
