@@ -37,7 +37,7 @@ from robotgate.politeness.robots_pacing import RobotsPacing
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.politeness.servers import Servers, Started
 from robotgate.politeness.verdicts import Verdicts
-from robotgate.records import HostState, RobotsEntry
+from robotgate.records import HostState
 from robotgate.robots.rfc9309 import Rfc9309Rules, parse_rfc9309
 from robotgate.robots.rules import RequestRate, RobotsTxt
 from robotgate.store.base import Store
@@ -45,6 +45,7 @@ from robotgate.store.memory import MemoryStore
 from tests.support.arrivals import Arrivals
 from tests.support.clock import Clock
 from tests.support.dialects import registered_dialect
+from tests.support.plain_store import PlainStore
 from tests.support.slots_store import SlotsNow
 
 AGENT = "AdmitBot/1.0"
@@ -71,29 +72,19 @@ class Transport:
         return RobotsResponse(self.statuses.get(origin, 200), {}, self.bodies.get(origin, ROBOTS))
 
 
-class DictStore(Store):
+class DictStore(PlainStore):
     """A non-memory store (so the servers save their state), optionally failing."""
 
     def __init__(self, fail: bool = False) -> None:
-        self.robots: dict[str, RobotsEntry] = {}
-        self.hosts: dict[str, HostState] = {}
+        super().__init__()
         self.fail = fail
         self.host_saves = 0
-
-    async def load_robots(self, origin: str) -> RobotsEntry | None:
-        return self.robots.get(origin)
-
-    async def save_robots(self, entry: RobotsEntry) -> None:
-        self.robots[entry.origin] = entry
-
-    async def load_host(self, origin: str) -> HostState | None:
-        return self.hosts.get(origin)
 
     async def save_host(self, state: HostState) -> None:
         self.host_saves += 1
         if self.fail:
             raise OSError(28, "No space left on device")
-        self.hosts[state.origin] = state
+        await super().save_host(state)
 
 
 class Parts:

@@ -11,7 +11,6 @@ import pytest
 from robotgate import RobotGate
 from robotgate.politeness.crawl_results import CrawlResult, CrawlSummary
 from robotgate.politeness.frontier import Frontier
-from robotgate.records import HostState, RobotsEntry
 from robotgate.store.base import (
     AnswersAtOnce,
     CrawlStore,
@@ -27,6 +26,7 @@ from robotgate.store.sqlite import SQLiteStore
 from testbed.crawl_resume import kill_and_resume
 from testbed.server import BenchServer, HostPlan
 from tests.support.crawl_gate import LinkGate, Page
+from tests.support.plain_store import PlainStore
 
 AGENT = "NamedCrawlTest/1.0 (+https://example.com/bot)"
 
@@ -116,26 +116,6 @@ async def test_input_given_again_is_not_added_twice(tmp_path: Path) -> None:
         assert await store.crawl_names() == ["list"]
         assert await store.drop_crawl("list") and await store.crawl_names() == []
         assert not await store.drop_crawl("list")
-
-
-class PlainStore(Store):
-    """A third-party store that declares no capability beyond the base."""
-
-    def __init__(self) -> None:
-        self.robots: dict[str, RobotsEntry] = {}
-        self.hosts: dict[str, HostState] = {}
-
-    async def load_robots(self, origin: str) -> RobotsEntry | None:
-        return self.robots.get(origin)
-
-    async def save_robots(self, entry: RobotsEntry) -> None:
-        self.robots[entry.origin] = entry
-
-    async def load_host(self, origin: str) -> HostState | None:
-        return self.hosts.get(origin)
-
-    async def save_host(self, state: HostState) -> None:
-        self.hosts[state.origin] = state
 
 
 async def test_a_store_without_named_crawls_says_so() -> None:
