@@ -180,20 +180,25 @@ async def decisions_child(corpus: Path, origins: int, per_origin: int, rounds: i
         for u in kept:
             check(u)
 
-    # The politeness core's whole per-page path, without HTTP: check, take the
-    # turn, hear the answer, let go (allowed URLs: a refusal raises).
-    admission = getattr(gate, "admission", None)
+    # The politeness core's whole per-page path, without HTTP: the request turn
+    # every adapter drives (verdict, the server's turn, the answer, the release).
+    request_turn = getattr(gate, "request_turn", None)
     core_urls = [u for f, u in pairs if f(u, agent)]
 
     async def run_core() -> None:
-        assert admission is not None
-        admit, answered, done = admission.admit, admission.answered, admission.done
+        assert request_turn is not None
         for u in core_urls:
-            g = admit(u)
-            if hasattr(g, "__await__"):  # the server's group is new: made once
-                g = await g
-            answered(g, 200, None)
-            done(g)
+            turn = request_turn(u)
+            ready = turn.begin()
+            if ready is not None:  # the server's group is new, or it is not due
+                await ready
+            leaving = turn.leaving()
+            if leaving is not None:
+                await leaving
+            learnt = turn.answered(200, None)
+            if learnt is not None:
+                await learnt
+            turn.release()
 
     async def one(name: str) -> float:
         gc.collect()
@@ -215,13 +220,13 @@ async def decisions_child(corpus: Path, origins: int, per_origin: int, rounds: i
 
     names = ["parser", "parser (path)", "parser decide", "allowed"]
     names += ["check"] if check is not None else []
-    names += ["core"] if hasattr(admission, "admit") else []
+    names += ["core"] if request_turn is not None else []
     result: dict[str, Any] = {
         "robotgate": str(Path(robotgate.__file__).parent), "origins": origins,
         "urls": len(kept), "dropped": dropped, "mismatches": mismatches,
         "first_mismatch": first_mismatch, "allowed_share": allowed_share,
         "install_cpu_s": install_s, "has_check": check is not None,
-        "has_core": hasattr(admission, "admit"), "core_urls": len(core_urls),
+        "has_core": request_turn is not None, "core_urls": len(core_urls),
     }
     if "core" in names:
         await run_core()  # the servers' groups are made on the first visit
