@@ -16,11 +16,12 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   server's turn (the delay, the site's Crawl-delay and Request-rate, the caps, a fleet
   slot), the gate's headers, and the answer's status and ``Retry-After`` teach the
   server's back-off.
-- A **subresource** (image, script, style, font, fetch/XHR, media) is judged by
-  robots.txt the same way and counts toward the server's cap, but is not held to the
-  delay (a page must be able to load): ``attach(..., pace_subresources=True)`` gives
-  each one a full request turn too.  It waits while its server rests after a
-  ``Retry-After`` or back-off.
+- A **subresource** (image, script, style, font, fetch/XHR, media) takes an unpaced
+  request turn: judged by robots.txt the same way, holding one of the server's cap
+  slots (shared with ``gate.fetch`` and every other path) while in flight, waiting
+  while the server rests after a 429 or 503, and its own 429 or 503 teaches the
+  back-off; it is not held to the delay (a page must be able to load), and
+  ``attach(..., pace_subresources=True)`` gives each one a full request turn instead.
 - **Redirects** are followed here, hop by hop, each hop judged (its target by
   robots.txt, and a public site's hop into a private address refused) before it is
   sent; the browser gets the last answer as the answer to the URL it asked for, so
@@ -29,7 +30,8 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   hop's host up again, and might find a private address there (DNS rebinding): an
   ``http`` hop from a public site goes to the address its check found public (the
   Host header and the context's cookies for the name kept); an ``https`` hop goes by
-  its name, the certificate binding it (see :func:`~._follow.pinned`).
+  its name, the certificate binding it (see :func:`~._follow.pinned`), checked for
+  such a hop even in a context that ignores certificate errors.
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -38,12 +40,11 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING
@@ -62,9 +63,8 @@ from playwright.async_api import Error as PlaywrightError
 from ..errors import Disallowed, GateClosed
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
-from ..politeness.redirects import pointer_verdict
-from ..politeness.request_turn import RequestTurn, redirect_target
-from ..urls import InvalidURL, split_origin
+from ..politeness.request_turn import RequestTurn, redirect_target, sent_in_turn
+from ..urls import InvalidURL
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
 
@@ -75,9 +75,6 @@ __all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
 
 log = logging.getLogger(__name__)
 
-#: Why a server may make even an unpaced subresource wait (see :mod:`robotgate.politeness.waits`):
-#: it rests after a 429/503, or a stored pause from another run or worker.
-_RESTING = frozenset({"retry-after", "back-off", "stored"})
 _ALL = "**/*"
 # Chromium asks for /favicon.ico of a page that names no icon, past every route (Playwright
 # filters favicon requests out): a page is given an empty icon of its own instead, so that
@@ -94,28 +91,6 @@ document.addEventListener("DOMContentLoaded", () => {
 """
 
 
-class _Caps:
-    """How many of the browser's requests each server has in flight: at most its cap."""
-
-    def __init__(self) -> None:
-        self._held: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
-
-    @asynccontextmanager
-    async def hold(self, key: str, size: int) -> AsyncIterator[None]:
-        entry = self._held.get(key)
-        if entry is None:
-            entry = self._held[key] = (asyncio.Semaphore(size), [0])
-        slots, users = entry
-        users[0] += 1
-        try:
-            async with slots:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._held[key]  # no server is remembered while nothing is asked of it
-
-
 @dataclass
 class Attachment:
     """What :func:`attach` returns: the route on ``target``, until :meth:`detach`."""
@@ -127,7 +102,6 @@ class Attachment:
     #: Called with the browser's request and the refusal (its URL: the hop refused, its
     #: ``decision``: why) for each request aborted as disallowed.
     on_refused: Callable[[Request, Disallowed], object] | None = None
-    _caps: _Caps = field(default_factory=_Caps, repr=False)
 
     @property
     def api(self) -> APIRequestContext:
@@ -187,10 +161,7 @@ class Attachment:
         """Send one request, following its redirects hop by hop, each hop judged."""
         came_from: str | None = None
         for _ in range(MAX_REDIRECTS + 1):
-            if paced:
-                response = await self._turn(url, came_from, method, headers, body)
-            else:
-                response = await self._unpaced(url, came_from, method, headers, body)
+            response = await self._turn(url, came_from, method, headers, body, paced)
             target = redirect_target(url, response.status, response.headers.get("location"))
             if target is None:
                 return response
@@ -201,73 +172,16 @@ class Attachment:
         raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
     async def _turn(self, url: str, came_from: str | None, method: str,
-                    headers: dict[str, str], body: bytes | None) -> APIResponse:
-        """One hop as a page request: its full request turn."""
-        turn: RequestTurn = self.gate.request_turn(url, came_from, resolve)
-        try:
-            ready = turn.begin()
-            if ready is not None:
-                await ready
-            async with self._caps.hold(self.gate.pace_key(url), self._cap(url)):
-                leaving = turn.leaving()
-                if leaving is not None:
-                    await leaving
-                response = await self._fetch(url, method, {**headers, **lower(turn.headers)},
-                                             body, turn.checked if turn.guard else ())
-            learnt = turn.answered(response.status, response.headers.get("retry-after"))
-            if learnt is not None:
-                await learnt
-            return response
-        finally:
-            turn.release()
+                    headers: dict[str, str], body: bytes | None, paced: bool) -> APIResponse:
+        """One hop in its request turn: a page's, or a subresource's unpaced one
+        (judged, holding one of the server's cap slots, not held to the delay)."""
+        turn = self.gate.request_turn(url, came_from, resolve, paced=paced)
 
-    async def _unpaced(self, url: str, came_from: str | None, method: str,
-                       headers: dict[str, str], body: bytes | None) -> APIResponse:
-        """One hop of a subresource: judged, capped, held while its server rests,
-        but not held to the delay."""
-        gate = self.gate
-        checked: tuple[Address, ...] = ()
-        if came_from is not None and gate.refuse_private:
-            verdict = await pointer_verdict(came_from, url, resolve, gate.is_private)
-            if verdict.refused is not None:
-                raise Disallowed(url, verdict.refused)
-            if verdict.guard:
-                checked = verdict.addresses
-        await self._judge(url)
-        while True:
-            wait, reason, _ = gate.server_wait(url)
-            if wait <= 0 or reason not in _RESTING:
-                break
-            await asyncio.sleep(wait)
-        async with self._caps.hold(gate.pace_key(url), self._cap(url)):
-            return await self._fetch(url, method, {**headers, **lower(gate.headers)}, body,
-                                     checked)
+        async def send(turn: RequestTurn) -> APIResponse:
+            return await self._fetch(url, method, {**headers, **lower(turn.headers)}, body,
+                                     turn.checked if turn.guard else ())
 
-    async def _judge(self, url: str) -> None:
-        """robots.txt's verdict on ``url``: a refusal raises :class:`Disallowed`, counted
-        in the gate's stats and told to its listeners as every refusal is."""
-        gate = self.gate
-        decision = gate.check(url) or await gate.decide(url)
-        if decision.allowed:
-            return
-        # The turn refuses (and tells of) a disallowed URL before it waits for anything
-        # (in a fleet, once the verdict is settled: then it raises from the await).
-        turn = gate.request_turn(url)
-        try:
-            pending = turn.begin()
-            if pending is not None:
-                await pending
-        finally:
-            turn.release()
-        raise Disallowed(url, decision)  # robots.txt changed meanwhile: this verdict stands
-
-    def _cap(self, url: str) -> int:
-        """The server's cap on requests in flight: its host setting's, else the gate's."""
-        gate = self.gate
-        setting = gate.hosts.match(split_origin(url)[0], gate.pace_key(url))
-        if setting is not None and setting.max_per_host is not None:
-            return setting.max_per_host
-        return gate.max_per_host
+        return await sent_in_turn(turn, send, _heard, drop=_dispose)
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
@@ -275,8 +189,12 @@ class Attachment:
         check found public) to an ``http`` URL goes to the first of them."""
         sent, host = pinned(url, checked)
         if host is None:
+            # A public page's https pointer: the certificate must be the name's, even in
+            # a context that ignores certificate errors (a server at a private address
+            # the name may resolve to again cannot show it).
             return await self.api.fetch(url, method=method, headers=headers, data=body,
-                                        max_redirects=0)
+                                        max_redirects=0,
+                                        ignore_https_errors=False if checked else None)
         # The client's cookie jar knows the request by its address: the name's cookies
         # go with it, and the answer's are kept for the name, none for the address
         # (another name served there must not be sent them).
@@ -296,6 +214,14 @@ class Attachment:
         if kept:
             await context.add_cookies(kept)
         return response
+
+
+def _heard(response: APIResponse) -> tuple[int, str | None]:
+    return response.status, response.headers.get("retry-after")
+
+
+async def _dispose(response: APIResponse) -> None:
+    await response.dispose()
 
 
 def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
@@ -350,7 +276,8 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
 
     ``pace_subresources=True`` holds images, scripts, styles and the page's own
     fetches to the server's delay too (each a full request turn, as a navigation);
-    by default they are judged and capped, not delayed.  ``on_refused`` hears of
+    by default they are judged and capped, wait while the server rests after a 429
+    or 503, and are not delayed.  ``on_refused`` hears of
     each request aborted as disallowed, with the refusal's decision.
     """
     attachment = Attachment(gate, target, pace_subresources, on_refused)

@@ -22,7 +22,9 @@ drives it through the same steps:
 5. :meth:`~RequestTurn.release`, however the request ends; later calls do nothing.
 
 A redirect's next hop is :func:`redirect_target` of the answer, sent as a new turn
-``came_from`` the URL that was redirected.
+``came_from`` the URL that was redirected.  A browser's subresource takes an unpaced
+turn (``paced=False``): judged and capped, held while its server rests, not to the
+interval (see :class:`RequestTurn`).
 
 :func:`sent_in_turn` drives steps 1 to 5 around a client's send; ``gate.fetch`` (each
 hop), ``gate.middleware`` and the httpx transport use it.  The Scrapy middleware drives
@@ -76,21 +78,35 @@ class Requests:
         self.events: Emitter | None = None
 
     def turn(self, url: str, came_from: str | None = None,
-             resolve: Resolve | None = None) -> RequestTurn:
+             resolve: Resolve | None = None, *, paced: bool = True) -> RequestTurn:
         """The turn of one request to ``url`` as the client sends it; ``came_from``:
-        the URL whose redirect it follows, its target looked up with ``resolve``."""
-        return RequestTurn(self, url, came_from, resolve)
+        the URL whose redirect it follows, its target looked up with ``resolve``;
+        ``paced`` False: an unpaced request (see :class:`RequestTurn`)."""
+        return RequestTurn(self, url, came_from, resolve, paced=paced)
 
 
 class RequestTurn:
-    """One request to one server, from its verdict to its release (see the module)."""
+    """One request to one server, from its verdict to its release (see the module).
+
+    An **unpaced** turn (``paced`` False: a browser's subresource, which a page needs
+    in order to load) takes robots.txt's verdict and the hop rule as a page's does,
+    holds one of its server's cap slots (``max_per_host``, ``max_concurrency``) while
+    in flight, and waits while the server rests after a 429 or 503 (its pause, its
+    back-off); it is not held to the interval, takes no fleet slot, is no visit and
+    leaves the server's pacing alone: the next page's interval counts from the last
+    page.  Its 429 or 503 teaches the back-off as a page's does; its other answers
+    teach nothing (the pages' answers ease the back-off and feed ``latency_factor``).
+    """
 
     __slots__ = ("_requests", "_resolve", "_waiting", "came_from", "checked", "group", "guard",
-                 "sent_at", "slot", "url", "what")
+                 "paced", "sent_at", "slot", "url", "what")
 
     def __init__(self, requests: Requests, url: str, came_from: str | None = None,
-                 resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
+                 resolve: Resolve | None = None, what: str = A_REDIRECT, *,
+                 paced: bool = True) -> None:
         self._requests = requests
+        #: False: an unpaced request (see the class).
+        self.paced = paced
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: The URL whose redirect this request follows (None: the call's first request).
@@ -153,7 +169,7 @@ class RequestTurn:
         if not site.allowed(path, verdicts.agent):
             raise verdicts.refuse(url, path, site, held.key)
         if requests.events is None:
-            group = servers.start_now(held)
+            group = servers.start_now(held) if self.paced else servers.start_unpaced_now(held)
             if group is not None:
                 return group
         return self._wait(url, site)
@@ -170,6 +186,8 @@ class RequestTurn:
             if not site.allowed(path, verdicts.agent):
                 raise verdicts.refuse(url, path, site)
         group = await servers.server_of(origin)
+        if not self.paced:
+            return await self._wait_unpaced(url, origin, group)
         if servers.fleet is None:
             verdicts.learn(url, origin)
             if servers.start_at_once(group, site):
@@ -185,6 +203,26 @@ class RequestTurn:
         if waited > 0:
             events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
         return group, slot
+
+    async def _wait_unpaced(self, url: str, origin: str, group: Group) -> Started:
+        """An unpaced request's start: while its server rests, and for a cap slot."""
+        servers = self._requests.servers
+        scheduler = servers.scheduler
+        if servers.fleet is None:
+            self._requests.verdicts.learn(url, origin)
+        if servers.start_unpaced_at_once(group):
+            return group, None
+        events = self._requests.events
+        if events is None:
+            await servers.start_unpaced(group)
+            return group, None
+        reason = servers.unpaced_wait_reason(group)
+        began = scheduler.now()
+        await servers.start_unpaced(group)
+        waited = scheduler.now() - began
+        if waited > 0:
+            events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
+        return group, None
 
     async def _started(self, turn: Awaitable[Started]) -> None:
         self._waiting = None
@@ -219,7 +257,7 @@ class RequestTurn:
         """The request goes out now: the send time is taken; in a fleet a slot already
         past is given up and the next one awaited first (an awaitable then)."""
         servers = self._requests.servers
-        if servers.fleet is None:
+        if servers.fleet is None or not self.paced:
             self.sent_at = servers.scheduler.now()
             return None
         return self._on_time()
@@ -262,16 +300,25 @@ class RequestTurn:
         requests = self._requests
         servers = requests.servers
         events = requests.events
+        if not self.paced:
+            if status != 429 and status != 503:
+                return None
+            # No latency observed (sent_at None), and the server's events name the origin.
+            return servers.answered(group, status, retry_after, None,
+                                    self._origin() if events is not None else "")
         if events is None:
             return servers.answered(group, status, retry_after, self.sent_at)
         sent_at = self.sent_at
         seconds = servers.scheduler.now() - sent_at if sent_at is not None else 0.0
-        try:
-            origin = split_origin(self.url)[0]
-        except ValueError:
-            origin = ""
+        origin = self._origin()
         events.emit(ResponseAnswered(time.time(), origin, group.key, self.url, status, seconds))
         return servers.answered(group, status, retry_after, sent_at, origin)
+
+    def _origin(self) -> str:
+        try:
+            return split_origin(self.url)[0]
+        except ValueError:
+            return ""
 
     def release(self) -> None:
         """The request no longer holds its server's slot (answered, failed, dropped

@@ -156,16 +156,30 @@ class Servers:
     def start_now(self, held: CachedSite) -> Group | None:
         """The started group of the cached site ``held``'s server when it is known, due
         now and under every cap (no coroutine); None when the request must wait."""
+        group = self._bound(held)
+        if group is None:
+            return None
+        return group if self.scheduler.try_start(group, held.site.interval) else None
+
+    def start_unpaced_now(self, held: CachedSite) -> Group | None:
+        """As :meth:`start_now` for an unpaced request (a browser's subresource): the
+        started group when the server is known, does not rest and is under every cap."""
+        group = self._bound(held)
+        if group is None:
+            return None
+        return group if self.scheduler.try_start_unpaced(group) else None
+
+    def _bound(self, held: CachedSite) -> Group | None:
+        """The group of the cached site ``held``'s server, bound to it (None: unknown here)."""
         key = held.key
         group = self._groups.get(key) if key is not None else None
-        site = held.site
         if group is None or group.state is not held.host:
-            origin = site.entry.origin
+            origin = held.site.entry.origin
             group = self.known_group(origin)
             if group is None:
                 return None
             self.cache.bind(origin, group.state, group.key)
-        return group if self.scheduler.try_start(group, site.interval) else None
+        return group
 
     async def server_of(self, origin: str) -> Group:
         """``origin``'s server's group, bound to its cached site."""
@@ -183,6 +197,26 @@ class Servers:
         fleet = self.fleet
         return await self.scheduler.start(group, site.interval,
                                           fleet.reserve if fleet is not None else None)
+
+    def start_unpaced_at_once(self, group: Group) -> bool:
+        """Start an unpaced request on ``group`` now if its server does not rest and
+        it is under every cap."""
+        return self.scheduler.try_start_unpaced(group)
+
+    async def start_unpaced(self, group: Group) -> None:
+        """Wait until ``group``'s server does not rest and a cap slot is free, and start
+        an unpaced request: not held to the interval, no fleet slot, no visit."""
+        await self.scheduler.start_unpaced(group)
+
+    def unpaced_wait_reason(self, group: Group) -> str:
+        """Why an unpaced request that cannot start now waits."""
+        scheduler = self.scheduler
+        now = scheduler.now()
+        if scheduler.rests_until(group) > now:
+            return scheduler.why_wait(group, 0.0)[1] or "back-off"
+        if group.free <= 0 or group.waiters:
+            return "host-cap"
+        return "global-cap"
 
     def wait_reason(self, group: Group, origin: str, interval: float) -> str:
         """Why a request that cannot start now waits (see :data:`robotgate.events.WAIT_REASONS`)."""
