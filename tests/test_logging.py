@@ -12,7 +12,7 @@ import pytest
 from robotgate import Network, RobotGate
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsResponse
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.politeness.scheduler import Group
 from robotgate.records import HostState
@@ -53,7 +53,7 @@ async def test_a_site_skipped_for_its_crawl_delay_is_told_once_at_info(
     clock = Clock()
     transport = Transport(clock, {A: b"User-agent: *\nCrawl-delay: 600\n"})
     admission = build(clock, transport=transport,
-                      pacing=PacingPolicy(delay=1.0, max_crawl_delay=30.0))
+                      pacing=Pacing(delay=1.0, max_crawl_delay=30.0))
     await admission.site(A)
     for _ in range(3):
         assert admission.check(A + "/page") is not None  # decided from the cached rules
@@ -67,7 +67,7 @@ async def test_back_off_started_and_eased_are_told_on_robotgate_pacing(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="robotgate")
     clock = Clock()
-    admission = build(clock, pacing=PacingPolicy(delay=1.0, backoff_recovery=2))
+    admission = build(clock, pacing=Pacing(delay=1.0, backoff_recovery=2))
     await admission.site(A)
     clock.advance(1.0)
     got = admission.admit(A + "/1")

@@ -16,6 +16,7 @@ from .error_root import Error
 from .links import page_links
 from .policy import FetchPolicy
 from .policy.host_settings import HostSettings
+from .policy.pacing import Pacing
 from .records import HostState, Outcome, RobotsEntry
 from .robots import RequestRate, RobotsTxt
 from .robots.directives import PageDirectives, page_directives
@@ -23,7 +24,7 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
-    from .gate.options import Network, Pacing
+    from .gate.options import Network
     from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .robots.sitemap import SitemapEntry
     from .store import CrawlInUse, MemoryStore, SQLiteStore, Store, StoreError
@@ -73,7 +74,6 @@ _LAZY = {
     "GateClosed": ".gate",
     "RobotGate": ".gate",
     "Network": ".gate.options",
-    "Pacing": ".gate.options",
     "MemoryStore": ".store",
     "SQLiteStore": ".store",
     "Store": ".store",

@@ -12,7 +12,7 @@ import pytest
 
 from robotgate.cli import main
 from robotgate.cli.report import record_json
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.politeness.crawl_results import CrawlResult
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
@@ -28,7 +28,7 @@ MS = 0.0015
 
 
 def scheduler(clock: Clock) -> Scheduler:
-    return Scheduler(PacingPolicy(delay=1.0), clock=clock, wall=clock.now_wall)
+    return Scheduler(Pacing(delay=1.0), clock=clock, wall=clock.now_wall)
 
 
 def test_the_scheduler_says_why_a_request_waits() -> None:

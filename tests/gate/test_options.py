@@ -1,5 +1,6 @@
 """The gate's option objects: ``pacing=Pacing(...)``, ``network=Network(...)`` and
-``policy=FetchPolicy(...)`` are applied; the keywords they replaced are unknown keywords."""
+``policy=FetchPolicy(...)`` are applied; the keywords they replaced are unknown keywords,
+and ``delay=``, ``max_crawl_delay=`` and ``latency_factor=`` are shorthands for Pacing's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from robotgate import FetchPolicy, Network, Pacing, RobotGate
 from robotgate.policy.fetch_flow import RobotsResponse
+from robotgate.politeness.request_turn import RequestTurn, sent_in_turn
 from tests.support.transports import FakeTransport
 
 AGENT = "OptionsBot/1.0"
@@ -92,16 +94,64 @@ def test_bad_options_are_refused_by_name() -> None:
         RobotGate(AGENT, network={"max_origins": 2})  # type: ignore[arg-type]
 
 
-def test_the_plain_keywords_are_no_fields_of_the_objects() -> None:
-    # One place per setting: nothing to reconcile between a keyword and a field.
-    for name in ("delay", "max_crawl_delay", "latency_factor"):
-        fields: dict[str, Any] = {name: 1.0}
-        with pytest.raises(TypeError, match=name):
-            Pacing(**fields)
+async def _answered(gate: RobotGate, url: str) -> None:
+    """One request to ``url`` through its turn, answered 200 at once (nothing sent)."""
+    async def send(turn: RequestTurn) -> int:
+        return 200
+
+    await sent_in_turn(gate.request_turn(url), send, lambda status: (status, None))
+
+
+@pytest.mark.parametrize("options", [
+    {"pacing": Pacing(delay=0.3)},
+    {"delay": 0.3},  # the shorthand
+    {"delay": 0.3, "pacing": Pacing(max_backoff=5)},
+    {"delay": 0.3, "pacing": Pacing(delay=0.3)},  # the same value twice: no conflict
+], ids=["pacing", "shorthand", "shorthand-beside-pacing", "both-agree"])
+async def test_the_gate_paces_each_server_at_the_pacings_delay(options: dict[str, Any]) -> None:
+    url = "http://paced.example/page"
+    async with RobotGate(AGENT, network=Network(robots_transport=robots(b"")),
+                         **options) as gate:
+        assert gate.pacing.delay == gate.delay == 0.3
+        await _answered(gate, url)
+        wait = gate.server_wait(url)
+        # The next request waits out the delay from the answer (read at once, synchronously).
+        assert wait.interval == 0.3
+        assert 0.2 < wait.wait <= 0.3 and wait.reason == "delay"
+        # The turn that follows does not go at once.
+        turn = gate.request_turn(url)
+        pending = turn.begin()
+        assert pending is not None
+        turn.abandon(pending)
+
+
+def test_the_shorthands_are_applied_to_the_pacing() -> None:
+    assert RobotGate(AGENT).pacing == Pacing()
+    gate = RobotGate(AGENT, delay=2, max_crawl_delay=200, latency_factor=5,
+                     pacing=Pacing(on_long_delay="honour", margin=0.1))
+    assert gate.pacing == Pacing(delay=2.0, max_crawl_delay=200.0, latency_factor=5.0,
+                                 on_long_delay="honour", margin=0.1)
+    assert RobotGate(AGENT, pacing=Pacing(delay=3)).delay == 3.0
+
+
+@pytest.mark.parametrize("name", ["delay", "max_crawl_delay", "latency_factor"])
+def test_a_shorthand_that_contradicts_the_pacing_is_refused_by_name(name: str) -> None:
+    pacing = Pacing(**{name: 7.0})
+    with pytest.raises(ValueError, match=rf"^{name}=2\.0 and pacing=Pacing\({name}=7\.0\) "
+                                         rf"disagree"):
+        RobotGate(AGENT, pacing=pacing, **{name: 2.0})
+
+
+def test_a_bad_shorthand_is_refused_as_the_pacing_field() -> None:
+    with pytest.raises(ValueError, match="Pacing delay must be"):
+        RobotGate(AGENT, delay=-1)
+    with pytest.raises(ValueError, match="Pacing max_crawl_delay must be"):
+        RobotGate(AGENT, max_crawl_delay=float("nan"))
 
 
 def test_the_facade_keeps_its_collaborators_private() -> None:
     gate = RobotGate(AGENT)
-    for name in ("client", "scheduler", "cache", "admission", "fetcher", "keys", "pacing",
+    for name in ("client", "scheduler", "cache", "admission", "fetcher", "keys",
                  "tdm_cache", "events"):
         assert not hasattr(gate, name), name
+    assert isinstance(gate.pacing, Pacing)  # the settings are public, frozen

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from robotgate import RobotsTxt
 from robotgate.policy.fetch import FetchPolicy
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.policy.site import SKIPPED, Interpretation, ParsedBodies, interpret
 from robotgate.records import SMALL_BODY, Outcome, RobotsEntry
 from tests.support import entries
@@ -23,7 +23,7 @@ def ok_entry(body: bytes, content_type: str | None = "text/plain") -> RobotsEntr
 
 
 def how(**pacing: object) -> Interpretation:
-    return Interpretation(AGENT, pacing=PacingPolicy(**pacing))  # type: ignore[arg-type]
+    return Interpretation(AGENT, pacing=Pacing(**pacing))  # type: ignore[arg-type]
 
 
 def test_rules_decide_per_url_and_a_large_body_is_dropped() -> None:
@@ -55,7 +55,7 @@ def test_crawl_delay_is_per_agent() -> None:
     body = (b"User-agent: SiteBot\nCrawl-delay: 9\nDisallow: /a\n\n"
             b"User-agent: *\nCrawl-delay: 2\nDisallow: /b\n")
     assert interpret(ok_entry(body), how(delay=0.0)).interval == 9.0
-    other = Interpretation("OtherBot", pacing=PacingPolicy(delay=0.0))
+    other = Interpretation("OtherBot", pacing=Pacing(delay=0.0))
     assert interpret(ok_entry(body), other).interval == 2.0
 
 

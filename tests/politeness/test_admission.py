@@ -26,7 +26,7 @@ from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.hops import REFUSED
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
 from robotgate.politeness.grouping import PaceKeys
@@ -132,11 +132,11 @@ async def _started(turn: RequestTurn, ready: Awaitable[None]) -> Started:
 
 
 def build(clock: Clock, *, store: Store | None = None, transport: Transport | None = None,
-          delay: float = 1.0, pacing: PacingPolicy | None = None, fleet: bool = False,
+          delay: float = 1.0, pacing: Pacing | None = None, fleet: bool = False,
           recheck_visits: int | None = 1000, max_groups: int = 100_000,
           dialect: str = "rfc9309") -> Parts:
     store = store if store is not None else MemoryStore()
-    pacing = pacing or PacingPolicy(delay=delay)
+    pacing = pacing or Pacing(delay=delay)
     sched = Scheduler(pacing, clock=clock, wall=clock.now_wall, max_groups=max_groups)
     transport = transport or Transport(clock)
     holder: list[Servers] = []
@@ -324,7 +324,7 @@ async def test_a_crawl_delay_beyond_the_limit_skips_the_origin_with_its_reason()
     clock = Clock()
     transport = Transport(clock, {A: b"User-agent: *\nCrawl-delay: 120\n"})
     admission = build(clock, transport=transport,
-                      pacing=PacingPolicy(delay=1.0, max_crawl_delay=60.0))
+                      pacing=Pacing(delay=1.0, max_crawl_delay=60.0))
     got = admission.admit(A + "/x")
     assert not isinstance(got, Group)
     with pytest.raises(Disallowed) as info:

@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from robotgate import Network, RobotGate
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
 from testbed.server import BenchServer, HostPlan
@@ -58,7 +58,7 @@ class Clock:
 
 def test_scheduler_keeps_an_evicted_groups_last_request_and_interval() -> None:
     clock = Clock()
-    scheduler = Scheduler(PacingPolicy(delay=1.0), max_groups=2, clock=clock,
+    scheduler = Scheduler(Pacing(delay=1.0), max_groups=2, clock=clock,
                           wall=lambda: clock.now + 1e6)
     a = scheduler.add("host:a", HostState("host:a"))
     assert scheduler.try_start(a, 10.0)  # a page with Crawl-delay 10
@@ -87,7 +87,7 @@ def test_scheduler_keeps_an_evicted_groups_last_request_and_interval() -> None:
 
 def test_evicted_groups_are_forgotten_once_no_wait_is_pending() -> None:
     clock = Clock()
-    scheduler = Scheduler(PacingPolicy(delay=1.0, max_crawl_delay=5.0), max_groups=1,
+    scheduler = Scheduler(Pacing(delay=1.0, max_crawl_delay=5.0), max_groups=1,
                           clock=clock)
     for i in range(100):
         group = scheduler.add(f"host:{i}", HostState(f"host:{i}"))

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from robotgate.errors import GateClosed
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.politeness import scheduler as scheduler_module
 from robotgate.politeness.fleet_slots import Slot
 from robotgate.politeness.scheduler import Group, Scheduler, Slots
@@ -25,7 +25,7 @@ from tests.support.clock import WALL0, Clock
 
 
 def make(clock: Clock, **kwargs: object) -> Scheduler:
-    policy = kwargs.pop("policy", None) or PacingPolicy(delay=1.0)
+    policy = kwargs.pop("policy", None) or Pacing(delay=1.0)
     return Scheduler(policy, clock=clock, wall=clock.now_wall, **kwargs)  # type: ignore[arg-type]
 
 
@@ -44,13 +44,13 @@ async def settle() -> None:
 async def test_the_scheduler_reads_the_loops_own_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     # asyncio's loop.time() is time.monotonic(), read directly; a loop whose clock was
     # replaced (a time-travelling test loop) is read through that clock.
-    plain = Scheduler(PacingPolicy())
+    plain = Scheduler(Pacing())
     before = time.monotonic()
     assert before <= plain.now() <= time.monotonic()
     monkeypatch.setattr(asyncio.BaseEventLoop, "time", lambda self: 2e9)
-    assert Scheduler(PacingPolicy()).now() == 2e9
+    assert Scheduler(Pacing()).now() == 2e9
     monkeypatch.setattr(asyncio.get_running_loop(), "time", lambda: 1e9)
-    assert Scheduler(PacingPolicy()).now() == 1e9
+    assert Scheduler(Pacing()).now() == 1e9
 
 
 def test_slots_count() -> None:
@@ -182,7 +182,7 @@ def test_an_early_answer_does_not_move_last_back() -> None:
 def test_interval_of_each_request_is_its_own() -> None:
     # Crawl-delay is per origin; the group keeps the last request's interval.
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.5))
+    s = make(clock, policy=Pacing(delay=0.5))
     g = group_of(s)
     assert s.try_start(g, 5.0)
     s.answered(g, 200, None)
@@ -209,7 +209,7 @@ def test_state_records_visits_and_next_allowed() -> None:
 
 def test_margin_is_added_to_the_gap() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0, margin=0.25))
+    s = make(clock, policy=Pacing(delay=1.0, margin=0.25))
     g = group_of(s)
     assert s.try_start(g, 1.0)
     s.done(g)
@@ -218,7 +218,7 @@ def test_margin_is_added_to_the_gap() -> None:
 
 def test_zero_interval_lets_requests_start_back_to_back() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0), max_per_group=3)
+    s = make(clock, policy=Pacing(delay=0.0), max_per_group=3)
     g = group_of(s)
     assert s.try_start(g, 0.0) and s.try_start(g, 0.0) and s.try_start(g, 0.0)
     assert not s.try_start(g, 0.0)  # the cap
@@ -230,7 +230,7 @@ def test_zero_interval_lets_requests_start_back_to_back() -> None:
 
 def test_per_group_cap() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0), max_per_group=2)
+    s = make(clock, policy=Pacing(delay=0.0), max_per_group=2)
     g = group_of(s)
     assert s.try_start(g, 0.0) and s.try_start(g, 0.0)
     assert not s.try_start(g, 0.0)
@@ -242,7 +242,7 @@ def test_per_group_cap() -> None:
 
 def test_global_cap_across_groups() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0), max_per_group=5, max_concurrency=2)
+    s = make(clock, policy=Pacing(delay=0.0), max_per_group=5, max_concurrency=2)
     a, b, c = (group_of(s, f"host:{n}.example") for n in "abc")
     assert s.try_start(a, 0.0) and s.try_start(b, 0.0)
     assert not s.try_start(c, 0.0)
@@ -264,7 +264,7 @@ def test_a_request_that_is_not_due_takes_no_slot() -> None:
 
 def test_try_start_does_not_overtake_a_waiting_request() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0))
+    s = make(clock, policy=Pacing(delay=0.0))
     g = group_of(s)
     g.waiting = 1
     assert not s.try_start(g, 0.0)
@@ -275,7 +275,7 @@ def test_try_start_does_not_overtake_a_waiting_request() -> None:
 
 def test_429_without_retry_after_widens_and_successes_narrow() -> None:
     clock = Clock()
-    policy = PacingPolicy(delay=0.1, backoff_base=0.5, backoff_recovery=4)
+    policy = Pacing(delay=0.1, backoff_base=0.5, backoff_recovery=4)
     s = make(clock, policy=policy)
     g = group_of(s)
     gaps = []
@@ -296,7 +296,7 @@ def test_429_without_retry_after_widens_and_successes_narrow() -> None:
 
 def test_429_holds_the_group_for_the_widened_gap() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0))
+    s = make(clock, policy=Pacing(delay=1.0))
     g = group_of(s)
     assert s.try_start(g, 1.0)
     s.answered(g, 429, None)
@@ -311,7 +311,7 @@ def test_429_holds_the_group_for_the_widened_gap() -> None:
 
 def test_503_without_retry_after_widens_but_500_does_not() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1))
+    s = make(clock, policy=Pacing(delay=0.1))
     g = group_of(s)
     assert s.try_start(g, 0.1)
     assert s.answered(g, 500, None) is None
@@ -323,7 +323,7 @@ def test_503_without_retry_after_widens_but_500_does_not() -> None:
 def test_one_servers_back_off_leaves_the_others_alone() -> None:
     # Groups share one calm Backoff until they need their own: it must never change.
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1))
+    s = make(clock, policy=Pacing(delay=0.1))
     hot, calm = group_of(s, "host:hot"), group_of(s, "host:calm")
     s.answered(hot, 429, None)
     s.answered(hot, 503, None)
@@ -334,7 +334,7 @@ def test_one_servers_back_off_leaves_the_others_alone() -> None:
 
 def test_back_off_is_capped_by_max_backoff() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0, max_backoff=5.0))
+    s = make(clock, policy=Pacing(delay=1.0, max_backoff=5.0))
     g = group_of(s)
     for _ in range(10):
         s.answered(g, 429, None)
@@ -345,7 +345,7 @@ def test_back_off_settles_against_a_rate_limited_server() -> None:
     # A server that takes one request per 0.2 s and answers 429 to anything faster;
     # the requester asks as soon as the scheduler lets it (issue 14: was 50% 429s).
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.05))
+    s = make(clock, policy=Pacing(delay=0.05))
     g = group_of(s)
     last_ok = -1e9
     codes = []
@@ -365,7 +365,7 @@ def test_back_off_settles_against_a_rate_limited_server() -> None:
 @pytest.mark.parametrize("code", [429, 503])
 def test_retry_after_pauses_and_wins(code: int) -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0))
+    s = make(clock, policy=Pacing(delay=1.0))
     g = group_of(s)
     assert s.try_start(g, 1.0)
     until = s.answered(g, code, "30")
@@ -392,7 +392,7 @@ def test_retry_after_as_a_date() -> None:
 
 def test_retry_after_is_capped_by_max_backoff() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0, max_backoff=60.0))
+    s = make(clock, policy=Pacing(delay=1.0, max_backoff=60.0))
     g = group_of(s)
     assert s.answered(g, 429, "86400") == clock.wall + 60.0
     assert s.wait_seconds(g) == 60.0
@@ -402,7 +402,7 @@ def test_retry_after_is_capped_by_max_backoff() -> None:
                                    "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"])
 def test_unparseable_retry_after_backs_off_instead(value: str) -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1))
+    s = make(clock, policy=Pacing(delay=0.1))
     g = group_of(s)
     until = s.answered(g, 429, value)
     assert until is not None and g.backoff.extra > 0.1 and g.paused_until == -float("inf")
@@ -410,7 +410,7 @@ def test_unparseable_retry_after_backs_off_instead(value: str) -> None:
 
 def test_a_short_retry_after_does_not_shorten_the_interval() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=5.0))
+    s = make(clock, policy=Pacing(delay=5.0))
     g = group_of(s)
     assert s.try_start(g, 5.0)
     s.answered(g, 429, "1")
@@ -432,7 +432,7 @@ def test_pause() -> None:
                          ids=["k times the response time", "ignored unless asked"])
 def test_latency_factor(factor: float | None, wait: float) -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.1, latency_factor=factor))
+    s = make(clock, policy=Pacing(delay=0.1, latency_factor=factor))
     g = group_of(s)
     sent = clock.t
     assert s.try_start(g, 0.1)
@@ -538,7 +538,7 @@ def test_an_evicted_groups_back_off_survives_in_its_host_state() -> None:
 
 def test_stored_back_off_is_restored_within_this_policy() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=1.0, max_backoff=10.0))
+    s = make(clock, policy=Pacing(delay=1.0, max_backoff=10.0))
     kept = s.add("host:kept", HostState("host:kept", backoff=4.0, backoff_peak=8.0))
     assert (kept.backoff.extra, kept.backoff.peak) == (4.0, 8.0) and s.gap(kept, 1.0) == 4.0
     huge = s.add("host:huge", HostState("host:huge", backoff=1e300, backoff_peak=1e300))
@@ -588,7 +588,7 @@ def test_eviction_work_per_add_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
 
 def after_one_request(clock: Clock, delay: float, **kwargs: object) -> tuple[Scheduler, Group]:
     """A scheduler whose group has just had a request: the next waits ``delay``."""
-    s = make(clock, policy=PacingPolicy(delay=delay), **kwargs)
+    s = make(clock, policy=Pacing(delay=delay), **kwargs)
     g = group_of(s)
     assert s.try_start(g, delay)
     s.done(g)
@@ -609,7 +609,7 @@ async def test_start_waits_until_the_clock_says_so() -> None:
 
 async def test_start_waits_for_the_group_slot() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0))
+    s = make(clock, policy=Pacing(delay=0.0))
     g = group_of(s)
     assert s.try_start(g, 0.0)
     task = asyncio.ensure_future(s.start(g, 0.0))
@@ -622,7 +622,7 @@ async def test_start_waits_for_the_group_slot() -> None:
 
 async def test_start_waits_for_the_global_slot() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0), max_concurrency=1)
+    s = make(clock, policy=Pacing(delay=0.0), max_concurrency=1)
     a, b = group_of(s, "host:a.example"), group_of(s, "host:b.example")
     assert s.try_start(a, 0.0)
     task = asyncio.ensure_future(s.start(b, 0.0))
@@ -635,7 +635,7 @@ async def test_start_waits_for_the_global_slot() -> None:
 
 async def test_start_honours_a_pause() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.0))
+    s = make(clock, policy=Pacing(delay=0.0))
     g = group_of(s)
     s.pause(g, 0.02)
     task = asyncio.ensure_future(s.start(g, 0.0))
@@ -647,7 +647,7 @@ async def test_start_honours_a_pause() -> None:
 
 async def test_a_cancelled_start_gives_its_slots_back() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.02), max_concurrency=3)
+    s = make(clock, policy=Pacing(delay=0.02), max_concurrency=3)
     g = group_of(s)
     assert s.try_start(g, 0.02)
     s.done(g)
@@ -663,7 +663,7 @@ async def test_a_cancelled_start_gives_its_slots_back() -> None:
 
 async def test_waiters_start_one_interval_apart() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.01))
+    s = make(clock, policy=Pacing(delay=0.01))
     g = group_of(s)
     starts: list[float] = []
 
@@ -686,7 +686,7 @@ async def test_waiters_start_one_interval_apart() -> None:
 
 async def test_fleet_reserve_replaces_the_local_wait() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=5.0))
+    s = make(clock, policy=Pacing(delay=5.0))
     g = group_of(s)
     assert s.try_start(g, 5.0)
     s.done(g)
@@ -704,7 +704,7 @@ async def test_fleet_reserve_replaces_the_local_wait() -> None:
 
 async def test_fleet_reserve_none_falls_back_to_local_pacing() -> None:
     clock = Clock()
-    s = make(clock, policy=PacingPolicy(delay=0.02))
+    s = make(clock, policy=Pacing(delay=0.02))
     g = group_of(s)
     assert s.try_start(g, 0.02)
     s.done(g)

@@ -8,14 +8,14 @@ import time
 import pytest
 
 from robotgate import MemoryStore, RobotGate, RobotsEntry
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState, Outcome
 from tests.support.clock import Clock
 
 
 def make(clock: Clock, **kwargs: object) -> Scheduler:
-    return Scheduler(PacingPolicy(delay=1.0), clock=clock, wall=clock.now_wall,
+    return Scheduler(Pacing(delay=1.0), clock=clock, wall=clock.now_wall,
                      **kwargs)  # type: ignore[arg-type]
 
 

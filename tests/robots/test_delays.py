@@ -19,7 +19,7 @@ import pytest
 
 from robotgate import RequestRate, RobotsTxt
 from robotgate.agents import product_token
-from robotgate.policy.pacing import PacingPolicy
+from robotgate.policy.pacing import Pacing
 from robotgate.policy.site import Interpretation, paced
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
@@ -244,7 +244,7 @@ def test_slowbot_is_paced_at_its_own_delay() -> None:
     verdict, interval = paced(rules, Interpretation("SlowBot/1.0"), None)
     assert verdict is None and interval == 3.0
     clock = Clock()
-    scheduler = Scheduler(PacingPolicy(delay=0.1), clock=clock, wall=clock.now_wall)
+    scheduler = Scheduler(Pacing(delay=0.1), clock=clock, wall=clock.now_wall)
     group = scheduler.add("host:example.com", HostState("host:example.com"))
     assert scheduler.try_start(group, interval)
     scheduler.answered(group, 200, None)
@@ -261,7 +261,7 @@ def test_a_long_delay_read_in_full_meets_max_crawl_delay() -> None:
     assert verdict is not None and not verdict.allowed  # the origin is skipped
     assert interval == 1.0
     assert "Crawl-delay 1e+09 s exceeds max_crawl_delay 60 s" in verdict.reason
-    honour = Interpretation("MyBot", pacing=PacingPolicy(on_long_delay="honour"))
+    honour = Interpretation("MyBot", pacing=Pacing(on_long_delay="honour"))
     assert paced(rules, honour, None) == (None, 1e9)
 
 

@@ -151,7 +151,7 @@ async def test_restart_keeps_a_servers_back_off(tmp_path: Path) -> None:
         times = srv.stats()[srv.hosts[0]].page_times
     assert len(times) == 4 and min(b - a for a, b in itertools.pairwise(times[1:])) >= 0.4
     # Restored at 0.5 s, and each success took a twentieth of that peak off
-    # (PacingPolicy.backoff_recovery).
+    # (Pacing.backoff_recovery).
     assert after is not None and after.backoff_peak == 0.5
     assert after.backoff == pytest.approx(0.5 - 3 * 0.5 / 20)
 

@@ -29,7 +29,6 @@ from ..policy.fetch import FetchPolicy
 from ..policy.hops import IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
-from ..policy.pacing import PacingPolicy
 from ..policy.site import Interpretation
 from ..politeness.crawl_results import CrawlSummary
 from ..politeness.emitter import Emitter, Listener, listener_of
@@ -52,7 +51,7 @@ from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
 from .describe import describe, stats_of
-from .options import Network, Pacing
+from .options import Network, Pacing, pacing_of
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
@@ -73,12 +72,11 @@ Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResp
 CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 
 
-def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int | None) -> int:
-    """Validate the gate's arguments; returns the per-server cap."""
+def _check(user_agent: str, cap: int | None, max_concurrency: int | None) -> int:
+    """Validate the gate's arguments (the pacing's are :class:`Pacing`'s); returns the
+    per-server cap."""
     if not user_agent or not user_agent.strip():
         raise ValueError("user_agent must name the robot, e.g. 'MyBot/1.0'")
-    if delay < 0:
-        raise ValueError("delay must be >= 0")
     cap = 1 if cap is None else cap
     if cap < 1:
         raise ValueError("max_per_host must be at least 1")
@@ -87,10 +85,9 @@ def _check(user_agent: str, delay: float, cap: int | None, max_concurrency: int 
     return cap
 
 
-def _check_options(pacing: object, network: object) -> None:
-    """A dict or another object in place of an options object fails here, by name."""
-    if not isinstance(pacing, Pacing):
-        raise TypeError(f"pacing must be a robotgate.Pacing, not {type(pacing).__name__}")
+def _check_options(network: object) -> None:
+    """A dict or another object in place of an options object fails here, by name
+    (``pacing``'s in :func:`pacing_of`)."""
     if not isinstance(network, Network):
         raise TypeError(f"network must be a robotgate.Network, not {type(network).__name__}")
 
@@ -149,8 +146,11 @@ class RobotGate:
     ``is_private`` (an ``ipaddress`` address -> bool) says which addresses are
     private (default :func:`robotgate.policy.hops.is_private`).
 
-    The rarer settings come grouped: ``pacing=`` :class:`~robotgate.Pacing` (Crawl-delay
-    handling, back-off), ``network=`` :class:`~robotgate.Network` (private redirects,
+    How each server is paced is one object, ``pacing=`` :class:`~robotgate.Pacing`
+    (delay, Crawl-delay handling, back-off); ``delay=``, ``max_crawl_delay=`` and
+    ``latency_factor=`` are shorthands for its fields (a Pacing that sets the same field
+    to another value is a :class:`ValueError`).  The rarer settings come grouped too:
+    ``network=`` :class:`~robotgate.Network` (private redirects,
     robots.txt transport, table bounds) and ``policy=`` :class:`~robotgate.FetchPolicy`
     (robots.txt's fetch, freshness and recheck).
 
@@ -166,6 +166,7 @@ class RobotGate:
     :param from\\_: the From header (an e-mail address a webmaster can reach); none by default.
     :param delay: the least interval, in seconds, between two requests to one server
         (default 1.0); robots.txt's longer ``Crawl-delay`` or ``Request-rate`` wins.
+        Shorthand for ``Pacing(delay=...)``.
     :param max_per_host: requests in flight per server (default 1).
     :param max_concurrency: requests in flight across all servers (default: no cap).
     :param session: an ``aiohttp.ClientSession`` to send through; the gate then does not
@@ -178,12 +179,13 @@ class RobotGate:
         1994 rules as Perl's LWP applies them).
     :param max_crawl_delay: the longest ``Crawl-delay`` (seconds) the gate keeps; a site
         asking more is skipped, unless ``pacing=Pacing(on_long_delay="honour")`` (default 60).
+        Shorthand for ``Pacing(max_crawl_delay=...)``.
     :param pace_by: what one server is: ``"host"`` (default), ``"origin"``, ``"domain"``
         (the registrable domain) or ``"ip"`` (the address a host resolves to).
     :param latency_factor: keep each server's interval at least this many times its
-        recent response time (default: off).
-    :param pacing: Crawl-delay handling, back-off bounds and the margin
-        (:class:`~robotgate.Pacing`).
+        recent response time (default: off).  Shorthand for ``Pacing(latency_factor=...)``.
+    :param pacing: how each server is paced: delay, Crawl-delay handling, back-off and the
+        margin (:class:`~robotgate.Pacing`); the shorthands above apply to it.
     :param network: private redirects, the robots.txt transport and table bounds
         (:class:`~robotgate.Network`).
     :param is_private: which addresses a public site's redirect may not lead to (an
@@ -204,14 +206,14 @@ class RobotGate:
         *,
         robots_agent: str | None = None,
         from_: str | None = None,
-        delay: float = 1.0,
+        delay: float | None = None,
         max_per_host: int | None = None,
         max_concurrency: int | None = None,
         session: aiohttp.ClientSession | None = None,
         store: Store | None = None,
         policy: FetchPolicy | None = None,
         dialect: str = "rfc9309",
-        max_crawl_delay: float = 60.0,
+        max_crawl_delay: float | None = None,
         pace_by: PaceBy = "host",
         latency_factor: float | None = None,
         pacing: Pacing | None = None,
@@ -222,12 +224,16 @@ class RobotGate:
         on_event: Callable[[Event], object] | None = None,
         metrics: object = True,
     ) -> None:
-        cap = _check(user_agent, delay, max_per_host, max_concurrency)
+        cap = _check(user_agent, max_per_host, max_concurrency)
+        #: The pacing in force: ``pacing`` with the shorthands ``delay``,
+        #: ``max_crawl_delay`` and ``latency_factor`` applied (:func:`pacing_of`).
+        self.pacing: Pacing = pacing_of(pacing, delay=delay, max_crawl_delay=max_crawl_delay,
+                                        latency_factor=latency_factor)
         self.user_agent = user_agent
         #: The name robots.txt groups are matched against (see :func:`robots_agent_of`).
         self.robots_agent = robots_agent_of(user_agent, robots_agent)
         self.from_ = from_
-        self.delay = float(delay)
+        self.delay = self.pacing.delay
         self.max_per_host = cap
         self.max_concurrency = max_concurrency
         if dialect not in DIALECTS:
@@ -240,15 +246,10 @@ class RobotGate:
         if policy is None:
             policy = FetchPolicy(forbidden_disallows_all=self.lwp_conventions)
         self.policy = policy
-        pacing = Pacing() if pacing is None else pacing
         network = Network() if network is None else network
-        _check_options(pacing, network)
+        _check_options(network)
         self.max_origins = network.max_origins
         self.pace_by = pace_by
-        self._pacing = PacingPolicy(
-            delay=self.delay, max_crawl_delay=max_crawl_delay,
-            respect_crawl_delay=pacing.respect_crawl_delay, on_long_delay=pacing.on_long_delay,
-            max_backoff=pacing.max_backoff, latency_factor=latency_factor, margin=pacing.margin)
         self.store: Store = store if store is not None else MemoryStore(network.max_origins)
         self._headers = {"User-Agent": user_agent, **({"From": from_} if from_ else {})}
         self._session = session
@@ -272,7 +273,7 @@ class RobotGate:
         """Build the collaborators: each owns its piece of state."""
         max_origins = network.max_origins
         self._keys = PaceKeys(self.pace_by, max_entries=max_origins)
-        self._scheduler = Scheduler(self._pacing, max_per_group=cap,
+        self._scheduler = Scheduler(self.pacing, max_per_group=cap,
                                    max_concurrency=max_concurrency, max_groups=max_origins)
         self._client = AiohttpClient(self._ensure_session, self._headers,
                                     owned=self._session is None,
@@ -281,7 +282,7 @@ class RobotGate:
         transport = network.robots_transport or AiohttpRobotsTransport(self._client)
         self._fetcher = RobotsFetcher(transport, self.policy)
         how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
-                             self._pacing)
+                             self.pacing)
         # The servers this worker leases in a crawl shared through the store: paced here.
         self._leases = Leases() if self.store.paces else None
         fleet = FleetSlots(self.store, leases=self._leases) if self.store.paces else None
@@ -340,15 +341,14 @@ class RobotGate:
         self._keys.set_resolver(resolve)
 
     def request_turn(self, url: str, came_from: str | None = None,
-                     resolve: Resolve | None = None, *, paced: bool = True) -> RequestTurn:
+                     resolve: Resolve | None = None) -> RequestTurn:
         """The turn of one request to ``url``, as the client sends it: what a client
         adapter drives for every request (see :mod:`robotgate.politeness.request_turn`).
 
         ``came_from`` is the URL whose redirect the request follows; its target is
-        looked up with ``resolve``, the client's own resolver.  ``paced`` False: a
-        browser's subresource, judged and capped but not held to the interval.
+        looked up with ``resolve``, the client's own resolver.
         """
-        return self._requests.turn(url, came_from, resolve, paced=paced)
+        return self._requests.turn(url, came_from, resolve)
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -1,46 +1,56 @@
-"""The rarer settings of :class:`~robotgate.RobotGate`, grouped: ``pacing=Pacing(...)`` and
-``network=Network(...)``.  The common ones (``delay``, ``max_crawl_delay``,
-``latency_factor``, ...) stay plain keywords of the gate; no field is in both places."""
+"""The gate's option objects: ``pacing=Pacing(...)`` (defined in the pure
+:mod:`robotgate.policy.pacing`) and ``network=Network(...)``, and how the pacing
+shorthands ``delay=``, ``max_crawl_delay=`` and ``latency_factor=`` apply to a Pacing."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
-from typing import Literal
 
+from ..policy.pacing import Pacing
 from ..politeness.robots_fetcher import RobotsTransport
 
-__all__ = ["Network", "Pacing"]
+__all__ = ["Network", "Pacing", "pacing_of"]
+
+_DEFAULTS = Pacing()
 
 
-@dataclass(frozen=True, slots=True)
-class Pacing:
-    """How the gate paces a server beyond ``delay`` and ``max_crawl_delay``.
+def pacing_of(pacing: object, *, delay: float | None = None,
+              max_crawl_delay: float | None = None,
+              latency_factor: float | None = None) -> Pacing:
+    """The gate's :class:`Pacing`: ``pacing`` (default ``Pacing()``) with the keywords
+    given (not None) in place of its fields.
 
-    ``respect_crawl_delay=False`` ignores robots.txt's ``Crawl-delay`` and
-    ``Request-rate``.  An ask above ``max_crawl_delay`` skips the origin
-    (``on_long_delay="skip"``) or is kept in full (``"honour"``); it is never quietly
-    shortened.  A 429, or a 503 without ``Retry-After``, backs the server off for at
-    most ``max_backoff`` seconds.  ``margin`` (seconds) is added to each interval: the
-    allowance for queueing between the sender and the server (a fleet's workers).
+    A keyword is a shorthand for the field of the same name.  Given both, the keyword
+    applies to a field the Pacing leaves at its default; a field the Pacing sets to
+    another value is a conflict, refused with a :class:`ValueError` naming it.
 
-    >>> RobotGate("MyBot/1.0", pacing=Pacing(on_long_delay="honour"))  # doctest: +SKIP
+    >>> pacing_of(Pacing(max_backoff=60), delay=2.0).delay
+    2.0
+    >>> pacing_of(Pacing(delay=3.0), delay=2.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: delay=2.0 and pacing=Pacing(delay=3.0) disagree: give the delay once
     """
-
-    respect_crawl_delay: bool = True
-    on_long_delay: Literal["skip", "honour"] = "skip"
-    max_backoff: float = 3600.0
-    margin: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.on_long_delay not in ("skip", "honour"):
-            raise ValueError(f"on_long_delay must be 'skip' or 'honour', "
-                             f"not {self.on_long_delay!r}")
-        if not 0 <= self.max_backoff < math.inf:
-            raise ValueError(f"max_backoff must be a number of seconds >= 0, "
-                             f"not {self.max_backoff!r}")
-        if not 0 <= self.margin < math.inf:
-            raise ValueError(f"margin must be a number of seconds >= 0, not {self.margin!r}")
+    if pacing is None:
+        pacing = _DEFAULTS
+    elif not isinstance(pacing, Pacing):
+        raise TypeError(f"pacing must be a robotgate.Pacing, not {type(pacing).__name__}")
+    given = {name: value for name, value in (("delay", delay),
+                                             ("max_crawl_delay", max_crawl_delay),
+                                             ("latency_factor", latency_factor))
+             if value is not None}
+    for name, value in given.items():
+        field = getattr(pacing, name)
+        if field != getattr(_DEFAULTS, name) and field != value:
+            raise ValueError(f"{name}={value!r} and pacing=Pacing({name}={field!r}) "
+                             f"disagree: give the {name} once")
+    if not given:
+        return pacing
+    return dataclasses.replace(
+        pacing, delay=pacing.delay if delay is None else delay,
+        max_crawl_delay=pacing.max_crawl_delay if max_crawl_delay is None else max_crawl_delay,
+        latency_factor=pacing.latency_factor if latency_factor is None else latency_factor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from ..robots.body import decode_body
 from ..robots.rules import invalid_bytes_of
 from ..urls import robots_url
 from .fetch import FetchPolicy, outcome_decision
-from .pacing import PacingPolicy
+from .pacing import Pacing
 
 __all__ = ["CachedSite", "Interpretation", "ParsedBodies", "SiteRules", "interpret"]
 
@@ -32,7 +32,7 @@ class Interpretation:
     dialect: str = "rfc9309"
     lwp_conventions: bool = False
     fetch: FetchPolicy = field(default_factory=FetchPolicy)
-    pacing: PacingPolicy = field(default_factory=PacingPolicy)
+    pacing: Pacing = field(default_factory=Pacing)
 
 
 class SiteRules:
