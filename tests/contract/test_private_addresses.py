@@ -262,19 +262,27 @@ async def test_scrapy_refuses_a_redirect_to_a_name_with_a_private_aaaa_record(
     assert private_v6.paths() == [] and private_v6.robots_hits == 0
 
 
-async def test_scrapy_drops_an_answer_a_rebound_name_gave_from_a_private_address(
-        public: Site, private: Site) -> None:
-    # The check's look-ups (getaddrinfo, the reactor's gethostbyname) answer public;
-    # Scrapy's connections look up again (gethostbyname) and reach the private
-    # address: its answer, and the redirect Scrapy builds from it, are refused before
-    # the spider sees them.
+@pytest.mark.parametrize(("resolver", "rebind"), [
+    # Scrapy's default: the check asks getaddrinfo and the reactor's gethostbyname,
+    # the connection gethostbyname again.
+    ("scrapy.resolver.CachingThreadedResolver",
+     {"getaddrinfo": [PUBLIC], "gethostbyname": [[PUBLIC], [PRIVATE]]}),
+    # Both families: the check's two look-ups and the connection's are all getaddrinfo.
+    ("scrapy.resolver.CachingHostnameResolver", [[PUBLIC], [PUBLIC], [PRIVATE]]),
+])
+async def test_scrapy_never_connects_a_pointer_to_a_name_rebound_to_a_private_address(
+        resolver: str, rebind: Any, public: Site, private: Site) -> None:
+    # The check's look-ups answer public; the look-up Scrapy's connection makes finds
+    # the private address, and the reactor's resolver, screened, gives it none: the
+    # private server sees no request (robots.txt or page), the refusal names the address.
     target = quote(f"http://rebind.test:{private.port}/redirect?to=/secret", safe="")
-    rebind = {"getaddrinfo": [PUBLIC], "gethostbyname": [[PUBLIC], [PRIVATE]]}
     [result] = await scrapy_run([public.url("/redirect?to=" + target)],
-                                {"rebind.test": rebind}, DNSCACHE_ENABLED=False)
-    assert result["refused"] == REFUSED, result
-    assert "its connection reached a non-public address (127.0.0.2)" in result["reason"]
-    assert "/secret" not in private.paths()
+                                {"rebind.test": rebind}, DNSCACHE_ENABLED=False,
+                                DNS_RESOLVER=resolver)
+    assert (private.paths(), private.robots_hits) == ([], 0)
+    assert result.get("refused") == REFUSED, result
+    assert "found a non-public address (127.0.0.2)" in result["reason"], result
+    assert RULE in result["reason"], result
 
 
 async def scrapy_run(urls: list[str], hosts: dict[str, Any],

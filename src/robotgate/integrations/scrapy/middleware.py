@@ -51,6 +51,7 @@ from ...urls import InvalidURL, redact, split_origin
 from .._hops import first_address, robots_headers
 from .._hops import resolve as system_resolve
 from .parser import RobotgateRobotParser
+from .resolver import GuardedNames, ScreeningResolver, install, uninstall
 from .settings import make_store, read_settings
 
 if TYPE_CHECKING:
@@ -101,23 +102,32 @@ def _gone() -> None:
 
 class _Held:
     """A request's turn while Scrapy downloads it: given back once (answered, failed
-    or dropped); what the store must hear of an answer is awaited by ``later``."""
+    or dropped); what the store must hear of an answer is awaited by ``later``.  A
+    public page's pointer also holds its host's guard (see :mod:`.resolver`) until then."""
 
-    __slots__ = ("__weakref__", "later", "turn")
+    __slots__ = ("__weakref__", "guarded", "later", "names", "turn")
 
-    def __init__(self, turn: RequestTurn, later: Callable[[Awaitable[None]], None]) -> None:
+    def __init__(self, turn: RequestTurn, later: Callable[[Awaitable[None]], None],
+                 names: GuardedNames, guarded: str | None = None) -> None:
         self.turn = turn
         self.later = later
+        self.names = names
+        self.guarded = guarded
+        if guarded is not None:
+            names.guard(guarded)
 
     def finish(self, status: int, retry_after: str | None) -> None:
         """The response arrived: pace from now (Retry-After, back-off), then release."""
         learnt = self.turn.answered(status, retry_after)
         if learnt is not None:
             self.later(learnt)
-        self.turn.release()
+        self.release()
 
     def release(self) -> None:
         self.turn.release()
+        guarded, self.guarded = self.guarded, None
+        if guarded is not None:
+            self.names.unguard(guarded)
 
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return (_gone, ())
@@ -182,11 +192,14 @@ class ScrapyRobotsTransport:
     """
 
     def __init__(self, crawler: Crawler, headers: dict[str, str],
-                 refuse_private: bool = True, private: IsPrivate = is_private) -> None:
+                 refuse_private: bool = True, private: IsPrivate = is_private,
+                 names: GuardedNames | None = None) -> None:
         self.crawler = crawler
         self.headers = headers
         self.refuse_private = refuse_private
         self.is_private = private
+        #: The names the reactor's screening resolver guards (the middleware's).
+        self.names = names if names is not None else GuardedNames(private)
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
@@ -204,14 +217,28 @@ class ScrapyRobotsTransport:
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("robotgate/robots/request_count")
-        resp = await self._download(req)
+        hop = parse_hop(request.url)
+        host = hop.host if hop is not None else ""
+        # The origin a public page pointed to: its connection may reach public addresses
+        # only (the reactor's screening resolver holds the name meanwhile).
+        guarded = request.guard and self.refuse_private and hop is not None and hop.address is None
+        if guarded:
+            self.names.guard(host)
+        try:
+            resp = await self._download(req)
+        except Exception:
+            screened = self.names.refusal(host, A_POINTER) if guarded else None
+            if screened is not None:
+                return refused_answer(request, screened)
+            raise
+        finally:
+            if guarded:
+                self.names.unguard(host)
         peer = getattr(resp, "ip_address", None)
         if request.guard and self.refuse_private and peer is not None:
-            # The origin a public page pointed to: an answer from a private address
-            # (Scrapy connected out of the gate's sight) is not the origin's robots.txt.
-            host = parse_hop(request.url)
-            reached = judge_peer(host.host if host is not None else "", str(peer),
-                                 self.is_private, A_POINTER)
+            # A connection the screen did not see (a pooled one, another download
+            # handler): an answer from a private address is not the origin's robots.txt.
+            reached = judge_peer(host, str(peer), self.is_private, A_POINTER)
             if reached is not None:
                 return refused_answer(request, reached)
         status = resp.status
@@ -292,8 +319,12 @@ class RobotGateMiddleware:
             raise ValueError(f"robotgate settings: {exc}") from None
         gate = self.gate
         self.headers = gate.headers
+        #: The names public pages' pointers are on their way to: the reactor's resolver
+        #: gives their connections public addresses only (installed as the crawl opens).
+        self.names = GuardedNames(gate.is_private)
+        self._screening: ScreeningResolver | None = None
         self.robots = ScrapyRobotsTransport(crawler, self.headers, gate.refuse_private,
-                                            gate.is_private)
+                                            gate.is_private, self.names)
         gate.set_robots_transport(self.robots)
         if gate.pace_by == "ip":
             gate.set_address_resolver(first_address)  # not the gate's aiohttp resolver
@@ -376,9 +407,13 @@ class RobotGateMiddleware:
         except GateClosed:
             raise IgnoreRequest("robotgate: the crawl is closing") from None
         meta.pop(_WAS_PARKED, None)
+        guarded = None
         if turn.guard:
             meta[_GUARD] = turn.what
-        held = _Held(turn, self._later)
+            hop = parse_hop(url)
+            if hop is not None and hop.address is None:
+                guarded = hop.host  # a name: its connection's look-up is screened
+        held = _Held(turn, self._later, self.names, guarded)
         meta[_HELD] = held
         # Last resort: a request dropped between here and the downloader gives its slot back.
         weakref.finalize(request, held.release).atexit = False
@@ -550,10 +585,19 @@ class RobotGateMiddleware:
 
     def process_exception(self, request: Request, exception: BaseException,
                           spider: Any = None) -> None:
-        """A failed request gives its slot back (the next one is paced from its start)."""
-        held = request.meta.pop(_HELD, None)
+        """A failed request gives its slot back (the next one is paced from its start);
+        a pointer whose connection's look-up found a private address is refused."""
+        meta = request.meta
+        held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.release()
+        what = meta.pop(_GUARD, None)
+        if isinstance(what, str):
+            hop = parse_hop(request.url)
+            refused = self.names.refusal(hop.host, what) if hop is not None else None
+            if refused is not None:
+                self._count(refused)
+                raise RobotsDisallowed(redact(request.url), refused) from None
         return None
 
     def _count(self, decision: Decision) -> None:
@@ -597,6 +641,9 @@ class RobotGateMiddleware:
 
     async def _open(self) -> None:
         if self._opened is None:
+            if self.gate.refuse_private:
+                # Now: Scrapy installs its DNS_RESOLVER on the reactor as the crawl starts.
+                self._screening = install(self.names)
             self._opened = asyncio.ensure_future(self.gate.open())
         await asyncio.shield(self._opened)
 
@@ -608,4 +655,9 @@ class RobotGateMiddleware:
             for name, value in self.gate.stats.items():
                 if name != "disallowed":
                     stats.set_value(f"robotgate/{name}", value)
-        await self.gate.close()
+        try:
+            await self.gate.close()
+        finally:
+            if self._screening is not None:
+                uninstall(self._screening)
+                self._screening = None
