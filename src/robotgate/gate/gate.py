@@ -341,14 +341,15 @@ class RobotGate:
         self._keys.set_resolver(resolve)
 
     def request_turn(self, url: str, came_from: str | None = None,
-                     resolve: Resolve | None = None) -> RequestTurn:
+                     resolve: Resolve | None = None, *, paced: bool = True) -> RequestTurn:
         """The turn of one request to ``url``, as the client sends it: what a client
         adapter drives for every request (see :mod:`robotgate.politeness.request_turn`).
 
         ``came_from`` is the URL whose redirect the request follows; its target is
-        looked up with ``resolve``, the client's own resolver.
+        looked up with ``resolve``, the client's own resolver.  ``paced`` False: a
+        browser's subresource, judged and capped but not held to the interval.
         """
-        return self._requests.turn(url, came_from, resolve)
+        return self._requests.turn(url, came_from, resolve, paced=paced)
 
     # -- lifecycle -----------------------------------------------------------
 

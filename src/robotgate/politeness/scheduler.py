@@ -374,6 +374,76 @@ class Scheduler:
         # Raised here, not while the cancellation is handled: it is no cause of this.
         raise GateClosed("the gate was closed while the request waited for its server's turn")
 
+    # -- an unpaced request (a browser's subresource) -----------------------------------
+
+    def rests_until(self, group: Group) -> float:
+        """Loop time until which the group's server rests after a 429 or 503: its
+        pause (``Retry-After``, or one stored), and its back-off's extra interval from
+        its last request or answer.  What an unpaced request waits for; not the interval."""
+        extra = group.backoff.extra
+        paused = group.paused_until
+        return max(paused, group.last + extra) if extra else paused
+
+    def try_start_unpaced(self, group: Group) -> bool:
+        """Start an unpaced request now if its server does not rest and it is under
+        every cap; no coroutine.  It holds a cap slot, and leaves the server's pacing
+        (its last request, the next page's interval) as it was."""
+        if group.waiting or group.free <= 0 or group.waiters:
+            return False
+        if self.now() < self.rests_until(group):
+            return False
+        glob = self.global_slots
+        if glob is not None and not glob.try_take():
+            return False
+        group.try_take()
+        group.active += 1
+        return True
+
+    async def start_unpaced(self, group: Group) -> None:
+        """Wait until the group's server does not rest and a cap slot is free, then
+        start an unpaced request (see :meth:`try_start_unpaced`)."""
+        if self.closed:
+            raise GateClosed("the gate is closed")
+        group.waiting += 1
+        glob = self.global_slots
+        held_group = held_global = False
+        task = asyncio.current_task()
+        if task is not None:
+            self._waiting.add(task)
+        try:
+            while True:
+                wait = self.rests_until(group) - self.now()
+                if wait > 0:
+                    await asyncio.sleep(wait)  # the rest is waited out holding no slot
+                    continue
+                await group.take()
+                held_group = True
+                if glob is not None:
+                    await glob.take()
+                    held_global = True
+                if self.rests_until(group) <= self.now():
+                    break
+                # A 429 came while it waited for a slot: the slots go back meanwhile.
+                group.give()
+                held_group = False
+                if glob is not None:
+                    glob.give()
+                    held_global = False
+            group.active += 1
+            return
+        except BaseException as exc:
+            if held_group:
+                group.give()
+            if held_global and glob is not None:
+                glob.give()
+            if not (isinstance(exc, asyncio.CancelledError) and self.closed
+                    and _only_ours(task)):
+                raise
+        finally:
+            group.waiting -= 1
+            self._waiting.discard(task)
+        raise GateClosed("the gate was closed while the request waited for its server's turn")
+
     def close(self) -> None:
         """End every wait for a turn: the waiting requests get :class:`GateClosed`,
         and so does every later :meth:`start`."""
