@@ -36,11 +36,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness.report import write_json
+from testbed.crawl_gate import PlainAnswer, PlainCrawlGate
 
 
-class _Answer:
-    status = 200
-
+class _Answer(PlainAnswer):
     async def __aenter__(self) -> _Answer:
         return self
 
@@ -48,16 +47,11 @@ class _Answer:
         return None
 
 
-class _InstantGate:
+class _InstantGate(PlainCrawlGate):
     """Every URL allowed, no pacing, answered at once."""
-
-    max_per_host = 1
 
     def pace_key(self, url: str) -> str:
         return url.split("/")[2]
-
-    def host_wait(self, url: str) -> float:
-        return 0.0
 
     async def allowed(self, url: str) -> bool:
         return True
@@ -66,7 +60,7 @@ class _InstantGate:
         raise AssertionError("every URL is allowed")
 
     def fetch(self, url: str) -> _Answer:
-        return _Answer()
+        return _Answer(url)
 
 
 class _HeldGate(_InstantGate):
@@ -82,8 +76,7 @@ def _rss_mb() -> float:
 
 
 async def _enqueue_alone(urls: int, hosts: int, db: str) -> dict[str, Any]:
-    from robotgate.politeness.crawl_results import CrawlSummary
-    from robotgate.politeness.frontier import Frontier
+    from robotgate.crawl import CrawlSummary, Frontier
     from robotgate.store.sqlite import SQLiteStore
 
     summary = CrawlSummary()
@@ -103,8 +96,7 @@ async def _enqueue_alone(urls: int, hosts: int, db: str) -> dict[str, Any]:
 
 
 async def _enqueue(urls: int, hosts: int, crawl_seconds: float, db: str) -> dict[str, Any]:
-    from robotgate.politeness.crawl_results import CrawlSummary
-    from robotgate.politeness.frontier import Frontier
+    from robotgate.crawl import CrawlSummary, Frontier
     from robotgate.store.sqlite import SQLiteStore
 
     def source() -> Any:
@@ -135,7 +127,7 @@ async def _enqueue(urls: int, hosts: int, crawl_seconds: float, db: str) -> dict
 
 
 async def _links(n: int, db: str | None) -> dict[str, Any]:
-    from robotgate.politeness.frontier import Frontier
+    from robotgate.crawl import Frontier
     from robotgate.store.sqlite import SQLiteStore
 
     def handler(url: str, resp: Any) -> Any:

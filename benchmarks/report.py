@@ -87,7 +87,7 @@ class LogWriter:
         """Write ``lines`` lines to ``path``; what they hold, counted."""
         from robotgate.cli.report import Output, record_json
         from robotgate.cli.robots_log import RobotsLog
-        from robotgate.politeness.crawl_results import CrawlResult
+        from robotgate.crawl.results import CrawlResult
 
         log = RobotsLog(lambda url: "host:" + url.split("/")[2].rpartition("@")[2])
         choose = self.rng.choices

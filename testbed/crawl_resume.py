@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from testbed.crawl_gate import PlainCrawlGate
+
 NAME = "resume"
 
 
@@ -35,6 +37,10 @@ class _Fetch:
     def __init__(self, gate: _TreeGate, url: str) -> None:
         self.gate = gate
         self.url = url
+        self.headers: dict[str, str] = {}
+
+    async def read(self) -> bytes:
+        return b""
 
     async def __aenter__(self) -> Any:
         os.write(self.gate.log, (self.url + "\n").encode())
@@ -48,7 +54,7 @@ class _Fetch:
     status = 200
 
 
-class _TreeGate:
+class _TreeGate(PlainCrawlGate):
     """Every URL allowed, no pacing; each request logged as it starts."""
 
     max_per_host = 4
@@ -59,9 +65,6 @@ class _TreeGate:
 
     def pace_key(self, url: str) -> str:
         return url.split("/")[2]
-
-    def host_wait(self, url: str) -> float:
-        return 0.0
 
     async def allowed(self, url: str) -> bool:
         return True
@@ -75,7 +78,7 @@ class _TreeGate:
 
 async def _run(db: str, log_path: str, pages: int, hosts: int, concurrency: int,
                latency: float) -> None:
-    from robotgate.politeness.frontier import Frontier
+    from robotgate.crawl import Frontier
     from robotgate.store.sqlite import SQLiteStore
 
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import robotgate.events
 from robotgate import RobotGate
-from robotgate.politeness.frontier import Frontier
+from robotgate.crawl import Frontier
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

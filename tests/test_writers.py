@@ -49,8 +49,8 @@ OWNERS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 #: Writes of a same-named field of another class: (module, target) and whose field it is.
 NOT_OURS = {
     ("integrations/scrapy/parser.py", "parser.rules"): "Protego's parser",
-    ("politeness/frontier.py", "host.active"): "the frontier's own per-host record",
-    ("politeness/frontier.py", "record.interval"): "the frontier's own per-host record",
+    ("crawl/host_queues.py", "host.active"): "the frontier's own per-host record",
+    ("crawl/frontier.py", "record.interval"): "the frontier's own per-host record",
     ("robots/rfc9309.py", "merged.rules"): "a group of the parsed file",
 }
 

@@ -23,9 +23,9 @@ from .robots.directives import PageDirectives, page_directives
 from .urls import InvalidURL
 
 if TYPE_CHECKING:
+    from .crawl.results import CrawlResult, CrawlSummary, Handled
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
     from .gate.options import Network
-    from .politeness.crawl_results import CrawlResult, CrawlSummary, Handled
     from .robots.sitemap import SitemapEntry
     from .store import CrawlInUse, MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
@@ -66,9 +66,9 @@ __all__ = [
 
 # The asyncio shell, resolved on first use: name -> module that defines it.
 _LAZY = {
-    "CrawlResult": ".politeness.crawl_results",
-    "CrawlSummary": ".politeness.crawl_results",
-    "Handled": ".politeness.crawl_results",
+    "CrawlResult": ".crawl.results",
+    "CrawlSummary": ".crawl.results",
+    "Handled": ".crawl.results",
     "BodyTooLarge": ".gate",
     "Disallowed": ".gate",
     "GateClosed": ".gate",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from robotgate import RobotGate
-from robotgate.politeness.frontier import CrawlResult
+from robotgate.crawl import CrawlResult
 from testbed.server import BenchServer, HostPlan
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ import pytest
 
 from robotgate.cli import main
 from robotgate.cli.report import record_json
+from robotgate.crawl.results import CrawlResult
 from robotgate.policy.pacing import Pacing
-from robotgate.politeness.crawl_results import CrawlResult
 from robotgate.politeness.scheduler import Scheduler
 from robotgate.records import HostState
 from testbed.server import BenchServer, HostPlan

@@ -13,7 +13,7 @@ import pytest
 from robotgate import RobotGate
 from robotgate.cli import main
 from robotgate.cli.report import LogLines, Progress, Rate, live_parts
-from robotgate.politeness.crawl_results import CrawlResult, CrawlSummary
+from robotgate.crawl.results import CrawlResult, CrawlSummary
 from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"

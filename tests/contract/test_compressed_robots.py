@@ -30,8 +30,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from robotgate import Disallowed, RobotGate
+from robotgate.crawl import CrawlResult
 from robotgate.decision import Decision, Rule
-from robotgate.politeness.frontier import CrawlResult
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("scrapy")

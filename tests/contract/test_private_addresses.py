@@ -25,8 +25,8 @@ import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate, SitemapEntry
+from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import REFUSED, RULE
-from robotgate.politeness.frontier import CrawlResult
 from tests.contract.test_request_paths import (
     AGENT,
     PRIVATE,

@@ -29,8 +29,8 @@ import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, GateClosed, RobotGate
+from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import REFUSED
-from robotgate.politeness.frontier import CrawlResult
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("scrapy")

@@ -15,7 +15,7 @@ import pytest
 
 from robotgate import RobotGate
 from robotgate.cli.__init__ import main
-from robotgate.politeness.frontier import CrawlResult, Handled
+from robotgate.crawl import CrawlResult, Handled
 from tests.support.pages_site import Answer, PagesSite, links_in
 
 AGENT = "DirBot/1.0 (+https://example.com/bot)"

@@ -18,7 +18,7 @@ import pytest
 
 from robotgate import RobotGate
 from robotgate.cli.__init__ import main
-from robotgate.politeness.frontier import CrawlResult
+from robotgate.crawl import CrawlResult
 from tests.support.pages_site import Answer, PagesSite
 
 AGENT = "MineBot/1.0 (+https://example.com/bot)"

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from robotgate.politeness.crawl_results import CrawlSummary
-from robotgate.politeness.frontier import Frontier
+from robotgate.crawl import CrawlSummary, Frontier
 from robotgate.store.base import StoreError
 from robotgate.store.crawl_state import Entry
 from robotgate.store.leases import Leases

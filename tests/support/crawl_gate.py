@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from robotgate.decision import Decision
+from robotgate.policy.hops import IsPrivate
 from robotgate.urls import split_origin
+from testbed.crawl_gate import PlainCrawlGate
 
 
 @dataclass
 class Page:
     url: str
     status: int = 200
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    async def read(self) -> bytes:
+        return b""
 
 
 class _Fetch:
@@ -34,12 +38,11 @@ class _Fetch:
         return None
 
 
-class LinkGate:
+class LinkGate(PlainCrawlGate):
     """Every URL allowed and answered 200 at once (after ``latency``); ``fetched``
     lists the URLs requested, as sent."""
 
-    def __init__(self, latency: float = 0.0,
-                 is_private: Callable[[object], bool] | None = None) -> None:
+    def __init__(self, latency: float = 0.0, is_private: IsPrivate | None = None) -> None:
         self.latency = latency
         self.fetched: list[str] = []
         self.max_per_host = 4
@@ -48,9 +51,6 @@ class LinkGate:
 
     def pace_key(self, url: str) -> str:
         return split_origin(url)[0]
-
-    def host_wait(self, url: str) -> float:
-        return 0.0
 
     async def allowed(self, url: str) -> bool:
         return True

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..compiled import HOT_PATH, compiled_modules
-from ..politeness.frontier import DEFAULT_RETRIES
+from ..crawl import DEFAULT_RETRIES
 from ..robots import DIALECTS
 
 EXIT_OK = 0

@@ -13,8 +13,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from ..crawl import Handled
 from ..gate.aiohttp_client import read_body
-from ..politeness.frontier import Handled
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import split_origin
 

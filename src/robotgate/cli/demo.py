@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import urljoin
 
 from .. import __version__
+from ..crawl import CrawlResult, CrawlSummary
 from ..gate.aiohttp_client import read_body
-from ..politeness.frontier import CrawlResult, CrawlSummary
 from .args import EXIT_FAILED, EXIT_OK
 from .demo_server import KINDS, DemoHost, DemoServer
 from .report import Progress, host_table, isatty, skipped_origins

@@ -2,7 +2,7 @@
 
 This module only wires things: arguments to a gate, sources to the crawl,
 results to JSON lines, signals to a stop.  The scheduling lives in
-:mod:`robotgate.politeness.frontier`.
+:mod:`robotgate.crawl.frontier`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..agents import product_token
+from ..crawl import CrawlResult, CrawlSummary
 from ..policy import FetchPolicy
 from ..policy.host_settings import HostSettings
-from ..politeness.frontier import CrawlResult, CrawlSummary
 from ..store.base import CrawlInUse, Store, StoreError
 from ..store.crawl_state import NamedCrawlsUnsupported
 from ..urls import scrub

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import IO, Any
 
-from ..politeness.frontier import CrawlResult, CrawlSummary
+from ..crawl import CrawlResult, CrawlSummary
 from ..urls import redact, scrub
 from .args import PROG
 from .check import rule_text

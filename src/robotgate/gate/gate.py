@@ -22,6 +22,7 @@ import aiohttp
 from yarl import URL
 
 from ..agents import product_token, robot_name
+from ..crawl.results import CrawlSummary
 from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
@@ -30,7 +31,6 @@ from ..policy.hops import IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
 from ..policy.site import Interpretation
-from ..politeness.crawl_results import CrawlSummary
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
@@ -56,8 +56,8 @@ from .options import Network, Pacing, pacing_of
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
 
+    from ..crawl import CrawlOptions
     from ..policy.tdm import TdmVerdict
-    from ..politeness.frontier import CrawlOptions
     from ..politeness.sitemaps import SitemapReader, Sitemaps
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..robots.directives import PageDirectives
@@ -600,11 +600,11 @@ class RobotGate:
                     handler: CrawlHandler, *, concurrency: int = 16, name: str | None = None,
                     **options: Unpack[CrawlOptions]) -> CrawlSummary:
         """Crawl ``urls`` (or sitemap entries) with ``concurrency`` workers kept busy
-        across servers (see :func:`robotgate.politeness.frontier.crawl` for the options:
+        across servers (see :func:`robotgate.crawl.frontier.crawl` for the options:
         a misspelt one is a ``TypeError`` before any request); :meth:`close` ends it.
         A ``name`` keeps the crawl in the gate's store, where calling it again resumes
         it (see ``docs/crawl.md``)."""
-        from ..politeness.frontier import Frontier, check_options
+        from ..crawl import Frontier, check_options
 
         check_options(dict(options))
         if name is not None:
@@ -615,6 +615,20 @@ class RobotGate:
                 if isinstance(store, SharedCrawlStore) else store.crawl_state(name))
         return await self._run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
+
+    def report_skipped(self, url: str, decision: Decision) -> None:
+        """Tell the gate's listeners (``on_event``, metrics) that a crawl skips ``url``
+        for ``decision``: a :class:`~robotgate.events.UrlSkipped` event.  A crawl loop
+        of your own that checks URLs itself reports its skips here, as ``gate.crawl`` does."""
+        if self._events is not None:
+            self._events.skipped(url, decision)
+
+    def report_waited(self, url: str, seconds: float, reason: str) -> None:
+        """Tell the gate's listeners that a crawl held ``url`` back ``seconds`` for its
+        server's turn, for ``reason`` (:data:`robotgate.events.WAIT_REASONS`): a
+        :class:`~robotgate.events.TurnWaited` event (none for no wait)."""
+        if self._events is not None:
+            self._events.waited(url, seconds, reason)
 
     async def _run_crawl(self, crawl: _Running) -> CrawlSummary:
         """Run ``crawl``; :meth:`close` ends it with :class:`GateClosed` (at once if

@@ -1,6 +1,6 @@
 """A crawl's frontier state: every URL it knows by its resource key, and where it stands.
 
-The frontier (:mod:`robotgate.politeness.frontier`) asks a :class:`CrawlState` to
+The frontier (:mod:`robotgate.crawl.frontier`) asks a :class:`CrawlState` to
 add URLs (once per key), hands out the queued ones a window at a time, and
 reports each URL's outcome together with the links its page gave, in one step,
 so that a state kept on disk never marks a page done without its links.

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from robotgate.politeness.crawl_results import CrawlResult
-from robotgate.politeness.frontier import crawl
+from robotgate.crawl import crawl
+from robotgate.crawl.results import CrawlResult
 from robotgate.urls import InvalidURL, resource_key
 from tests.support.crawl_gate import LinkGate, Page
 

@@ -1,6 +1,6 @@
 """What ``gate.crawl`` reports: one :class:`CrawlResult` per URL, a :class:`CrawlSummary`.
 
-Plain records, no I/O; :mod:`robotgate.politeness.frontier` fills them in.
+Plain records, no I/O; :mod:`robotgate.crawl.frontier` fills them in.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..decision import Decision
     from ..policy.tdm import TdmVerdict
     from ..robots.directives import PageDirectives
 
@@ -63,7 +64,7 @@ class CrawlResult:
     status: int | None = None
     final_url: str | None = None
     error: str | None = None
-    decision: Any = None
+    decision: Decision | None = None
     bytes: int | None = None
     elapsed: float = 0.0
     usage: dict[str, bool] | None = None

@@ -14,8 +14,8 @@ from aiohttp import web
 
 from robotgate import CrawlResult, RobotGate, page_links
 from robotgate.cli.__init__ import main
-from robotgate.politeness.frontier import crawl
-from tests.politeness.test_frontier import FakeGate, FakeResponse
+from robotgate.crawl import crawl
+from tests.crawl.test_frontier import FakeGate, FakeResponse
 from tests.support.pages_site import Answer, PagesSite
 
 AGENT = "LinkBot/1.0 (+https://example.com/bot)"

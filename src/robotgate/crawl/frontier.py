@@ -8,12 +8,14 @@ each may next be asked (``gate.host_wait(url)``); a URL is handed to a worker
 only when its host is ready, so ``concurrency`` workers stay busy as long as
 any host has work that may start now.
 
-It knows no HTTP client: it uses the gate's public API only (``fetch``,
-``allowed``, ``decide``, ``pace_key``, ``host_wait``, and ``server_wait`` and
-``usage`` when the gate has them), so any gate-like object with those methods can drive it.
+It knows no HTTP client: it asks the gate through :class:`~.gate_interface.CrawlGate`
+alone (public, documented members of :class:`robotgate.RobotGate`), so any object
+with those members can drive it.  Its parts: :mod:`.options`, :mod:`.host_queues`
+(the queues and the heap), :mod:`.page` (one page's request, handler and links) and
+:mod:`.results` (what it reports).
 
 Every URL is known by its resource key (:func:`robotgate.urls.resource_key`,
-or the crawl's ``url_key``): the crawl's state (:mod:`.crawl_state`) queues each
+or the crawl's ``url_key``): the crawl's state (:mod:`robotgate.store.crawl_state`) queues each
 key once, input and discovered links alike, and records each URL's outcome with
 the links its page gave.  The host queues hold a window of the queued URLs taken
 from the state; a named crawl's state lives in the gate's store.
@@ -36,31 +38,35 @@ after the server's back-off and ``Retry-After``.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import inspect
-import itertools
 import logging
 import time
-from collections import deque
 from collections.abc import AsyncIterable, Callable, Iterable
-from dataclasses import dataclass
-from difflib import get_close_matches
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Generic
 
+from ..decision import Decision
 from ..errors import GateClosed
-from ..links import link_resolver, read_links
-from ..policy.hops import is_private, literal_address
+from ..policy.hops import literal_address
+from ..politeness.grouping import registrable_domain
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
-from .crawl_results import CrawlResult, CrawlSummary, Handled, HostSummary
-from .grouping import registrable_domain
-from .waits import BACKING_OFF, NO_WAIT, ServerWait
+from .gate_interface import CrawlGate, Opening, ResponseT
+from .host_queues import HostQueue, HostQueues, QueuedURL
+from .options import (
+    DEFAULT_RETRIES,
+    RETRY_STATUSES,
+    SCOPES,
+    CrawlOptions,
+    Handler,
+    ScopeRule,
+    check_options,
+)
+from .page import PageLinks, PageReader, count_links, describe_error, is_transient
+from .results import CrawlResult, CrawlSummary, Handled, HostSummary
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
-
-    from ..robots.directives import PageDirectives
 
 __all__ = [
     "DEFAULT_RETRIES",
@@ -76,63 +82,6 @@ __all__ = [
 
 log = logging.getLogger("robotgate.frontier")
 
-#: Statuses retried (``retries``): the gate backs the host off first.
-RETRY_STATUSES = frozenset({429, 503})
-#: Attempts after the first of a URL whose answer or error is transient.
-DEFAULT_RETRIES = 2
-#: Errors retried by the name of a class they derive from: clients' connection
-#: and timeout errors, named, since the frontier knows no client (aiohttp's
-#: ``ClientConnectionError`` and ``ClientPayloadError``, httpx's ``NetworkError``,
-#: ``TimeoutException`` and ``RemoteProtocolError``).
-_TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "NetworkError",
-                              "TimeoutException", "RemoteProtocolError"})
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-Handler = Callable[[str, Any], Any]
-#: ``scope(link, page_url) -> bool``: whether a link a page gave is crawled.
-ScopeRule = Callable[[str, str], bool]
-
-
-class CrawlOptions(TypedDict, total=False):
-    """The keywords of :meth:`robotgate.RobotGate.crawl` after ``concurrency`` and
-    ``name`` (see :func:`crawl`): a misspelt one is a ``TypeError`` before any
-    request, and a type checker reports it."""
-
-    per_host: int | None
-    timeout: float | None
-    on_result: Callable[[CrawlResult], Any] | None
-    fetch: Callable[[str], Any] | None
-    max_queued: int
-    max_seen: int
-    retries: int
-    retry_statuses: Iterable[int]
-    obey_nofollow: bool
-    record_directives: bool
-    follow_links: bool
-    stop: asyncio.Event | None
-    summary: CrawlSummary | None
-    url_key: Callable[[str], str] | None
-    scope: str | ScopeRule
-    max_depth: int | None
-    max_links: int
-    state: CrawlState | None
-
-
-def check_options(options: dict[str, Any]) -> None:
-    """Raise ``TypeError`` naming each keyword that is no crawl option (and the
-    option it may mean) before the crawl sends anything."""
-    known = CrawlOptions.__annotations__
-    unknown = [name for name in options if name not in known]
-    if unknown:
-        hints = []
-        for name in unknown:
-            close = get_close_matches(name, [*known, "concurrency", "name"], n=1)
-            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise TypeError(f"crawl() got unexpected keyword argument{'s' if len(unknown) > 1 else ''}"
-                        f" {', '.join(hints)}")
-
-SCOPES = ("host", "domain", "any")
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
@@ -142,193 +91,20 @@ _CHUNK = 4096
 _POINTERS = 200_000
 
 
-@dataclass(slots=True)
-class _Item:
-    entry: Entry
-    waited: float = 0.0  # seconds waited for its host's turn
-    wait_reason: str = ""
-
-    @property
-    def url(self) -> str:
-        return self.entry.url
-
-
-class _Host:
-    """One politeness key's queue and scheduling state."""
-
-    __slots__ = ("active", "held_reason", "held_since", "key", "queue", "ready_at")
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.queue: deque[_Item] = deque()
-        self.active = 0
-        self.ready_at: float | None = None  # time of its live heap entry, if any
-        # Since when its next URL could go but for its turn (loop time), and why not.
-        self.held_since: float | None = None
-        self.held_reason = ""
-
-
-class _HostQueues:
-    """Per-key queues and the heap of keys by next allowed time (the scheduling state).
-
-    A key is in the heap when it has URLs and a free slot (``per_host``);
-    each entry is checked against the gate's ``host_wait`` when it comes due,
-    so back-off and Crawl-delay learnt meanwhile push it back.
-    """
-
-    def __init__(self, gate: Any, per_host: int, summary: CrawlSummary,
-                 poke: Callable[[], None]) -> None:
-        self.gate = gate
-        self.per_host = per_host
-        self.summary = summary
-        self.poke = poke
-        self.hosts: dict[str, _Host] = {}
-        self.heap: list[tuple[float, int, _Host]] = []
-        self.seq = itertools.count()
-        self.window = 0  # URLs in the host queues
-        self.loop = asyncio.get_running_loop()
-        self._server_wait = getattr(gate, "server_wait", None)
-
-    def turn(self, url: str) -> ServerWait:
-        """How long until ``url``'s host may be asked, why, and the interval it is
-        owed (no wait when the gate cannot say)."""
-        try:
-            if self._server_wait is not None:
-                return ServerWait(*self._server_wait(url))
-            return ServerWait(float(self.gate.host_wait(url)), "", None)
-        except Exception:  # let the fetch wait its turn
-            return NO_WAIT
-
-    def hold(self, host: _Host, reason: str) -> None:
-        """``host``'s next URL waits for its turn, for ``reason`` (counted live)."""
-        summary = self.summary
-        if not host.held_reason:
-            summary.hosts_waiting += 1
-        summary.hosts_backing_off += (reason in BACKING_OFF) - (host.held_reason in BACKING_OFF)
-        host.held_reason = reason
-
-    def _went(self, host: _Host, item: _Item, now: float, due: float) -> None:
-        """``item`` leaves its queue at ``now``: what it waited, and why."""
-        since = host.held_since
-        if since is not None and now > since:
-            # The host's turn came at ``due``; after that the URL waited for a worker.
-            turn_wait = max(0.0, min(due, now) - since)
-            item.waited += now - since
-            item.wait_reason = (
-                host.held_reason if host.held_reason and turn_wait >= now - due
-                else "concurrency"
-            )
-        if host.held_reason:
-            summary = self.summary
-            summary.hosts_waiting -= 1
-            summary.hosts_backing_off -= host.held_reason in BACKING_OFF
-            host.held_reason = ""
-        host.held_since = None
-
-    def push(self, host: _Host, due: float) -> None:
-        """Make ``host`` due at ``due`` (an earlier entry stands)."""
-        if host.held_since is None:
-            host.held_since = self.loop.time()
-        if host.ready_at is not None and host.ready_at <= due:
-            return
-        host.ready_at = due
-        heapq.heappush(self.heap, (due, next(self.seq), host))
-        self.poke()
-
-    def add(self, key: str, item: _Item, *, front: bool = False) -> None:
-        """Queue ``item`` on ``key``; ``front`` for a URL given back or retried."""
-        host = self.hosts.get(key)
-        if host is None:
-            host = self.hosts[key] = _Host(key)
-        if not host.queue:
-            self.summary.hosts_queued += 1
-        if front:
-            host.queue.appendleft(item)
-        else:
-            host.queue.append(item)
-        self.window += 1
-        if host.active < self.per_host:
-            self.push(host, self.loop.time())
-
-    def take(self) -> tuple[_Host, _Item] | float | None:
-        """A URL of the earliest ready host, or when the next host is due (or None)."""
-        heap = self.heap
-        now = self.loop.time()
-        while heap:
-            due, _, host = heap[0]
-            if host.ready_at != due:
-                heapq.heappop(heap)  # superseded entry
-                continue
-            if due > now:
-                return due
-            heapq.heappop(heap)
-            host.ready_at = None
-            if not host.queue or host.active >= self.per_host:
-                continue
-            turn = self.turn(host.queue[0].url)
-            if turn.wait > 0:
-                self.hold(host, turn.reason)
-                self.push(host, now + turn.wait)
-                continue
-            item = host.queue.popleft()
-            self._went(host, item, now, due)
-            host.active += 1
-            if host.active == 1:
-                self.summary.hosts_active += 1
-            self._taken(host)
-            if host.queue and host.active < self.per_host:
-                self.push(host, now)
-            return host, item
-        return None
-
-    def _taken(self, host: _Host) -> None:
-        self.window -= 1
-        if not host.queue:
-            self.summary.hosts_queued -= 1
-
-    def give_back(self, host: _Host, item: _Item) -> None:
-        """Put a URL taken too early back at the front (``release`` schedules it)."""
-        if not host.queue:
-            self.summary.hosts_queued += 1
-        host.queue.appendleft(item)
-        self.window += 1
-
-    def release(self, host: _Host, wait: float = 0.0, reason: str = "") -> None:
-        """A visit of ``host`` ended: its next URL is due after ``wait`` (for
-        ``reason``) at least."""
-        host.active -= 1
-        if host.active == 0:
-            self.summary.hosts_active -= 1
-        if host.queue:
-            turn = self.turn(host.queue[0].url)
-            if turn.wait >= wait:
-                wait, reason = turn.wait, turn.reason
-            if wait > 0:
-                self.hold(host, reason)
-            self.push(host, self.loop.time() + wait)
-        elif host.active == 0 and host.ready_at is None:
-            del self.hosts[host.key]
-        self.poke()
-
-    def items(self) -> list[_Item]:
-        """The URLs waiting in the host queues."""
-        return [item for host in self.hosts.values() for item in host.queue]
-
-
-class Frontier:
+class Frontier(Generic[ResponseT]):
     """One crawl: see :func:`crawl` for the arguments.  ``await run()`` once."""
 
     def __init__(
         self,
-        gate: Any,
+        gate: CrawlGate[ResponseT],
         urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
-        handler: Handler,
+        handler: Handler[ResponseT],
         *,
         concurrency: int = 16,
         per_host: int | None = None,
         timeout: float | None = None,
-        on_result: Callable[[CrawlResult], Any] | None = None,
-        fetch: Callable[..., Any] | None = None,
+        on_result: Callable[[CrawlResult], object] | None = None,
+        fetch: Callable[..., Opening[ResponseT]] | None = None,
         max_queued: int = 100_000,
         max_seen: int = 100_000,
         retries: int = DEFAULT_RETRIES,
@@ -358,35 +134,31 @@ class Frontier:
             raise ValueError("retries must be >= 0")
         self.gate = gate
         self.urls = urls
-        self.handler = handler
         self.concurrency = concurrency
-        cap: Any = per_host or getattr(gate, "max_per_host", 1)
+        cap = per_host or gate.max_per_host
         self.timeout = timeout
         self.on_result = on_result
-        self.fetch = fetch if fetch is not None else gate.fetch
+        if fetch is None:
+            fetch = gate.fetch
         # A link or a sitemap's entry is its page's pointer (docs/bad-input.md): fetched
         # pointed_by that page, where the fetch takes it.  URL key -> the page, for the
         # pointers queued in this run (the oldest forgotten past _POINTERS: such a
         # link, as one a resumed crawl holds, counts as a public page's).
         self._pointers: dict[str, str] | None = (
-            {} if "pointed_by" in inspect.signature(self.fetch).parameters else None)
+            {} if "pointed_by" in inspect.signature(fetch).parameters else None)
         self.max_queued = max(1, max_queued)
         self.retries = retries
-        self.follow_links = follow_links
-        self.record_directives = record_directives
         self.retry_statuses = frozenset(retry_statuses)
         self.stop_event = stop
         self.summary = summary if summary is not None else CrawlSummary()
-        self.queues = _HostQueues(gate, max(1, int(cap)), self.summary, self._poke)
-        self._usage = getattr(gate, "usage", None)
-        self.obey_nofollow = obey_nofollow
-        self._directives = getattr(gate, "directives", None)
-        self._tdm = getattr(gate, "tdm", None) if getattr(gate, "tdmrep", False) else None
+        self.queues = HostQueues(gate.server_wait, max(1, int(cap)), self.summary, self._poke)
+        self.pages = PageReader(gate, handler, fetch, self.summary, retried=self._will_retry,
+                                follow_links=follow_links, record_directives=record_directives,
+                                obey_nofollow=obey_nofollow, max_links=max_links)
         self.url_key = url_key if url_key is not None else resource_key
         self.scope = scope
         self.max_depth = max_depth
         self.max_links = max_links
-        self._is_private = getattr(gate, "is_private", None) or is_private
         if state is None:
             state = MemoryCrawlState(max_seen=max(1, max_seen), max_pending=self.max_queued)
         self.state = state
@@ -397,9 +169,9 @@ class Frontier:
         self._room.set()
         self._loading = False
         self._load_after = 0.0  # loop time before which the state is not asked again
-        self._visits: dict[asyncio.Task[None], _Item] = {}
+        self._visits: dict[asyncio.Task[None], QueuedURL] = {}
         # Outcomes being written when the crawl was stopped.
-        self._settling: list[tuple[asyncio.Future[Added], _Item, CrawlResult, int]] = []
+        self._settling: list[tuple[asyncio.Future[Added], QueuedURL, CrawlResult, int]] = []
         self._wakeup: asyncio.Future[None] | None = None
         self._halted = False
         self._failure: BaseException | None = None
@@ -436,7 +208,7 @@ class Frontier:
             raise self._failure
         return summary
 
-    async def _wind_up(self, cut: list[_Item]) -> None:
+    async def _wind_up(self, cut: list[QueuedURL]) -> None:
         """Every URL accounted for: those cut short are recorded, and go back to the
         state's queue with those left in the host queues."""
         summary = self.summary
@@ -514,13 +286,13 @@ class Frontier:
             self._load_after = self._loop.time() + self.state.idle_poll
         for entry in taken:
             try:
-                key = _key(self.gate, entry.url)
+                key = self.gate.pace_key(text_url(entry.url))
             except (ValueError, TypeError) as exc:  # a store edited by hand
                 self._invalid(entry.url, exc, entry.discovered)
                 await self.state.finish(entry, FAILED, ())
                 continue
             entry.attempts += 1
-            self.queues.add(key, _Item(entry))
+            self.queues.add(key, QueuedURL(entry))
         self._count_queued()
 
     def _count_queued(self) -> None:
@@ -624,7 +396,7 @@ class Frontier:
         summary = self.summary
         depth = page.depth + 1
         if self.max_depth is not None and depth > self.max_depth:
-            n = _count(links, self.max_links)
+            n = count_links(links, self.max_links)
             summary.links += n
             summary.too_deep += n
             return []
@@ -743,11 +515,11 @@ class Frontier:
         if host == "localhost" or host.endswith(".localhost"):
             return True
         address = literal_address(host)
-        return address is not None and bool(self._is_private(address))
+        return address is not None and bool(self.gate.is_private(address))
 
     # -- one URL ---------------------------------------------------------
 
-    def _start(self, host: _Host, item: _Item) -> None:
+    def _start(self, host: HostQueue, item: QueuedURL) -> None:
         task = self._loop.create_task(self._visit(host, item))
         self._visits[task] = item
         self.summary.in_flight += 1
@@ -761,10 +533,9 @@ class Frontier:
             self.halt(task.exception())
         self._poke()
 
-    async def _visit(self, host: _Host, item: _Item) -> None:
+    async def _visit(self, host: HostQueue, item: QueuedURL) -> None:
         url = item.url
         gate = self.gate
-        events = getattr(gate, "_events", None)  # the gate's events hear the crawl's
         entry = item.entry
         record = CrawlResult(url, host.key, discovered=entry.discovered,
                              attempts=entry.attempts, waited=item.waited,
@@ -779,25 +550,23 @@ class Frontier:
             # robots.txt first (one fetch per origin, shared), outside the page timeout.
             if not await gate.allowed(url):
                 record.decision = await gate.decide(url)
-                if events is not None:
-                    events.skipped(url, record.decision)
+                gate.report_skipped(url, record.decision)
             else:
-                turn = self.queues.turn(url)
-                wait, reason = turn.wait, turn.reason
+                ahead = self.queues.server_wait(url)
+                wait, reason = ahead.wait, ahead.reason
                 if wait > 0:
                     # Fetching robots.txt counted as a request: not this host's turn
                     # yet, so the worker goes elsewhere and the URL waits at the front.
                     self.queues.give_back(host, item)
                     return
-                record.interval = turn.interval
-                if events is not None:
-                    events.waited(url, item.waited, item.wait_reason)
+                record.interval = ahead.interval
+                gate.report_waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
                 links, resolve = await self._page(url, record, self._pointer_of(entry))
-                if self._tdm is not None and record.status is not None:
+                if gate.tdmrep and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere.
-                    record.tdm = await self._tdm(record.final_url or url, record.directives)
+                    record.tdm = await gate.tdm(record.final_url or url, record.directives)
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
@@ -805,15 +574,16 @@ class Frontier:
             transient = True
             record.error = (
                 f"timed out: page not done within {self.timeout:g}s"
-                if self.timeout is not None else _describe(exc)
+                if self.timeout is not None else describe_error(exc)
             )
         except Exception as exc:  # recorded, never raised out of the crawl
-            if getattr(exc, "decision", None) is not None:  # Disallowed (a redirect)
-                record.decision = exc.decision  # type: ignore[attr-defined]
+            decision = getattr(exc, "decision", None)  # Disallowed (a redirect), any fetch's
+            if isinstance(decision, Decision):
+                record.decision = decision
                 record.final_url = getattr(exc, "url", None)
             else:
-                transient = _is_transient(exc)
-                record.error = _describe(exc)
+                transient = is_transient(exc)
+                record.error = describe_error(exc)
                 log.debug("%s: %s", redact(url), scrub(record.error, url))
         finally:
             if wait <= 0:
@@ -827,7 +597,7 @@ class Frontier:
             self.summary.retried += 1
             self._emit(record)
             entry.attempts += 1
-            self.queues.add(host.key, _Item(entry), front=True)
+            self.queues.add(host.key, QueuedURL(entry), front=True)
             self._count_queued()
             return
         if self._pointers is not None:
@@ -837,7 +607,7 @@ class Frontier:
             try:
                 found = await self._links(entry, links, resolve)
             except Exception as exc:  # an iterable of links that raises as it is read
-                record.error = _describe(exc)
+                record.error = describe_error(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
@@ -854,64 +624,10 @@ class Frontier:
         self._finish(record)
 
     async def _page(self, url: str, record: CrawlResult,
-                    pointed_by: str | None) -> _PageLinks:
+                    pointed_by: str | None) -> PageLinks:
         if self.timeout is None:
-            return await self._fetch_and_handle(url, record, pointed_by)
-        return await asyncio.wait_for(self._fetch_and_handle(url, record, pointed_by),
-                                      self.timeout)
-
-    async def _fetch_and_handle(self, url: str, record: CrawlResult,
-                                pointed_by: str | None) -> _PageLinks:
-        """The page's links to follow (none when its directives say ``nofollow``),
-        and how a relative one resolves."""
-        record.started = time.time()
-        call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
-        async with call as resp:
-            record.answered = time.time()
-            record.status = status = int(resp.status)
-            record.final_url = final = str(getattr(resp, "url", url))
-            if self._usage is not None:
-                usage = self._usage(url, getattr(resp, "headers", {}))
-                record.usage = dict(await usage if inspect.isawaitable(usage) else usage)
-            if self._will_retry(record):
-                return (), None  # the handler sees the answer that counts, not the 429 before
-            returned = await _handled(self.handler, url, resp)
-            head = None
-            if isinstance(returned, Handled):
-                head = returned.head
-                record.bytes = returned.bytes
-                record.info.update(returned.info)
-                links: Iterable[str] = returned.links
-            else:
-                links = returned if returned is not None else ()
-            if isinstance(links, (str, bytes)):
-                raise TypeError("the handler returned a string, not an iterable of URLs")
-            body = head
-            if self.follow_links and 200 <= status < 300 and _is_html(resp):
-                body = body if body is not None else await _body_of(resp)
-                if body:
-                    found = read_links(body, final)
-                    summary = self.summary
-                    summary.rel_nofollow += found.nofollow
-                    summary.other_schemes += found.other_schemes + found.invalid
-                    links = itertools.chain(links, found.urls)
-            links, some = _peek(links)
-            # The directives only when something uses them: reading them scans the head.
-            if self._directives is not None and (
-                    self.record_directives or self._tdm is not None
-                    or (some and self.obey_nofollow)):
-                record.directives = self._directives(resp, head)
-            if some and body is None:
-                body = await _body_of(resp)  # for a <base href> (gate.fetch has it read)
-        if not some:
-            return (), None
-        directives: PageDirectives | None = record.directives
-        if directives is not None and directives.nofollow and self.obey_nofollow:
-            # The page asks not to follow its links; they may still come from another page.
-            record.not_followed = _count(links, self.max_links)
-            self.summary.not_followed += record.not_followed
-            return (), None
-        return links, link_resolver(final, body)
+            return await self.pages.read(url, record, pointed_by)
+        return await asyncio.wait_for(self.pages.read(url, record, pointed_by), self.timeout)
 
     def _will_retry(self, record: CrawlResult) -> bool:
         return record.status in self.retry_statuses and self._may_retry(record)
@@ -927,7 +643,7 @@ class Frontier:
             summary.skipped += 1
             tally.skipped += 1
             decision = record.decision
-            if getattr(decision, "outcome", None) is not None:
+            if decision is not None and decision.outcome is not None:
                 try:
                     origin = split_origin(record.url)[0]
                 except InvalidURL:
@@ -949,61 +665,9 @@ class Frontier:
                 self.halt(exc)        # the record came from (a page, a link it found)
 
 
-#: A page's links and how a relative one resolves (None: no link to resolve).
-_PageLinks = tuple[Iterable[str], "Callable[[str], str | None] | None"]
-
-
-def _peek(links: Iterable[str]) -> tuple[Iterable[str], bool]:
-    """``links`` as they were, and whether it holds any (one item read ahead)."""
-    if isinstance(links, (list, tuple)):
-        return links, bool(links)
-    items = iter(links)
-    for first in items:
-        return itertools.chain((first,), items), True
-    return (), False
-
-
-def _is_html(resp: Any) -> bool:
-    headers = getattr(resp, "headers", None) or {}
-    content_type = headers.get("Content-Type") or ""
-    if isinstance(content_type, bytes):
-        content_type = content_type.decode("latin-1")
-    return str(content_type).partition(";")[0].strip().lower() in _HTML_TYPES
-
-
-async def _body_of(resp: Any) -> bytes | None:
-    """The body a response has read (``read()`` gives it again without I/O), if any."""
-    read = getattr(resp, "read", None)
-    if read is None:
-        return None
-    try:
-        body = read()
-        if inspect.isawaitable(body):
-            body = await body
-    except Exception:  # a stream already read, a closed connection: no body to hand
-        return None
-    return body if isinstance(body, bytes) else None
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is worth asking again: a timeout or a connection error."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
-        return True
-    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
-
-
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-def _key(gate: Any, url: object) -> str:
-    return str(gate.pace_key(text_url(url)))
-
-
-def _count(links: Iterable[str], most: int) -> int:
-    """How many URLs ``links`` holds (an endless iterable is read no further than ``most``)."""
-    return sum(1 for link in itertools.islice(links, most) if isinstance(link, str))
 
 
 def _host(key: str) -> str:
@@ -1014,29 +678,10 @@ def _host(key: str) -> str:
     return authority.partition(":")[0]
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
-
-
-async def _handled(handler: Handler, url: str, resp: Any) -> Any:
-    """The handler's answer; a CancelledError of its own (a task of its own cancelled,
-    not this visit) becomes an error to record: the URL is not lost."""
-    try:
-        returned = handler(url, resp)
-        return await returned if inspect.isawaitable(returned) else returned
-    except asyncio.CancelledError:
-        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
-        if cancelling is None or cancelling():
-            raise  # this visit is cancelled: the crawl ends, or the page timed out
-        raise RuntimeError("the handler raised CancelledError") from None
-
-
 async def crawl(
-    gate: Any,
+    gate: CrawlGate[ResponseT],
     urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
-    handler: Handler,
+    handler: Handler[ResponseT],
     *,
     concurrency: int = 16,
     **options: Unpack[CrawlOptions],

@@ -18,15 +18,17 @@ from typing import Any
 
 import pytest
 
-from robotgate.decision import Decision
-from robotgate.politeness.frontier import (
+from robotgate.crawl import (
     CrawlResult,
     CrawlSummary,
     Frontier,
     Handled,
     crawl,
 )
+from robotgate.decision import Decision
+from robotgate.politeness.waits import ServerWait
 from robotgate.urls import InvalidURL, split_origin
+from testbed.crawl_gate import PlainCrawlGate
 
 # Waits below this are scheduling noise, not a worker parked on a host.
 SLACK = 0.02
@@ -45,6 +47,9 @@ class FakeResponse:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
 
+    async def read(self) -> bytes:
+        return b""
+
 
 class _Fetch:
     def __init__(self, gate: FakeGate, url: str) -> None:
@@ -60,7 +65,7 @@ class _Fetch:
         self.gate.open -= 1
 
 
-class FakeGate:
+class FakeGate(PlainCrawlGate):
     """The gate's public API over a dict of hosts: pacing, robots.txt, statuses."""
 
     def __init__(
@@ -93,6 +98,9 @@ class FakeGate:
     def host_wait(self, url: str) -> float:
         due = self.next_allowed.get(self.pace_key(url), 0.0)
         return max(0.0, due - time.monotonic())
+
+    def server_wait(self, url: str) -> ServerWait:
+        return ServerWait(self.host_wait(url), "", None)
 
     async def allowed(self, url: str) -> bool:
         key = self.pace_key(url)
@@ -365,17 +373,14 @@ async def test_an_exception_from_on_result_ends_the_crawl() -> None:
         await crawl(FakeGate(delay=0.01), urls_for(2, 5), noop, on_result=on_result)
 
 
-async def test_usage_is_recorded_when_the_gate_offers_it() -> None:
+async def test_usage_is_recorded_as_the_gate_says() -> None:
     class UsageGate(FakeGate):
-        def usage(self, url: str, headers: Any) -> dict[str, bool]:
+        def usage(self, url: str, headers: Any = None) -> dict[str, bool]:
             return {"train-ai": False}
 
     results: list[CrawlResult] = []
     await crawl(UsageGate(), ["http://h.example/a"], noop, on_result=results.append)
     assert results[0].usage == {"train-ai": False}
-    results.clear()
-    await crawl(FakeGate(), ["http://h.example/a"], noop, on_result=results.append)
-    assert results[0].usage is None
 
 
 async def test_discovered_links_beyond_max_seen_are_dropped() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from robotgate.politeness.frontier import crawl
+from robotgate.crawl import crawl
 from tests.support.crawl_gate import LinkGate, Page
 
 LINKS = {

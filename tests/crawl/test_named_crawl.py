@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from robotgate import RobotGate
-from robotgate.politeness.crawl_results import CrawlResult, CrawlSummary
-from robotgate.politeness.frontier import Frontier
+from robotgate.crawl import Frontier
+from robotgate.crawl.results import CrawlResult, CrawlSummary
 from robotgate.store.base import (
     AnswersAtOnce,
     CrawlStore,
@@ -207,7 +207,7 @@ async def test_a_named_crawl_holds_a_window_of_its_queue_and_turns_nothing_away(
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 async def test_twelve_spellings_give_three_requests_in_a_named_crawl_too(
         tmp_path: Path, kind: str) -> None:
-    from tests.politeness.test_frontier_keys import SPELLINGS
+    from tests.crawl.test_frontier_keys import SPELLINGS
 
     store: Store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "c.sqlite3")
     gate = LinkGate()

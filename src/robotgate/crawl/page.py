@@ -1,0 +1,161 @@
+"""One page of a crawl: its request, the handler's look at the answer, its links.
+
+The answer's story goes into the URL's :class:`CrawlResult` (status, final URL,
+usage, directives); what comes back is the links to follow and how a relative one
+resolves.  The body is read for links only when something needs it: ``follow_links``,
+or a ``<base href>`` for the links a handler returned (``gate.fetch`` has it read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Generic
+
+from ..links import link_resolver, read_links
+from .gate_interface import CrawlGate, CrawlResponse, Opening, ResponseT
+from .options import Handler, Links
+from .results import CrawlResult, CrawlSummary, Handled
+
+if TYPE_CHECKING:
+    from ..robots.directives import PageDirectives
+
+__all__ = ["PageLinks", "PageReader", "count_links", "describe_error", "is_transient"]
+
+#: Errors retried by the name of a class they derive from: clients' connection
+#: and timeout errors, named, since the crawl knows no client (aiohttp's
+#: ``ClientConnectionError`` and ``ClientPayloadError``, httpx's ``NetworkError``,
+#: ``TimeoutException`` and ``RemoteProtocolError``).
+_TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "NetworkError",
+                              "TimeoutException", "RemoteProtocolError"})
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+#: A page's links and how a relative one resolves (None: no link to resolve).
+PageLinks = tuple[Iterable[str], "Callable[[str], str | None] | None"]
+
+
+class PageReader(Generic[ResponseT]):
+    """Fetches a page through ``fetch`` and hands its answer to ``handler``.
+
+    ``retried(record)`` says whether the answer recorded is asked again: then the
+    handler never sees it (it sees the answer that counts, not the 429 before)."""
+
+    def __init__(self, gate: CrawlGate[ResponseT], handler: Handler[ResponseT],
+                 fetch: Callable[..., Opening[ResponseT]], summary: CrawlSummary, *,
+                 retried: Callable[[CrawlResult], bool], follow_links: bool,
+                 record_directives: bool, obey_nofollow: bool, max_links: int) -> None:
+        self.gate = gate
+        self.handler = handler
+        self.fetch = fetch
+        self.summary = summary
+        self.retried = retried
+        self.follow_links = follow_links
+        self.obey_nofollow = obey_nofollow
+        self.max_links = max_links
+        # The directives only when something uses them: reading them scans the head.
+        self.directives_wanted = record_directives or gate.tdmrep
+
+    async def read(self, url: str, record: CrawlResult, pointed_by: str | None) -> PageLinks:
+        """The page's links to follow (none when its directives say ``nofollow``),
+        and how a relative one resolves."""
+        record.started = time.time()
+        call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
+        async with call as resp:
+            record.answered = time.time()
+            record.status = status = int(resp.status)
+            record.final_url = final = str(resp.url)
+            record.usage = dict(self.gate.usage(url, resp.headers))
+            if self.retried(record):
+                return (), None  # the handler sees the answer that counts, not the 429 before
+            returned = await _handled(self.handler, url, resp)
+            head = None
+            if isinstance(returned, Handled):
+                head = returned.head
+                record.bytes = returned.bytes
+                record.info.update(returned.info)
+                links: Iterable[str] = returned.links
+            else:
+                links = returned if returned is not None else ()
+            if isinstance(links, (str, bytes)):
+                raise TypeError("the handler returned a string, not an iterable of URLs")
+            body = head
+            if self.follow_links and 200 <= status < 300 and _is_html(resp):
+                body = body if body is not None else await _body_of(resp)
+                if body:
+                    found = read_links(body, final)
+                    summary = self.summary
+                    summary.rel_nofollow += found.nofollow
+                    summary.other_schemes += found.other_schemes + found.invalid
+                    links = itertools.chain(links, found.urls)
+            links, some = _peek(links)
+            if self.directives_wanted or (some and self.obey_nofollow):
+                record.directives = self.gate.directives(resp, head)
+            if some and body is None:
+                body = await _body_of(resp)  # for a <base href> (gate.fetch has it read)
+        if not some:
+            return (), None
+        directives: PageDirectives | None = record.directives
+        if directives is not None and directives.nofollow and self.obey_nofollow:
+            # The page asks not to follow its links; they may still come from another page.
+            record.not_followed = count_links(links, self.max_links)
+            self.summary.not_followed += record.not_followed
+            return (), None
+        return links, link_resolver(final, body)
+
+
+def _peek(links: Iterable[str]) -> tuple[Iterable[str], bool]:
+    """``links`` as they were, and whether it holds any (one item read ahead)."""
+    if isinstance(links, (list, tuple)):
+        return links, bool(links)
+    items = iter(links)
+    for first in items:
+        return itertools.chain((first,), items), True
+    return (), False
+
+
+def _is_html(resp: CrawlResponse) -> bool:
+    content_type = resp.headers.get("Content-Type") or ""
+    return str(content_type).partition(";")[0].strip().lower() in _HTML_TYPES
+
+
+async def _body_of(resp: CrawlResponse) -> bytes | None:
+    """The body a response has read (``read()`` gives it again without I/O), if any."""
+    try:
+        body = await resp.read()
+    except Exception:  # a stream already read, a closed connection, no read(): no body
+        return None
+    return body if isinstance(body, bytes) else None
+
+
+async def _handled(handler: Handler[ResponseT], url: str, resp: ResponseT) -> Links:
+    """The handler's answer; a CancelledError of its own (a task of its own cancelled,
+    not this visit) becomes an error to record: the URL is not lost."""
+    try:
+        returned = handler(url, resp)
+        return await returned if inspect.isawaitable(returned) else returned
+    except asyncio.CancelledError:
+        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
+        if cancelling is None or cancelling():
+            raise  # this visit is cancelled: the crawl ends, or the page timed out
+        raise RuntimeError("the handler raised CancelledError") from None
+
+
+def count_links(links: Iterable[str], most: int) -> int:
+    """How many URLs ``links`` holds (an endless iterable is read no further than ``most``)."""
+    return sum(1 for link in itertools.islice(links, most) if isinstance(link, str))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is worth asking again: a timeout or a connection error."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def describe_error(exc: BaseException) -> str:
+    text = str(exc)
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
