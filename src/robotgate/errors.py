@@ -1,4 +1,13 @@
-"""What the gate raises at its callers."""
+"""What the gate raises at its callers.
+
+A client adapter raises a refusal as a subclass of :class:`Disallowed` that is also its
+client's error, so that the ``except`` clauses written for the client catch it:
+``gate.fetch`` and ``gate.middleware`` raise
+:class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed` (an ``aiohttp.ClientError``),
+the httpx transport :class:`~robotgate.integrations.httpx.HttpxDisallowed` (an
+``httpx.RequestError``), Crawlee's adapter its ``RobotsDisallowed``.  Those classes
+live with their adapters: the core imports no client.
+"""
 
 from __future__ import annotations
 

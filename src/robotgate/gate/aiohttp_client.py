@@ -39,8 +39,8 @@ from ..politeness.redirects import refused_answer, robots_hop
 from ..politeness.request_turn import Requests, RequestTurn, redirect_target, sent_in_turn
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
-__all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpRobotsTransport", "FetchCall",
-           "read_body"]
+__all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpDisallowed", "AiohttpRobotsTransport",
+           "FetchCall", "read_body"]
 
 #: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
@@ -140,6 +140,24 @@ async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> No
         raise BodyTooLarge(url, limit)
     resp._body = body
     await resp.read()  # as aiohttp ends a read (the connection goes back to the pool)
+
+
+class AiohttpDisallowed(Disallowed, aiohttp.ClientError):
+    """A refusal raised by ``gate.fetch`` and ``gate.middleware``: robots.txt forbids
+    the URL, or a redirect's hop (or a public page's pointer) leads where it may not.
+
+    It is a :class:`~robotgate.Disallowed` (``url``, ``decision``) and an
+    ``aiohttp.ClientError``, so an ``except aiohttp.ClientError`` written for a plain
+    session catches it too; put ``except robotgate.Disallowed`` first to tell a
+    refusal from a failure.  Nothing was sent.
+    """
+
+
+def _refusal(refused: Disallowed) -> AiohttpDisallowed:
+    """The core's refusal as aiohttp's caller gets it (its traceback kept)."""
+    if isinstance(refused, AiohttpDisallowed):
+        return refused
+    return AiohttpDisallowed(refused.url, refused.decision).with_traceback(refused.__traceback__)
 
 
 def _ours(exc: aiohttp.ClientError, url: str, closed: bool) -> Exception:
@@ -266,7 +284,10 @@ class AiohttpClient:
                                       self._resolve if came_from is not None else None)
             if pointed_by is not None and not history:
                 turn.what = A_POINTER
-            resp = await sent_in_turn(turn, send, _heard, drop=self._drop, keep=True)
+            try:
+                resp = await sent_in_turn(turn, send, _heard, drop=self._drop, keep=True)
+            except Disallowed as refused:
+                raise _refusal(refused) from None
             redirect = follow and resp.status in REDIRECTS
             keep = stream and not redirect  # streamed: the response holds the server's slot
             try:
@@ -366,7 +387,10 @@ class AiohttpClient:
                 _check_peer(req, turn.what, self.is_private)
             return handler(req)
 
-        resp = await sent_in_turn(turn, send, _heard, wait=wait)
+        try:
+            resp = await sent_in_turn(turn, send, _heard, wait=wait)
+        except Disallowed as refused:
+            raise _refusal(refused) from None
         if resp.status in REDIRECTS:
             location = redirect_location(resp.headers)
             target = _joined(resp, location) if location else None

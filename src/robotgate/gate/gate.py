@@ -543,7 +543,9 @@ class RobotGate:
               max_bytes: int | None = MAX_BODY, pointed_by: str | None = None,
               **kwargs: Any) -> FetchCall:
         """Fetch ``url`` (text, or a :class:`yarl.URL` as aiohttp takes) politely;
-        raises :class:`Disallowed` if robots.txt forbids it.
+        raises :class:`Disallowed` if robots.txt forbids it (an
+        :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed`, which is also an
+        ``aiohttp.ClientError``).
 
         Returns the :class:`aiohttp.ClientResponse` with its body already read
         (the server's slot is held until then); usable as ``await`` or
@@ -573,8 +575,10 @@ class RobotGate:
 
         >>> session = aiohttp.ClientSession(middlewares=[gate.middleware])  # doctest: +SKIP
 
-        A forbidden URL raises :class:`Disallowed` from the request call.  The
-        server's slot is held until the response headers arrive.
+        A forbidden URL raises :class:`Disallowed` from the request call (an
+        :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed`, which is also an
+        ``aiohttp.ClientError``).  The server's slot is held until the response
+        headers arrive.
         """
         return self._client.middleware
 

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from ..decision import Decision
+from ..errors import Disallowed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
@@ -38,7 +40,7 @@ from ._hops import first_address, resolve, robots_headers
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["REFUSED", "HttpxRobotsTransport", "RobotGateTransport"]
+__all__ = ["REFUSED", "HttpxDisallowed", "HttpxRobotsTransport", "RobotGateTransport"]
 
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
@@ -47,6 +49,31 @@ _CHUNK = 65536
 #: ``response.extensions`` key of the page's directives (``PageDirectives``): the
 #: headers' at first, with the HTML head's meta tags once the body has been read.
 DIRECTIVES = "robotgate_directives"
+
+
+class HttpxDisallowed(Disallowed, httpx.RequestError):
+    """A refusal raised by :class:`RobotGateTransport` from the client call: robots.txt
+    forbids the URL, or a redirect's hop leads where it may not.
+
+    It is a :class:`~robotgate.Disallowed` (``url``, ``decision``) and an
+    ``httpx.RequestError`` (``request``: the request refused, nothing sent), so an
+    ``except httpx.RequestError`` or ``except httpx.HTTPError`` written for plain httpx
+    catches it too; put ``except robotgate.Disallowed`` first to tell a refusal from a
+    failure.  It is no ``httpx.TransportError``: nothing failed on the wire.
+    """
+
+    def __init__(self, url: str, decision: Decision, *,
+                 request: httpx.Request | None = None) -> None:
+        super().__init__(url, decision)
+        self._request = request
+
+
+def _refusal(refused: Disallowed, request: httpx.Request) -> HttpxDisallowed:
+    """The core's refusal as httpx's caller gets it (its traceback kept)."""
+    if isinstance(refused, HttpxDisallowed):
+        return refused
+    return HttpxDisallowed(refused.url, refused.decision,
+                           request=request).with_traceback(refused.__traceback__)
 
 
 class HttpxRobotsTransport:
@@ -197,8 +224,9 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
     is closed by :meth:`aclose`; the gate is not (it is yours).  Creating the
     transport makes the gate fetch robots.txt through ``inner``.
 
-    A disallowed URL raises :class:`~robotgate.Disallowed` from the client
-    call, as does a redirect from a public site into a private address; a
+    A disallowed URL raises :class:`HttpxDisallowed` (a :class:`~robotgate.Disallowed`
+    and an ``httpx.RequestError``) from the client call, as does a redirect from a
+    public site into a private address; a
     redirect to a URL that is not http(s), or not valid, raises the
     ``httpx.TransportError`` plain httpx gives (``UnsupportedProtocol``,
     ``RemoteProtocolError``).
@@ -244,6 +272,8 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             kind = (httpx.UnsupportedProtocol if request.url.scheme not in ("http", "https")
                     else httpx.RemoteProtocolError)
             raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
+        except Disallowed as refused:
+            raise _refusal(refused, request) from None
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
             request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream
