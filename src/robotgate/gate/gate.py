@@ -672,9 +672,12 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
     store = None if immediate(gate.store) is not None else gate.store
     servers = gate._servers
-    return TdmRepCache(fetcher, turn=lambda origin: RobotsPacing(servers, origin),
-                       max_origins=gate.max_origins, store=store,
-                       trouble=gate._cache.store_trouble)
+    cache = TdmRepCache(fetcher, turn=lambda origin: RobotsPacing(servers, origin),
+                        max_origins=gate.max_origins, store=store,
+                        trouble=gate._cache.store_trouble)
+    # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
+    gate._fetcher.on_fetch = cache.robots_fetched
+    return cache
 
 
 class _Running(Protocol):

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import GateClosed
@@ -68,6 +69,9 @@ class RobotsFetcher:
         #: The file's name in accounts of its fetch: "robots.txt", "tdmrep.json".
         self.name = resource_name(path)
         self.requests = 0
+        #: Told of each fetch as it starts: ``(origin, guard, checked)`` (the tdmrep.json
+        #: cache guards the first request of an origin a pointer led to alike).
+        self.on_fetch: Callable[[str, bool, tuple[Address, ...]], None] | None = None
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
                     hooks: TurnHooks | None = None, guard: bool = False,
@@ -77,6 +81,8 @@ class RobotsFetcher:
         addresses the pointer check found public)."""
         policy = self.policy
         self.requests += 1
+        if self.on_fetch is not None:
+            self.on_fetch(origin, guard, checked)
         path = self.path
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time, path=path,
                            guard=guard, checked=checked)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import GateClosed
+from ..policy.hops import Address
 from ..policy.tdm import TdmVerdict, tdm_verdict
 from ..records import Outcome, RobotsEntry
 from ..robots.tdmrep import TdmRep, parse_tdmrep_json
@@ -53,6 +54,10 @@ class TdmRepCache:
     go first).  ``store`` (None: memory only) keeps the entries between runs and
     workers; ``trouble(what, exc)`` hears of a store that fails (the fetch's
     answer is used all the same).
+
+    The first request of an origin whose robots.txt a public page's pointer led
+    to (:meth:`robots_fetched`) is guarded as that robots.txt request was: its
+    connection must reach a public address.
     """
 
     def __init__(
@@ -71,12 +76,26 @@ class TdmRepCache:
         self._turn = turn
         self._sites: dict[str, TdmRepSite] = {}
         self._flights: dict[str, asyncio.Task[TdmRepSite]] = {}
+        #: origin -> the addresses a pointer check found public, for the origins whose
+        #: last robots.txt fetch was a pointer's.
+        self._pointed: dict[str, tuple[Address, ...]] = {}
         self._closed = False
 
     @property
     def requests(self) -> int:
         """tdmrep.json requests sent (every hop of a redirect counts once with its fetch)."""
         return self.fetcher.requests
+
+    def robots_fetched(self, origin: str, guard: bool, checked: tuple[Address, ...]) -> None:
+        """``origin``'s robots.txt is being fetched, ``guard``-ed when a public page's
+        pointer led there (``checked``: the addresses its check found): the origin's
+        tdmrep.json is fetched alike."""
+        pointed = self._pointed
+        pointed.pop(origin, None)
+        if guard:
+            pointed[origin] = checked
+            while len(pointed) > self.max_origins:
+                del pointed[next(iter(pointed))]
 
     async def reservation(self, url: str, page: PageDirectives | None = None
                           ) -> TdmVerdict:
@@ -123,7 +142,9 @@ class TdmRepCache:
                 previous = stored
         turn = self._turn(origin) if self._turn is not None else _no_turn()
         async with turn as hooks:
-            entry = await self.fetcher.fetch(origin, previous, hooks)
+            checked = self._pointed.get(origin)
+            entry = await self.fetcher.fetch(origin, previous, hooks, checked is not None,
+                                             checked or ())
         await self._save(entry.copy(origin=key))
         return self._keep(origin, entry, known)
 
