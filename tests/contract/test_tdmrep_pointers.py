@@ -26,13 +26,14 @@ from tests.contract.test_private_addresses import (
     names,
     scrapy_run,
     site_at,
+    system_names,
 )
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, Site, private, public
 
 pytestmark = pytest.mark.slow  # loopback servers, a Scrapy child process
 
 # The contract's fixtures, as this module's.
-__all__ = ["names", "private", "public"]
+__all__ = ["names", "private", "public", "system_names"]
 
 TDMREP = "/.well-known/tdmrep.json"
 
@@ -139,3 +140,22 @@ async def test_scrapy_asks_a_redirects_tdmrep_json_only_of_a_public_address(
     assert result.get("status") == 200, result
     assert served[:2] == ["/robots.txt", "/page"], served
     assert TDMREP not in private.paths(), private.paths()
+
+
+# -- httpx: the first tdmrep.json request goes to the address the pointer check found ------------
+
+
+async def test_httpx_asks_a_redirects_tdmrep_json_of_the_address_it_checked(
+        public: Site, private: Site, system_names: Names) -> None:
+    httpx = pytest.importorskip("httpx")
+    from robotgate.integrations.httpx import RobotGateTransport
+
+    system_names.answers["rebind.test"] = [[PUBLIC], [PRIVATE]]  # the check's, then later
+    url = f"http://rebind.test:{private.port}/page"
+    async with twin_of(private) as twin, gate(tdmrep=True) as g, \
+            httpx.AsyncClient(transport=RobotGateTransport(g), follow_redirects=True) as client:
+        resp = await client.get(public.url("/redirect?to=" + quote(url, safe="")))
+        assert resp.status_code == 200
+        await g.tdm(url)
+    assert private.paths() == [] and private.robots_hits == 0, private.paths()
+    assert twin.paths() == ["/page", TDMREP], twin.paths()
