@@ -5,19 +5,29 @@ promises apply to a browser, run against the system Chromium attached to the gat
 Not run here: the late fleet slot, the slot given back once and ``close()`` cases,
 which drive a client's own calls from inside the gate's hooks.  The events case of
 test_events_paths.py runs here too: a browser's navigations tell the same story.
+
+Each URL a subresource too (a page's ``fetch``): the cases whose promises a subresource
+keeps (refusals, one robots.txt request, ``Retry-After``, back-off, ``max_per_host``,
+redirects into private addresses); not the delay or ``latency_factor``, which pace pages.
 """
 
 from __future__ import annotations
 
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
+from aiohttp import web
 
-from robotgate import Disallowed, RobotGate
+from robotgate import Disallowed, Network, RobotGate
+from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from tests.contract import test_request_paths as contract
 from tests.contract.test_events_paths import PAGES, _events
 from tests.contract.test_private_addresses import (
@@ -28,7 +38,7 @@ from tests.contract.test_private_addresses import (
     site_at,
     system_names,
 )
-from tests.contract.test_request_paths import Result, Site, private, public
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, Result, Site, private, public
 from tests.support.browser import chromium
 
 pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
@@ -75,9 +85,33 @@ class BrowserClient(contract.Client):
         return Result(status=response.status, usage=self.gate.usage(url, response.headers))
 
 
+class SubresourceClient(BrowserClient):
+    """Each URL a page's ``fetch`` from a blank page of its own: a subresource."""
+
+    async def get(self, url: str) -> Result:
+        page = await self.context.new_page()
+        answers: dict[str, tuple[int, dict[str, str]]] = {}
+        page.on("response",
+                lambda response: answers.setdefault(response.url,
+                                                    (response.status, response.headers)))
+        try:
+            failure = await page.evaluate(
+                "u => fetch(u, {mode: 'no-cors'}).then(() => '', e => String(e))", url)
+        finally:
+            await page.close()
+        refused = self.refusals.get(url)
+        if refused is not None:
+            return contract._refusal(refused)
+        if url in answers:
+            status, headers = answers[url]
+            return Result(status=status, usage=self.gate.usage(url, headers))
+        return Result(error=failure or "no answer")
+
+
 @dataclass
 class BrowserDriver(contract.Driver):
-    """The browser path: a context of ``browser`` attached to a gate for each run."""
+    """The browser path: a context of ``browser`` attached to a gate for each run; each
+    URL a navigation (``name`` "browser") or a subresource ("subresource")."""
 
     browser: Any = None
 
@@ -86,7 +120,8 @@ class BrowserDriver(contract.Driver):
         async with RobotGate(contract.AGENT, is_private=contract.public_loopback_1,
                              **options) as gate:
             context = await self.browser.new_context()
-            client = BrowserClient(gate, context)
+            kind = SubresourceClient if self.name == "subresource" else BrowserClient
+            client = kind(gate, context)
             await attach(gate, context, on_refused=client.heard)
             try:
                 yield client
@@ -118,6 +153,27 @@ async def test_the_browser_keeps_the_promise(case: Any, driver: BrowserDriver,
     await case(driver, public)
     # Chromium asks for the icon of a page naming none past every route: attach gives each
     # page one of its own, so that no request leaves unjudged.
+    assert "/favicon.ico" not in public.paths()
+
+
+SUBRESOURCE_CASES = [
+    contract.test_a_disallowed_url_is_refused_and_an_allowed_page_reports_its_usage,
+    contract.test_robots_txt_is_fetched_once_for_concurrent_requests,
+    contract.test_retry_after_is_kept,
+    contract.test_a_429_without_retry_after_backs_off,
+    contract.test_max_per_host_caps_the_requests_the_server_sees_at_once,
+    contract.test_a_redirect_into_a_private_address_is_refused,
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SUBRESOURCE_CASES,
+                         ids=[case.__name__[5:] for case in SUBRESOURCE_CASES])
+async def test_a_browsers_subresources_keep_the_promise(case: Any, driver: BrowserDriver,
+                                                        public: Site, private: Site) -> None:
+    driver.name = "subresource"
+    args = (driver, public, private) if "private" in case.__name__ else (driver, public)
+    await case(*args)
     assert "/favicon.ico" not in public.paths()
 
 
@@ -195,3 +251,115 @@ async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_c
     assert {(c.get("name"), c.get("value"), c.get("httpOnly")) for c in named} == {
         ("seen", "1", False), ("kept", "2", True)}, named
     assert at_address == [], at_address
+
+
+# -- a subresource's redirect, and https pointers ---------------------------------------------
+
+
+@pytest.mark.slow
+async def test_a_subresource_redirects_robots_txt_request_is_guarded(
+        driver: BrowserDriver, public: Site, private: Site, names: Names,
+        system_names: Names) -> None:
+    # The pointer check finds the name public; the gate's robots.txt request would
+    # connect to a private address (rebinding): it is refused where it connects (and
+    # counts as unavailable); the hop itself goes to the address the check found,
+    # where nothing listens.
+    system_names.answers["rebind.test"] = [[PUBLIC]]
+    names.answers["rebind.test"] = [[PRIVATE]]
+    url = f"http://rebind.test:{private.port}/secret"
+    driver.name = "subresource"
+    async with driver.open(delay=0) as client:
+        [result] = await client.many([public.url("/redirect?to=" + quote(url, safe=""))])
+        robots = client.gate.check(url)
+    assert result.status is None, result
+    assert private.robots_hits == 0 and private.paths() == []
+    assert robots is not None and robots.outcome == "unavailable", robots
+    assert "its connection reached a non-public address" in robots.reason, robots
+
+
+class AllowAll:
+    """A robots.txt transport that allows everything, asking no server."""
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        return RobotsResponse(200, {}, b"User-agent: *\nAllow: /\n", url=request.url)
+
+
+def certificates(where: Path) -> tuple[Path, ssl.SSLContext]:
+    """A throwaway CA (its file, for the browser's client to trust) and a server TLS
+    context with the CA's certificate for ``localhost``."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl on PATH: the https case needs certificates")
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=where)
+
+    (where / "san").write_text("subjectAltName=DNS:localhost\n")
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Test CA",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "leaf.key",
+        "-out", "leaf.csr")
+    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "1", "-extfile", "san", "-out", "leaf.pem")
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(where / "leaf.pem", where / "leaf.key")
+    return where / "ca.pem", server
+
+
+@dataclass
+class TlsSite:
+    """An https server on ``host`` that notes each request's path and Host header."""
+
+    host: str
+    seen: list[tuple[str, str]]
+    runner: web.AppRunner
+
+    @classmethod
+    async def start(cls, host: str, port: int, tls: ssl.SSLContext) -> TlsSite:
+        seen: list[tuple[str, str]] = []
+
+        async def handle(request: web.Request) -> web.Response:
+            seen.append((request.path, request.headers.get("Host", "")))
+            return web.Response(text="page")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, port, ssl_context=tls).start()
+        return cls(host, seen, runner)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ignore_https_errors", [False, True])
+async def test_the_browser_sends_a_public_pages_https_pointer_to_the_address_it_checked(
+        ignore_https_errors: bool, tmp_path: Path, system_names: Names,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the http case: the gate's look-ups find localhost public (127.0.0.3), the
+    # browser's client would find 127.0.0.1 (private here), and both serve localhost's
+    # certificate.  The hop goes to 127.0.0.3, its certificate checked for localhost
+    # (the client trusts the test's CA) unless the context ignores certificate errors.
+    ca, tls = certificates(tmp_path)
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(ca))  # read as the client starts
+    public = await Site(CHECKED, robots="User-agent: *\nAllow: /\n").start()
+    inside = await TlsSite.start("127.0.0.1", 0, tls)
+    port = inside.runner.addresses[0][1]
+    checked = await TlsSite.start(CHECKED, port, tls)
+    system_names.answers["localhost"] = [[CHECKED]]
+    pointer = quote(f"https://localhost:{port}/secret", safe="")
+    try:
+        async with chromium() as browser, RobotGate(
+                contract.AGENT, is_private=checked_public, delay=0,
+                network=Network(robots_transport=AllowAll())) as gate:
+            context = await browser.new_context(ignore_https_errors=ignore_https_errors)
+            await attach(gate, context)
+            page = await context.new_page()
+            response = await page.goto(public.url("/redirect?to=" + pointer))
+            assert response is not None and response.status == 200
+            await context.close()
+    finally:
+        await public.close()
+        await inside.runner.cleanup()
+        await checked.runner.cleanup()
+    assert inside.seen == []
+    assert checked.seen == [("/secret", f"localhost:{port}")]

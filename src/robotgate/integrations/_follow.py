@@ -39,16 +39,19 @@ def next_hop(status: int, method: str, headers: dict[str, str], body: bytes | No
     return method, headers, body
 
 
-def pinned(url: str, checked: Sequence[Address]) -> tuple[str, str | None]:
+def pinned(url: str, checked: Sequence[Address], *,
+           https: bool = False) -> tuple[str, str | None]:
     """The URL a public page's pointer is sent to, and the Host header it then carries
     (None: sent as it is).  ``checked``: the addresses the pointer check found public
     (empty: the request is not guarded).
 
     A client that looks the name up again could find a private address (DNS
     rebinding): an ``http`` URL naming a host goes to the first checked address, its
-    Host header naming the host.  An ``https`` URL goes by its name: the certificate
-    must be the name's, which a server in a private network cannot show (unless the
-    client ignores certificate errors).
+    Host header naming the host.  An ``https`` URL does too with ``https`` True, for a
+    client whose TLS takes the server's name (SNI, the certificate's check) from the
+    Host header, as Playwright's request client does; else it goes by its name: the
+    certificate must be the name's, which a server in a private network cannot show
+    (unless the client ignores certificate errors).
 
     >>> import ipaddress
     >>> pinned("http://a.test:8080/p?q", [ipaddress.ip_address("93.184.216.34")])
@@ -57,10 +60,13 @@ def pinned(url: str, checked: Sequence[Address]) -> tuple[str, str | None]:
     ('http://[2001:db8::1]/', 'a.test')
     >>> pinned("https://a.test/", [ipaddress.ip_address("93.184.216.34")])
     ('https://a.test/', None)
+    >>> pinned("https://a.test/", [ipaddress.ip_address("93.184.216.34")], https=True)
+    ('https://93.184.216.34/', 'a.test')
     """
     parts = urlsplit(url)
     host = parts.hostname
-    if not checked or parts.scheme != "http" or not host or literal_address(host) is not None:
+    if (not checked or not (parts.scheme == "http" or (https and parts.scheme == "https"))
+            or not host or literal_address(host) is not None):
         return url, None
     address = checked[0]
     where = f"[{address}]" if address.version == 6 else str(address)

@@ -27,11 +27,12 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   sent; the browser gets the last answer as the answer to the URL it asked for, so
   ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
   browser follows itself: they would go out unchecked.)  The client would look a
-  hop's host up again, and might find a private address there (DNS rebinding): an
-  ``http`` hop from a public site goes to the address its check found public (the
-  Host header and the context's cookies for the name kept); an ``https`` hop goes by
-  its name, the certificate binding it (see :func:`~._follow.pinned`), checked for
-  such a hop even in a context that ignores certificate errors.
+  hop's host up again, and might find a private address there (DNS rebinding): a
+  hop from a public site goes to the address its check found public, ``http`` and
+  ``https`` alike (the Host header and the context's cookies for the name kept; the
+  client takes the TLS server name and the certificate's check from the Host
+  header, so a certificate is still checked for the name, and a context that
+  ignores certificate errors is held to the address too; see :func:`~._follow.pinned`).
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -186,15 +187,15 @@ class Attachment:
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
         """Send one request; a public page's pointer (``checked``: the addresses its
-        check found public) to an ``http`` URL goes to the first of them."""
-        sent, host = pinned(url, checked)
+        check found public) goes to the first of them."""
+        # The request client names the server by the Host header in TLS too (SNI, the
+        # certificate's check): an https pointer goes to the checked address as well,
+        # its certificate still checked for the name (the only guard left in a context
+        # that ignores certificate errors is the address).
+        sent, host = pinned(url, checked, https=True)
         if host is None:
-            # A public page's https pointer: the certificate must be the name's, even in
-            # a context that ignores certificate errors (a server at a private address
-            # the name may resolve to again cannot show it).
             return await self.api.fetch(url, method=method, headers=headers, data=body,
-                                        max_redirects=0,
-                                        ignore_https_errors=False if checked else None)
+                                        max_redirects=0)
         # The client's cookie jar knows the request by its address: the name's cookies
         # go with it, and the answer's are kept for the name, none for the address
         # (another name served there must not be sent them).
