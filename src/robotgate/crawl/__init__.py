@@ -8,6 +8,7 @@ it may use ``politeness/`` and ``store/``, which never use it.
 - :mod:`.options`: its keywords (:class:`CrawlOptions`), checked by name;
 - :mod:`.host_queues`: a queue per politeness key and the heap of keys by due time;
 - :mod:`.page`: one page's request, the handler's look at it, its links;
+- :mod:`.discovery`: which links a page gives join the crawl, and their pages;
 - :mod:`.results`: :class:`CrawlResult`, :class:`CrawlSummary`, :class:`Handled`;
 - :mod:`.gate_interface`: what the crawl needs of the gate and reads of a response.
 """

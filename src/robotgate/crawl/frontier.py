@@ -4,20 +4,21 @@ A bounded worker pool over ``gate.fetch`` with URLs sorted by host blocks at
 the head of the line: every worker ends up waiting on the same host's pacing
 while other hosts sit idle.  The frontier instead keeps one queue per
 politeness key (``gate.pace_key(url)``) and a heap of keys ordered by when
-each may next be asked (``gate.host_wait(url)``); a URL is handed to a worker
+each may next be asked (``gate.server_wait(url)``); a URL is handed to a worker
 only when its host is ready, so ``concurrency`` workers stay busy as long as
 any host has work that may start now.
 
 It knows no HTTP client: it asks the gate through :class:`~.gate_interface.CrawlGate`
 alone (public, documented members of :class:`robotgate.RobotGate`), so any object
 with those members can drive it.  Its parts: :mod:`.options`, :mod:`.host_queues`
-(the queues and the heap), :mod:`.page` (one page's request, handler and links) and
-:mod:`.results` (what it reports).
+(the queues and the heap), :mod:`.page` (one page's request, handler and links),
+:mod:`.discovery` (which of those links join the crawl) and :mod:`.results` (what
+it reports).
 
 Every URL is known by its resource key (:func:`robotgate.urls.resource_key`,
-or the crawl's ``url_key``): the crawl's state (:mod:`robotgate.store.crawl_state`) queues each
-key once, input and discovered links alike, and records each URL's outcome with
-the links its page gave.  The host queues hold a window of the queued URLs taken
+or the crawl's ``url_key``): the crawl's state (:mod:`robotgate.store.crawl_state`)
+queues each key once, input and discovered links alike, and records each URL's
+outcome with the links its page gave.  The host queues hold a window of the queued URLs taken
 from the state; a named crawl's state lives in the gate's store.
 
 Bounds, unnamed: URLs are taken from the input only while fewer than
@@ -46,11 +47,10 @@ from typing import TYPE_CHECKING, Generic
 
 from ..decision import Decision
 from ..errors import GateClosed
-from ..policy.hops import literal_address
-from ..politeness.grouping import registrable_domain
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
+from .discovery import Discovery
 from .gate_interface import CrawlGate, Opening, ResponseT
 from .host_queues import HostQueue, HostQueues, QueuedURL
 from .options import (
@@ -62,7 +62,7 @@ from .options import (
     ScopeRule,
     check_options,
 )
-from .page import PageLinks, PageReader, count_links, describe_error, is_transient
+from .page import PageLinks, PageReader, describe_error, is_transient
 from .results import CrawlResult, CrawlSummary, Handled, HostSummary
 
 if TYPE_CHECKING:
@@ -85,10 +85,6 @@ log = logging.getLogger("robotgate.frontier")
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
-#: A page's links handed to the state at once while they are read.
-_CHUNK = 4096
-#: Pointers remembered at most (URL key -> the page that gave it), ~100 bytes each.
-_POINTERS = 200_000
 
 
 class Frontier(Generic[ResponseT]):
@@ -140,12 +136,6 @@ class Frontier(Generic[ResponseT]):
         self.on_result = on_result
         if fetch is None:
             fetch = gate.fetch
-        # A link or a sitemap's entry is its page's pointer (docs/bad-input.md): fetched
-        # pointed_by that page, where the fetch takes it.  URL key -> the page, for the
-        # pointers queued in this run (the oldest forgotten past _POINTERS: such a
-        # link, as one a resumed crawl holds, counts as a public page's).
-        self._pointers: dict[str, str] | None = (
-            {} if "pointed_by" in inspect.signature(fetch).parameters else None)
         self.max_queued = max(1, max_queued)
         self.retries = retries
         self.retry_statuses = frozenset(retry_statuses)
@@ -155,13 +145,14 @@ class Frontier(Generic[ResponseT]):
         self.pages = PageReader(gate, handler, fetch, self.summary, retried=self._will_retry,
                                 follow_links=follow_links, record_directives=record_directives,
                                 obey_nofollow=obey_nofollow, max_links=max_links)
-        self.url_key = url_key if url_key is not None else resource_key
-        self.scope = scope
-        self.max_depth = max_depth
-        self.max_links = max_links
         if state is None:
             state = MemoryCrawlState(max_seen=max(1, max_seen), max_pending=self.max_queued)
         self.state = state
+        self.discovery = Discovery(
+            state, self.summary, url_key=url_key if url_key is not None else resource_key,
+            scope=scope, max_depth=max_depth, max_links=max_links, is_private=gate.is_private,
+            keeps_pointers="pointed_by" in inspect.signature(fetch).parameters,
+            invalid=self._invalid, counted=self._counted)
         # Host queues hold this many URLs taken from the state at most.
         self.window = self.max_queued if state.bounded else min(self.max_queued, 20_000)
         self._adding: asyncio.Future[None] | None = None  # the input's batch being added
@@ -346,11 +337,11 @@ class Frontier(Generic[ResponseT]):
         try:
             text = text_url(url)
             key = resource_key(text)  # InvalidURL for what is no http(s) URL
-            if self.url_key is not resource_key:
-                key = self._key_of(text)[0]
+            if self.discovery.url_key is not resource_key:
+                key = self.discovery.key_of(text)[0]
             batch.append(Entry(key, text))
             if sitemap:
-                self._pointed(key, sitemap)
+                self.discovery.pointed(key, sitemap)
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
         if len(batch) >= _ADD or self.state.bounded:
@@ -387,111 +378,6 @@ class Frontier(Generic[ResponseT]):
         text = url if isinstance(url, str) else repr(url)
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
-    async def _links(self, page: Entry, links: Iterable[str],
-                     resolve: Callable[[str], str | None] | None = None) -> list[Entry]:
-        """The links of ``page`` that may be crawled, as entries (the rest counted).
-
-        A page of many links hands them to the state a chunk at a time as they are
-        read; the last chunk is returned, to be written with the page's outcome."""
-        summary = self.summary
-        depth = page.depth + 1
-        if self.max_depth is not None and depth > self.max_depth:
-            n = count_links(links, self.max_links)
-            summary.links += n
-            summary.too_deep += n
-            return []
-        out: list[Entry] = []
-        page_host = _host(resource_key(page.url))
-        page_private = self._private(page_host)
-        scope = self.scope
-        read = 0
-        try:
-            for link in links:
-                if read >= self.max_links:
-                    summary.links_cut += 1
-                    break
-                read += 1
-                if read % 4096 == 0:
-                    await asyncio.sleep(0)  # a million links must not hold the loop
-                if len(out) >= _CHUNK:
-                    await self._add_links(out)
-                    out = []
-                if (resolve is not None and isinstance(link, str)
-                        and link[:7] != "http://" and link[:8] != "https://"):
-                    resolved = resolve(link)  # relative, or another scheme
-                    if resolved is None or not resolved[:8].lower().startswith(
-                            ("http://", "https://")):
-                        summary.other_schemes += 1
-                        continue
-                    link = resolved
-                self._link(link, page, depth, page_host, page_private, scope, out)
-        except Exception:
-            await self._add_links(out)  # what the page gave before its links failed
-            raise
-        return out
-
-    def _link(self, link: object, page: Entry, depth: int, page_host: str,
-              page_private: bool, scope: str | ScopeRule, out: list[Entry]) -> None:
-        """Count ``link``, or put it in ``out`` (counted once written)."""
-        summary = self.summary
-        if not isinstance(link, str):
-            summary.links += 1
-            self._invalid(link, InvalidURL(link, "not a string"), discovered=True)
-            return
-        try:
-            key, host = self._key_of(link)
-        except (ValueError, TypeError) as exc:
-            summary.links += 1
-            self._invalid(link, exc, discovered=True)
-            return
-        if callable(scope):
-            inside = bool(scope(link, page.url))
-        elif scope == "host":
-            inside = host == page_host
-        elif scope == "domain":
-            inside = registrable_domain(host) == registrable_domain(page_host)
-        else:
-            inside = True
-        if not inside:
-            summary.links += 1
-            summary.out_of_scope += 1
-        elif not page_private and self._private(host):
-            summary.links += 1
-            summary.private_links += 1
-        else:
-            out.append(Entry(key, link, depth, discovered=True))
-            self._pointed(key, page.url)
-
-    def _pointed(self, key: str, page: str) -> None:
-        """The URL keyed ``key`` is a pointer of ``page``."""
-        pointers = self._pointers
-        if pointers is None:
-            return
-        if len(pointers) >= _POINTERS:
-            del pointers[next(iter(pointers))]
-        pointers[key] = page
-
-    def _pointer_of(self, entry: Entry) -> str | None:
-        """The page ``entry`` is a pointer of (``""``: a page taken as public), or None:
-        the caller's own input."""
-        pointers = self._pointers
-        if pointers is None:
-            return None
-        page = pointers.get(entry.key)
-        if page is not None:
-            return page
-        if not entry.discovered:
-            return None
-        # A link this run does not remember (a resumed crawl, or one forgotten past
-        # _POINTERS): under scope "host" its page was on its own host, so the link is
-        # judged as that page's pointer; under any other scope, as a public page's.
-        return entry.url if self.scope == "host" else ""
-
-    async def _add_links(self, chunk: list[Entry]) -> None:
-        """A chunk of a page's links into the state, ahead of the page's outcome."""
-        if chunk:
-            self._counted(await self.state.add_links(chunk), len(chunk))
-
     def _counted(self, added: Added, links: int) -> None:
         summary = self.summary
         summary.links += links
@@ -499,23 +385,6 @@ class Frontier(Generic[ResponseT]):
         summary.duplicates += added.known
         summary.dropped += added.dropped
         self._count_queued()
-
-    def _key_of(self, url: str) -> tuple[str, str]:
-        """``url``'s key in the crawl and its host (InvalidURL for what is no URL)."""
-        key = resource_key(url)
-        host = _host(key)
-        if self.url_key is not resource_key:
-            key = self.url_key(url)
-            if not isinstance(key, str):
-                raise TypeError(f"url_key returned {type(key).__name__}, not str")
-        return key, host
-
-    def _private(self, host: str) -> bool:
-        """Whether ``host`` spells a private address (or is ``localhost``): no DNS."""
-        if host == "localhost" or host.endswith(".localhost"):
-            return True
-        address = literal_address(host)
-        return address is not None and bool(self.gate.is_private(address))
 
     # -- one URL ---------------------------------------------------------
 
@@ -562,7 +431,7 @@ class Frontier(Generic[ResponseT]):
                 record.interval = ahead.interval
                 gate.report_waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                links, resolve = await self._page(url, record, self._pointer_of(entry))
+                links, resolve = await self._page(url, record, self.discovery.pointer_of(entry))
                 if gate.tdmrep and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere.
@@ -600,12 +469,11 @@ class Frontier(Generic[ResponseT]):
             self.queues.add(host.key, QueuedURL(entry), front=True)
             self._count_queued()
             return
-        if self._pointers is not None:
-            self._pointers.pop(entry.key, None)
+        self.discovery.fetched(entry)
         found: list[Entry] = []
         if record.error is None and record.decision is None:
             try:
-                found = await self._links(entry, links, resolve)
+                found = await self.discovery.judge(entry, links, resolve)
             except Exception as exc:  # an iterable of links that raises as it is read
                 record.error = describe_error(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
@@ -670,14 +538,6 @@ def _wake(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def _host(key: str) -> str:
-    """The host of a resource key (no port, no user information's fingerprint)."""
-    authority = key.partition("://")[2].partition("/")[0].rpartition("@")[2]
-    if authority[:1] == "[":
-        return authority[: authority.find("]") + 1]
-    return authority.partition(":")[0]
-
-
 async def crawl(
     gate: CrawlGate[ResponseT],
     urls: Iterable[str | SitemapEntry] | AsyncIterable[str | SitemapEntry],
@@ -723,7 +583,7 @@ async def crawl(
     :func:`robotgate.urls.resource_key`), ``scope`` (``"host"``, ``"domain"``,
     ``"any"`` or ``(link, page_url) -> bool``) and ``max_depth`` for the links
     pages give, ``max_links`` (links read per page) and ``state`` (a
-    :class:`~.crawl_state.CrawlState`: a named crawl's, from the store; see
+    :class:`~robotgate.store.crawl_state.CrawlState`: a named crawl's, from the store; see
     ``docs/crawl.md``).  A gate closed under the crawl
     ends it at once with :class:`~robotgate.errors.GateClosed`.
 

@@ -51,7 +51,7 @@ class CrawlResult:
 
     The story of its request: ``started`` and ``answered`` (Unix times: the
     request sent, its answer's headers come), ``waited`` (seconds it waited for
-    its server's turn), ``wait_reason`` (why: see :mod:`.waits`) and
+    its server's turn), ``wait_reason`` (why: see :mod:`robotgate.politeness.waits`) and
     ``interval`` (the seconds its server was owed between two requests then).
 
     ``retried``: this attempt's answer (a 429 or 503) or error (a connection

@@ -1,0 +1,192 @@
+"""The links a page gives: which join the crawl, and the page each is a pointer of.
+
+A link joins when it is a URL, within ``max_depth``, inside the crawl's ``scope``
+(``"host"``, ``"domain"``, ``"any"`` or a rule) and not a private address that a
+public page points to (no DNS: literal addresses and ``localhost``); the rest are
+counted in the summary.  A page's links are read up to ``max_links``.  A link or a
+sitemap's entry is its page's pointer (docs/bad-input.md): fetched ``pointed_by`` that
+page, where the fetch takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from ..policy.hops import IsPrivate, literal_address
+from ..politeness.grouping import registrable_domain
+from ..store.crawl_state import Added, CrawlState, Entry
+from ..urls import InvalidURL, resource_key
+from .options import ScopeRule
+from .page import count_links
+from .results import CrawlSummary
+
+__all__ = ["Discovery"]
+
+#: A page's links handed to the state at once while they are read.
+_CHUNK = 4096
+#: Pointers remembered at most (URL key -> the page that gave it), ~100 bytes each.
+_POINTERS = 200_000
+
+
+class Discovery:
+    """Judges the links pages give, for one crawl (its frontier alone calls it).
+
+    ``invalid(url, error, discovered)`` records what is no URL; ``counted(added,
+    links)`` counts links written to the state.  ``keeps_pointers``: the fetch takes
+    ``pointed_by``, so each link's page is remembered until it is fetched."""
+
+    def __init__(self, state: CrawlState, summary: CrawlSummary, *,
+                 url_key: Callable[[str], str], scope: str | ScopeRule,
+                 max_depth: int | None, max_links: int, is_private: IsPrivate,
+                 keeps_pointers: bool,
+                 invalid: Callable[[object, BaseException, bool], None],
+                 counted: Callable[[Added, int], None]) -> None:
+        self.state = state
+        self.summary = summary
+        self.url_key = url_key
+        self.scope = scope
+        self.max_depth = max_depth
+        self.max_links = max_links
+        self.is_private = is_private
+        self.invalid = invalid
+        self.counted = counted
+        # URL key -> the page, for the pointers queued in this run (the oldest
+        # forgotten past _POINTERS: such a link, as one a resumed crawl holds,
+        # counts as a public page's).
+        self._pointers: dict[str, str] | None = {} if keeps_pointers else None
+
+    def fetched(self, entry: Entry) -> None:
+        """``entry`` was fetched: its page need not be remembered any more."""
+        if self._pointers is not None:
+            self._pointers.pop(entry.key, None)
+
+    async def judge(self, page: Entry, links: Iterable[str],
+                    resolve: Callable[[str], str | None] | None = None) -> list[Entry]:
+        """The links of ``page`` that may be crawled, as entries (the rest counted).
+
+        A page of many links hands them to the state a chunk at a time as they are
+        read; the last chunk is returned, to be written with the page's outcome."""
+        summary = self.summary
+        depth = page.depth + 1
+        if self.max_depth is not None and depth > self.max_depth:
+            n = count_links(links, self.max_links)
+            summary.links += n
+            summary.too_deep += n
+            return []
+        out: list[Entry] = []
+        page_host = _host(resource_key(page.url))
+        page_private = self._private(page_host)
+        scope = self.scope
+        read = 0
+        try:
+            for link in links:
+                if read >= self.max_links:
+                    summary.links_cut += 1
+                    break
+                read += 1
+                if read % 4096 == 0:
+                    await asyncio.sleep(0)  # a million links must not hold the loop
+                if len(out) >= _CHUNK:
+                    await self._add_links(out)
+                    out = []
+                if (resolve is not None and isinstance(link, str)
+                        and link[:7] != "http://" and link[:8] != "https://"):
+                    resolved = resolve(link)  # relative, or another scheme
+                    if resolved is None or not resolved[:8].lower().startswith(
+                            ("http://", "https://")):
+                        summary.other_schemes += 1
+                        continue
+                    link = resolved
+                self._judge_one(link, page, depth, page_host, page_private, scope, out)
+        except Exception:
+            await self._add_links(out)  # what the page gave before its links failed
+            raise
+        return out
+
+    def _judge_one(self, link: object, page: Entry, depth: int, page_host: str,
+              page_private: bool, scope: str | ScopeRule, out: list[Entry]) -> None:
+        """Count ``link``, or put it in ``out`` (counted once written)."""
+        summary = self.summary
+        if not isinstance(link, str):
+            summary.links += 1
+            self.invalid(link, InvalidURL(link, "not a string"), True)
+            return
+        try:
+            key, host = self.key_of(link)
+        except (ValueError, TypeError) as exc:
+            summary.links += 1
+            self.invalid(link, exc, True)
+            return
+        if callable(scope):
+            inside = bool(scope(link, page.url))
+        elif scope == "host":
+            inside = host == page_host
+        elif scope == "domain":
+            inside = registrable_domain(host) == registrable_domain(page_host)
+        else:
+            inside = True
+        if not inside:
+            summary.links += 1
+            summary.out_of_scope += 1
+        elif not page_private and self._private(host):
+            summary.links += 1
+            summary.private_links += 1
+        else:
+            out.append(Entry(key, link, depth, discovered=True))
+            self.pointed(key, page.url)
+
+    def pointed(self, key: str, page: str) -> None:
+        """The URL keyed ``key`` is a pointer of ``page``."""
+        pointers = self._pointers
+        if pointers is None:
+            return
+        if len(pointers) >= _POINTERS:
+            del pointers[next(iter(pointers))]
+        pointers[key] = page
+
+    def pointer_of(self, entry: Entry) -> str | None:
+        """The page ``entry`` is a pointer of (``""``: a page taken as public), or None:
+        the caller's own input."""
+        pointers = self._pointers
+        if pointers is None:
+            return None
+        page = pointers.get(entry.key)
+        if page is not None:
+            return page
+        if not entry.discovered:
+            return None
+        # A link this run does not remember (a resumed crawl, or one forgotten past
+        # _POINTERS): under scope "host" its page was on its own host, so the link is
+        # judged as that page's pointer; under any other scope, as a public page's.
+        return entry.url if self.scope == "host" else ""
+
+    async def _add_links(self, chunk: list[Entry]) -> None:
+        """A chunk of a page's links into the state, ahead of the page's outcome."""
+        if chunk:
+            self.counted(await self.state.add_links(chunk), len(chunk))
+
+    def key_of(self, url: str) -> tuple[str, str]:
+        """``url``'s key in the crawl and its host (InvalidURL for what is no URL)."""
+        key = resource_key(url)
+        host = _host(key)
+        if self.url_key is not resource_key:
+            key = self.url_key(url)
+            if not isinstance(key, str):
+                raise TypeError(f"url_key returned {type(key).__name__}, not str")
+        return key, host
+
+    def _private(self, host: str) -> bool:
+        """Whether ``host`` spells a private address (or is ``localhost``): no DNS."""
+        if host == "localhost" or host.endswith(".localhost"):
+            return True
+        address = literal_address(host)
+        return address is not None and bool(self.is_private(address))
+
+
+def _host(key: str) -> str:
+    """The host of a resource key (no port, no user information's fingerprint)."""
+    authority = key.partition("://")[2].partition("/")[0].rpartition("@")[2]
+    if authority[:1] == "[":
+        return authority[: authority.find("]") + 1]
+    return authority.partition(":")[0]
