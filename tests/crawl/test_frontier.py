@@ -12,7 +12,6 @@ import itertools
 import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -28,7 +27,7 @@ from robotgate.crawl import (
 from robotgate.decision import Decision
 from robotgate.politeness.waits import ServerWait
 from robotgate.urls import InvalidURL, split_origin
-from testbed.crawl_gate import PlainCrawlGate
+from testbed.crawl_gate import PlainAnswer, PlainCrawlGate
 
 # Waits below this are scheduling noise, not a worker parked on a host.
 SLACK = 0.02
@@ -41,14 +40,7 @@ class Disallowed(Exception):
         self.decision = decision
 
 
-@dataclass
-class FakeResponse:
-    url: str
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-
-    async def read(self) -> bytes:
-        return b""
+FakeResponse = PlainAnswer
 
 
 class _Fetch:

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from types import TracebackType
 
 from robotgate.decision import Decision
 from robotgate.policy.hops import IsPrivate
 from robotgate.urls import split_origin
-from testbed.crawl_gate import PlainCrawlGate
+from testbed.crawl_gate import PlainAnswer, PlainCrawlGate
 
-
-@dataclass
-class Page:
-    url: str
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-
-    async def read(self) -> bytes:
-        return b""
+#: An answer: status, URL, headers, an empty body.
+Page = PlainAnswer
 
 
 class _Fetch:

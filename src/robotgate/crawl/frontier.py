@@ -60,25 +60,14 @@ from .options import (
     CrawlOptions,
     Handler,
     ScopeRule,
-    check_options,
 )
 from .page import PageLinks, PageReader, describe_error, is_transient
-from .results import CrawlResult, CrawlSummary, Handled, HostSummary
+from .results import CrawlResult, CrawlSummary, HostSummary
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
 
-__all__ = [
-    "DEFAULT_RETRIES",
-    "CrawlOptions",
-    "CrawlResult",
-    "CrawlSummary",
-    "Frontier",
-    "Handled",
-    "HostSummary",
-    "check_options",
-    "crawl",
-]
+__all__ = ["Frontier", "crawl"]
 
 log = logging.getLogger("robotgate.frontier")
 
