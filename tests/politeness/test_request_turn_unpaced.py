@@ -53,7 +53,7 @@ async def test_an_unpaced_turn_is_not_held_to_the_delay_and_leaves_the_pages_int
     clock.advance(1.0)
     group = await run(admission, A + "/page/1")
     assert admission.scheduler.wait_seconds(group) == pytest.approx(1.0)
-    for _ in range(3):  # a page's images, right after it, and half a delay later
+    for _ in range(3):  # a page's images, a quarter of the delay apart
         image = unpaced(admission, A + "/img.png")
         assert begun_at_once(image) is group
         assert image.leaving() is None and image.sent_at is not None

@@ -361,12 +361,7 @@ class Scheduler:
             self._started(group, interval, now, page, gap)
             return None
         except BaseException as exc:
-            if held_group:
-                group.give()
-            if held_global and glob is not None:
-                glob.give()
-            if not (isinstance(exc, asyncio.CancelledError) and self.closed
-                    and _only_ours(task)):
+            if not self._gave_back(group, held_group, held_global, exc, task):
                 raise
         finally:
             group.waiting -= 1
@@ -432,17 +427,23 @@ class Scheduler:
             group.active += 1
             return
         except BaseException as exc:
-            if held_group:
-                group.give()
-            if held_global and glob is not None:
-                glob.give()
-            if not (isinstance(exc, asyncio.CancelledError) and self.closed
-                    and _only_ours(task)):
+            if not self._gave_back(group, held_group, held_global, exc, task):
                 raise
         finally:
             group.waiting -= 1
             self._waiting.discard(task)
         raise GateClosed("the gate was closed while the request waited for its server's turn")
+
+    def _gave_back(self, group: Group, held_group: bool, held_global: bool,
+                   exc: BaseException, task: asyncio.Task[object] | None) -> bool:
+        """A wait for a turn ended with ``exc``: the slots it held go back.  True when
+        :meth:`close` alone ended it (the caller raises GateClosed); False: it re-raises."""
+        if held_group:
+            group.give()
+        glob = self.global_slots
+        if held_global and glob is not None:
+            glob.give()
+        return isinstance(exc, asyncio.CancelledError) and self.closed and _only_ours(task)
 
     def close(self) -> None:
         """End every wait for a turn: the waiting requests get :class:`GateClosed`,
