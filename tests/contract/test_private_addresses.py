@@ -285,6 +285,20 @@ async def test_scrapy_never_connects_a_pointer_to_a_name_rebound_to_a_private_ad
     assert RULE in result["reason"], result
 
 
+async def test_scrapy_never_connects_a_robots_txt_redirect_to_a_rebound_name(
+        private: Site) -> None:
+    # The hop check's look-up (the reactor's gethostbyname) answers public, the
+    # connection's private: the screened resolver gives it no address.
+    target = f"http://rebind.test:{private.port}/robots.txt"
+    rebind = {"getaddrinfo": [PUBLIC], "gethostbyname": [[PUBLIC], [PRIVATE]]}
+    async with serving({"/robots.txt": (301, target)}) as origin:
+        [result] = await scrapy_run([origin + "/page"], {"rebind.test": rebind},
+                                    DNSCACHE_ENABLED=False)
+    assert private.robots_hits == 0
+    # Refused as a redirect to nowhere is (the site's existing rule for that answer).
+    assert result.get("status") == 200, result
+
+
 async def scrapy_run(urls: list[str], hosts: dict[str, Any],
                      **settings: Any) -> list[dict[str, Any]]:
     """The results of ``urls`` through Scrapy with the robotgate middleware, in a child

@@ -43,8 +43,8 @@ from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import A_POINTER, IsPrivate, is_private, judge_peer, parse_hop
-from ...politeness.redirects import refused_answer, refused_robots_hop
+from ...policy.hops import A_POINTER, A_REDIRECT, IsPrivate, is_private, judge_peer, parse_hop
+from ...politeness.redirects import refused_answer, robots_hop
 from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
@@ -203,10 +203,13 @@ class ScrapyRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
-        refused = await refused_robots_hop(request, self.refuse_private, scrapy_resolve,
-                                           self.is_private)
-        if refused is not None:
-            return refused
+        verdict = await robots_hop(request, self.refuse_private, scrapy_resolve, self.is_private)
+        if verdict.refused is not None:
+            return refused_answer(request, verdict.refused)
+        # A hop from a public site, or the first request of an origin a public page
+        # pointed to: its connection may reach public addresses only.
+        what = (A_REDIRECT if verdict.guard
+                else A_POINTER if request.guard and self.refuse_private else None)
         headers = robots_headers(request, self.headers)
         req = Request(
             request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
@@ -219,15 +222,14 @@ class ScrapyRobotsTransport:
             stats.inc_value("robotgate/robots/request_count")
         hop = parse_hop(request.url)
         host = hop.host if hop is not None else ""
-        # The origin a public page pointed to: its connection may reach public addresses
-        # only (the reactor's screening resolver holds the name meanwhile).
-        guarded = request.guard and self.refuse_private and hop is not None and hop.address is None
+        # A name: the reactor's screening resolver holds it while the request is out.
+        guarded = what is not None and hop is not None and hop.address is None
         if guarded:
             self.names.guard(host)
         try:
             resp = await self._download(req)
         except Exception:
-            screened = self.names.refusal(host, A_POINTER) if guarded else None
+            screened = self.names.refusal(host, what) if what is not None and guarded else None
             if screened is not None:
                 return refused_answer(request, screened)
             raise
@@ -235,10 +237,10 @@ class ScrapyRobotsTransport:
             if guarded:
                 self.names.unguard(host)
         peer = getattr(resp, "ip_address", None)
-        if request.guard and self.refuse_private and peer is not None:
+        if what is not None and peer is not None:
             # A connection the screen did not see (a pooled one, another download
             # handler): an answer from a private address is not the origin's robots.txt.
-            reached = judge_peer(host, str(peer), self.is_private, A_POINTER)
+            reached = judge_peer(host, str(peer), self.is_private, what)
             if reached is not None:
                 return refused_answer(request, reached)
         status = resp.status
