@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from robotgate import PageDirectives
-from robotgate.crawl import CrawlResponse
 from robotgate.decision import Decision
 from robotgate.policy.hops import IsPrivate
 from robotgate.policy.hops import is_private as private_by_default
 from robotgate.policy.tdm import TdmVerdict, tdm_verdict
 from robotgate.politeness.waits import NO_WAIT, ServerWait
+
+if TYPE_CHECKING:
+    from robotgate.crawl import CrawlResponse
 
 __all__ = ["PlainAnswer", "PlainCrawlGate"]
 
