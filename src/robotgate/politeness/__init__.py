@@ -1,4 +1,4 @@
-"""The politeness core: robots.txt cache, scheduler and crawl frontier.
+"""The politeness core: robots.txt cache, scheduler, every request's turn.
 
 asyncio, but no HTTP client: adapters (aiohttp, httpx, Scrapy) plug in through
 small interfaces.
