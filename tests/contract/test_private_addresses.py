@@ -121,7 +121,7 @@ async def test_sitemap_entries_fed_to_the_crawl_do_not_reach_a_private_network(
         await g.crawl([entry], lambda url, resp: (), on_result=found.append)
     [result] = found
     assert result.decision is not None and result.decision.outcome == REFUSED, result
-    assert private.paths() == []
+    assert private.paths() == [] and private.robots_hits == 0
 
 
 async def test_a_link_to_a_name_in_a_private_network_is_not_crawled(
@@ -138,7 +138,24 @@ async def test_a_link_to_a_name_in_a_private_network_is_not_crawled(
     refused = [r for r in found if r.url == link]
     assert refused and refused[0].decision is not None, found
     assert refused[0].decision.outcome == REFUSED
-    assert private.paths() == []
+    assert private.paths() == [] and private.robots_hits == 0
+
+
+async def test_allowed_and_decide_judge_a_pointer_as_its_fetch_does(
+        public: Site, private: Site, names: Names) -> None:
+    names.answers["intranet.test"] = [[PRIVATE]]
+    url = f"http://intranet.test:{private.port}/secret"
+    async with gate() as g:
+        allowed = await g.allowed(url, pointed_by=public.url("/page"))
+        decision = await g.decide(url, pointed_by="")  # a page known to be public
+        assert private.robots_hits == 0  # no robots.txt asked for a refused pointer
+        # A private page's pointer, and the user's own input, may go there.
+        assert await g.allowed(url, pointed_by=private.url("/page"))
+        assert await g.allowed(url) and (await g.decide(url)).allowed
+    assert not allowed
+    assert decision.outcome == REFUSED and PRIVATE in decision.reason, decision
+    assert "refused a pointer from a public site" in decision.reason, decision
+    assert private.robots_hits == 1 and private.paths() == []
 
 
 async def test_the_users_own_input_is_never_refused_for_its_address(
@@ -170,6 +187,27 @@ async def test_a_pointer_to_a_name_rebound_to_a_private_address_is_refused_where
     assert private.paths() == [] and private.robots_hits == 0
     assert unavailable is not None and unavailable.outcome == "unavailable", unavailable
     assert "refused a pointer from a public site" in unavailable.reason, unavailable
+    assert "its connection reached a non-public address" in unavailable.reason, unavailable
+
+
+async def test_the_crawls_robots_txt_request_of_a_link_rebound_to_a_private_address(
+        public: Site, private: Site, names: Names) -> None:
+    # The link's check finds a public address; robots.txt's connection, the private one.
+    rebinding(names)
+    link = f"http://rebind.test:{private.port}/secret"
+    found: list[CrawlResult] = []
+
+    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
+        return [link] if url.endswith("/page") else []
+
+    async with gate() as g:
+        await g.crawl([public.url("/page")], handler, on_result=found.append, scope="any")
+        unavailable = g.check(link)
+    assert private.paths() == [] and private.robots_hits == 0
+    [skipped] = [r for r in found if r.url == link]
+    assert skipped.decision is not None and skipped.decision.outcome == REFUSED, skipped
+    # Its robots.txt request was refused where it connected: unavailable.
+    assert unavailable is not None and unavailable.outcome == "unavailable", unavailable
     assert "its connection reached a non-public address" in unavailable.reason, unavailable
 
 

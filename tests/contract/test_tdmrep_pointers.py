@@ -77,10 +77,6 @@ async def test_gate_fetch_then_tdm(pointed: bool, private: Site, names: Names) -
         assert private.paths() == [TDMREP]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gate.crawl asks gate.allowed(url) before a link's turn: the linked origin's robots.txt "
-    "is fetched as the user's own request (unguarded; under rebinding it reaches the private "
-    "address), so its tdmrep.json is not known to be a pointer's either (crawl/frontier.py)"))
 async def test_the_crawls_tdmrep_json_request_of_a_linked_origin(
         private: Site, names: Names) -> None:
     names.answers["rebind.test"] = [[PUBLIC]]

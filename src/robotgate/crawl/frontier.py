@@ -404,10 +404,12 @@ class Frontier(Generic[ResponseT]):
         links: Iterable[str] = ()
         resolve: Callable[[str], str | None] | None = None
         transient = False  # an error worth asking again
+        pointed_by = self.discovery.pointer_of(entry)
         try:
-            # robots.txt first (one fetch per origin, shared), outside the page timeout.
-            if not await gate.allowed(url):
-                record.decision = await gate.decide(url)
+            # robots.txt first (one fetch per origin, shared), outside the page timeout;
+            # a link's (or a sitemap entry's) as its page's pointer, as its fetch is.
+            if not await self._allowed(url, pointed_by):
+                record.decision = await self._decide(url, pointed_by)
                 gate.report_skipped(url, record.decision)
             else:
                 ahead = self.queues.server_wait(url)
@@ -420,7 +422,7 @@ class Frontier(Generic[ResponseT]):
                 record.interval = ahead.interval
                 gate.report_waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                links, resolve = await self._page(url, record, self.discovery.pointer_of(entry))
+                links, resolve = await self._page(url, record, pointed_by)
                 if gate.tdmrep and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere.
@@ -479,6 +481,18 @@ class Frontier(Generic[ResponseT]):
     def _settled(self, added: Added, record: CrawlResult, links: int) -> None:
         self._counted(added, links)
         self._finish(record)
+
+    async def _allowed(self, url: str, pointed_by: str | None) -> bool:
+        """``gate.allowed``; ``pointed_by`` only for a pointer (a fake gate whose fetch
+        takes no ``pointed_by`` keeps no pointer, and need not take it here either)."""
+        gate = self.gate
+        return await (gate.allowed(url) if pointed_by is None
+                      else gate.allowed(url, pointed_by=pointed_by))
+
+    async def _decide(self, url: str, pointed_by: str | None) -> Decision:
+        gate = self.gate
+        return await (gate.decide(url) if pointed_by is None
+                      else gate.decide(url, pointed_by=pointed_by))
 
     async def _page(self, url: str, record: CrawlResult,
                     pointed_by: str | None) -> PageLinks:

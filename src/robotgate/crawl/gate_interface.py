@@ -86,12 +86,14 @@ class CrawlGate(Protocol[ResponseT_co]):
         """Fetch ``url`` politely; ``pointed_by``: the page whose link it is."""
         ...
 
-    async def allowed(self, url: str) -> bool:
-        """Whether robots.txt lets the robot fetch ``url``."""
+    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+        """Whether robots.txt lets the robot fetch ``url``; ``pointed_by``: the page whose
+        link it is (its robots.txt asked as that pointer's, as :meth:`fetch` asks it)."""
         ...
 
-    async def decide(self, url: str) -> Decision:
-        """robots.txt's verdict for ``url``, with its reason."""
+    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
+        """robots.txt's verdict for ``url``, with its reason; ``pointed_by`` as in
+        :meth:`allowed` (a pointer refused: its refusal)."""
         ...
 
     def pace_key(self, url: str) -> str:

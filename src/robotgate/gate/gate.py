@@ -27,13 +27,14 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import IsPrivate, Resolve
+from ..policy.hops import A_POINTER, IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
-from ..policy.site import Interpretation
+from ..policy.site import Interpretation, SiteRules
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
+from ..politeness.redirects import pointer_verdict
 from ..politeness.request_turn import Requests, RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
@@ -427,30 +428,57 @@ class RobotGate:
         """
         return self._verdicts.check(url)
 
-    async def allowed(self, url: str) -> bool:
-        """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed."""
-        hit = self._verdicts.cached(url := as_sent(url))
+    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+        """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
+
+        ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
+        (``""``: a page known to be public).  Then a pointer the private-network rule
+        refuses is not allowed, and a robots.txt request this call makes is that
+        pointer's, held to the rule where it connects (docs/bad-input.md).
+        """
+        hit = self._verdicts.cached(url := as_sent(url)) if pointed_by is None else None
         if hit is not None:
             return hit[0].site.allowed(hit[1], self.robots_agent)
-        origin, rest = split_origin(url)
-        site = await self._verdicts.site(origin)
-        # The rest of the URL is its path (cheaper to match than the whole URL),
-        # unless it starts with "//", which would read as a host.
-        return site.allowed(url if rest[:2] == "//" else rest, self.robots_agent)
+        judged = await self._rules_for(url, pointed_by)
+        if not isinstance(judged, tuple):
+            return False  # the pointer's refusal: no robots.txt asked
+        return judged[0].allowed(judged[1], self.robots_agent)
 
-    async def decide(self, url: str) -> Decision:
-        """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome.
+    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
+        """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome;
+        ``pointed_by`` as :meth:`allowed` takes it (a refused pointer: the refusal).
 
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        origin, rest = split_origin(url := as_sent(url))
-        site = await self._verdicts.site(origin)
-        decision = site.decide(url if rest[:2] == "//" else rest, self.robots_agent)
+        judged = await self._rules_for(url := as_sent(url), pointed_by)
+        if not isinstance(judged, tuple):
+            return judged  # the pointer's refusal: no robots.txt asked
+        decision = judged[0].decide(judged[1], self.robots_agent)
         if self._tdm_cache is not None and decision.allowed:
             # tdmrep.json is asked only where the robot may go.
             return replace(decision, tdm=await self._tdm_cache.reservation(url))
         return decision
+
+    async def _rules_for(self, url: str,
+                         pointed_by: str | None) -> tuple[SiteRules, str] | Decision:
+        """The rules of ``url``'s origin (robots.txt fetched once if needed) and the part
+        of ``url`` they judge; for ``pointed_by``'s pointer, the private-network rule
+        first: its refusal, or the robots.txt request guarded as the pointer's turn
+        guards it (a closed gate makes no request: the cached rules or GateClosed)."""
+        origin, rest = split_origin(url)
+        # The rest of the URL is its path (cheaper to match than the whole URL),
+        # unless it starts with "//", which would read as a host.
+        path = url if rest[:2] == "//" else rest
+        if pointed_by is None or not self._requests.refuse_private or self._closed:
+            return await self._verdicts.site(origin), path
+        pointer = await pointer_verdict(pointed_by, url, self._client._resolve,
+                                        self.is_private, A_POINTER)
+        if pointer.refused is not None:
+            return pointer.refused
+        site = self._cache.cached(origin) or await self._verdicts.fetched(
+            origin, pointer.guard, pointer.addresses)
+        return site, path
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
