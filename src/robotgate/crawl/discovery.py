@@ -4,8 +4,8 @@ A link joins when it is a URL, within ``max_depth``, inside the crawl's ``scope`
 (``"host"``, ``"domain"``, ``"any"`` or a rule) and not a private address that a
 public page points to (no DNS: literal addresses and ``localhost``); the rest are
 counted in the summary.  A page's links are read up to ``max_links``.  A link or a
-sitemap's entry is its page's pointer (docs/bad-input.md): fetched ``pointed_by`` that
-page, where the fetch takes it.
+sitemap's entry is its page's pointer (docs/bad-input.md): its robots.txt verdict asked
+and its page fetched ``pointed_by`` that page, where the fetch takes it.
 """
 
 from __future__ import annotations
