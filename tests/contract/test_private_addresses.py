@@ -124,9 +124,11 @@ async def test_sitemap_entries_fed_to_the_crawl_do_not_reach_a_private_network(
     assert private.paths() == [] and private.robots_hits == 0
 
 
+@pytest.mark.parametrize("rebound", [False, True])
 async def test_a_link_to_a_name_in_a_private_network_is_not_crawled(
-        public: Site, private: Site, names: Names) -> None:
-    names.answers["intranet.test"] = [[PRIVATE]]
+        rebound: bool, public: Site, private: Site, names: Names) -> None:
+    # Rebound: the link's check finds a public address, robots.txt's connection the private one.
+    names.answers["intranet.test"] = [[PUBLIC], [PRIVATE]] if rebound else [[PRIVATE]]
     link = f"http://intranet.test:{private.port}/secret"
     found: list[CrawlResult] = []
 
@@ -135,10 +137,14 @@ async def test_a_link_to_a_name_in_a_private_network_is_not_crawled(
 
     async with gate() as g:
         await g.crawl([public.url("/page")], handler, on_result=found.append, scope="any")
+        robots = g.check(link)
     refused = [r for r in found if r.url == link]
     assert refused and refused[0].decision is not None, found
     assert refused[0].decision.outcome == REFUSED
     assert private.paths() == [] and private.robots_hits == 0
+    if rebound:  # its robots.txt request was refused where it connected: unavailable
+        assert robots is not None and robots.outcome == "unavailable", robots
+        assert "its connection reached a non-public address" in robots.reason, robots
 
 
 async def test_allowed_and_decide_judge_a_pointer_as_its_fetch_does(
@@ -187,27 +193,6 @@ async def test_a_pointer_to_a_name_rebound_to_a_private_address_is_refused_where
     assert private.paths() == [] and private.robots_hits == 0
     assert unavailable is not None and unavailable.outcome == "unavailable", unavailable
     assert "refused a pointer from a public site" in unavailable.reason, unavailable
-    assert "its connection reached a non-public address" in unavailable.reason, unavailable
-
-
-async def test_the_crawls_robots_txt_request_of_a_link_rebound_to_a_private_address(
-        public: Site, private: Site, names: Names) -> None:
-    # The link's check finds a public address; robots.txt's connection, the private one.
-    rebinding(names)
-    link = f"http://rebind.test:{private.port}/secret"
-    found: list[CrawlResult] = []
-
-    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
-        return [link] if url.endswith("/page") else []
-
-    async with gate() as g:
-        await g.crawl([public.url("/page")], handler, on_result=found.append, scope="any")
-        unavailable = g.check(link)
-    assert private.paths() == [] and private.robots_hits == 0
-    [skipped] = [r for r in found if r.url == link]
-    assert skipped.decision is not None and skipped.decision.outcome == REFUSED, skipped
-    # Its robots.txt request was refused where it connected: unavailable.
-    assert unavailable is not None and unavailable.outcome == "unavailable", unavailable
     assert "its connection reached a non-public address" in unavailable.reason, unavailable
 
 
