@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import subprocess
 import sys
 
@@ -89,3 +90,22 @@ def test_every_exported_exception_derives_from_robotgate_error() -> None:
     assert issubclass(robotgate.BodyTooLarge, ValueError)
     assert issubclass(robotgate.GateClosed, RuntimeError)
     assert issubclass(robotgate.StoreError, RuntimeError)
+
+
+def test_every_exception_class_robotgate_defines_derives_from_robotgate_error() -> None:
+    # Public or not, whatever robotgate may raise is a robotgate.Error; the CLI's own
+    # errors end as exit codes and messages, and _private ones never leave their module.
+    not_rooted = []
+    for module_info in pkgutil.walk_packages(robotgate.__path__, "robotgate."):
+        if module_info.name.endswith("__main__") or module_info.name.startswith("robotgate.cli"):
+            continue
+        try:
+            module = importlib.import_module(module_info.name)
+        except ModuleNotFoundError:  # an extra's client is not installed
+            continue
+        for name, value in vars(module).items():
+            if (isinstance(value, type) and issubclass(value, BaseException)
+                    and value.__module__ == module.__name__ and not name.startswith("_")
+                    and not issubclass(value, robotgate.Error)):
+                not_rooted.append(f"{module.__name__}.{name}")
+    assert not_rooted == []

@@ -5,7 +5,8 @@ client's error, so that the ``except`` clauses written for the client catch it:
 ``gate.fetch`` and ``gate.middleware`` raise
 :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed` (an ``aiohttp.ClientError``),
 the httpx transport :class:`~robotgate.integrations.httpx.HttpxDisallowed` (an
-``httpx.RequestError``), Crawlee's adapter its ``RobotsDisallowed``.  Those classes
+``httpx.RequestError``), Scrapy's middleware and Crawlee's adapter their own
+``RobotsDisallowed`` (an ``IgnoreRequest``, a pipeline interruption).  Those classes
 live with their adapters: the core imports no client.
 """
 

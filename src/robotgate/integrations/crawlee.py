@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from crawlee.errors import ContextPipelineInterruptedError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
-from ..errors import Disallowed
+from ..errors import Disallowed, Error
 from ..politeness.request_turn import RequestTurn, redirect_target
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
@@ -65,7 +65,7 @@ class RobotsDisallowed(Disallowed, ContextPipelineInterruptedError):
     that crawlee's pipeline takes as "skip this request" (not retried, not failed)."""
 
 
-class TooManyRedirects(Exception):
+class TooManyRedirects(Error):
     """A request was redirected more than :data:`MAX_REDIRECTS` times."""
 
 

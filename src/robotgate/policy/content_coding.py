@@ -32,6 +32,8 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..error_root import Error
+
 __all__ = ["MAX_CODINGS", "UndecodableBody", "decode_capped"]
 
 #: Most codings undone on one body; more is refused (curl's bound, after
@@ -43,7 +45,7 @@ _UNREADABLE = frozenset({"compress", "x-compress", "pack200-gzip", "exi", "aes12
                          "dcb", "dcz"})
 
 
-class UndecodableBody(ValueError):
+class UndecodableBody(Error, ValueError):
     """A body in a content coding that is corrupt or that no installed decoder reads."""
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from ..error_root import Error
 from ..store.base import Store
 from ..store.leases import Leases
 
@@ -30,7 +31,7 @@ _SLACK_MAX = 5.0
 # (so a peak is remembered for a while), and never less than the reply took.
 _TRIP_DECAY = 0.95
 
-class LateSlot(Exception):
+class LateSlot(Error):
     """The request would leave after its slot's deadline: it must not go out."""
 
 

@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from typing import Literal
 
+from ..error_root import Error
 from ..events import RobotsFetched, StoreTrouble
 from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
@@ -83,7 +84,7 @@ class _Flight:
         self.checked = checked
 
 
-class CacheClosed(RuntimeError):
+class CacheClosed(Error, RuntimeError):
     """The cache was closed while a task was waiting for it."""
 
 

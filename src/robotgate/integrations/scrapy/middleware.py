@@ -86,13 +86,16 @@ _PEER_REFUSED = "_robotgate_peer_refused"  # the Decision refusing an answer's p
 _WAS_PARKED = "_robotgate_was_parked"
 
 
-class RobotsDisallowed(IgnoreRequest):
-    """robots.txt forbids the request: ``decision`` says which rule, or the fetch outcome."""
+class RobotsDisallowed(Disallowed, IgnoreRequest):
+    """robots.txt forbids the request: ``decision`` says which rule, or the fetch outcome.
+
+    An ``IgnoreRequest`` as Scrapy expects of a dropped request, and a
+    :class:`~robotgate.Disallowed` (so a :class:`robotgate.Error`) as every path's refusal is.
+    """
 
     def __init__(self, url: str, decision: Decision) -> None:
-        super().__init__(f"Forbidden by robots.txt: {url}: {decision.reason}")
-        self.url = url
-        self.decision = decision
+        super().__init__(url, decision)
+        self.args = (f"Forbidden by robots.txt: {self.url}: {decision.reason}",)
 
 
 def _gone() -> None:
