@@ -24,7 +24,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from robotgate import Disallowed, RobotGate, SitemapEntry
+from robotgate import Disallowed, Network, RobotGate, SitemapEntry
 from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import REFUSED, RULE
 from tests.contract.test_request_paths import (
@@ -158,10 +158,14 @@ async def test_allowed_and_decide_judge_a_pointer_as_its_fetch_does(
         # A private page's pointer, and the user's own input, may go there.
         assert await g.allowed(url, pointed_by=private.url("/page"))
         assert await g.allowed(url) and (await g.decide(url)).allowed
+        # Its robots.txt cached now, the public page's pointer is still refused.
+        assert not await g.allowed(url, pointed_by=public.url("/page"))
     assert not allowed
     assert decision.outcome == REFUSED and PRIVATE in decision.reason, decision
     assert "refused a pointer from a public site" in decision.reason, decision
     assert private.robots_hits == 1 and private.paths() == []
+    async with gate(network=Network(allow_private_redirects=True)) as g:
+        assert await g.allowed(url, pointed_by=public.url("/page"))  # the rule turned off
 
 
 async def test_the_users_own_input_is_never_refused_for_its_address(
