@@ -32,7 +32,7 @@ from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
 from robotgate.politeness.grouping import PaceKeys
 from robotgate.politeness.request_turn import Requests, RequestTurn, sent_in_turn
 from robotgate.politeness.robots_cache import RobotsCache
-from robotgate.politeness.robots_fetcher import RobotsFetcher, TurnHooks
+from robotgate.politeness.robots_fetcher import PacingHooks, RobotsFetcher
 from robotgate.politeness.robots_pacing import RobotsPacing
 from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.politeness.servers import Servers, Started
@@ -144,12 +144,12 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     def host_state(origin: str) -> HostState | Awaitable[HostState]:
         return holder[0].host_state(origin)
 
-    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[TurnHooks | None]:
+    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[PacingHooks | None]:
         return RobotsPacing(holder[0], origin)
 
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
                         Interpretation(AGENT, dialect, pacing=pacing), host_state=host_state,
-                        turn=turn, recheck_visits=recheck_visits)
+                        paced_by=turn, recheck_visits=recheck_visits)
     keys = PaceKeys("host")
     slots = FleetSlots(store) if fleet else None
     verdicts = Verdicts(cache, keys, AGENT, slots)
@@ -789,7 +789,7 @@ async def test_a_cached_due_turn_begins_without_a_coroutine_and_gives_its_slot_b
     assert turn.answered(503, None) is None  # released: the answer teaches nothing more
 
 
-async def test_a_turn_that_would_wait_can_be_abandoned_and_takes_nothing() -> None:
+async def test_a_turn_that_would_wait_can_be_abandoned_and_takes_unpaced() -> None:
     admission = build(Clock(), delay=0.0)
     await admission.site(A)
     first = admission.turn(A + "/1")

@@ -124,7 +124,7 @@ async def test_each_robots_request_is_made_in_the_server_s_turn() -> None:
         finally:
             events.append("done")
 
-    cache, _ = make(Recording(), turn=turn)
+    cache, _ = make(Recording(), paced_by=turn)
     await cache.get(SITE)
     await cache.get(SITE)
     assert events == [f"turn {SITE}", "send", "done"]
@@ -144,7 +144,7 @@ async def test_a_failing_fetch_still_ends_the_turn() -> None:
         async def send(self, request: RobotsRequest) -> RobotsResponse:
             raise OSError("reset")
 
-    cache, _ = make(Broken(), turn=turn)
+    cache, _ = make(Broken(), paced_by=turn)
     site = await cache.get(SITE)
     assert site.entry.outcome == Outcome.UNREACHABLE and ended == [SITE]
 
@@ -265,7 +265,7 @@ class DeafToOneCancel(Transport):
         return self.answer
 
 
-async def test_close_outlasts_a_lost_cancel_and_stores_nothing() -> None:
+async def test_close_outlasts_a_lost_cancel_and_stores_unpaced() -> None:
     # The fetch goes on after the first cancel and fails because the gate closed:
     # no "unreachable" entry is stored for the fleet, the askers get CacheClosed.
     store = MemoryStore()
@@ -470,7 +470,7 @@ async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> 
         yield
 
     # Lease 6 s: a lock held longer than a renewal period (2 s) may have lapsed.
-    first, _ = make(transport, store, turn=slow_turn, policy=FetchPolicy(timeout=0.5))
+    first, _ = make(transport, store, paced_by=slow_turn, policy=FetchPolicy(timeout=0.5))
     second, _ = make(transport, store)
     waiting = asyncio.ensure_future(first.get(SITE))
     await settle()
@@ -595,7 +595,7 @@ async def test_a_pointer_joining_a_fetch_before_it_leaves_guards_it() -> None:
         yield
 
     transport = Transport()
-    cache, _ = make(transport, turn=turn)
+    cache, _ = make(transport, paced_by=turn)
     mine = asyncio.ensure_future(cache.fetched(SITE))
     await settle()
     pointed = asyncio.ensure_future(cache.fetched(SITE, True, CHECKED))

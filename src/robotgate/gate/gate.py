@@ -290,7 +290,7 @@ class RobotGate:
         self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
                                  recheck_visits=self.policy.recheck_visits,
                                  host_state=lambda origin: self._servers.host_state(origin),
-                                 turn=lambda origin: RobotsPacing(self._servers, origin))
+                                 paced_by=lambda origin: RobotsPacing(self._servers, origin))
         #: robots.txt's verdicts, every server's state, and what a request's turn shares.
         self._verdicts = Verdicts(self._cache, self._keys, self.robots_agent, fleet)
         self._servers = Servers(self._cache, self._keys, self._scheduler, self.store, fleet)
@@ -700,7 +700,7 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
     store = None if immediate(gate.store) is not None else gate.store
     servers = gate._servers
-    cache = TdmRepCache(fetcher, turn=lambda origin: RobotsPacing(servers, origin),
+    cache = TdmRepCache(fetcher, paced_by=lambda origin: RobotsPacing(servers, origin),
                         max_origins=gate.max_origins, store=store,
                         trouble=gate._cache.store_trouble)
     # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.

@@ -28,7 +28,7 @@ from ..store.base import Store
 from ..store.memory import immediate
 from ..urls import scrub
 from .emitter import Emitter
-from .robots_fetcher import RobotsFetcher, TurnHooks
+from .robots_fetcher import PacingHooks, RobotsFetcher
 from .scheduler import Scheduler
 
 __all__ = ["CacheClosed", "RobotsCache"]
@@ -50,7 +50,7 @@ store_log = logging.getLogger("robotgate.store")
 
 
 @asynccontextmanager
-async def _nothing() -> AsyncIterator[TurnHooks | None]:
+async def _unpaced() -> AsyncIterator[PacingHooks | None]:
     yield None
 
 
@@ -92,7 +92,7 @@ class RobotsCache:
     """Per-origin robots.txt rules, fetched once, kept fresh, bounded in size.
 
     ``host_state(origin)`` gives the HostState that counts the origin's visits
-    (its politeness group's); ``turn(origin)`` is held around each robots.txt
+    (its politeness group's); ``paced_by(origin)`` is held around each robots.txt
     request, which is a request to the server like any other.
     """
 
@@ -103,7 +103,7 @@ class RobotsCache:
         how: Interpretation,
         *,
         host_state: Callable[[str], HostState | Awaitable[HostState]],
-        turn: Callable[[str], AbstractAsyncContextManager[TurnHooks | None]] | None = None,
+        paced_by: Callable[[str], AbstractAsyncContextManager[PacingHooks | None]] | None = None,
         max_origins: int = 100_000,
         recheck_visits: int | None = 1000,
     ) -> None:
@@ -113,7 +113,7 @@ class RobotsCache:
         self.max_origins = max_origins
         self.recheck_visits = recheck_visits
         self._host_state = host_state
-        self._turn = turn
+        self._paced_by = paced_by
         self._mem = immediate(store)  # answers without an await: one coroutine less each
         self._sites: dict[str, CachedSite] = {}
         # Sites serving the same file share its rules; never more kept than sites.
@@ -302,7 +302,8 @@ class RobotsCache:
             if token is not None:
                 lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
         try:
-            async with self._turn(origin) if self._turn is not None else _nothing() as hooks:
+            pacing = self._paced_by(origin) if self._paced_by is not None else _unpaced()
+            async with pacing as hooks:
                 # Before a renewal was due the lock is surely ours: nobody else fetched.
                 lapsed = time.monotonic() - locked_at >= self._lease() / 3
                 again = (_intact(await store.load_robots(origin))

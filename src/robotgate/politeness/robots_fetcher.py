@@ -21,7 +21,7 @@ from ..policy.hops import Address
 from ..records import RobotsEntry
 from ..timeouts import bounded
 
-__all__ = ["RobotsFetcher", "RobotsTransport", "TurnHooks"]
+__all__ = ["PacingHooks", "RobotsFetcher", "RobotsTransport"]
 
 log = logging.getLogger("robotgate.robots")
 
@@ -39,7 +39,7 @@ class RobotsTransport(Protocol):
         ...
 
 
-class TurnHooks(Protocol):
+class PacingHooks(Protocol):
     """What the servers' turns hear of a robots.txt fetch: each server is paced
     by its answers, and a redirect hop waits for its own server's turn."""
 
@@ -74,7 +74,7 @@ class RobotsFetcher:
         self.on_fetch: Callable[[str, bool, tuple[Address, ...]], None] | None = None
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
-                    hooks: TurnHooks | None = None, guard: bool = False,
+                    hooks: PacingHooks | None = None, guard: bool = False,
                     checked: tuple[Address, ...] = ()) -> RobotsEntry:
         """The origin's entry; ``guard``: a public page's pointer led to the origin, so
         the first request's connection must reach a public address (``checked``: the

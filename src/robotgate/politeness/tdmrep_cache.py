@@ -25,7 +25,7 @@ from ..records import Outcome, RobotsEntry
 from ..robots.tdmrep import TdmRep, parse_tdmrep_json
 from ..store.base import Store
 from ..urls import split_origin
-from .robots_fetcher import RobotsFetcher, TurnHooks
+from .robots_fetcher import PacingHooks, RobotsFetcher
 
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
@@ -42,14 +42,14 @@ class TdmRepSite:
 
 
 @asynccontextmanager
-async def _no_turn() -> AsyncIterator[TurnHooks | None]:
+async def _unpaced() -> AsyncIterator[PacingHooks | None]:
     yield None
 
 
 class TdmRepCache:
     """Per-origin tdmrep.json, fetched once for all who ask, kept while fresh.
 
-    ``turn(origin)`` is held around each fetch (a request to the server like
+    ``paced_by(origin)`` is held around each fetch (a request to the server like
     any other).  At most ``max_origins`` origins are kept in memory (the oldest
     go first).  ``store`` (None: memory only) keeps the entries between runs and
     workers; ``trouble(what, exc)`` hears of a store that fails (the fetch's
@@ -64,7 +64,7 @@ class TdmRepCache:
         self,
         fetcher: RobotsFetcher,
         *,
-        turn: Callable[[str], AbstractAsyncContextManager[TurnHooks | None]] | None = None,
+        paced_by: Callable[[str], AbstractAsyncContextManager[PacingHooks | None]] | None = None,
         max_origins: int = 100_000,
         store: Store | None = None,
         trouble: Callable[[str, Exception], None] | None = None,
@@ -73,7 +73,7 @@ class TdmRepCache:
         self.max_origins = max(1, max_origins)
         self.store = store
         self._trouble = trouble
-        self._turn = turn
+        self._paced_by = paced_by
         self._sites: dict[str, TdmRepSite] = {}
         self._flights: dict[str, asyncio.Task[TdmRepSite]] = {}
         #: origin -> the addresses a pointer check found public, for the origins whose
@@ -140,8 +140,8 @@ class TdmRepCache:
                 return self._keep(origin, stored, known)  # a restart, or another worker
             if previous is None or stored.fetched_at > previous.fetched_at:
                 previous = stored
-        turn = self._turn(origin) if self._turn is not None else _no_turn()
-        async with turn as hooks:
+        pacing = self._paced_by(origin) if self._paced_by is not None else _unpaced()
+        async with pacing as hooks:
             checked = self._pointed.get(origin)
             entry = await self.fetcher.fetch(origin, previous, hooks, checked is not None,
                                              checked or ())
