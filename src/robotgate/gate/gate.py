@@ -350,7 +350,9 @@ class RobotGate:
         looked up with ``resolve``, the client's own resolver.  ``paced`` False: a
         browser's subresource, judged and capped but not held to the interval.
         """
-        return self._requests.turn(url, came_from, resolve, paced=paced)
+        if paced:  # a page's turn, the hot path: no keyword passed on
+            return self._requests.turn(url, came_from, resolve)
+        return self._requests.turn(url, came_from, resolve, paced=False)
 
     # -- lifecycle -----------------------------------------------------------
 

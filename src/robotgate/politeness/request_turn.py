@@ -82,7 +82,10 @@ class Requests:
         """The turn of one request to ``url`` as the client sends it; ``came_from``:
         the URL whose redirect it follows, its target looked up with ``resolve``;
         ``paced`` False: an unpaced request (see :class:`RequestTurn`)."""
-        return RequestTurn(self, url, came_from, resolve, paced=paced)
+        turn = RequestTurn(self, url, came_from, resolve)
+        if not paced:
+            turn.paced = False
+        return turn
 
 
 class RequestTurn:
@@ -102,11 +105,10 @@ class RequestTurn:
                  "paced", "sent_at", "slot", "url", "what")
 
     def __init__(self, requests: Requests, url: str, came_from: str | None = None,
-                 resolve: Resolve | None = None, what: str = A_REDIRECT, *,
-                 paced: bool = True) -> None:
+                 resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
         self._requests = requests
         #: False: an unpaced request (see the class).
-        self.paced = paced
+        self.paced = True
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: The URL whose redirect this request follows (None: the call's first request).

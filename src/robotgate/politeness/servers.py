@@ -156,9 +156,12 @@ class Servers:
     def start_now(self, held: CachedSite) -> Group | None:
         """The started group of the cached site ``held``'s server when it is known, due
         now and under every cap (no coroutine); None when the request must wait."""
-        group = self._bound(held)
-        if group is None:
-            return None
+        key = held.key  # the group found as _bound finds it, without its call (the hot path)
+        group = self._groups.get(key) if key is not None else None
+        if group is None or group.state is not held.host:
+            group = self._bound(held)
+            if group is None:
+                return None
         return group if self.scheduler.try_start(group, held.site.interval) else None
 
     def start_unpaced_now(self, held: CachedSite) -> Group | None:
