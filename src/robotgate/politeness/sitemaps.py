@@ -98,6 +98,12 @@ class SitemapReader:
         self._kept = 0  # entries and children of the files read and kept
         self._walks: weakref.WeakSet[Sitemaps] = weakref.WeakSet()
 
+    @property
+    def held_entries(self) -> int:
+        """Entries (and an index's sitemaps) of the files read that the reader holds for
+        walks still to read them; a file every walk has read is no longer held."""
+        return self._kept
+
     def walk(self, origin: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
         """A new walk over ``origin``'s sitemaps (see :class:`Sitemaps`)."""
         if max_depth < 0:

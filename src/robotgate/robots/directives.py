@@ -82,9 +82,18 @@ _HTML_SIGNS = (b"<!doctype html", b"<html", b"<head", b"<meta", b"<title", b"<bo
 # pattern passes over everything the head may hold that is no meta tag, and stops at a
 # meta tag or at what ends the search.  Each part of a pattern matches in one way only,
 # so that markup never closed fails in time linear in its length.
-# A repetition that gives nothing back: possessive where Python has it (3.11); the patterns
-# match one way only, so that it changes how much the engine keeps, not what matches.
-_REPEATED = rb"*+" if sys.version_info >= (3, 11) else rb"*"
+# A repetition that gives nothing back: possessive ("*+", "++") where Python has it (3.11);
+# the patterns match one way only, so that it changes how much the engine keeps (and how
+# many steps it takes), not what matches.  Python 3.10 reads them as greedy ones.
+_REPEATED = rb"*+"
+
+
+def _compile(pattern: bytes) -> re.Pattern[bytes]:
+    if sys.version_info < (3, 11):
+        pattern = pattern.replace(b"*+", b"*").replace(b"++", b"+")
+    return re.compile(pattern)
+
+
 _NAME_END = rb"(?![^\t\n\f\r />])"  # a tag's name runs to a space, "/" or ">"
 # An attribute: its name, then "=" and a value (quoted, or up to a space or ">").
 _ATTRIBUTE = (
@@ -98,7 +107,7 @@ _ATTRIBUTES = rb"[\t\n\f\r /]*(?:" + _ATTRIBUTE + rb"[\t\n\f\r /]*)*"
 # The rest of a tag as most are written: no "<" in it, and each quote opening a value right
 # after an "=" that ends an attribute's name.  _ATTRIBUTES reads such a tag to the same ">",
 # in more steps; any other tag is left to it.
-_TAG_END = (rb"""(?:[^>"'=<]*(?:(?<=[-\w:.])=(?:"[^"]*"|'[^']*')[^>"'=<]*)*>"""
+_TAG_END = (rb"""(?:[^>"'=<]*+(?:(?<=[-\w:.])=(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+>"""
             rb"|" + _ATTRIBUTES + rb">)")
 # Elements the head may hold (HTML "in head" insertion mode) besides meta: any other
 # start tag begins the body, and the search ends there.
@@ -106,7 +115,7 @@ _HEAD_TAGS = (b"html", b"head", b"link", b"noscript", b"base", b"basefont", b"bg
 # Elements of the head whose content is text, not markup: passed to their end tag.
 _RAW_TEXT = (b"script", b"style", b"title", b"template")
 # What str.strip() takes from an ASCII name before it is compared.
-_STRIPPED = rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*"
+_STRIPPED = rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*+"
 
 
 def _passing_pattern(token: str) -> re.Pattern[bytes]:
@@ -120,24 +129,24 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
     # A meta tag written simply (names of letters, digits and "-_:.", values quoted, spaces
     # between) whose names are plain ASCII, none of them one that is read.
     meta_unread = (
-        rb"""(?i:meta)(?:[\t\n\f\r ]+(?:(?i:name)=(?:"(?=[^"&\x80-\xff]*")"""
-        + unread + rb"""[^"]*"|'(?=[^'&\x80-\xff]*')""" + unread + rb"""[^']*')"""
-        rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*(?:="[^"]*"|='[^']*'|)))"""
-        + _REPEATED + rb"[\t\n\f\r ]*/?>")
-    return re.compile(
-        rb"(?:[^<]+|<(?:"
+        rb"""(?i:meta)(?:[\t\n\f\r ]++(?:(?i:name)=(?:"(?=[^"&\x80-\xff]*+")"""
+        + unread + rb"""[^"]*+"|'(?=[^'&\x80-\xff]*+')""" + unread + rb"""[^']*+')"""
+        rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*+(?:="[^"]*+"|='[^']*+'|)))"""
+        + _REPEATED + rb"[\t\n\f\r ]*+/?>")
+    return _compile(
+        rb"(?:[^<]++|<(?:"
         + meta_unread
         + rb"|(?i:" + b"|".join(_HEAD_TAGS) + rb")" + _NAME_END + _TAG_END
         + b"".join(
             rb"|(?i:" + name + rb")" + _NAME_END + _TAG_END
-            + rb"[^<]*(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*)" + _REPEATED
+            + rb"[^<]*+(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*+)" + _REPEATED
             + rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
             for name in _RAW_TEXT)
-        + rb"|/(?:(?!(?i:head)" + _NAME_END + rb")[A-Za-z][^\t\n\f\r />]*" + _NAME_END
+        + rb"|/(?:(?!(?i:head)" + _NAME_END + rb")[A-Za-z][^\t\n\f\r />]*+" + _NAME_END
         + _TAG_END  # an end tag other than </head>
-        + rb"|(?![A-Za-z])[^>]*>)"  # "</ x>": a bogus comment
-        + rb"|!(?:--[^-]*(?:-(?!->)[^-]*)" + _REPEATED + rb"-->|(?!--)[^>]*>)"  # a comment
-        rb"|\?[^>]*>"  # "<?xml": a bogus comment
+        + rb"|(?![A-Za-z])[^>]*+>)"  # "</ x>": a bogus comment
+        + rb"|!(?:--[^-]*+(?:-(?!->)[^-]*+)" + _REPEATED + rb"-->|(?!--)[^>]*+>)"  # a comment
+        rb"|\?[^>]*+>"  # "<?xml": a bogus comment
         rb"|(?![!?/A-Za-z])"  # a "<" that starts no markup is text
         # Possessive where Python has it (3.11): the same matches, without keeping every
         # token passed for a backtrack that cannot succeed.
@@ -157,9 +166,9 @@ def _passing(token: str) -> re.Pattern[bytes]:
 
 
 # A meta tag: the fast form first (see _TAG_END), its attributes in group 1 or 2.
-_META_TAG = re.compile(
+_META_TAG = _compile(
     rb"<(?i:meta)" + _NAME_END
-    + rb"""(?:([^>"'=<]*(?:(?<=[-\w:.])=(?:"[^"]*"|'[^']*')[^>"'=<]*)*)>"""
+    + rb"""(?:([^>"'=<]*+(?:(?<=[-\w:.])=(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+)>"""
     + rb"|(" + _ATTRIBUTES + rb")>)")
 # The attributes of a meta tag's fast form: a name, and a value quoted right after "=".
 _QUOTED_ATTRIBUTE = re.compile(rb"""([^\t\n\f\r /=]+)(?:="([^"]*)"|='([^']*)'|)""")
