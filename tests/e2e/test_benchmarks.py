@@ -115,3 +115,18 @@ def test_crawl_directives_reports_each_way(tmp_path: Path) -> None:
     # Five pages read each way; directives read only where something uses them.
     assert rows["no consumer"][-3:-2] == ["0"] and rows["record_directives"][-3:-2] == ["5"]
     assert rows["links (obey_nofollow)"][-3:-2] == ["5"]
+
+
+def test_pages_bench_reads_every_entry_and_holds_none_for_one_walk(tmp_path: Path) -> None:
+    # Without valgrind (its directives and sitemap counts take minutes): memory and the index.
+    report, stdout = run_benchmark(tmp_path, "pages_bench.py", "--only", "memory,index",
+                                   "--urls", "300", "--files", "2")
+    assert report["memory"]["robotgate (after)"]["entries"] == 300
+    assert report["memory"]["robotgate (after)"]["peak"] > 0
+    index = report["index"]
+    assert index["robotgate, 1 walk (after)"]["entries"] == [600]
+    assert index["robotgate, 2 walks (after)"]["entries"] == [600, 600]
+    # One walk: nothing held for another; each file requested once for both walks.
+    assert index["robotgate, 1 walk (after)"]["held_entries_max"] == 0
+    assert index["robotgate, 2 walks (after)"]["requests"] == 3
+    assert "walking the index" in stdout
