@@ -17,6 +17,8 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "robots"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def connector() -> aiohttp.TCPConnector:
-    """The same settings for every contender; no total cap (the gate's own default)."""
-    return aiohttp.TCPConnector(limit=0, limit_per_host=0)
+def connector(keepalive_timeout: float | None = 15.0) -> aiohttp.TCPConnector:
+    """The same settings for every contender; no total cap (the gate's own default).
+    ``keepalive_timeout``: seconds an idle connection is kept (aiohttp's default; None: for
+    good)."""
+    return aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=keepalive_timeout)
