@@ -16,9 +16,11 @@ __all__ = ["HOT_PATH", "compiled_modules"]
 
 #: The modules a compiled build compiles: the per-page verdict, turn and pacing, and
 #: the RFC 9309 parser with its matcher and the explanations of its verdicts,
-#: whose query every page asks.  Each is here because it compiles as written
-#: and compiling it saves more than 1% of the instructions of a page or of a
-#: cached decision (benchmarks/README.md, "What compiling each module buys").
+#: whose query every page asks; and the reader of a page's directives (X-Robots-Tag,
+#: robots meta tags), which every page whose directives are used runs.  Each is here
+#: because it compiles as written and compiling it saves more than 1% of the
+#: instructions of a page or of a cached decision (benchmarks/README.md, "What
+#: compiling each module buys").
 #: The aiohttp adapter stays Python: mypyc ignores ``raise ... from None``,
 #: and its errors must not carry the client's error (it may show a password);
 #: so does the robots.txt fetch's driver, which runs once per site.
@@ -29,6 +31,7 @@ HOT_PATH = (
     "robotgate.politeness.servers",
     "robotgate.politeness.verdicts",
     "robotgate.robots.decider",
+    "robotgate.robots.directives",
     "robotgate.robots.patterns",
     "robotgate.robots.rfc9309",
 )
