@@ -130,3 +130,13 @@ def test_pages_bench_reads_every_entry_and_holds_none_for_one_walk(tmp_path: Pat
     assert index["robotgate, 1 walk (after)"]["held_entries_max"] == 0
     assert index["robotgate, 2 walks (after)"]["requests"] == 3
     assert "walking the index" in stdout
+
+
+def test_httpx_cold_profiles_each_contender(tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "httpx_cold.py", "--hosts", "6", "--pages", "2",
+                              "--concurrency", "4")
+    for kind in ("plain", "gate-cold", "gate-warm"):
+        assert report[kind]["cpu_s"] > 0 and report[kind]["profiled_s"], kind
+    # The gate's own code shows up where the gate runs, and only there.
+    assert "robotgate" in report["gate-cold"]["profiled_s"]
+    assert "robotgate" not in report["plain"]["profiled_s"]
