@@ -629,6 +629,9 @@ def crawl_marginals(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, di
     def gc_allocations(run: dict[str, Any]) -> int:
         return int(run["calls"]["_PyObject_GC_Link"])
 
+    def connections(run: dict[str, Any]) -> int:
+        return int(run["calls"].get("connect", 0))
+
     def marginal(small: dict[str, Any], large: dict[str, Any],
                  count: Callable[[dict[str, Any]], int] = instructions) -> float:
         return (count(large) - count(small)) / int(large["requests"] - small["requests"])
@@ -651,6 +654,8 @@ def crawl_marginals(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, di
             "instructions_per_request_repeats": [
                 marginal(a, b) for a, b in zip(*sizes, strict=False)],
             "gc_allocations_per_request": marginal(small, large, gc_allocations),
+            # One a host when no connection was dropped and opened again.
+            "connections_all": [[connections(r) for r in size] for size in sizes],
             "compiled_modules": small.get("compiled_modules"),
         }
     ref = out.get("aiohttp", {})
@@ -876,6 +881,13 @@ def _crawl_details(cg: dict[str, Any] | None) -> list[str]:
     out += md(["contender", "robotgate", f"instructions, {a} hosts", f"instructions, {b} hosts",
                "requests", "instructions/request", "GC-tracked allocations/request",
                "requests per instruction vs aiohttp", "the same by repeat"], body)
+    extra = [f"{name}: {' / '.join(str(n) for n in size)} at {h} hosts"
+             for name, c in cg["contenders"].items()
+             for h, size in zip((a, b), c.get("connections_all", []), strict=False)
+             if any(n > h for n in size)]
+    if extra:
+        out.append("\nRuns that opened more connections than hosts (reconnects cost "
+                   "instructions): " + "; ".join(extra))
     return out
 
 

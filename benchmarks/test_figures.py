@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks.harness.stats import parse_callgrind
-from benchmarks.overhead import crawl_marginals, overhead_summary
+from benchmarks.overhead import _crawl_details, crawl_marginals, overhead_summary
 
 
 def test_pooled_ratio_weighs_each_round_by_its_time() -> None:
@@ -97,16 +97,18 @@ totals: 510 8 2 3 4
 
 
 def test_crawl_marginals_take_each_sizes_fewest_instructions_over_the_extra_requests() -> None:
-    def run(instructions: int, requests: int, gc: int = 0, ok: int = 10) -> dict[str, Any]:
+    def run(instructions: int, requests: int, gc: int = 0, ok: int = 10,
+            connect: int = 0) -> dict[str, Any]:
         return {"instructions": instructions, "requests": requests, "pages": 10, "ok": ok,
-                "calls": {"_PyObject_GC_Link": gc}, "compiled_modules": 0}
+                "calls": {"_PyObject_GC_Link": gc, "connect": connect}, "compiled_modules": 0}
     runs = {
         # aiohttp: 1,000 pages more cost 1,000,000 instructions more (the fewest of each size).
         "aiohttp": [[run(5_000_000, 500), run(4_900_000, 500)],
                     [run(6_000_000, 1500, 100), run(5_900_000, 1500, 100)]],
         # the gate: 1,200 requests more (robots.txt counted) for 1,500,000 instructions more.
-        "gate.fetch": [[run(5_100_000, 600), run(5_000_000, 600)],
-                       [run(6_500_000, 1800, 240), run(6_600_000, 1800)]],
+        "gate.fetch": [[run(5_100_000, 600, connect=100), run(5_000_000, 600, connect=100)],
+                       [run(6_500_000, 1800, 240, connect=300),
+                        run(6_600_000, 1800, connect=420)]],
         "middleware": [[run(5_000_000, 600)], [run(6_000_000, 1800, ok=9)]],
     }
     cs = crawl_marginals(runs)
@@ -117,6 +119,13 @@ def test_crawl_marginals_take_each_sizes_fewest_instructions_over_the_extra_requ
     assert cs["gate.fetch"]["ratio"] == pytest.approx(0.8)
     # Repeat by repeat: aiohttp 1,000 both times; the gate 1,400,000 then 1,600,000 / 1,200.
     assert cs["gate.fetch"]["ratio_repeats"] == pytest.approx([6 / 7, 0.75])
+    # Every run's connections, so that a run which reconnected shows.
+    assert cs["gate.fetch"]["connections_all"] == [[100, 100], [300, 420]]
+    details = "\n".join(_crawl_details({"hosts": [100, 300], "pages": 5, "concurrency": 100,
+                                        "repeats": 2, "contenders": cs}))
+    assert "more connections than hosts (reconnects cost instructions): " \
+           "gate.fetch: 300 / 420 at 300 hosts" in details
+    assert "aiohttp:" not in details
     # A run that missed a page makes no figure.
     assert cs["middleware"] == {"error": "1 pages not fetched"}
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 #: C functions counted in callgrind runs: GC-tracked allocations, small-object
-#: allocations, and the collector itself (its inclusive instructions).
-CG_FUNCTIONS = ("_PyObject_GC_Link", "_PyObject_Malloc", "gc_collect_main")
+#: allocations, the collector itself (its inclusive instructions), and the connections
+#: opened (libc's ``connect``).
+CG_FUNCTIONS = ("_PyObject_GC_Link", "_PyObject_Malloc", "gc_collect_main", "connect")
 
 
 
