@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 from .. import __version__
 from ..crawl import CrawlResult, CrawlSummary
 from ..gate.aiohttp_client import read_body
+from ..policy.pacing import Pacing
 from .args import EXIT_FAILED, EXIT_OK
 from .demo_server import KINDS, DemoHost, DemoServer
 from .report import Progress, host_table, isatty, skipped_origins
@@ -35,18 +36,9 @@ _TABLE_ROWS = 12
 MAX_CRAWL_DELAY = 1.0
 
 
-def _default_max_crawl_delay() -> float:
-    import inspect
-
-    from ..gate import RobotGate
-
-    default: float = inspect.signature(RobotGate).parameters["max_crawl_delay"].default
-    return default
-
-
 def _lowered_note() -> str:
     return (f"max_crawl_delay {MAX_CRAWL_DELAY:g} s: the demo lowers it from the "
-            f"{_default_max_crawl_delay():g} s default")
+            f"{Pacing().max_crawl_delay:g} s default")
 
 
 def run_demo(args: argparse.Namespace) -> int:
