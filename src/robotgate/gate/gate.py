@@ -350,9 +350,7 @@ class RobotGate:
         looked up with ``resolve``, the client's own resolver.  ``paced`` False: a
         browser's subresource, judged and capped but not held to the interval.
         """
-        if paced:  # a page's turn, the hot path: no keyword passed on
-            return self._requests.turn(url, came_from, resolve)
-        return self._requests.turn(url, came_from, resolve, paced=False)
+        return self._requests.turn(url, came_from, resolve, paced)
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -78,7 +78,7 @@ class Requests:
         self.events: Emitter | None = None
 
     def turn(self, url: str, came_from: str | None = None,
-             resolve: Resolve | None = None, *, paced: bool = True) -> RequestTurn:
+             resolve: Resolve | None = None, paced: bool = True) -> RequestTurn:
         """The turn of one request to ``url`` as the client sends it; ``came_from``:
         the URL whose redirect it follows, its target looked up with ``resolve``;
         ``paced`` False: an unpaced request (see :class:`RequestTurn`)."""
