@@ -10,19 +10,16 @@ from contextlib import asynccontextmanager
 
 from robotgate.politeness.sitemaps import SitemapReader
 from tests.gate.test_sitemaps import index, urlset
+from tests.politeness.test_sitemap_pointers import Body as WholeBody
 
 ORIGIN = "http://shop.test"
 FILES = 4
 PER_FILE = 30
 
 
-class Body:
-    def __init__(self, data: bytes) -> None:
-        self.status = 200
-        self._data = data
-
+class Body(WholeBody):
     async def read(self, n: int) -> bytes:
-        data, self._data = self._data[:n], self._data[n:]
+        data = await super().read(n)
         await asyncio.sleep(0)  # an answer arrives over time: other walks run meanwhile
         return data
 
