@@ -54,7 +54,8 @@ class PlainCrawlGate:
     def directives(self, response: CrawlResponse, body: bytes | None = None) -> PageDirectives:
         return PageDirectives()
 
-    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmVerdict:
+    async def tdm(self, url: str, page: PageDirectives | None = None, *,
+                  pointed_by: str | None = None) -> TdmVerdict:
         return tdm_verdict(url, None, None, page)
 
     def report_skipped(self, url: str, decision: Decision) -> None:

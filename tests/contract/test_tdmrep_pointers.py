@@ -19,6 +19,7 @@ from aiohttp import web
 
 from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import RULE
+from robotgate.store.memory import MemoryStore
 from tests.contract.test_private_addresses import (
     Names,
     NamesResolver,
@@ -96,6 +97,57 @@ async def test_the_crawls_tdmrep_json_request_of_a_linked_origin(
     assert TDMREP not in private.paths(), private.paths()
     [linked] = [r for r in found if r.url == link]
     assert linked.tdm is not None and RULE in linked.tdm.source, linked.tdm
+
+
+@pytest.mark.parametrize("pointed", [True, False])
+async def test_the_crawls_tdmrep_json_request_of_an_origin_whose_robots_txt_is_stored(
+        pointed: bool, private: Site, names: Names) -> None:
+    # Another worker sharing the store (or this one before a restart) fetched the
+    # linked origin's robots.txt: this gate fetches none, only the pages and tdmrep.json.
+    names.answers["rebind.test"] = [[PUBLIC]]
+    link = f"http://rebind.test:{private.port}/page"
+    store = MemoryStore()
+    found: list[CrawlResult] = []
+
+    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
+        if url == link:
+            names.answers["rebind.test"] = [[PRIVATE]]  # rebound once its page came
+            return []
+        return [link]
+
+    async with twin_of(private) as twin, fresh_connections(names) as session:
+        async with gate(store=store, session=session) as other_worker:
+            assert await other_worker.allowed(link)
+        stored_hits = twin.robots_hits
+        async with gate(tdmrep=True, store=store, session=session) as g:
+            start = twin.url("/home") if pointed else link  # a link, or the user's own input
+            await g.crawl([start], handler, on_result=found.append, scope="any")
+    # robots.txt asked again only of the public page's origin (the twin serves both).
+    assert twin.robots_hits == stored_hits + pointed, twin.robots_hits
+    assert [r.status for r in found if r.url == link] == [200], found
+    [linked] = [r for r in found if r.url == link]
+    assert linked.tdm is not None
+    if pointed:
+        assert TDMREP not in private.paths(), private.paths()
+        assert RULE in linked.tdm.source and PRIVATE in linked.tdm.source, linked.tdm
+    else:  # the user's own input: never refused for its address
+        assert private.paths() == [TDMREP], private.paths()
+
+
+async def test_decide_asks_a_pointers_tdmrep_json_guarded_when_its_robots_txt_is_stored(
+        private: Site, names: Names) -> None:
+    names.answers["rebind.test"] = [[PUBLIC]]
+    url = f"http://rebind.test:{private.port}/page"
+    store = MemoryStore()
+    async with twin_of(private) as twin, fresh_connections(names) as session:
+        async with gate(store=store, session=session) as other_worker:
+            assert await other_worker.allowed(url)
+        names.answers["rebind.test"] = [[PUBLIC], [PRIVATE]]  # the check's, then the rest
+        names.asked.clear()
+        async with gate(tdmrep=True, store=store, session=session) as g:
+            decision = await g.decide(url, pointed_by=twin.url("/links"))
+    assert decision.allowed and private.paths() == [], private.paths()
+    assert decision.tdm is not None and RULE in decision.tdm.source, decision.tdm
 
 
 # -- Scrapy: the middleware asks tdmrep.json through Scrapy's engine ----------------------------

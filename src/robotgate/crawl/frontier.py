@@ -425,8 +425,11 @@ class Frontier(Generic[ResponseT]):
                 links, resolve = await self._page(url, record, pointed_by)
                 if gate.tdmrep and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
-                    # The content's own origin: a redirect may have led elsewhere.
-                    record.tdm = await gate.tdm(record.final_url or url, record.directives)
+                    # The content's own origin: a redirect may have led elsewhere, and
+                    # then the redirecting page is the pointer its request is held to.
+                    final = record.final_url or url
+                    record.tdm = await gate.tdm(final, record.directives,
+                                                pointed_by=pointed_by if final == url else url)
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return

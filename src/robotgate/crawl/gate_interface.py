@@ -112,8 +112,10 @@ class CrawlGate(Protocol[ResponseT_co]):
         """The page's directives (``X-Robots-Tag``, robots meta tags, TDMRep's)."""
         ...
 
-    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmVerdict:
-        """Whether text-and-data-mining rights are reserved for ``url``."""
+    async def tdm(self, url: str, page: PageDirectives | None = None, *,
+                  pointed_by: str | None = None) -> TdmVerdict:
+        """Whether text-and-data-mining rights are reserved for ``url``; ``pointed_by``
+        as :meth:`allowed` takes it."""
         ...
 
     def report_skipped(self, url: str, decision: Decision) -> None:

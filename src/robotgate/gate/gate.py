@@ -27,7 +27,7 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import A_POINTER, IsPrivate, Resolve
+from ..policy.hops import A_POINTER, UNGUARDED, IsPrivate, PointerVerdict, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
 from ..policy.site import Interpretation, SiteRules
@@ -456,29 +456,39 @@ class RobotGate:
             return judged  # the pointer's refusal: no robots.txt asked
         decision = judged[0].decide(judged[1], self.robots_agent)
         if self._tdm_cache is not None and decision.allowed:
-            # tdmrep.json is asked only where the robot may go.
-            return replace(decision, tdm=await self._tdm_cache.reservation(url))
+            # tdmrep.json is asked only where the robot may go, guarded as robots.txt is.
+            pointer = judged[2]
+            return replace(decision, tdm=await self._tdm_cache.reservation(
+                url, guard=pointer.guard, checked=pointer.addresses))
         return decision
 
-    async def _rules_for(self, url: str,
-                         pointed_by: str | None) -> tuple[SiteRules, str] | Decision:
-        """The rules of ``url``'s origin (robots.txt fetched once if needed) and the part
-        of ``url`` they judge; for ``pointed_by``'s pointer, the private-network rule
-        first: its refusal, or the robots.txt request guarded as the pointer's turn
-        guards it (a closed gate makes no request: the cached rules or GateClosed)."""
+    async def _rules_for(self, url: str, pointed_by: str | None
+                         ) -> tuple[SiteRules, str, PointerVerdict] | Decision:
+        """The rules of ``url``'s origin (robots.txt fetched once if needed), the part
+        of ``url`` they judge, and the pointer's verdict; for ``pointed_by``'s pointer,
+        the private-network rule first: its refusal, or the robots.txt request guarded
+        as the pointer's turn guards it (a closed gate makes no request: the cached
+        rules or GateClosed)."""
         origin, rest = split_origin(url)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
         path = url if rest[:2] == "//" else rest
-        if pointed_by is None or not self._requests.refuse_private or self._closed:
-            return await self._verdicts.site(origin), path
-        pointer = await pointer_verdict(pointed_by, url, self._client._resolve,
-                                        self.is_private, A_POINTER)
+        pointer = await self._pointer(url, pointed_by)
+        if pointer is None:
+            return await self._verdicts.site(origin), path, UNGUARDED
         if pointer.refused is not None:
             return pointer.refused
         site = self._cache.cached(origin) or await self._verdicts.fetched(
             origin, pointer.guard, pointer.addresses)
-        return site, path
+        return site, path, pointer
+
+    async def _pointer(self, url: str, pointed_by: str | None) -> PointerVerdict | None:
+        """The private-network rule's verdict on ``pointed_by``'s pointer to ``url``
+        (None: not judged, for the user's own input, the rule off, or a closed gate)."""
+        if pointed_by is None or not self._requests.refuse_private or self._closed:
+            return None
+        return await pointer_verdict(pointed_by, url, self._client._resolve,
+                                     self.is_private, A_POINTER)
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
@@ -549,17 +559,27 @@ class RobotGate:
 
         return directives_of(response, self.robots_agent, body)
 
-    async def tdm(self, url: str, page: PageDirectives | None = None) -> TdmVerdict:
+    async def tdm(self, url: str, page: PageDirectives | None = None, *,
+                  pointed_by: str | None = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
-        then ``page``'s headers and meta tags (:meth:`directives`)."""
+        then ``page``'s headers and meta tags (:meth:`directives`).
+
+        ``pointed_by`` as :meth:`allowed` takes it: a tdmrep.json request this call
+        makes is that pointer's, held to the private-network rule where it connects.
+        """
         if self._tdm_cache is None:
             from ..policy.tdm import tdm_verdict
 
             return tdm_verdict(url, None, None, page)
         if self._closed:
             raise GateClosed("the gate is closed")
-        return await self._tdm_cache.reservation(as_sent(url), page)
+        pointer = await self._pointer(url := as_sent(url), pointed_by) or UNGUARDED
+        # A refused pointer's request is guarded all the same: its connection refuses,
+        # and the verdict says why (the rule, the address).
+        guard = pointer.guard or pointer.refused is not None
+        return await self._tdm_cache.reservation(
+            url, page, guard=guard, checked=pointer.addresses if pointer.guard else ())
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""

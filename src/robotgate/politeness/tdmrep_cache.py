@@ -55,9 +55,11 @@ class TdmRepCache:
     workers; ``trouble(what, exc)`` hears of a store that fails (the fetch's
     answer is used all the same).
 
-    The first request of an origin whose robots.txt a public page's pointer led
-    to (:meth:`robots_fetched`) is guarded as that robots.txt request was: its
-    connection must reach a public address.
+    The first request of an origin a public page's pointer led to is guarded as
+    that pointer's robots.txt request is: its connection must reach a public
+    address.  The pointer is the asker's (``guard`` to :meth:`get`), or, for one
+    who does not say, the one whose robots.txt fetch was the origin's last
+    (:meth:`robots_fetched`).
     """
 
     def __init__(
@@ -79,6 +81,9 @@ class TdmRepCache:
         #: origin -> the addresses a pointer check found public, for the origins whose
         #: last robots.txt fetch was a pointer's.
         self._pointed: dict[str, tuple[Address, ...]] = {}
+        #: origin -> the addresses a pointer check found public, for the origins whose
+        #: fetch in flight a pointer's asker waits for (until its request leaves).
+        self._asked_by_pointer: dict[str, tuple[Address, ...]] = {}
         self._closed = False
 
     @property
@@ -97,15 +102,22 @@ class TdmRepCache:
             while len(pointed) > self.max_origins:
                 del pointed[next(iter(pointed))]
 
-    async def reservation(self, url: str, page: PageDirectives | None = None
+    async def reservation(self, url: str, page: PageDirectives | None = None, *,
+                          guard: bool = False, checked: tuple[Address, ...] = ()
                           ) -> TdmVerdict:
         """Whether TDM rights are reserved for ``url``: the origin's file, then ``page``
-        (the page's :class:`~robotgate.robots.directives.PageDirectives`, if read)."""
-        site = await self.get(split_origin(url)[0])
+        (the page's :class:`~robotgate.robots.directives.PageDirectives`, if read);
+        ``guard`` and ``checked`` as :meth:`get` takes them."""
+        site = await self.get(split_origin(url)[0], guard, checked)
         return tdm_verdict(url, site.entry, site.tdmrep, page)
 
-    async def get(self, origin: str) -> TdmRepSite:
-        """The origin's tdmrep.json, fetched once for all waiters when not fresh."""
+    async def get(self, origin: str, guard: bool = False,
+                  checked: tuple[Address, ...] = ()) -> TdmRepSite:
+        """The origin's tdmrep.json, fetched once for all waiters when not fresh.
+
+        ``guard``: the asker came through a public page's pointer, so a fetch it starts,
+        or joins before its request leaves, must connect to a public address
+        (``checked``: the addresses the pointer check found)."""
         site = self._sites.get(origin)
         if site is not None and site.entry.is_fresh(time.time()):
             return site
@@ -116,6 +128,8 @@ class TdmRepCache:
             flight = asyncio.get_running_loop().create_task(self._fetch(origin, site))
             self._flights[origin] = flight
             flight.add_done_callback(lambda done: self._land(origin, done))
+        if guard:  # read by the flight as its request leaves
+            self._asked_by_pointer[origin] = checked
         try:
             # A waiter cancelled cancels only its wait, never the shared fetch.
             return await asyncio.shield(flight)
@@ -127,6 +141,7 @@ class TdmRepCache:
     def _land(self, origin: str, flight: asyncio.Task[TdmRepSite]) -> None:
         if self._flights.get(origin) is flight:
             del self._flights[origin]
+            self._asked_by_pointer.pop(origin, None)  # a pointer's ask ends with its flight
         if not flight.cancelled():
             flight.exception()  # retrieved: every waiter got it
 
@@ -142,7 +157,10 @@ class TdmRepCache:
                 previous = stored
         pacing = self._paced_by(origin) if self._paced_by is not None else _unpaced()
         async with pacing as hooks:
-            checked = self._pointed.get(origin)
+            # As the request leaves: a pointer's asker that joined meanwhile counts.
+            checked = self._asked_by_pointer.pop(origin, None)
+            if checked is None:
+                checked = self._pointed.get(origin)
             entry = await self.fetcher.fetch(origin, previous, hooks, checked is not None,
                                              checked or ())
         await self._save(entry.copy(origin=key))
