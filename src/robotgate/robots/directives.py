@@ -107,7 +107,7 @@ _ATTRIBUTES = rb"[\t\n\f\r /]*(?:" + _ATTRIBUTE + rb"[\t\n\f\r /]*)*"
 # The rest of a tag as most are written: no "<" in it, and each quote opening a value right
 # after an "=" that ends an attribute's name.  _ATTRIBUTES reads such a tag to the same ">",
 # in more steps; any other tag is left to it.
-_TAG_END = (rb"""(?:[^>"'=<]*+(?:(?<=[-\w:.])=(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+>"""
+_TAG_END = (rb"""(?:[^>"'=<]*+(?:=(?<=[-\w:.]=)(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+>"""
             rb"|" + _ATTRIBUTES + rb">)")
 # Elements the head may hold (HTML "in head" insertion mode) besides meta: any other
 # start tag begins the body, and the search ends there.
@@ -116,6 +116,14 @@ _HEAD_TAGS = (b"html", b"head", b"link", b"noscript", b"base", b"basefont", b"bg
 _RAW_TEXT = (b"script", b"style", b"title", b"template")
 # What str.strip() takes from an ASCII name before it is compared.
 _STRIPPED = rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*+"
+
+
+def _no_case(name: bytes) -> bytes:
+    """A pattern for the ASCII ``name`` in any case, its first letter a set ("[Mm](?i:eta)"):
+    an alternative starting with a set or a plain byte is skipped at once when the byte
+    differs, one starting with a case-blind byte is entered and tried."""
+    first = name[:1]
+    return rb"[" + first.upper() + first.lower() + rb"](?i:" + name[1:] + rb")"
 
 
 def _passing_pattern(token: str) -> re.Pattern[bytes]:
@@ -129,16 +137,16 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
     # A meta tag written simply (names of letters, digits and "-_:.", values quoted, spaces
     # between) whose names are plain ASCII, none of them one that is read.
     meta_unread = (
-        rb"""(?i:meta)(?:[\t\n\f\r ]++(?:(?i:name)=(?:"(?=[^"&\x80-\xff]*+")"""
+        _no_case(b"meta") + rb"""(?:[\t\n\f\r ]++(?:[Nn](?i:ame)=(?:"(?=[^"&\x80-\xff]*+")"""
         + unread + rb"""[^"]*+"|'(?=[^'&\x80-\xff]*+')""" + unread + rb"""[^']*+')"""
         rb"""|(?!(?i:name)=)[A-Za-z_:][-A-Za-z0-9_:.]*+(?:="[^"]*+"|='[^']*+'|)))"""
         + _REPEATED + rb"[\t\n\f\r ]*+/?>")
     return _compile(
-        rb"(?:[^<]++|<(?:"
+        rb"(?:<(?:"
         + meta_unread
-        + rb"|(?i:" + b"|".join(_HEAD_TAGS) + rb")" + _NAME_END + _TAG_END
+        + b"".join(rb"|" + _no_case(name) + _NAME_END + _TAG_END for name in _HEAD_TAGS)
         + b"".join(
-            rb"|(?i:" + name + rb")" + _NAME_END + _TAG_END
+            rb"|" + _no_case(name) + _NAME_END + _TAG_END
             + rb"[^<]*+(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*+)" + _REPEATED
             + rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
             for name in _RAW_TEXT)
@@ -150,7 +158,9 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
         rb"|(?![!?/A-Za-z])"  # a "<" that starts no markup is text
         # Possessive where Python has it (3.11): the same matches, without keeping every
         # token passed for a backtrack that cannot succeed.
-        + rb"))" + _REPEATED)
+        # The text between tags last: an alternative starting with a plain byte is
+        # skipped at once where that byte is not there.
+        + rb")|[^<]++)" + _REPEATED)
 
 
 _PASSING: dict[str, re.Pattern[bytes]] = {}
@@ -168,7 +178,7 @@ def _passing(token: str) -> re.Pattern[bytes]:
 # A meta tag: the fast form first (see _TAG_END), its attributes in group 1 or 2.
 _META_TAG = _compile(
     rb"<(?i:meta)" + _NAME_END
-    + rb"""(?:([^>"'=<]*+(?:(?<=[-\w:.])=(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+)>"""
+    + rb"""(?:([^>"'=<]*+(?:=(?<=[-\w:.]=)(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*+)>"""
     + rb"|(" + _ATTRIBUTES + rb")>)")
 # The attributes of a meta tag's fast form: a name, and a value quoted right after "=".
 _QUOTED_ATTRIBUTE = re.compile(rb"""([^\t\n\f\r /=]+)(?:="([^"]*)"|='([^']*)'|)""")
