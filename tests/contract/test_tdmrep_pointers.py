@@ -9,7 +9,7 @@ the name up for every request (no pool, no DNS cache), as a rebinding attack nee
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from urllib.parse import quote
 
@@ -78,17 +78,27 @@ async def test_gate_fetch_then_tdm(pointed: bool, private: Site, names: Names) -
         assert private.paths() == [TDMREP]
 
 
+def linking_to(link: str, names: Names) -> Callable[[str, aiohttp.ClientResponse],
+                                                     Awaitable[list[str]]]:
+    """A crawl handler: every page links to ``link``, whose name is rebound to the
+    private address once its page came."""
+
+    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
+        if url == link:
+            names.answers["rebind.test"] = [[PRIVATE]]
+            return []
+        return [link]
+
+    return handler
+
+
 async def test_the_crawls_tdmrep_json_request_of_a_linked_origin(
         private: Site, names: Names) -> None:
     names.answers["rebind.test"] = [[PUBLIC]]
     link = f"http://rebind.test:{private.port}/page"
     found: list[CrawlResult] = []
 
-    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
-        if url == link:
-            names.answers["rebind.test"] = [[PRIVATE]]  # rebound once its page came
-            return []
-        return [link]
+    handler = linking_to(link, names)
 
     async with twin_of(private) as twin, fresh_connections(names) as session, \
             gate(tdmrep=True, session=session) as g:
@@ -109,11 +119,7 @@ async def test_the_crawls_tdmrep_json_request_of_an_origin_whose_robots_txt_is_s
     store = MemoryStore()
     found: list[CrawlResult] = []
 
-    async def handler(url: str, resp: aiohttp.ClientResponse) -> list[str]:
-        if url == link:
-            names.answers["rebind.test"] = [[PRIVATE]]  # rebound once its page came
-            return []
-        return [link]
+    handler = linking_to(link, names)
 
     async with twin_of(private) as twin, fresh_connections(names) as session:
         async with gate(store=store, session=session) as other_worker:
