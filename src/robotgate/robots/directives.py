@@ -158,9 +158,9 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
         rb"|(?![!?/A-Za-z])"  # a "<" that starts no markup is text
         # Possessive where Python has it (3.11): the same matches, without keeping every
         # token passed for a backtrack that cannot succeed.
-        # The text between tags last: an alternative starting with a plain byte is
-        # skipped at once where that byte is not there.
-        + rb")|[^<]++)" + _REPEATED)
+        # The text after a tag in the same turn; text before the first tag last: an
+        # alternative starting with a plain byte is skipped at once where that byte is not.
+        + rb")[^<]*+|[^<]++)" + _REPEATED)
 
 
 _PASSING: dict[str, re.Pattern[bytes]] = {}
