@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import aiohttp
@@ -20,6 +21,7 @@ from aiohttp import web
 from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import RULE
 from robotgate.store.memory import MemoryStore
+from robotgate.store.sqlite import SQLiteStore
 from tests.contract.test_private_addresses import (
     Names,
     NamesResolver,
@@ -193,6 +195,27 @@ async def test_scrapy_asks_a_redirects_tdmrep_json_only_of_a_public_address(
                                     ROBOTGATE_TDMREP=True)
     assert result.get("status") == 200, result
     assert served[:2] == ["/robots.txt", "/page"], served
+    assert TDMREP not in private.paths(), private.paths()
+
+
+async def test_scrapy_asks_a_redirects_tdmrep_json_guarded_when_its_robots_txt_is_stored(
+        public: Site, private: Site, names: Names, tmp_path: Path) -> None:
+    # Another worker sharing the SQLite store (or this crawl before a restart) fetched
+    # the target origin's robots.txt: Scrapy's gate asks none, only the page and tdmrep.json.
+    names.answers["rebind.test"] = [[PUBLIC]]
+    url = f"http://rebind.test:{private.port}/page"
+    stored = tmp_path / "robots.sqlite"
+    # The name answers public to the check and the page's connection, private after.
+    rebind = {"getaddrinfo": [PUBLIC], "gethostbyname": [[PUBLIC]] * 2 + [[PRIVATE]]}
+    async with closing_twin_of(private) as served:
+        async with gate(store=SQLiteStore(stored)) as other_worker:
+            assert await other_worker.allowed(url)
+        assert served == ["/robots.txt"], served
+        [result] = await scrapy_run([public.url("/redirect?to=" + quote(url, safe=""))],
+                                    {"rebind.test": rebind}, DNSCACHE_ENABLED=False,
+                                    ROBOTGATE_TDMREP=True, ROBOTGATE_STORE=str(stored))
+    assert result.get("status") == 200, result
+    assert served[1:2] == ["/page"], served
     assert TDMREP not in private.paths(), private.paths()
 
 

@@ -82,6 +82,8 @@ _GOT = "_robotgate_bytes"
 _CODING = b"X-Robotgate-Content-Encoding"
 _PARK = "_robotgate_park"  # a copy on its way to the parking
 _GUARD = "_robotgate_guard"  # a public page's pointer: its answer must come from a public address
+# The page a guarded pointer came from: its tdmrep.json and robots.txt requests are guarded.
+_POINTED_BY = "_robotgate_pointed_by"
 _PEER_REFUSED = "_robotgate_peer_refused"  # the Decision refusing an answer's private peer
 _WAS_PARKED = "_robotgate_was_parked"
 
@@ -375,6 +377,7 @@ class RobotGateMiddleware:
         if isinstance(inherited, _Held):
             inherited.release()  # copied from a request that never reached the downloader
         meta.pop(_GUARD, None)  # a redirect's copy of its hop's: this request is judged anew
+        meta.pop(_POINTED_BY, None)
         self._refuse_peer(request)  # a redirect built from an answer of a private peer
         url = request.url
         if not url.startswith(("http://", "https://")):
@@ -415,6 +418,8 @@ class RobotGateMiddleware:
         guarded = None
         if turn.guard:
             meta[_GUARD] = turn.what
+            # The redirect it follows: _judge_peer pops _GUARD before the answer comes.
+            meta[_POINTED_BY] = str(came[-1]) if came else ""
             hop = parse_hop(url)
             if hop is not None and hop.address is None:
                 guarded = hop.host  # a name: its connection's look-up is screened
@@ -545,6 +550,9 @@ class RobotGateMiddleware:
         if isinstance(held, _Held):
             held.finish(response.status, _retry_after(response))
         meta.pop(_GUARD, None)
+        pointed_by = meta.pop(_POINTED_BY, None)
+        if not isinstance(pointed_by, str):
+            pointed_by = None
         self._refuse_peer(request)
         url = request.url
         if (meta.get(SKIP) or meta.get("dont_obey_robotstxt")
@@ -554,12 +562,14 @@ class RobotGateMiddleware:
         page = meta[DIRECTIVES] = gate.directives(response, getattr(response, "body", None))
         if gate.tdmrep:
             try:
-                meta[TDM] = await gate.tdm(url, page)
+                # A pointer's tdmrep.json request is guarded where it connects, even
+                # when its origin's robots.txt came from the store.
+                meta[TDM] = await gate.tdm(url, page, pointed_by=pointed_by)
             except Exception as exc:  # closing: the page is not lost for it
                 log.debug("no TDMRep verdict for %s: %s", redact(url), exc)
         try:
             # Fresh rules answer at once; rules gone stale meanwhile are asked again.
-            decision = gate.check(url) or await gate.decide(url)
+            decision = gate.check(url) or await gate.decide(url, pointed_by=pointed_by)
         except Exception as exc:  # closing, a store down: the page is not lost for its usage
             log.debug("no usage preferences for %s: %s", redact(url), exc)
             return response
@@ -596,6 +606,7 @@ class RobotGateMiddleware:
         held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.release()
+        meta.pop(_POINTED_BY, None)
         what = meta.pop(_GUARD, None)
         if isinstance(what, str):
             hop = parse_hop(request.url)
