@@ -112,7 +112,7 @@ _TAG_END = (rb"""(?:[^>"'=<]*+(?:=(?<=[-\w:.]=)(?:"[^"]*+"|'[^']*+')[^>"'=<]*+)*
 # Elements the head may hold (HTML "in head" insertion mode) besides meta: any other
 # start tag begins the body, and the search ends there.
 _HEAD_TAGS = (b"html", b"head", b"link", b"noscript", b"base", b"basefont", b"bgsound")
-# Elements of the head whose content is text, not markup: passed to their end tag.
+# Elements of the head whose content is text, not markup: passed with their end tag.
 _RAW_TEXT = (b"script", b"style", b"title", b"template")
 # What str.strip() takes from an ASCII name before it is compared.
 _STRIPPED = rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*+"
@@ -128,7 +128,9 @@ def _no_case(name: bytes) -> bytes:
 
 def _passing_pattern(token: str) -> re.Pattern[bytes]:
     """The pattern passing over what the head holds up to the first meta tag that may
-    say something to the robot ``token`` (see :func:`_may_matter`), or what ends the head."""
+    say something to the robot ``token``, or what ends the head.  It passes a meta tag
+    written simply whose name is plain ASCII and none read (``robots``, TDMRep's, the
+    robot's token); the tags it stops at are read whole (:meth:`_Reader.read_html`)."""
     names = [b"robots", b"tdm-reservation", b"tdm-policy"]
     if token:
         names.append(re.escape(token.encode("utf-8")))
@@ -148,7 +150,7 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
         + b"".join(
             rb"|" + _no_case(name) + _NAME_END + _TAG_END
             + rb"[^<]*+(?:<(?!/(?i:" + name + rb")[\t\n\f\r />])[^<]*+)" + _REPEATED
-            + rb"(?=</(?i:" + name + rb")[\t\n\f\r />])"
+            + rb"</(?i:" + name + rb")(?=[\t\n\f\r />])" + _TAG_END  # its end tag
             for name in _RAW_TEXT)
         + rb"|/(?:(?!(?i:head)" + _NAME_END + rb")[A-Za-z][^\t\n\f\r />]*+" + _NAME_END
         + _TAG_END  # an end tag other than </head>
@@ -163,16 +165,18 @@ def _passing_pattern(token: str) -> re.Pattern[bytes]:
         + rb")[^<]*+|[^<]++)" + _REPEATED)
 
 
-_PASSING: dict[str, re.Pattern[bytes]] = {}
+_ROBOTS: dict[str, tuple[str, re.Pattern[bytes]]] = {}
 
 
-def _passing(token: str) -> re.Pattern[bytes]:
-    pattern = _PASSING.get(token)
-    if pattern is None:
-        if len(_PASSING) >= 64:  # a few robots per process: a bound, not a cache policy
-            _PASSING.clear()
-        pattern = _PASSING[token] = _passing_pattern(token)
-    return pattern
+def _robot(agent: str) -> tuple[str, re.Pattern[bytes]]:
+    """The product token of ``agent``, and the pattern passing over the head for it."""
+    robot = _ROBOTS.get(agent)
+    if robot is None:
+        if len(_ROBOTS) >= 64:  # a few robots per process: a bound, not a cache policy
+            _ROBOTS.clear()
+        token = product_token(agent)
+        robot = _ROBOTS[agent] = (token, _passing_pattern(token))
+    return robot
 
 
 # A meta tag: the fast form first (see _TAG_END), its attributes in group 1 or 2.
@@ -280,13 +284,14 @@ def page_directives(
     >>> page_directives([("X-Robots-Tag", "otherbot: noindex")], agent="MyBot").flags()
     ()
     """
-    reader = _Reader(product_token(agent))
+    token, passing = _robot(agent)
+    reader = _Reader(token)
     if headers is not None:
         reader.read_headers(headers)
     if body is not None:
         data, end = _head_window(body)
         if _is_html(content_type, data):
-            reader.read_html(data, end)
+            reader.read_html(_head_metas(data, end, passing))
     return reader.result()
 
 
@@ -330,12 +335,9 @@ class _Reader:
         for n, value in _lines(fields.get("tdm-policy", [])):
             self.tdm_policy(value, f"`tdm-policy: {_quote(value)}` (header {n})", "header")
 
-    def read_html(self, data: bytes, end: int) -> None:
-        for offset, raw_name, raw_content in _head_metas(data, end, self.token):
-            if raw_name.isascii() and b"&" not in raw_name:
-                name = raw_name.decode("ascii")
-            else:
-                name = _text(raw_name)
+    def read_html(self, metas: list[tuple[int, bytes, bytes]]) -> None:
+        for offset, raw_name, raw_content in metas:
+            name = _text(raw_name)
             key = name.strip().lower()
             if key not in _META_NAMES and not (self.token and key == self.token):
                 continue  # the head's other metas say nothing to robots: not even decoded
@@ -595,10 +597,11 @@ def _is_html(content_type: str | None, data: bytes) -> bool:
     return any(sign in start for sign in _HTML_SIGNS)
 
 
-def _head_metas(data: bytes, end: int, token: str) -> list[tuple[int, bytes, bytes]]:
+def _head_metas(data: bytes, end: int,
+                passing: re.Pattern[bytes]) -> list[tuple[int, bytes, bytes]]:
     """``(byte offset, name, content)`` of the ``<meta name=... content=...>`` tags in the
-    head (``data`` up to ``end``) that may name ``robots``, TDMRep or the robot ``token``,
-    as written: bytes, character references not decoded.
+    head (``data`` up to ``end``) that ``passing`` (a :func:`_passing_pattern`) does not
+    pass over, as written: bytes, character references not decoded.
 
     A single forward pass: comments, doctypes and the text of ``script``,
     ``style``, ``title`` and ``template`` are passed over; the head ends at
@@ -606,7 +609,7 @@ def _head_metas(data: bytes, end: int, token: str) -> list[tuple[int, bytes, byt
     tag, comment or text element ends the search.
     """
     found: list[tuple[int, bytes, bytes]] = []
-    passed = _passing(token).match
+    passed = passing.match
     meta = _META_TAG.match
     pos = 0
     while True:
@@ -623,19 +626,9 @@ def _head_metas(data: bytes, end: int, token: str) -> list[tuple[int, bytes, byt
             attributes = [(a, b or c or d) for a, b, c, d in _ATTRIBUTE_PARTS.findall(
                 data, tag.start(2), tag.end(2))]
         name, content = _name_and_content(attributes)
-        if name is not None and _may_matter(name, token):
+        if name is not None:
             found.append((pos, name, content or b""))
         pos = tag.end()
-
-
-def _may_matter(name: bytes, token: str) -> bool:
-    """Whether a meta tag's name may be one read: ``robots``, TDMRep's, the robot's
-    ``token``, or a name with a character reference or a byte past ASCII that could
-    spell one."""
-    if b"&" in name or not name.isascii():
-        return True
-    key = name.decode("ascii").strip().lower()
-    return key in _META_NAMES or (bool(token) and key == token)
 
 
 def _name_and_content(
@@ -666,7 +659,7 @@ def _text(raw: bytes) -> str:
 def _quote(value: str) -> str:
     """``value`` fit to quote on one line: control characters shown, long values cut."""
     text = value if len(value) <= _MAX_QUOTE else value[:_MAX_QUOTE] + "..."
-    if _CONTROL_RE.search(text):
+    if not text.isprintable():  # control characters are not; most values are all printable
         text = _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return text
 
