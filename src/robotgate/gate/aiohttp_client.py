@@ -281,7 +281,7 @@ class AiohttpClient:
         while True:
             sent, url = for_aiohttp(url)
             turn = self.requests.turn(url, came_from,
-                                      self._resolve if came_from is not None else None)
+                                      self.addresses if came_from is not None else None)
             if pointed_by is not None and not history:
                 turn.what = A_POINTER
             try:
@@ -400,7 +400,7 @@ class AiohttpClient:
 
     # -- look-ups, as the session connects -------------------------------------------
 
-    async def _resolve(self, host: str) -> list[str]:
+    async def addresses(self, host: str) -> list[str]:
         """``host``'s addresses by the resolver the gate's session connects with."""
         resolver = self.resolver
         if resolver is None:
@@ -415,7 +415,7 @@ class AiohttpClient:
 
     async def first_address(self, host: str) -> str:
         """The address a connection to ``host`` will use (for ``pace_by="ip"``)."""
-        found = await self._resolve(host)
+        found = await self.addresses(host)
         return found[0] if found else host
 
     def close_responses(self) -> None:

@@ -487,7 +487,7 @@ class RobotGate:
         (None: not judged, for the user's own input, the rule off, or a closed gate)."""
         if pointed_by is None or not self._requests.refuse_private or self._closed:
             return None
-        return await pointer_verdict(pointed_by, url, self._client._resolve,
+        return await pointer_verdict(pointed_by, url, self._client.addresses,
                                      self.is_private, A_POINTER)
 
     async def rules(self, url: str) -> RobotsTxt | None:

@@ -36,6 +36,7 @@ __all__ = ["Group", "Scheduler", "Slots"]
 _EVICT_LOOK = 8
 #: The back-off of every group that has not needed one.
 _CALM = Backoff()
+_CLOSED_WHILE_WAITING = "the gate was closed while the request waited for its server's turn"
 _ASYNCIO_TIME = asyncio.BaseEventLoop.time  # as asyncio defines it: time.monotonic()
 
 
@@ -323,14 +324,9 @@ class Scheduler:
         ``page`` False: a robots.txt request, paced and capped like a page but
         not counted as a visit.
         """
-        if self.closed:
-            raise GateClosed("the gate is closed")
-        group.waiting += 1
+        task = self._begin_wait(group)
         glob = self.global_slots
         held_group = held_global = False
-        task = asyncio.current_task()
-        if task is not None:
-            self._waiting.add(task)
         try:
             await group.take()
             held_group = True
@@ -364,10 +360,9 @@ class Scheduler:
             if not self._gave_back(group, held_group, held_global, exc, task):
                 raise
         finally:
-            group.waiting -= 1
-            self._waiting.discard(task)
+            self._end_wait(group, task)
         # Raised here, not while the cancellation is handled: it is no cause of this.
-        raise GateClosed("the gate was closed while the request waited for its server's turn")
+        raise GateClosed(_CLOSED_WHILE_WAITING)
 
     # -- an unpaced request (a browser's subresource) -----------------------------------
 
@@ -397,14 +392,9 @@ class Scheduler:
     async def start_unpaced(self, group: Group) -> None:
         """Wait until the group's server does not rest and a cap slot is free, then
         start an unpaced request (see :meth:`try_start_unpaced`)."""
-        if self.closed:
-            raise GateClosed("the gate is closed")
-        group.waiting += 1
+        task = self._begin_wait(group)
         glob = self.global_slots
         held_group = held_global = False
-        task = asyncio.current_task()
-        if task is not None:
-            self._waiting.add(task)
         try:
             while True:
                 wait = self.rests_until(group) - self.now()
@@ -430,9 +420,22 @@ class Scheduler:
             if not self._gave_back(group, held_group, held_global, exc, task):
                 raise
         finally:
-            group.waiting -= 1
-            self._waiting.discard(task)
-        raise GateClosed("the gate was closed while the request waited for its server's turn")
+            self._end_wait(group, task)
+        raise GateClosed(_CLOSED_WHILE_WAITING)
+
+    def _begin_wait(self, group: Group) -> asyncio.Task[object] | None:
+        """Count a wait for a turn in the group, and keep its task for :meth:`close`."""
+        if self.closed:
+            raise GateClosed("the gate is closed")
+        group.waiting += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._waiting.add(task)
+        return task
+
+    def _end_wait(self, group: Group, task: asyncio.Task[object] | None) -> None:
+        group.waiting -= 1
+        self._waiting.discard(task)
 
     def _gave_back(self, group: Group, held_group: bool, held_global: bool,
                    exc: BaseException, task: asyncio.Task[object] | None) -> bool:
