@@ -6,27 +6,18 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..politeness.grouping import PaceKeys
+    from ..politeness.robots_cache import RobotsCache
+    from ..politeness.scheduler import Scheduler
     from .gate import RobotGate
 
-__all__ = ["describe", "stats_of"]
+__all__ = ["describe"]
 
 
-def stats_of(gate: RobotGate) -> dict[str, int]:
-    """The gate's counters, each read from the part that owns it."""
-    scheduler, fleet = gate._scheduler, gate._servers.fleet
-    return {"robots_requests": gate._fetcher.requests, "pages": scheduler.pages,
-            "disallowed": gate._verdicts.disallowed, "backoffs": scheduler.backoffs,
-            "late_slots": fleet.late if fleet is not None else 0,
-            "store_errors": gate._cache.store_errors + (gate.close_error is not None),
-            "tdmrep_requests": gate._tdm_cache.requests if gate._tdm_cache is not None else 0,
-            "event_errors": gate._events.errors if gate._events is not None else 0}
-
-
-def describe(gate: RobotGate) -> str:
-    """One line for the gate, one per cached origin (robots.txt, interval, its server,
-    any back-off)."""
+def describe(gate: RobotGate, cache: RobotsCache, scheduler: Scheduler, keys: PaceKeys) -> str:
+    """One line for the gate (its public settings), one per origin ``cache`` holds
+    (robots.txt, interval, its server in ``scheduler`` by ``keys``, any back-off)."""
     now = time.time()
-    cache, scheduler = gate._cache, gate._scheduler
     sites = cache.sites()
     agent = repr(gate.user_agent)
     if gate.robots_agent != gate.user_agent:
@@ -40,13 +31,13 @@ def describe(gate: RobotGate) -> str:
     for origin, site in sites.items():
         entry = site.entry
         fresh = site.fresh_until - now
-        key = gate._keys.cached(origin)
+        key = keys.cached(origin)
         group = scheduler.get(key) if key is not None else None
         held = cache.known(origin)
         host = group.state if group is not None else held.host if held is not None else None
         wait = scheduler.wait_seconds(group, site.interval) if group is not None else 0.0
         verdict = f", {site.verdict.reason}" if site.verdict is not None else ""
-        verdict += _setting(gate, origin, site.interval)
+        verdict += _setting(gate, origin, key, site.interval)
         lines.append(
             f"  {origin}: robots.txt {entry.outcome} ({entry.detail or entry.status}), "
             f"{'fresh for ' + _duration(fresh) if fresh > 0 else 'stale'}, "
@@ -60,9 +51,10 @@ def describe(gate: RobotGate) -> str:
     return "\n".join(lines)
 
 
-def _setting(gate: RobotGate, origin: str, interval: float) -> str:
-    """The host setting that applies to ``origin``, and whether robots.txt overrules it."""
-    setting = gate.hosts.match(origin, gate._keys.cached(origin)) if gate.hosts else None
+def _setting(gate: RobotGate, origin: str, key: str | None, interval: float) -> str:
+    """The host setting that applies to ``origin`` (paced by ``key``), and whether
+    robots.txt overrules it."""
+    setting = gate.hosts.match(origin, key) if gate.hosts else None
     if setting is None:
         return ""
     said = f", host setting {setting.describe()}"

@@ -51,7 +51,7 @@ from ..store.leases import Leases
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
-from .describe import describe, stats_of
+from .describe import describe
 from .options import Network, Pacing, pacing_of
 
 if TYPE_CHECKING:
@@ -415,7 +415,14 @@ class RobotGate:
         """Counters: robots.txt requests, pages, disallowed, back-offs, late fleet slots,
         store errors (a failed save on :meth:`close` too: see ``close_error``), and
         tdmrep.json requests (``tdmrep=True``)."""
-        return stats_of(self)
+        scheduler, fleet = self._scheduler, self._servers.fleet
+        return {"robots_requests": self._fetcher.requests, "pages": scheduler.pages,
+                "disallowed": self._verdicts.disallowed, "backoffs": scheduler.backoffs,
+                "late_slots": fleet.late if fleet is not None else 0,
+                "store_errors": self._cache.store_errors + (self.close_error is not None),
+                "tdmrep_requests": (self._tdm_cache.requests
+                                    if self._tdm_cache is not None else 0),
+                "event_errors": self._events.errors if self._events is not None else 0}
 
     # -- questions -----------------------------------------------------------
 
@@ -583,7 +590,7 @@ class RobotGate:
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
-        return describe(self)
+        return describe(self, self._cache, self._scheduler, self._keys)
 
     # -- requests ------------------------------------------------------------
 
