@@ -68,6 +68,32 @@ async def test_httpx_extensions_carry_the_directives() -> None:
     assert any("<meta name=robots" in s for s in after.sources)
 
 
+async def test_httpx_reads_the_directives_only_when_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import robotgate.integrations.httpx as adapter
+
+    reads: list[str] = []
+    real = adapter.page_directives
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append("read")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(adapter, "page_directives", counted)
+    async with (PagesSite(_site()) as site, RobotGate(AGENT, delay=0) as gate,
+                httpx.AsyncClient(transport=RobotGateTransport(gate)) as client):
+        for path in ("/header", "/meta", "/gzip"):
+            await client.get(site.url(path))
+        assert reads == []  # nobody asked: nothing read
+        resp = await client.get(site.url("/meta"))
+        assert "robotgate_directives" in resp.extensions
+        assert resp.extensions.get("robotgate_directives").nofollow
+        assert resp.extensions["robotgate_directives"].nofollow
+        assert reads == ["read"]  # read once, kept
+        assert resp.extensions.get("no such key", "none") == "none"
+        assert "http_version" in resp.extensions
+
+
 async def test_scrapy_response_meta_carries_the_directives(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("scrapy")

@@ -22,7 +22,7 @@ The interval to the next request counts from the arrival of the headers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -33,7 +33,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..politeness.redirects import refused_answer, robots_hop
 from ..politeness.request_turn import RequestTurn, sent_in_turn
-from ..robots.directives import MAX_HEAD_BYTES
+from ..robots.directives import MAX_HEAD_BYTES, PageDirectives, page_directives
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
 
@@ -47,7 +47,8 @@ __all__ = ["REFUSED", "HttpxDisallowed", "HttpxRobotsTransport", "RobotGateTrans
 _HOP_FROM = "robotgate.redirected_from"
 _CHUNK = 65536
 #: ``response.extensions`` key of the page's directives (``PageDirectives``): the
-#: headers' at first, with the HTML head's meta tags once the body has been read.
+#: headers' at first, with the HTML head's meta tags once the body has been read;
+#: read when first asked for.
 DIRECTIVES = "robotgate_directives"
 
 
@@ -172,15 +173,53 @@ class _HeadKept(httpx.AsyncByteStream):
         await self._stream.aclose()
 
 
-def _meta_reader(gate: RobotGate, resp: httpx.Response) -> Callable[[bytes], None]:
-    """Once the body's head is read: the directives again, its meta tags included."""
-    def read(raw: bytes) -> None:
-        try:
-            head = decode_capped(raw, resp.headers.get_list("Content-Encoding"), MAX_HEAD_BYTES)
-        except Exception:  # a coding robotgate cannot undo: the headers' directives stand
-            return
-        resp.extensions[DIRECTIVES] = gate.directives(resp, head)
-    return read
+class _DirectivesReader:
+    """Reads a response's directives: its headers', and its body's meta tags once read
+    (``body`` decoded; ``head``, the body's first bytes as they came, to decode)."""
+
+    def __init__(self, agent: str, headers: httpx.Headers) -> None:
+        self.agent = agent
+        self.headers = headers
+        self.body: bytes | None = None
+        self.head: bytes | None = None
+
+    def read(self) -> PageDirectives:
+        headers = self.headers
+        body = self.body
+        if body is None and self.head is not None:
+            try:
+                body = decode_capped(self.head, headers.get_list("Content-Encoding"),
+                                     MAX_HEAD_BYTES)
+            except Exception:  # a coding robotgate cannot undo: the headers' directives stand
+                body = None
+        return page_directives(headers, body, agent=self.agent,
+                               content_type=headers.get("Content-Type"))
+
+
+class _Extensions(dict[str, Any]):
+    """A response's extensions, whose ``robotgate_directives`` is read when first asked
+    for: what most crawls never ask costs nothing."""
+
+    def __init__(self, extensions: dict[str, Any], reader: _DirectivesReader) -> None:
+        super().__init__(extensions)
+        self.reader = reader
+
+    def kept_head(self, head: bytes) -> None:
+        """The body's head is read: asked again, the directives include its meta tags."""
+        self.reader.head = head
+        self.pop(DIRECTIVES, None)
+
+    def __missing__(self, key: str) -> Any:
+        if key != DIRECTIVES:
+            raise KeyError(key)
+        found = self[DIRECTIVES] = self.reader.read()
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return key == DIRECTIVES or super().__contains__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key == DIRECTIVES else super().get(key, default)
 
 
 def _read_already(resp: httpx.Response) -> bytes | None:
@@ -277,14 +316,15 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
             request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream
+        extensions = resp.extensions = _Extensions(
+            resp.extensions, _DirectivesReader(self.gate.robots_agent, resp.headers))
         if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
             turn.release()  # the inner transport read the body already (MockTransport)
-            resp.extensions[DIRECTIVES] = self.gate.directives(resp, _read_already(resp))
+            extensions.reader.body = _read_already(resp)
         else:
-            resp.extensions[DIRECTIVES] = self.gate.directives(resp)
             held: httpx.AsyncByteStream = _HeldStream(stream, turn)
             if "html" in resp.headers.get("Content-Type", "").lower():
-                held = _HeadKept(held, _meta_reader(self.gate, resp))
+                held = _HeadKept(held, extensions.kept_head)
             resp.stream = held
         return resp
 

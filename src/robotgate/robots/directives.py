@@ -432,11 +432,15 @@ _MULTI_DICT_METHODS = ("getall", "get_list", "getlist", "get_all")
 def _fields(headers: Headers) -> dict[str, list[object]]:
     """The values of the fields read (lower-cased names), each in order; absent ones left out.
 
-    A plain mapping or ``(name, value)`` pairs are gone through once; a multi-dict is asked
-    for each field it holds (see :func:`~robotgate.robots.usage.field_values`).
+    A plain mapping, ``(name, value)`` pairs or httpx's ``Headers`` (``multi_items()``: each
+    line) are gone through once; another multi-dict is asked for each field it holds (see
+    :func:`~robotgate.robots.usage.field_values`).
     """
     out: dict[str, list[object]] = {}
-    if any(hasattr(headers, method) for method in _MULTI_DICT_METHODS):
+    each_line = getattr(headers, "multi_items", None)
+    if callable(each_line):  # cheaper than asking httpx's Headers for each field
+        headers = each_line()
+    elif any(hasattr(headers, method) for method in _MULTI_DICT_METHODS):
         for name in _FIELD_NAMES:
             try:
                 present = name in headers
