@@ -15,7 +15,9 @@ scrapy  one Scrapy process per run: ``robots-off`` (ROBOTSTXT_OBEY = False),
         ``RobotGateMiddleware`` (ROBOTGATE_DELAY = 0, one request in flight
         per host, Scrapy's CONCURRENT_REQUESTS = --concurrency);
 httpx   in this process: plain ``httpx.AsyncClient`` (no robots.txt at all,
-        the baseline), and the same client over ``RobotGateTransport``
+        the baseline), plain httpx asking each host's robots.txt once before its
+        first page (*plain-robots*: the requests a cold gate makes, nothing
+        parsed), and the same client over ``RobotGateTransport``
         (delay 0, one request per host in flight) *cold* (a new gate: robots.txt
         fetched during the run) and *warm* (the same gate again).
 
@@ -51,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"
 RUNNER = "testbed.scrapy_crawl_runner"
 SCRAPY_CONTENDERS = ("robots-off", "RobotsTxtMiddleware", "RobotGateMiddleware")
-HTTPX_CONTENDERS = ("plain", "gate-cold", "gate-warm")
+HTTPX_CONTENDERS = ("plain", "plain-robots", "gate-cold", "gate-warm")
 
 
 def urls_of(base_urls: Sequence[str], pages: int) -> list[str]:
@@ -141,6 +143,7 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
         transport = RobotGateTransport(gate, inner)
     todo = iter(urls)
     counts = {"ok": 0, "disallowed": 0}
+    asked_robots: set[bytes] = set()
 
     async with httpx.AsyncClient(transport=transport, timeout=30,
                                  headers={"User-Agent": USER_AGENT}) as client:
@@ -148,6 +151,11 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
             for url in todo:
                 if gate is None and "/private/" in url:
                     continue  # plain httpx stands for a crawler that already knows
+                if kind == "plain-robots":
+                    robots_txt = httpx.URL(url).copy_with(path="/robots.txt", query=None)
+                    if robots_txt.netloc not in asked_robots:
+                        asked_robots.add(robots_txt.netloc)
+                        await client.get(robots_txt)
                 try:
                     resp = await client.get(url)
                     resp.raise_for_status()
@@ -186,7 +194,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 gate = RobotGate(USER_AGENT, delay=0)
                 async with gate:
                     for kind in HTTPX_CONTENDERS:
-                        g = None if kind == "plain" else gate
+                        g = gate if kind.startswith("gate") else None
                         got = await measure(server, partial(httpx_run, kind, urls,
                                                             args.concurrency, g))
                         if g is not None:

@@ -140,3 +140,16 @@ def test_httpx_cold_profiles_each_contender(tmp_path: Path) -> None:
     # The gate's own code shows up where the gate runs, and only there.
     assert "robotgate" in report["gate-cold"]["profiled_s"]
     assert "robotgate" not in report["plain"]["profiled_s"]
+
+
+def test_httpx_instructions_children_fetch_the_same_pages() -> None:
+    # Without valgrind (a run under it takes minutes): the child each count rests on.
+    fetched = {}
+    for kind in ("plain", "plain-robots", "gate-cold", "gate-warm"):
+        done = subprocess.run(
+            [sys.executable, str(BENCHMARKS / "httpx_instructions.py"), "--child", kind, "2",
+             "4", "5", "3"], env=child_env(None), capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-2000:]
+        fetched[kind] = json.loads(done.stdout.strip().splitlines()[-1])["pages_a_run"]
+    # 4 hosts x 5 pages, one in five disallowed: every contender fetches the 16 others.
+    assert set(fetched.values()) == {16}, fetched
