@@ -17,7 +17,8 @@ scrapy  one Scrapy process per run: ``robots-off`` (ROBOTSTXT_OBEY = False),
 httpx   in this process: plain ``httpx.AsyncClient`` (no robots.txt at all,
         the baseline), plain httpx asking each host's robots.txt once before its
         first page (*plain-robots*: the requests a cold gate makes, nothing
-        parsed), and the same client over ``RobotGateTransport``
+        parsed; *plain-polite*: the same with one request per host in flight,
+        as the gate), and the same client over ``RobotGateTransport``
         (delay 0, one request per host in flight) *cold* (a new gate: robots.txt
         fetched during the run) and *warm* (the same gate again).
 
@@ -53,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"
 RUNNER = "testbed.scrapy_crawl_runner"
 SCRAPY_CONTENDERS = ("robots-off", "RobotsTxtMiddleware", "RobotGateMiddleware")
-HTTPX_CONTENDERS = ("plain", "plain-robots", "gate-cold", "gate-warm")
+HTTPX_CONTENDERS = ("plain", "plain-robots", "plain-polite", "gate-cold", "gate-warm")
 
 
 def urls_of(base_urls: Sequence[str], pages: int) -> list[str]:
@@ -144,6 +145,7 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
     todo = iter(urls)
     counts = {"ok": 0, "disallowed": 0}
     asked_robots: set[bytes] = set()
+    one_per_host: dict[bytes, asyncio.Lock] = {}
 
     async with httpx.AsyncClient(transport=transport, timeout=30,
                                  headers={"User-Agent": USER_AGENT}) as client:
@@ -151,10 +153,19 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
             for url in todo:
                 if gate is None and "/private/" in url:
                     continue  # plain httpx stands for a crawler that already knows
-                if kind == "plain-robots":
+                if kind in ("plain-robots", "plain-polite"):
                     robots_txt = httpx.URL(url).copy_with(path="/robots.txt", query=None)
-                    if robots_txt.netloc not in asked_robots:
-                        asked_robots.add(robots_txt.netloc)
+                    host = robots_txt.netloc
+                    if kind == "plain-polite":  # one request per host in flight, as the gate
+                        async with one_per_host.setdefault(host, asyncio.Lock()):
+                            if host not in asked_robots:
+                                asked_robots.add(host)
+                                await client.get(robots_txt)
+                            (await client.get(url)).raise_for_status()
+                        counts["ok"] += 1
+                        continue
+                    if host not in asked_robots:
+                        asked_robots.add(host)
                         await client.get(robots_txt)
                 try:
                     resp = await client.get(url)

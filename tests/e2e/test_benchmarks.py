@@ -145,7 +145,7 @@ def test_httpx_cold_profiles_each_contender(tmp_path: Path) -> None:
 def test_httpx_instructions_children_fetch_the_same_pages() -> None:
     # Without valgrind (a run under it takes minutes): the child each count rests on.
     fetched = {}
-    for kind in ("plain", "plain-robots", "gate-cold", "gate-warm"):
+    for kind in ("plain", "plain-robots", "plain-polite", "gate-cold", "gate-warm"):
         done = subprocess.run(
             [sys.executable, str(BENCHMARKS / "httpx_instructions.py"), "--child", kind, "2",
              "4", "5", "3"], env=child_env(None), capture_output=True, text=True, timeout=240)
