@@ -149,24 +149,26 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
 
     async with httpx.AsyncClient(transport=transport, timeout=30,
                                  headers={"User-Agent": USER_AGENT}) as client:
+        async def robots_txt_once(url: str) -> None:
+            """Ask the robots.txt of ``url``'s host if nobody has yet."""
+            robots_txt = httpx.URL(url).copy_with(path="/robots.txt", query=None)
+            if robots_txt.netloc not in asked_robots:
+                asked_robots.add(robots_txt.netloc)
+                await client.get(robots_txt)
+
         async def worker() -> None:
             for url in todo:
                 if gate is None and "/private/" in url:
                     continue  # plain httpx stands for a crawler that already knows
-                if kind in ("plain-robots", "plain-polite"):
-                    robots_txt = httpx.URL(url).copy_with(path="/robots.txt", query=None)
-                    host = robots_txt.netloc
-                    if kind == "plain-polite":  # one request per host in flight, as the gate
-                        async with one_per_host.setdefault(host, asyncio.Lock()):
-                            if host not in asked_robots:
-                                asked_robots.add(host)
-                                await client.get(robots_txt)
-                            (await client.get(url)).raise_for_status()
-                        counts["ok"] += 1
-                        continue
-                    if host not in asked_robots:
-                        asked_robots.add(host)
-                        await client.get(robots_txt)
+                if kind == "plain-polite":  # one request per host in flight, as the gate
+                    host = httpx.URL(url).netloc
+                    async with one_per_host.setdefault(host, asyncio.Lock()):
+                        await robots_txt_once(url)
+                        (await client.get(url)).raise_for_status()
+                    counts["ok"] += 1
+                    continue
+                if kind == "plain-robots":
+                    await robots_txt_once(url)
                 try:
                     resp = await client.get(url)
                     resp.raise_for_status()

@@ -73,13 +73,13 @@ async def test_httpx_reads_the_directives_only_when_asked(
     import robotgate.integrations.httpx as adapter
 
     reads: list[str] = []
-    real = adapter.page_directives
+    real = adapter.headers_directives
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         reads.append("read")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(adapter, "page_directives", counted)
+    monkeypatch.setattr(adapter, "headers_directives", counted)
     async with (PagesSite(_site()) as site, RobotGate(AGENT, delay=0) as gate,
                 httpx.AsyncClient(transport=RobotGateTransport(gate)) as client):
         for path in ("/header", "/meta", "/gzip"):

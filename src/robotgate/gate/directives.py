@@ -10,7 +10,7 @@ from typing import Any
 
 from ..robots.directives import PageDirectives, page_directives
 
-__all__ = ["directives_of"]
+__all__ = ["directives_of", "headers_directives"]
 
 
 def directives_of(response: Any, agent: str, body: bytes | None = None) -> PageDirectives:
@@ -19,7 +19,12 @@ def directives_of(response: Any, agent: str, body: bytes | None = None) -> PageD
     if body is None:
         read = getattr(response, "_body", None)  # aiohttp keeps the body read() returned
         body = read if isinstance(read, bytes) else None
-    headers = getattr(response, "headers", None) or {}
+    return headers_directives(getattr(response, "headers", None) or {}, agent, body)
+
+
+def headers_directives(headers: Any, agent: str, body: bytes | None) -> PageDirectives:
+    """The directives of a response with ``headers`` (its Content-Type says whether
+    ``body`` is HTML) for ``agent``."""
     content_type = headers.get("Content-Type")
     if isinstance(content_type, bytes):  # Scrapy's headers are bytes
         content_type = content_type.decode("latin-1")

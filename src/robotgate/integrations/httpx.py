@@ -28,12 +28,13 @@ import httpx
 
 from ..decision import Decision
 from ..errors import Disallowed
+from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..politeness.redirects import refused_answer, robots_hop
 from ..politeness.request_turn import RequestTurn, sent_in_turn
-from ..robots.directives import MAX_HEAD_BYTES, PageDirectives, page_directives
+from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
 
@@ -173,47 +174,39 @@ class _HeadKept(httpx.AsyncByteStream):
         await self._stream.aclose()
 
 
-class _DirectivesReader:
-    """Reads a response's directives: its headers', and its body's meta tags once read
-    (``body`` decoded; ``head``, the body's first bytes as they came, to decode)."""
-
-    def __init__(self, agent: str, headers: httpx.Headers) -> None:
-        self.agent = agent
-        self.headers = headers
-        self.body: bytes | None = None
-        self.head: bytes | None = None
-
-    def read(self) -> PageDirectives:
-        headers = self.headers
-        body = self.body
-        if body is None and self.head is not None:
-            try:
-                body = decode_capped(self.head, headers.get_list("Content-Encoding"),
-                                     MAX_HEAD_BYTES)
-            except Exception:  # a coding robotgate cannot undo: the headers' directives stand
-                body = None
-        return page_directives(headers, body, agent=self.agent,
-                               content_type=headers.get("Content-Type"))
-
-
 class _Extensions(dict[str, Any]):
     """A response's extensions, whose ``robotgate_directives`` is read when first asked
-    for: what most crawls never ask costs nothing."""
+    for: what most crawls never ask costs nothing.  ``body``: the body, decoded, when
+    the inner transport read it; else the head the stream keeps is decoded when asked."""
 
-    def __init__(self, extensions: dict[str, Any], reader: _DirectivesReader) -> None:
+    def __init__(self, extensions: dict[str, Any], agent: str, headers: httpx.Headers,
+                 body: bytes | None) -> None:
         super().__init__(extensions)
-        self.reader = reader
+        self._agent = agent
+        self._headers = headers
+        self._body = body
+        self._head: bytes | None = None
 
     def kept_head(self, head: bytes) -> None:
         """The body's head is read: asked again, the directives include its meta tags."""
-        self.reader.head = head
+        self._head = head
         self.pop(DIRECTIVES, None)
 
     def __missing__(self, key: str) -> Any:
         if key != DIRECTIVES:
             raise KeyError(key)
-        found = self[DIRECTIVES] = self.reader.read()
+        found = self[DIRECTIVES] = headers_directives(self._headers, self._agent,
+                                                      self._decoded_body())
         return found
+
+    def _decoded_body(self) -> bytes | None:
+        if self._body is not None or self._head is None:
+            return self._body
+        try:
+            return decode_capped(self._head, self._headers.get_list("Content-Encoding"),
+                                 MAX_HEAD_BYTES)
+        except Exception:  # a coding robotgate cannot undo: the headers' directives stand
+            return None
 
     def __contains__(self, key: object) -> bool:
         return key == DIRECTIVES or super().__contains__(key)
@@ -316,12 +309,14 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
             request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream
-        extensions = resp.extensions = _Extensions(
-            resp.extensions, _DirectivesReader(self.gate.robots_agent, resp.headers))
+        agent = self.gate.robots_agent
         if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
             turn.release()  # the inner transport read the body already (MockTransport)
-            extensions.reader.body = _read_already(resp)
+            resp.extensions = _Extensions(resp.extensions, agent, resp.headers,
+                                          _read_already(resp))
         else:
+            extensions = resp.extensions = _Extensions(resp.extensions, agent, resp.headers,
+                                                       None)
             held: httpx.AsyncByteStream = _HeldStream(stream, turn)
             if "html" in resp.headers.get("Content-Type", "").lower():
                 held = _HeadKept(held, extensions.kept_head)
