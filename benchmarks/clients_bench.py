@@ -18,9 +18,12 @@ httpx   in this process: plain ``httpx.AsyncClient`` (no robots.txt at all,
         the baseline), plain httpx asking each host's robots.txt once before its
         first page (*plain-robots*: the requests a cold gate makes, nothing
         parsed; *plain-polite*: the same with one request per host in flight,
-        as the gate), and the same client over ``RobotGateTransport``
-        (delay 0, one request per host in flight) *cold* (a new gate: robots.txt
-        fetched during the run) and *warm* (the same gate again).
+        as the gate; *plain-flight*: robots.txt asked in a task of its own that
+        every asker of the host awaits, the single flight the gate keeps so
+        that a cancelled asker cannot cancel the fetch), and the same client
+        over ``RobotGateTransport`` (delay 0, one request per host in flight)
+        *cold* (a new gate: robots.txt fetched during the run) and *warm* (the
+        same gate again).
 
 Runs interleave the contenders; a ratio is contender/baseline in the same
 round, and the table shows the median over rounds, for pages/s and for the
@@ -54,7 +57,8 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"
 RUNNER = "testbed.scrapy_crawl_runner"
 SCRAPY_CONTENDERS = ("robots-off", "RobotsTxtMiddleware", "RobotGateMiddleware")
-HTTPX_CONTENDERS = ("plain", "plain-robots", "plain-polite", "gate-cold", "gate-warm")
+HTTPX_CONTENDERS = ("plain", "plain-robots", "plain-polite", "plain-flight", "gate-cold",
+                    "gate-warm")
 
 
 def urls_of(base_urls: Sequence[str], pages: int) -> list[str]:
@@ -146,6 +150,7 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
     counts = {"ok": 0, "disallowed": 0}
     asked_robots: set[bytes] = set()
     one_per_host: dict[bytes, asyncio.Lock] = {}
+    flights: dict[bytes, asyncio.Task[httpx.Response]] = {}
 
     async with httpx.AsyncClient(transport=transport, timeout=30,
                                  headers={"User-Agent": USER_AGENT}) as client:
@@ -155,6 +160,15 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
             if robots_txt.netloc not in asked_robots:
                 asked_robots.add(robots_txt.netloc)
                 await client.get(robots_txt)
+
+        async def robots_txt_in_flight(url: str) -> None:
+            """Await the task that asks the robots.txt of ``url``'s host, started by the
+            first asker."""
+            robots_txt = httpx.URL(url).copy_with(path="/robots.txt", query=None)
+            flight = flights.get(robots_txt.netloc)
+            if flight is None:
+                flight = flights[robots_txt.netloc] = asyncio.create_task(client.get(robots_txt))
+            await flight
 
         async def worker() -> None:
             for url in todo:
@@ -169,6 +183,8 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
                     continue
                 if kind == "plain-robots":
                     await robots_txt_once(url)
+                elif kind == "plain-flight":
+                    await robots_txt_in_flight(url)
                 try:
                     resp = await client.get(url)
                     resp.raise_for_status()

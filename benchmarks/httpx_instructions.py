@@ -1,14 +1,16 @@
 """The httpx transport's cost per page in instructions, where the clock is too noisy.
 
     python benchmarks/httpx_instructions.py [--hosts 100] [--pages 5] [--concurrency 32]
-        [--kinds plain,plain-robots,plain-polite,gate-cold,gate-warm] [--before-src OLD/src]
+        [--kinds plain,plain-robots,plain-polite,plain-flight,gate-cold,gate-warm]
+        [--before-src OLD/src]
         [--json benchmarks/results/httpx_instructions.json]
 
 The run of ``clients_bench.py --only httpx`` (the loopback server's hosts, one URL in five
 disallowed) in a child process under callgrind, for each contender: plain httpx, plain httpx
 asking each host's robots.txt once (*plain-robots*; *plain-polite*: with one request per host
-in flight, as the gate), the gate cold (a new gate each run) and
-warm (a gate that has every robots.txt).  A child makes the contender's run once, and another
+in flight, as the gate; *plain-flight*: in a task of its own that the host's askers await, as
+the gate's single flight), the gate cold (a new gate each run) and warm (a gate that has every
+robots.txt).  A child makes the contender's run once, and another
 three times, after the same set-up; the difference over two is one run, over its pages one
 page.  The server is a separate process that callgrind does not follow.
 """
@@ -34,7 +36,7 @@ from benchmarks.harness.stats import parse_callgrind, valgrind
 from testbed.server import HostPlan, ServerProcess
 
 SCRIPT = Path(__file__).resolve()
-KINDS = ("plain", "plain-robots", "plain-polite", "gate-cold", "gate-warm")
+KINDS = ("plain", "plain-robots", "plain-polite", "plain-flight", "gate-cold", "gate-warm")
 
 
 async def child(kind: str, runs: int, hosts: int, pages: int, concurrency: int) -> dict[str, Any]:

@@ -142,10 +142,27 @@ def test_httpx_cold_profiles_each_contender(tmp_path: Path) -> None:
     assert "robotgate" not in report["plain"]["profiled_s"]
 
 
+def test_httpx_pool_counts_the_turns_a_robots_txt_connection_waits(tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "httpx_pool.py", "--hosts", "6", "--pages", "5",
+                              "--concurrency", "3")
+    assert report["plain"]["robots_requests"] == 0
+    assert report["plain"]["idle_seen_after_robots"] == 0
+    for kind in ("plain-robots", "plain-flight", "gate-cold"):
+        assert report[kind]["robots_requests"] == 6, kind
+        assert report[kind]["page_requests"] == 24, kind
+    # Asked inline, robots.txt hands its connection to the host's page in the same turn;
+    # awaited in a task of its own, at least a turn later.
+    assert report["plain-robots"]["turns_to_next_request"] == {"0": 6}
+    for kind in ("plain-flight", "gate-cold"):
+        turns = report[kind]["turns_to_next_request"]
+        assert sum(turns.values()) == 6 and "0" not in turns, (kind, turns)
+
+
 def test_httpx_instructions_children_fetch_the_same_pages() -> None:
     # Without valgrind (a run under it takes minutes): the child each count rests on.
     fetched = {}
-    for kind in ("plain", "plain-robots", "plain-polite", "gate-cold", "gate-warm"):
+    for kind in ("plain", "plain-robots", "plain-polite", "plain-flight", "gate-cold",
+                 "gate-warm"):
         done = subprocess.run(
             [sys.executable, str(BENCHMARKS / "httpx_instructions.py"), "--child", kind, "2",
              "4", "5", "3"], env=child_env(None), capture_output=True, text=True, timeout=240)
