@@ -42,7 +42,8 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,18 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
     return f"{counts['ok']} pages, {counts['disallowed']} disallowed ({kind})"
 
 
+@asynccontextmanager
+async def served(args: argparse.Namespace) -> AsyncIterator[tuple[ServerProcess, list[str]]]:
+    """The loopback server with ``args.hosts`` hosts of ``args.pages`` pages and their URLs,
+    after one plain httpx run over them (imports and first connections out of the way)."""
+    plans = [HostPlan("partial", pages=args.pages) for _ in range(args.hosts)]
+    async with ServerProcess() as server:
+        await server.start(plans=plans)
+        urls = urls_of(server.base_urls, args.pages)
+        await httpx_run("plain", urls, args.concurrency, None)
+        yield server, urls
+
+
 # -- the run --------------------------------------------------------------------------
 
 
@@ -270,11 +283,18 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=200)
+def run_options(doc: str, hosts: int, concurrency: int) -> argparse.ArgumentParser:
+    """A parser for a script of runs over the loopback server: its text, and the runs' size."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=hosts)
     parser.add_argument("--pages", type=int, default=5)
-    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=concurrency)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = run_options(__doc__.split("\n\n")[0], hosts=200, concurrency=64)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="scrapy,httpx")
     parser.add_argument("--json", type=Path, default=None)

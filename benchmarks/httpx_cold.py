@@ -26,10 +26,9 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.clients_bench import USER_AGENT, httpx_run, urls_of
+from benchmarks.clients_bench import USER_AGENT, httpx_run, run_options, served
 from benchmarks.harness import RESULTS
 from benchmarks.harness.report import command_line, write_json
-from testbed.server import HostPlan, ServerProcess
 
 KINDS = ("plain", "gate-cold", "gate-warm")
 PACKAGES = ("robotgate", "httpcore", "httpx", "anyio", "h11", "asyncio")
@@ -62,12 +61,8 @@ async def contender(kind: str, urls: list[str], concurrency: int,
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    plans = [HostPlan("partial", pages=args.pages) for _ in range(args.hosts)]
     report: dict[str, Any] = {"config": {k: v for k, v in vars(args).items() if k != "json"}}
-    async with ServerProcess() as server:
-        await server.start(plans=plans)
-        urls = urls_of(server.base_urls, args.pages)
-        await httpx_run("plain", urls, args.concurrency, None)  # imports and first connections
+    async with served(args) as (_, urls):
         for kind in KINDS:
             cpu = await contender(kind, urls, args.concurrency, None)
             profile = cProfile.Profile(time.process_time)  # CPU, not the time spent waiting
@@ -77,11 +72,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hosts", type=int, default=200)
-    ap.add_argument("--pages", type=int, default=5)
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap = run_options(__doc__, hosts=200, concurrency=64)
     ap.add_argument("--json", type=Path, default=RESULTS / "httpx_cold.json")
     ap.add_argument("--no-progress", action="store_true", help="(prints no progress anyway)")
     args = ap.parse_args(argv)

@@ -28,7 +28,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.clients_bench import USER_AGENT, httpx_run, urls_of
+from benchmarks.clients_bench import USER_AGENT, httpx_run, run_options, urls_of
 from benchmarks.harness import RESULTS
 from benchmarks.harness.children import child_json
 from benchmarks.harness.report import command_line, write_json
@@ -91,11 +91,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hosts", type=int, default=100)
-    ap.add_argument("--pages", type=int, default=5)
-    ap.add_argument("--concurrency", type=int, default=32)
+    ap = run_options(__doc__, hosts=100, concurrency=32)
     ap.add_argument("--kinds", type=lambda text: text.split(","), default=list(KINDS),
                     help="a comma-separated choice of " + ",".join(KINDS))
     ap.add_argument("--before-src", type=Path, help="run that tree's robotgate instead")

@@ -35,10 +35,9 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.clients_bench import USER_AGENT, httpx_run, urls_of
+from benchmarks.clients_bench import USER_AGENT, httpx_run, run_options, served
 from benchmarks.harness import RESULTS
 from benchmarks.harness.report import command_line, write_json
-from testbed.server import HostPlan, ServerProcess
 
 KINDS = ("plain", "plain-robots", "plain-flight", "gate-cold")
 ROBOTS_TXT = b"/robots.txt"
@@ -123,12 +122,8 @@ def watching(watch: PoolWatch) -> Iterator[None]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from robotgate import RobotGate
 
-    plans = [HostPlan("partial", pages=args.pages) for _ in range(args.hosts)]
     report: dict[str, Any] = {"config": {k: v for k, v in vars(args).items() if k != "json"}}
-    async with ServerProcess() as server:
-        await server.start(plans=plans)
-        urls = urls_of(server.base_urls, args.pages)
-        await httpx_run("plain", urls, args.concurrency, None)  # imports and first connections
+    async with served(args) as (server, urls):
         for kind in KINDS:
             await server.reset()
             watch = PoolWatch()
@@ -144,11 +139,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hosts", type=int, default=100)
-    ap.add_argument("--pages", type=int, default=5)
-    ap.add_argument("--concurrency", type=int, default=32)
+    ap = run_options(__doc__, hosts=100, concurrency=32)
     ap.add_argument("--json", type=Path, default=RESULTS / "httpx_pool.json")
     ap.add_argument("--no-progress", action="store_true", help="(prints no progress anyway)")
     args = ap.parse_args(argv)
