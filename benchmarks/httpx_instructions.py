@@ -10,9 +10,9 @@ disallowed) in a child process under callgrind, for each contender: plain httpx,
 asking each host's robots.txt once (*plain-robots*; *plain-polite*: with one request per host
 in flight, as the gate; *plain-flight*: in a task of its own that the host's askers await, as
 the gate's single flight), the gate cold (a new gate each run) and warm (a gate that has every
-robots.txt).  A child makes the contender's run once, and another
-three times, after the same set-up; the difference over two is one run, over its pages one
-page.  The server is a separate process that callgrind does not follow.
+robots.txt).  A child makes the contender's run once, and another three times, after the same
+set-up; the difference over two is one run, over its pages one page.  The server is a separate
+process that callgrind does not follow.
 """
 
 from __future__ import annotations
