@@ -51,7 +51,7 @@ class PoolWatch:
         self.idle_seen = 0
         self.idle_seen_after_robots = 0
         self.turn = 0
-        # By origin: a host has one connection at a time in these runs.
+        # By origin: with more hosts than workers, a host has one connection at a time.
         self.last_target: dict[tuple[bytes, bytes, int], bytes] = {}
         self.robots_closed_at: dict[tuple[bytes, bytes, int], int] = {}
         self.turns_to_next_request: Counter[int] = Counter()
