@@ -198,14 +198,15 @@ async def httpx_run(kind: str, urls: list[str], concurrency: int, gate: Any) -> 
 
 
 @asynccontextmanager
-async def served(args: argparse.Namespace) -> AsyncIterator[tuple[ServerProcess, list[str]]]:
-    """The loopback server with ``args.hosts`` hosts of ``args.pages`` pages and their URLs,
-    after one plain httpx run over them (imports and first connections out of the way)."""
-    plans = [HostPlan("partial", pages=args.pages) for _ in range(args.hosts)]
+async def served(hosts: int, pages: int,
+                 concurrency: int) -> AsyncIterator[tuple[ServerProcess, list[str]]]:
+    """The loopback server with ``hosts`` hosts of ``pages`` pages and their URLs, after one
+    plain httpx run over them (imports and first connections out of the way)."""
+    plans = [HostPlan("partial", pages=pages) for _ in range(hosts)]
     async with ServerProcess() as server:
         await server.start(plans=plans)
-        urls = urls_of(server.base_urls, args.pages)
-        await httpx_run("plain", urls, args.concurrency, None)
+        urls = urls_of(server.base_urls, pages)
+        await httpx_run("plain", urls, concurrency, None)
         yield server, urls
 
 

@@ -62,7 +62,7 @@ async def contender(kind: str, urls: list[str], concurrency: int,
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"config": {k: v for k, v in vars(args).items() if k != "json"}}
-    async with served(args) as (_, urls):
+    async with served(args.hosts, args.pages, args.concurrency) as (_, urls):
         for kind in KINDS:
             cpu = await contender(kind, urls, args.concurrency, None)
             profile = cProfile.Profile(time.process_time)  # CPU, not the time spent waiting

@@ -28,12 +28,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.clients_bench import USER_AGENT, httpx_run, run_options, urls_of
+from benchmarks.clients_bench import USER_AGENT, httpx_run, run_options, served
 from benchmarks.harness import RESULTS
 from benchmarks.harness.children import child_json
 from benchmarks.harness.report import command_line, write_json
 from benchmarks.harness.stats import parse_callgrind, valgrind
-from testbed.server import HostPlan, ServerProcess
 
 SCRIPT = Path(__file__).resolve()
 KINDS = ("plain", "plain-robots", "plain-polite", "plain-flight", "gate-cold", "gate-warm")
@@ -42,23 +41,19 @@ KINDS = ("plain", "plain-robots", "plain-polite", "plain-flight", "gate-cold", "
 async def child(kind: str, runs: int, hosts: int, pages: int, concurrency: int) -> dict[str, Any]:
     from robotgate import RobotGate
 
-    plans = [HostPlan("partial", pages=pages) for _ in range(hosts)]
-    async with ServerProcess() as server:
-        await server.start(plans=plans)
-        urls = urls_of(server.base_urls, pages)
-        async with RobotGate(USER_AGENT, delay=0) as warm:
-            # The same set-up for every contender: imports, first connections, a warm gate.
-            await httpx_run("plain", urls, concurrency, None)
-            await httpx_run("gate-cold", urls, concurrency, warm)
-            await server.reset()
-            for _ in range(runs):
-                if kind == "gate-cold":
-                    async with RobotGate(USER_AGENT, delay=0) as cold:
-                        await httpx_run(kind, urls, concurrency, cold)
-                else:
-                    gate = warm if kind == "gate-warm" else None
-                    await httpx_run(kind, urls, concurrency, gate)
-            stats = await server.stats()
+    # The same set-up for every contender: imports, first connections, a warm gate.
+    async with (served(hosts, pages, concurrency) as (server, urls),
+                RobotGate(USER_AGENT, delay=0) as warm):
+        await httpx_run("gate-cold", urls, concurrency, warm)
+        await server.reset()
+        for _ in range(runs):
+            if kind == "gate-cold":
+                async with RobotGate(USER_AGENT, delay=0) as cold:
+                    await httpx_run(kind, urls, concurrency, cold)
+            else:
+                gate = warm if kind == "gate-warm" else None
+                await httpx_run(kind, urls, concurrency, gate)
+        stats = await server.stats()
     fetched = sum(h["page_requests"] for h in stats["hosts"].values())
     return {"kind": kind, "runs": runs, "pages_a_run": fetched / runs}
 

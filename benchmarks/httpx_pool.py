@@ -123,7 +123,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from robotgate import RobotGate
 
     report: dict[str, Any] = {"config": {k: v for k, v in vars(args).items() if k != "json"}}
-    async with served(args) as (server, urls):
+    async with served(args.hosts, args.pages, args.concurrency) as (server, urls):
         for kind in KINDS:
             await server.reset()
             watch = PoolWatch()
