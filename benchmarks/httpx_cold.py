@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import importlib
+import os
 import pstats
 import sys
 import time
@@ -34,11 +36,26 @@ KINDS = ("plain", "gate-cold", "gate-warm")
 PACKAGES = ("robotgate", "httpcore", "httpx", "anyio", "h11", "asyncio")
 
 
+def package_folders() -> list[tuple[str, str]]:
+    """Each package's own folder as it is installed (its ``__init__``'s), so a checkout
+    folder that happens to be named ``robotgate`` (with the venv inside it) is not
+    taken for the package."""
+    folders = []
+    for name in PACKAGES:
+        module = importlib.import_module(name)
+        folders.append((str(Path(module.__file__ or "").resolve().parent) + os.sep, name))
+    return folders
+
+
 def by_package(profile: cProfile.Profile) -> dict[str, float]:
+    folders = package_folders()
     out: dict[str, float] = {}
     stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     for (filename, _, _), (_, _, tottime, _, _) in stats.items():
-        where = next((p for p in PACKAGES if f"/{p}/" in filename), "other")
+        where = "other"
+        if filename.startswith(os.sep):
+            path = str(Path(filename).resolve())
+            where = next((name for folder, name in folders if path.startswith(folder)), "other")
         out[where] = out.get(where, 0.0) + tottime
     return out
 

@@ -457,9 +457,7 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
             rows.append({"figure": "3 mean interval over delay, worst host",
                          "values": per(lambda r: "n/a" if r["worst_mean_excess"] is None
                                        else f"{r['worst_mean_excess']:+.1%}"),
-                         "goal": "<= +10%",
-                         "pass": ok and gate["worst_mean_excess"] is not None
-                         and gate["worst_mean_excess"] <= 0.10})
+                         "goal": "", "pass": None})  # how busy the machine is: a figure
         else:
             rows.append({"figure": "3 intervals below the delay",
                          "values": per(lambda r: "n/a (delay 0)"), "goal": "n/a",
