@@ -35,18 +35,20 @@ def test_the_scheduler_says_why_a_request_waits() -> None:
     clock = Clock()
     s = scheduler(clock)
     g = s.add("host:a", HostState("host:a"))
-    assert s.why_wait(g, 1.0) == (0.0, "")
+    assert s.why_wait(g, 1.0, 1.0) == (0.0, "")
     assert s.try_start(g, 1.0)
     s.done(g)
-    assert s.why_wait(g, 1.0) == (1.0, "delay")
-    assert s.why_wait(g, 3.0) == (3.0, "crawl-delay")  # robots.txt asks more than --delay
+    assert s.why_wait(g, 1.0, 1.0) == (1.0, "delay")
+    assert s.why_wait(g, 3.0, 1.0) == (3.0, "crawl-delay")  # robots.txt asks more than --delay
+    # A host setting's own delay of 3 s is that server's least interval: "delay".
+    assert s.why_wait(g, 3.0, 3.0) == (3.0, "delay")
     clock.advance(1.0)
-    assert s.why_wait(g, 1.0) == (0.0, "")
+    assert s.why_wait(g, 1.0, 1.0) == (0.0, "")
     s.answered(g, 429, None)  # no Retry-After: the interval widens
-    wait, reason = s.why_wait(g, 1.0)
+    wait, reason = s.why_wait(g, 1.0, 1.0)
     assert reason == "back-off" and wait > 1.0
     s.answered(g, 503, "30")
-    assert s.why_wait(g, 1.0) == (30.0, "retry-after")
+    assert s.why_wait(g, 1.0, 1.0) == (30.0, "retry-after")
 
 
 def test_a_pause_the_store_kept_is_said_to_be_stored() -> None:
@@ -55,7 +57,7 @@ def test_a_pause_the_store_kept_is_said_to_be_stored() -> None:
     state = HostState("host:b")
     state.next_allowed = WALL0 + 0.5  # another run asked it just now
     g = s.add("host:b", state)
-    assert s.why_wait(g, 1.0) == (0.5, "stored")
+    assert s.why_wait(g, 1.0, 1.0) == (0.5, "stored")
 
 
 def test_an_invalid_url_keeps_its_short_line() -> None:

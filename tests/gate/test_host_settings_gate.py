@@ -65,6 +65,31 @@ async def test_a_setting_faster_than_crawl_delay_is_overruled_and_says_so() -> N
         await site.close()
 
 
+@pytest.mark.slow
+async def test_a_host_settings_delay_is_said_to_be_the_delay_on_every_path() -> None:
+    # One owner names the reason: gate.fetch's turn, gate.server_wait and gate.crawl agree.
+    [site] = await _sites(Site(PUBLIC, robots=""))
+    heard: list[Event] = []
+    crawled: list[str] = []
+
+    async def handler(url: str, resp: object) -> None:
+        return None
+
+    try:
+        async with RobotGate(AGENT, delay=0.05, hosts={PUBLIC: HostSettings(delay=0.3)},
+                             on_event=heard.append) as gate:
+            await asyncio.gather(*(gate.fetch(site.url(f"/p{i}")) for i in range(2)))
+            assert gate.server_wait(site.url("/")).reason == "delay"
+            summary = await gate.crawl([site.url(f"/c{i}") for i in range(3)], handler,
+                                       on_result=lambda r: crawled.append(r.wait_reason))
+        assert summary.pages == 3
+        waits = {e.reason for e in heard if isinstance(e, TurnWaited)}
+        assert waits == {"delay"}, waits
+        assert set(crawled) - {""} == {"delay"}, crawled
+    finally:
+        await site.close()
+
+
 def test_the_cli_and_scrapy_settings_give_host_settings() -> None:
     import pytest
 

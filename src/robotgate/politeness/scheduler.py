@@ -268,9 +268,11 @@ class Scheduler:
         gap = self.gap(group, group.interval if interval is None else interval)
         return max(0.0, group.paused_until - now, group.last + gap - now)
 
-    def why_wait(self, group: Group, interval: float) -> tuple[float, str]:
+    def why_wait(self, group: Group, interval: float, least: float) -> tuple[float, str]:
         """Seconds until a request with ``interval`` may start, and why it waits
-        (the reasons of :mod:`.waits`); ``(0.0, "")`` when it may start now."""
+        (the reasons of :mod:`.waits`); ``(0.0, "")`` when it may start now.
+        ``least``: the server's own least interval (its host setting's delay, else the
+        gate's): an interval above it is the site's ``Crawl-delay``."""
         now = self.now()
         gap = self.gap(group, interval)
         paced = group.last + gap
@@ -282,7 +284,7 @@ class Scheduler:
             return 0.0, ""
         if gap > interval + self.policy.margin:
             return paced - now, "back-off"
-        return paced - now, "crawl-delay" if interval > self.policy.delay else "delay"
+        return paced - now, "crawl-delay" if interval > least else "delay"
 
     def try_start(self, group: Group, interval: float, page: bool = True) -> bool:
         """Start a request now if it is due and under every cap; no coroutine.

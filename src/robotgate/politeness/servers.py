@@ -143,7 +143,7 @@ class Servers:
         if group is not None:
             interval = site.interval if site is not None else max(
                 scheduler.policy.delay, group.interval)
-            wait, reason = scheduler.why_wait(group, interval)
+            wait, reason = scheduler.why_wait(group, interval, self.delay_of(origin, group.key))
             return wait, reason, interval
         interval = site.interval if site is not None else scheduler.policy.delay
         held = self.cache.known(origin)
@@ -216,7 +216,7 @@ class Servers:
         scheduler = self.scheduler
         now = scheduler.now()
         if scheduler.rests_until(group) > now:
-            return scheduler.why_wait(group, 0.0)[1] or "back-off"
+            return scheduler.why_wait(group, 0.0, 0.0)[1] or "back-off"
         if group.free <= 0 or group.waiters:
             return "host-cap"
         return "global-cap"
@@ -225,11 +225,8 @@ class Servers:
         """Why a request that cannot start now waits (see :data:`robotgate.events.WAIT_REASONS`)."""
         if self.fleet is not None:
             return "fleet-slot"
-        scheduler = self.scheduler
-        wait, reason = scheduler.why_wait(group, interval)
+        wait, reason = self.scheduler.why_wait(group, interval, self.delay_of(origin, group.key))
         if wait > 0:
-            if reason == "delay" or reason == "crawl-delay":
-                return "crawl-delay" if interval > self.delay_of(origin, group.key) else "delay"
             return reason
         if group.free <= 0 or group.waiters:
             return "host-cap"
