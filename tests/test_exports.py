@@ -109,3 +109,11 @@ def test_every_exception_class_robotgate_defines_derives_from_robotgate_error() 
                     and not issubclass(value, robotgate.Error)):
                 not_rooted.append(f"{module.__name__}.{name}")
     assert not_rooted == []
+
+
+def test_a_structured_field_that_does_not_parse_is_a_robotgate_error() -> None:
+    from robotgate.robots.usage import StructuredFieldError, parse_dictionary
+
+    with pytest.raises(StructuredFieldError, match="a trailing comma") as caught:
+        parse_dictionary("a=1,")
+    assert isinstance(caught.value, robotgate.Error) and isinstance(caught.value, ValueError)

@@ -125,7 +125,7 @@ class _Paced:
     """What the metrics read of a gate: the servers it paces."""
 
     def __init__(self, servers: int) -> None:
-        self._scheduler = [object()] * servers
+        self.paced_servers = servers
 
 
 ORIGIN = "https://www.example.com:8443"

@@ -281,3 +281,37 @@ def test_tests_and_benchmarks_do_not_import_each_other() -> None:
              for path in sorted((root / top).rglob("*.py"))
              for name in sorted(_imported_roots(path) & names)]
     assert found == []
+
+
+def _gate_private_attributes() -> set[str]:
+    """The private attributes a RobotGate sets on itself (``self._x = ...``)."""
+    tree = ast.parse((SRC / "gate" / "gate.py").read_text(encoding="utf-8"))
+    gate_class = next(node for node in ast.walk(tree)
+                      if isinstance(node, ast.ClassDef) and node.name == "RobotGate")
+    return {node.attr for node in ast.walk(gate_class)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name) and node.value.id == "self"
+            and node.attr.startswith("_") and not node.attr.startswith("__")}
+
+
+def test_no_module_outside_the_gate_reads_a_gate_private_by_any_name() -> None:
+    # However the gate is named where it is held (``owner = ref()``), its private parts
+    # stay its own: ``x._scheduler`` outside robotgate.gate reads one of them.
+    private = _gate_private_attributes()
+    assert {"_scheduler", "_servers", "_cache"} <= private
+    found = [f"{path.relative_to(SRC.parent)}:{node.lineno} reads {ast.unparse(node)}"
+             for path in sorted(SRC.rglob("*.py")) if path.relative_to(SRC).parts[0] != "gate"
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr in private
+             and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))]
+    assert found == []
+
+
+def test_the_exceptions_import_no_http_client() -> None:
+    code = ("import sys, robotgate\n"
+            "robotgate.Disallowed, robotgate.GateClosed, robotgate.BodyTooLarge\n"
+            "import robotgate.robots.usage\n"
+            "print(sorted(m for m in ('aiohttp', 'httpx', 'yarl') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

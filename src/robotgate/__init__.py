@@ -24,7 +24,8 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .crawl.results import CrawlResult, CrawlSummary, Handled
-    from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
+    from .errors import BodyTooLarge, Disallowed, GateClosed
+    from .gate import RobotGate
     from .gate.options import Network
     from .robots.sitemap import SitemapEntry
     from .store import CrawlInUse, MemoryStore, SQLiteStore, Store, StoreError
@@ -69,9 +70,9 @@ _LAZY = {
     "CrawlResult": ".crawl.results",
     "CrawlSummary": ".crawl.results",
     "Handled": ".crawl.results",
-    "BodyTooLarge": ".gate",
-    "Disallowed": ".gate",
-    "GateClosed": ".gate",
+    "BodyTooLarge": ".errors",
+    "Disallowed": ".errors",
+    "GateClosed": ".errors",
     "RobotGate": ".gate",
     "Network": ".gate.options",
     "MemoryStore": ".store",

@@ -35,12 +35,20 @@ import sys
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .events import BackoffStarted, Event, ResponseAnswered, RobotsFetched, TurnWaited, UrlSkipped
 
 __all__ = ["INSTRUMENTS", "Metrics", "MetricsOptions", "metrics_listener"]
+
+
+class Paces(Protocol):
+    """What the metrics read of a gate: how many servers it paces."""
+
+    @property
+    def paced_servers(self) -> int: ...
+
 
 #: The instruments' scope (the meter's name).
 SCOPE = "robotgate"
@@ -91,7 +99,7 @@ def server_address(origin: str) -> str:
 class Metrics:
     """An event listener that records the gate's instruments."""
 
-    def __init__(self, meter: Any, gate: object, *, with_server: bool = False) -> None:
+    def __init__(self, meter: Any, gate: Paces, *, with_server: bool = False) -> None:
         self.with_server = with_server
         self.requests = meter.create_counter(
             "robotgate.requests", unit="{request}", description="Page requests answered")
@@ -146,19 +154,19 @@ class Metrics:
             self.backoffs.add(1, self._attributes(event, STATUS_CODE, event.status))
 
 
-def _weak_count(gate: object) -> Callable[[], int | None]:
+def _weak_count(gate: Paces) -> Callable[[], int | None]:
     """The number of servers ``gate`` paces, while it lives: a provider outliving the
     gate keeps no gate."""
     ref = weakref.ref(gate)
 
     def count() -> int | None:
         owner = ref()
-        return len(owner._scheduler) if owner is not None else None  # type: ignore[attr-defined]
+        return owner.paced_servers if owner is not None else None
 
     return count
 
 
-def metrics_listener(metrics: object, gate: object) -> Metrics | None:
+def metrics_listener(metrics: object, gate: Paces) -> Metrics | None:
     """The metrics listener of ``gate`` for ``metrics`` (a meter provider, True: the global
     one, or :class:`MetricsOptions`), or None when ``opentelemetry-api`` is not installed
     or no provider is set up."""

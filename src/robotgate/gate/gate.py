@@ -424,6 +424,11 @@ class RobotGate:
                                     if self._tdm_cache is not None else 0),
                 "event_errors": self._events.errors if self._events is not None else 0}
 
+    @property
+    def paced_servers(self) -> int:
+        """How many servers (politeness groups) the gate paces now."""
+        return len(self._scheduler)
+
     # -- questions -----------------------------------------------------------
 
     def check(self, url: str) -> Decision | None:

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..decision import UsageRule
+from ..error_root import Error
 from ..urls import normalise_path, remove_dot_segments
 from .patterns import RuleSet
 
@@ -34,6 +35,7 @@ __all__ = [
     "VOCABULARY",
     "Date",
     "DisplayString",
+    "StructuredFieldError",
     "Token",
     "UsageRules",
     "combine_usage",
@@ -108,8 +110,8 @@ _SIMPLE = re.compile(
 _OWS = " \t"
 
 
-class _Fail(ValueError):
-    pass
+class StructuredFieldError(Error, ValueError):
+    """A header value that is no RFC 9651 Structured Field."""
 
 
 def parse_dictionary(value: str | bytes) -> dict[str, Member]:
@@ -127,7 +129,7 @@ def parse_dictionary(value: str | bytes) -> dict[str, Member]:
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value).decode("latin-1")
     if not value.isascii():
-        raise _Fail("a Structured Field is ASCII")
+        raise StructuredFieldError("a Structured Field is ASCII")
     s = value.strip(" ")
     n = len(s)
     out: dict[str, Member] = {}
@@ -141,7 +143,7 @@ def parse_dictionary(value: str | bytes) -> dict[str, Member]:
         else:
             k = _KEY(s, i)
             if k is None:
-                raise _Fail(f"a key expected at {i}")
+                raise StructuredFieldError(f"a key expected at {i}")
             i = k.end()
             member: Member
             if i < n and s[i] == "=":
@@ -155,12 +157,12 @@ def parse_dictionary(value: str | bytes) -> dict[str, Member]:
         if i == n:
             break
         if s[i] != ",":
-            raise _Fail(f"a comma expected at {i}")
+            raise StructuredFieldError(f"a comma expected at {i}")
         i += 1
         while i < n and s[i] in _OWS:
             i += 1
         if i == n:
-            raise _Fail("a trailing comma")
+            raise StructuredFieldError("a trailing comma")
     return out
 
 
@@ -182,8 +184,8 @@ def _item_or_inner_list(s: str, i: int) -> tuple[Member, int]:
         params, i = _parameters(s, i)
         items.append((value, params))
         if s[i : i + 1] not in (" ", ")"):
-            raise _Fail(f"an inner list goes on with a space or ')' at {i}")
-    raise _Fail("an inner list without its ')'")
+            raise StructuredFieldError(f"an inner list goes on with a space or ')' at {i}")
+    raise StructuredFieldError("an inner list without its ')'")
 
 
 def _parameters(s: str, i: int) -> tuple[Parameters, int]:
@@ -195,7 +197,7 @@ def _parameters(s: str, i: int) -> tuple[Parameters, int]:
             i += 1
         k = _KEY(s, i)
         if k is None:
-            raise _Fail(f"a parameter key expected at {i}")
+            raise StructuredFieldError(f"a parameter key expected at {i}")
         i = k.end()
         value: BareItem = True
         if i < n and s[i] == "=":
@@ -213,51 +215,51 @@ def _bare_item(s: str, i: int) -> tuple[BareItem, int]:
     if c == '"':
         m = _STRING(s, i)
         if m is None:
-            raise _Fail(f"a bad string at {i}")
+            raise StructuredFieldError(f"a bad string at {i}")
         return _UNESCAPE(r"\1", m[1]), m.end()
     if c == "-" or c.isdigit():
         return _number(s, i)
     if c == "?":
         flag = s[i + 1 : i + 2]
         if flag not in ("0", "1"):
-            raise _Fail(f"a bad boolean at {i}")
+            raise StructuredFieldError(f"a bad boolean at {i}")
         return flag == "1", i + 2
     if c == ":":
         m = _BYTES(s, i)
         if m is None:
-            raise _Fail(f"a bad byte sequence at {i}")
+            raise StructuredFieldError(f"a bad byte sequence at {i}")
         b64 = m[1]
         if _BASE64(b64) is None:
-            raise _Fail(f"a byte sequence that is not base64 at {i}")
+            raise StructuredFieldError(f"a byte sequence that is not base64 at {i}")
         # Padding may be left out (RFC 9651 4.2.7).
         return binascii.a2b_base64(b64 + "=" * (-len(b64) % 4)), m.end()
     if c == "@":
         date, j = _number(s, i + 1)
         if isinstance(date, float):
-            raise _Fail(f"a date is an integer, at {i}")
+            raise StructuredFieldError(f"a date is an integer, at {i}")
         return Date(date), j
     if c == "%":
         m = _DISPLAY(s, i)
         if m is None:
-            raise _Fail(f"a bad display string at {i}")
+            raise StructuredFieldError(f"a bad display string at {i}")
         try:
             return DisplayString(unquote_to_bytes(m[1]).decode("utf-8")), m.end()
         except UnicodeDecodeError:
-            raise _Fail(f"a display string is UTF-8, at {i}") from None
-    raise _Fail(f"an item expected at {i}")
+            raise StructuredFieldError(f"a display string is UTF-8, at {i}") from None
+    raise StructuredFieldError(f"an item expected at {i}")
 
 
 def _number(s: str, i: int) -> tuple[int | float, int]:
     m = _NUMBER(s, i)
     if m is None:
-        raise _Fail(f"a number expected at {i}")
+        raise StructuredFieldError(f"a number expected at {i}")
     whole, fraction = m[1], m[2]
     if fraction is None:
         if len(whole) > 15:
-            raise _Fail(f"an integer of more than 15 digits at {i}")
+            raise StructuredFieldError(f"an integer of more than 15 digits at {i}")
         return int(m[0]), m.end()
     if len(whole) > 12 or not 1 <= len(fraction) <= 3:
-        raise _Fail(f"a bad decimal at {i}")
+        raise StructuredFieldError(f"a bad decimal at {i}")
     return float(m[0]), m.end()
 
 
