@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
+import signal
 import socket
+import sqlite3
+import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
+from robotgate.policy.provenance import INPUT, Provenance, pointer_of
 from robotgate.store.base import CrawlInUse, StoreError
 from robotgate.store.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
 from robotgate.store.sqlite import SQLiteStore
-from robotgate.store.sqlite_crawl import lock_path
+from robotgate.store.sqlite_schema import _MIGRATIONS, _create_v1, immediate
+from testbed.children import child_env
 
 
 def entry(n: int, depth: int = 0) -> Entry:
@@ -93,25 +100,13 @@ async def test_a_crawl_is_run_by_one_store_at_a_time_and_let_go_at_its_close(
         assert refusal.since is not None and time.time() - 60 < refusal.since <= time.time()
         # Refused before it changed anything: what the holder has in flight stays so.
         assert await running.counts() == CrawlCounts(queued=1, in_flight=2)
-        lock = lock_path(str(path), "c")
-        assert os.path.exists(lock) and str(lock) in str(refusal)
+        assert str(path) in str(refusal) and "lock file" not in str(refusal)
         await running.close()
-        assert not os.path.exists(lock)
         taken = second.crawl_state("c")
         assert await taken.open() == CrawlCounts(queued=3)  # let go: taken, its flights queued
         await second.crawl_state("other").open()  # another name is another crawl
-    # A store's close lets go of the crawls whose state was never closed.
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".lock")] == []
-
-
-async def test_a_lock_file_left_by_a_killed_process_is_taken_over(tmp_path: Path) -> None:
-    path = tmp_path / "c.sqlite3"
-    async with SQLiteStore(path) as store:
-        lock = lock_path(str(path), "c")
-        with open(lock, "w") as left:  # what a killed holder leaves: its file, no lock
-            left.write('{"pid": 1, "host": "gone", "since": 0}')
-        state = store.crawl_state("c")
-        await state.open()
-        with open(lock) as held:
-            assert json.load(held)["pid"] == os.getpid()
-        await state.close()
+    # Nothing but the store and SQLite's own files beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite3"]
+    async with SQLiteStore(path) as again:  # a store's close let go of its crawls
+        await again.crawl_state("c").open()
+        await again.crawl_state("other").open()

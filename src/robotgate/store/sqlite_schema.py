@@ -143,6 +143,20 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX crawl_urls_by_state ON crawl_urls (crawl, state, id)")
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    """Version 7 keeps who pointed at each URL of a named crawl (its provenance): the
+    page (NULL: the caller's input), whether that page was public (NULL: looked up when
+    the URL is asked), and ``page_kept`` (0 on the rows before: a link whose page no
+    one kept, see docs/crawl.md); and each crawl's holder (process id, host, since),
+    which a process refused the crawl quotes."""
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page TEXT")
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page_public INTEGER")
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page_kept INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_pid INTEGER")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_host TEXT")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_since REAL")
+
+
 #: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_1_to_2,
@@ -150,6 +164,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_3_to_4,
     _migrate_4_to_5,
     _migrate_5_to_6,
+    _migrate_6_to_7,
 )
 
 #: The schema version this code writes.
