@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from robotgate import RobotGate
 from robotgate.crawl import Frontier
 from robotgate.crawl.results import CrawlResult, CrawlSummary
+from robotgate.decision import Decision
+from robotgate.robots.sitemap import SitemapEntry
 from robotgate.store.base import (
     AnswersAtOnce,
     CrawlStore,
@@ -233,3 +237,172 @@ async def test_a_page_of_many_links_is_written_in_chunks_and_all_kept(tmp_path: 
         counts = await store.crawl_state("big").counts()
     assert summary.links == n and summary.discovered == n and summary.unaccounted() == 0
     assert counts.total == n + 1 and counts.done == summary.pages >= 1
+
+
+# -- provenance kept: a resumed run asks each link as the run that found it did ------------
+
+REFUSED = Decision(False, "a public page's pointer into a private address (the test's rule)",
+                   outcome="redirect-refused")
+
+
+class PointerRuleGate(LinkGate):
+    """Judges pointers as the gate's private-network rule does, on literal addresses: a
+    pointer of a public page (``""``, or a page on a public address) into a private
+    address is refused.  ``asked`` keeps each URL's ``pointed_by``; a URL in ``hold``
+    is never judged (its visit waits until the crawl is stopped)."""
+
+    def __init__(self, latency: float = 0.0, hold: frozenset[str] = frozenset()) -> None:
+        super().__init__(latency)
+        self.asked: dict[str, str | None] = {}
+        self.hold = hold
+
+    def _private(self, url: str) -> bool:
+        try:
+            address = ipaddress.ip_address(urlsplit(url).hostname or "")
+        except ValueError:
+            return False  # a name: this fake resolves none
+        return bool(self.is_private(address))
+
+    def _refused(self, url: str, pointed_by: str | None) -> bool:
+        if pointed_by is None:
+            return False
+        return (pointed_by == "" or not self._private(pointed_by)) and self._private(url)
+
+    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+        if url in self.hold:
+            await asyncio.Event().wait()
+        self.asked[url] = pointed_by
+        return not self._refused(url, pointed_by)
+
+    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
+        return REFUSED if self._refused(url, pointed_by) else Decision(True, "allowed")
+
+    def fetch(self, url: str, *, pointed_by: str | None = None) -> Any:
+        assert not self._refused(url, pointed_by)
+        return super().fetch(url)
+
+
+class _Answered:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def __aenter__(self) -> Page:
+        return self.page
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def intranet(pages: int) -> Any:
+    """A tree over five private hosts: page i links to 2i+1 and 2i+2."""
+
+    def handler(url: str, resp: Page) -> list[str]:
+        i = int(url.rsplit("/p", 1)[1])
+        return [intranet_url(j) for j in (2 * i + 1, 2 * i + 2) if j < pages]
+
+    return handler
+
+
+def intranet_url(i: int) -> str:
+    return f"http://10.0.0.{i % 5 + 1}/p{i}"
+
+
+def named_state(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "crawl.sqlite3")
+    from robotgate.store.redis import RedisStore
+
+    return RedisStore(request.getfixturevalue("redis_url"),
+                      prefix=request.getfixturevalue("prefix"))
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+async def test_a_stopped_intranet_crawl_resumes_and_fetches_every_page(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    pages = 600
+    store = named_state(kind, tmp_path, request)
+    gate = PointerRuleGate(latency=0.001)
+    skipped: list[CrawlResult] = []
+    try:
+        for stop_after in (150, 150, None):  # stopped twice, then to the end
+            stop = asyncio.Event()
+            seen: list[CrawlResult] = []
+
+            def on_result(record: CrawlResult, stop: asyncio.Event = stop,
+                          seen: list[CrawlResult] = seen, limit: int | None = stop_after) -> None:
+                seen.append(record)
+                if record.kind == "skipped":
+                    skipped.append(record)
+                if limit is not None and len(seen) >= limit:
+                    stop.set()
+
+            summary = await asyncio.wait_for(Frontier(
+                gate, [intranet_url(0)], intranet(pages), concurrency=8, scope="any",
+                state=store.crawl_state("intranet"), stop=stop, on_result=on_result).run(), 60)
+            assert summary.unaccounted() == 0
+        assert skipped == []
+        assert set(gate.fetched) == {intranet_url(i) for i in range(pages)}
+        assert await store.crawl_state("intranet").counts() == CrawlCounts(done=pages)
+        # Every link asked as a pointer of its (private) page: no address looked up.
+        assert {gate.asked[intranet_url(i)] for i in range(1, pages)} == {None}
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+async def test_a_resumed_run_asks_a_link_and_a_sitemap_entry_as_their_pages_pointers(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    public_page, sitemap = "http://93.184.216.34/", "http://93.184.216.34/sitemap.xml"
+    named, entry, private = ("http://intranet.example/a", "http://10.1.1.1/entry",
+                             "http://10.0.0.1/secret")
+    store = named_state(kind, tmp_path, request)
+    try:
+        # The first run reads the public page and stops while the others are held.
+        first = PointerRuleGate(hold=frozenset({named, entry}))
+        stop = asyncio.Event()
+        pages = {public_page: [named, private]}
+        summary = await asyncio.wait_for(Frontier(
+            first, [public_page, SitemapEntry(entry, sitemap=sitemap)],
+            lambda u, r: pages.get(u, []), scope="any", state=store.crawl_state("mixed"),
+            stop=stop, on_result=lambda r: stop.set() if r.url == public_page else None,
+        ).run(), 60)
+        assert summary.private_links == 1  # a literal private address: left out at once
+        again = PointerRuleGate()
+        found: list[CrawlResult] = []
+        await asyncio.wait_for(Frontier(
+            again, [], lambda u, r: [], scope="any", state=store.crawl_state("mixed"),
+            on_result=found.append).run(), 60)
+        # A name is asked as the public page's pointer (the gate looks both up), the
+        # sitemap's entry as the sitemap's: refused, as in the run that found them.
+        assert again.asked == {named: public_page, entry: sitemap}
+        assert {r.url: r.kind for r in found} == {named: "page", entry: "skipped"}
+        assert private not in again.fetched + first.fetched
+    finally:
+        await store.close()
+
+
+async def test_a_link_of_a_private_page_that_redirected_to_a_public_one_is_a_public_pointer(
+        ) -> None:
+    # A page asked on a private address whose answer came from a public one: its links
+    # are the public page's, judged so.
+    start, landed = "http://10.0.0.1/", "http://93.184.216.34/landed"
+
+    class Redirected(PointerRuleGate):
+        def fetch(self, url: str, *, pointed_by: str | None = None) -> Any:
+            if url != start:
+                return super().fetch(url, pointed_by=pointed_by)
+            self.fetched.append(url)
+            return _Answered(Page(landed))  # the answer's URL, after redirects
+
+    gate = Redirected()
+    summary = await crawl_links(gate, start, ["http://10.0.0.2/inner", "http://93.184.216.35/"])
+    assert summary.private_links == 1
+    assert gate.fetched == [start, "http://93.184.216.35/"]
+    assert gate.asked["http://93.184.216.35/"] == landed
+
+
+async def crawl_links(gate: LinkGate, start: str, links: list[str]) -> CrawlSummary:
+    return await asyncio.wait_for(Frontier(
+        gate, [start], lambda u, r: links if u == start else [], scope="any").run(), 60)
