@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
+import signal
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +32,7 @@ from robotgate.store.base import (
 from robotgate.store.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
+from testbed.children import child_env
 from testbed.crawl_resume import kill_and_resume
 from testbed.server import BenchServer, HostPlan
 from tests.support.crawl_gate import LinkGate, Page
@@ -406,3 +412,117 @@ async def test_a_link_of_a_private_page_that_redirected_to_a_public_one_is_a_pub
 async def crawl_links(gate: LinkGate, start: str, links: list[str]) -> CrawlSummary:
     return await asyncio.wait_for(Frontier(
         gate, [start], lambda u, r: links if u == start else [], scope="any").run(), 60)
+
+
+# -- the same through the gate, on loopback: 127.0.0.2 and .3 are private (the default rule)
+
+_INTRANET_CHILD = r"""
+import asyncio, sys
+from robotgate import RobotGate
+from robotgate.store.sqlite import SQLiteStore
+from tests.crawl.test_named_crawl import loopback_tree
+
+path, pages, bases = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+url, handler = loopback_tree(bases, pages)
+
+async def main():
+    async with RobotGate("IntranetTest/1.0", delay=0, store=SQLiteStore(path)) as gate:
+        await gate.crawl([url(0)], handler, name="intranet", scope="any", concurrency=4)
+
+asyncio.run(main())
+"""
+
+
+def loopback_tree(bases: list[str], pages: int) -> tuple[Any, Any]:
+    """The tree's URLs over ``bases``, and the handler giving each page's links."""
+
+    def url(i: int) -> str:
+        return f"{bases[i % len(bases)]}/p{i}"
+
+    async def handler(page: str, resp: Any) -> list[str]:
+        await resp.read()
+        i = int(page.rsplit("/p", 1)[1])
+        return [url(j) for j in (2 * i + 1, 2 * i + 2) if j < pages]
+
+    return url, handler
+
+
+@contextlib.asynccontextmanager
+async def private_hosts(latency: float) -> AsyncIterator[tuple[list[str], Counter[str]]]:
+    """Two servers on private loopback addresses; each page request counted by path."""
+    from aiohttp import web
+    from aiohttp.test_utils import unused_port
+
+    asked: Counter[str] = Counter()
+
+    async def page(request: web.Request) -> web.Response:
+        asked[request.path] += 1
+        await asyncio.sleep(latency)
+        return web.Response(text="<p>page</p>", content_type="text/html")
+
+    async def no_robots(request: web.Request) -> web.Response:
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", no_robots)
+    app.router.add_get("/{page}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    bases = []
+    try:
+        for host in ("127.0.0.2", "127.0.0.3"):
+            port = unused_port()
+            await web.TCPSite(runner, host, port).start()
+            bases.append(f"http://{host}:{port}")
+        yield bases, asked
+    finally:
+        await runner.cleanup()
+
+
+async def resume_through_a_gate(path: Path, bases: list[str], pages: int) -> CrawlSummary:
+    url, handler = loopback_tree(bases, pages)
+    async with RobotGate(AGENT, delay=0, store=SQLiteStore(path)) as gate:
+        return await asyncio.wait_for(gate.crawl(
+            [url(0)], handler, name="intranet", scope="any", concurrency=4), 120)
+
+
+@pytest.mark.slow
+async def test_an_intranet_crawl_stopped_then_resumed_through_the_gate_fetches_every_page(
+        tmp_path: Path) -> None:
+    pages, path = 400, tmp_path / "crawl.sqlite3"
+    async with private_hosts(latency=0.002) as (bases, asked):
+        url, handler = loopback_tree(bases, pages)
+        stop = asyncio.Event()
+        async with RobotGate(AGENT, delay=0, store=SQLiteStore(path)) as gate:
+            first = await asyncio.wait_for(gate.crawl(
+                [url(0)], handler, name="intranet", scope="any", concurrency=4, stop=stop,
+                on_result=lambda r: stop.set() if len(asked) >= 60 else None), 120)
+        assert first.stopped and first.skipped == 0 and first.pages < pages
+        again = await resume_through_a_gate(path, bases, pages)
+    assert again.skipped == 0 and again.errors == 0
+    assert first.pages + again.pages == pages
+    assert set(asked) == {f"/p{i}" for i in range(pages)}
+
+
+@pytest.mark.slow
+async def test_an_intranet_crawl_killed_then_resumed_through_the_gate_fetches_every_page(
+        tmp_path: Path) -> None:
+    pages, path = 400, tmp_path / "crawl.sqlite3"
+    async with private_hosts(latency=0.01) as (bases, asked):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _INTRANET_CHILD, str(path), str(pages), *bases,
+            env=child_env())
+        try:
+            for _ in range(2400):  # until a quarter of the pages were asked for (60 s)
+                if len(asked) >= pages // 4 or proc.returncode is not None:
+                    break
+                await asyncio.sleep(0.025)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        assert proc.returncode == -signal.SIGKILL and len(asked) < pages
+        again = await resume_through_a_gate(path, bases, pages)
+    assert again.skipped == 0 and again.errors == 0
+    assert again.done_before + again.pages == pages
+    assert set(asked) == {f"/p{i}" for i in range(pages)}
