@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -110,3 +112,136 @@ async def test_a_crawl_is_run_by_one_store_at_a_time_and_let_go_at_its_close(
     async with SQLiteStore(path) as again:  # a store's close let go of its crawls
         await again.crawl_state("c").open()
         await again.crawl_state("other").open()
+
+
+# -- one owner, whatever is done beside the store -------------------------------------
+
+_HOLDER = r"""
+import asyncio, os, sys, time
+from robotgate.store.sqlite import SQLiteStore
+
+async def main():
+    store = SQLiteStore(sys.argv[1])
+    state = store.crawl_state("c")
+    await state.open()
+    if sys.argv[2] == "fork":
+        child = os.fork()
+        if child == 0:  # outlives its parent, holding what it inherited
+            time.sleep(120)
+            os._exit(0)
+        print(child, flush=True)
+    print(os.getpid(), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await state.close()
+    await store.close()
+
+asyncio.run(main())
+"""
+
+
+@asynccontextmanager
+async def holder(path: Path, fork: bool = False) -> AsyncIterator[list[int]]:
+    """Another process running the crawl ``c`` of the store at ``path``: its pid (after
+    the pid of the child it forked, with ``fork``), until the block ends."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _HOLDER, str(path), "fork" if fork else "-",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=child_env())
+    assert proc.stdout is not None
+    pids: list[int] = []
+    try:
+        for _ in range(2 if fork else 1):
+            pids.append(int(await asyncio.wait_for(proc.stdout.readline(), 60)))
+        yield pids
+    finally:
+        for pid in pids[:-1]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await asyncio.wait_for(proc.communicate(), 30)  # its pipes closed too
+
+
+async def refused_by(path: Path) -> CrawlInUse:
+    async with SQLiteStore(path) as store:
+        with pytest.raises(CrawlInUse) as caught:
+            await store.crawl_state("c").open()
+        with pytest.raises(CrawlInUse):
+            await store.drop_crawl("c")
+    return caught.value
+
+
+@pytest.mark.slow
+async def test_the_crawl_stays_its_owner_s_when_every_file_beside_the_store_is_removed(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    async with holder(path) as (pid,):
+        for other in tmp_path.iterdir():  # a tmp cleaner, `rm *.lock`
+            if other.name not in ("c.sqlite3", "c.sqlite3-wal", "c.sqlite3-shm"):
+                other.unlink()
+        refusal = await refused_by(path)
+        assert refusal.pid == pid and f"pid {pid} on host {socket.gethostname()}" in str(refusal)
+        assert f"kill {pid}" in str(refusal)
+
+
+@pytest.mark.slow
+async def test_a_store_is_opened_by_one_name_and_its_crawl_by_one_process(
+        tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    path, link = tmp_path / "a" / "c.sqlite3", tmp_path / "b" / "c.sqlite3"
+    async with holder(path) as (pid,):
+        os.link(path, link)  # a hard link in another folder
+        with pytest.raises(StoreError, match=r"has 2 names \(hard links.*Nothing was changed"):
+            await SQLiteStore(link).open()
+        assert not (tmp_path / "b" / "c.sqlite3-wal").exists()  # nothing written by it
+        os.unlink(link)
+        # A symbolic link in another folder is the same file, by its one name.
+        (tmp_path / "b" / "c.sqlite3").symlink_to(path)
+        assert (await refused_by(link)).pid == pid
+    async with SQLiteStore(link) as store:  # free once the holder ended
+        await store.crawl_state("c").open()
+        assert await store.crawl_names() == ["c"]
+
+
+async def test_a_symlink_planted_beside_the_store_is_never_written_through(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    # Where a lock file beside the store was looked for (by crawl name), and any name.
+    digest = hashlib.sha256(b"c").hexdigest()[:12]
+    planted = [tmp_path / f"c.sqlite3-crawl-c-{digest}.lock", tmp_path / "c.sqlite3.lock"]
+    for name in planted:
+        name.symlink_to(victim)
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add([entry(1)])
+        await state.close()
+        assert await store.drop_crawl("c")
+    assert victim.read_text() == "precious"
+    assert all(name.is_symlink() for name in planted)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["c.sqlite3", "victim.txt", *(p.name for p in planted)])
+
+
+@pytest.mark.slow
+async def test_a_forked_child_that_outlives_a_killed_owner_does_not_keep_the_crawl(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    async with holder(path, fork=True) as (child, owner):
+        refusal = await refused_by(path)
+        assert refusal.pid == owner  # the holder, not its child
+        os.kill(owner, signal.SIGKILL)
+        for _ in range(400):  # until it is gone (10 s)
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(owner, os.WNOHANG) != (0, 0):
+                    break
+            if not os.path.exists(f"/proc/{owner}"):
+                break
+            await asyncio.sleep(0.025)
+        os.kill(child, 0)  # the child lives on
+        async with SQLiteStore(path) as store:
+            state = store.crawl_state("c")
+            await state.open()  # free: the child holds nothing of its parent's
+            await state.close()

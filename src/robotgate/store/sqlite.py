@@ -43,6 +43,7 @@ from .sqlite_crawl import CrawlLocks, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
+    check_one_name,
     check_sound,
     create_new,
     fresh_hint,
@@ -517,6 +518,7 @@ class SQLiteStore(FleetStore, CrawlStore):
         # A store this call made is whole when it appears: no 0-byte moment for another
         # process to take for a truncated store.
         created = create_new(self.path)
+        check_one_name(self.path)  # before SQLite writes a log beside a second name
         emptied = not created and _empty_file(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
