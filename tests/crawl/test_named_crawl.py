@@ -22,6 +22,7 @@ from robotgate.decision import Decision
 from robotgate.robots.sitemap import SitemapEntry
 from robotgate.store.base import (
     AnswersAtOnce,
+    StoreError,
     CrawlStore,
     FleetStore,
     PacingStore,
@@ -526,3 +527,28 @@ async def test_an_intranet_crawl_killed_then_resumed_through_the_gate_fetches_ev
     assert again.skipped == 0 and again.errors == 0
     assert again.done_before + again.pages == pages
     assert set(asked) == {f"/p{i}" for i in range(pages)}
+
+
+async def test_a_link_queued_before_pages_were_kept_is_judged_only_where_its_page_is_known(
+        tmp_path: Path) -> None:
+    from tests.store.test_sqlite_crawl import schema_6_file
+
+    path = tmp_path / "old.sqlite3"
+    schema_6_file(path)
+    async with SQLiteStore(path) as store:
+        # Under scope "any" its page could have been anywhere: the crawl ends saying so,
+        # and the link stays queued (never skipped on a guess).
+        gate = PointerRuleGate()
+        with pytest.raises(StoreError, match=r"older robotgate.*scope='host'.*drop it"):
+            await asyncio.wait_for(Frontier(gate, [], lambda u, r: [], scope="any",
+                                            state=store.crawl_state("old")).run(), 60)
+        counts = await store.crawl_state("old").counts()
+        assert counts.skipped == 0 and counts.queued + counts.in_flight >= 2
+        # Under scope "host" every link is on its page's host: asked as that page's.
+        gate = PointerRuleGate()
+        summary = await asyncio.wait_for(Frontier(
+            gate, [], lambda u, r: [], state=store.crawl_state("old")).run(), 60)
+        assert summary.skipped == 0
+        assert await store.crawl_state("old").counts() == CrawlCounts(done=4)
+    for link in ("http://h.example/a", "http://h.example/b"):
+        assert gate.asked[link] == link

@@ -245,3 +245,65 @@ async def test_a_forked_child_that_outlives_a_killed_owner_does_not_keep_the_cra
             state = store.crawl_state("c")
             await state.open()  # free: the child holds nothing of its parent's
             await state.close()
+
+
+# -- provenance kept, and files of schema 6 --------------------------------------------
+
+KINDS = [INPUT, pointer_of("http://a.example/page"), pointer_of("http://10.0.0.1/", False),
+         pointer_of("http://93.184.216.34/", True), pointer_of("")]
+
+
+async def test_each_url_keeps_who_pointed_at_it(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    entries = [Entry(f"http://h.example/{n}", f"http://h.example/{n}", 1, n > 0, 0, kind)
+               for n, kind in enumerate(KINDS)]
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add(entries[:2])
+        (page,) = await state.take(1)
+        await state.finish(page, DONE, entries[2:])
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("c")
+        await state.open()
+        taken = await state.take(10)
+    assert [(e.url, e.provenance) for e in taken] == [(e.url, e.provenance) for e in entries[1:]]
+
+
+def schema_6_file(path: Path) -> None:
+    """A store as robotgate left it at schema 6, with a crawl: an input URL done, its
+    link and a second input URL queued, a link in flight."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        with immediate(conn):
+            _create_v1(conn)
+            for step in _MIGRATIONS[:5]:
+                step(conn)
+            conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+            conn.execute("INSERT INTO crawls (name, created) VALUES ('old', 1.0)")
+            conn.executemany(
+                "INSERT INTO crawl_urls (crawl, key, url, state, depth, discovered)"
+                " VALUES ('old', ?, ?, ?, ?, ?)",
+                [("http://h.example/", "http://h.example/", DONE, 0, 0),
+                 ("http://h.example/a", "http://h.example/a", 0, 1, 1),
+                 ("http://h.example/in", "http://h.example/in", 0, 0, 0),
+                 ("http://h.example/b", "http://h.example/b", 1, 1, 1)])
+    finally:
+        conn.close()
+
+
+async def test_a_schema_6_crawl_is_upgraded_its_links_pages_not_known(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    schema_6_file(path)
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("old")
+        assert await state.open() == CrawlCounts(queued=3, done=1)
+        taken = {e.url: e.provenance for e in await state.take(10)}
+        # Its input is input; a link's page was never kept: not known (None), not a guess.
+        assert taken == {"http://h.example/a": None, "http://h.example/in": INPUT,
+                         "http://h.example/b": None}
+        await state.close()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                            ).fetchone() == ("7",)
