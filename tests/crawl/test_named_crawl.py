@@ -22,12 +22,12 @@ from robotgate.decision import Decision
 from robotgate.robots.sitemap import SitemapEntry
 from robotgate.store.base import (
     AnswersAtOnce,
-    StoreError,
     CrawlStore,
     FleetStore,
     PacingStore,
     SharedCrawlStore,
     Store,
+    StoreError,
     crawl_store,
 )
 from robotgate.store.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported

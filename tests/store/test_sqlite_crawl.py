@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from robotgate.policy.provenance import INPUT, Provenance, pointer_of
+from robotgate.policy.provenance import INPUT, pointer_of
 from robotgate.store.base import CrawlInUse, StoreError
 from robotgate.store.crawl_state import DONE, FAILED, SKIPPED, CrawlCounts, Entry
 from robotgate.store.sqlite import SQLiteStore
