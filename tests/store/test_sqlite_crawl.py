@@ -125,11 +125,11 @@ async def main():
     state = store.crawl_state("c")
     await state.open()
     if sys.argv[2] == "fork":
-        child = os.fork()
-        if child == 0:  # outlives its parent, holding what it inherited
+        if os.fork() == 0:  # outlives its parent, holding what it inherited
+            print(os.getpid(), flush=True)  # once forked all through
             time.sleep(120)
             os._exit(0)
-        print(child, flush=True)
+        sys.stdin.readline()  # until the test read the child's pid: it has run since
     print(os.getpid(), flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     await state.close()
@@ -147,10 +147,13 @@ async def holder(path: Path, fork: bool = False) -> AsyncIterator[list[int]]:
         sys.executable, "-c", _HOLDER, str(path), "fork" if fork else "-",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=child_env())
     assert proc.stdout is not None
+    assert proc.stdin is not None
     pids: list[int] = []
     try:
-        for _ in range(2 if fork else 1):
+        if fork:
             pids.append(int(await asyncio.wait_for(proc.stdout.readline(), 60)))
+            proc.stdin.write(b"go on\n")
+        pids.append(int(await asyncio.wait_for(proc.stdout.readline(), 60)))
         yield pids
     finally:
         for pid in pids[:-1]:
