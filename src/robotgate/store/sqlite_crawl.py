@@ -188,6 +188,8 @@ _FILES_LOCK = threading.Lock()
 def _forget_in_child() -> None:
     """A forked child closes its copies: the crawls stay with its parent, and are free
     once the parent ends (the child holds no POSIX lock to lose)."""
+    global _FILES_LOCK
+    _FILES_LOCK = threading.Lock()  # another thread may have held it at the fork
     for file in _FILES.values():
         file.close()
     _FILES.clear()
