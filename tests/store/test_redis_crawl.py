@@ -341,3 +341,20 @@ async def test_a_crawl_of_an_older_layout_is_refused_naming_the_remedy(
         await store.crawl_state("old").open()  # started again, in this layout
     finally:
         await store.close()
+
+
+async def test_an_entry_robotgate_never_writes_is_refused(redis_url: str, prefix: str,
+                                                          raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add([entry("http://h.example/a")])
+        # As layout 1 wrote it: no provenance.
+        await raw.hset(f"{prefix}:crawl:{{crawl/c}}:e", "http://h.example/a",
+                       "0|0|http://h.example/a")
+        with pytest.raises(StoreError, match=r"entry of 'http://h.example/a' is not one"):
+            await state.take(10)
+        await state.close()
+    finally:
+        await store.close()

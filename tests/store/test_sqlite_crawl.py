@@ -310,3 +310,20 @@ async def test_a_schema_6_crawl_is_upgraded_its_links_pages_not_known(tmp_path: 
     with contextlib.closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
                             ).fetchone() == ("7",)
+
+
+async def test_a_provenance_robotgate_never_writes_is_refused_not_read_as_input(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    async with SQLiteStore(path) as store:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add([Entry("http://h.example/1", "http://h.example/1", 1, True, 0,
+                               pointer_of("http://93.184.216.34/"))])
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("UPDATE crawl_urls SET page = X'00ff'")  # a blob, not a URL
+            conn.commit()
+        with pytest.raises(StoreError, match=r"crawl_urls row 'http://h.example/1' holds a"
+                                             r" provenance robotgate never writes"):
+            await state.take(10)
+        assert await state.counts() == CrawlCounts(queued=1)  # nothing taken

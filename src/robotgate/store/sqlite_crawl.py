@@ -79,14 +79,17 @@ def _pointer_columns(provenance: Provenance | None) -> tuple[str | None, int | N
     return provenance.page, None if public is None else int(public), 1
 
 
-def _provenance(discovered: object, page: object, public: object,
-                kept: object) -> Provenance | None:
-    """A row's provenance: None for a link of a schema 6 crawl (its page was not kept)."""
-    if isinstance(page, str):
+def _provenance(key: object, discovered: object, page: object, public: object,
+                kept: object, path: str) -> Provenance | None:
+    """A row's provenance: None for a link of a schema 6 crawl (its page was not kept).
+    A value robotgate never writes there is :class:`StoreError`, never read as input."""
+    if isinstance(page, str) and public in (None, 0, 1):
         return Provenance(page, None if public is None else bool(public))
-    if kept or not discovered:
-        return INPUT
-    return None
+    if page is None and public is None and kept in (0, 1):
+        return INPUT if kept or not discovered else None
+    raise StoreError(f"robotgate store {path}: crawl_urls row {key!r} holds a provenance"
+                     f" robotgate never writes (page {page!r:.80}, page_public {public!r:.20},"
+                     f" page_kept {kept!r:.20}); nothing was changed")
 
 
 def _counts(conn: sqlite3.Connection, name: str) -> CrawlCounts:
@@ -403,20 +406,22 @@ class SQLiteCrawlState(CrawlState):
         return await self.add(entries)
 
     async def take(self, most: int) -> list[Entry]:
-        name = self.name
+        name, path = self.name, self._locks.path
 
         def job(conn: sqlite3.Connection) -> list[Entry]:
-            with immediate(conn):
+            with immediate(conn):  # a row robotgate never writes: nothing taken
                 rows = conn.execute(
                     "SELECT id, key, url, depth, discovered, attempts, page, page_public,"
                     " page_kept FROM crawl_urls WHERE crawl = ? AND state = ?"
                     " ORDER BY id LIMIT ?", (name, QUEUED, most)).fetchall()
+                taken = [Entry(str(key), str(url), int(depth), bool(discovered), int(attempts),
+                               _provenance(key, discovered, page, public, kept, path))
+                         for _, key, url, depth, discovered, attempts, page, public, kept
+                         in rows]
                 conn.executemany(
                     "UPDATE crawl_urls SET state = ?, attempts = attempts + 1 WHERE id = ?",
                     [(IN_FLIGHT, row[0]) for row in rows])
-            return [Entry(str(key), str(url), int(depth), bool(discovered), int(attempts),
-                          _provenance(discovered, page, public, kept))
-                    for _, key, url, depth, discovered, attempts, page, public, kept in rows]
+            return taken
 
         taken: list[Entry] = await self._run(job)
         self._pending -= len(taken)

@@ -88,8 +88,14 @@ _PUBLIC = {mark: public for public, mark in _MARKS.items()}
 
 def _entry(key: bytes, raw: bytes, attempts: bytes) -> Entry:
     """An entry as layout 2 keeps it: ``depth|discovered|mark|len(page)|page url``."""
-    depth, discovered, mark, size, rest = text(raw).split("|", 4)
-    n = int(size)
+    try:
+        depth, discovered, mark, size, rest = text(raw).split("|", 4)
+        n = int(size)
+        if not 0 <= n <= len(rest) or mark not in "ifnt?" or len(mark) != 1:
+            raise ValueError(mark)
+    except ValueError:
+        raise StoreError(f"the named crawl's entry of {text(key)!r} is not one robotgate"
+                         f" writes (layout {LAYOUT}): {text(raw)[:120]!r}") from None
     provenance: Provenance | None
     if mark == "i":
         provenance = INPUT
