@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
+import signal
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from robotgate import RobotGate
 from robotgate.crawl import Frontier
 from robotgate.crawl.results import CrawlResult, CrawlSummary
+from robotgate.decision import Decision
+from robotgate.robots.sitemap import SitemapEntry
 from robotgate.store.base import (
     AnswersAtOnce,
     CrawlStore,
@@ -18,11 +27,13 @@ from robotgate.store.base import (
     PacingStore,
     SharedCrawlStore,
     Store,
+    StoreError,
     crawl_store,
 )
 from robotgate.store.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
+from testbed.children import child_env
 from testbed.crawl_resume import kill_and_resume
 from testbed.server import BenchServer, HostPlan
 from tests.support.crawl_gate import LinkGate, Page
@@ -233,3 +244,311 @@ async def test_a_page_of_many_links_is_written_in_chunks_and_all_kept(tmp_path: 
         counts = await store.crawl_state("big").counts()
     assert summary.links == n and summary.discovered == n and summary.unaccounted() == 0
     assert counts.total == n + 1 and counts.done == summary.pages >= 1
+
+
+# -- provenance kept: a resumed run asks each link as the run that found it did ------------
+
+REFUSED = Decision(False, "a public page's pointer into a private address (the test's rule)",
+                   outcome="redirect-refused")
+
+
+class PointerRuleGate(LinkGate):
+    """Judges pointers as the gate's private-network rule does, on literal addresses: a
+    pointer of a public page (``""``, or a page on a public address) into a private
+    address is refused.  ``asked`` keeps each URL's ``pointed_by``; a URL in ``hold``
+    is never judged (its visit waits until the crawl is stopped)."""
+
+    def __init__(self, latency: float = 0.0, hold: frozenset[str] = frozenset()) -> None:
+        super().__init__(latency)
+        self.asked: dict[str, str | None] = {}
+        self.hold = hold
+
+    def _private(self, url: str) -> bool:
+        try:
+            address = ipaddress.ip_address(urlsplit(url).hostname or "")
+        except ValueError:
+            return False  # a name: this fake resolves none
+        return bool(self.is_private(address))
+
+    def _refused(self, url: str, pointed_by: str | None) -> bool:
+        if pointed_by is None:
+            return False
+        return (pointed_by == "" or not self._private(pointed_by)) and self._private(url)
+
+    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+        if url in self.hold:
+            await asyncio.Event().wait()
+        self.asked[url] = pointed_by
+        return not self._refused(url, pointed_by)
+
+    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
+        return REFUSED if self._refused(url, pointed_by) else Decision(True, "allowed")
+
+    def fetch(self, url: str, *, pointed_by: str | None = None) -> Any:
+        assert not self._refused(url, pointed_by)
+        return super().fetch(url)
+
+
+class _Answered:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    async def __aenter__(self) -> Page:
+        return self.page
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def intranet(pages: int) -> Any:
+    """A tree over five private hosts: page i links to 2i+1 and 2i+2."""
+
+    def handler(url: str, resp: Page) -> list[str]:
+        i = int(url.rsplit("/p", 1)[1])
+        return [intranet_url(j) for j in (2 * i + 1, 2 * i + 2) if j < pages]
+
+    return handler
+
+
+def intranet_url(i: int) -> str:
+    return f"http://10.0.0.{i % 5 + 1}/p{i}"
+
+
+def named_state(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "crawl.sqlite3")
+    from robotgate.store.redis import RedisStore
+
+    return RedisStore(request.getfixturevalue("redis_url"),
+                      prefix=request.getfixturevalue("prefix"))
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+async def test_a_stopped_intranet_crawl_resumes_and_fetches_every_page(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    pages = 600
+    store = named_state(kind, tmp_path, request)
+    gate = PointerRuleGate(latency=0.001)
+    skipped: list[CrawlResult] = []
+    try:
+        for stop_after in (150, 150, None):  # stopped twice, then to the end
+            stop = asyncio.Event()
+            seen: list[CrawlResult] = []
+
+            def on_result(record: CrawlResult, stop: asyncio.Event = stop,
+                          seen: list[CrawlResult] = seen, limit: int | None = stop_after) -> None:
+                seen.append(record)
+                if record.kind == "skipped":
+                    skipped.append(record)
+                if limit is not None and len(seen) >= limit:
+                    stop.set()
+
+            summary = await asyncio.wait_for(Frontier(
+                gate, [intranet_url(0)], intranet(pages), concurrency=8, scope="any",
+                state=store.crawl_state("intranet"), stop=stop, on_result=on_result).run(), 60)
+            assert summary.unaccounted() == 0
+        assert skipped == []
+        assert set(gate.fetched) == {intranet_url(i) for i in range(pages)}
+        assert await store.crawl_state("intranet").counts() == CrawlCounts(done=pages)
+        # Every link asked as a pointer of its (private) page: no address looked up.
+        assert {gate.asked[intranet_url(i)] for i in range(1, pages)} == {None}
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+async def test_a_resumed_run_asks_a_link_and_a_sitemap_entry_as_their_pages_pointers(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    public_page, sitemap = "http://93.184.216.34/", "http://93.184.216.34/sitemap.xml"
+    named, entry, private = ("http://intranet.example/a", "http://10.1.1.1/entry",
+                             "http://10.0.0.1/secret")
+    store = named_state(kind, tmp_path, request)
+    try:
+        # The first run reads the public page and stops while the others are held.
+        first = PointerRuleGate(hold=frozenset({named, entry}))
+        stop = asyncio.Event()
+        pages = {public_page: [named, private]}
+        summary = await asyncio.wait_for(Frontier(
+            first, [public_page, SitemapEntry(entry, sitemap=sitemap)],
+            lambda u, r: pages.get(u, []), scope="any", state=store.crawl_state("mixed"),
+            stop=stop, on_result=lambda r: stop.set() if r.url == public_page else None,
+        ).run(), 60)
+        assert summary.private_links == 1  # a literal private address: left out at once
+        again = PointerRuleGate()
+        found: list[CrawlResult] = []
+        await asyncio.wait_for(Frontier(
+            again, [], lambda u, r: [], scope="any", state=store.crawl_state("mixed"),
+            on_result=found.append).run(), 60)
+        # A name is asked as the public page's pointer (the gate looks both up), the
+        # sitemap's entry as the sitemap's: refused, as in the run that found them.
+        assert again.asked == {named: public_page, entry: sitemap}
+        assert {r.url: r.kind for r in found} == {named: "page", entry: "skipped"}
+        assert private not in again.fetched + first.fetched
+    finally:
+        await store.close()
+
+
+async def test_a_link_of_a_private_page_that_redirected_to_a_public_one_is_a_public_pointer(
+        ) -> None:
+    # A page asked on a private address whose answer came from a public one: its links
+    # are the public page's, judged so.
+    start, landed = "http://10.0.0.1/", "http://93.184.216.34/landed"
+
+    class Redirected(PointerRuleGate):
+        def fetch(self, url: str, *, pointed_by: str | None = None) -> Any:
+            if url != start:
+                return super().fetch(url, pointed_by=pointed_by)
+            self.fetched.append(url)
+            return _Answered(Page(landed))  # the answer's URL, after redirects
+
+    gate = Redirected()
+    summary = await crawl_links(gate, start, ["http://10.0.0.2/inner", "http://93.184.216.35/"])
+    assert summary.private_links == 1
+    assert gate.fetched == [start, "http://93.184.216.35/"]
+    assert gate.asked["http://93.184.216.35/"] == landed
+
+
+async def crawl_links(gate: LinkGate, start: str, links: list[str]) -> CrawlSummary:
+    return await asyncio.wait_for(Frontier(
+        gate, [start], lambda u, r: links if u == start else [], scope="any").run(), 60)
+
+
+# -- the same through the gate, on loopback: 127.0.0.2 and .3 are private (the default rule)
+
+_INTRANET_CHILD = r"""
+import asyncio, sys
+from robotgate import RobotGate
+from robotgate.store.sqlite import SQLiteStore
+from tests.crawl.test_named_crawl import loopback_tree
+
+path, pages, bases = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+url, handler = loopback_tree(bases, pages)
+
+async def main():
+    async with RobotGate("IntranetTest/1.0", delay=0, store=SQLiteStore(path)) as gate:
+        await gate.crawl([url(0)], handler, name="intranet", scope="any", concurrency=4)
+
+asyncio.run(main())
+"""
+
+
+def loopback_tree(bases: list[str], pages: int) -> tuple[Any, Any]:
+    """The tree's URLs over ``bases``, and the handler giving each page's links."""
+
+    def url(i: int) -> str:
+        return f"{bases[i % len(bases)]}/p{i}"
+
+    async def handler(page: str, resp: Any) -> list[str]:
+        await resp.read()
+        i = int(page.rsplit("/p", 1)[1])
+        return [url(j) for j in (2 * i + 1, 2 * i + 2) if j < pages]
+
+    return url, handler
+
+
+@contextlib.asynccontextmanager
+async def private_hosts(latency: float) -> AsyncIterator[tuple[list[str], Counter[str]]]:
+    """Two servers on private loopback addresses; each page request counted by path."""
+    from aiohttp import web
+    from aiohttp.test_utils import unused_port
+
+    asked: Counter[str] = Counter()
+
+    async def page(request: web.Request) -> web.Response:
+        asked[request.path] += 1
+        await asyncio.sleep(latency)
+        return web.Response(text="<p>page</p>", content_type="text/html")
+
+    async def no_robots(request: web.Request) -> web.Response:
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", no_robots)
+    app.router.add_get("/{page}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    bases = []
+    try:
+        for host in ("127.0.0.2", "127.0.0.3"):
+            port = unused_port()
+            await web.TCPSite(runner, host, port).start()
+            bases.append(f"http://{host}:{port}")
+        yield bases, asked
+    finally:
+        await runner.cleanup()
+
+
+async def resume_through_a_gate(path: Path, bases: list[str], pages: int) -> CrawlSummary:
+    url, handler = loopback_tree(bases, pages)
+    async with RobotGate(AGENT, delay=0, store=SQLiteStore(path)) as gate:
+        return await asyncio.wait_for(gate.crawl(
+            [url(0)], handler, name="intranet", scope="any", concurrency=4), 120)
+
+
+@pytest.mark.slow
+async def test_an_intranet_crawl_stopped_then_resumed_through_the_gate_fetches_every_page(
+        tmp_path: Path) -> None:
+    pages, path = 400, tmp_path / "crawl.sqlite3"
+    async with private_hosts(latency=0.002) as (bases, asked):
+        url, handler = loopback_tree(bases, pages)
+        stop = asyncio.Event()
+        async with RobotGate(AGENT, delay=0, store=SQLiteStore(path)) as gate:
+            first = await asyncio.wait_for(gate.crawl(
+                [url(0)], handler, name="intranet", scope="any", concurrency=4, stop=stop,
+                on_result=lambda r: stop.set() if len(asked) >= 60 else None), 120)
+        assert first.stopped and first.skipped == 0 and first.pages < pages
+        again = await resume_through_a_gate(path, bases, pages)
+    assert again.skipped == 0 and again.errors == 0
+    assert first.pages + again.pages == pages
+    assert set(asked) == {f"/p{i}" for i in range(pages)}
+
+
+@pytest.mark.slow
+async def test_an_intranet_crawl_killed_then_resumed_through_the_gate_fetches_every_page(
+        tmp_path: Path) -> None:
+    pages, path = 400, tmp_path / "crawl.sqlite3"
+    async with private_hosts(latency=0.01) as (bases, asked):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _INTRANET_CHILD, str(path), str(pages), *bases,
+            env=child_env())
+        try:
+            for _ in range(2400):  # until a quarter of the pages were asked for (60 s)
+                if len(asked) >= pages // 4 or proc.returncode is not None:
+                    break
+                await asyncio.sleep(0.025)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        assert proc.returncode == -signal.SIGKILL and len(asked) < pages
+        again = await resume_through_a_gate(path, bases, pages)
+    assert again.skipped == 0 and again.errors == 0
+    assert again.done_before + again.pages == pages
+    assert set(asked) == {f"/p{i}" for i in range(pages)}
+
+
+async def test_a_link_queued_before_pages_were_kept_is_judged_only_where_its_page_is_known(
+        tmp_path: Path) -> None:
+    from tests.store.test_sqlite_crawl import schema_6_file
+
+    path = tmp_path / "old.sqlite3"
+    schema_6_file(path)
+    async with SQLiteStore(path) as store:
+        # Under scope "any" its page could have been anywhere: the crawl ends saying so,
+        # and the link stays queued (never skipped on a guess).
+        gate = PointerRuleGate()
+        with pytest.raises(StoreError, match=r"older robotgate.*scope='host'.*drop it"):
+            await asyncio.wait_for(Frontier(gate, [], lambda u, r: [], scope="any",
+                                            state=store.crawl_state("old")).run(), 60)
+        counts = await store.crawl_state("old").counts()
+        assert counts.skipped == 0 and counts.queued + counts.in_flight >= 2
+        # Under scope "host" every link is on its page's host: asked as that page's.
+        gate = PointerRuleGate()
+        summary = await asyncio.wait_for(Frontier(
+            gate, [], lambda u, r: [], state=store.crawl_state("old")).run(), 60)
+        assert summary.skipped == 0
+        assert await store.crawl_state("old").counts() == CrawlCounts(done=4)
+    for link in ("http://h.example/a", "http://h.example/b"):
+        assert gate.asked[link] == link

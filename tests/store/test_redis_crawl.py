@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from robotgate.crawl import CrawlSummary, Frontier
+from robotgate.policy.provenance import pointer_of
 from robotgate.store.base import StoreError
 from robotgate.store.crawl_state import Entry
 from robotgate.store.leases import Leases
@@ -295,5 +296,65 @@ async def test_a_crawl_whose_redis_lost_it_ends_saying_so(redis_url: str, prefix
         with pytest.raises(StoreError, match=r"gone from Redis.*start it again"):
             await asyncio.wait_for(frontier.run(), 30)
         assert len(gate.fetched) <= 2
+    finally:
+        await store.close()
+
+
+async def test_each_url_keeps_who_pointed_at_it(redis_url: str, prefix: str) -> None:
+    from tests.store.test_sqlite_crawl import KINDS
+
+    # A page URL with "|" in it, and a URL after it, read back whole.
+    kinds = [*KINDS, pointer_of("http://a.example/x|y?z=|1|")]
+    entries = [Entry(f"http://h.example/{n}|", f"http://h.example/{n}|", 1, n > 0, 0, kind)
+               for n, kind in enumerate(kinds)]
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add(entries[:2])
+        page, = await state.take(1)
+        await state.finish(page, 2, entries[2:])
+        await state.close()
+        other = store.crawl_state("c")  # another worker, as one taking the crawl over
+        await other.open()
+        taken = await other.take(100)
+        await other.close()
+    finally:
+        await store.close()
+    assert sorted((e.url, str(e.provenance)) for e in taken) == sorted(
+        (e.url, str(e.provenance)) for e in entries[1:])
+    assert {e.url: e.provenance for e in taken} == {e.url: e.provenance for e in entries[1:]}
+
+
+async def test_a_crawl_of_an_older_layout_is_refused_naming_the_remedy(
+        redis_url: str, prefix: str, raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        base = f"{prefix}:crawl:{{crawl/old}}"
+        await raw.hset(f"{base}:meta", mapping={"v": 1, "created": "1.0"})
+        await raw.hset(f"{base}:e", "http://h.example/a", "1|1|http://h.example/a")
+        with pytest.raises(StoreError, match=r"layout 1, kept by an older robotgate.*"
+                                             r"which does\. Finish .* drop it"):
+            await store.crawl_state("old").open()
+        assert await raw.hget(f"{base}:meta", "v") == b"1"  # left as it was
+        assert await store.drop_crawl("old")
+        await store.crawl_state("old").open()  # started again, in this layout
+    finally:
+        await store.close()
+
+
+async def test_an_entry_robotgate_never_writes_is_refused(redis_url: str, prefix: str,
+                                                          raw: Any) -> None:
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("c")
+        await state.open()
+        await state.add([entry("http://h.example/a")])
+        # As layout 1 wrote it: no provenance.
+        await raw.hset(f"{prefix}:crawl:{{crawl/c}}:e", "http://h.example/a",
+                       "0|0|http://h.example/a")
+        with pytest.raises(StoreError, match=r"entry of 'http://h.example/a' is not one"):
+            await state.take(10)
+        await state.close()
     finally:
         await store.close()

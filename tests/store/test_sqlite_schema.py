@@ -164,7 +164,7 @@ def old_file(path: Path, version: int) -> None:
 
 
 async def test_migrates_version_1_file(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     path = tmp_path / "old.sqlite3"
     old_file(path, 1)
     async with SQLiteStore(path) as store:
@@ -256,7 +256,7 @@ async def test_migrates_version_4_file_and_records_its_session(tmp_path: Path) -
         assert rows == [(os.getpid(),)]
     with raw(path) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        assert meta["schema_version"] == str(SCHEMA_VERSION) == "6"
+        assert meta["schema_version"] == str(SCHEMA_VERSION) == "7"
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
 
 

@@ -4,8 +4,11 @@ A link joins when it is a URL, within ``max_depth``, inside the crawl's ``scope`
 (``"host"``, ``"domain"``, ``"any"`` or a rule) and not a private address that a
 public page points to (no DNS: literal addresses and ``localhost``); the rest are
 counted in the summary.  A page's links are read up to ``max_links``.  A link or a
-sitemap's entry is its page's pointer (docs/bad-input.md): its robots.txt verdict asked
-and its page fetched ``pointed_by`` that page, where the fetch takes it.
+sitemap's entry is its page's pointer (docs/bad-input.md): its entry carries that
+page as its :class:`~robotgate.policy.provenance.Provenance`, kept by the crawl's
+state, so its robots.txt verdict is asked and its page fetched ``pointed_by`` that
+page (where the fetch takes it) in the run that found it, a resumed run and another
+worker alike.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 from ..policy.hops import IsPrivate, literal_address
+from ..policy.provenance import Provenance
 from ..politeness.grouping import registrable_domain
+from ..store.base import StoreError
 from ..store.crawl_state import Added, CrawlState, Entry
-from ..urls import InvalidURL, resource_key
+from ..urls import InvalidURL, redact, resource_key
 from .options import ScopeRule
 from .page import count_links
 from .results import CrawlSummary
@@ -25,8 +30,6 @@ __all__ = ["Discovery"]
 
 #: A page's links handed to the state at once while they are read.
 _CHUNK = 4096
-#: Pointers remembered at most (URL key -> the page that gave it), ~100 bytes each.
-_POINTERS = 200_000
 
 
 class Discovery:
@@ -34,7 +37,7 @@ class Discovery:
 
     ``invalid(url, error, discovered)`` records what is no URL; ``counted(added,
     links)`` counts links written to the state.  ``keeps_pointers``: the fetch takes
-    ``pointed_by``, so each link's page is remembered until it is fetched."""
+    ``pointed_by``, so each link is asked as its page's pointer."""
 
     def __init__(self, state: CrawlState, summary: CrawlSummary, *,
                  url_key: Callable[[str], str], scope: str | ScopeRule,
@@ -51,20 +54,15 @@ class Discovery:
         self.is_private = is_private
         self.invalid = invalid
         self.counted = counted
-        # URL key -> the page, for the pointers queued in this run (the oldest
-        # forgotten past _POINTERS: such a link, as one a resumed crawl holds,
-        # counts as a public page's).
-        self._pointers: dict[str, str] | None = {} if keeps_pointers else None
-
-    def fetched(self, entry: Entry) -> None:
-        """``entry`` was fetched: its page need not be remembered any more."""
-        if self._pointers is not None:
-            self._pointers.pop(entry.key, None)
+        self.keeps_pointers = keeps_pointers
 
     async def judge(self, page: Entry, links: Iterable[str],
-                    resolve: Callable[[str], str | None] | None = None) -> list[Entry]:
+                    resolve: Callable[[str], str | None] | None = None,
+                    final_url: str | None = None) -> list[Entry]:
         """The links of ``page`` that may be crawled, as entries (the rest counted).
 
+        ``final_url``: where the page's answer came from after redirects (default its
+        URL): the page whose links they are, judged public or private by its host.
         A page of many links hands them to the state a chunk at a time as they are
         read; the last chunk is returned, to be written with the page's outcome."""
         summary = self.summary
@@ -76,7 +74,12 @@ class Discovery:
             return []
         out: list[Entry] = []
         page_host = _host(resource_key(page.url))
-        page_private = self._private(page_host)
+        source = final_url or page.url
+        source_host = page_host if source == page.url else _host(resource_key(source))
+        page_private = self._private(source_host)
+        # A literal private address is known private; a name is looked up where each
+        # link is asked, as it is in the run that found it.
+        pointer = Provenance(source, False if page_private else None)
         scope = self.scope
         read = 0
         try:
@@ -98,14 +101,14 @@ class Discovery:
                         summary.other_schemes += 1
                         continue
                     link = resolved
-                self._judge_one(link, page, depth, page_host, page_private, scope, out)
+                self._judge_one(link, page, depth, page_host, pointer, scope, out)
         except Exception:
             await self._add_links(out)  # what the page gave before its links failed
             raise
         return out
 
     def _judge_one(self, link: object, page: Entry, depth: int, page_host: str,
-              page_private: bool, scope: str | ScopeRule, out: list[Entry]) -> None:
+                   pointer: Provenance, scope: str | ScopeRule, out: list[Entry]) -> None:
         """Count ``link``, or put it in ``out`` (counted once written)."""
         summary = self.summary
         if not isinstance(link, str):
@@ -129,37 +132,35 @@ class Discovery:
         if not inside:
             summary.links += 1
             summary.out_of_scope += 1
-        elif not page_private and self._private(host):
+        elif pointer.public is not False and self._private(host):
             summary.links += 1
             summary.private_links += 1
         else:
-            out.append(Entry(key, link, depth, discovered=True))
-            self.pointed(key, page.url)
-
-    def pointed(self, key: str, page: str) -> None:
-        """The URL keyed ``key`` is a pointer of ``page``."""
-        pointers = self._pointers
-        if pointers is None:
-            return
-        if len(pointers) >= _POINTERS:
-            del pointers[next(iter(pointers))]
-        pointers[key] = page
+            out.append(Entry(key, link, depth, discovered=True, provenance=pointer))
 
     def pointer_of(self, entry: Entry) -> str | None:
-        """The page ``entry`` is a pointer of (``""``: a page taken as public), or None:
-        the caller's own input."""
-        pointers = self._pointers
-        if pointers is None:
+        """``pointed_by`` for ``entry``'s requests, from the provenance its entry
+        carries: the page it is a pointer of (``""``: a page known public), or None:
+        the caller's own input, or a pointer of a page known private.
+
+        A link an older robotgate queued without its page (provenance None) is asked
+        as a pointer of a page on its own host under scope ``"host"``, where every
+        link is on its page's host; under another scope its page cannot be told, and
+        the crawl ends with :class:`~robotgate.store.base.StoreError` naming the
+        remedy, the link left queued (never skipped on a guess)."""
+        if not self.keeps_pointers:
             return None
-        page = pointers.get(entry.key)
-        if page is not None:
-            return page
-        if not entry.discovered:
-            return None
-        # A link this run does not remember (a resumed crawl, or one forgotten past
-        # _POINTERS): under scope "host" its page was on its own host, so the link is
-        # judged as that page's pointer; under any other scope, as a public page's.
-        return entry.url if self.scope == "host" else ""
+        provenance = entry.provenance
+        if provenance is not None:
+            return provenance.from_url
+        if self.scope == "host":
+            return entry.url
+        raise StoreError(
+            f"the crawl's link {redact(entry.url)} was queued by an older robotgate, which"
+            f" kept no link's page: under scope {self.scope!r} it cannot be judged as its"
+            " page's pointer. Resume the crawl with scope='host' (where every link is on"
+            " its page's host), or drop it (store.drop_crawl(name); robotgate crawls"
+            " NAME --drop) and start it again")
 
     async def _add_links(self, chunk: list[Entry]) -> None:
         """A chunk of a page's links into the state, ahead of the page's outcome."""

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Generic
 
 from ..decision import Decision
 from ..errors import GateClosed
+from ..policy.provenance import INPUT, pointer_of
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
@@ -328,9 +329,8 @@ class Frontier(Generic[ResponseT]):
             key = resource_key(text)  # InvalidURL for what is no http(s) URL
             if self.discovery.url_key is not resource_key:
                 key = self.discovery.key_of(text)[0]
-            batch.append(Entry(key, text))
-            if sitemap:
-                self.discovery.pointed(key, sitemap)
+            # A sitemap's entry carries the sitemap as its page, kept with it.
+            batch.append(Entry(key, text, provenance=pointer_of(sitemap) if sitemap else INPUT))
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError
             self._invalid(url, exc)
         if len(batch) >= _ADD or self.state.bounded:
@@ -463,11 +463,10 @@ class Frontier(Generic[ResponseT]):
             self.queues.add(host.key, QueuedURL(entry), front=True)
             self._count_queued()
             return
-        self.discovery.fetched(entry)
         found: list[Entry] = []
         if record.error is None and record.decision is None:
             try:
-                found = await self.discovery.judge(entry, links, resolve)
+                found = await self.discovery.judge(entry, links, resolve, record.final_url)
             except Exception as exc:  # an iterable of links that raises as it is read
                 record.error = describe_error(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED

@@ -47,7 +47,7 @@ class CrawlInUse(StoreError):
     """Another process runs the named crawl in this store, which gives a crawl one process
     at a time (an SQLite store; a Redis crawl is shared by design).  The message names the
     crawl, its holder and how to take over; the holder's process id, host name and the Unix
-    time it took the crawl are kept too (None where its lock file does not say)."""
+    time it took the crawl are kept too (None where the crawl's row does not say)."""
 
     def __init__(self, message: str, *, name: str, pid: int | None = None,
                  host: str | None = None, since: float | None = None) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..error_root import Error
+from ..policy.provenance import INPUT, Provenance
 
 __all__ = ["DONE", "FAILED", "IN_FLIGHT", "QUEUED", "SKIPPED", "CrawlCounts", "CrawlState",
            "Entry", "MemoryCrawlState", "NamedCrawlsUnsupported"]
@@ -37,13 +38,17 @@ class NamedCrawlsUnsupported(Error, NotImplementedError):
 @dataclass(slots=True)
 class Entry:
     """A URL of the crawl: its resource key, the URL as given, its link depth
-    (0 for input), whether a page gave it, and the attempts made so far."""
+    (0 for input), whether a page gave it, the attempts made so far, and who pointed
+    at it (``provenance``: the caller's input, or the page whose link or sitemap
+    entry it is), kept with it by every store.  None: a link an older robotgate
+    queued without its page (see :meth:`robotgate.crawl.discovery.Discovery.pointer_of`)."""
 
     key: str
     url: str
     depth: int = 0
     discovered: bool = False
     attempts: int = 0
+    provenance: Provenance | None = INPUT
 
 
 @dataclass(slots=True)

@@ -39,10 +39,11 @@ from typing import Any, TypeVar, get_args, get_type_hints
 
 from .base import CrawlStore, FleetStore, HostState, RobotsEntry, StoreError
 from .batching import HostBatcher
-from .sqlite_crawl import CrawlLease, SQLiteCrawlState, crawl_names, drop_crawl
+from .sqlite_crawl import CrawlLocks, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
+    check_one_name,
     check_sound,
     create_new,
     fresh_hint,
@@ -220,7 +221,7 @@ class SQLiteStore(FleetStore, CrawlStore):
         # This store's row in the sessions table, from its first use to close().
         self._session = secrets.token_hex(8)
         # The named crawls this store's states run (let go of at close at the latest).
-        self._crawl_leases: set[CrawlLease] = set()
+        self._crawl_locks = CrawlLocks(self.path)
         # Touched only on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -404,7 +405,7 @@ class SQLiteStore(FleetStore, CrawlStore):
     def crawl_state(self, name: str) -> SQLiteCrawlState:
         """The crawl ``name``: one process runs it at a time (its ``open`` raises
         :class:`~robotgate.store.base.CrawlInUse` while another does)."""
-        return SQLiteCrawlState(self._call, name, self.path, self._crawl_leases)
+        return SQLiteCrawlState(self._call, name, self._crawl_locks)
 
     async def crawl_names(self) -> list[str]:
         return await self._call(crawl_names)
@@ -412,7 +413,7 @@ class SQLiteStore(FleetStore, CrawlStore):
     async def drop_crawl(self, name: str) -> bool:
         """Forget the crawl ``name``; :class:`~robotgate.store.base.CrawlInUse` while a
         process runs it."""
-        return await self._call(functools.partial(drop_crawl, name=name, path=self.path))
+        return await self._call(functools.partial(drop_crawl, name=name, locks=self._crawl_locks))
 
     # -- the worker thread ---------------------------------------------------
 
@@ -446,9 +447,6 @@ class SQLiteStore(FleetStore, CrawlStore):
                 ) from exc
 
     def _close_sync(self, written: bool) -> None:
-        for lease in list(self._crawl_leases):  # crawls whose state was never closed
-            self._crawl_leases.discard(lease)
-            lease.release()
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
@@ -459,6 +457,7 @@ class SQLiteStore(FleetStore, CrawlStore):
             finally:
                 _OUR_SESSIONS.discard(self._session)
                 conn.close()
+        self._crawl_locks.detach()  # after the connection: see CrawlLocks
 
     def _heartbeat(self, conn: sqlite3.Connection) -> None:
         """Renew this store's sessions row (in the caller's transaction)."""
@@ -519,6 +518,7 @@ class SQLiteStore(FleetStore, CrawlStore):
         # A store this call made is whole when it appears: no 0-byte moment for another
         # process to take for a truncated store.
         created = create_new(self.path)
+        check_one_name(self.path)  # before SQLite writes a log beside a second name
         emptied = not created and _empty_file(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
@@ -542,6 +542,7 @@ class SQLiteStore(FleetStore, CrawlStore):
                 ) from exc
             raise
         self._conn = conn
+        self._crawl_locks.attach()
         if emptied:
             _log.warning(
                 "robotgate: %s was an empty (0-byte) file: a new store was made in it. If it"

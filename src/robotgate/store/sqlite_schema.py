@@ -20,8 +20,8 @@ from typing import Any
 
 from .base import StoreError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_sound", "create_new", "fresh_hint",
-           "immediate", "move_aside", "prepare"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "check_one_name", "check_sound", "create_new",
+           "fresh_hint", "immediate", "move_aside", "prepare"]
 
 _log = logging.getLogger("robotgate.store.sqlite")
 
@@ -143,6 +143,20 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX crawl_urls_by_state ON crawl_urls (crawl, state, id)")
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    """Version 7 keeps who pointed at each URL of a named crawl (its provenance): the
+    page (NULL: the caller's input), whether that page was public (NULL: looked up when
+    the URL is asked), and ``page_kept`` (0 on the rows before: a link whose page no
+    one kept, see docs/crawl.md); and each crawl's holder (process id, host, since),
+    which a process refused the crawl quotes."""
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page TEXT")
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page_public INTEGER")
+    conn.execute("ALTER TABLE crawl_urls ADD COLUMN page_kept INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_pid INTEGER")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_host TEXT")
+    conn.execute("ALTER TABLE crawls ADD COLUMN owner_since REAL")
+
+
 #: ``_MIGRATIONS[i]`` upgrades a file from version ``i + 1`` to ``i + 2``.
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_1_to_2,
@@ -150,6 +164,7 @@ _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_3_to_4,
     _migrate_4_to_5,
     _migrate_5_to_6,
+    _migrate_6_to_7,
 )
 
 #: The schema version this code writes.
@@ -264,6 +279,36 @@ def create_new(path: str) -> bool:
             with contextlib.suppress(OSError):
                 os.remove(temporary + suffix)
     return True
+
+
+def check_one_name(path: str) -> None:
+    """Raise :class:`StoreError` when the file at ``path`` has other names (hard links).
+
+    SQLite keeps a store's write-ahead log and its index beside the name the file is
+    opened by, so processes that open one file by two names do not see each other's
+    writes and can damage it; a store is opened by one name.  :func:`create_new` links
+    a new store into place and removes its temporary name at once: that moment passes.
+    """
+    links = 1
+    for _ in range(_LINKED_CHECKS):
+        try:
+            links = os.stat(path).st_nlink
+        except OSError:
+            return  # none yet: sqlite3 makes it
+        if links <= 1:
+            return
+        time.sleep(0.05)
+    raise StoreError(
+        f"{path} has {links} names (hard links to one file). SQLite keeps a store's"
+        " write-ahead log beside the name it is opened by, so processes opening it by"
+        " different names lose each other's writes and can damage it. Nothing was changed."
+        f" Open it by one name: remove the other links (`find / -samefile {path}` lists"
+        " them), or copy the file instead of linking it."
+    )
+
+
+#: Looks at a file's names before it counts as linked (0.05 s apart).
+_LINKED_CHECKS = 20
 
 
 def _inspect(conn: sqlite3.Connection, path: str) -> int:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...policy.provenance import INPUT, Provenance
 from ...urls import resource_key
 from ..base import StoreError
 from ..crawl_state import OUTCOMES, Added, CrawlCounts, CrawlState, Entry
@@ -79,13 +80,52 @@ def _counts(raw: Any) -> CrawlCounts:
     return CrawlCounts(*(int(v) for v in raw))
 
 
+#: A provenance's mark in an entry: input, or a page public, private, to be looked up
+#: (``?``: a link whose page is not known, never written by robotgate itself).
+_MARKS = {True: "t", False: "f", None: "n"}
+_PUBLIC = {mark: public for public, mark in _MARKS.items()}
+
+
 def _entry(key: bytes, raw: bytes, attempts: bytes) -> Entry:
-    depth, discovered, url = text(raw).split("|", 2)
-    return Entry(text(key), url, int(depth), discovered == "1", int(attempts))
+    """An entry as layout 2 keeps it: ``depth|discovered|mark|len(page)|page url``."""
+    try:
+        depth, discovered, mark, size, rest = text(raw).split("|", 4)
+        n = int(size)
+        if not 0 <= n <= len(rest) or mark not in "ifnt?" or len(mark) != 1:
+            raise ValueError(mark)
+    except ValueError:
+        raise StoreError(f"the named crawl's entry of {text(key)!r} is not one robotgate"
+                         f" writes (layout {LAYOUT}): {text(raw)[:120]!r}") from None
+    provenance: Provenance | None
+    if mark == "i":
+        provenance = INPUT
+    elif mark in _PUBLIC:
+        provenance = Provenance(rest[:n], _PUBLIC[mark])
+    else:
+        provenance = None
+    return Entry(text(key), rest[n:], int(depth), discovered == "1", int(attempts), provenance)
 
 
 def _record(entry: Entry) -> str:
-    return f"{entry.depth}|{int(entry.discovered)}|{entry.url}"
+    provenance = entry.provenance
+    if provenance is None:
+        mark, page = "?", ""
+    elif provenance.page is None:
+        mark, page = "i", ""
+    else:
+        mark, page = _MARKS[provenance.public], provenance.page
+    return f"{entry.depth}|{int(entry.discovered)}|{mark}|{len(page)}|{page}{entry.url}"
+
+
+def _older_layout(name: str, prefix: str, layout: int) -> str:
+    """The refusal of a crawl an older robotgate keeps (its workers may still run)."""
+    return (
+        f"the named crawl {name!r} under Redis prefix {prefix!r} is in layout {layout},"
+        f" kept by an older robotgate, whose queued links do not say which page pointed"
+        f" at them; this robotgate reads layout {LAYOUT}, which does. Finish the crawl with"
+        f" the robotgate that started it, or drop it (robotgate crawls --store redis://HOST"
+        f" {name} --drop, or store.drop_crawl(name)) and start it again, or crawl under"
+        " another name")
 
 
 class RedisCrawlState(CrawlState):
@@ -158,6 +198,8 @@ class RedisCrawlState(CrawlState):
                 f"the named crawl {self.name!r} under Redis prefix {store.prefix!r} is in"
                 f" layout {layout}; this robotgate reads layout {LAYOUT}. Upgrade robotgate,"
                 " or crawl under another name")
+        if layout < LAYOUT:
+            raise StoreError(_older_layout(self.name, store.prefix, layout))
         names = _names_key(store)
         await store.call(lambda client: client.sadd(names, self.name), [names])
         self._fleet = _counts(reply[1])

@@ -8,7 +8,9 @@ from the base; they share its tag.
 
 Keys under the base: ``meta`` (hash: ``v`` the crawl layout's version), ``n``
 (counts: q, f, d, s, x), ``st`` (URL key -> state digit), ``e`` (URL key ->
-``depth|discovered|url``), ``a`` (URL key -> attempts), ``servers`` (set),
+``depth|discovered|mark|len(page)|page url``: the mark ``i`` for input, ``t``, ``f``
+or ``n`` for a pointer of a page public, private or to be looked up), ``a`` (URL key ->
+attempts), ``servers`` (set),
 ``q:S`` (list: server S's queued keys, some perhaps finished since: skipped),
 ``f:S`` (hash: S's keys in flight -> worker), ``lw`` (hash: leased server ->
 worker), ``le`` (zset: leased server -> lease end, ms on the Redis clock),
@@ -26,8 +28,9 @@ from .scripts import Script
 __all__ = ["CRAWL_COUNTS", "CRAWL_DROP", "CRAWL_OPEN", "CRAWL_RELEASE", "CRAWL_SYNC",
            "CRAWL_WRITE", "LAYOUT"]
 
-#: The crawl layout this code writes (``meta`` field ``v``); a higher one is refused.
-LAYOUT = 1
+#: The crawl layout this code writes (``meta`` field ``v``); another one is refused.
+#: 2: each entry keeps who pointed at it (layout 1 did not).
+LAYOUT = 2
 
 # Every script below but CRAWL_OPEN, CRAWL_COUNTS and CRAWL_DROP takes, as its last
 # argument, the crawl's ``created`` as the caller opened it.
