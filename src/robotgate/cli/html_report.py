@@ -13,7 +13,10 @@ the refusals, failed answers and errors, a table of the busiest hosts, then
 their timelines as inline SVG, sortable with a few lines of inline JavaScript.
 No network: no font, script or style comes from anywhere but the page itself.
 
-Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable; a host
+Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable; a line
+nested too deep to read, or with a time no date can be told for (past the year
+9999, infinite) or a wait longer than :data:`LONGEST`, ends the reading with
+:class:`BadLine`, naming its line; a host
 keeps at most :data:`MAX_MARKS` requests in full, fewer when there are many
 hosts (:data:`SAMPLE_BUDGET` across all); :data:`MAX_GROUPS` reasons, statuses
 or kinds are told apart (the rest counted together); the table lists
@@ -41,6 +44,7 @@ from ..urls import redact, scrub
 from .report import natural
 
 __all__ = [
+    "BadLine",
     "CrawlStory",
     "Groups",
     "HostStory",
@@ -66,6 +70,10 @@ MAX_INTERVALS = 8  # distinct intervals owed said per host
 #: millisecond closer than they were.
 TOLERANCE = 0.0015
 THROTTLED = frozenset({429, 503})
+#: The last Unix time a date can be told for (9999-12-31 23:59:59 UTC).
+LAST_TIME = 253_402_300_799.0
+#: Seconds a wait or an interval owed may say (about 30 years): no crawl's.
+LONGEST = 1e9
 _NONE = math.nan  # "no interval" in a host's array of intervals owed
 #: What a request came to, as a host's ``kinds`` holds it; a pixel column of the
 #: timeline shows the last of these among its requests.
@@ -219,14 +227,49 @@ def read_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
         yield chunk
 
 
+class BadLine(ValueError):
+    """A line the report cannot tell: ``number`` (1-based, blank lines counted) and why."""
+
+    def __init__(self, number: int, why: str) -> None:
+        super().__init__(f"line {number}: {why}")
+        self.number = number
+
+
+class _OutOfRange(ValueError):
+    """A field's number that no crawl could have written (its line is told by the reader)."""
+
+
 def _number(value: Any) -> float | None:
+    """A JSON number as a float (inf for one too large), None for anything else."""
     kind = type(value)  # exact types: a bool is no number here
     if kind is float:
-        return value if value - value == 0.0 else None  # not inf or NaN
+        return value  # type: ignore[no-any-return]
     if kind is int:
-        number = float(value) if abs(value) < 1e300 else math.inf
-        return number if math.isfinite(number) else None
+        return float(value) if abs(value) < 1e300 else math.inf
     return None
+
+
+def _time(record: dict[str, Any], name: str) -> float | None:
+    """The Unix time ``record[name]`` (None when absent or no number)."""
+    value = _number(record.get(name))
+    if value is not None and not 0.0 <= value <= LAST_TIME:
+        raise _OutOfRange(f"{name!r} is {_said(record[name])}, no Unix time a date can be "
+                          "told for (0 to the year 9999)")
+    return value
+
+
+def _duration(record: dict[str, Any], name: str) -> float | None:
+    """The seconds ``record[name]`` (None when absent or no number)."""
+    value = _number(record.get(name))
+    if value is not None and not abs(value) <= LONGEST:
+        raise _OutOfRange(f"{name!r} is {_said(record[name])}, more seconds than a crawl "
+                          f"waits ({LONGEST:g} at most)")
+    return value
+
+
+def _said(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _text(value: Any) -> str | None:
@@ -242,7 +285,7 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
     crawl line are counted."""
     story = CrawlStory()
     decode = json.JSONDecoder().decode
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         record = None
         if line is not None:  # None: a line too long to read
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
@@ -251,6 +294,9 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
             except ValueError:
                 if not text.strip():
                     continue  # a blank line: no line at all
+            except RecursionError:
+                raise BadLine(number, "nested deeper than the lines of a crawl are "
+                              "(no JSON line robotgate fetch writes)") from None
         story.lines += 1
         if type(record) is not dict or type(record.get("url")) is not str:
             story.unreadable += 1
@@ -265,7 +311,10 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
         if key is None:  # "key": null: in flight when the crawl was stopped
             story.interrupted += 1
             continue
-        _add_line(story, key, record)
+        try:
+            _add_line(story, key, record)
+        except _OutOfRange as exc:
+            raise BadLine(number, str(exc)) from None
     check_gaps(story)
     return story
 
@@ -282,7 +331,7 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
             if isinstance(item, dict):
                 _add_robots(story, host, item)
     url: str = record["url"]
-    waited = max(0.0, _number(record.get("waited")) or 0.0)
+    waited = max(0.0, _duration(record, "waited") or 0.0)
     reason = _text(record.get("wait_reason")) or ""
     if waited > 0:
         host.waited += waited
@@ -309,11 +358,11 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
         host.pages += 1
     if status in THROTTLED:
         host.throttled += 1
-    started = _number(record.get("started"))
+    started = _time(record, "started")
     if started is None:
         return  # no request went (refused, or failed before it left)
-    answered = _number(record.get("answered"))
-    interval = _number(record.get("interval"))
+    answered = _time(record, "answered")
+    interval = _duration(record, "interval")
     if (interval is not None and len(host.intervals) < MAX_INTERVALS
             and interval not in host.intervals):
         host.intervals = (*host.intervals, interval)
@@ -349,14 +398,14 @@ def _status_label(status: int) -> str:
 
 
 def _add_robots(story: CrawlStory, host: HostStory, item: dict[str, Any]) -> None:
-    started = _number(item.get("started"))
+    started = _time(item, "started")
     if started is None:
         return
     status = _status(item.get("status"))
     host.robots += 1
     if status in THROTTLED:
         host.throttled += 1
-    answered = _number(item.get("answered"))
+    answered = _time(item, "answered")
     index = _note(story, host, started, answered, None,
                   _THROTTLED if status in THROTTLED else _ROBOTS)
     if index is not None:
