@@ -314,13 +314,15 @@ async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path)
     assert "crawl-delay" in dom and 'class="req short"' not in dom
     assert dom.count('class="req answer"') == 3  # the three 500s, apart from the pages
     assert "<td>500 Internal Server Error</td><td>3</td>" in dom
-    # Refusals by rule and line (two robots.txt files), and the site whose robots.txt
-    # answered 503, each with its URLs.
-    assert "<h2>Refused by robots.txt: 5</h2>" in dom
-    for reason, count in (("unreachable", 3), ("Disallow: /private/ (line 2)", 1),
+    # Refusals by rule and line (two robots.txt files), each with its URLs; apart, the
+    # site whose robots.txt answered 503 (unreachable: not asked).
+    assert "<h2>Refused by robots.txt: 2</h2>" in dom
+    for reason, count in (("Disallow: /private/ (line 2)", 1),
                           ("Disallow: /private/ (line 3)", 1)):
         assert re.search(rf"<td>{re.escape(reason)}<div[^>]*>[^<]*</div></td><td>{count}</td>",
                          dom), reason
+    assert re.search(r"<h2>robots.txt unreachable [^<]*: 3</h2>.*<td>robots.txt answered "
+                     r"503: robots.txt is unreachable[^<]*</td><td>3</td>", dom)
     assert "/private/long-path-segment-" in dom  # among the examples
 
     assert 'data-sorted="throttled"' in dom
