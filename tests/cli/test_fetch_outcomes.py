@@ -45,11 +45,14 @@ def totals(err: str) -> dict[str, int]:
 async def test_a_dead_host_is_robots_txt_unreachable_and_the_run_fails(
         capsys: pytest.CaptureFixture[str]) -> None:
     dead = dead_url()
-    code, out, err = await run_async([*FETCH, dead, dead.replace("/1", "/2")], capsys)
+    code, out, err = await run_async([*FETCH, dead, dead.replace("/page/1", "/page/2")],
+                                     capsys)
     assert code == 1  # nothing it was asked could be fetched
     records = json_lines(out)
     assert [r["outcome"] for r in records] == ["unreachable"] * 2
     assert all("Connect" in str(r["reason"]) for r in records)  # the error, in each line
+    [robots] = [request for r in records for request in r.get("robots_txt", [])]  # type: ignore[attr-defined]
+    assert str(robots["error"]).startswith("ClientConnectorError: Cannot connect to host")
     assert totals(err) == dict(pages=0, failed=0, skipped=0, unreachable=2, errors=0,
                                retried=0)
     # The summary says what went wrong, not "skipped by robots.txt".

@@ -155,7 +155,7 @@ def test_hostile_lines_get_a_definite_answer() -> None:
 
 @pytest.mark.parametrize(("field", "bad"), [
     ("started", "1e308"), ("started", str(2**63)), ("started", "-1e308"), ("started", "1e400"),
-    ("answered", "1e308"), ("waited", "1e308"), ("interval", str(2**63)),
+    ("answered", "1e308"), ("waited", "1e308"), ("interval", str(2**63)), ("interval", "-5"),
     ("robots_txt", '[{"started": 1e308}]'),
 ])
 def test_a_number_no_crawl_wrote_names_its_line_and_exits_2(

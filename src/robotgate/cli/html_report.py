@@ -288,9 +288,9 @@ def _time(record: dict[str, Any], name: str) -> float | None:
 def _duration(record: dict[str, Any], name: str) -> float | None:
     """The seconds ``record[name]`` (None when absent or no number)."""
     value = _number(record.get(name))
-    if value is not None and not abs(value) <= LONGEST:
-        raise _OutOfRange(f"{name!r} is {_said(record[name])}, more seconds than a crawl "
-                          f"waits ({LONGEST:g} at most)")
+    if value is not None and not 0.0 <= value <= LONGEST:
+        raise _OutOfRange(f"{name!r} is {_said(record[name])}, no seconds a crawl waits "
+                          f"(0 to {LONGEST:g})")
     return value
 
 
@@ -358,7 +358,7 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
             if isinstance(item, dict):
                 _add_robots(story, host, item)
     url: str = record["url"]
-    waited = max(0.0, _duration(record, "waited") or 0.0)
+    waited = _duration(record, "waited") or 0.0
     reason = _text(record.get("wait_reason")) or ""
     if waited > 0:
         story.waiting += 1
