@@ -34,13 +34,6 @@ URL_OUTCOMES = (
     ("unreachable", "robots.txt unreachable"),  # not asked: disallowed (RFC 9309)
     ("errors", "errors"),  # no answer
 )
-#: What the labels mean, said once under the summary and in the report.
-URL_OUTCOMES_SAID = (
-    "URLs by their last attempt: fetched = answered below 400; failed = answered 400 or "
-    "above (a 429/503 after its retries too); refused = by a robots.txt rule or its "
-    "answer; robots.txt unreachable = not asked, the site's robots.txt could not be "
-    "fetched (disallowed, RFC 9309); errors = no answer"
-)
 
 
 class OutputBroken(Exception):
