@@ -124,8 +124,8 @@ class LogWriter:
         userinfo = f"crawler:{SECRET}@" if n % 997 == 0 else ""
         key = f"host:{name}"
         self.counts[key] = 1
-        if host % 50 == 7:  # robots.txt unreachable: every URL of the site refused
-            self.counts["refused"] += 1
+        if host % 50 == 7:  # robots.txt unreachable: no URL of the site asked
+            self.counts["unreachable"] += 1
             return make(f"http://{userinfo}{name}/page/{n}", key=key,
                         decision=self.unreachable)
         rules = self.robots_rules[host % 2]
@@ -228,8 +228,9 @@ def summary_counts(page: Path) -> dict[str, int]:
     """The totals the page's summary says, read back (the rows of the current page)."""
     text = page.read_text(encoding="utf-8", errors="replace")
     found = {}
-    for name, row in (("pages", "pages fetched"), ("refused", "refused by robots.txt"),
-                      ("failed", "failed answers"), ("errors", "errors"),
+    for name, row in (("pages", "fetched"), ("refused", "refused by robots.txt"),
+                      ("unreachable", "robots.txt unreachable"),
+                      ("failed", "failed"), ("errors", "errors"),
                       ("robots", "robots.txt requests"), ("hosts", "hosts"),
                       ("lines", "lines")):
         match = re.search(rf"<tr><th>{re.escape(row)}</th><td>([\d,]+)", text)
@@ -286,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     after = runs["after"]
     summary = after.get("summary", {})
     exact = {k: (summary.get(k), written.get(k, 0)) for k in
-             ("lines", "hosts", "pages", "refused", "failed", "errors", "invalid", "robots")}
+             ("lines", "hosts", "pages", "refused", "unreachable", "failed", "errors", "invalid",
+              "robots")}
     report = {"sizes": {"lines": args.lines, "hosts": args.hosts, "log_mb": round(log_mb, 1),
                         "log_seconds": round(log_seconds, 1)},
               "written": written, "runs": runs, "machine": machine(),

@@ -92,7 +92,9 @@ class Decision:
     ``group`` names the user-agent group that was consulted (``("*",)`` for
     the catch-all group, ``None`` when no group applied); ``outcome`` is set
     when the verdict comes from how fetching robots.txt went (for example
-    ``"unreachable"``) rather than from a rule.
+    ``"unreachable"``) rather than from a rule.  :attr:`unreachable` tells a site
+    that could not be asked (a dead host, a DNS failure, a 5xx: disallowed, as
+    RFC 9309 says) from one whose rules refuse; ``error`` then says what went wrong.
 
     ``usage`` maps AI-preference labels (``"train-ai"``, ...) to ``True``
     (allowed) or ``False`` (disallowed), from the group's ``Content-Usage``
@@ -122,6 +124,18 @@ class Decision:
     signal_rules: tuple[UsageRule, ...] = ()
     # A gate with tdmrep=True: whether TDM rights are reserved (W3C TDMRep).
     tdm: TdmVerdict | None = field(default=None, compare=False)
+    # Why robots.txt could not be fetched ("unreachable"): the error, or the status answered.
+    error: str | None = None
+
+    @property
+    def unreachable(self) -> bool:
+        """Whether robots.txt was unreachable (the site could not be asked), not a
+        rule or the site's answer: the URL is disallowed all the same.
+
+        >>> Decision(False, "...", outcome="unreachable", error="connection refused").unreachable
+        True
+        """
+        return self.outcome == "unreachable"
 
     @property
     def line(self) -> int | None:

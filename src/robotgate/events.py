@@ -66,22 +66,33 @@ class _HasUrl:
 class RobotsFetched(Event):
     """An origin's robots.txt was fetched: its ``outcome`` (``Outcome``: ok, unavailable,
     forbidden, unreachable), HTTP ``status`` (0: no answer), body ``size`` in bytes and
-    ``seconds`` the fetch took (its waits for a redirect hop's turn included)."""
+    ``seconds`` the fetch took (its waits for a redirect hop's turn included); ``error``
+    says why it was unreachable (the network error, or the status answered), else ``""``."""
 
     outcome: str
     status: int
     size: int
     seconds: float
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class UrlSkipped(_HasUrl, Event):
-    """robots.txt keeps the robot from ``url``: ``allowed`` is False and ``reason``
-    says why (the rule and line, or the fetch outcome), as the decision does."""
+    """robots.txt keeps the robot from ``url``: ``reason`` says why (the rule and line,
+    or the fetch outcome), as the decision does; ``outcome`` is ``"rules"`` when a rule
+    decided, else the decision's outcome.  ``outcome == "unreachable"``: robots.txt
+    could not be fetched (the site could not be asked, not refused), and ``error``
+    says why; else ``error`` is ``""``."""
 
     url: str
     reason: str
     outcome: str
+    error: str = ""
+
+    @property
+    def unreachable(self) -> bool:
+        """Whether robots.txt was unreachable, rather than a rule refusing ``url``."""
+        return self.outcome == "unreachable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,12 +70,12 @@ def json_lines(text: str) -> list[dict[str, object]]:
 
 
 def summary_row(text: str, address: str) -> list[str]:
-    """Pages, skipped and errors in the summary row of the host at ``address``
+    """Fetched, refused and errors in the summary row of the host at ``address``
     (its politeness key names it: ``host:ADDRESS`` or ``http://ADDRESS:PORT``)."""
     for line in text.replace("\r", "\n").splitlines():
         key, *cells = line.split() or [""]
         if key.split(":")[-1] == address or key.split("//")[-1].split(":")[0] == address:
-            return cells[:3]
+            return [cells[0], cells[2], cells[4]]
     raise AssertionError(f"no summary row for {address} in {text!r}")
 
 
@@ -327,9 +327,12 @@ async def test_fetch_writes_json_lines_and_a_summary(
     # Not a terminal: a summary, no progress bar.
     assert "\r" not in err and "[#" not in err and "[-" not in err
     header = err.splitlines()[0].split()
-    assert header == ["host", "pages", "skipped", "errors", "mean", "interval"]
+    assert header == ["host", "fetched", "failed", "refused", "unreachable", "errors", "mean",
+                      "interval"]
     assert summary_row(err, srv.hosts[0]) == ["4", "1", "0"]
-    assert "done in" in err and "5 fetched, 2 skipped by robots.txt, 0 errors, 3 hosts" in err
+    assert "done in" in err and (
+        "7 URLs: 5 fetched, 0 failed, 1 refused by robots.txt, 1 robots.txt unreachable, "
+        "0 errors; 3 hosts") in err
 
 
 @pytest.mark.slow
@@ -512,7 +515,7 @@ async def test_fetch_in_a_terminal_shows_progress_and_summary(tmp_path: Path) ->
     assert "host" in screen and "mean interval" in screen
     for h in (0, 1):
         assert summary_row(screen, srv.hosts[h]) == ["5", "1", "0"]
-    assert "done in" in screen and "10 fetched, 2 skipped by robots.txt, 0 errors" in screen
+    assert "done in" in screen and "10 fetched, 0 failed, 2 refused by robots.txt" in screen
     assert sum(s.disallowed_page_requests for s in stats.values()) == 0
     assert (tmp_path / "cache" / "robotgate" / "store.sqlite3").exists()
 

@@ -46,9 +46,13 @@ def test_the_eta_comes_once_the_input_length_is_known() -> None:
     s.input_done = True
     known = live_parts(s, 4.0)
     assert known[:3] == ["40/100 done", "4.0/s", "ETA 15.0s"]
-    assert known[3:] == ["30 pages", "5 skipped", "5 errors",
+    assert known[3:] == ["30 fetched", "5 refused", "5 errors",
                          "hosts: 3 active, 7 waiting, 2 backing off"]
     assert not any("/s" in part for part in live_parts(s, None))  # no rate yet: none said
+    # Failed URLs and unreachable robots.txt are said once there are some, apart.
+    s.failed, s.unreachable, s.pages = 2, 3, 25
+    assert live_parts(s, 4.0)[3:7] == ["25 fetched", "2 failed", "5 refused",
+                                       "3 robots.txt unreachable"]
 
 
 def test_the_bar_on_a_terminal_shows_it_all() -> None:
@@ -88,7 +92,7 @@ async def test_fetch_off_a_terminal_logs_as_it_goes(
         assert code == 0
         logged = [line for line in err.splitlines() if re.match(r"robotgate: [\d.]+s: ", line)]
         assert len(logged) >= 2, err
-        assert all("done" in line and "pages" in line and "hosts:" in line for line in logged)
+        assert all("done" in line and "fetched" in line and "hosts:" in line for line in logged)
         code = await asyncio.to_thread(main, [*args, "-q"])
         assert code == 0 and capsys.readouterr().err == ""
 

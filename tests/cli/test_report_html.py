@@ -139,7 +139,7 @@ def test_hostile_lines_get_a_definite_answer() -> None:
         b"[1, 2]",
         b'{"no": "url"}',
         b'{"url": "http://a/", "key": "host:a", "started": "soon", "waited": "long"}',
-        b'{"url": "http://a/", "key": "host:a", "started": 1e400, "status": true}',
+        b'{"url": "http://a/", "key": "host:a", "started": null, "status": true}',
         b'{"url": "x", "key": "k", "robots_txt": [1, {"started": null}, "x"]}',
         b"x" * (MAX_LINE + 10),
         json.dumps({"url": f"http://a/{evil}", "key": f"host:{evil}", "started": 1.0,
@@ -151,6 +151,39 @@ def test_hostile_lines_get_a_definite_answer() -> None:
     html = render(story, title=evil)
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+@pytest.mark.parametrize(("field", "bad"), [
+    ("started", "1e308"), ("started", str(2**63)), ("started", "-1e308"), ("started", "1e400"),
+    ("answered", "1e308"), ("waited", "1e308"), ("interval", str(2**63)), ("interval", "-5"),
+    ("robots_txt", '[{"started": 1e308}]'),
+])
+def test_a_number_no_crawl_wrote_names_its_line_and_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, bad: str) -> None:
+    record = json.loads(page("host:a.example", 3.0))
+    record[field] = "BAD"
+    line = json.dumps(record).replace('"BAD"', bad)  # as written, not as Python would
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text(f"{page('host:a.example', 1.0)}\n\n{page('host:a.example', 2.0)}\n"
+                     f"{line}\n")
+    assert main(["report", str(crawl)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith(f"robotgate: error: {str(crawl)!r}, line 4: ")  # the blank counts
+    assert repr(field if field != "robots_txt" else "started") in err
+    assert not (tmp_path / "crawl.html").exists()
+
+
+def test_brackets_nested_past_reading_name_their_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    crawl = tmp_path / "crawl.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    crawl.write_text(f"{page('host:a.example', 1.0)}\n{deep}\n"
+                     f'{{"url": "http://a.example/", "x": {deep}}}\n')
+    assert main(["report", str(crawl)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith(f"robotgate: error: {str(crawl)!r}, line 2: nested deeper")
 
 
 def test_the_page_loads_nothing_from_elsewhere() -> None:
@@ -281,13 +314,15 @@ async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path)
     assert "crawl-delay" in dom and 'class="req short"' not in dom
     assert dom.count('class="req answer"') == 3  # the three 500s, apart from the pages
     assert "<td>500 Internal Server Error</td><td>3</td>" in dom
-    # Refusals by rule and line (two robots.txt files), and the site whose robots.txt
-    # answered 503, each with its URLs.
-    assert "<h2>Refused by robots.txt: 5</h2>" in dom
-    for reason, count in (("unreachable", 3), ("Disallow: /private/ (line 2)", 1),
+    # Refusals by rule and line (two robots.txt files), each with its URLs; apart, the
+    # site whose robots.txt answered 503 (unreachable: not asked).
+    assert "<h2>Refused by robots.txt: 2</h2>" in dom
+    for reason, count in (("Disallow: /private/ (line 2)", 1),
                           ("Disallow: /private/ (line 3)", 1)):
         assert re.search(rf"<td>{re.escape(reason)}<div[^>]*>[^<]*</div></td><td>{count}</td>",
                          dom), reason
+    assert re.search(r"<h2>robots.txt unreachable [^<]*: 3</h2>.*<td>robots.txt answered "
+                     r"503: robots.txt is unreachable[^<]*</td><td>3</td>", dom)
     assert "/private/long-path-segment-" in dom  # among the examples
 
     assert 'data-sorted="throttled"' in dom

@@ -77,7 +77,6 @@ def counted_log() -> tuple[list[str], dict[str, int]]:
             counts["private"] += 1
         elif roll < 0.07:
             lines.append(refused(key, f"/x/{n}", None, None, outcome="unreachable"))
-            counts["refused"] += 1
             counts["unreachable"] += 1
         elif roll < 0.10:
             lines.append(fetched(key, n, started, status=500))
@@ -117,14 +116,16 @@ def test_the_totals_count_every_line() -> None:
     assert story.lines == len(lines) and story.unreadable == 2
     assert (story.invalid, story.interrupted) == (counts["invalid"], counts["interrupted"])
     for name, tally in (("pages", "pages"), ("skipped", "refused"), ("failed", "failed"),
-                        ("errors", "errors"), ("throttled", "throttled"),
-                        ("robots", "robots")):
+                        ("unreachable", "unreachable"), ("errors", "errors"),
+                        ("throttled", "throttled"), ("robots", "robots")):
         assert story.total(name) == counts[tally], name
     assert story.short_gaps == 0
     page = render(story)
-    assert summary_row(page, "pages fetched").startswith(f"{counts['pages']:,} ")
-    assert summary_row(page, "refused by robots.txt") == f"{counts['refused']:,}"
-    assert summary_row(page, "failed answers").startswith(f"{counts['failed']:,} ")
+    assert summary_row(page, "fetched").startswith(f"{counts['pages']:,} ")
+    assert summary_row(page, "refused by robots.txt").startswith(f"{counts['refused']:,} ")
+    assert summary_row(page, "robots.txt unreachable").startswith(
+        f"{counts['unreachable']:,} (not asked")
+    assert summary_row(page, "failed").startswith(f"{counts['failed']:,} ")
     assert summary_row(page, "errors").startswith(f"{counts['errors']:,} ")
     assert summary_row(page, "lines").startswith(f"{len(lines):,}: ")
     assert f"{counts['invalid']} invalid URLs" in summary_row(page, "lines")
@@ -133,11 +134,14 @@ def test_the_totals_count_every_line() -> None:
 def test_refusals_failed_answers_and_errors_are_told_apart_with_examples() -> None:
     lines, counts = counted_log()
     page = render(story_of(lines))
-    refusals = page[page.index('<section id="refusals">'):page.index('<section id="failures">')]
+    refusals = page[page.index('<section id="refusals">'):
+                    page.index('<section id="unreachable">')]
     assert re.search(rf"<td>Disallow: /private/ \(line 2\)(<div[^>]*>[^<]*</div>)?</td>"
                      rf"<td>{counts['private']:,}</td>", refusals)
-    assert re.search(rf"<td>unreachable<div[^>]*>robots.txt answered 503[^<]*</div></td>"
-                     rf"<td>{counts['unreachable']:,}</td>", refusals)
+    unreachable = page[page.index('<section id="unreachable">'):
+                       page.index('<section id="failures">')]
+    assert re.search(rf"<td>robots.txt answered 503[^<]*</td>"
+                     rf"<td>{counts['unreachable']:,}</td>", unreachable)
     assert len(re.findall(r"<li>http://h\d+\.example/private/\d+</li>", refusals)) == 3
     failures = page[page.index('<section id="failures">'):page.index('<section id="errors">')]
     assert f"<td>500 Internal Server Error</td><td>{counts['status500']:,}</td>" in failures
@@ -217,7 +221,7 @@ def test_the_page_is_bounded_whatever_the_number_of_hosts(
     page = render(story_of(lines))
     assert page.count('<section class="host"') == 10
     assert len(re.findall(r'<tr data-key="', page)) == 30
-    assert "20 more hosts, with 200 pages" in page
+    assert "20 more hosts, with 200 fetched" in page and "none of them slowed" in page
     assert "The timelines of 40 more hosts" in page
     # The host with a short gap comes first, in the table and the timelines.
     assert re.search(r'<tbody><tr data-key="host:h49.example"', page)
@@ -251,3 +255,33 @@ def test_no_password_of_a_url_is_on_the_page() -> None:
 def test_the_same_log_gives_the_same_page() -> None:
     lines = [fetched(f"host:h{n % 3}.example", n, T0 + n) for n in range(MAX_MARKS * 5)]
     assert render(story_of(lines)) == render(story_of(lines))
+
+
+def test_past_the_table_every_host_that_slowed_the_crawl_stays_whatever_its_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(html_report, "MAX_TABLE", 30)
+    lines = [fetched(f"host:busy{n % 40}.example", n, T0 + n) for n in range(400)]
+    lines += [
+        fetched("host:throttled.example", 1, T0, status=429),
+        fetched("host:backing.example", 1, T0, waited=30.0, wait_reason="back-off"),
+        fetched("host:crawl-delay.example", 1, T0, interval=60.0),
+        fetched("host:small.example", 1, T0),  # one page, nothing slowed: left out
+    ]
+    page = render(story_of(lines))
+    keys = re.findall(r'<tr data-key="([^"]+)"', page)
+    assert len(keys) == 33 and keys[:30] == [f"host:busy{n}.example" for n in range(30)]
+    assert set(keys[30:]) == {"host:throttled.example", "host:backing.example",
+                              "host:crawl-delay.example"}
+    assert "11 more hosts, with 101 fetched, 0 failed" in page
+    assert "none of them slowed the crawl" in page
+    row = page[page.index('<tr data-key="host:crawl-delay.example"'):]
+    assert 'data-owed="60"' in row[:row.index("</tr>")]
+
+
+def test_the_waits_are_labelled_as_a_sum_over_requests() -> None:
+    lines = [fetched(f"host:h{n}.example", n, T0, waited=100.0, wait_reason="delay")
+             for n in range(50)]
+    page = render(story_of(lines))
+    said = summary_row(page, "waited for turns, summed over requests")
+    assert said.startswith("1.4 h delay: the waits of 50 requests, added up")
+    assert "waited (sum)" in page

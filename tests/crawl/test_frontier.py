@@ -281,7 +281,8 @@ async def test_a_page_that_takes_too_long_times_out() -> None:
 async def test_origins_ruled_out_by_their_robots_txt_are_grouped() -> None:
     gate = FakeGate(unreachable={"http://h1.example", "http://h2.example"})
     summary = await crawl(gate, urls_for(3, 2), noop)
-    assert summary.skipped == 4 and summary.pages == 2
+    # Unreachable, not refused by a rule: counted apart, with what went wrong.
+    assert (summary.unreachable, summary.skipped, summary.pages) == (4, 0, 2)
     assert summary.skipped_by_reason() == {
         "robots.txt of http://h1.example answered 503": ["http://h1.example"],
         "robots.txt of http://h2.example answered 503": ["http://h2.example"],
@@ -351,10 +352,10 @@ async def test_429_is_retried_after_the_back_off_and_the_handler_sees_the_answer
     assert (first.kind, first.status, first.attempts) == ("retried", 429, 1)
     assert record.status == 200 and record.attempts == 2 and record.kind == "page"
     assert summary.pages == 1 and summary.errors == 0
-    # Without retries the 429 is the answer.
+    # Without retries the 429 is the answer: the URL failed, it was not fetched.
     gate = FakeGate(delay=0.0, statuses={url: [429, 200]})
     summary = await crawl(gate, [url], handler, retries=0)
-    assert summary.pages == 1 and seen == [200, 429]
+    assert (summary.pages, summary.failed) == (0, 1) and seen == [200, 429]
 
 
 async def test_an_exception_from_on_result_ends_the_crawl() -> None:

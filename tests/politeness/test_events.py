@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import socket
 
 import pytest
 
-from robotgate import RobotGate
+from robotgate import Disallowed, RobotGate
 from robotgate.events import (
     WAIT_REASONS,
     BackoffStarted,
@@ -133,3 +134,39 @@ async def test_a_host_capped_wait_says_so(public: Site) -> None:  # noqa: F811
         await asyncio.gather(*(gate.fetch(public.url(f"/p{i}?hold=0.2")) for i in range(2)))
     reasons = {e.reason for e in heard if isinstance(e, TurnWaited)}
     assert reasons == {"host-cap"}, reasons
+
+
+def dead_url(path: str = "/x") -> str:
+    """A URL of a loopback port nobody listens on: connection refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"
+
+
+async def test_an_unreachable_robots_txt_is_told_apart_from_a_rule_with_its_error(
+        public: Site) -> None:  # noqa: F811
+    heard: list[Event] = []
+    dead = dead_url()
+    async with RobotGate(AGENT, delay=0.0, on_event=heard.append) as gate:
+        decision = await gate.decide(dead)
+        with pytest.raises(Disallowed) as refused:
+            await gate.fetch(dead)
+        with pytest.raises(Disallowed):
+            await gate.fetch(public.url("/no/x"))
+        summary = await gate.crawl([dead + "y", public.url("/no/y"), public.url("/a")],
+                                   lambda url, resp: None)
+    # Disallowed all the same (RFC 9309), but said as what happened, with the error.
+    assert not decision.allowed and decision.unreachable and decision.outcome == "unreachable"
+    assert decision.error is not None and "Connect" in decision.error
+    assert refused.value.decision.unreachable and refused.value.decision.error
+    [fetched] = [e for e in heard if isinstance(e, RobotsFetched) and e.origin in dead]
+    assert fetched.outcome == "unreachable" and fetched.error == decision.error
+    skips = {e.url: e for e in heard if isinstance(e, UrlSkipped)}
+    assert skips[dead].unreachable and skips[dead].error == decision.error
+    rule = skips[public.url("/no/x")]
+    assert not rule.unreachable and rule.outcome == "rules" and rule.error == ""
+    assert (summary.pages, summary.skipped, summary.unreachable) == (1, 1, 1)
+    assert summary.host(gate.pace_key(dead)).unreachable == 1
+    [(origin, reason)] = summary.skipped_origins.items()
+    assert dead.startswith(origin) and decision.error in reason

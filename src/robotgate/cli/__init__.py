@@ -8,9 +8,10 @@ robots.txt URL (fetched with the gate's policy).  Exit status: 0 all allowed,
 
 ``robotgate fetch --agent NAME (URL... | -i FILE | -)`` crawls URLs through
 ``gate.crawl`` (robots.txt, pacing, back-off, workers busy across hosts) and
-writes one JSON line per URL.  Exit status: 0 done, 1 some fetches failed,
-2 bad input (an invalid URL still gets its line and the run goes on), 130
-interrupted (Ctrl-C).
+writes one JSON line per URL.  Exit status: 0 done, 1 some URL got no answer, or
+nothing was fetched while some URL could not be (robots.txt unreachable, an answer
+of 400 or above), 2 bad input (an invalid URL still gets its line and the run goes
+on), 130 interrupted (Ctrl-C).
 
 ``robotgate demo`` plays dozens of hosts on loopback and crawls them, to show
 the gate at work without a network.

@@ -104,7 +104,8 @@ def _report(server: DemoServer, summary: CrawlSummary, skips: Counter[str],
             delay: float) -> str:
     lines = [
         f"crawled in {summary.elapsed:.1f}s: {summary.pages} pages fetched, "
-        f"{summary.skipped} URLs skipped by robots.txt, {summary.errors} errors, "
+        f"{summary.skipped} URLs refused by robots.txt, {summary.unreachable} not asked "
+        f"(robots.txt unreachable), {summary.errors} errors, "
         f"{summary.discovered} URLs found in pages, {summary.retried} retried after a 429",
         "",
         "per host (the crawler's view)",

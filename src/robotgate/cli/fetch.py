@@ -104,6 +104,14 @@ def run_fetch(args: argparse.Namespace) -> int:
             out.close()
 
 
+def failed(summary: CrawlSummary) -> bool:
+    """Whether the run failed: some URL got no answer, or none was fetched while
+    some could not be (robots.txt unreachable, or answered 400 or above).  URLs
+    refused by robots.txt's rules are an answer, not a failure."""
+    return bool(summary.errors or (
+        not summary.pages and (summary.unreachable or summary.failed)))
+
+
 def named_crawl_text(name: str, summary: CrawlSummary) -> str:
     """How far the named crawl has come: done before this run, fetched now, pending."""
     pending = summary.queued + summary.interrupted  # those cut short are queued again
@@ -324,7 +332,7 @@ class _FetchRun:
                 say(named_crawl_text(args.crawl, summary))
         if summary.invalid or reader.input_error:
             return EXIT_USAGE
-        return EXIT_FAILED if summary.errors else EXIT_OK
+        return EXIT_FAILED if failed(summary) else EXIT_OK
 
     def _write(self, result: CrawlResult) -> None:
         if result.kind == "invalid":

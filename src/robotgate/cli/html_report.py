@@ -1,24 +1,33 @@
 """``robotgate report``: one self-contained HTML page about a crawl, from its JSON lines.
 
 :func:`read_story` reads the lines ``robotgate fetch`` wrote one at a time and
-keeps, per politeness key, exact tallies (pages, URLs refused by robots.txt,
-failed answers, errors, robots.txt requests, waits), the start of every request,
+keeps, per politeness key, exact tallies of URLs by their last attempt (fetched,
+failed, refused by robots.txt, robots.txt unreachable, errors: what ``robotgate
+fetch``'s summary counts, :data:`~robotgate.cli.report.URL_OUTCOMES`), of attempts
+retried, robots.txt requests and waits, the start of every request,
 the interval it was owed and what it came to (17 bytes a request: what an exact
 gap check needs, whatever order the lines come in), and a bounded sample of the
-requests in full for the timeline.  Refusals are grouped by the rule and line that refused them,
-failed answers by status, errors by kind, each with a few example URLs.
+requests in full for the timeline.  Refusals are grouped by the rule and line that
+refused them, unreachable robots.txt by what went wrong, failed answers by status,
+errors by kind, each with a few example URLs.
 :func:`check_gaps` finds every two requests to one server closer than the
 interval owed; :func:`render_parts` writes the page piece by piece: a summary,
-the refusals, failed answers and errors, a table of the busiest hosts, then
+the refusals, unreachable sites, failed answers and errors, a table of the busiest
+hosts and of every host that slowed the crawl, then
 their timelines as inline SVG, sortable with a few lines of inline JavaScript.
 No network: no font, script or style comes from anywhere but the page itself.
 
-Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable; a host
+Bounds: a line longer than :data:`MAX_LINE` is counted as unreadable; a line
+nested too deep to read, or with a time no date can be told for (past the year
+9999, infinite) or a wait longer than :data:`LONGEST`, ends the reading with
+:class:`BadLine`, naming its line; a host
 keeps at most :data:`MAX_MARKS` requests in full, fewer when there are many
 hosts (:data:`SAMPLE_BUDGET` across all); :data:`MAX_GROUPS` reasons, statuses
-or kinds are told apart (the rest counted together); the table lists
-:data:`MAX_TABLE` hosts and :data:`MAX_TIMELINES` get a timeline, hosts with a
-gap too short first.  The totals count every line.
+or kinds are told apart (the rest counted together); the table lists the
+:data:`MAX_TABLE` busiest hosts and, whatever their size, up to :data:`MAX_SLOWED`
+more that slowed the crawl (429/503 answers, back-off, an interval owed longer than
+the crawl's shortest: a long Crawl-delay); :data:`MAX_TIMELINES` get a timeline,
+hosts with a gap too short first.  The totals count every line.
 """
 
 from __future__ import annotations
@@ -38,9 +47,10 @@ from typing import IO, Any
 
 from ..politeness.waits import BACKING_OFF
 from ..urls import redact, scrub
-from .report import natural
+from .report import URL_OUTCOMES, natural, url_totals
 
 __all__ = [
+    "BadLine",
     "CrawlStory",
     "Groups",
     "HostStory",
@@ -57,7 +67,8 @@ MAX_MARKS = 300  # requests kept in full, and drawn, per host
 SAMPLE_BUDGET = 60_000  # requests kept in full across all hosts (at most twice this)
 MAX_SHORT_MARKS = 200  # short gaps drawn per host (all are counted)
 MAX_TIMELINES = 100  # hosts drawn
-MAX_TABLE = 1000  # hosts in the table
+MAX_TABLE = 1000  # hosts in the table, the busiest
+MAX_SLOWED = 1000  # more in the table: hosts that slowed the crawl, whatever their size
 MAX_GROUPS = 10_000  # refusal reasons, statuses, error kinds told apart
 SHOWN_GROUPS = 50  # of those, on the page
 EXAMPLES = 3  # example URLs of each
@@ -66,6 +77,10 @@ MAX_INTERVALS = 8  # distinct intervals owed said per host
 #: millisecond closer than they were.
 TOLERANCE = 0.0015
 THROTTLED = frozenset({429, 503})
+#: The last Unix time a date can be told for (9999-12-31 23:59:59 UTC).
+LAST_TIME = 253_402_300_799.0
+#: Seconds a wait or an interval owed may say (about 30 years): no crawl's.
+LONGEST = 1e9
 _NONE = math.nan  # "no interval" in a host's array of intervals owed
 #: What a request came to, as a host's ``kinds`` holds it; a pixel column of the
 #: timeline shows the last of these among its requests.
@@ -108,12 +123,18 @@ class HostStory:
     requests: list[Request] = field(default_factory=list)
     seen: int = 0  # requests noted (pages' and robots.txt ones)
     lines: int = 0
+    # URLs by their last attempt (URL_OUTCOMES); an attempt retried is no URL's outcome.
     pages: int = 0  # answered below 400
     skipped: int = 0  # refused by robots.txt
+    unreachable: int = 0  # not asked: robots.txt could not be fetched
     failed: int = 0  # answered 400 or above
     errors: int = 0  # no answer (or the page's handling failed)
-    throttled: int = 0  # 429 and 503 answers, robots.txt's too
+    retried: int = 0  # attempts asked again (a 429/503, a connection error, a timeout)
+    throttled: int = 0  # 429 and 503 answers (attempts), robots.txt's too
     robots: int = 0  # robots.txt requests
+    #: The shortest and the longest interval owed its requests said (None: none said).
+    owed_least: float | None = None
+    owed_most: float | None = None
     waited: float = 0.0
     backed_off: float = 0.0  # of waited, for back-off or Retry-After
     short_gaps: int = 0
@@ -181,7 +202,9 @@ class CrawlStory:
     #: Requests a host keeps in full, now (fewer as hosts come).
     sample_size: int = field(default_factory=lambda: MAX_MARKS)
     waits: dict[str, float] = field(default_factory=dict)  # seconds by reason
+    waiting: int = 0  # requests that waited for their turn
     refusals: Groups = field(default_factory=Groups)  # by rule and line
+    unreachable: Groups = field(default_factory=Groups)  # by what went wrong
     failures: Groups = field(default_factory=Groups)  # answers 400 and above, by status
     errors: Groups = field(default_factory=Groups)  # no answer, by kind
     invalid_urls: Groups = field(default_factory=Groups)
@@ -192,6 +215,18 @@ class CrawlStory:
     @property
     def short_gaps(self) -> int:
         return sum(host.short_gaps for host in self.hosts.values())
+
+    def least_owed(self) -> float | None:
+        """The shortest interval any host was owed: the crawl's own delay, as a rule."""
+        return min((host.owed_least for host in self.hosts.values()
+                    if host.owed_least is not None), default=None)
+
+    def slowed(self, host: HostStory, least: float | None) -> bool:
+        """Whether ``host`` slowed the crawl: 429/503 answers, time backing off, or an
+        interval owed longer than ``least`` (the crawl's shortest: a long Crawl-delay)."""
+        return bool(host.throttled or host.backed_off > 0 or (
+            least is not None and host.owed_most is not None
+            and host.owed_most > least + TOLERANCE))
 
     def span(self) -> tuple[float, float] | None:
         """The first request's start and the last answer (or start)."""
@@ -219,14 +254,49 @@ def read_lines(stream: IO[bytes]) -> Iterator[bytes | None]:
         yield chunk
 
 
+class BadLine(ValueError):
+    """A line the report cannot tell: ``number`` (1-based, blank lines counted) and why."""
+
+    def __init__(self, number: int, why: str) -> None:
+        super().__init__(f"line {number}: {why}")
+        self.number = number
+
+
+class _OutOfRange(ValueError):
+    """A field's number that no crawl could have written (its line is told by the reader)."""
+
+
 def _number(value: Any) -> float | None:
+    """A JSON number as a float (inf for one too large), None for anything else."""
     kind = type(value)  # exact types: a bool is no number here
     if kind is float:
-        return value if value - value == 0.0 else None  # not inf or NaN
+        return value  # type: ignore[no-any-return]
     if kind is int:
-        number = float(value) if abs(value) < 1e300 else math.inf
-        return number if math.isfinite(number) else None
+        return float(value) if abs(value) < 1e300 else math.inf
     return None
+
+
+def _time(record: dict[str, Any], name: str) -> float | None:
+    """The Unix time ``record[name]`` (None when absent or no number)."""
+    value = _number(record.get(name))
+    if value is not None and not 0.0 <= value <= LAST_TIME:
+        raise _OutOfRange(f"{name!r} is {_said(record[name])}, no Unix time a date can be "
+                          "told for (0 to the year 9999)")
+    return value
+
+
+def _duration(record: dict[str, Any], name: str) -> float | None:
+    """The seconds ``record[name]`` (None when absent or no number)."""
+    value = _number(record.get(name))
+    if value is not None and not 0.0 <= value <= LONGEST:
+        raise _OutOfRange(f"{name!r} is {_said(record[name])}, no seconds a crawl waits "
+                          f"(0 to {LONGEST:g})")
+    return value
+
+
+def _said(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _text(value: Any) -> str | None:
@@ -242,7 +312,7 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
     crawl line are counted."""
     story = CrawlStory()
     decode = json.JSONDecoder().decode
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         record = None
         if line is not None:  # None: a line too long to read
             text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
@@ -251,6 +321,9 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
             except ValueError:
                 if not text.strip():
                     continue  # a blank line: no line at all
+            except RecursionError:
+                raise BadLine(number, "nested deeper than the lines of a crawl are "
+                              "(no JSON line robotgate fetch writes)") from None
         story.lines += 1
         if type(record) is not dict or type(record.get("url")) is not str:
             story.unreadable += 1
@@ -265,7 +338,10 @@ def read_story(lines: Iterable[bytes | str | None]) -> CrawlStory:
         if key is None:  # "key": null: in flight when the crawl was stopped
             story.interrupted += 1
             continue
-        _add_line(story, key, record)
+        try:
+            _add_line(story, key, record)
+        except _OutOfRange as exc:
+            raise BadLine(number, str(exc)) from None
     check_gaps(story)
     return story
 
@@ -282,9 +358,10 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
             if isinstance(item, dict):
                 _add_robots(story, host, item)
     url: str = record["url"]
-    waited = max(0.0, _number(record.get("waited")) or 0.0)
+    waited = _duration(record, "waited") or 0.0
     reason = _text(record.get("wait_reason")) or ""
     if waited > 0:
+        story.waiting += 1
         host.waited += waited
         if reason in BACKING_OFF:
             host.backed_off += waited
@@ -292,9 +369,16 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
         story.waits[name] = story.waits.get(name, 0.0) + waited
     status = _status(record.get("status"))
     error = _text(record.get("error"))
-    if record.get("skipped") is not None:
-        host.skipped += 1
-        _add_refusal(story, record)
+    if record.get("retried") is True:
+        host.retried += 1  # an attempt asked again: a request, no URL's outcome
+    elif record.get("skipped") is not None:
+        if record.get("outcome") == "unreachable":
+            host.unreachable += 1
+            why = _text(record.get("reason")) or "robots.txt unreachable"
+            story.unreachable.add(why, why, url)
+        else:
+            host.skipped += 1
+            _add_refusal(story, record)
     elif error is not None:
         host.errors += 1
         kind = error.split(": ", 1)[0][:80]
@@ -309,14 +393,18 @@ def _add_line(story: CrawlStory, key: str, record: dict[str, Any]) -> None:
         host.pages += 1
     if status in THROTTLED:
         host.throttled += 1
-    started = _number(record.get("started"))
+    started = _time(record, "started")
     if started is None:
         return  # no request went (refused, or failed before it left)
-    answered = _number(record.get("answered"))
-    interval = _number(record.get("interval"))
-    if (interval is not None and len(host.intervals) < MAX_INTERVALS
-            and interval not in host.intervals):
-        host.intervals = (*host.intervals, interval)
+    answered = _time(record, "answered")
+    interval = _duration(record, "interval")
+    if interval is not None:
+        if host.owed_least is None or interval < host.owed_least:
+            host.owed_least = interval
+        if host.owed_most is None or interval > host.owed_most:
+            host.owed_most = interval
+        if len(host.intervals) < MAX_INTERVALS and interval not in host.intervals:
+            host.intervals = (*host.intervals, interval)
     index = _note(story, host, started, answered, interval, _kind_code(status, error))
     if index is not None:
         _sample(story, host, index, Request(
@@ -349,14 +437,14 @@ def _status_label(status: int) -> str:
 
 
 def _add_robots(story: CrawlStory, host: HostStory, item: dict[str, Any]) -> None:
-    started = _number(item.get("started"))
+    started = _time(item, "started")
     if started is None:
         return
     status = _status(item.get("status"))
     host.robots += 1
     if status in THROTTLED:
         host.throttled += 1
-    answered = _number(item.get("answered"))
+    answered = _time(item, "answered")
     index = _note(story, host, started, answered, None,
                   _THROTTLED if status in THROTTLED else _ROBOTS)
     if index is not None:
@@ -484,6 +572,30 @@ def _ranked(story: CrawlStory, most: int) -> list[HostStory]:
     return sorted(first, key=lambda h: (h.short_gaps == 0, -h.lines, natural(h.key)))
 
 
+def _with_slowed(story: CrawlStory, busiest: list[HostStory]) -> list[HostStory]:
+    """``busiest``, then the hosts that slowed the crawl left out of them, whatever
+    their size (up to :data:`MAX_SLOWED`: those that slowed it most)."""
+    least = story.least_owed()
+    shown = {host.key for host in busiest}
+    slowed = heapq.nsmallest(
+        MAX_SLOWED,
+        (host for host in story.hosts.values()
+         if host.key not in shown and story.slowed(host, least)),
+        key=lambda h: (-h.throttled, -h.backed_off, -(h.owed_most or 0.0), h.key))
+    return busiest + sorted(slowed, key=lambda h: (-h.lines, natural(h.key)))
+
+
+#: What the summary says of each count of URLs (URL_OUTCOMES labels them).
+_URL_NOTES = {
+    "pages": "answered below 400",
+    "failed": "answered 400 or above, a 429/503 after its retries too",
+    "skipped": "by a rule, or by robots.txt's answer",
+    "unreachable": "not asked: the site's robots.txt could not be fetched, so it counts "
+                   "as disallowed, RFC 9309",
+    "errors": "no answer",
+}
+
+
 def render(story: CrawlStory, title: str = "robotgate crawl report") -> str:
     """The report as one HTML page (nothing loaded from elsewhere)."""
     return "".join(render_parts(story, title))
@@ -498,11 +610,13 @@ def render_parts(story: CrawlStory, title: str = "robotgate crawl report") -> It
     yield _summary(story, span)
     yield _groups_section("refusals", "Refused by robots.txt", "rule (line) or reason",
                           story.refusals)
-    yield _groups_section("failures", "Failed answers (400 and above, not counted as pages)",
+    yield _groups_section("unreachable", "robots.txt unreachable (the site not asked: "
+                          "disallowed, RFC 9309)", "what went wrong", story.unreachable)
+    yield _groups_section("failures", "Failed (answered 400 or above, not fetched)",
                           "status", story.failures)
     yield _groups_section("errors", "Errors (no answer)", "kind", story.errors)
     yield _groups_section("invalid", "Invalid URLs", "", story.invalid_urls)
-    yield _host_table(story, hosts[:MAX_TABLE])
+    yield _host_table(story, _with_slowed(story, hosts[:MAX_TABLE]))
     yield _LEGEND
     yield '<div id="timelines">\n'
     drawn = hosts[:MAX_TIMELINES]
@@ -522,19 +636,26 @@ def _summary(story: CrawlStory, span: tuple[float, float] | None) -> str:
     if span is not None:
         rows.append(("crawl", f"{_when(span[0])} to {_when(span[1])} "
                               f"({_seconds(span[1] - span[0])})"))
+    counts = {name: story.total(name) for name, _ in URL_OUTCOMES}
     rows += [
         ("hosts", f"{len(story.hosts):,}"),
-        ("pages fetched", f"{story.total('pages'):,} (answered below 400)"),
-        ("refused by robots.txt", f"{story.total('skipped'):,}"),
-        ("failed answers", f"{story.total('failed'):,} (400 and above)"),
-        ("errors", f"{story.total('errors'):,} (no answer)"),
-        ("429/503 answers", f"{story.total('throttled'):,} (robots.txt's too)"),
+        ("URLs", f"{sum(counts.values()):,} by their last attempt, as robotgate fetch's "
+                 f"summary counts them: {url_totals(counts)}"),
+    ]
+    rows += [(label, f"{counts[name]:,} ({_URL_NOTES[name]})") for name, label in URL_OUTCOMES]
+    rows += [
+        ("attempts retried", f"{story.total('retried'):,} (a 429/503, a connection error "
+                             "or a timeout, and the URL asked again)"),
+        ("429/503 answers", f"{story.total('throttled'):,} (attempts, robots.txt's too)"),
         ("robots.txt requests", f"{story.total('robots'):,}"),
     ]
     if story.waits:
         waits = ", ".join(f"{_seconds(s)} {reason}" for reason, s in
                           sorted(story.waits.items(), key=lambda kv: -kv[1]))
-        rows.append(("waited for turns", waits))
+        rows.append(("waited for turns, summed over requests",
+                     f"{waits}: the waits of {_count(story.waiting, 'request')}, added up "
+                     "(requests to different hosts wait at the same time, so the sum may be "
+                     "longer than the crawl)"))
     notes = []
     if story.invalid:
         notes.append(_count(story.invalid, "invalid URL"))
@@ -580,10 +701,11 @@ def _groups_section(anchor: str, title: str, what: str, groups: Groups) -> str:
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</section>\n")
 
 
-_COLUMNS = (("host", "key"), ("pages", "pages"), ("refused", "skipped"),
-            ("failed", "failed"), ("errors", "errors"), ("429/503", "throttled"),
-            ("robots.txt", "robots"), ("waited", "waited"), ("backing off", "backedoff"),
-            ("short gaps", "short"))
+_COLUMNS = (("host", "key"), ("fetched", "pages"), ("failed", "failed"),
+            ("refused", "skipped"), ("unreachable", "unreachable"), ("errors", "errors"),
+            ("retried", "retried"), ("429/503", "throttled"), ("robots.txt", "robots"),
+            ("interval owed", "owed"), ("waited (sum)", "waited"),
+            ("backing off (sum)", "backedoff"), ("short gaps", "short"))
 
 
 def _host_table(story: CrawlStory, hosts: list[HostStory]) -> str:
@@ -595,21 +717,41 @@ def _host_table(story: CrawlStory, hosts: list[HostStory]) -> str:
         bad = ' class="bad"' if h.short_gaps else ""
         rows.append(
             f'<tr {_data(h, order)}{bad}><td><a href="#{_anchor(h.key)}">{_escape(h.key)}</a>'
-            f"</td><td>{h.pages}</td><td>{h.skipped}</td><td>{h.failed}</td>"
-            f"<td>{h.errors}</td><td>{h.throttled}</td><td>{h.robots}</td>"
+            f"</td><td>{h.pages}</td><td>{h.failed}</td><td>{h.skipped}</td>"
+            f"<td>{h.unreachable}</td><td>{h.errors}</td><td>{h.retried}</td>"
+            f"<td>{h.throttled}</td><td>{h.robots}</td><td>{_owed(h)}</td>"
             f"<td>{h.waited:.2f}</td><td>{h.backed_off:.2f}</td><td>{h.short_gaps}</td></tr>")
     more = ""
     left_out = len(story.hosts) - len(hosts)
     if left_out:
         sums = ", ".join(
             f"{story.total(name) - sum(getattr(h, name) for h in hosts):,} {label}"
-            for name, label in (("pages", "pages"), ("skipped", "refused"),
-                                ("failed", "failed"), ("errors", "errors")))
+            for name, label in URL_OUTCOMES)
         more = (f'<p class="hint">{left_out:,} more hosts, with {sums}, are left out '
-                "of the table (the totals above count them).</p>")
-    return (f'<h2>Hosts</h2><p class="hint">Sort the hosts (table and timelines) by a column: '
+                f"of the table (the totals above count them); {_slowed_left_out(story, hosts)}"
+                ".</p>")
+    return (f'<h2>Hosts</h2><p class="hint">The busiest hosts, and every host that slowed '
+            "the crawl (429/503 answers, back-off, a longer interval owed), whatever its "
+            "size. URLs counted by their last attempt; waits are sums over the host's "
+            "requests, in seconds. Sort the hosts (table and timelines) by a column: "
             f'click its name.</p><div id="hostbox"><table id="hosts"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table></div>{more}\n')
+
+
+def _owed(host: HostStory) -> str:
+    return f"{host.owed_most:g}" if host.owed_most is not None else "-"
+
+
+def _slowed_left_out(story: CrawlStory, shown: list[HostStory]) -> str:
+    """What the hint says of hosts that slowed the crawl and still found no room."""
+    least = story.least_owed()
+    keys = {host.key for host in shown}
+    count = sum(1 for host in story.hosts.values()
+                if host.key not in keys and story.slowed(host, least))
+    if not count:
+        return "none of them slowed the crawl"
+    return (f"{count:,} of them slowed the crawl too, past the {MAX_SLOWED:,} that did "
+            "shown")
 
 
 def _anchor(key: str) -> str:
@@ -620,8 +762,10 @@ def _data(host: HostStory, order: int) -> str:
     """The attributes the page's script sorts by."""
     return (f'data-key="{_escape(host.key)}" data-order="{order}" data-pages="{host.pages}" '
             f'data-skipped="{host.skipped}" data-failed="{host.failed}" '
-            f'data-errors="{host.errors}" '
+            f'data-unreachable="{host.unreachable}" data-errors="{host.errors}" '
+            f'data-retried="{host.retried}" '
             f'data-throttled="{host.throttled}" data-robots="{host.robots}" '
+            f'data-owed="{host.owed_most or 0.0:g}" '
             f'data-waited="{host.waited:.3f}" data-backedoff="{host.backed_off:.3f}" '
             f'data-short="{host.short_gaps}"')
 
@@ -631,11 +775,12 @@ def _host_section(host: HostStory, span: tuple[float, float] | None, order: int)
     owed = ", ".join(_seconds(i) for i in sorted(host.intervals)) or "unknown"
     if len(host.intervals) >= MAX_INTERVALS:
         owed += ", …"
-    heading = (f'<h3>{_escape(host.key)}</h3><p class="facts">{_count(host.pages, "page")}, '
-               f"{host.skipped:,} refused, {_count(host.failed, 'failed answer')}, "
-               f"{_count(host.errors, 'error')}, {_count(host.throttled, 'answer')} 429/503, "
-               f"{_count(host.robots, 'robots.txt request')}, waited {host.waited:.2f} s "
-               f"({host.backed_off:.2f} s backing off); interval owed: {owed}")
+    heading = (f'<h3>{_escape(host.key)}</h3><p class="facts">URLs: '
+               + url_totals({name: getattr(host, name) for name, _ in URL_OUTCOMES})
+               + f"; {host.retried:,} attempts retried, {_count(host.throttled, 'answer')} "
+               f"429/503, {_count(host.robots, 'robots.txt request')}, waited {host.waited:.2f}"
+               f" s summed over requests ({host.backed_off:.2f} s backing off); interval "
+               f"owed: {owed}")
     if host.short_gaps:
         heading += (f'; <strong class="bad">{_count(host.short_gaps, "gap")} shorter than '
                     "owed</strong>")

@@ -24,6 +24,17 @@ _SUMMARY_ROWS = 20
 _REASON_ORIGINS = 3
 _DIGITS_RE = re.compile(r"(\d+)")
 
+#: What each URL done came to (its last attempt), as the summary of ``robotgate fetch``
+#: and ``robotgate report`` both count and name it: the field of
+#: :class:`~robotgate.crawl.CrawlSummary` (and of a report's host), and its label.
+URL_OUTCOMES = (
+    ("pages", "fetched"),  # answered below 400
+    ("failed", "failed"),  # answered 400 or above, a 429/503 after its retries too
+    ("skipped", "refused by robots.txt"),  # a rule, or its fetch outcome
+    ("unreachable", "robots.txt unreachable"),  # not asked: disallowed (RFC 9309)
+    ("errors", "errors"),  # no answer
+)
+
 
 class OutputBroken(Exception):
     """The JSON lines could not be written (the reader left, the disk is full)."""
@@ -144,7 +155,8 @@ class Rate:
 
 def live_parts(summary: CrawlSummary, rate: float | None) -> list[str]:
     """What the live view says, most telling first: done, rate, ETA (once the input's
-    length is known), pages, skipped, errors, and the hosts active, waiting, backing off."""
+    length is known), URLs fetched, failed (when some), refused, robots.txt unreachable
+    (when some), errors, and the hosts active, waiting, backing off."""
     s = summary
     total = s.read + s.discovered
     more = "" if s.input_done else "+"
@@ -154,7 +166,13 @@ def live_parts(summary: CrawlSummary, rate: float | None) -> list[str]:
         left = total - s.done
         if s.input_done and left > 0 and rate > 0:
             parts.append(f"ETA {clock(left / rate)}")
-    parts += [f"{s.pages} pages", f"{s.skipped} skipped", f"{s.errors} errors",
+    parts += [f"{s.pages} fetched"]
+    if s.failed:
+        parts.append(f"{s.failed} failed")
+    parts.append(f"{s.skipped} refused")
+    if s.unreachable:
+        parts.append(f"{s.unreachable} robots.txt unreachable")
+    parts += [f"{s.errors} errors",
               f"hosts: {s.hosts_active} active, {s.hosts_waiting} waiting, "
               f"{s.hosts_backing_off} backing off"]
     return parts
@@ -265,24 +283,30 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+#: The host table's columns: the tally's field, its heading.
+_COLUMNS = (("pages", "fetched"), ("failed", "failed"), ("skipped", "refused"),
+            ("unreachable", "unreachable"), ("errors", "errors"))
+
+
 def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
-    """Per host: pages, skipped by robots.txt, errors, mean interval between requests."""
+    """Per host, its URLs as the totals count them (fetched, failed, refused by
+    robots.txt, robots.txt unreachable, errors) and the mean interval between requests."""
     tallies = sorted(
-        summary.hosts.items(), key=lambda kv: (-(kv[1].pages + kv[1].skipped), natural(kv[0]))
-    )
+        summary.hosts.items(),
+        key=lambda kv: (-(kv[1].pages + kv[1].failed + kv[1].skipped + kv[1].unreachable),
+                        natural(kv[0])))
     if not tallies:
         return []
     shown = tallies[:rows]
     width = max([len("host"), *(len(host) for host, _ in shown)])
-    lines = [
-        f"{'host':<{width}}  {'pages':>6}  {'skipped':>7}  {'errors':>6}  {'mean interval':>13}"
-    ]
+    lines = [f"{'host':<{width}}" + "".join(f"  {name:>7}" for _, name in _COLUMNS)
+             + f"  {'mean interval':>13}"]
     for host, t in shown:
         mean = t.mean_interval()
         interval = f"{mean:.2f}s" if mean is not None else "-"
-        lines.append(
-            f"{host:<{width}}  {t.pages:>6}  {t.skipped:>7}  {t.errors:>6}  {interval:>13}"
-        )
+        lines.append(f"{host:<{width}}" + "".join(f"  {getattr(t, field):>{max(7, len(name))}}"
+                                                  for field, name in _COLUMNS)
+                     + f"  {interval:>13}")
     if len(tallies) > len(shown):
         lines.append(f"... and {len(tallies) - len(shown)} more hosts")
     return lines
@@ -309,19 +333,26 @@ def skipped_origins(summary: CrawlSummary) -> list[str]:
     return lines
 
 
+def url_totals(counts: dict[str, int]) -> str:
+    """``4 fetched, 1 failed, ...``: the URLs done by outcome, as :data:`URL_OUTCOMES`
+    names them (``counts``: field to number)."""
+    return ", ".join(f"{counts[field]:,} {label}" for field, label in URL_OUTCOMES)
+
+
 def summary_text(summary: CrawlSummary, interrupted: bool) -> str:
     """The table printed at the end of a crawl, then skipped origins, then the totals."""
     lines = host_table(summary)
     lines += skipped_origins(summary)
     status = "interrupted" if interrupted else "done"
-    total = (
-        f"{status} in {clock(summary.elapsed)}: {summary.pages} fetched, {summary.skipped} "
-        f"skipped by robots.txt, {summary.errors} errors"
-    )
+    done = summary.done - summary.invalid
+    total = (f"{status} in {clock(summary.elapsed)}: {done:,} URL{'' if done == 1 else 's'}: "
+             + url_totals({field: getattr(summary, field) for field, _ in URL_OUTCOMES}))
     if summary.invalid:
-        total += f", {summary.invalid} invalid URLs"
+        total += f", {summary.invalid:,} invalid URLs"
+    if summary.retried:
+        total += f"; {summary.retried:,} attempt{'' if summary.retried == 1 else 's'} retried"
     hosts = len(summary.hosts)
-    lines.append(total + f", {hosts} host{'' if hosts == 1 else 's'}")
+    lines.append(total + f"; {hosts} host{'' if hosts == 1 else 's'}")
     return "\n".join(lines)
 
 

@@ -12,20 +12,24 @@ from pathlib import Path
 from typing import IO
 
 from .args import EXIT_FAILED, EXIT_OK, UsageError, say
-from .html_report import read_lines, read_story, render_parts
+from .html_report import BadLine, read_lines, read_story, render_parts
 
 
 def run_report(args: argparse.Namespace) -> int:
     """The ``report`` command: 0 when no host was asked sooner than its interval
-    allowed, 1 when some gap was shorter (the report shows where)."""
+    allowed, 1 when some gap was shorter (the report shows where), 2 when the
+    lines cannot be read (a line that cannot be told is named, in one line)."""
     if args.crawl is None:
         raise UsageError("report needs the JSON lines of a crawl: robotgate report "
                          "crawl.jsonl -o report.html")
-    if args.crawl == "-":
-        story = read_story(read_lines(sys.stdin.buffer))
-    else:
-        with _open_input(args.crawl) as stream:
-            story = read_story(read_lines(stream))
+    try:
+        if args.crawl == "-":
+            story = read_story(read_lines(sys.stdin.buffer))
+        else:
+            with _open_input(args.crawl) as stream:
+                story = read_story(read_lines(stream))
+    except BadLine as exc:
+        raise UsageError(f"{_name(args.crawl)}, {exc}") from None
     if not story.hosts:
         raise UsageError(f"no crawl line in {_name(args.crawl)} (the JSON lines "
                          "'robotgate fetch' writes)")

@@ -25,6 +25,8 @@ _KEPT = 64
 #: line is about (``example.com`` to ``www.example.com``) is never taken: past this
 #: many servers the longest waiting go, so a long crawl holds no more.
 _SERVERS = 10_000
+#: Characters of a request's error kept (what went wrong, not a server's essay).
+_ERROR_CHARS = 300
 
 
 class RobotsLog:
@@ -78,7 +80,8 @@ class _NotingTransport:
         try:
             response = await self.inner.send(request)
         except Exception as exc:
-            self.log.note(request.url, started, None, None, type(exc).__name__)
+            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.log.note(request.url, started, None, None, said[:_ERROR_CHARS])
             raise
         status = None if response.refused else response.status
         self.log.note(request.url, started, time.time(), status, response.refused)

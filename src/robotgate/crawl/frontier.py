@@ -50,7 +50,7 @@ from ..errors import GateClosed
 from ..policy.provenance import INPUT, pointer_of
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
-from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
+from ..urls import redact, resource_key, scrub, text_url
 from .discovery import Discovery
 from .gate_interface import CrawlGate, Opening, ResponseT
 from .host_queues import HostQueue, HostQueues, QueuedURL
@@ -63,7 +63,7 @@ from .options import (
     ScopeRule,
 )
 from .page import PageLinks, PageReader, describe_error, is_transient
-from .results import CrawlResult, CrawlSummary, HostSummary
+from .results import CrawlResult, CrawlSummary
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's own from Python 3.11
@@ -509,25 +509,7 @@ class Frontier(Generic[ResponseT]):
         return record.attempts <= self.retries and not self._halted
 
     def _finish(self, record: CrawlResult) -> None:
-        summary = self.summary
-        tally = summary.host(record.key) if record.key is not None else HostSummary()
-        kind = record.kind
-        if kind == "skipped":
-            summary.skipped += 1
-            tally.skipped += 1
-            decision = record.decision
-            if decision is not None and decision.outcome is not None:
-                try:
-                    origin = split_origin(record.url)[0]
-                except InvalidURL:
-                    origin = record.url
-                summary.skipped_origins.setdefault(origin, str(decision.reason))
-        elif kind == "error":
-            summary.errors += 1
-            tally.errors += 1
-        else:
-            summary.pages += 1
-            tally.pages += 1
+        self.summary.finished(record)
         self._emit(record)
 
     def _emit(self, record: CrawlResult) -> None:

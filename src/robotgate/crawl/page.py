@@ -9,10 +9,11 @@ or a ``<base href>`` for the links a handler returned (``gate.fetch`` has it rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Generic
 
 from ..links import link_resolver, read_links
@@ -63,7 +64,7 @@ class PageReader(Generic[ResponseT]):
         and how a relative one resolves."""
         record.started = time.time()
         call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
-        async with call as resp:
+        async with _sent(call, record) as resp:
             record.answered = time.time()
             record.status = status = int(resp.status)
             record.final_url = final = str(resp.url)
@@ -104,6 +105,20 @@ class PageReader(Generic[ResponseT]):
             self.summary.not_followed += record.not_followed
             return (), None
         return links, link_resolver(final, body)
+
+
+@contextlib.asynccontextmanager
+async def _sent(call: Opening[ResponseT], record: CrawlResult) -> AsyncIterator[ResponseT]:
+    """``call`` entered; ``record.started`` becomes the time its request left when the
+    gate tells it (``sent``: after the wait for a fleet slot, which is no part of the
+    request), answered or failed."""
+    try:
+        async with call as resp:
+            record.started = getattr(call, "sent", None) or record.started
+            yield resp
+    except BaseException:
+        record.started = getattr(call, "sent", None) or record.started
+        raise
 
 
 def _peek(links: Iterable[str]) -> tuple[Iterable[str], bool]:

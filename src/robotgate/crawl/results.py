@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..urls import InvalidURL, split_origin
+
 if TYPE_CHECKING:
     from ..decision import Decision
     from ..policy.tdm import TdmVerdict
@@ -40,9 +42,10 @@ class CrawlResult:
     """What happened to one URL; handed to ``on_result`` as each URL finishes.
 
     Exactly one of these holds: ``status`` is set (a response came, whatever
-    its code), ``decision`` is set (robots.txt forbids the URL: skipped), or
-    ``error`` is set (invalid URL, network error, timeout, handler error; a
-    handler error after a response keeps ``status`` too).
+    its code), ``decision`` is set (robots.txt forbids the URL: skipped; or
+    ``decision.unreachable``: its robots.txt could not be fetched, so it is not
+    asked), or ``error`` is set (invalid URL, network error, timeout, handler
+    error; a handler error after a response keeps ``status`` too).
 
     ``directives`` are the page's (``X-Robots-Tag``, robots meta tags, TDMRep's
     headers and tags), ``not_followed`` the links its ``nofollow`` kept out of
@@ -102,11 +105,14 @@ class CrawlResult:
 
 @dataclass(slots=True)
 class HostSummary:
-    """One politeness key's tally: pages, robots.txt skips, errors, request starts."""
+    """One politeness key's tally of URLs (as :class:`CrawlSummary` counts them) and
+    request starts."""
 
     pages: int = 0
     skipped: int = 0
     errors: int = 0
+    failed: int = 0
+    unreachable: int = 0
     starts: int = 0
     first_start: float | None = None
     last_start: float | None = None
@@ -129,13 +135,23 @@ class HostSummary:
 class CrawlSummary:
     """What a crawl did.  Filled in live: pass one as ``summary=`` to watch it.
 
+    Each URL done counts once, by its outcome (its last attempt): ``pages``
+    answered below 400 (fetched), ``failed`` answered 400 or above (a 429 or 503
+    that outlasted its retries too), ``skipped`` refused by robots.txt (a rule, or
+    its fetch outcome: 401/403 under the classic convention, too long a
+    Crawl-delay), ``unreachable`` not asked because the site's robots.txt could not
+    be fetched (a dead host, a DNS failure, a 5xx: disallowed all the same, RFC 9309
+    2.3.1.4), ``errors`` no answer (a network error, a timeout, a handler error),
+    ``invalid`` no http(s) URL.  ``retried`` counts attempts, not URLs.
+
     ``read`` counts input URLs taken, ``queued``/``in_flight``/``hosts_queued``
     describe the frontier right now (``hosts_active``: hosts with a request in
     flight, ``hosts_waiting``: hosts whose next URL waits for its turn,
     ``hosts_backing_off``: those of them backing off), ``retried`` the
     attempts retried (429/503 answers, connection errors, timeouts), ``not_followed``
     the links of ``nofollow`` pages left out.  ``skipped_origins`` maps each origin that
-    robots.txt's fetch outcome (not a rule) ruled out to the reason.
+    robots.txt's fetch outcome (not a rule) ruled out, unreachable ones too, to the
+    reason (the error for an unreachable one).
 
     Every URL is accounted for (see :meth:`unaccounted`): ``links`` counts the links
     pages gave (``links_cut``: pages whose links were read only up to
@@ -155,6 +171,8 @@ class CrawlSummary:
     skipped: int = 0
     errors: int = 0
     invalid: int = 0
+    failed: int = 0
+    unreachable: int = 0
     discovered: int = 0
     dropped: int = 0
     retried: int = 0
@@ -188,7 +206,37 @@ class CrawlSummary:
     @property
     def done(self) -> int:
         """URLs finished, whatever the result."""
-        return self.pages + self.skipped + self.errors + self.invalid
+        return (self.pages + self.failed + self.skipped + self.unreachable + self.errors
+                + self.invalid)
+
+    def finished(self, record: CrawlResult) -> None:
+        """Count ``record``, a URL's outcome (a page's, a refusal's or an error's: the
+        crawl counts invalid input as it reads it), in the totals and its host's tally."""
+        tally = self.host(record.key) if record.key is not None else HostSummary()
+        kind = record.kind
+        if kind == "skipped":
+            decision = record.decision
+            if decision is not None and decision.unreachable:
+                self.unreachable += 1
+                tally.unreachable += 1
+            else:
+                self.skipped += 1
+                tally.skipped += 1
+            if decision is not None and decision.outcome is not None:
+                try:
+                    origin = split_origin(record.url)[0]
+                except InvalidURL:
+                    origin = record.url
+                self.skipped_origins.setdefault(origin, str(decision.reason))
+        elif kind == "error":
+            self.errors += 1
+            tally.errors += 1
+        elif record.status is not None and record.status >= 400:
+            self.failed += 1
+            tally.failed += 1
+        else:
+            self.pages += 1
+            tally.pages += 1
 
     def unaccounted(self) -> int:
         """Input and links not accounted for by the counts (0 once a crawl has ended)."""

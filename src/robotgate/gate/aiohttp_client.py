@@ -173,10 +173,12 @@ class FetchCall:
     """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``.
 
     With ``stream=True`` only ``async with`` works: the response comes back after
-    its headers and the server's slot is held until the block exits.
+    its headers and the server's slot is held until the block exits.  ``sent``: the
+    Unix time its request left (the first hop's), after any wait for its turn
+    (None until then); ``gate.crawl`` records it as the request's start.
     """
 
-    __slots__ = ("_args", "_client", "_pointed_by", "_resp", "_stream", "_turn", "_url")
+    __slots__ = ("_args", "_client", "_pointed_by", "_resp", "_stream", "_turn", "_url", "sent")
 
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
                  stream: bool, max_bytes: int | None, pointed_by: str | None = None) -> None:
@@ -187,6 +189,7 @@ class FetchCall:
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
         self._turn: RequestTurn | None = None
+        self.sent: float | None = None
 
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
         if self._stream:
@@ -269,6 +272,8 @@ class AiohttpClient:
             slot = turn.slot
             extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and self.owned \
                 else kwargs
+            if call is not None and not history:
+                call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
             try:
                 resp = await self.session().request(
                     method, sent, allow_redirects=False,

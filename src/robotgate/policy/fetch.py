@@ -340,6 +340,7 @@ def outcome_decision(entry: RobotsEntry) -> Decision | None:
         f"{entry.detail}: robots.txt is unreachable, so the site counts as fully disallowed "
         "(RFC 9309 2.3.1.4)",
         outcome=Outcome.UNREACHABLE,
+        error=entry.detail,
     )
 
 

@@ -57,7 +57,7 @@ class Emitter:
         """A crawl skips ``url`` for ``decision`` (its own check, not a request's turn)."""
         origin = split_origin(url)[0]
         self.emit(UrlSkipped(time.time(), origin, self.key_of(origin), url, decision.reason,
-                             decision.outcome or "rules"))
+                             decision.outcome or "rules", decision.error or ""))
 
     def waited(self, url: str, seconds: float, reason: str) -> None:
         """A crawl held ``url`` back ``seconds`` for its server's turn (its own wait)."""

@@ -323,7 +323,8 @@ class RobotsCache:
                 if events is not None:
                     events.emit(RobotsFetched(
                         time.time(), origin, events.key_of(origin), entry.outcome,
-                        entry.status or 0, len(entry.body or b""), time.monotonic() - began))
+                        entry.status or 0, len(entry.body or b""), time.monotonic() - began,
+                        entry.detail if entry.outcome == Outcome.UNREACHABLE else ""))
             if self._closed:
                 # A fetch that outlived close() stores nothing: its failure may be ours.
                 raise CacheClosed(_CLOSED_DURING)

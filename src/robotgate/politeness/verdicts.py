@@ -77,7 +77,8 @@ class Verdicts:
         if events is not None:
             origin = site.entry.origin
             events.emit(UrlSkipped(time.time(), origin, key or events.key_of(origin), url,
-                                   decision.reason, decision.outcome or "rules"))
+                                   decision.reason, decision.outcome or "rules",
+                                   decision.error or ""))
         return refused
 
     def cached(self, url: str) -> tuple[CachedSite, str] | None:
