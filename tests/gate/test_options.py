@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from robotgate import FetchPolicy, Network, Pacing, RobotGate
-from robotgate.policy.provenance import INPUT
 from robotgate.policy.fetch_flow import RobotsResponse
+from robotgate.policy.provenance import INPUT
 from robotgate.politeness.request_turn import RequestTurn, sent_in_turn
 from tests.support.transports import FakeTransport
 

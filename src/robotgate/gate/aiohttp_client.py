@@ -23,6 +23,7 @@ from ..errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import (
+    A_POINTER,
     A_REDIRECT,
     REFUSED,
     IsPrivate,
@@ -459,24 +460,35 @@ class AiohttpClient:
 
     # -- gate.middleware ---------------------------------------------------------------
 
-    async def middleware(self, req: aiohttp.ClientRequest,
-                         handler: Handler) -> aiohttp.ClientResponse:
+    def middleware_for(self, provenance: Provenance) -> Middleware:
+        """:meth:`middleware` for a request of ``provenance`` (and its redirect hops)."""
+
+        def middleware(req: aiohttp.ClientRequest,
+                       handler: Handler) -> Awaitable[aiohttp.ClientResponse]:
+            return self.middleware(req, handler, provenance)
+
+        return middleware
+
+    async def middleware(self, req: aiohttp.ClientRequest, handler: Handler,
+                         provenance: Provenance = INPUT) -> aiohttp.ClientResponse:
         """Check and pace one request of the user's own session (each redirect hop too):
-        its :class:`~robotgate.politeness.request_turn.RequestTurn`."""
+        its :class:`~robotgate.politeness.request_turn.RequestTurn`; ``provenance``:
+        who pointed at the request aiohttp was asked for (a redirect's hop is a pointer
+        of the URL redirected)."""
         url = str(req.url)
         session = getattr(req, "session", None)
-        provenance = INPUT
+        what = A_POINTER
         hop = _HOP.get()
         if hop is not None:
             if _same_target(hop[1], req.url):
                 # The request follows a redirect this middleware saw (or aiohttp sends it
                 # again after a dropped connection): a pointer of the page redirected.
-                provenance = pointer_of(hop[0])
+                provenance, what = pointer_of(hop[0]), A_REDIRECT
                 req.headers.pop("Authorization", None)  # never credentials from a Location
             else:
                 _HOP.set(None)
-        turn = self.requests.turn(url, provenance,
-                                  None if provenance.is_input else _resolve_with(session))
+        turn = self.requests.turn(
+            url, provenance, None if provenance.is_input else _resolve_with(session), what=what)
         # robots.txt is asked through the user's session, and its proxy if any.
         turn.via = Route(session, req.proxy, req.proxy_auth, req.proxy_headers)
 

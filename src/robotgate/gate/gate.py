@@ -79,13 +79,18 @@ CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 R = TypeVar("R")
 
 
-def provenance_of(pointed_by: Provenance | str | None) -> Provenance:
+def provenance_of(pointed_by: object) -> Provenance:
     """``pointed_by`` as the gate's calls take it, as the value a request carries:
     None, the caller's input; a page's URL (``""``: a page known to be public), that
     page's pointer; a :class:`Provenance` as it is."""
     if isinstance(pointed_by, Provenance):
         return pointed_by
-    return INPUT if pointed_by is None else pointer_of(pointed_by)
+    if pointed_by is None:
+        return INPUT
+    if not isinstance(pointed_by, str):
+        raise TypeError(f"pointed_by is a page's URL, a Provenance or None, "
+                        f"not {type(pointed_by).__name__}")
+    return pointer_of(pointed_by)
 
 
 def _check(user_agent: str, cap: int | None, max_concurrency: int | None) -> int:
@@ -674,9 +679,19 @@ class RobotGate:
         A forbidden URL raises :class:`Disallowed` from the request call (an
         :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed`, which is also an
         ``aiohttp.ClientError``).  The server's slot is held until the response
-        headers arrive.
+        headers arrive.  Each request is your own input (a redirect's hop: a pointer of
+        the URL redirected); send a page's link with :meth:`middleware_for`.
         """
         return self._client.middleware
+
+    def middleware_for(self, pointed_by: Provenance | str | None) -> Middleware:
+        """:attr:`middleware` for one request that a page pointed to, given as the
+        request's own middleware (it replaces the session's for that request):
+        ``pointed_by`` as :meth:`fetch` takes it.
+
+        >>> await session.get(link, middlewares=[gate.middleware_for(page)])  # doctest: +SKIP
+        """
+        return self._client.middleware_for(provenance_of(pointed_by))
 
     def sitemaps(self, url: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
         """The entries of the sitemaps of ``url``'s origin (those its robots.txt names,
