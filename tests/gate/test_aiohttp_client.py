@@ -14,6 +14,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+import robotgate
 from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGate
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, Handler, yarl_form
 from robotgate.policy.fetch import FetchPolicy
@@ -140,6 +141,23 @@ async def reached(srv: HostileServer, path: str) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{path} never reached the server")
+
+
+async def test_too_many_redirects_is_robotgates_error_and_aiohttps() -> None:
+    site = Site()
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            login = site.url.replace("http://", "http://user:secret@")
+            with pytest.raises(robotgate.TooManyRedirects) as raised:
+                await gate.fetch(login + "/hop", max_redirects=0)
+    finally:
+        await runner.cleanup()
+    many = raised.value
+    assert isinstance(many, robotgate.Error) and isinstance(many, aiohttp.TooManyRedirects)
+    assert many.limit == 0 and [r.status for r in many.history] == [302]
+    assert "secret" not in str(many) and "secret" not in many.url, str(many)
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/hop"]
 
 
 @pytest.mark.parametrize("first", ["options", "no redirects", "no hops"])
