@@ -9,9 +9,10 @@ that each run gets a fresh reactor::
 ``sequential``: each URL is requested once the one before has an answer (as an
 ``await`` per URL would); otherwise all are requested at once.  ``meta`` (optional):
 each URL's request meta; a ``robotgate_pointed_by`` given as ``{"page": ..., "public":
-...}`` is that :class:`~robotgate.policy.provenance.Provenance`.  Each result is
-``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason": text}``
-(a robotgate refusal) or ``{"error": name}``.
+...}`` is that :class:`~robotgate.policy.provenance.Provenance`.  ``follow``: each
+page's links (``<a href>``) are requested too, their results printed after the URLs'.
+Each result is ``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason":
+text}`` (a robotgate refusal) or ``{"error": name}``.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def main(argv: list[str]) -> int:
     urls: list[str] = config["urls"]
     metas: list[dict[str, Any]] = config.get("meta") or [{} for _ in urls]
     sequential = bool(config.get("sequential"))
+    follow = bool(config.get("follow"))
     results: list[dict[str, Any] | None] = [None] * len(urls)
+    linked: list[dict[str, Any]] = []
 
     class Paths(scrapy.Spider):
         name = "paths"
@@ -108,7 +111,21 @@ def main(argv: list[str]) -> int:
         def parse(self, response: Any, i: int) -> Any:
             results[i] = {"status": response.status,
                           "usage": response.meta.get("robotgate_usage")}
+            if follow:
+                for href in response.css("a::attr(href)").getall():
+                    yield response.follow(href, callback=self.link, errback=self.link_failed,
+                                          dont_filter=True)
             yield from self._next(i)
+
+        def link(self, response: Any) -> Any:
+            linked.append({"status": response.status})
+            yield from ()
+
+        def link_failed(self, failure: Any) -> Any:
+            decision = getattr(failure.value, "decision", None)
+            linked.append({"refused": decision.outcome or "rule", "reason": decision.reason}
+                          if decision is not None else {"error": type(failure.value).__name__})
+            yield from ()
 
         def failed(self, failure: Any) -> Any:
             exc = failure.value
@@ -135,7 +152,7 @@ def main(argv: list[str]) -> int:
     process = CrawlerProcess(settings=settings)
     process.crawl(Paths)
     process.start()
-    print(json.dumps(results))
+    print(json.dumps([*results, *linked]))
     return 0
 
 

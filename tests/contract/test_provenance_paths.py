@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
 from robotgate.policy.hops import REFUSED
@@ -121,7 +122,7 @@ async def _httpx(client: Any, ask: Ask) -> Result:
     return Result(status=resp.status_code)
 
 
-async def _scrapy(asks: list[Ask], options: dict[str, Any]) -> list[Result]:
+async def _scrapy(asks: list[Ask], options: dict[str, Any], **extra: Any) -> list[Result]:
     metas: list[dict[str, Any]] = []
     for ask in asks:
         meta: dict[str, Any] = {}
@@ -136,9 +137,9 @@ async def _scrapy(asks: list[Ask], options: dict[str, Any]) -> list[Result]:
     settings: dict[str, Any] = {
         "ROBOTGATE_IS_PRIVATE": "tests.contract.test_request_paths.public_loopback_1",
         "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "DOWNLOAD_DELAY": 0,
-        "ROBOTGATE_DELAY": options.get("delay", 0)}
+        "ROBOTGATE_DELAY": options.get("delay", 0), **extra.pop("settings", {})}
     config = json.dumps({"urls": [ask.url for ask in asks], "meta": metas, "sequential": True,
-                         "settings": settings})
+                         "settings": settings, **extra})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.contract.scrapy_paths_runner", config, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -171,6 +172,33 @@ async def test_a_pages_stored_public_bit_is_taken_at_its_word(
     assert stored_private.status == 200, stored_private
     assert looked_up.refused == REFUSED, looked_up
     assert private.paths() == ["/secret/2"]
+
+
+async def test_a_scrapy_spiders_link_is_its_pages_pointer(private: Site) -> None:
+    # A public page links into the private network: the spider follows the link, and
+    # the pointers middleware makes it the page's pointer, refused as gate.crawl refuses.
+    async def page(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(text=f'<a href="{private.url("/secret")}">x</a>',
+                            content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, PUBLIC, 0).start()
+    port = runner.addresses[0][1]
+    try:
+        spider_middlewares = {"robotgate.integrations.scrapy.RobotGatePointersMiddleware": 50}
+        results = await _scrapy([Ask(f"http://{PUBLIC}:{port}/page")], {}, follow=True,
+                                settings={"SPIDER_MIDDLEWARES": spider_middlewares})
+    finally:
+        await runner.cleanup()
+    start, link = results
+    assert start.status == 200, results
+    assert link.refused == REFUSED, link
+    assert private.paths() == [] and private.robots_hits == 0
 
 
 # -- robots.txt travels the pages' route ---------------------------------------------------
