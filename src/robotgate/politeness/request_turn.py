@@ -5,8 +5,8 @@ Scrapy middleware; ``gate.crawl`` rides on ``gate.fetch``) makes one
 :class:`RequestTurn` per request it sends (each redirect hop is a request) and
 drives it through the same steps:
 
-1. :meth:`~RequestTurn.begin`: a redirect hop judged by where it leads (when the
-   request follows one), robots.txt's verdict (:class:`~robotgate.errors.Disallowed`
+1. :meth:`~RequestTurn.begin`: a page's pointer (a redirect hop, a link) judged by
+   where it leads, robots.txt's verdict (:class:`~robotgate.errors.Disallowed`
    if forbidden), then the server's turn under its caps and, in a fleet, its slot.
    None when the request may go at once (a cached, allowed and due request costs
    no coroutine), else an awaitable.
@@ -28,8 +28,9 @@ judged by the private-network rule before anything else.  A browser's subresourc
 turn (``paced=False``): judged and capped, held while its server rests, not to the
 interval (see :class:`RequestTurn`).
 
-:func:`sent_in_turn` drives steps 1 to 5 around a client's send; ``gate.fetch`` (each
-hop), ``gate.middleware`` and the httpx transport use it.  The Scrapy middleware drives
+:func:`sent_in_turn` drives steps 1 to 5 around a client's send; the exchange
+(:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport) and
+``gate.middleware`` use it.  The Scrapy middleware drives
 the steps itself: its request and its response come in separate callbacks.
 """
 
