@@ -462,3 +462,11 @@ async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(
             assert info.value.__cause__ is None and info.value.__suppress_context__
     finally:
         await server.close()
+
+
+async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
+    async with RobotGate(AGENT, delay=0) as gate:
+        with pytest.raises(TypeError, match="pointed_by is a page's URL, a Provenance or None"):
+            gate.fetch("http://127.0.0.1:9/", pointed_by=123)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="pointed_by"):
+            await gate.allowed("http://127.0.0.1:9/", pointed_by=b"http://a.example/")  # type: ignore[arg-type]
