@@ -36,7 +36,7 @@ from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.exchange import Exchanged, Sender, exchange
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
-from ..politeness.redirects import pointer_verdict
+from ..politeness.redirects import provenance_verdict
 from ..politeness.request_turn import Requests, RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
@@ -532,11 +532,10 @@ class RobotGate:
         """The private-network rule's verdict on ``pointed_by``'s pointer to ``url``
         (None: not judged, for the user's own input, a private page's pointer, the rule
         off, or a closed gate).  A page stored as public is not looked up again."""
-        page = pointed_by.from_url
-        if page is None or not self._requests.refuse_private or self._closed:
+        if not self._requests.refuse_private or self._closed:
             return None
-        return await pointer_verdict(page, url, self._client.addresses,
-                                     self.is_private, A_POINTER)
+        return await provenance_verdict(pointed_by, url, self._client.addresses,
+                                        self.is_private, A_POINTER)
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""

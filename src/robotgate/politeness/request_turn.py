@@ -52,7 +52,7 @@ from ..policy.site import SiteRules
 from ..urls import InvalidURL, as_sent, split_origin
 from .emitter import Emitter
 from .fleet_slots import LateSlot, Slot
-from .redirects import pointer_verdict
+from .redirects import provenance_verdict
 from .scheduler import Group
 from .servers import Servers, Started
 from .verdicts import Verdicts
@@ -118,8 +118,9 @@ class RequestTurn:
         self.url = url
         #: Who pointed at the request: the caller's input, or a page's pointer.
         self.provenance = provenance
-        # The pointing page as the rule's check takes it (None: nothing to judge).
-        self._judged = provenance.from_url
+        # Whether the private-network rule judges the request (a pointer of a page not
+        # known to be private), before anything else.
+        self._judged = provenance.from_url is not None
         self._resolve = resolve  # the client's resolver, for a pointer's target
         #: What pointed here, as a refusal names it (a redirect, a pointer).
         self.what = what
@@ -153,7 +154,7 @@ class RequestTurn:
         robots.txt), :class:`~robotgate.errors.GateClosed` and
         :class:`~robotgate.urls.InvalidURL`, at once when nothing needs waiting for.
         """
-        if self._judged is not None:
+        if self._judged:
             return self._begin_hop()
         got = self._admit()
         if isinstance(got, Group):
@@ -242,11 +243,13 @@ class RequestTurn:
 
     async def _begin_hop(self) -> None:
         requests = self._requests
-        came_from, self._judged = self._judged, None
-        if came_from is not None and requests.refuse_private:
+        self._judged = False
+        verdict = None
+        if requests.refuse_private:
             resolve = self._resolve if self._resolve is not None else _resolves_nothing
-            verdict = await pointer_verdict(came_from, self.url, resolve, requests.is_private,
-                                            self.what)
+            verdict = await provenance_verdict(self.provenance, self.url, resolve,
+                                               requests.is_private, self.what)
+        if verdict is not None:
             if verdict.refused is not None:
                 hop = parse_hop(self.url)
                 raise Disallowed(hop.url if hop is not None else self.url, verdict.refused)
