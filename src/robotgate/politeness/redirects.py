@@ -21,9 +21,10 @@ from ..policy.hops import (
     is_private,
     pointer_flow,
 )
+from ..policy.provenance import Provenance
 
-__all__ = ["hop_decision", "pointer_verdict", "refused_answer", "refused_robots_hop",
-           "robots_hop"]
+__all__ = ["hop_decision", "pointer_verdict", "provenance_verdict", "refused_answer",
+           "refused_robots_hop", "robots_hop"]
 
 
 async def pointer_verdict(from_url: str, to_url: str, resolve: Resolve,
@@ -47,6 +48,18 @@ async def pointer_verdict(from_url: str, to_url: str, resolve: Resolve,
     except StopIteration as done:
         verdict: PointerVerdict = done.value
         return verdict
+
+
+async def provenance_verdict(provenance: Provenance, to_url: str, resolve: Resolve,
+                             private: IsPrivate = is_private,
+                             what: str = A_REDIRECT) -> PointerVerdict | None:
+    """The verdict on a request of ``provenance`` to ``to_url`` (None: not judged: the
+    caller's own input, or a pointer of a page known to be private).  A page known to
+    be public is not looked up; one not judged yet is, with ``resolve``."""
+    page = provenance.from_url
+    if page is None:
+        return None
+    return await pointer_verdict(page, to_url, resolve, private, what)
 
 
 async def hop_decision(from_url: str, to_url: str, resolve: Resolve,
