@@ -1,6 +1,9 @@
-"""robotgate for crawlee: an HTTP client that puts every request through the gate.
+"""robotgate for crawlee: an HTTP client that puts every request through the gate, and
+its browser crawler's pages too.
 
->>> crawler = BeautifulSoupCrawler(http_client=RobotGateHttpClient(gate))  # doctest: +SKIP
+>>> client = RobotGateHttpClient(gate)                                    # doctest: +SKIP
+>>> crawler = BeautifulSoupCrawler(http_client=client)                    # doctest: +SKIP
+>>> await client.enqueue_links(context)     # in a handler: the page's links  # doctest: +SKIP
 
 :class:`RobotGateHttpClient` implements crawlee's ``HttpClient`` interface
 (``crawl``, ``send_request``, ``stream``) over the gate, so that an ``HttpCrawler``,
@@ -8,23 +11,36 @@ a ``BeautifulSoupCrawler`` or a ``ParselCrawler`` keeps robotgate's promises:
 
 - each request, and each hop of a redirect, takes a full request turn
   (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, a
-  public site's hop into a private address refused, the server's turn (the delay,
-  Crawl-delay, Request-rate, caps, fleet slots), the gate's ``User-Agent`` and
-  ``From``, and what the answer's status and ``Retry-After`` teach;
+  public site's pointer (a link, a redirect's hop) into a private address refused, the
+  server's turn (the delay, Crawl-delay, Request-rate, caps, fleet slots), the gate's
+  ``User-Agent`` and ``From``, and what the answer's status and ``Retry-After`` teach;
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
   other path and process;
-- a disallowed request is not sent: the crawler skips it (:class:`RobotsDisallowed`
-  is crawlee's ``ContextPipelineInterruptedError``: no retry, no failure), the gate's
-  events tell of it, and ``on_refused`` hears of it with the decision;
-  ``send_request`` and ``stream`` raise it, a :class:`~robotgate.Disallowed`.
+- a refused request is not sent: the crawler skips it (:class:`RobotsDisallowed` is
+  crawlee's ``ContextPipelineInterruptedError``: no retry, no failure; the request's
+  state ``SKIPPED``), the gate's events tell of it, and ``on_refused`` hears of it
+  with the decision; ``send_request`` and ``stream`` raise it, a
+  :class:`~robotgate.Disallowed`.  A site whose robots.txt cannot be reached (a dead
+  host) is a failed request instead (:class:`RobotsUnreachable`), which crawlee retries.
+
+**Who pointed at a request** (:mod:`robotgate.policy.provenance`) travels in its
+``user_data``: :meth:`RobotGateHttpClient.enqueue_links` enqueues a page's links as
+that page's pointers (and none from a page that says ``nofollow``).  A request the
+crawler was given (``crawler.run``, ``crawler.add_requests``) is the caller's own
+input; a request added from a page any other way (``context.enqueue_links``,
+``context.add_requests``) cannot say which page pointed at it, and is not sent.
+
+:meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate
+(:func:`robotgate.integrations.playwright.attach`), with the same provenance, the same
+skips and the same failures.
 
 The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
 redirects are followed here, one turn per hop.  ``inner`` would look a hop's host up
-again and might find a private address there (DNS rebinding): an ``http`` hop from a
-public site goes to the address its check found public, with the Host header and the
-session's cookies of the name; an ``https`` hop goes by its name, its certificate
+again and might find a private address there (DNS rebinding): an ``http`` pointer of
+a public page goes to the address its check found public, with the Host header and
+the session's cookies of the name; an ``https`` one goes by its name, its certificate
 binding it (see :func:`~._follow.pinned`).  crawlee 1.11's ``HttpxHttpClient``
 cannot take another transport (it ignores ``transport=``), hence a client, not a
 transport.
@@ -33,40 +49,88 @@ transport.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
+from crawlee import Request, RequestState
+from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
+from crawlee.crawlers import HttpCrawlingContext
 from crawlee.errors import ContextPipelineInterruptedError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
+from ..decision import Decision
 from ..errors import Disallowed, Error
+from ..policy.hops import A_POINTER, A_REDIRECT
+from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.request_turn import RequestTurn, redirect_target
+from ..records import Outcome
+from ..robots.directives import PageDirectives, page_directives
+from ..urls import redact
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
 
 if TYPE_CHECKING:
-    from crawlee import Request
+    from crawlee import RequestOptions, RequestTransformAction
     from crawlee._types import HttpMethod, HttpPayload
+    from crawlee.crawlers import (
+        ParsedHttpCrawlingContext,
+        PlaywrightCrawler,
+        PlaywrightCrawlingContext,
+        PlaywrightPreNavCrawlingContext,
+    )
     from crawlee.proxy_configuration import ProxyInfo
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
+    from playwright.async_api import Request as BrowserRequest
 
     from ..gate.gate import RobotGate
 
-__all__ = ["RobotGateHttpClient", "RobotsDisallowed", "TooManyRedirects"]
+__all__ = ["PROVENANCE", "RobotGateHttpClient", "RobotsDisallowed", "RobotsUnreachable",
+           "TooManyRedirects", "provenance_of"]
 
 log = logging.getLogger(__name__)
 
+#: The ``user_data`` key a request's provenance is kept under (``{"page": ..., "public":
+#: ...}``), so that it is stored with the request in crawlee's queue.
+PROVENANCE = "robotgate_provenance"
+# The outcome of a request added from a page that cannot say which page pointed at it.
+_UNSAID = "provenance-unknown"
+
 
 class RobotsDisallowed(Disallowed, ContextPipelineInterruptedError):
-    """robots.txt forbids the URL (or a redirect's hop): a :class:`~robotgate.Disallowed`
-    that crawlee's pipeline takes as "skip this request" (not retried, not failed)."""
+    """robots.txt forbids the URL, or a public page may not point at it (a redirect's
+    hop, a link into a private address): a :class:`~robotgate.Disallowed` that crawlee's
+    pipeline takes as "skip this request" (not retried, not failed)."""
+
+
+class RobotsUnreachable(Disallowed):
+    """The site's robots.txt could not be fetched (a dead host: connection refused, a
+    name that does not resolve, 5xx, 429), so the site counts as disallowed for now
+    (RFC 9309 2.3.1.4): a failed request, which crawlee retries and then fails."""
 
 
 class TooManyRedirects(Error):
     """A request was redirected more than :data:`MAX_REDIRECTS` times."""
+
+
+def provenance_of(request: Request) -> Provenance | None:
+    """Who pointed at ``request``: the :data:`PROVENANCE` it carries; without one, a
+    request the crawler was given (crawl depth 0) is the caller's own input, and one
+    added from a page is None: it cannot say which page."""
+    held = request.user_data.get(PROVENANCE)
+    if isinstance(held, Mapping):
+        page, public = held.get("page"), held.get("public")
+        if isinstance(page, str | None) and isinstance(public, bool | None):
+            return Provenance(page, public)
+        return None
+    return INPUT if held is None and request.crawl_depth == 0 else None
+
+
+def _stored(provenance: Provenance) -> dict[str, str | bool | None]:
+    return {"page": provenance.page, "public": provenance.public}
 
 
 class RobotGateHttpClient(HttpClient):
@@ -74,16 +138,19 @@ class RobotGateHttpClient(HttpClient):
 
     ``inner`` sends each hop and must follow no redirects itself (a hop it followed
     would not be judged); the default is ``ImpitHttpClient(follow_redirects=False)``.
-    The gate is yours to open and close; ``inner`` is cleaned up with this client.
+    ``follow_redirects=False`` returns a redirect's answer as it is, as crawlee's
+    clients do.  The gate is yours to open and close; ``inner`` is cleaned up with
+    this client.
     """
 
     def __init__(self, gate: RobotGate, inner: HttpClient | None = None, *,
-                 persist_cookies_per_session: bool = True,
+                 follow_redirects: bool = True, persist_cookies_per_session: bool = True,
                  on_refused: Callable[[str, Disallowed], object] | None = None) -> None:
         super().__init__(persist_cookies_per_session=persist_cookies_per_session)
         self.gate = gate
+        self.follow_redirects = follow_redirects
         #: Called with the URL asked for and the refusal (its ``url``: the hop refused,
-        #: its ``decision``: why) for each request robots.txt or a hop rule refuses.
+        #: its ``decision``: why) for each request robots.txt or a pointer rule refuses.
         self.on_refused = on_refused
         self.inner = inner if inner is not None else ImpitHttpClient(
             persist_cookies_per_session=persist_cookies_per_session, follow_redirects=False)
@@ -92,9 +159,16 @@ class RobotGateHttpClient(HttpClient):
     async def crawl(self, request: Request, *, session: Session | None = None,
                     proxy_info: ProxyInfo | None = None, statistics: Statistics | None = None,
                     timeout: timedelta | None = None) -> HttpCrawlingResult:
-        """Fetch ``request`` for a crawler: a disallowed one is skipped, not retried."""
-        url, response = await self._send(request.url, request.method, request.headers,
-                                         request.payload, session, proxy_info, timeout)
+        """Fetch ``request`` for a crawler, as who pointed at it: a refused one is
+        skipped, not retried."""
+        try:
+            provenance = self._provenance(request)
+            url, response = await self._send(request.url, request.method, request.headers,
+                                             request.payload, session, proxy_info, timeout,
+                                             provenance)
+        except RobotsDisallowed:
+            request.state = RequestState.SKIPPED
+            raise
         if statistics is not None:
             statistics.register_status_code(response.status_code)
         request.loaded_url = url
@@ -105,7 +179,9 @@ class RobotGateHttpClient(HttpClient):
                            payload: HttpPayload | None = None, session: Session | None = None,
                            proxy_info: ProxyInfo | None = None,
                            timeout: timedelta | None = None) -> HttpResponse:
-        """Send one request (``context.send_request`` in a handler), checked and paced."""
+        """Send one request (``context.send_request`` in a handler: the caller's own
+        input), checked and paced."""
+        validate_http_url(redact(url))
         return (await self._send(url, method, headers or {}, payload, session, proxy_info,
                                  timeout))[1]
 
@@ -116,11 +192,12 @@ class RobotGateHttpClient(HttpClient):
                      proxy_info: ProxyInfo | None = None,
                      timeout: timedelta | None = None) -> AsyncGenerator[HttpResponse]:
         """Stream one request's answer; the server's slot is held until the block exits."""
+        validate_http_url(redact(url))
         sent = lower(headers or {})
         asked, came_from = url, None
         for _ in range(MAX_REDIRECTS + 1):
             async with AsyncExitStack() as stack:
-                turn = self._turn(url, came_from)
+                turn = self._turn(url, came_from, A_REDIRECT)
                 stack.callback(turn.release)
                 await self._begin(turn, asked)
                 to, hop_headers, hop_session = self._where(turn, url, sent, session)
@@ -129,8 +206,7 @@ class RobotGateHttpClient(HttpClient):
                     session=hop_session, proxy_info=proxy_info, timeout=timeout))
                 self._keep_cookies(url, response, session, hop_session)
                 await self._answered(turn, response)
-                target = redirect_target(url, response.status_code,
-                                         response.headers.get("location"))
+                target = self._target(url, response)
                 if target is None:
                     yield response
                     return
@@ -151,17 +227,124 @@ class RobotGateHttpClient(HttpClient):
             self._entered_inner = True
         return self
 
+    # -- a page's links and directives, in a request handler -------------------------
+
+    async def enqueue_links(self, context: ParsedHttpCrawlingContext[Any]
+                            | PlaywrightCrawlingContext, *,
+                            requests: Sequence[str | Request] | None = None,
+                            transform_request_function: Callable[
+                                [RequestOptions], RequestOptions | RequestTransformAction]
+                            | None = None,
+                            **kwargs: Any) -> None:
+        """``context.enqueue_links(...)`` with each link carrying its page: the one way
+        a page's links reach this client as that page's pointers (see the module).
+        Nothing is enqueued from a page that says ``nofollow`` (:meth:`directives`).
+
+        Takes crawlee's arguments (``selector``, ``strategy``, ``include``, ``label``,
+        ``user_data``, ``transform_request_function``, ``requests``, ...); ``requests``
+        are links the handler took from the page itself."""
+        page = context.request.loaded_url or context.request.url
+        said = await self.directives(context)
+        if said.nofollow:
+            log.info("no links enqueued from %s: %s", redact(page), said.explain())
+            return
+        carried = _stored(pointer_of(page))
+        if requests is not None:
+            base = kwargs.get("base_url") or page
+            await context.enqueue_links(
+                requests=[found for link in requests
+                          if (found := _carrying(link, base, carried)) is not None], **kwargs)
+            return
+
+        def carry(options: RequestOptions) -> RequestOptions | RequestTransformAction:
+            if transform_request_function is not None:
+                changed = transform_request_function(options)
+                if changed == "skip":
+                    return changed
+                if changed != "unchanged":
+                    options = changed
+            options["user_data"] = {**options.get("user_data", {}), PROVENANCE: carried}
+            return options
+
+        await context.enqueue_links(transform_request_function=carry, **kwargs)
+
+    async def directives(self, context: HttpCrawlingContext | PlaywrightCrawlingContext
+                         ) -> PageDirectives:
+        """The page's directives for this robot (``X-Robots-Tag``, and the meta tags
+        of an HTML page's head): ``nofollow``, ``noindex``, ``noai``, ..."""
+        if isinstance(context, HttpCrawlingContext):
+            answer = context.http_response
+            headers: Any = answer.headers
+            content_type = answer.headers.get("content-type")
+            body = await answer.read()
+        else:
+            headers = [(h["name"], h["value"]) for h in await context.response.headers_array()]
+            content_type = next((value for name, value in headers
+                                 if name.lower() == "content-type"), None)
+            body = await context.response.body()
+        return page_directives(headers, body, agent=self.gate.robots_agent,
+                               content_type=content_type)
+
+    # -- a PlaywrightCrawler's pages ---------------------------------------------------
+
+    def attach(self, crawler: PlaywrightCrawler) -> None:
+        """Put every page ``crawler`` opens through the gate
+        (:func:`robotgate.integrations.playwright.attach`), each navigation judged as
+        who pointed at it, before the browser asks for it: a refused page is skipped
+        with its reason (not retried), a dead host's is a failed request."""
+        crawler.pre_navigation_hook(self._before_navigation)
+
+    async def _before_navigation(self, context: PlaywrightPreNavCrawlingContext) -> None:
+        from .playwright import attach
+
+        request, page = context.request, context.page
+        asked = request.url
+
+        def refused(sent: BrowserRequest, no: Disallowed) -> None:
+            # A hop of the navigation, refused as the browser followed the page's
+            # redirects: the browser's navigation fails; crawlee is not to retry it.
+            if sent.is_navigation_request() and sent.frame == page.main_frame:
+                request.no_retry = True
+                self._tell(asked, no)
+
+        try:
+            provenance = self._provenance(request)
+            decision = await self.gate.decide(asked, pointed_by=provenance.from_url)
+            if not decision.allowed:
+                raise self._refusal(asked, Disallowed(asked, decision))
+            await attach(self.gate, page, on_refused=refused)
+        except BaseException as failed:
+            if isinstance(failed, RobotsDisallowed):
+                request.state = RequestState.SKIPPED
+            # crawlee opens the page before this hook and closes it after navigating:
+            # a page not navigated is closed here.
+            with suppress(Exception):
+                await page.close()
+            raise
+
     # -- one request, hop by hop -----------------------------------------------------
+
+    def _provenance(self, request: Request) -> Provenance:
+        """Who pointed at ``request``; one that cannot say is refused."""
+        provenance = provenance_of(request)
+        if provenance is not None:
+            return provenance
+        decision = Decision(
+            False, f"added from a page (crawl depth {request.crawl_depth}) without saying "
+            "which: enqueue a page's links with RobotGateHttpClient.enqueue_links(context), "
+            "and your own URLs with crawler.add_requests", outcome=_UNSAID)
+        raise self._refusal(request.url, Disallowed(request.url, decision))
 
     async def _send(self, url: str, method: str, headers: Mapping[str, str],
                     payload: HttpPayload | None, session: Session | None,
-                    proxy_info: ProxyInfo | None,
-                    timeout: timedelta | None) -> tuple[str, HttpResponse]:
-        """The answer to ``url`` and the URL it came from, redirects followed."""
+                    proxy_info: ProxyInfo | None, timeout: timedelta | None,
+                    provenance: Provenance = INPUT) -> tuple[str, HttpResponse]:
+        """The answer to ``url`` and the URL it came from, redirects followed; the
+        first request judged as ``provenance`` says."""
         sent = lower(headers)
-        asked, came_from = url, None
+        asked, came_from, what = url, provenance.from_url, A_POINTER
         for _ in range(MAX_REDIRECTS + 1):
-            turn = self._turn(url, came_from)
+            turn = self._turn(url, came_from, what)
             try:
                 await self._begin(turn, asked)
                 to, hop_headers, hop_session = self._where(turn, url, sent, session)
@@ -173,12 +356,18 @@ class RobotGateHttpClient(HttpClient):
                 await self._answered(turn, response)
             finally:
                 turn.release()
-            target = redirect_target(url, response.status_code, response.headers.get("location"))
+            target = self._target(url, response)
             if target is None:
                 return url, response
             method, sent, payload = _next(response, method, sent, payload, url, target)
-            came_from, url = url, target
+            came_from, url, what = url, target, A_REDIRECT
         raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+
+    def _target(self, url: str, response: HttpResponse) -> str | None:
+        """The redirect to follow (None: the answer is the last)."""
+        if not self.follow_redirects:
+            return None
+        return redirect_target(url, response.status_code, response.headers.get("location"))
 
     @staticmethod
     def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
@@ -208,9 +397,11 @@ class RobotGateHttpClient(HttpClient):
         if set_cookie:
             session.cookies.extract_cookies_from_headers(url, [set_cookie])
 
-    def _turn(self, url: str, came_from: str | None) -> RequestTurn:
+    def _turn(self, url: str, came_from: str | None, what: str) -> RequestTurn:
         # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
-        return self.gate.request_turn(url, came_from, resolve)
+        turn = self.gate.request_turn(url, came_from, resolve)
+        turn.what = what
+        return turn
 
     async def _begin(self, turn: RequestTurn, asked: str) -> None:
         """The verdict and the server's turn; then the request leaves.  ``asked``:
@@ -220,19 +411,44 @@ class RobotGateHttpClient(HttpClient):
             if ready is not None:
                 await ready
         except Disallowed as no:
-            log.info("skipped %s: %s", no.url, no.decision.reason)
-            if self.on_refused is not None:
-                self.on_refused(asked, no)
-            raise RobotsDisallowed(no.url, no.decision) from None
+            raise self._refusal(asked, no) from None
         leaving = turn.leaving()
         if leaving is not None:
             await leaving
+
+    def _refusal(self, asked: str, no: Disallowed) -> Disallowed:
+        """What a request the gate did not send raises: :class:`RobotsUnreachable` when
+        its site's robots.txt could not be fetched, else :class:`RobotsDisallowed`
+        (``on_refused`` told)."""
+        if no.decision.outcome == Outcome.UNREACHABLE:
+            log.info("failed %s: %s", no.url, no.decision.reason)
+            return RobotsUnreachable(no.url, no.decision)
+        self._tell(asked, no)
+        return RobotsDisallowed(no.url, no.decision)
+
+    def _tell(self, asked: str, no: Disallowed) -> None:
+        log.info("skipped %s: %s", no.url, no.decision.reason)
+        if self.on_refused is not None:
+            self.on_refused(asked, no)
 
     @staticmethod
     async def _answered(turn: RequestTurn, response: HttpResponse) -> None:
         learnt = turn.answered(response.status_code, response.headers.get("retry-after"))
         if learnt is not None:
             await learnt
+
+
+def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | None]
+              ) -> Request | None:
+    """``link`` as a request carrying its page's pointer (None: no http(s) URL)."""
+    if isinstance(link, Request):
+        link.user_data[PROVENANCE] = carried
+        return link
+    try:
+        return Request.from_url(urljoin(base, link), user_data={PROVENANCE: carried})
+    except ValueError:  # crawlee's check of the URL: no http(s) URL
+        log.debug("not enqueued from %s: %s", redact(base), redact(link))
+        return None
 
 
 def _method(method: str) -> HttpMethod:
