@@ -1,0 +1,126 @@
+"""robotgate.integrations.crawlee with crawlee's PlaywrightCrawler: the system Chromium's
+pages go through the gate (``RobotGateHttpClient.attach``), and a refused page is final:
+skipped with its reason, not retried, no tracebacks."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from robotgate import Disallowed, RobotGate
+from robotgate.policy.hops import REFUSED, RULE
+from tests.contract.test_private_addresses import Names, names, system_names
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.pages_site import Answer, PagesSite
+
+pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
+pytest.importorskip("browserforge", reason="crawlee's playwright extra is not installed "
+                    "(pip install 'crawlee[playwright]')")
+
+from crawlee import ConcurrencySettings, Request, RequestState
+from crawlee.crawlers import BasicCrawlingContext, PlaywrightCrawler, PlaywrightCrawlingContext
+from crawlee.storage_clients import MemoryStorageClient
+
+from robotgate.integrations.crawlee import RobotGateHttpClient
+
+pytestmark = pytest.mark.slow  # each test starts a Chromium
+__all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+ROBOTS = Answer("User-agent: *\nDisallow: /private\n", content_type="text/plain")
+
+
+def _page(*links: str, head: str = "") -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><head>{head}<title>t</title></head><body>{anchors}</body></html>"
+
+
+class Run:
+    """One crawl's record: the URLs handled, refused (asked, refusal), failed."""
+
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+        self.refused: list[tuple[str, Disallowed]] = []
+        self.failed: list[tuple[str, Exception]] = []
+
+    def crawler(self, gate: RobotGate) -> PlaywrightCrawler:
+        client = RobotGateHttpClient(
+            gate, on_refused=lambda url, no: self.refused.append((url, no)))
+        crawler = PlaywrightCrawler(
+            http_client=client, storage_client=MemoryStorageClient(), headless=True,
+            browser_launch_options={"executable_path": chromium_path(), "args": CHROMIUM_ARGS},
+            concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
+            configure_logging=False)
+        client.attach(crawler)
+
+        @crawler.router.default_handler
+        async def handler(context: PlaywrightCrawlingContext) -> None:
+            self.handled.append(context.request.url)
+            await client.enqueue_links(context, strategy="all")
+
+        @crawler.failed_request_handler
+        async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:
+            self.failed.append((context.request.url, error))
+
+        return crawler
+
+
+def _loud(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the run logged at INFO or above that tells of an error: a traceback, a
+    closed target, a retry."""
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.INFO
+            and (record.exc_info or "TargetClosedError" in record.getMessage()
+                 or "Traceback" in record.getMessage() or "Retrying" in record.getMessage())]
+
+
+async def test_a_refused_page_is_skipped_once_with_its_reason(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/": Answer(_page("/page", "/private/x")), "/page": Answer(_page()),
+                             "/private/x": Answer("secret")})
+        asked = Request.from_url(site.url("/private/first"))
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([site.url("/"), asked])
+    assert sorted(run.handled) == [site.url("/"), site.url("/page")]
+    assert [path for path in site.hits if path.startswith("/private")] == []
+    assert sorted(url.rsplit("/", 1)[1] for url, _ in run.refused) == ["first", "x"]
+    assert all("Disallow: /private" in no.decision.reason for _, no in run.refused)
+    assert asked.state == RequestState.SKIPPED
+    assert run.failed == [] and _loud(caplog) == []
+
+
+async def test_a_redirect_refused_as_the_browser_follows_it_is_not_retried() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/private/x"}),
+                             "/private/x": Answer("secret")})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([site.url("/hop")])
+    assert site.hits["/hop"] == 1 and site.hits["/private/x"] == 0
+    [(url, no)] = run.refused
+    assert url == site.url("/hop") and no.url == site.url("/private/x")
+    # The browser's navigation failed: crawlee counts it failed, once.
+    assert [url for url, _ in run.failed] == [site.url("/hop")]
+
+
+async def test_links_of_a_public_page_into_a_private_network_are_not_visited(
+        names: Names, system_names: Names) -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}, PUBLIC) as public, \
+            PagesSite({"/robots.txt": ROBOTS, "/secret": Answer("secret")}, PRIVATE) as private:
+        for table in (names, system_names):
+            table.answers["intranet.test"] = [[PRIVATE]]
+        literal, named = private.url("/secret"), f"http://intranet.test:{private.port}/secret"
+        public.answers["/"] = Answer(_page(literal, named))
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            await run.crawler(gate).run([public.url("/")])
+    assert run.handled == [public.url("/")]
+    assert private.hits == {}
+    assert sorted(url for url, _ in run.refused) == sorted([literal, named])
+    for _, no in run.refused:
+        assert no.decision.outcome == REFUSED and RULE in no.decision.reason, no.decision
+    assert run.failed == []
