@@ -5,6 +5,7 @@ skipped with its reason, not retried, no tracebacks."""
 from __future__ import annotations
 
 import logging
+import socket
 
 import pytest
 
@@ -42,22 +43,24 @@ class Run:
 
     def __init__(self) -> None:
         self.handled: list[str] = []
+        self.loaded: list[str | None] = []
         self.refused: list[tuple[str, Disallowed]] = []
         self.failed: list[tuple[str, Exception]] = []
 
-    def crawler(self, gate: RobotGate) -> PlaywrightCrawler:
+    def crawler(self, gate: RobotGate, max_request_retries: int = 3) -> PlaywrightCrawler:
         client = RobotGateHttpClient(
             gate, on_refused=lambda url, no: self.refused.append((url, no)))
         crawler = PlaywrightCrawler(
             http_client=client, storage_client=MemoryStorageClient(), headless=True,
             browser_launch_options={"executable_path": chromium_path(), "args": CHROMIUM_ARGS},
             concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
-            configure_logging=False)
+            max_request_retries=max_request_retries, configure_logging=False)
         client.attach(crawler)
 
         @crawler.router.default_handler
         async def handler(context: PlaywrightCrawlingContext) -> None:
             self.handled.append(context.request.url)
+            self.loaded.append(context.request.loaded_url)
             await client.enqueue_links(context, strategy="all")
 
         @crawler.failed_request_handler
@@ -93,18 +96,42 @@ async def test_a_refused_page_is_skipped_once_with_its_reason(
     assert run.failed == [] and _loud(caplog) == []
 
 
-async def test_a_redirect_refused_as_the_browser_follows_it_is_not_retried() -> None:
+async def test_a_refused_redirect_hop_is_skipped_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     run = Run()
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/hop": Answer(status=302, headers={"Location": "/private/x"}),
                              "/private/x": Answer("secret")})
+        asked = Request.from_url(site.url("/hop"))
         async with RobotGate(AGENT, delay=0) as gate:
-            await run.crawler(gate).run([site.url("/hop")])
+            await run.crawler(gate).run([asked])
     assert site.hits["/hop"] == 1 and site.hits["/private/x"] == 0
     [(url, no)] = run.refused
     assert url == site.url("/hop") and no.url == site.url("/private/x")
-    # The browser's navigation failed: crawlee counts it failed, once.
-    assert [url for url, _ in run.failed] == [site.url("/hop")]
+    assert asked.state == RequestState.SKIPPED
+    assert run.failed == [] and run.handled == [] and _loud(caplog) == []
+
+
+async def test_a_followed_redirect_is_sent_once_and_loads_its_page() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/dir/page"}),
+                             "/dir/page": Answer(_page())})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([site.url("/hop")])
+    assert site.hits["/hop"] == 1 and site.hits["/dir/page"] == 1
+    assert run.loaded == [site.url("/dir/page")]
+
+
+async def test_a_dead_hosts_page_is_a_failed_request() -> None:
+    run = Run()
+    with socket.socket() as probe:
+        probe.bind((PUBLIC, 0))
+        url = f"http://{PUBLIC}:{probe.getsockname()[1]}/"
+    async with RobotGate(AGENT, delay=0) as gate:
+        await run.crawler(gate, max_request_retries=0).run([url])
+    assert run.refused == [] and run.handled == []
+    assert [failed for failed, _ in run.failed] == [url]
 
 
 async def test_links_of_a_public_page_into_a_private_network_are_not_visited(

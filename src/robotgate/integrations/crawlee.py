@@ -49,11 +49,12 @@ transport.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
+from weakref import WeakKeyDictionary
 
 from crawlee import Request, RequestState
 from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
@@ -79,12 +80,13 @@ if TYPE_CHECKING:
         ParsedHttpCrawlingContext,
         PlaywrightCrawler,
         PlaywrightCrawlingContext,
+        PlaywrightPostNavCrawlingContext,
         PlaywrightPreNavCrawlingContext,
     )
     from crawlee.proxy_configuration import ProxyInfo
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
-    from playwright.async_api import Request as BrowserRequest
+    from playwright.async_api import Page, Route
 
     from ..gate.gate import RobotGate
 
@@ -98,6 +100,9 @@ log = logging.getLogger(__name__)
 PROVENANCE = "robotgate_provenance"
 # The outcome of a request added from a page that cannot say which page pointed at it.
 _UNSAID = "provenance-unknown"
+_EVERY_URL = "**/*"
+# What the browser is not to undo again: the client has decoded the body.
+_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class RobotsDisallowed(Disallowed, ContextPipelineInterruptedError):
@@ -133,6 +138,52 @@ def _stored(provenance: Provenance) -> dict[str, str | bool | None]:
     return {"page": provenance.page, "public": provenance.public}
 
 
+class _Navigation:
+    """A PlaywrightCrawler page's navigation, sent by the client as who pointed at it
+    (the first main-frame navigation of the page; every other request falls back to
+    ``attach``'s route)."""
+
+    def __init__(self, client: RobotGateHttpClient, page: Page, provenance: Provenance,
+                 session: Session | None, proxy_info: ProxyInfo | None) -> None:
+        self.client = client
+        self.page = page
+        self.provenance = provenance
+        self.session = session
+        self.proxy_info = proxy_info
+        #: The refusal of the navigation (the page is then skipped), if it was refused.
+        self.refusal: RobotsDisallowed | None = None
+        #: The URL the answer came from, when redirects led away from the URL asked for.
+        self.loaded: str | None = None
+        self._sent = False  # whether the navigation was sent
+
+    async def route(self, route: Route) -> None:
+        """Send the navigation through the client, hand the browser its answer; any
+        other request goes on to ``attach``'s route."""
+        sent = route.request
+        if self._sent or not sent.is_navigation_request() or sent.frame != self.page.main_frame:
+            await _finish(route.fallback())
+            return
+        self._sent = True
+        try:
+            url, response = await self.client._send(
+                sent.url, sent.method, sent.headers, sent.post_data_buffer, self.session,
+                self.proxy_info, None, self.provenance)
+            body = await response.read()
+        except RobotsDisallowed as refused:
+            self.refusal = refused
+            await _finish(route.fulfill(status=200, body=b"", content_type="text/plain"))
+            return
+        except Exception as failed:  # a failed request: crawlee retries it
+            log.info("failed %s: %s", redact(sent.url), failed)
+            await _finish(route.abort("failed"))
+            return
+        if url != sent.url:
+            self.loaded = url
+        headers = {name: value for name, value in response.headers.items()
+                   if name not in _DECODED}
+        await _finish(route.fulfill(status=response.status_code, headers=headers, body=body))
+
+
 class RobotGateHttpClient(HttpClient):
     """crawlee's HTTP client interface over ``gate`` (see the module).
 
@@ -155,6 +206,8 @@ class RobotGateHttpClient(HttpClient):
         self.inner = inner if inner is not None else ImpitHttpClient(
             persist_cookies_per_session=persist_cookies_per_session, follow_redirects=False)
         self._entered_inner = False  # whether this client entered inner (then it exits it)
+        # A PlaywrightCrawler's navigations under way, by page (see attach).
+        self._navigations: WeakKeyDictionary[Page, _Navigation] = WeakKeyDictionary()
 
     async def crawl(self, request: Request, *, session: Session | None = None,
                     proxy_info: ProxyInfo | None = None, statistics: Statistics | None = None,
@@ -288,31 +341,25 @@ class RobotGateHttpClient(HttpClient):
     # -- a PlaywrightCrawler's pages ---------------------------------------------------
 
     def attach(self, crawler: PlaywrightCrawler) -> None:
-        """Put every page ``crawler`` opens through the gate
-        (:func:`robotgate.integrations.playwright.attach`), each navigation judged as
-        who pointed at it, before the browser asks for it: a refused page is skipped
-        with its reason (not retried), a dead host's is a failed request."""
+        """Put every page ``crawler`` opens through the gate: the crawler's navigation is
+        sent by this client as who pointed at it (each redirect hop judged, a public
+        page's pointer held to the address its check found) and handed to the browser;
+        everything else the page asks for goes through
+        :func:`robotgate.integrations.playwright.attach`.  A refused page is skipped
+        with its reason (not retried); a dead host's is a failed request."""
         crawler.pre_navigation_hook(self._before_navigation)
+        crawler.post_navigation_hook(self._after_navigation)
 
     async def _before_navigation(self, context: PlaywrightPreNavCrawlingContext) -> None:
         from .playwright import attach
 
         request, page = context.request, context.page
-        asked = request.url
-
-        def refused(sent: BrowserRequest, no: Disallowed) -> None:
-            # A hop of the navigation, refused as the browser followed the page's
-            # redirects: the browser's navigation fails; crawlee is not to retry it.
-            if sent.is_navigation_request() and sent.frame == page.main_frame:
-                request.no_retry = True
-                self._tell(asked, no)
-
         try:
-            provenance = self._provenance(request)
-            decision = await self.gate.decide(asked, pointed_by=provenance.from_url)
-            if not decision.allowed:
-                raise self._refusal(asked, Disallowed(asked, decision))
-            await attach(self.gate, page, on_refused=refused)
+            navigation = _Navigation(self, page, self._provenance(request), context.session,
+                                     context.proxy_info)
+            await attach(self.gate, page)
+            # Routes run newest first: the navigation's before attach's.
+            await page.route(_EVERY_URL, navigation.route)
         except BaseException as failed:
             if isinstance(failed, RobotsDisallowed):
                 request.state = RequestState.SKIPPED
@@ -321,6 +368,17 @@ class RobotGateHttpClient(HttpClient):
             with suppress(Exception):
                 await page.close()
             raise
+        self._navigations[page] = navigation
+
+    async def _after_navigation(self, context: PlaywrightPostNavCrawlingContext) -> None:
+        navigation = self._navigations.pop(context.page, None)
+        if navigation is None:
+            return
+        if navigation.refusal is not None:
+            context.request.state = RequestState.SKIPPED
+            raise navigation.refusal
+        if navigation.loaded is not None:
+            context.request.loaded_url = navigation.loaded
 
     # -- one request, hop by hop -----------------------------------------------------
 
@@ -449,6 +507,14 @@ def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | No
     except ValueError:  # crawlee's check of the URL: no http(s) URL
         log.debug("not enqueued from %s: %s", redact(base), redact(link))
         return None
+
+
+async def _finish(step: Awaitable[None]) -> None:
+    """Fulfil, abort or pass on a route; a page closed meanwhile makes that fail, harmlessly."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with suppress(PlaywrightError):
+        await step
 
 
 def _method(method: str) -> HttpMethod:
