@@ -7,7 +7,9 @@ that each run gets a fresh reactor::
                                                    "settings": {...}}'
 
 ``sequential``: each URL is requested once the one before has an answer (as an
-``await`` per URL would); otherwise all are requested at once.  Each result is
+``await`` per URL would); otherwise all are requested at once.  ``meta`` (optional):
+each URL's request meta; a ``robotgate_pointed_by`` given as ``{"page": ..., "public":
+...}`` is that :class:`~robotgate.policy.provenance.Provenance`.  Each result is
 ``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason": text}``
 (a robotgate refusal) or ``{"error": name}``.
 """
@@ -68,10 +70,22 @@ def answer_names(hosts: dict[str, Any]) -> None:
     _resolver.GAIResolver.__init__.__defaults__ = (None, getaddrinfo)
 
 
+def _meta(given: dict[str, Any]) -> dict[str, Any]:
+    from robotgate.integrations.scrapy.middleware import POINTED_BY
+    from robotgate.policy.provenance import Provenance
+
+    meta = dict(given)
+    pointed_by = meta.get(POINTED_BY)
+    if isinstance(pointed_by, dict):
+        meta[POINTED_BY] = Provenance(**pointed_by)
+    return meta
+
+
 def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
     answer_names(config.get("hosts", {}))
     urls: list[str] = config["urls"]
+    metas: list[dict[str, Any]] = config.get("meta") or [{} for _ in urls]
     sequential = bool(config.get("sequential"))
     results: list[dict[str, Any] | None] = [None] * len(urls)
 
@@ -81,7 +95,7 @@ def main(argv: list[str]) -> int:
         def _request(self, i: int) -> scrapy.Request:
             return scrapy.Request(urls[i], callback=self.parse, errback=self.failed,
                                   dont_filter=True, cb_kwargs={"i": i},
-                                  priority=len(urls) - i)
+                                  priority=len(urls) - i, meta=_meta(metas[i]))
 
         async def start(self) -> Any:
             for i in range(1 if sequential else len(urls)):
