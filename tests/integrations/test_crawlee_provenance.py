@@ -13,15 +13,17 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from robotgate import Disallowed, RobotGate
+from robotgate import Disallowed, Error, RobotGate
 from robotgate.policy.hops import REFUSED, RULE
 from tests.contract.test_private_addresses import Names, names, system_names
+from tests.contract.test_provenance_paths import ForwardProxy
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
 from tests.support.pages_site import Answer, PagesSite
 
 pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
 pytest.importorskip("bs4", reason="BeautifulSoup is not installed (crawlee's beautifulsoup extra)")
 
+import impit
 from crawlee import ConcurrencySettings, Request, RequestState
 from crawlee.crawlers import (
     BasicCrawlingContext,
@@ -29,6 +31,7 @@ from crawlee.crawlers import (
     BeautifulSoupCrawlingContext,
 )
 from crawlee.http_clients import HttpClient, ImpitHttpClient
+from crawlee.proxy_configuration import ProxyConfiguration
 from crawlee.storage_clients import MemoryStorageClient
 from pydantic import ValidationError
 
@@ -64,10 +67,11 @@ class Run:
         return RobotGateHttpClient(gate, on_refused=lambda url, no: self.refused.append((url, no)))
 
     def crawler(self, client: RobotGateHttpClient,
-                enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]]
-                ) -> BeautifulSoupCrawler:
+                enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]],
+                proxy: ProxyConfiguration | None = None) -> BeautifulSoupCrawler:
         crawler = BeautifulSoupCrawler(
             http_client=client, storage_client=MemoryStorageClient(), max_request_retries=1,
+            proxy_configuration=proxy,
             concurrency_settings=ConcurrencySettings(min_concurrency=2, desired_concurrency=2,
                                                      max_concurrency=2),
             configure_logging=False)
@@ -267,3 +271,34 @@ async def test_a_non_http_url_raises_what_crawlees_clients_raise(name: str, url:
                 pass
     if name == "robotgate":
         assert "secret" not in str(raised.value)
+
+
+async def test_too_many_redirects_raise_what_crawlees_client_raises() -> None:
+    async with PagesSite({"/robots.txt": ALLOW,
+                          "/loop": Answer(status=302, headers={"Location": "/loop"})}) as site, \
+            RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(gate) as client:
+        with pytest.raises(impit.TooManyRedirects) as raised:
+            await client.send_request(site.url("/loop"))
+    assert isinstance(raised.value, Error)
+    assert site.hits["/loop"] == 21  # the first request and 20 hops
+
+
+# -- robots.txt travels the pages' route (issue 76) ------------------------------------------
+
+
+async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through() -> None:
+    # Only the proxy knows web.invalid: robots.txt asked direct could not be fetched.
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW, "/page": Answer(_page())}) as site:
+        proxy = await ForwardProxy(site.port).start()
+        try:
+            async with RobotGate(AGENT, delay=0) as gate:
+                client = run.client(gate)
+                await run.crawler(client, client.enqueue_links,
+                                  ProxyConfiguration(proxy_urls=[proxy.url])).run(
+                    [f"http://web.invalid:{site.port}/page"])
+        finally:
+            await proxy.close()
+    assert run.handled == [f"http://web.invalid:{site.port}/page"], run.failed
+    assert proxy.forwarded == ["/robots.txt", "/page"]
+    assert site.hits["/robots.txt"] == 1

@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
+import impit
 from crawlee import Request, RequestState
 from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
 from crawlee.crawlers import HttpCrawlingContext
@@ -63,10 +64,12 @@ from crawlee.errors import ContextPipelineInterruptedError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
 from ..decision import Decision
-from ..errors import Disallowed, Error
-from ..policy.hops import A_POINTER, A_REDIRECT
+from ..errors import Disallowed
+from ..errors import TooManyRedirects as CoreTooManyRedirects
+from ..gate.aiohttp_client import Route
 from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..politeness.request_turn import RequestTurn, redirect_target
+from ..politeness.exchange import Answer, Exchanged
+from ..politeness.request_turn import RequestTurn
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
@@ -86,7 +89,8 @@ if TYPE_CHECKING:
     from crawlee.proxy_configuration import ProxyInfo
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
-    from playwright.async_api import Page, Route
+    from playwright.async_api import Page
+    from playwright.async_api import Route as BrowserRoute
 
     from ..gate.gate import RobotGate
 
@@ -117,8 +121,9 @@ class RobotsUnreachable(Disallowed):
     (RFC 9309 2.3.1.4): a failed request, which crawlee retries and then fails."""
 
 
-class TooManyRedirects(Error):
-    """A request was redirected more than :data:`MAX_REDIRECTS` times."""
+class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
+    """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
+    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
 
 
 def provenance_of(request: Request) -> Provenance | None:
@@ -156,7 +161,7 @@ class _Navigation:
         self.loaded: str | None = None
         self._sent = False  # whether the navigation was sent
 
-    async def route(self, route: Route) -> None:
+    async def route(self, route: BrowserRoute) -> None:
         """Send the navigation through the client, hand the browser its answer; any
         other request goes on to ``attach``'s route."""
         sent = route.request
@@ -246,26 +251,16 @@ class RobotGateHttpClient(HttpClient):
                      timeout: timedelta | None = None) -> AsyncGenerator[HttpResponse]:
         """Stream one request's answer; the server's slot is held until the block exits."""
         validate_http_url(redact(url))
-        sent = lower(headers or {})
-        asked, came_from = url, None
-        for _ in range(MAX_REDIRECTS + 1):
-            async with AsyncExitStack() as stack:
-                turn = self._turn(url, came_from, A_REDIRECT)
-                stack.callback(turn.release)
-                await self._begin(turn, asked)
-                to, hop_headers, hop_session = self._where(turn, url, sent, session)
-                response = await stack.enter_async_context(self.inner.stream(
-                    to, method=method, headers=hop_headers, payload=payload,
-                    session=hop_session, proxy_info=proxy_info, timeout=timeout))
-                self._keep_cookies(url, response, session, hop_session)
-                await self._answered(turn, response)
-                target = self._target(url, response)
-                if target is None:
-                    yield response
-                    return
-            method, sent, payload = _next(response, method, sent, payload, url, target)
-            came_from, url = url, target
-        raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+        sender = _Sender(self, method, headers or {}, payload, session, proxy_info, timeout,
+                         stream=True)
+        done = await self._exchange(sender, url, INPUT, proxy_info)
+        try:
+            yield done.response
+        finally:
+            try:
+                await sender.close()
+            finally:
+                done.turn.release()
 
     async def cleanup(self) -> None:
         """Clean up ``inner`` if this client started it (the gate stays open: it is yours)."""
@@ -397,35 +392,28 @@ class RobotGateHttpClient(HttpClient):
                     payload: HttpPayload | None, session: Session | None,
                     proxy_info: ProxyInfo | None, timeout: timedelta | None,
                     provenance: Provenance = INPUT) -> tuple[str, HttpResponse]:
-        """The answer to ``url`` and the URL it came from, redirects followed; the
-        first request judged as ``provenance`` says."""
-        sent = lower(headers)
-        asked, came_from, what = url, provenance.from_url, A_POINTER
-        for _ in range(MAX_REDIRECTS + 1):
-            turn = self._turn(url, came_from, what)
-            try:
-                await self._begin(turn, asked)
-                to, hop_headers, hop_session = self._where(turn, url, sent, session)
-                # The answer is read whole before the server's slot is given back.
-                response = await self.inner.send_request(
-                    to, method=_method(method), headers=hop_headers, payload=payload,
-                    session=hop_session, proxy_info=proxy_info, timeout=timeout)
-                self._keep_cookies(url, response, session, hop_session)
-                await self._answered(turn, response)
-            finally:
-                turn.release()
-            target = self._target(url, response)
-            if target is None:
-                return url, response
-            method, sent, payload = _next(response, method, sent, payload, url, target)
-            came_from, url, what = url, target, A_REDIRECT
-        raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+        """The answer to ``url`` (a request of ``provenance``) and the URL it came
+        from, redirects followed; the answer is read whole before the server's slot is
+        given back."""
+        sender = _Sender(self, method, headers, payload, session, proxy_info, timeout)
+        done = await self._exchange(sender, url, provenance, proxy_info)
+        done.turn.release()
+        return done.url, done.response
 
-    def _target(self, url: str, response: HttpResponse) -> str | None:
-        """The redirect to follow (None: the answer is the last)."""
-        if not self.follow_redirects:
-            return None
-        return redirect_target(url, response.status_code, response.headers.get("location"))
+    async def _exchange(self, sender: _Sender, url: str, provenance: Provenance,
+                        proxy_info: ProxyInfo | None) -> Exchanged[HttpResponse]:
+        """``url`` sent through the gate's exchange, a refusal raised as this module's;
+        robots.txt is asked through the page's proxy too (by the gate's client)."""
+        via = Route(None, proxy_info.url) if proxy_info is not None else None
+        try:
+            # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
+            return await self.gate.exchange(sender, url, provenance, resolve=resolve,
+                                            follow=self.follow_redirects,
+                                            max_redirects=MAX_REDIRECTS, via=via)
+        except Disallowed as no:
+            raise self._refusal(url, no) from None
+        except CoreTooManyRedirects as many:
+            raise TooManyRedirects(many.url, many.limit) from None
 
     @staticmethod
     def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
@@ -455,25 +443,6 @@ class RobotGateHttpClient(HttpClient):
         if set_cookie:
             session.cookies.extract_cookies_from_headers(url, [set_cookie])
 
-    def _turn(self, url: str, came_from: str | None, what: str) -> RequestTurn:
-        # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
-        turn = self.gate.request_turn(url, came_from, resolve)
-        turn.what = what
-        return turn
-
-    async def _begin(self, turn: RequestTurn, asked: str) -> None:
-        """The verdict and the server's turn; then the request leaves.  ``asked``:
-        the URL the caller asked for (the turn's may be a redirect's hop)."""
-        try:
-            ready = turn.begin()
-            if ready is not None:
-                await ready
-        except Disallowed as no:
-            raise self._refusal(asked, no) from None
-        leaving = turn.leaving()
-        if leaving is not None:
-            await leaving
-
     def _refusal(self, asked: str, no: Disallowed) -> Disallowed:
         """What a request the gate did not send raises: :class:`RobotsUnreachable` when
         its site's robots.txt could not be fetched, else :class:`RobotsDisallowed`
@@ -489,11 +458,6 @@ class RobotGateHttpClient(HttpClient):
         if self.on_refused is not None:
             self.on_refused(asked, no)
 
-    @staticmethod
-    async def _answered(turn: RequestTurn, response: HttpResponse) -> None:
-        learnt = turn.answered(response.status_code, response.headers.get("retry-after"))
-        if learnt is not None:
-            await learnt
 
 
 def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | None]
@@ -517,14 +481,69 @@ async def _finish(step: Awaitable[None]) -> None:
         await step
 
 
+class _Sender:
+    """crawlee's side of the gate's exchange: one request at a time through ``inner``,
+    which follows no redirect (the exchange does), with crawlee's session and proxy.
+    ``stream``: each answer is streamed, the last one's stream left open until
+    :meth:`close`."""
+
+    def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
+                 payload: HttpPayload | None, session: Session | None,
+                 proxy_info: ProxyInfo | None, timeout: timedelta | None, *,
+                 stream: bool = False) -> None:
+        self.client = client
+        self.method = method
+        self.headers = lower(headers)
+        self.payload = payload
+        self.session = session
+        self.proxy_info = proxy_info
+        self.timeout = timeout
+        self.stream = stream
+        self._url = ""  # the URL of the request last sent
+        self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
+
+    def prepare(self, url: str) -> str:
+        return url
+
+    async def send(self, turn: RequestTurn) -> HttpResponse:
+        """Send ``turn.url``: a public page's ``http`` pointer to the address its check
+        found (see :meth:`RobotGateHttpClient._where`)."""
+        client = self.client
+        self._url = url = turn.url
+        to, headers, session = client._where(turn, url, self.headers, self.session)
+        method = _method(self.method)
+        if self.stream:
+            opened = client.inner.stream(to, method=method, headers=headers,
+                                         payload=self.payload, session=session,
+                                         proxy_info=self.proxy_info, timeout=self.timeout)
+            response = await opened.__aenter__()
+            self._open = opened
+        else:
+            response = await client.inner.send_request(
+                to, method=method, headers=headers, payload=self.payload, session=session,
+                proxy_info=self.proxy_info, timeout=self.timeout)
+        client._keep_cookies(url, response, self.session, session)
+        return response
+
+    @staticmethod
+    def answer(response: HttpResponse) -> Answer:
+        headers = response.headers
+        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"))
+
+    async def redirected(self, response: HttpResponse, status: int, target: str) -> None:
+        await self.close()
+        self.method, self.headers, self.payload = next_hop(
+            status, self.method, self.headers, self.payload, self._url, target)
+
+    def drop(self, response: HttpResponse) -> Awaitable[None] | None:
+        return self.close()
+
+    async def close(self) -> None:
+        """Close the stream still open (none: nothing to do)."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            await opened.__aexit__(None, None, None)
+
+
 def _method(method: str) -> HttpMethod:
     return method  # type: ignore[return-value]  # crawlee's Literal of method names
-
-
-def _next(response: HttpResponse, method: str, headers: dict[str, str],
-          payload: HttpPayload | None, url: str,
-          target: str) -> tuple[HttpMethod, dict[str, str], HttpPayload | None]:
-    """The next hop's method, headers and payload."""
-    method, headers, payload = next_hop(response.status_code, method, headers, payload, url,
-                                        target)
-    return _method(method), headers, payload
