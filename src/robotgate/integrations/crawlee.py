@@ -15,7 +15,7 @@ a ``BeautifulSoupCrawler`` or a ``ParselCrawler`` keeps robotgate's promises:
   server's turn (the delay, Crawl-delay, Request-rate, caps, fleet slots), the gate's
   ``User-Agent`` and ``From``, and what the answer's status and ``Retry-After`` teach;
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
-  other path and process;
+  other path and process, through the request's proxy (``proxy_info``) when it has one;
 - a refused request is not sent: the crawler skips it (:class:`RobotsDisallowed` is
   crawlee's ``ContextPipelineInterruptedError``: no retry, no failure; the request's
   state ``SKIPPED``), the gate's events tell of it, and ``on_refused`` hears of it
@@ -30,14 +30,16 @@ crawler was given (``crawler.run``, ``crawler.add_requests``) is the caller's ow
 input; a request added from a page any other way (``context.enqueue_links``,
 ``context.add_requests``) cannot say which page pointed at it, and is not sent.
 
-:meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate
-(:func:`robotgate.integrations.playwright.attach`), with the same provenance, the same
-skips and the same failures.
+:meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate:
+the crawler's navigation is sent by this client (the same provenance, skips and
+failures) and handed to the browser; the rest of the page's requests go through
+:func:`robotgate.integrations.playwright.attach`.
 
 The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
-redirects are followed here, one turn per hop.  ``inner`` would look a hop's host up
+redirects are followed by the gate's exchange
+(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner`` would look a hop's host up
 again and might find a private address there (DNS rebinding): an ``http`` pointer of
 a public page goes to the address its check found public, with the Host header and
 the session's cookies of the name; an ``https`` one goes by its name, its certificate
