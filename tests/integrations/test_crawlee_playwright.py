@@ -134,6 +134,19 @@ async def test_a_dead_hosts_page_is_a_failed_request() -> None:
     assert [failed for failed, _ in run.failed] == [url]
 
 
+async def test_a_navigation_crawlee_would_send_past_the_route_is_not_sent() -> None:
+    # With its own headers or method, crawlee sends the navigation with route.continue_.
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS, "/page": Answer(_page())}) as site:
+        asked = Request.from_url(site.url("/page"), headers={"X-Mine": "1"})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([asked])
+    assert site.hits["/page"] == 0 and run.handled == [] and run.failed == []
+    [(url, no)] = run.refused
+    assert url == site.url("/page") and "own method or headers" in no.decision.reason
+    assert asked.state == RequestState.SKIPPED
+
+
 async def test_links_of_a_public_page_into_a_private_network_are_not_visited(
         names: Names, system_names: Names) -> None:
     run = Run()

@@ -106,6 +106,8 @@ log = logging.getLogger(__name__)
 PROVENANCE = "robotgate_provenance"
 # The outcome of a request added from a page that cannot say which page pointed at it.
 _UNSAID = "provenance-unknown"
+# The outcome of a PlaywrightCrawler request the gate's route would not see.
+_UNROUTED = "navigation-unrouted"
 _EVERY_URL = "**/*"
 # What the browser is not to undo again: the client has decoded the body.
 _DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
@@ -352,7 +354,14 @@ class RobotGateHttpClient(HttpClient):
 
         request, page = context.request, context.page
         try:
-            navigation = _Navigation(self, page, self._provenance(request), context.session,
+            provenance = self._provenance(request)
+            if request.headers or request.method != "GET":
+                # crawlee sends such a navigation itself, past every route (route.continue_).
+                raise self._refusal(request.url, Disallowed(request.url, Decision(
+                    False, "a PlaywrightCrawler request with its own method or headers is "
+                    "sent by crawlee past the gate's route: send it with a "
+                    "BeautifulSoupCrawler, or context.send_request", outcome=_UNROUTED)))
+            navigation = _Navigation(self, page, provenance, context.session,
                                      context.proxy_info)
             await attach(self.gate, page)
             # Routes run newest first: the navigation's before attach's.
