@@ -164,3 +164,9 @@ async def test_links_of_a_public_page_into_a_private_network_are_not_visited(
     for _, no in run.refused:
         assert no.decision.outcome == REFUSED and RULE in no.decision.reason, no.decision
     assert run.failed == []
+
+
+def test_attach_refuses_a_crawler_with_another_http_client() -> None:
+    crawler = PlaywrightCrawler(storage_client=MemoryStorageClient(), configure_logging=False)
+    with pytest.raises(ValueError, match="http_client="):
+        RobotGateHttpClient(RobotGate(AGENT)).attach(crawler)

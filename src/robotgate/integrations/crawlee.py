@@ -345,7 +345,16 @@ class RobotGateHttpClient(HttpClient):
         page's pointer held to the address its check found) and handed to the browser;
         everything else the page asks for goes through
         :func:`robotgate.integrations.playwright.attach`.  A refused page is skipped
-        with its reason (not retried); a dead host's is a failed request."""
+        with its reason (not retried); a dead host's is a failed request.
+
+        ``crawler`` must be built with ``http_client=`` this client (ValueError if not):
+        crawlee's own browser client would send ``context.send_request`` past the page's
+        routes."""
+        # crawlee has no public accessor for its client; a crawlee without this
+        # attribute is not checked.
+        if getattr(crawler, "_http_client", self) is not self:
+            raise ValueError("build the PlaywrightCrawler with http_client= this "
+                             "RobotGateHttpClient before attaching it")
         crawler.pre_navigation_hook(self._before_navigation)
         crawler.post_navigation_hook(self._after_navigation)
 
