@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow  # each test starts a Chromium
 __all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
+SHARED_WORKERS_OFF = "--disable-blink-features=SharedWorker"
 ROBOTS = Answer("User-agent: *\nDisallow: /private\n", content_type="text/plain")
 
 
@@ -52,7 +53,10 @@ class Run:
             gate, on_refused=lambda url, no: self.refused.append((url, no)))
         crawler = PlaywrightCrawler(
             http_client=client, storage_client=MemoryStorageClient(), headless=True,
-            browser_launch_options={"executable_path": chromium_path(), "args": CHROMIUM_ARGS},
+            # What robotgate's attach asks: no service or shared workers (docs/browser.md).
+            browser_launch_options={"executable_path": chromium_path(),
+                                    "args": [*CHROMIUM_ARGS, SHARED_WORKERS_OFF]},
+            browser_new_context_options={"service_workers": "block"},
             concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
             max_request_retries=max_request_retries, configure_logging=False)
         client.attach(crawler)
