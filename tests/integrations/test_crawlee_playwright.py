@@ -48,9 +48,11 @@ class Run:
         self.refused: list[tuple[str, Disallowed]] = []
         self.failed: list[tuple[str, Exception]] = []
 
-    def crawler(self, gate: RobotGate, max_request_retries: int = 3) -> PlaywrightCrawler:
+    def crawler(self, gate: RobotGate, max_request_retries: int = 3,
+                follow_redirects: bool = True) -> PlaywrightCrawler:
         client = RobotGateHttpClient(
-            gate, on_refused=lambda url, no: self.refused.append((url, no)))
+            gate, follow_redirects=follow_redirects,
+            on_refused=lambda url, no: self.refused.append((url, no)))
         crawler = PlaywrightCrawler(
             http_client=client, storage_client=MemoryStorageClient(), headless=True,
             # What robotgate's attach asks: no service or shared workers (docs/browser.md).
@@ -125,6 +127,16 @@ async def test_a_followed_redirect_is_sent_once_and_loads_its_page() -> None:
             await run.crawler(gate).run([site.url("/hop")])
     assert site.hits["/hop"] == 1 and site.hits["/dir/page"] == 1
     assert run.loaded == [site.url("/dir/page")]
+
+
+async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/page"}),
+                             "/page": Answer(_page())})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate, follow_redirects=False).run([site.url("/hop")])
+    assert site.hits["/hop"] == 1 and site.hits["/page"] == 0
 
 
 async def test_a_dead_hosts_page_is_a_failed_request() -> None:

@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
     from playwright.async_api import Page
+    from playwright.async_api import Response as BrowserResponse
     from playwright.async_api import Route as BrowserRoute
 
     from ..gate.gate import RobotGate
@@ -109,6 +110,8 @@ _UNSAID = "provenance-unknown"
 # The outcome of a PlaywrightCrawler request the gate's route would not see.
 _UNROUTED = "navigation-unrouted"
 _EVERY_URL = "**/*"
+# A navigation's bound: crawlee's own navigation_timeout by default.
+_NAVIGATION_TIMEOUT = timedelta(minutes=1)
 # What the browser is not to undo again: the client has decoded the body.
 _DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -176,7 +179,7 @@ class _Navigation:
         try:
             url, response = await self.client._send(
                 sent.url, sent.method, sent.headers, sent.post_data_buffer, self.session,
-                self.proxy_info, None, self.provenance)
+                self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance)
             body = await response.read()
         except RobotsDisallowed as refused:
             self.refusal = refused
@@ -188,9 +191,12 @@ class _Navigation:
             return
         if url != sent.url:
             self.loaded = url
+        # A redirect that ends here (not followed, or to no http(s) URL) keeps no
+        # Location: the browser would follow it past every route.
+        status = response.status_code
         headers = {name: value for name, value in response.headers.items()
-                   if name not in _DECODED}
-        await _finish(route.fulfill(status=response.status_code, headers=headers, body=body))
+                   if name not in _DECODED and not (name == "location" and 300 <= status < 400)}
+        await _finish(route.fulfill(status=status, headers=headers, body=body))
 
 
 class RobotGateHttpClient(HttpClient):
@@ -328,12 +334,12 @@ class RobotGateHttpClient(HttpClient):
             answer = context.http_response
             headers: Any = answer.headers
             content_type = answer.headers.get("content-type")
-            body = await answer.read()
+            body: bytes | None = await answer.read()
         else:
             headers = [(h["name"], h["value"]) for h in await context.response.headers_array()]
             content_type = next((value for name, value in headers
                                  if name.lower() == "content-type"), None)
-            body = await context.response.body()
+            body = await _body(context.response)
         return page_directives(headers, body, agent=self.gate.robots_agent,
                                content_type=content_type)
 
@@ -490,6 +496,16 @@ def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | No
         return Request.from_url(urljoin(base, link), user_data={PROVENANCE: carried})
     except ValueError:  # crawlee's check of the URL: no http(s) URL
         log.debug("not enqueued from %s: %s", redact(base), redact(link))
+        return None
+
+
+async def _body(response: BrowserResponse) -> bytes | None:
+    """A browser answer's body; None for one the browser keeps none of (a redirect's)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await response.body()
+    except PlaywrightError:
         return None
 
 
