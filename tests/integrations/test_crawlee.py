@@ -111,7 +111,7 @@ async def test_a_beautifulsoup_crawl_keeps_every_promise(site: Site) -> None:
         @crawler.router.default_handler
         async def handler(context: BeautifulSoupCrawlingContext) -> None:
             titles.append(context.soup.title.string if context.soup.title else "")
-            await context.enqueue_links()
+            await client.enqueue_links(context)
 
         @crawler.failed_request_handler
         async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:

@@ -1,6 +1,9 @@
-"""robotgate for crawlee: an HTTP client that puts every request through the gate.
+"""robotgate for crawlee: an HTTP client that puts every request through the gate, and
+its browser crawler's pages too.
 
->>> crawler = BeautifulSoupCrawler(http_client=RobotGateHttpClient(gate))  # doctest: +SKIP
+>>> client = RobotGateHttpClient(gate)                                    # doctest: +SKIP
+>>> crawler = BeautifulSoupCrawler(http_client=client)                    # doctest: +SKIP
+>>> await client.enqueue_links(context)     # in a handler: the page's links  # doctest: +SKIP
 
 :class:`RobotGateHttpClient` implements crawlee's ``HttpClient`` interface
 (``crawl``, ``send_request``, ``stream``) over the gate, so that an ``HttpCrawler``,
@@ -8,23 +11,38 @@ a ``BeautifulSoupCrawler`` or a ``ParselCrawler`` keeps robotgate's promises:
 
 - each request, and each hop of a redirect, takes a full request turn
   (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, a
-  public site's hop into a private address refused, the server's turn (the delay,
-  Crawl-delay, Request-rate, caps, fleet slots), the gate's ``User-Agent`` and
-  ``From``, and what the answer's status and ``Retry-After`` teach;
+  public site's pointer (a link, a redirect's hop) into a private address refused, the
+  server's turn (the delay, Crawl-delay, Request-rate, caps, fleet slots), the gate's
+  ``User-Agent`` and ``From``, and what the answer's status and ``Retry-After`` teach;
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
-  other path and process;
-- a disallowed request is not sent: the crawler skips it (:class:`RobotsDisallowed`
-  is crawlee's ``ContextPipelineInterruptedError``: no retry, no failure), the gate's
-  events tell of it, and ``on_refused`` hears of it with the decision;
-  ``send_request`` and ``stream`` raise it, a :class:`~robotgate.Disallowed`.
+  other path and process, through the request's proxy (``proxy_info``) when it has one;
+- a refused request is not sent: the crawler skips it (:class:`RobotsDisallowed` is
+  crawlee's ``ContextPipelineInterruptedError``: no retry, no failure; the request's
+  state ``SKIPPED``), the gate's events tell of it, and ``on_refused`` hears of it
+  with the decision; ``send_request`` and ``stream`` raise it, a
+  :class:`~robotgate.Disallowed`.  A site whose robots.txt cannot be reached (a dead
+  host) is a failed request instead (:class:`RobotsUnreachable`), which crawlee retries.
+
+**Who pointed at a request** (:mod:`robotgate.policy.provenance`) travels in its
+``user_data``: :meth:`RobotGateHttpClient.enqueue_links` enqueues a page's links as
+that page's pointers (and none from a page that says ``nofollow``).  A request the
+crawler was given (``crawler.run``, ``crawler.add_requests``) is the caller's own
+input; a request added from a page any other way (``context.enqueue_links``,
+``context.add_requests``) cannot say which page pointed at it, and is not sent.
+
+:meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate:
+the crawler's navigation is sent by this client (the same provenance, skips and
+failures) and handed to the browser; the rest of the page's requests go through
+:func:`robotgate.integrations.playwright.attach`.
 
 The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
-redirects are followed here, one turn per hop.  ``inner`` would look a hop's host up
-again and might find a private address there (DNS rebinding): an ``http`` hop from a
-public site goes to the address its check found public, with the Host header and the
-session's cookies of the name; an ``https`` hop goes by its name, its certificate
+redirects are followed by the gate's exchange
+(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner`` would look a hop's host up
+again and might find a private address there (DNS rebinding): an ``http`` pointer of
+a public page goes to the address its check found public, with the Host header and
+the session's cookies of the name; an ``https`` one goes by its name, its certificate
 binding it (see :func:`~._follow.pinned`).  crawlee 1.11's ``HttpxHttpClient``
 cannot take another transport (it ignores ``transport=``), hence a client, not a
 transport.
@@ -33,40 +51,152 @@ transport.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+from weakref import WeakKeyDictionary
 
+import impit
+from crawlee import Request, RequestState
+from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
+from crawlee.crawlers import HttpCrawlingContext
 from crawlee.errors import ContextPipelineInterruptedError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
-from ..errors import Disallowed, Error
-from ..politeness.request_turn import RequestTurn, redirect_target
+from ..decision import Decision
+from ..errors import Disallowed
+from ..errors import TooManyRedirects as CoreTooManyRedirects
+from ..gate.aiohttp_client import Route
+from ..policy.provenance import INPUT, Provenance, pointer_of
+from ..politeness.exchange import Answer, Exchanged
+from ..politeness.request_turn import RequestTurn
+from ..records import Outcome
+from ..robots.directives import PageDirectives, page_directives
+from ..urls import redact
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
 
 if TYPE_CHECKING:
-    from crawlee import Request
+    from crawlee import RequestOptions, RequestTransformAction
     from crawlee._types import HttpMethod, HttpPayload
+    from crawlee.crawlers import (
+        ParsedHttpCrawlingContext,
+        PlaywrightCrawler,
+        PlaywrightCrawlingContext,
+        PlaywrightPostNavCrawlingContext,
+        PlaywrightPreNavCrawlingContext,
+    )
     from crawlee.proxy_configuration import ProxyInfo
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
+    from playwright.async_api import Page
+    from playwright.async_api import Response as BrowserResponse
+    from playwright.async_api import Route as BrowserRoute
 
     from ..gate.gate import RobotGate
 
-__all__ = ["RobotGateHttpClient", "RobotsDisallowed", "TooManyRedirects"]
+__all__ = ["PROVENANCE", "RobotGateHttpClient", "RobotsDisallowed", "RobotsUnreachable",
+           "TooManyRedirects", "provenance_of"]
 
 log = logging.getLogger(__name__)
 
+#: The ``user_data`` key a request's provenance is kept under (``{"page": ..., "public":
+#: ...}``), so that it is stored with the request in crawlee's queue.
+PROVENANCE = "robotgate_provenance"
+# The outcome of a request added from a page that cannot say which page pointed at it.
+_UNSAID = "provenance-unknown"
+# The outcome of a PlaywrightCrawler request the gate's route would not see.
+_UNROUTED = "navigation-unrouted"
+_EVERY_URL = "**/*"
+# A navigation's bound: crawlee's own navigation_timeout by default.
+_NAVIGATION_TIMEOUT = timedelta(minutes=1)
+# What the browser is not to undo again: the client has decoded the body.
+_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
 
 class RobotsDisallowed(Disallowed, ContextPipelineInterruptedError):
-    """robots.txt forbids the URL (or a redirect's hop): a :class:`~robotgate.Disallowed`
-    that crawlee's pipeline takes as "skip this request" (not retried, not failed)."""
+    """robots.txt forbids the URL, or a public page may not point at it (a redirect's
+    hop, a link into a private address): a :class:`~robotgate.Disallowed` that crawlee's
+    pipeline takes as "skip this request" (not retried, not failed)."""
 
 
-class TooManyRedirects(Error):
-    """A request was redirected more than :data:`MAX_REDIRECTS` times."""
+class RobotsUnreachable(Disallowed):
+    """The site's robots.txt could not be fetched (a dead host: connection refused, a
+    name that does not resolve, 5xx, 429), so the site counts as disallowed for now
+    (RFC 9309 2.3.1.4): a failed request, which crawlee retries and then fails."""
+
+
+class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
+    """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
+    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
+
+
+def provenance_of(request: Request) -> Provenance | None:
+    """Who pointed at ``request``: the :data:`PROVENANCE` it carries; without one, a
+    request the crawler was given (crawl depth 0) is the caller's own input, and one
+    added from a page is None: it cannot say which page."""
+    held = request.user_data.get(PROVENANCE)
+    if isinstance(held, Mapping):
+        page, public = held.get("page"), held.get("public")
+        if isinstance(page, str | None) and isinstance(public, bool | None):
+            return Provenance(page, public)
+        return None
+    return INPUT if held is None and request.crawl_depth == 0 else None
+
+
+def _stored(provenance: Provenance) -> dict[str, str | bool | None]:
+    return {"page": provenance.page, "public": provenance.public}
+
+
+class _Navigation:
+    """A PlaywrightCrawler page's navigation, sent by the client as who pointed at it
+    (the first main-frame navigation of the page; every other request falls back to
+    ``attach``'s route)."""
+
+    def __init__(self, client: RobotGateHttpClient, page: Page, provenance: Provenance,
+                 session: Session | None, proxy_info: ProxyInfo | None) -> None:
+        self.client = client
+        self.page = page
+        self.provenance = provenance
+        self.session = session
+        self.proxy_info = proxy_info
+        #: The refusal of the navigation (the page is then skipped), if it was refused.
+        self.refusal: RobotsDisallowed | None = None
+        #: The URL the answer came from, when redirects led away from the URL asked for.
+        self.loaded: str | None = None
+        self._sent = False  # whether the navigation was sent
+
+    async def route(self, route: BrowserRoute) -> None:
+        """Send the navigation through the client, hand the browser its answer; any
+        other request goes on to ``attach``'s route."""
+        sent = route.request
+        if self._sent or not sent.is_navigation_request() or sent.frame != self.page.main_frame:
+            await _finish(route.fallback())
+            return
+        self._sent = True
+        try:
+            url, response = await self.client._send(
+                sent.url, sent.method, sent.headers, sent.post_data_buffer, self.session,
+                self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance)
+            body = await response.read()
+        except RobotsDisallowed as refused:
+            self.refusal = refused
+            await _finish(route.fulfill(status=200, body=b"", content_type="text/plain"))
+            return
+        except Exception as failed:  # a failed request: crawlee retries it
+            log.info("failed %s: %s", redact(sent.url), failed)
+            await _finish(route.abort("failed"))
+            return
+        if url != sent.url:
+            self.loaded = url
+        # A redirect that ends here (not followed, or to no http(s) URL) keeps no
+        # Location: the browser would follow it past every route.
+        status = response.status_code
+        headers = {name: value for name, value in response.headers.items()
+                   if name not in _DECODED and not (name == "location" and 300 <= status < 400)}
+        await _finish(route.fulfill(status=status, headers=headers, body=body))
 
 
 class RobotGateHttpClient(HttpClient):
@@ -74,27 +204,39 @@ class RobotGateHttpClient(HttpClient):
 
     ``inner`` sends each hop and must follow no redirects itself (a hop it followed
     would not be judged); the default is ``ImpitHttpClient(follow_redirects=False)``.
-    The gate is yours to open and close; ``inner`` is cleaned up with this client.
+    ``follow_redirects=False`` returns a redirect's answer as it is, as crawlee's
+    clients do.  The gate is yours to open and close; ``inner`` is cleaned up with
+    this client.
     """
 
     def __init__(self, gate: RobotGate, inner: HttpClient | None = None, *,
-                 persist_cookies_per_session: bool = True,
+                 follow_redirects: bool = True, persist_cookies_per_session: bool = True,
                  on_refused: Callable[[str, Disallowed], object] | None = None) -> None:
         super().__init__(persist_cookies_per_session=persist_cookies_per_session)
         self.gate = gate
+        self.follow_redirects = follow_redirects
         #: Called with the URL asked for and the refusal (its ``url``: the hop refused,
-        #: its ``decision``: why) for each request robots.txt or a hop rule refuses.
+        #: its ``decision``: why) for each request robots.txt or a pointer rule refuses.
         self.on_refused = on_refused
         self.inner = inner if inner is not None else ImpitHttpClient(
             persist_cookies_per_session=persist_cookies_per_session, follow_redirects=False)
         self._entered_inner = False  # whether this client entered inner (then it exits it)
+        # A PlaywrightCrawler's navigations under way, by page (see attach).
+        self._navigations: WeakKeyDictionary[Page, _Navigation] = WeakKeyDictionary()
 
     async def crawl(self, request: Request, *, session: Session | None = None,
                     proxy_info: ProxyInfo | None = None, statistics: Statistics | None = None,
                     timeout: timedelta | None = None) -> HttpCrawlingResult:
-        """Fetch ``request`` for a crawler: a disallowed one is skipped, not retried."""
-        url, response = await self._send(request.url, request.method, request.headers,
-                                         request.payload, session, proxy_info, timeout)
+        """Fetch ``request`` for a crawler, as who pointed at it: a refused one is
+        skipped, not retried."""
+        try:
+            provenance = self._provenance(request)
+            url, response = await self._send(request.url, request.method, request.headers,
+                                             request.payload, session, proxy_info, timeout,
+                                             provenance)
+        except RobotsDisallowed:
+            request.state = RequestState.SKIPPED
+            raise
         if statistics is not None:
             statistics.register_status_code(response.status_code)
         request.loaded_url = url
@@ -105,7 +247,9 @@ class RobotGateHttpClient(HttpClient):
                            payload: HttpPayload | None = None, session: Session | None = None,
                            proxy_info: ProxyInfo | None = None,
                            timeout: timedelta | None = None) -> HttpResponse:
-        """Send one request (``context.send_request`` in a handler), checked and paced."""
+        """Send one request (``context.send_request`` in a handler: the caller's own
+        input), checked and paced."""
+        validate_http_url(redact(url))
         return (await self._send(url, method, headers or {}, payload, session, proxy_info,
                                  timeout))[1]
 
@@ -116,27 +260,17 @@ class RobotGateHttpClient(HttpClient):
                      proxy_info: ProxyInfo | None = None,
                      timeout: timedelta | None = None) -> AsyncGenerator[HttpResponse]:
         """Stream one request's answer; the server's slot is held until the block exits."""
-        sent = lower(headers or {})
-        asked, came_from = url, None
-        for _ in range(MAX_REDIRECTS + 1):
-            async with AsyncExitStack() as stack:
-                turn = self._turn(url, came_from)
-                stack.callback(turn.release)
-                await self._begin(turn, asked)
-                to, hop_headers, hop_session = self._where(turn, url, sent, session)
-                response = await stack.enter_async_context(self.inner.stream(
-                    to, method=method, headers=hop_headers, payload=payload,
-                    session=hop_session, proxy_info=proxy_info, timeout=timeout))
-                self._keep_cookies(url, response, session, hop_session)
-                await self._answered(turn, response)
-                target = redirect_target(url, response.status_code,
-                                         response.headers.get("location"))
-                if target is None:
-                    yield response
-                    return
-            method, sent, payload = _next(response, method, sent, payload, url, target)
-            came_from, url = url, target
-        raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+        validate_http_url(redact(url))
+        sender = _Sender(self, method, headers or {}, payload, session, proxy_info, timeout,
+                         stream=True)
+        done = await self._exchange(sender, url, INPUT, proxy_info)
+        try:
+            yield done.response
+        finally:
+            try:
+                await sender.close()
+            finally:
+                done.turn.release()
 
     async def cleanup(self) -> None:
         """Clean up ``inner`` if this client started it (the gate stays open: it is yours)."""
@@ -151,34 +285,161 @@ class RobotGateHttpClient(HttpClient):
             self._entered_inner = True
         return self
 
+    # -- a page's links and directives, in a request handler -------------------------
+
+    async def enqueue_links(self, context: ParsedHttpCrawlingContext[Any]
+                            | PlaywrightCrawlingContext, *,
+                            requests: Sequence[str | Request] | None = None,
+                            transform_request_function: Callable[
+                                [RequestOptions], RequestOptions | RequestTransformAction]
+                            | None = None,
+                            **kwargs: Any) -> None:
+        """``context.enqueue_links(...)`` with each link carrying its page: the one way
+        a page's links reach this client as that page's pointers (see the module).
+        Nothing is enqueued from a page that says ``nofollow`` (:meth:`directives`).
+
+        Takes crawlee's arguments (``selector``, ``strategy``, ``include``, ``label``,
+        ``user_data``, ``transform_request_function``, ``requests``, ...); ``requests``
+        are links the handler took from the page itself."""
+        page = context.request.loaded_url or context.request.url
+        said = await self.directives(context)
+        if said.nofollow:
+            log.info("no links enqueued from %s: %s", redact(page), said.explain())
+            return
+        carried = _stored(pointer_of(page))
+        if requests is not None:
+            base = kwargs.get("base_url") or page
+            await context.enqueue_links(
+                requests=[found for link in requests
+                          if (found := _carrying(link, base, carried)) is not None], **kwargs)
+            return
+
+        def carry(options: RequestOptions) -> RequestOptions | RequestTransformAction:
+            if transform_request_function is not None:
+                changed = transform_request_function(options)
+                if changed == "skip":
+                    return changed
+                if changed != "unchanged":
+                    options = changed
+            options["user_data"] = {**options.get("user_data", {}), PROVENANCE: carried}
+            return options
+
+        await context.enqueue_links(transform_request_function=carry, **kwargs)
+
+    async def directives(self, context: HttpCrawlingContext | PlaywrightCrawlingContext
+                         ) -> PageDirectives:
+        """The page's directives for this robot (``X-Robots-Tag``, and the meta tags
+        of an HTML page's head): ``nofollow``, ``noindex``, ``noai``, ..."""
+        if isinstance(context, HttpCrawlingContext):
+            answer = context.http_response
+            headers: Any = answer.headers
+            content_type = answer.headers.get("content-type")
+            body: bytes | None = await answer.read()
+        else:
+            headers = [(h["name"], h["value"]) for h in await context.response.headers_array()]
+            content_type = next((value for name, value in headers
+                                 if name.lower() == "content-type"), None)
+            body = await _body(context.response)
+        return page_directives(headers, body, agent=self.gate.robots_agent,
+                               content_type=content_type)
+
+    # -- a PlaywrightCrawler's pages ---------------------------------------------------
+
+    def attach(self, crawler: PlaywrightCrawler) -> None:
+        """Put every page ``crawler`` opens through the gate: the crawler's navigation is
+        sent by this client as who pointed at it (each redirect hop judged, a public
+        page's pointer held to the address its check found) and handed to the browser;
+        everything else the page asks for goes through
+        :func:`robotgate.integrations.playwright.attach`.  A refused page is skipped
+        with its reason (not retried); a dead host's is a failed request.
+
+        ``crawler`` must be built with ``http_client=`` this client (ValueError if not):
+        crawlee's own browser client would send ``context.send_request`` past the page's
+        routes."""
+        # crawlee has no public accessor for its client; a crawlee without this
+        # attribute is not checked.
+        if getattr(crawler, "_http_client", self) is not self:
+            raise ValueError("build the PlaywrightCrawler with http_client= this "
+                             "RobotGateHttpClient before attaching it")
+        crawler.pre_navigation_hook(self._before_navigation)
+        crawler.post_navigation_hook(self._after_navigation)
+
+    async def _before_navigation(self, context: PlaywrightPreNavCrawlingContext) -> None:
+        from .playwright import attach
+
+        request, page = context.request, context.page
+        try:
+            provenance = self._provenance(request)
+            if request.headers or request.method != "GET":
+                # crawlee sends such a navigation itself, past every route (route.continue_).
+                raise self._refusal(request.url, Disallowed(request.url, Decision(
+                    False, "a PlaywrightCrawler request with its own method or headers is "
+                    "sent by crawlee past the gate's route: send it with a "
+                    "BeautifulSoupCrawler, or context.send_request", outcome=_UNROUTED)))
+            navigation = _Navigation(self, page, provenance, context.session,
+                                     context.proxy_info)
+            await attach(self.gate, page)
+            # Routes run newest first: the navigation's before attach's.
+            await page.route(_EVERY_URL, navigation.route)
+        except BaseException as failed:
+            if isinstance(failed, RobotsDisallowed):
+                request.state = RequestState.SKIPPED
+            # crawlee opens the page before this hook and closes it after navigating:
+            # a page not navigated is closed here.
+            with suppress(Exception):
+                await page.close()
+            raise
+        self._navigations[page] = navigation
+
+    async def _after_navigation(self, context: PlaywrightPostNavCrawlingContext) -> None:
+        navigation = self._navigations.pop(context.page, None)
+        if navigation is None:
+            return
+        if navigation.refusal is not None:
+            context.request.state = RequestState.SKIPPED
+            raise navigation.refusal
+        if navigation.loaded is not None:
+            context.request.loaded_url = navigation.loaded
+
     # -- one request, hop by hop -----------------------------------------------------
+
+    def _provenance(self, request: Request) -> Provenance:
+        """Who pointed at ``request``; one that cannot say is refused."""
+        provenance = provenance_of(request)
+        if provenance is not None:
+            return provenance
+        decision = Decision(
+            False, f"added from a page (crawl depth {request.crawl_depth}) without saying "
+            "which: enqueue a page's links with RobotGateHttpClient.enqueue_links(context), "
+            "and your own URLs with crawler.add_requests", outcome=_UNSAID)
+        raise self._refusal(request.url, Disallowed(request.url, decision))
 
     async def _send(self, url: str, method: str, headers: Mapping[str, str],
                     payload: HttpPayload | None, session: Session | None,
-                    proxy_info: ProxyInfo | None,
-                    timeout: timedelta | None) -> tuple[str, HttpResponse]:
-        """The answer to ``url`` and the URL it came from, redirects followed."""
-        sent = lower(headers)
-        asked, came_from = url, None
-        for _ in range(MAX_REDIRECTS + 1):
-            turn = self._turn(url, came_from)
-            try:
-                await self._begin(turn, asked)
-                to, hop_headers, hop_session = self._where(turn, url, sent, session)
-                # The answer is read whole before the server's slot is given back.
-                response = await self.inner.send_request(
-                    to, method=_method(method), headers=hop_headers, payload=payload,
-                    session=hop_session, proxy_info=proxy_info, timeout=timeout)
-                self._keep_cookies(url, response, session, hop_session)
-                await self._answered(turn, response)
-            finally:
-                turn.release()
-            target = redirect_target(url, response.status_code, response.headers.get("location"))
-            if target is None:
-                return url, response
-            method, sent, payload = _next(response, method, sent, payload, url, target)
-            came_from, url = url, target
-        raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
+                    proxy_info: ProxyInfo | None, timeout: timedelta | None,
+                    provenance: Provenance = INPUT) -> tuple[str, HttpResponse]:
+        """The answer to ``url`` (a request of ``provenance``) and the URL it came
+        from, redirects followed; the answer is read whole before the server's slot is
+        given back."""
+        sender = _Sender(self, method, headers, payload, session, proxy_info, timeout)
+        done = await self._exchange(sender, url, provenance, proxy_info)
+        done.turn.release()
+        return done.url, done.response
+
+    async def _exchange(self, sender: _Sender, url: str, provenance: Provenance,
+                        proxy_info: ProxyInfo | None) -> Exchanged[HttpResponse]:
+        """``url`` sent through the gate's exchange, a refusal raised as this module's;
+        robots.txt is asked through the page's proxy too (by the gate's client)."""
+        via = Route(None, proxy_info.url) if proxy_info is not None else None
+        try:
+            # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
+            return await self.gate.exchange(sender, url, provenance, resolve=resolve,
+                                            follow=self.follow_redirects,
+                                            max_redirects=MAX_REDIRECTS, via=via)
+        except Disallowed as no:
+            raise self._refusal(url, no) from None
+        except CoreTooManyRedirects as many:
+            raise TooManyRedirects(many.url, many.limit) from None
 
     @staticmethod
     def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
@@ -208,41 +469,117 @@ class RobotGateHttpClient(HttpClient):
         if set_cookie:
             session.cookies.extract_cookies_from_headers(url, [set_cookie])
 
-    def _turn(self, url: str, came_from: str | None) -> RequestTurn:
-        # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
-        return self.gate.request_turn(url, came_from, resolve)
+    def _refusal(self, asked: str, no: Disallowed) -> Disallowed:
+        """What a request the gate did not send raises: :class:`RobotsUnreachable` when
+        its site's robots.txt could not be fetched, else :class:`RobotsDisallowed`
+        (``on_refused`` told)."""
+        if no.decision.outcome == Outcome.UNREACHABLE:
+            log.info("failed %s: %s", no.url, no.decision.reason)
+            return RobotsUnreachable(no.url, no.decision)
+        self._tell(asked, no)
+        return RobotsDisallowed(no.url, no.decision)
 
-    async def _begin(self, turn: RequestTurn, asked: str) -> None:
-        """The verdict and the server's turn; then the request leaves.  ``asked``:
-        the URL the caller asked for (the turn's may be a redirect's hop)."""
-        try:
-            ready = turn.begin()
-            if ready is not None:
-                await ready
-        except Disallowed as no:
-            log.info("skipped %s: %s", no.url, no.decision.reason)
-            if self.on_refused is not None:
-                self.on_refused(asked, no)
-            raise RobotsDisallowed(no.url, no.decision) from None
-        leaving = turn.leaving()
-        if leaving is not None:
-            await leaving
+    def _tell(self, asked: str, no: Disallowed) -> None:
+        log.info("skipped %s: %s", no.url, no.decision.reason)
+        if self.on_refused is not None:
+            self.on_refused(asked, no)
+
+
+
+def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | None]
+              ) -> Request | None:
+    """``link`` as a request carrying its page's pointer (None: no http(s) URL)."""
+    if isinstance(link, Request):
+        link.user_data[PROVENANCE] = carried
+        return link
+    try:
+        return Request.from_url(urljoin(base, link), user_data={PROVENANCE: carried})
+    except ValueError:  # crawlee's check of the URL: no http(s) URL
+        log.debug("not enqueued from %s: %s", redact(base), redact(link))
+        return None
+
+
+async def _body(response: BrowserResponse) -> bytes | None:
+    """A browser answer's body; None for one the browser keeps none of (a redirect's)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return await response.body()
+    except PlaywrightError:
+        return None
+
+
+async def _finish(step: Awaitable[None]) -> None:
+    """Fulfil, abort or pass on a route; a page closed meanwhile makes that fail, harmlessly."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with suppress(PlaywrightError):
+        await step
+
+
+class _Sender:
+    """crawlee's side of the gate's exchange: one request at a time through ``inner``,
+    which follows no redirect (the exchange does), with crawlee's session and proxy.
+    ``stream``: each answer is streamed, the last one's stream left open until
+    :meth:`close`."""
+
+    def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
+                 payload: HttpPayload | None, session: Session | None,
+                 proxy_info: ProxyInfo | None, timeout: timedelta | None, *,
+                 stream: bool = False) -> None:
+        self.client = client
+        self.method = method
+        self.headers = lower(headers)
+        self.payload = payload
+        self.session = session
+        self.proxy_info = proxy_info
+        self.timeout = timeout
+        self.stream = stream
+        self._url = ""  # the URL of the request last sent
+        self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
+
+    def prepare(self, url: str) -> str:
+        return url
+
+    async def send(self, turn: RequestTurn) -> HttpResponse:
+        """Send ``turn.url``: a public page's ``http`` pointer to the address its check
+        found (see :meth:`RobotGateHttpClient._where`)."""
+        client = self.client
+        self._url = url = turn.url
+        to, headers, session = client._where(turn, url, self.headers, self.session)
+        method = _method(self.method)
+        if self.stream:
+            opened = client.inner.stream(to, method=method, headers=headers,
+                                         payload=self.payload, session=session,
+                                         proxy_info=self.proxy_info, timeout=self.timeout)
+            response = await opened.__aenter__()
+            self._open = opened
+        else:
+            response = await client.inner.send_request(
+                to, method=method, headers=headers, payload=self.payload, session=session,
+                proxy_info=self.proxy_info, timeout=self.timeout)
+        client._keep_cookies(url, response, self.session, session)
+        return response
 
     @staticmethod
-    async def _answered(turn: RequestTurn, response: HttpResponse) -> None:
-        learnt = turn.answered(response.status_code, response.headers.get("retry-after"))
-        if learnt is not None:
-            await learnt
+    def answer(response: HttpResponse) -> Answer:
+        headers = response.headers
+        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"))
+
+    async def redirected(self, response: HttpResponse, status: int, target: str) -> None:
+        await self.close()
+        self.method, self.headers, self.payload = next_hop(
+            status, self.method, self.headers, self.payload, self._url, target)
+
+    def drop(self, response: HttpResponse) -> Awaitable[None] | None:
+        return self.close()
+
+    async def close(self) -> None:
+        """Close the stream still open (none: nothing to do)."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            await opened.__aexit__(None, None, None)
 
 
 def _method(method: str) -> HttpMethod:
     return method  # type: ignore[return-value]  # crawlee's Literal of method names
-
-
-def _next(response: HttpResponse, method: str, headers: dict[str, str],
-          payload: HttpPayload | None, url: str,
-          target: str) -> tuple[HttpMethod, dict[str, str], HttpPayload | None]:
-    """The next hop's method, headers and payload."""
-    method, headers, payload = next_hop(response.status_code, method, headers, payload, url,
-                                        target)
-    return _method(method), headers, payload

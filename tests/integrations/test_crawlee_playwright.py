@@ -1,0 +1,188 @@
+"""robotgate.integrations.crawlee with crawlee's PlaywrightCrawler: the system Chromium's
+pages go through the gate (``RobotGateHttpClient.attach``), and a refused page is final:
+skipped with its reason, not retried, no tracebacks."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+
+from robotgate import Disallowed, RobotGate
+from robotgate.policy.hops import REFUSED, RULE
+from tests.contract.test_private_addresses import Names, names, system_names
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.pages_site import Answer, PagesSite
+
+pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
+pytest.importorskip("browserforge", reason="crawlee's playwright extra is not installed "
+                    "(pip install 'crawlee[playwright]')")
+
+from crawlee import ConcurrencySettings, Request, RequestState
+from crawlee.crawlers import BasicCrawlingContext, PlaywrightCrawler, PlaywrightCrawlingContext
+from crawlee.storage_clients import MemoryStorageClient
+
+from robotgate.integrations.crawlee import RobotGateHttpClient
+
+pytestmark = pytest.mark.slow  # each test starts a Chromium
+__all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+SHARED_WORKERS_OFF = "--disable-blink-features=SharedWorker"
+ROBOTS = Answer("User-agent: *\nDisallow: /private\n", content_type="text/plain")
+
+
+def _page(*links: str, head: str = "") -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><head>{head}<title>t</title></head><body>{anchors}</body></html>"
+
+
+class Run:
+    """One crawl's record: the URLs handled, refused (asked, refusal), failed."""
+
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+        self.loaded: list[str | None] = []
+        self.refused: list[tuple[str, Disallowed]] = []
+        self.failed: list[tuple[str, Exception]] = []
+
+    def crawler(self, gate: RobotGate, max_request_retries: int = 3,
+                follow_redirects: bool = True) -> PlaywrightCrawler:
+        client = RobotGateHttpClient(
+            gate, follow_redirects=follow_redirects,
+            on_refused=lambda url, no: self.refused.append((url, no)))
+        crawler = PlaywrightCrawler(
+            http_client=client, storage_client=MemoryStorageClient(), headless=True,
+            # What robotgate's attach asks: no service or shared workers (docs/browser.md).
+            browser_launch_options={"executable_path": chromium_path(),
+                                    "args": [*CHROMIUM_ARGS, SHARED_WORKERS_OFF]},
+            browser_new_context_options={"service_workers": "block"},
+            concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
+            max_request_retries=max_request_retries, configure_logging=False)
+        client.attach(crawler)
+
+        @crawler.router.default_handler
+        async def handler(context: PlaywrightCrawlingContext) -> None:
+            self.handled.append(context.request.url)
+            self.loaded.append(context.request.loaded_url)
+            await client.enqueue_links(context, strategy="all")
+
+        @crawler.failed_request_handler
+        async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:
+            self.failed.append((context.request.url, error))
+
+        return crawler
+
+
+def _loud(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the run logged at INFO or above that tells of an error: a traceback, a
+    closed target, a retry."""
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.INFO
+            and (record.exc_info or "TargetClosedError" in record.getMessage()
+                 or "Traceback" in record.getMessage() or "Retrying" in record.getMessage())]
+
+
+async def test_a_refused_page_is_skipped_once_with_its_reason(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/": Answer(_page("/page", "/private/x")), "/page": Answer(_page()),
+                             "/private/x": Answer("secret")})
+        asked = Request.from_url(site.url("/private/first"))
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([site.url("/"), asked])
+    assert sorted(run.handled) == [site.url("/"), site.url("/page")]
+    assert [path for path in site.hits if path.startswith("/private")] == []
+    assert sorted(url.rsplit("/", 1)[1] for url, _ in run.refused) == ["first", "x"]
+    assert all("Disallow: /private" in no.decision.reason for _, no in run.refused)
+    assert asked.state == RequestState.SKIPPED
+    assert run.failed == [] and _loud(caplog) == []
+
+
+async def test_a_refused_redirect_hop_is_skipped_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/private/x"}),
+                             "/private/x": Answer("secret")})
+        asked = Request.from_url(site.url("/hop"))
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([asked])
+    assert site.hits["/hop"] == 1 and site.hits["/private/x"] == 0
+    [(url, no)] = run.refused
+    assert url == site.url("/hop") and no.url == site.url("/private/x")
+    assert asked.state == RequestState.SKIPPED
+    assert run.failed == [] and run.handled == [] and _loud(caplog) == []
+
+
+async def test_a_followed_redirect_is_sent_once_and_loads_its_page() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/dir/page"}),
+                             "/dir/page": Answer(_page())})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([site.url("/hop")])
+    assert site.hits["/hop"] == 1 and site.hits["/dir/page"] == 1
+    assert run.loaded == [site.url("/dir/page")]
+
+
+async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        site.answers.update({"/hop": Answer(status=302, headers={"Location": "/page"}),
+                             "/page": Answer(_page())})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate, follow_redirects=False).run([site.url("/hop")])
+    assert site.hits["/hop"] == 1 and site.hits["/page"] == 0
+
+
+async def test_a_dead_hosts_page_is_a_failed_request() -> None:
+    run = Run()
+    with socket.socket() as probe:
+        probe.bind((PUBLIC, 0))
+        url = f"http://{PUBLIC}:{probe.getsockname()[1]}/"
+    async with RobotGate(AGENT, delay=0) as gate:
+        await run.crawler(gate, max_request_retries=0).run([url])
+    assert run.refused == [] and run.handled == []
+    assert [failed for failed, _ in run.failed] == [url]
+
+
+async def test_a_navigation_crawlee_would_send_past_the_route_is_not_sent() -> None:
+    # With its own headers or method, crawlee sends the navigation with route.continue_.
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS, "/page": Answer(_page())}) as site:
+        asked = Request.from_url(site.url("/page"), headers={"X-Mine": "1"})
+        async with RobotGate(AGENT, delay=0) as gate:
+            await run.crawler(gate).run([asked])
+    assert site.hits["/page"] == 0 and run.handled == [] and run.failed == []
+    [(url, no)] = run.refused
+    assert url == site.url("/page") and "own method or headers" in no.decision.reason
+    assert asked.state == RequestState.SKIPPED
+
+
+async def test_links_of_a_public_page_into_a_private_network_are_not_visited(
+        names: Names, system_names: Names) -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ROBOTS}, PUBLIC) as public, \
+            PagesSite({"/robots.txt": ROBOTS, "/secret": Answer("secret")}, PRIVATE) as private:
+        for table in (names, system_names):
+            table.answers["intranet.test"] = [[PRIVATE]]
+        literal, named = private.url("/secret"), f"http://intranet.test:{private.port}/secret"
+        public.answers["/"] = Answer(_page(literal, named))
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            await run.crawler(gate).run([public.url("/")])
+    assert run.handled == [public.url("/")]
+    assert private.hits == {}
+    assert sorted(url for url, _ in run.refused) == sorted([literal, named])
+    for _, no in run.refused:
+        assert no.decision.outcome == REFUSED and RULE in no.decision.reason, no.decision
+    assert run.failed == []
+
+
+def test_attach_refuses_a_crawler_with_another_http_client() -> None:
+    crawler = PlaywrightCrawler(storage_client=MemoryStorageClient(), configure_logging=False)
+    with pytest.raises(ValueError, match="http_client="):
+        RobotGateHttpClient(RobotGate(AGENT)).attach(crawler)

@@ -1,0 +1,304 @@
+"""robotgate.integrations.crawlee: who pointed at a request, a page's directives, a dead
+host, and crawlee's own HTTP-client contract.
+
+On loopback, as the private-address contract does: the gate's ``is_private`` lets
+127.0.0.1 play a public site and 127.0.0.2 a private network; ``intranet.test``
+resolves to 127.0.0.2 (the system's look-ups answer from a table).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from robotgate import Disallowed, Error, RobotGate
+from robotgate.policy.hops import REFUSED, RULE
+from tests.contract.test_private_addresses import Names, names, system_names
+from tests.contract.test_provenance_paths import ForwardProxy
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.pages_site import Answer, PagesSite
+
+pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
+pytest.importorskip("bs4", reason="BeautifulSoup is not installed (crawlee's beautifulsoup extra)")
+
+import impit
+from crawlee import ConcurrencySettings, Request, RequestState
+from crawlee.crawlers import (
+    BasicCrawlingContext,
+    BeautifulSoupCrawler,
+    BeautifulSoupCrawlingContext,
+)
+from crawlee.http_clients import HttpClient, ImpitHttpClient
+from crawlee.proxy_configuration import ProxyConfiguration
+from crawlee.storage_clients import MemoryStorageClient
+from pydantic import ValidationError
+
+from robotgate.integrations.crawlee import (
+    PROVENANCE,
+    RobotGateHttpClient,
+    RobotsUnreachable,
+    provenance_of,
+)
+
+pytestmark = pytest.mark.slow  # crawlee crawls on loopback
+__all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+ALLOW = Answer("User-agent: *\nAllow: /\n", content_type="text/plain")
+
+
+def _page(*links: str, head: str = "") -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><head>{head}<title>t</title></head><body>{anchors}</body></html>"
+
+
+class Run:
+    """One crawl's record: the URLs handled, refused (asked, refusal), failed."""
+
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+        self.refused: list[tuple[str, Disallowed]] = []
+        self.failed: list[tuple[str, Exception]] = []
+        self.nofollow: dict[str, bool] = {}
+
+    def client(self, gate: RobotGate) -> RobotGateHttpClient:
+        return RobotGateHttpClient(gate, on_refused=lambda url, no: self.refused.append((url, no)))
+
+    def crawler(self, client: RobotGateHttpClient,
+                enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]],
+                proxy: ProxyConfiguration | None = None) -> BeautifulSoupCrawler:
+        crawler = BeautifulSoupCrawler(
+            http_client=client, storage_client=MemoryStorageClient(), max_request_retries=1,
+            proxy_configuration=proxy,
+            concurrency_settings=ConcurrencySettings(min_concurrency=2, desired_concurrency=2,
+                                                     max_concurrency=2),
+            configure_logging=False)
+
+        @crawler.router.default_handler
+        async def handler(context: BeautifulSoupCrawlingContext) -> None:
+            self.handled.append(context.request.url)
+            self.nofollow[context.request.url] = (await client.directives(context)).nofollow
+            await enqueue(context)
+
+        @crawler.failed_request_handler
+        async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:
+            self.failed.append((context.request.url, error))
+
+        return crawler
+
+
+# -- links carry their page (issue 76, 3) ---------------------------------------------------
+
+
+async def test_links_of_a_public_page_into_a_private_network_are_not_fetched(
+        names: Names, system_names: Names) -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW}, PUBLIC) as public, \
+            PagesSite({"/robots.txt": ALLOW, "/secret": Answer("secret")}, PRIVATE) as private:
+        for table in (names, system_names):
+            table.answers["intranet.test"] = [[PRIVATE]]
+        literal, named = private.url("/secret"), f"http://intranet.test:{private.port}/secret"
+        public.answers["/"] = Answer(_page(literal, named, "/next"))
+        public.answers["/next"] = Answer(_page())
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            client = run.client(gate)
+            crawler = run.crawler(client, lambda c: client.enqueue_links(c, strategy="all"))
+            await crawler.run([public.url("/")])
+    assert sorted(run.handled) == [public.url("/"), public.url("/next")]
+    assert private.hits == {}  # neither page nor robots.txt
+    assert sorted(url for url, _ in run.refused) == sorted([literal, named])
+    for _, no in run.refused:
+        assert no.decision.outcome == REFUSED and RULE in no.decision.reason, no.decision
+        assert PRIVATE in no.decision.reason, no.decision
+    assert run.failed == []
+
+
+async def test_a_private_page_may_link_into_its_own_network(names: Names) -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW, "/issue": Answer(_page())}, PRIVATE) as wiki:
+        wiki.answers["/home"] = Answer(_page(wiki.url("/issue")))
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            client = run.client(gate)
+            crawler = run.crawler(client, lambda c: client.enqueue_links(c, strategy="all"))
+            await crawler.run([wiki.url("/home")])
+    assert sorted(run.handled) == [wiki.url("/home"), wiki.url("/issue")]
+    assert run.refused == [] and run.failed == []
+
+
+async def test_a_link_that_cannot_say_its_page_is_not_sent() -> None:
+    # crawlee's own enqueue_links: the client cannot tell which page pointed at the link.
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW, "/next": Answer(_page())}) as site:
+        site.answers["/"] = Answer(_page("/next"))
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            crawler = run.crawler(run.client(gate), lambda c: c.enqueue_links(strategy="all"))
+            await crawler.run([site.url("/")])
+    assert run.handled == [site.url("/")] and site.hits["/next"] == 0
+    [(url, no)] = run.refused
+    assert url == site.url("/next")
+    assert "RobotGateHttpClient.enqueue_links(context)" in no.decision.reason
+    assert run.failed == []
+
+
+async def test_links_handed_over_as_requests_carry_their_page_too(
+        names: Names, system_names: Names) -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW, "/next": Answer(_page())}, PUBLIC) as public, \
+            PagesSite({"/robots.txt": ALLOW}, PRIVATE) as private:
+        public.answers["/"] = Answer(_page())
+        inside = private.url("/secret")
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            client = run.client(gate)
+
+            async def enqueue(context: BeautifulSoupCrawlingContext) -> None:
+                if context.request.url.endswith("/"):
+                    await client.enqueue_links(context, strategy="all", requests=[
+                        "/next", Request.from_url(inside), "mailto:x@a.test"])
+
+            await run.crawler(client, enqueue).run([public.url("/")])
+    assert sorted(run.handled) == [public.url("/"), public.url("/next")]
+    assert [url for url, _ in run.refused] == [inside] and private.hits == {}
+
+
+def test_provenance_is_read_from_user_data() -> None:
+    assert provenance_of(Request.from_url("http://a.test/")).is_input  # type: ignore[union-attr]
+    linked = Request.from_url("http://a.test/x", user_data={
+        PROVENANCE: {"page": "http://a.test/", "public": None}})
+    linked.crawl_depth = 1
+    found = provenance_of(linked)
+    assert found is not None and found.page == "http://a.test/" and found.public is None
+    unsaid = Request.from_url("http://a.test/y")
+    unsaid.crawl_depth = 1
+    assert provenance_of(unsaid) is None
+    garbled = Request.from_url("http://a.test/z", user_data={PROVENANCE: {"page": 3}})
+    assert provenance_of(garbled) is None
+
+
+# -- a page's directives (issue 78, 4) -------------------------------------------------------
+
+
+async def test_a_nofollow_page_enqueues_no_links() -> None:
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW}) as site:
+        site.answers.update({
+            "/meta": Answer(_page("/a", head='<meta name="robots" content="nofollow">')),
+            "/header": Answer(_page("/b"), headers={"X-Robots-Tag": "testbot: nofollow"}),
+            "/other": Answer(_page("/c"), headers={"X-Robots-Tag": "otherbot: nofollow"}),
+            **{path: Answer(_page()) for path in ("/a", "/b", "/c")}})
+        async with RobotGate(AGENT, delay=0) as gate:
+            client = run.client(gate)
+            crawler = run.crawler(client, client.enqueue_links)
+            await crawler.run([site.url(path) for path in ("/meta", "/header", "/other")])
+    assert site.hits["/a"] == 0 and site.hits["/b"] == 0 and site.hits["/c"] == 1
+    assert run.nofollow == {site.url("/meta"): True, site.url("/header"): True,
+                            site.url("/other"): False, site.url("/c"): False}
+
+
+# -- a dead host (issue 77, 6) ---------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((PUBLIC, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_a_dead_hosts_robots_txt_is_a_failed_request_not_a_refusal() -> None:
+    run = Run()
+    url = f"http://{PUBLIC}:{_closed_port()}/"
+    async with RobotGate(AGENT, delay=0) as gate:
+        client = run.client(gate)
+        request = Request.from_url(url)
+        await run.crawler(client, client.enqueue_links).run([request])
+    assert run.refused == [] and run.handled == []
+    [(failed_url, error)] = run.failed
+    assert failed_url == url and isinstance(error, RobotsUnreachable), error
+    assert "robots.txt is unreachable" in error.decision.reason
+    assert request.state != RequestState.SKIPPED
+
+
+# -- crawlee's HTTP-client contract (issue 76) -------------------------------------------------
+
+
+def _site() -> dict[str, Answer]:
+    return {"/robots.txt": Answer("User-agent: *\nDisallow: /private\n",
+                                  content_type="text/plain"),
+            "/hop": Answer(status=302, headers={"Location": "/private/x"}),
+            "/to-page": Answer(status=302, headers={"Location": "/page"}),
+            "/page": Answer("page")}
+
+
+CLIENTS: dict[str, Callable[[RobotGate], HttpClient]] = {
+    "impit": lambda gate: ImpitHttpClient(follow_redirects=False),
+    "robotgate": lambda gate: RobotGateHttpClient(gate, follow_redirects=False),
+}
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+async def test_follow_redirects_false_returns_the_redirect(name: str) -> None:
+    async with PagesSite(_site()) as site, RobotGate(AGENT, delay=0) as gate, \
+            CLIENTS[name](gate) as client:
+        answer = await client.send_request(site.url("/hop"))
+        async with client.stream(site.url("/to-page")) as streamed:
+            streamed_status = streamed.status_code
+    assert answer.status_code == 302 and answer.headers["location"] == "/private/x"
+    assert streamed_status == 302
+    assert site.hits["/private/x"] == 0 and site.hits["/page"] == 0
+
+
+async def test_a_followed_redirect_is_judged_hop_by_hop() -> None:
+    async with PagesSite(_site()) as site, RobotGate(AGENT, delay=0) as gate, \
+            RobotGateHttpClient(gate) as client:
+        assert (await client.send_request(site.url("/to-page"))).status_code == 200
+        with pytest.raises(Disallowed) as refused:
+            await client.send_request(site.url("/hop"))
+    assert refused.value.url == site.url("/private/x")
+    assert site.hits["/private/x"] == 0 and site.hits["/page"] == 1
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("url", ["ftp://user:secret@a.test/x", "file:///etc/passwd",
+                                 "javascript:alert(1)"])
+async def test_a_non_http_url_raises_what_crawlees_clients_raise(name: str, url: str) -> None:
+    async with RobotGate(AGENT, delay=0) as gate, CLIENTS[name](gate) as client:
+        with pytest.raises(ValidationError) as raised:
+            await client.send_request(url)
+        with pytest.raises(ValidationError):
+            async with client.stream(url):
+                pass
+    if name == "robotgate":
+        assert "secret" not in str(raised.value)
+
+
+async def test_too_many_redirects_raise_what_crawlees_client_raises() -> None:
+    async with PagesSite({"/robots.txt": ALLOW,
+                          "/loop": Answer(status=302, headers={"Location": "/loop"})}) as site, \
+            RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(gate) as client:
+        with pytest.raises(impit.TooManyRedirects) as raised:
+            await client.send_request(site.url("/loop"))
+    assert isinstance(raised.value, Error)
+    assert site.hits["/loop"] == 21  # the first request and 20 hops
+
+
+# -- robots.txt travels the pages' route (issue 76) ------------------------------------------
+
+
+async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through() -> None:
+    # Only the proxy knows web.invalid: robots.txt asked direct could not be fetched.
+    run = Run()
+    async with PagesSite({"/robots.txt": ALLOW, "/page": Answer(_page())}) as site:
+        proxy = await ForwardProxy(site.port).start()
+        try:
+            async with RobotGate(AGENT, delay=0) as gate:
+                client = run.client(gate)
+                await run.crawler(client, client.enqueue_links,
+                                  ProxyConfiguration(proxy_urls=[proxy.url])).run(
+                    [f"http://web.invalid:{site.port}/page"])
+        finally:
+            await proxy.close()
+    assert run.handled == [f"http://web.invalid:{site.port}/page"], run.failed
+    assert proxy.forwarded == ["/robots.txt", "/page"]
+    assert site.hits["/robots.txt"] == 1
