@@ -15,10 +15,12 @@ import pytest
 
 __all__ = ["CHROMIUM_ARGS", "chromium", "chromium_path"]
 
-#: Headless, and quiet on a closed network: no background fetches, updates or sync.
+#: Headless, and quiet on a closed network: no background fetches, updates or sync; no
+#: shared workers (their requests pass every route: robotgate's ``attach`` refuses them).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+                 "--disable-component-update", "--disable-sync",
+                 "--disable-blink-features=SharedWorker"]
 
 
 def chromium_path() -> str:

@@ -45,25 +45,29 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from http.cookies import CookieError, SimpleCookie
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from playwright.async_api import (
     APIRequestContext,
     APIResponse,
     BrowserContext,
+    Frame,
     Page,
     Request,
+    Response,
     Route,
 )
 from playwright.async_api import Error as PlaywrightError
 
-from ..errors import Disallowed, GateClosed
+from ..decision import Decision
+from ..errors import Disallowed, Error, GateClosed
 from ..gate.gate import RobotGate
-from ..policy.hops import Address
+from ..policy.hops import A_POINTER, A_REDIRECT, Address
+from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.request_turn import RequestTurn, redirect_target, sent_in_turn
 from ..urls import InvalidURL
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
@@ -72,11 +76,18 @@ from ._hops import resolve
 if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
-__all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
+__all__ = ["MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser", "attach"]
 
 log = logging.getLogger(__name__)
 
 _ALL = "**/*"
+#: The requests a page's script makes (``Request.resource_type``): each takes a full
+#: request turn, held to its server's delay; a type Playwright does not name is one too.
+_MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrack",
+                     "manifest", "prefetch"})
+#: Subresource requests one document may make before the rest are refused.
+MAX_SUBRESOURCES = 1000
+TOO_MANY = "too-many-subresources"
 # Chromium asks for /favicon.ico of a page that names no icon, past every route (Playwright
 # filters favicon requests out): a page is given an empty icon of its own instead, so that
 # no request leaves unjudged.
@@ -92,17 +103,29 @@ document.addEventListener("DOMContentLoaded", () => {
 """
 
 
+class UnsafeBrowser(Error, ValueError):
+    """:func:`attach` was given a context whose browser can make requests no route
+    sees; the message names the setting that closes them."""
+
+
 @dataclass
 class Attachment:
     """What :func:`attach` returns: the route on ``target``, until :meth:`detach`."""
 
     gate: RobotGate
     target: BrowserContext | Page
-    #: Whether subresources take a full request turn (the delay too), as navigations do.
+    #: Whether markup subresources (images, styles, fonts, scripts, media) take a full
+    #: request turn too (the delay), as navigations and script-made requests do.
     pace_subresources: bool = False
     #: Called with the browser's request and the refusal (its URL: the hop refused, its
     #: ``decision``: why) for each request aborted as disallowed.
     on_refused: Callable[[Request, Disallowed], object] | None = None
+    #: Subresource requests one document may make; the rest are refused.
+    max_subresources: int = MAX_SUBRESOURCES
+    # Per page: the URLs the caller asked it to go to (``page.goto``), not yet requested.
+    _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
+    # Per page: the subresource requests of its current document.
+    _made: dict[Page, int] = field(default_factory=dict, repr=False)
 
     @property
     def api(self) -> APIRequestContext:
@@ -119,6 +142,81 @@ class Attachment:
     async def detach(self) -> None:
         """Stop routing ``target``'s requests through the gate (requests under way finish)."""
         await self.target.unroute(_ALL, self._route)
+        if isinstance(self.target, BrowserContext):
+            self.target.remove_listener("page", self._watch)
+        for page in list(self._asked):
+            with suppress(AttributeError):
+                del page.goto  # the class's own again
+        self._asked.clear()
+        self._made.clear()
+
+    # -- who asked for a request -----------------------------------------------------
+
+    def _watch(self, page: Page) -> None:
+        """Note the URLs the caller sends ``page`` to: only those are input."""
+        goto = page.goto
+        asked = self._asked.setdefault(page, [])
+        page.on("close", self._forget)
+
+        async def caller_goto(url: str, **options: Any) -> Response | None:
+            key = _same(url)
+            asked.append(key)
+            try:
+                return await goto(url, **options)
+            finally:
+                with suppress(ValueError):
+                    asked.remove(key)  # not requested (it failed before, or was refused)
+
+        caller_goto.__doc__ = goto.__doc__
+        page.goto = caller_goto  # type: ignore[method-assign]
+
+    def _forget(self, page: Page) -> None:
+        self._asked.pop(page, None)
+        self._made.pop(page, None)
+
+    async def _provenance(self, request: Request) -> Provenance:
+        """Input when the caller asked for this navigation (``page.goto``), else a
+        pointer of the document that made the request.  A request whose document
+        cannot be told (a worker's, a frame not attached yet) counts as a public
+        page's pointer: it is never let into a private network on a guess."""
+        try:
+            frame: Frame | None = request.frame
+        except PlaywrightError:
+            return pointer_of("")
+        assert frame is not None
+        page = frame.page
+        if request.is_navigation_request() and frame.parent_frame is None:
+            self._made[page] = 0  # a new document
+            asked = self._asked.get(page)
+            if asked and request.redirected_from is None:
+                key = _same(request.url)
+                if key in asked:
+                    asked.remove(key)
+                    return INPUT
+        # The document that made the request: a frame's, or, for a frame with no
+        # document of its own yet (about:blank, srcdoc, data:), its parent's.
+        while frame is not None:
+            if frame.url.startswith(("http://", "https://")):
+                return pointer_of(frame.url)
+            frame = frame.parent_frame
+        opener = await page.opener()  # a popup's first navigation: its opener's
+        if opener is not None and opener.url.startswith(("http://", "https://")):
+            return pointer_of(opener.url)
+        return pointer_of("")
+
+    def _too_many(self, request: Request) -> Disallowed | None:
+        """The refusal of a subresource past the document's cap (None: within it)."""
+        try:
+            page = request.frame.page
+        except PlaywrightError:
+            return None  # a worker's request: its page is not known; the gate's caps hold
+        made = self._made.get(page, 0) + 1
+        self._made[page] = made
+        if made <= self.max_subresources:
+            return None
+        reason = (f"the page made more than {self.max_subresources} subresource requests "
+                  f"(attach(..., max_subresources=...))")
+        return Disallowed(request.url, Decision(False, reason, outcome=TOO_MANY))
 
     # -- one browser request ---------------------------------------------------------
 
@@ -129,11 +227,17 @@ class Attachment:
         if not request.url.startswith(("http://", "https://")):
             await route.fallback()  # not the network's (a data: or blob: URL never is)
             return
-        paced = self.pace_subresources or request.is_navigation_request()
+        navigation = request.is_navigation_request()
+        paced = (navigation or self.pace_subresources
+                 or request.resource_type not in _MARKUP)
         try:
+            provenance = await self._provenance(request)
+            refused = None if navigation else self._too_many(request)
+            if refused is not None:
+                raise refused
             response = await self._send(request.url, request.method,
                                         lower(request.headers), request.post_data_buffer,
-                                        paced)
+                                        paced, provenance)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
             await _finish(route.abort("blockedbyclient"))
@@ -158,25 +262,28 @@ class Attachment:
         await _finish(response.dispose())  # the client keeps each body until told
 
     async def _send(self, url: str, method: str, headers: dict[str, str],
-                    body: bytes | None, paced: bool) -> APIResponse:
-        """Send one request, following its redirects hop by hop, each hop judged."""
-        came_from: str | None = None
+                    body: bytes | None, paced: bool, provenance: Provenance) -> APIResponse:
+        """Send one request, following its redirects hop by hop, each hop judged: the
+        first as its provenance says, the next as a redirect of the one before."""
+        came_from = provenance.from_url
+        what = A_POINTER
         for _ in range(MAX_REDIRECTS + 1):
-            response = await self._turn(url, came_from, method, headers, body, paced)
+            response = await self._turn(url, came_from, what, method, headers, body, paced)
             target = redirect_target(url, response.status, response.headers.get("location"))
             if target is None:
                 return response
             await response.dispose()
             method, headers, body = next_hop(response.status, method, headers, body, url,
                                              target)
-            came_from, url = url, target
+            came_from, url, what = url, target, A_REDIRECT
         raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
-    async def _turn(self, url: str, came_from: str | None, method: str,
+    async def _turn(self, url: str, came_from: str | None, what: str, method: str,
                     headers: dict[str, str], body: bytes | None, paced: bool) -> APIResponse:
-        """One hop in its request turn: a page's, or a subresource's unpaced one
-        (judged, holding one of the server's cap slots, not held to the delay)."""
+        """One hop in its request turn: a full one, or a markup subresource's unpaced
+        one (judged, holding one of the server's cap slots, not held to the delay)."""
         turn = self.gate.request_turn(url, came_from, resolve, paced=paced)
+        turn.what = what
 
         async def send(turn: RequestTurn) -> APIResponse:
             return await self._fetch(url, method, {**headers, **lower(turn.headers)}, body,
@@ -268,20 +375,75 @@ async def _finish(step: Awaitable[None]) -> None:
         await step
 
 
+def _same(url: str) -> str:
+    """``url`` as near as the browser will request it, to know a ``page.goto`` by its
+    request: scheme and host in lower case, no default port, a path, no fragment."""
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port in (None, {"http": 80, "https": 443}.get(scheme)) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+# What a page's script answers when the browser can still make requests no route sees.
+_UNSEEN = """() => [
+  typeof SharedWorker === "undefined" ? "" :
+    "shared workers (launch the browser with args=['--disable-blink-features=SharedWorker'])",
+].filter(Boolean)"""
+
+
+async def _refuse_unseen(context: BrowserContext) -> None:
+    """Raise :class:`UnsafeBrowser` when ``context`` can make requests past its routes
+    (service workers, shared workers), naming the setting that closes each."""
+    unseen = []
+    options = getattr(getattr(context, "_impl_obj", None), "_options", {})
+    if options.get("serviceWorkers") != "block":
+        unseen.append("service workers (browser.new_context(service_workers='block'))")
+    probe = await context.new_page()
+    try:
+        unseen += await probe.evaluate(_UNSEEN)
+    finally:
+        await probe.close()
+    if unseen:
+        raise UnsafeBrowser("the browser can make requests no route sees: "
+                            + "; ".join(unseen))
+
+
 async def attach(gate: RobotGate, target: BrowserContext | Page, *,
                  pace_subresources: bool = False,
                  on_refused: Callable[[Request, Disallowed], object] | None = None,
+                 max_subresources: int = MAX_SUBRESOURCES,
                  ) -> Attachment:
     """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
     through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
 
-    ``pace_subresources=True`` holds images, scripts, styles and the page's own
-    fetches to the server's delay too (each a full request turn, as a navigation);
-    by default they are judged and capped, wait while the server rests after a 429
-    or 503, and are not delayed.  ``on_refused`` hears of
-    each request aborted as disallowed, with the refusal's decision.
+    Only what the caller asks (``page.goto``) is input; every other request is a
+    pointer of the document that made it, refused when it leads from a public page
+    into a private address.  Navigations and the page's script-made requests (fetch,
+    XHR, EventSource, beacons) take full request turns, held to the server's delay;
+    markup subresources (images, styles, fonts, scripts, media) are judged and capped,
+    wait while the server rests after a 429 or 503, and are not delayed, unless
+    ``pace_subresources=True``.  A document's subresource requests past
+    ``max_subresources`` are refused.  ``on_refused`` hears of each request aborted
+    as disallowed, with the refusal's decision.
+
+    Raises :class:`UnsafeBrowser` for a context that can make requests past its
+    routes (service workers, shared workers), naming the setting that closes them.
     """
-    attachment = Attachment(gate, target, pace_subresources, on_refused)
+    context = target if isinstance(target, BrowserContext) else target.context
+    await _refuse_unseen(context)
+    attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources)
+    if isinstance(target, BrowserContext):
+        for page in target.pages:
+            attachment._watch(page)
+        target.on("page", attachment._watch)
+    else:
+        attachment._watch(target)
     await target.add_init_script(_NO_DEFAULT_ICON)
     await target.route(_ALL, attachment._route)
     return attachment
