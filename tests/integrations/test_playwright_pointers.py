@@ -116,7 +116,8 @@ VECTORS: dict[str, str] = {
                   "<script>document.forms[0].submit()</script>"),
     "form-get": ('<form action="{to}"><input name="a" value="b"></form>'
                  "<script>document.forms[0].submit()</script>"),
-    "link-click": '<a id="a" href="{to}">x</a><script>document.getElementById("a").click()</script>',
+    "link-click": ('<a id="a" href="{to}">x</a>'
+                   '<script>document.getElementById("a").click()</script>'),
     "ping": ('<a id="a" href="/landing" ping="{to}">x</a>'
              '<script>document.getElementById("a").click()</script>'),
 }

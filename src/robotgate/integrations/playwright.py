@@ -11,12 +11,19 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
 ``await gate.decide(url)`` says why.
 
+- Only what the caller asks (``page.goto``) is **input**; every other request is a
+  **pointer** of the document that made it (its frame's, a parent's for a frame with
+  no document yet, a popup's opener's; a public page's when that cannot be told),
+  refused when it leads from a public page into a private address, before anything
+  (the target's robots.txt included) is sent.  :func:`attach` refuses a context that
+  can make requests no route sees (service and shared workers).
 - A **navigation** (a document request) takes a full request turn
   (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, the
   server's turn (the delay, the site's Crawl-delay and Request-rate, the caps, a fleet
   slot), the gate's headers, and the answer's status and ``Retry-After`` teach the
   server's back-off.
-- A **subresource** (image, script, style, font, fetch/XHR, media) takes an unpaced
+- A **script-made request** (fetch, XHR, EventSource, a beacon) takes a full turn too.
+- A **markup subresource** (image, script, style, font, media) takes an unpaced
   request turn: judged by robots.txt the same way, holding one of the server's cap
   slots (shared with ``gate.fetch`` and every other path) while in flight, waiting
   while the server rests after a 429 or 503, and its own 429 or 503 teaches the
@@ -76,7 +83,8 @@ from ._hops import resolve
 if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
-__all__ = ["MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser", "attach"]
+__all__ = ["LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser",
+           "attach"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +93,9 @@ _ALL = "**/*"
 #: request turn, held to its server's delay; a type Playwright does not name is one too.
 _MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrack",
                      "manifest", "prefetch"})
+#: Chromium's switches that close what no route sees (shared workers): pass them to
+#: ``playwright.chromium.launch(args=LAUNCH_ARGS)``.
+LAUNCH_ARGS = ["--disable-blink-features=SharedWorker"]
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
@@ -186,7 +197,6 @@ class Attachment:
         assert frame is not None
         page = frame.page
         if request.is_navigation_request() and frame.parent_frame is None:
-            self._made[page] = 0  # a new document
             asked = self._asked.get(page)
             if asked and request.redirected_from is None:
                 key = _same(request.url)
@@ -204,8 +214,15 @@ class Attachment:
             return pointer_of(opener.url)
         return pointer_of("")
 
+    def _new_document(self, request: Request) -> None:
+        """A navigation was answered: a page's new document counts its own subresources."""
+        with suppress(PlaywrightError):
+            frame = request.frame
+            if frame.parent_frame is None:
+                self._made[frame.page] = 0
+
     def _too_many(self, request: Request) -> Disallowed | None:
-        """The refusal of a subresource past the document's cap (None: within it)."""
+        """The refusal of a subresource past its document's cap (None: within it)."""
         try:
             page = request.frame.page
         except PlaywrightError:
@@ -232,12 +249,13 @@ class Attachment:
                  or request.resource_type not in _MARKUP)
         try:
             provenance = await self._provenance(request)
-            refused = None if navigation else self._too_many(request)
-            if refused is not None:
+            if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
             response = await self._send(request.url, request.method,
                                         lower(request.headers), request.post_data_buffer,
                                         paced, provenance)
+            if navigation:
+                self._new_document(request)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
             await _finish(route.abort("blockedbyclient"))
@@ -393,7 +411,8 @@ def _same(url: str) -> str:
 # What a page's script answers when the browser can still make requests no route sees.
 _UNSEEN = """() => [
   typeof SharedWorker === "undefined" ? "" :
-    "shared workers (launch the browser with args=['--disable-blink-features=SharedWorker'])",
+    "shared workers (launch Chromium with args=LAUNCH_ARGS: "
+    + "--disable-blink-features=SharedWorker)",
 ].filter(Boolean)"""
 
 
