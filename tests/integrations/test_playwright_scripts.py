@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ pytest.importorskip("playwright.async_api", reason="Playwright is not installed 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request, async_playwright
 
-from robotgate.integrations.playwright import TOO_MANY, UnsafeBrowser, attach
+from robotgate.integrations.playwright import TOO_MANY, UnsafeBrowser, attach, preloading_off
 
 pytestmark = pytest.mark.slow  # each test starts a Chromium
 
@@ -101,17 +103,74 @@ async def test_a_context_whose_service_workers_are_not_blocked_is_refused(
         await context.close()
 
 
-async def test_a_browser_with_shared_workers_is_refused() -> None:
-    path = chromium_path()
+async def test_a_browser_with_shared_workers_is_refused(tmp_path: Path) -> None:
     args = [arg for arg in CHROMIUM_ARGS if "SharedWorker" not in arg]
     async with async_playwright() as playwright, RobotGate(AGENT) as gate:
-        browser = await playwright.chromium.launch(executable_path=path, args=args)
+        context = await playwright.chromium.launch_persistent_context(
+            preloading_off(tmp_path), executable_path=chromium_path(), args=args,
+            service_workers="block")
+        try:
+            with pytest.raises(UnsafeBrowser, match="--disable-blink-features=SharedWorker"
+                               ) as refused:
+                await attach(gate, context)
+            assert "preloading" not in str(refused.value)
+        finally:
+            await context.close()
+
+
+async def test_a_browser_that_preloads_is_refused() -> None:
+    async with async_playwright() as playwright, RobotGate(AGENT) as gate:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(),
+                                                   args=CHROMIUM_ARGS)
         try:
             context = await browser.new_context(service_workers="block")
-            with pytest.raises(UnsafeBrowser, match="--disable-blink-features=SharedWorker"):
+            with pytest.raises(UnsafeBrowser, match=r"preloading_off\(dir\)") as refused:
                 await attach(gate, context)
+            assert "shared workers" not in str(refused.value)
         finally:
             await browser.close()
+
+
+def test_preloading_off_keeps_the_profiles_other_preferences(tmp_path: Path) -> None:
+    (tmp_path / "Default").mkdir()
+    (tmp_path / "Default" / "Preferences").write_text('{"net": {"a": 1}, "b": 2}')
+    assert preloading_off(tmp_path) == tmp_path
+    assert json.loads((tmp_path / "Default" / "Preferences").read_text()) == {
+        "net": {"a": 1, "network_prediction_options": 2}, "b": 2}
+
+
+# What no route sees: closed by the settings attach asks for.  Nothing tells that a closed
+# request was not made, so each case waits a while (it arrived within a second without them).
+UNSEEN = {
+    "speculation-prefetch": ('<script type="speculationrules">{{"prefetch": [{{"source": '
+                             '"list", "urls": ["{to}"]}}]}}</script>'),
+    "speculation-prerender": ('<script type="speculationrules">{{"prerender": [{{"source": '
+                              '"list", "urls": ["{to}"]}}]}}</script>'),
+    "shared-worker": ("<script>new SharedWorker(URL.createObjectURL(new Blob("
+                      "[\"fetch('{to}')\"], {{type: 'text/javascript'}})))</script>"),
+    "preconnect": '<link rel="preconnect" href="{to}">',
+}
+
+
+@pytest.mark.parametrize("vector", list(UNSEEN))
+async def test_what_no_route_sees_is_not_requested(vector: str, public: HtmlSite,
+                                                   browser: Any) -> None:
+    accepted: list[int] = []
+    server = await asyncio.start_server(lambda r, w: accepted.append(1), PRIVATE, 0)
+    port = server.sockets[0].getsockname()[1]
+    to = f"http://{PRIVATE}:{port}/secret"
+    public.pages["/page"] = (f"<html><body>{UNSEEN[vector].format(to=to)}</body></html>", {})
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            context = await browser.new_context(service_workers="block")
+            await attach(gate, context)
+            page = await context.new_page()
+            await page.goto(public.url("/page"))
+            await asyncio.sleep(2)
+            await context.close()
+    finally:
+        server.close()
+    assert accepted == []
 
 
 async def test_a_page_closes_after_a_refused_redirect_navigation(

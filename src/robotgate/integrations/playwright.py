@@ -48,13 +48,17 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -84,7 +88,7 @@ if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
 __all__ = ["LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser",
-           "attach"]
+           "attach", "preloading_off"]
 
 log = logging.getLogger(__name__)
 
@@ -414,11 +418,59 @@ _UNSEEN = """() => [
     "shared workers (launch Chromium with args=LAUNCH_ARGS: "
     + "--disable-blink-features=SharedWorker)",
 ].filter(Boolean)"""
+_PRELOADING = ("preloading: speculation rules' prefetch and prerender, preconnect (launch "
+               "Chromium with playwright.chromium.launch_persistent_context(preloading_off(dir), "
+               "...): its 'Preload pages' setting off)")
+
+
+def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
+    """Make ``user_data_dir`` a Chromium profile whose browser preloads nothing (its
+    "Preload pages" setting off: no speculation rules' prefetch or prerender, no
+    preconnect, which no route sees), keeping its other preferences; returns its path,
+    for ``playwright.chromium.launch_persistent_context``."""
+    where = Path(user_data_dir)
+    preferences = where / "Default" / "Preferences"
+    preferences.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept = json.loads(preferences.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    if not isinstance(kept, dict):
+        kept = {}
+    net = kept.get("net")
+    kept["net"] = {**(net if isinstance(net, dict) else {}), "network_prediction_options": 2}
+    preferences.write_text(json.dumps(kept), encoding="utf-8")
+    return where
+
+
+async def _preloading_off(context: BrowserContext, probe: Page) -> bool:
+    """Whether Chromium says it preloads nothing for ``probe`` (False: it may, or it
+    cannot say: a browser other than Chromium)."""
+    try:
+        session = await context.new_cdp_session(probe)
+    except PlaywrightError:
+        return False
+    told: asyncio.Future[dict[str, bool]] = asyncio.get_running_loop().create_future()
+
+    def heard(state: dict[str, bool]) -> None:
+        if not told.done():
+            told.set_result(state)
+
+    session.on("Preload.preloadEnabledStateUpdated", heard)
+    try:
+        await session.send("Preload.enable")
+        state = await asyncio.wait_for(told, 10)
+    except (PlaywrightError, asyncio.TimeoutError):
+        return False
+    finally:
+        with suppress(PlaywrightError):
+            await session.detach()
+    return bool(state.get("disabledByPreference"))
 
 
 async def _refuse_unseen(context: BrowserContext) -> None:
     """Raise :class:`UnsafeBrowser` when ``context`` can make requests past its routes
-    (service workers, shared workers), naming the setting that closes each."""
+    (service workers, shared workers, preloading), naming the setting that closes each."""
     unseen = []
     options = getattr(getattr(context, "_impl_obj", None), "_options", {})
     if options.get("serviceWorkers") != "block":
@@ -426,6 +478,8 @@ async def _refuse_unseen(context: BrowserContext) -> None:
     probe = await context.new_page()
     try:
         unseen += await probe.evaluate(_UNSEEN)
+        if not await _preloading_off(context, probe):
+            unseen.append(_PRELOADING)
     finally:
         await probe.close()
     if unseen:
