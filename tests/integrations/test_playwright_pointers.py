@@ -204,3 +204,30 @@ async def test_a_public_pages_public_pointers_load(public: HtmlSite, browser: An
     finally:
         await other.close()
     assert {"/img", "/next"} <= set(other.paths())
+
+
+async def test_an_attached_pages_popups_are_judged_and_other_pages_left_alone(
+        public: HtmlSite, private: HtmlSite, browser: Any) -> None:
+    # Playwright routes a page's popups only through its context: attach(page) routes
+    # the context, for that page and its popups.
+    other = await HtmlSite(PUBLIC, robots="User-agent: *\nDisallow: /\n").start()
+    to = private.url("/secret")
+    public.pages["/page"] = (f"<html><body><script>window.open('{to}')</script>"
+                             "</body></html>", {})
+    refused: list[str] = []
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            context = await browser.new_context(service_workers="block")
+            page = await context.new_page()
+            await attach(gate, page, on_refused=lambda request, _: refused.append(request.url))
+            await page.goto(public.url("/page"))
+            await until(lambda: refused or private.arrivals)
+            beside = await context.new_page()  # not attached: robots.txt is not asked
+            response = await beside.goto(other.url("/elsewhere"))
+            assert response is not None and response.status == 200
+            await context.close()
+    finally:
+        await other.close()
+    assert refused == [to]
+    assert private.paths() == [] and private.robots_hits == 0
+    assert other.paths() == ["/elsewhere"] and other.robots_hits == 0

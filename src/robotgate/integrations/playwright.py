@@ -100,6 +100,8 @@ _MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrac
 #: Chromium's switches that close what no route sees (shared workers): pass them to
 #: ``playwright.chromium.launch(args=LAUNCH_ARGS)``.
 LAUNCH_ARGS = ["--disable-blink-features=SharedWorker"]
+# How deep a chain of popups (a popup's popup...) an attached page's route follows.
+_MAX_POPUPS = 50
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
@@ -156,7 +158,7 @@ class Attachment:
 
     async def detach(self) -> None:
         """Stop routing ``target``'s requests through the gate (requests under way finish)."""
-        await self.target.unroute(_ALL, self._route)
+        await self.context.unroute(_ALL, self._route)
         if isinstance(self.target, BrowserContext):
             self.target.remove_listener("page", self._watch)
         for page in list(self._asked):
@@ -167,8 +169,26 @@ class Attachment:
 
     # -- who asked for a request -----------------------------------------------------
 
+    async def _ours(self, page: Page) -> bool:
+        """Whether ``page``'s requests are routed here: every page of an attached
+        context; of an attached page, it and the popups it opened (and theirs)."""
+        target = self.target
+        if isinstance(target, BrowserContext) or page in self._asked:
+            return True
+        opener: Page | None = page
+        for _ in range(_MAX_POPUPS):
+            opener = await opener.opener() if opener is not None else None
+            if opener is None:
+                return False
+            if opener is target or opener in self._asked:
+                self._watch(page)
+                return True
+        return False
+
     def _watch(self, page: Page) -> None:
         """Note the URLs the caller sends ``page`` to: only those are input."""
+        if page in self._asked:
+            return
         goto = page.goto
         asked = self._asked.setdefault(page, [])
         page.on("close", self._forget)
@@ -195,10 +215,9 @@ class Attachment:
         cannot be told (a worker's, a frame not attached yet) counts as a public
         page's pointer: it is never let into a private network on a guess."""
         try:
-            frame: Frame | None = request.frame
+            frame = request.frame
         except PlaywrightError:
             return pointer_of("")
-        assert frame is not None
         page = frame.page
         if request.is_navigation_request() and frame.parent_frame is None:
             asked = self._asked.get(page)
@@ -209,10 +228,11 @@ class Attachment:
                     return INPUT
         # The document that made the request: a frame's, or, for a frame with no
         # document of its own yet (about:blank, srcdoc, data:), its parent's.
-        while frame is not None:
-            if frame.url.startswith(("http://", "https://")):
-                return pointer_of(frame.url)
-            frame = frame.parent_frame
+        document: Frame | None = frame
+        while document is not None:
+            if document.url.startswith(("http://", "https://")):
+                return pointer_of(document.url)
+            document = document.parent_frame
         opener = await page.opener()  # a popup's first navigation: its opener's
         if opener is not None and opener.url.startswith(("http://", "https://")):
             return pointer_of(opener.url)
@@ -247,6 +267,13 @@ class Attachment:
         request = route.request
         if not request.url.startswith(("http://", "https://")):
             await route.fallback()  # not the network's (a data: or blob: URL never is)
+            return
+        try:
+            ours = await self._ours(request.frame.page)
+        except PlaywrightError:
+            ours = True  # a worker's request, or its page gone: judged here
+        if not ours:
+            await _finish(route.fallback())  # another page of the context: not attached
             return
         navigation = request.is_navigation_request()
         paced = (navigation or self.pace_subresources
@@ -474,7 +501,8 @@ async def _refuse_unseen(context: BrowserContext) -> None:
     unseen = []
     options = getattr(getattr(context, "_impl_obj", None), "_options", {})
     if options.get("serviceWorkers") != "block":
-        unseen.append("service workers (browser.new_context(service_workers='block'))")
+        unseen.append("service workers (new_context or launch_persistent_context with "
+                      "service_workers='block')")
     probe = await context.new_page()
     try:
         unseen += await probe.evaluate(_UNSEEN)
@@ -511,12 +539,14 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     context = target if isinstance(target, BrowserContext) else target.context
     await _refuse_unseen(context)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources)
+    # The context's route, even for one page: Playwright routes a page's popups only
+    # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
         for page in target.pages:
             attachment._watch(page)
-        target.on("page", attachment._watch)
+        context.on("page", attachment._watch)
     else:
-        attachment._watch(target)
-    await target.add_init_script(_NO_DEFAULT_ICON)
-    await target.route(_ALL, attachment._route)
+        attachment._watch(target)  # its popups once they make a request (_ours)
+    await context.add_init_script(_NO_DEFAULT_ICON)
+    await context.route(_ALL, attachment._route)
     return attachment
