@@ -40,6 +40,7 @@ PUBLIC = {
     "SitemapEntry",
     "Store",
     "StoreError",
+    "TooManyRedirects",
     "UsageRule",
     "page_directives",
     "page_links",

@@ -24,6 +24,7 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .crawl.results import CrawlResult, CrawlSummary, Handled
+    from .errors import TooManyRedirects
     from .gate import BodyTooLarge, Disallowed, GateClosed, RobotGate
     from .gate.options import Network
     from .robots.sitemap import SitemapEntry
@@ -59,6 +60,7 @@ __all__ = [
     "SitemapEntry",
     "Store",
     "StoreError",
+    "TooManyRedirects",
     "UsageRule",
     "page_directives",
     "page_links",
@@ -81,6 +83,7 @@ _LAZY = {
     "CrawlInUse": ".store",
     "RedisStore": ".store.redis",
     "SitemapEntry": ".robots.sitemap",
+    "TooManyRedirects": ".errors",
 }
 
 

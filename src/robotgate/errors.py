@@ -16,7 +16,7 @@ from .decision import Decision
 from .error_root import Error
 from .urls import redact
 
-__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed"]
+__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "TooManyRedirects"]
 
 
 class Disallowed(Error):
@@ -50,3 +50,18 @@ class BodyTooLarge(Error, ValueError):
 
 class GateClosed(Error, RuntimeError):
     """The gate was closed while a task was still asking it something."""
+
+
+class TooManyRedirects(Error):
+    """A request was redirected more often than its limit allows (``limit`` hops
+    followed; the next was not).  An adapter raises it as a subclass that is also its
+    client's error (``gate.fetch``'s is an ``aiohttp.TooManyRedirects``).  The URL is
+    shown and kept without its password: the last one redirected."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        self.url = redact(url)
+        self.limit = limit
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.url}: redirected more than {self.limit} times"

@@ -7,9 +7,12 @@ that each run gets a fresh reactor::
                                                    "settings": {...}}'
 
 ``sequential``: each URL is requested once the one before has an answer (as an
-``await`` per URL would); otherwise all are requested at once.  Each result is
-``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason": text}``
-(a robotgate refusal) or ``{"error": name}``.
+``await`` per URL would); otherwise all are requested at once.  ``meta`` (optional):
+each URL's request meta; a ``robotgate_pointed_by`` given as ``{"page": ..., "public":
+...}`` is that :class:`~robotgate.policy.provenance.Provenance`.  ``follow``: each
+page's links (``<a href>``) are requested too, their results printed after the URLs'.
+Each result is ``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason":
+text}`` (a robotgate refusal) or ``{"error": name}``.
 """
 
 from __future__ import annotations
@@ -68,12 +71,26 @@ def answer_names(hosts: dict[str, Any]) -> None:
     _resolver.GAIResolver.__init__.__defaults__ = (None, getaddrinfo)
 
 
+def _meta(given: dict[str, Any]) -> dict[str, Any]:
+    from robotgate.integrations.scrapy.middleware import POINTED_BY
+    from robotgate.policy.provenance import Provenance
+
+    meta = dict(given)
+    pointed_by = meta.get(POINTED_BY)
+    if isinstance(pointed_by, dict):
+        meta[POINTED_BY] = Provenance(**pointed_by)
+    return meta
+
+
 def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
     answer_names(config.get("hosts", {}))
     urls: list[str] = config["urls"]
+    metas: list[dict[str, Any]] = config.get("meta") or [{} for _ in urls]
     sequential = bool(config.get("sequential"))
+    follow = bool(config.get("follow"))
     results: list[dict[str, Any] | None] = [None] * len(urls)
+    linked: list[dict[str, Any]] = []
 
     class Paths(scrapy.Spider):
         name = "paths"
@@ -81,7 +98,7 @@ def main(argv: list[str]) -> int:
         def _request(self, i: int) -> scrapy.Request:
             return scrapy.Request(urls[i], callback=self.parse, errback=self.failed,
                                   dont_filter=True, cb_kwargs={"i": i},
-                                  priority=len(urls) - i)
+                                  priority=len(urls) - i, meta=_meta(metas[i]))
 
         async def start(self) -> Any:
             for i in range(1 if sequential else len(urls)):
@@ -94,7 +111,21 @@ def main(argv: list[str]) -> int:
         def parse(self, response: Any, i: int) -> Any:
             results[i] = {"status": response.status,
                           "usage": response.meta.get("robotgate_usage")}
+            if follow:
+                for href in response.css("a::attr(href)").getall():
+                    yield response.follow(href, callback=self.link, errback=self.link_failed,
+                                          dont_filter=True)
             yield from self._next(i)
+
+        def link(self, response: Any) -> Any:
+            linked.append({"status": response.status})
+            yield from ()
+
+        def link_failed(self, failure: Any) -> Any:
+            decision = getattr(failure.value, "decision", None)
+            linked.append({"refused": decision.outcome or "rule", "reason": decision.reason}
+                          if decision is not None else {"error": type(failure.value).__name__})
+            yield from ()
 
         def failed(self, failure: Any) -> Any:
             exc = failure.value
@@ -121,7 +152,7 @@ def main(argv: list[str]) -> int:
     process = CrawlerProcess(settings=settings)
     process.crawl(Paths)
     process.start()
-    print(json.dumps(results))
+    print(json.dumps([*results, *linked]))
     return 0
 
 

@@ -14,6 +14,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+import robotgate
 from robotgate import BodyTooLarge, Disallowed, GateClosed, InvalidURL, RobotGate
 from robotgate.gate.aiohttp_client import MAX_BODY, AiohttpRobotsTransport, Handler, yarl_form
 from robotgate.policy.fetch import FetchPolicy
@@ -140,6 +141,23 @@ async def reached(srv: HostileServer, path: str) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{path} never reached the server")
+
+
+async def test_too_many_redirects_is_robotgates_error_and_aiohttps() -> None:
+    site = Site()
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            login = site.url.replace("http://", "http://user:secret@")
+            with pytest.raises(robotgate.TooManyRedirects) as raised:
+                await gate.fetch(login + "/hop", max_redirects=0)
+    finally:
+        await runner.cleanup()
+    many = raised.value
+    assert isinstance(many, robotgate.Error) and isinstance(many, aiohttp.TooManyRedirects)
+    assert many.limit == 0 and [r.status for r in many.history] == [302]
+    assert "secret" not in str(many) and "secret" not in many.url, str(many)
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/hop"]
 
 
 @pytest.mark.parametrize("first", ["options", "no redirects", "no hops"])
@@ -444,3 +462,11 @@ async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(
             assert info.value.__cause__ is None and info.value.__suppress_context__
     finally:
         await server.close()
+
+
+async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
+    async with RobotGate(AGENT, delay=0) as gate:
+        with pytest.raises(TypeError, match="pointed_by is a page's URL, a Provenance or None"):
+            gate.fetch("http://127.0.0.1:9/", pointed_by=123)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="pointed_by"):
+            await gate.allowed("http://127.0.0.1:9/", pointed_by=b"http://a.example/")  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import pytest
 
 from robotgate import FetchPolicy, Network, Pacing, RobotGate
 from robotgate.policy.fetch_flow import RobotsResponse
+from robotgate.policy.provenance import INPUT
 from robotgate.politeness.request_turn import RequestTurn, sent_in_turn
 from tests.support.transports import FakeTransport
 
@@ -99,7 +100,7 @@ async def _answered(gate: RobotGate, url: str) -> None:
     async def send(turn: RequestTurn) -> int:
         return 200
 
-    await sent_in_turn(gate.request_turn(url), send, lambda status: (status, None))
+    await sent_in_turn(gate.request_turn(url, INPUT), send, lambda status: (status, None))
 
 
 @pytest.mark.parametrize("options", [
@@ -119,7 +120,7 @@ async def test_the_gate_paces_each_server_at_the_pacings_delay(options: dict[str
         assert wait.interval == 0.3
         assert 0.2 < wait.wait <= 0.3 and wait.reason == "delay"
         # The turn that follows does not go at once.
-        turn = gate.request_turn(url)
+        turn = gate.request_turn(url, INPUT)
         pending = turn.begin()
         assert pending is not None
         turn.abandon(pending)

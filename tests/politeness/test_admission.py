@@ -25,8 +25,9 @@ from robotgate.decision import Decision
 from robotgate.errors import Disallowed, GateClosed
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
-from robotgate.policy.hops import REFUSED
+from robotgate.policy.hops import REFUSED, Resolve
 from robotgate.policy.pacing import Pacing
+from robotgate.policy.provenance import INPUT, pointer_of
 from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
 from robotgate.politeness.grouping import PaceKeys
@@ -105,7 +106,12 @@ class Parts:
         self.answered = servers.answered
         self.done = servers.done
         self.known_group = servers.known_group
-        self.turn = requests.turn
+
+    def turn(self, url: str, came_from: str | None = None, resolve: Resolve | None = None,
+             paced: bool = True) -> RequestTurn:
+        """A request's turn: the caller's input, or a redirect of ``came_from``."""
+        provenance = INPUT if came_from is None else pointer_of(came_from)
+        return self.requests.turn(url, provenance, resolve, paced)
 
     @property
     def disallowed(self) -> int:
@@ -117,7 +123,7 @@ class Parts:
     def admit(self, url: str) -> Group | Awaitable[Started]:
         """A request's turn begun: its started Group when it may go at once, else an
         awaitable of the Group and the fleet slot it holds."""
-        turn = self.requests.turn(url)
+        turn = self.requests.turn(url, INPUT)
         ready = turn.begin()
         if ready is None:
             assert turn.group is not None
@@ -830,7 +836,7 @@ async def test_a_turn_judges_its_redirect_before_robots_txt_and_drops_credential
 
 def test_a_turn_sends_the_gates_headers() -> None:
     gate = RobotGate("HeadBot/1.0 (+https://example.com/bot)", from_="ops@example.com")
-    turn = gate.request_turn("http://a.example/x")
+    turn = gate.request_turn("http://a.example/x", INPUT)
     assert dict(turn.headers) == {"User-Agent": "HeadBot/1.0 (+https://example.com/bot)",
                                   "From": "ops@example.com"}
 

@@ -13,13 +13,13 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..errors import BodyTooLarge, Disallowed, GateClosed
+from ..errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import (
@@ -34,13 +34,15 @@ from ..policy.hops import (
     redirect_location,
 )
 from ..policy.network import strip_credentials
+from ..policy.provenance import INPUT, Provenance, pointer_of
+from ..politeness.exchange import Answer, Resend, exchange, robots_reach
 from ..politeness.fleet_slots import Slot
-from ..politeness.redirects import refused_answer, robots_hop
-from ..politeness.request_turn import Requests, RequestTurn, redirect_target, sent_in_turn
+from ..politeness.redirects import refused_answer
+from ..politeness.request_turn import Requests, RequestTurn, sent_in_turn
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
 __all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpDisallowed", "AiohttpRobotsTransport",
-           "FetchCall", "read_body"]
+           "AiohttpTooManyRedirects", "FetchCall", "Route", "read_body"]
 
 #: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
@@ -92,10 +94,6 @@ def yarl_form(url: str) -> str:
 #: The last redirect the middleware let through in this task: (from, to).
 _HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "robotgate_hop", default=None)
-#: The user's session a middleware request came through: a robots.txt fetch it
-#: starts (in a task that inherits this) goes over the same connections.
-_VIA: contextvars.ContextVar[aiohttp.ClientSession | None] = contextvars.ContextVar(
-    "robotgate_via", default=None)
 
 
 async def read_body(resp: aiohttp.ClientResponse, limit: int,
@@ -153,6 +151,18 @@ class AiohttpDisallowed(Disallowed, aiohttp.ClientError):
     """
 
 
+class AiohttpTooManyRedirects(TooManyRedirects, aiohttp.TooManyRedirects):
+    """``gate.fetch`` was redirected more than ``max_redirects`` times: a
+    :class:`~robotgate.TooManyRedirects` and the ``aiohttp.TooManyRedirects`` plain
+    aiohttp raises (``history``: the redirects followed, and the last one)."""
+
+    def __init__(self, url: str, limit: int, request_info: aiohttp.RequestInfo,
+                 history: tuple[aiohttp.ClientResponse, ...]) -> None:
+        aiohttp.TooManyRedirects.__init__(self, request_info, history)
+        self.url = redact(url)
+        self.limit = limit
+
+
 def _refusal(refused: Disallowed) -> AiohttpDisallowed:
     """The core's refusal as aiohttp's caller gets it (its traceback kept)."""
     if isinstance(refused, AiohttpDisallowed):
@@ -176,14 +186,14 @@ class FetchCall:
     its headers and the server's slot is held until the block exits.
     """
 
-    __slots__ = ("_args", "_client", "_pointed_by", "_resp", "_stream", "_turn", "_url")
+    __slots__ = ("_args", "_client", "_provenance", "_resp", "_stream", "_turn", "_url")
 
     def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
-                 stream: bool, max_bytes: int | None, pointed_by: str | None = None) -> None:
+                 stream: bool, max_bytes: int | None, provenance: Provenance = INPUT) -> None:
         self._client = client
         self._url = url
         self._args = (method, kwargs, max_bytes)
-        self._pointed_by = pointed_by
+        self._provenance = provenance
         self._stream = stream
         self._resp: aiohttp.ClientResponse | None = None
         self._turn: RequestTurn | None = None
@@ -191,12 +201,12 @@ class FetchCall:
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
         if self._stream:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
-        return self._client.fetch(self._url, *self._args, None, self._pointed_by).__await__()
+        return self._client.fetch(self._url, *self._args, None, self._provenance).__await__()
 
     async def __aenter__(self) -> aiohttp.ClientResponse:
         method, kwargs, max_bytes = self._args
         return await self._client.fetch(self._url, method, kwargs, max_bytes, self,
-                                        self._pointed_by)
+                                        self._provenance)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -209,6 +219,132 @@ class FetchCall:
             if resp is not None:
                 self._client.forget(resp)
             turn.release()
+
+
+class Route(NamedTuple):
+    """The way a page goes, which its origin's robots.txt is asked by too: the user's
+    session a ``gate.middleware`` request came through (None: the gate's), and the
+    proxy a request goes through (``proxy``, ``proxy_auth``, ``proxy_headers`` as
+    aiohttp takes them; None: none of its own)."""
+
+    session: aiohttp.ClientSession | None = None
+    proxy: str | URL | None = None
+    proxy_auth: aiohttp.BasicAuth | None = None
+    proxy_headers: Any = None
+
+    def proxy_kwargs(self) -> dict[str, Any]:
+        """The proxy as aiohttp's request takes it."""
+        return {"proxy": self.proxy, "proxy_auth": self.proxy_auth,
+                "proxy_headers": self.proxy_headers}
+
+
+_DIRECT = Route()
+
+
+def proxy_route(kwargs: dict[str, Any]) -> Route | None:
+    """The proxy a call's aiohttp arguments send it through (None: none of its own)."""
+    proxy = kwargs.get("proxy")
+    if proxy is None:
+        return None
+    return Route(None, proxy, kwargs.get("proxy_auth"), kwargs.get("proxy_headers"))
+
+
+class _FetchSender:
+    """``gate.fetch``'s side of the exchange: one aiohttp request at a time through the
+    gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
+
+    __slots__ = ("_client", "_kwargs", "_max_bytes", "_method", "_sending", "_sent", "hops",
+                 "last")
+
+    def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
+                 max_bytes: int | None) -> None:
+        self._client = client
+        self._method = method
+        self._kwargs = kwargs
+        self._max_bytes = max_bytes
+        self._sending = client._sending(kwargs)
+        self._sent: URL | str = ""
+        #: The redirect responses followed, and the last response (for aiohttp's
+        #: TooManyRedirects).
+        self.hops: tuple[aiohttp.ClientResponse, ...] = ()
+        self.last: aiohttp.ClientResponse | None = None
+
+    def prepare(self, url: str) -> str:
+        self._sent, url = for_aiohttp(url)
+        return url
+
+    async def send(self, turn: RequestTurn) -> aiohttp.ClientResponse:
+        client = self._client
+        # The trace hook's last look (only the owned session has it): a fleet slot
+        # found past as the headers go out raises LateSlot, nothing sent.
+        slot = turn.slot
+        kwargs = self._kwargs
+        extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and client.owned \
+            else kwargs
+        try:
+            resp = await client.session().request(
+                self._method, self._sent, allow_redirects=False,
+                middlewares=(_SentOnce(), *_guarded(turn, self._sending, client.is_private)),
+                **extra)
+        except aiohttp.ClientError as exc:
+            client._raise_ours(exc, turn.url)
+        except Resend as again:
+            if client.closed:  # the gate's close dropped the connection: no resend
+                raise _ours(aiohttp.ClientError(), turn.url, True) from again.error
+            raise
+        client._open.add(resp)
+        self.last = resp
+        return resp
+
+    def answer(self, resp: aiohttp.ClientResponse) -> Answer:
+        return Answer(resp.status, _retry_after(resp), redirect_location(resp.headers))
+
+    async def redirected(self, resp: aiohttp.ClientResponse, status: int, target: str) -> None:
+        try:
+            await self.read(resp, str(resp.url))
+        finally:
+            self._client._open.discard(resp)
+        self.hops += (resp,)
+        self._method = _next_method(status, self._method, self._kwargs)
+
+    def drop(self, resp: aiohttp.ClientResponse) -> None:
+        self._client._drop(resp)
+
+    async def read(self, resp: aiohttp.ClientResponse, url: str) -> None:
+        """Read ``resp``'s body within ``max_bytes``; the client's errors as the gate's."""
+        client = self._client
+        try:
+            await _read(resp, url, self._max_bytes)
+        except BaseException as exc:
+            resp.close()
+            if client.closed:
+                raise _closed_reading(url) from None
+            if isinstance(exc, aiohttp.ClientError):
+                client._raise_ours(exc, url)
+            raise
+        finally:
+            client._open.discard(resp)
+
+
+class _SentOnce:
+    """A middleware that lets one turn's request go out once: aiohttp sends a request
+    again at once when the connection dropped under it; that resend is a request of
+    its own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`)."""
+
+    __slots__ = ("_dropped",)
+
+    def __init__(self) -> None:
+        self._dropped: BaseException | None = None
+
+    async def __call__(self, req: aiohttp.ClientRequest,
+                       handler: Handler) -> aiohttp.ClientResponse:
+        if self._dropped is not None:
+            raise Resend(self._dropped)
+        try:
+            return await handler(req)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
+            self._dropped = exc
+            raise
 
 
 class AiohttpClient:
@@ -244,12 +380,13 @@ class AiohttpClient:
     async def fetch(self, url: str, method: str, kwargs: dict[str, Any],
                     max_bytes: int | None = MAX_BODY,
                     call: FetchCall | None = None,
-                    pointed_by: str | None = None) -> aiohttp.ClientResponse:
-        """Send ``url`` and read its body, hop by hop through redirects: each hop is a
-        :class:`~robotgate.politeness.request_turn.RequestTurn`.
+                    provenance: Provenance = INPUT) -> aiohttp.ClientResponse:
+        """Send ``url`` and read its body, hop by hop through redirects: the core's
+        exchange (:mod:`robotgate.politeness.exchange`) over a :class:`_FetchSender`.
 
-        ``pointed_by``: the page whose pointer ``url`` is (None: the user's own input),
-        judged as a redirect hop is (see :mod:`robotgate.policy.hops`).
+        ``provenance``: who pointed at ``url`` (the user's own input, or a page's
+        pointer, judged as a redirect hop is: see :mod:`robotgate.policy.hops`).
+        A ``proxy=`` the call gives is the route robots.txt is asked by too.
 
         With ``call`` (``async with``) the last response is kept there for its
         exit; when it streams, the response is unread and its turn, still holding
@@ -259,65 +396,31 @@ class AiohttpClient:
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
-        sending = self._sending(kwargs)
-        history: tuple[aiohttp.ClientResponse, ...] = ()  # no allocation without redirects
-        came_from = pointed_by
-
-        async def send(turn: RequestTurn) -> aiohttp.ClientResponse:
-            # The trace hook's last look (only the owned session has it): a fleet slot
-            # found past as the headers go out raises LateSlot, nothing sent.
-            slot = turn.slot
-            extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and self.owned \
-                else kwargs
-            try:
-                resp = await self.session().request(
-                    method, sent, allow_redirects=False,
-                    middlewares=_guarded(turn, sending, self.is_private), **extra)
-            except aiohttp.ClientError as exc:
-                self._raise_ours(exc, url)
-            self._open.add(resp)
-            return resp
-
-        while True:
-            sent, url = for_aiohttp(url)
-            turn = self.requests.turn(url, came_from,
-                                      self.addresses if came_from is not None else None)
-            if pointed_by is not None and not history:
-                turn.what = A_POINTER
-            try:
-                resp = await sent_in_turn(turn, send, _heard, drop=self._drop, keep=True)
-            except Disallowed as refused:
-                raise _refusal(refused) from None
-            redirect = follow and resp.status in REDIRECTS
-            keep = stream and not redirect  # streamed: the response holds the server's slot
-            try:
-                if not keep:
-                    await _read(resp, url, max_bytes)
-            except BaseException as exc:
-                resp.close()
-                if self.closed:
-                    raise _closed_reading(url) from None
-                if isinstance(exc, aiohttp.ClientError):
-                    self._raise_ours(exc, url)
-                raise
-            finally:
-                if not keep:
-                    self._open.discard(resp)
-                    turn.release()
-            target = redirect_target(str(resp.url), resp.status,
-                                     redirect_location(resp.headers)) if redirect else None
-            if target is not None and len(history) >= max_redirects:
-                raise aiohttp.TooManyRedirects(resp.request_info, (*history, resp))
-            if target is None:
-                # The answer (not a redirect, or to no http(s) URL), or streamed.
-                if call is not None:
-                    call._resp = resp
-                    if keep:
-                        call._turn = turn  # streamed: the caller reads it and lets go
-                return resp
-            method = _next_method(resp.status, method, kwargs)
-            history += (resp,)
-            came_from, url = url, target
+        sender = _FetchSender(self, method, kwargs, max_bytes)
+        try:
+            done = await exchange(self.requests, sender, url, provenance,
+                                  resolve=self.addresses, follow=follow,
+                                  max_redirects=max_redirects, via=proxy_route(kwargs))
+        except Disallowed as refused:
+            raise _refusal(refused) from None
+        except TooManyRedirects as many:
+            last = sender.last
+            assert last is not None
+            raise AiohttpTooManyRedirects(many.url, many.limit, last.request_info,
+                                          (*sender.hops, last)) from None
+        resp, turn = done.response, done.turn
+        keep = stream  # streamed: the response holds the server's slot
+        try:
+            if not keep:
+                await sender.read(resp, done.url)
+        finally:
+            if not keep:
+                turn.release()
+        if call is not None:
+            call._resp = resp
+            if keep:
+                call._turn = turn  # streamed: the caller reads it and lets go
+        return resp
 
     def _raise_ours(self, exc: aiohttp.ClientError, url: str) -> NoReturn:
         """Raise the client's error ``exc`` sending ``url`` as the gate's, where it
@@ -357,29 +460,37 @@ class AiohttpClient:
 
     # -- gate.middleware ---------------------------------------------------------------
 
-    async def middleware(self, req: aiohttp.ClientRequest,
-                         handler: Handler) -> aiohttp.ClientResponse:
+    def middleware_for(self, provenance: Provenance) -> Middleware:
+        """:meth:`middleware` for a request of ``provenance`` (and its redirect hops)."""
+
+        def middleware(req: aiohttp.ClientRequest,
+                       handler: Handler) -> Awaitable[aiohttp.ClientResponse]:
+            return self.middleware(req, handler, provenance)
+
+        return middleware
+
+    async def middleware(self, req: aiohttp.ClientRequest, handler: Handler,
+                         provenance: Provenance = INPUT) -> aiohttp.ClientResponse:
         """Check and pace one request of the user's own session (each redirect hop too):
-        its :class:`~robotgate.politeness.request_turn.RequestTurn`."""
+        its :class:`~robotgate.politeness.request_turn.RequestTurn`; ``provenance``:
+        who pointed at the request aiohttp was asked for (a redirect's hop is a pointer
+        of the URL redirected)."""
         url = str(req.url)
         session = getattr(req, "session", None)
-        came_from = None
+        what = A_POINTER
         hop = _HOP.get()
         if hop is not None:
-            # The request follows a redirect this middleware saw: the turn judges it.
-            _HOP.set(None)
             if _same_target(hop[1], req.url):
-                came_from = hop[0]
+                # The request follows a redirect this middleware saw (or aiohttp sends it
+                # again after a dropped connection): a pointer of the page redirected.
+                provenance, what = pointer_of(hop[0]), A_REDIRECT
                 req.headers.pop("Authorization", None)  # never credentials from a Location
-        turn = self.requests.turn(url, came_from,
-                                  _resolve_with(session) if came_from else None)
-
-        async def wait(ready: Awaitable[None]) -> None:
-            via = _VIA.set(session)  # robots.txt is asked through the user's session
-            try:
-                await ready
-            finally:
-                _VIA.reset(via)
+            else:
+                _HOP.set(None)
+        turn = self.requests.turn(
+            url, provenance, None if provenance.is_input else _resolve_with(session), what=what)
+        # robots.txt is asked through the user's session, and its proxy if any.
+        turn.via = Route(session, req.proxy, req.proxy_auth, req.proxy_headers)
 
         def send(turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
             req.headers.update(turn.headers)  # each name's values replaced, as setting would
@@ -388,14 +499,12 @@ class AiohttpClient:
             return handler(req)
 
         try:
-            resp = await sent_in_turn(turn, send, _heard, wait=wait)
+            resp = await sent_in_turn(turn, send, _heard)
         except Disallowed as refused:
             raise _refusal(refused) from None
-        if resp.status in REDIRECTS:
-            location = redirect_location(resp.headers)
-            target = _joined(resp, location) if location else None
-            if target is not None:
-                _HOP.set((url, target))
+        location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
+        target = _joined(resp, location) if location else None
+        _HOP.set((url, target) if target is not None else None)
         return resp
 
     # -- look-ups, as the session connects -------------------------------------------
@@ -439,8 +548,8 @@ class AiohttpRobotsTransport:
 
     def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:
         """The request's coroutine: on the common path (a first request through the
-        gate's own session) the GET itself, with no coroutine around it."""
-        if request.previous is None and _VIA.get() is None and not request.guard:
+        gate's own session, no proxy) the GET itself, with no coroutine around it."""
+        if request.previous is None and request.via is None and not request.guard:
             return _get(self.client.session(), request, self._headers(request))
         return self._send(request)
 
@@ -450,52 +559,49 @@ class AiohttpRobotsTransport:
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
-        guard: tuple[Middleware, ...] = ()
-        if request.previous is not None:
-            # The resolver has no timer of its own.
-            via = _VIA.get()
-            session = via if via is not None and not via.closed else client.session()
-            verdict = await asyncio.wait_for(robots_hop(
-                request, client.refuse_private, _resolve_with(session), client.is_private),
-                _left(request))
-            if verdict.refused is not None:
-                return refused_answer(request, verdict.refused)
-            if verdict.guard:
-                guard = (_peer_guard(client.is_private),)
-        elif request.guard:
-            # The origin a public page pointed to: its connection must reach a public
-            # address too, whatever the pointer check's look-up found.
-            guard = (_peer_guard(client.is_private, A_POINTER),)
+        route = request.via if isinstance(request.via, Route) else _DIRECT
+        session = route.session
+        if session is None or session.closed:
+            session = client.session()
+        # The resolver has no timer of its own.
+        reach = await asyncio.wait_for(robots_reach(
+            request, client.refuse_private, _resolve_with(session), client.is_private),
+            _left(request))
+        if isinstance(reach, RobotsResponse):
+            return reach  # a hop refused: not sent
+        guard = (_peer_guard(client.is_private, reach.what),) if reach.guard else ()
         try:
-            return await self._send_guarded(request, guard)
+            return await self._send_guarded(request, guard, route)
         except Disallowed as no:  # the connection reached a private address: not sent
             return refused_answer(request, no.decision)
 
-    async def _send_guarded(self, request: RobotsRequest,
-                            guard: tuple[Middleware, ...]) -> RobotsResponse:
+    async def _send_guarded(self, request: RobotsRequest, guard: tuple[Middleware, ...],
+                            route: Route) -> RobotsResponse:
         client = self.client
         headers = self._headers(request)
-        via = _VIA.get()
+        via = route.session
         if via is not None and not via.closed:
             try:
-                return await _get(via, request, headers, guard)
+                return await _get(via, request, headers, guard, route)
             except aiohttp.ClientError:
                 if not via.closed:
                     raise
                 # The user closed that session meanwhile: not the site's failure.
-        return await _get(client.session(), request, headers, guard)
+        return await _get(client.session(), request, headers, guard, route)
 
 
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
-               headers: dict[str, str], guard: tuple[Middleware, ...] = ()) -> RobotsResponse:
+               headers: dict[str, str], guard: tuple[Middleware, ...] = (),
+               route: Route | None = None) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     left = _left(request)
     timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
+    proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
     # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,
                            raise_for_status=False, middlewares=(_once(), *guard),
-                           timeout=timeout, auto_decompress=False) as resp:
+                           timeout=timeout, auto_decompress=False, **proxy) as resp:
         status = resp.status
         body = None
         if 200 <= status < 300:

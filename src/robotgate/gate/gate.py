@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import aiohttp
 from yarl import URL
@@ -27,11 +27,13 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import A_POINTER, UNGUARDED, IsPrivate, PointerVerdict, Resolve
+from ..policy.hops import A_POINTER, A_REDIRECT, UNGUARDED, IsPrivate, PointerVerdict, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
+from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..policy.site import Interpretation, SiteRules
 from ..politeness.emitter import Emitter, Listener, listener_of
+from ..politeness.exchange import Exchanged, Sender, exchange
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
 from ..politeness.redirects import pointer_verdict
@@ -71,6 +73,24 @@ log = logging.getLogger("robotgate")
 Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
 #: ``handler(url, response)`` of :meth:`RobotGate.crawl`: may return new URLs (or ``Handled``).
 CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
+
+
+#: What a client's send returns (its response), in :meth:`RobotGate.exchange`.
+R = TypeVar("R")
+
+
+def provenance_of(pointed_by: object) -> Provenance:
+    """``pointed_by`` as the gate's calls take it, as the value a request carries:
+    None, the caller's input; a page's URL (``""``: a page known to be public), that
+    page's pointer; a :class:`Provenance` as it is."""
+    if isinstance(pointed_by, Provenance):
+        return pointed_by
+    if pointed_by is None:
+        return INPUT
+    if not isinstance(pointed_by, str):
+        raise TypeError(f"pointed_by is a page's URL, a Provenance or None, "
+                        f"not {type(pointed_by).__name__}")
+    return pointer_of(pointed_by)
 
 
 def _check(user_agent: str, cap: int | None, max_concurrency: int | None) -> int:
@@ -341,16 +361,32 @@ class RobotGate:
         adapter's client's) from now on, not with the gate's aiohttp resolver."""
         self._keys.set_resolver(resolve)
 
-    def request_turn(self, url: str, came_from: str | None = None,
-                     resolve: Resolve | None = None, *, paced: bool = True) -> RequestTurn:
+    def request_turn(self, url: str, provenance: Provenance | str | None,
+                     resolve: Resolve | None = None, *, paced: bool = True,
+                     what: str = A_REDIRECT) -> RequestTurn:
         """The turn of one request to ``url``, as the client sends it: what a client
         adapter drives for every request (see :mod:`robotgate.politeness.request_turn`).
 
-        ``came_from`` is the URL whose redirect the request follows; its target is
-        looked up with ``resolve``, the client's own resolver.  ``paced`` False: a
-        browser's subresource, judged and capped but not held to the interval.
+        ``provenance``: who pointed at the request (a text: the URL whose redirect it
+        follows, None: the caller's input, as ``pointed_by`` takes them); a pointer's
+        target is looked up with ``resolve``, the client's own resolver, and ``what``
+        names it in a refusal.  ``paced`` False: a browser's subresource, judged and
+        capped but not held to the interval.  An adapter that can, sends through
+        :meth:`exchange` instead, which makes the turns.
         """
-        return self._requests.turn(url, came_from, resolve, paced)
+        return self._requests.turn(url, provenance_of(provenance), resolve, paced, what)
+
+    def exchange(self, sender: Sender[R], url: str, provenance: Provenance, *,
+                 resolve: Resolve | None = None, follow: bool = True,
+                 max_redirects: int = 10, paced: bool = True,
+                 via: object = None) -> Awaitable[Exchanged[R]]:
+        """Send ``url``, a request of ``provenance``, through a client adapter's
+        ``sender``, redirects followed hop by hop, each in its own turn: the seam every
+        adapter plugs into (:mod:`robotgate.politeness.exchange`; docs/integrations.md,
+        "A new client").  ``via``: the route the requests take (a proxy, in the adapter's
+        terms), which robots.txt is asked by too."""
+        return exchange(self._requests, sender, url, provenance, resolve=resolve,
+                        follow=follow, max_redirects=max_redirects, paced=paced, via=via)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -435,30 +471,33 @@ class RobotGate:
         """
         return self._verdicts.check(url)
 
-    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+    async def allowed(self, url: str, *, pointed_by: Provenance | str | None = None) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
 
         ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
-        (``""``: a page known to be public).  Then a pointer the private-network rule
+        (``""``: a page known to be public; or its
+        :class:`~robotgate.policy.provenance.Provenance`).  Then a pointer the private-network rule
         refuses is not allowed, and a robots.txt request this call makes is that
         pointer's, held to the rule where it connects (docs/bad-input.md).
         """
-        hit = self._verdicts.cached(url := as_sent(url)) if pointed_by is None else None
+        provenance = provenance_of(pointed_by)
+        hit = self._verdicts.cached(url := as_sent(url)) if provenance.is_input else None
         if hit is not None:
             return hit[0].site.allowed(hit[1], self.robots_agent)
-        judged = await self._rules_for(url, pointed_by)
+        judged = await self._rules_for(url, provenance)
         if not isinstance(judged, tuple):
             return False  # the pointer's refusal: no robots.txt asked
         return judged[0].allowed(judged[1], self.robots_agent)
 
-    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
+    async def decide(self, url: str, *,
+                     pointed_by: Provenance | str | None = None) -> Decision:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome;
         ``pointed_by`` as :meth:`allowed` takes it (a refused pointer: the refusal).
 
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        judged = await self._rules_for(url := as_sent(url), pointed_by)
+        judged = await self._rules_for(url := as_sent(url), provenance_of(pointed_by))
         if not isinstance(judged, tuple):
             return judged  # the pointer's refusal: no robots.txt asked
         decision = judged[0].decide(judged[1], self.robots_agent)
@@ -469,7 +508,7 @@ class RobotGate:
                 url, guard=pointer.guard, checked=pointer.addresses))
         return decision
 
-    async def _rules_for(self, url: str, pointed_by: str | None
+    async def _rules_for(self, url: str, pointed_by: Provenance
                          ) -> tuple[SiteRules, str, PointerVerdict] | Decision:
         """The rules of ``url``'s origin (robots.txt fetched once if needed), the part
         of ``url`` they judge, and the pointer's verdict; for ``pointed_by``'s pointer,
@@ -489,12 +528,14 @@ class RobotGate:
             origin, pointer.guard, pointer.addresses)
         return site, path, pointer
 
-    async def _pointer(self, url: str, pointed_by: str | None) -> PointerVerdict | None:
+    async def _pointer(self, url: str, pointed_by: Provenance) -> PointerVerdict | None:
         """The private-network rule's verdict on ``pointed_by``'s pointer to ``url``
-        (None: not judged, for the user's own input, the rule off, or a closed gate)."""
-        if pointed_by is None or not self._requests.refuse_private or self._closed:
+        (None: not judged, for the user's own input, a private page's pointer, the rule
+        off, or a closed gate).  A page stored as public is not looked up again."""
+        page = pointed_by.from_url
+        if page is None or not self._requests.refuse_private or self._closed:
             return None
-        return await pointer_verdict(pointed_by, url, self._client.addresses,
+        return await pointer_verdict(page, url, self._client.addresses,
                                      self.is_private, A_POINTER)
 
     async def rules(self, url: str) -> RobotsTxt | None:
@@ -567,7 +608,7 @@ class RobotGate:
         return directives_of(response, self.robots_agent, body)
 
     async def tdm(self, url: str, page: PageDirectives | None = None, *,
-                  pointed_by: str | None = None) -> TdmVerdict:
+                  pointed_by: Provenance | str | None = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`).
@@ -581,7 +622,8 @@ class RobotGate:
             return tdm_verdict(url, None, None, page)
         if self._closed:
             raise GateClosed("the gate is closed")
-        pointer = await self._pointer(url := as_sent(url), pointed_by) or UNGUARDED
+        pointer = await self._pointer(url := as_sent(url),
+                                      provenance_of(pointed_by)) or UNGUARDED
         # A refused pointer's request is guarded all the same: its connection refuses,
         # and the verdict says why (the rule, the address).
         guard = pointer.guard or pointer.refused is not None
@@ -595,8 +637,8 @@ class RobotGate:
     # -- requests ------------------------------------------------------------
 
     def fetch(self, url: str | URL, *, method: str = "GET", stream: bool = False,
-              max_bytes: int | None = MAX_BODY, pointed_by: str | None = None,
-              **kwargs: Any) -> FetchCall:
+              max_bytes: int | None = MAX_BODY,
+              pointed_by: Provenance | str | None = None, **kwargs: Any) -> FetchCall:
         """Fetch ``url`` (text, or a :class:`yarl.URL` as aiohttp takes) politely;
         raises :class:`Disallowed` if robots.txt forbids it (an
         :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed`, which is also an
@@ -613,16 +655,20 @@ class RobotGate:
         raises :class:`BodyTooLarge`.
 
         ``pointed_by`` is the URL of the page that pointed to ``url`` (a link, a
-        sitemap; ``""``: a page known to be public): then ``url`` is a pointer, refused
-        if it leads from a public site into a private address (docs/bad-input.md).
-        None (the default): ``url`` is your own input, never refused for its address.
+        sitemap; ``""``: a page known to be public), or its
+        :class:`~robotgate.policy.provenance.Provenance` (a page stored as public or
+        private is taken at its word, not looked up again): then ``url`` is a pointer,
+        refused if it leads from a public site into a private address
+        (docs/bad-input.md).  None (the default): ``url`` is your own input, never
+        refused for its address.
 
         >>> async with gate.fetch(url, stream=True) as resp:          # doctest: +SKIP
         ...     first = await resp.content.read(65536)
         """
         if url.__class__ is not str:
             url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
-        return FetchCall(self._client, url, method, kwargs, stream, max_bytes, pointed_by)
+        return FetchCall(self._client, url, method, kwargs, stream, max_bytes,
+                         provenance_of(pointed_by))
 
     @property
     def middleware(self) -> Middleware:
@@ -633,9 +679,19 @@ class RobotGate:
         A forbidden URL raises :class:`Disallowed` from the request call (an
         :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed`, which is also an
         ``aiohttp.ClientError``).  The server's slot is held until the response
-        headers arrive.
+        headers arrive.  Each request is your own input (a redirect's hop: a pointer of
+        the URL redirected); send a page's link with :meth:`middleware_for`.
         """
         return self._client.middleware
+
+    def middleware_for(self, pointed_by: Provenance | str | None) -> Middleware:
+        """:attr:`middleware` for one request that a page pointed to, given as the
+        request's own middleware (it replaces the session's for that request):
+        ``pointed_by`` as :meth:`fetch` takes it.
+
+        >>> await session.get(link, middlewares=[gate.middleware_for(page)])  # doctest: +SKIP
+        """
+        return self._client.middleware_for(provenance_of(pointed_by))
 
     def sitemaps(self, url: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
         """The entries of the sitemaps of ``url``'s origin (those its robots.txt names,

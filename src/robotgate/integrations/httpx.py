@@ -29,11 +29,13 @@ import httpx
 from ..decision import Decision
 from ..errors import Disallowed
 from ..gate.directives import headers_directives
+from ..gate.gate import provenance_of
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
-from ..politeness.redirects import refused_answer, robots_hop
-from ..politeness.request_turn import RequestTurn, sent_in_turn
+from ..policy.provenance import pointer_of
+from ..politeness.exchange import Answer, robots_reach
+from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
@@ -41,11 +43,16 @@ from ._hops import first_address, resolve, robots_headers
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["REFUSED", "HttpxDisallowed", "HttpxRobotsTransport", "RobotGateTransport"]
+__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxRobotsTransport",
+           "RobotGateTransport"]
 
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
 _HOP_FROM = "robotgate.redirected_from"
+#: ``request.extensions`` key of who pointed at the request, as ``gate.fetch`` takes
+#: ``pointed_by``: a page's URL (``""``: a page known to be public) or a
+#: :class:`~robotgate.policy.provenance.Provenance`; absent: the caller's own input.
+POINTED_BY = "robotgate_pointed_by"
 _CHUNK = 65536
 #: ``response.extensions`` key of the page's directives (``PageDirectives``): the
 #: headers' at first, with the HTML head's meta tags once the body has been read;
@@ -95,16 +102,14 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
-        verdict = await robots_hop(request, self.refuse_private, resolve, self.is_private)
-        if verdict.refused is not None:
-            return refused_answer(request, verdict.refused)
+        reach = await robots_reach(request, self.refuse_private, resolve, self.is_private)
+        if isinstance(reach, RobotsResponse):
+            return reach  # a hop refused: not sent
         headers = robots_headers(request, self.headers)
         req = httpx.Request("GET", request.url, headers=headers)
         # A hop goes to the address its check found; the first request of an origin a
         # public page pointed to, to the address the pointer check found.
-        checked = (verdict.addresses if verdict.guard
-                   else request.checked if request.guard else ())
-        pinned = _pinned(req, checked, self.inner)
+        pinned = _pinned(req, reach.checked if reach.guard else (), self.inner)
         resp = await self.inner.handle_async_request(pinned)
         try:
             status = resp.status_code
@@ -222,14 +227,36 @@ def _read_already(resp: httpx.Response) -> bytes | None:
         return None
 
 
-def _heard(resp: httpx.Response) -> tuple[int, str | None]:
-    """The answer's status and Retry-After."""
-    return resp.status_code, resp.headers.get("Retry-After")
+class _HttpxSender:
+    """The transport's side of the exchange: one request through the inner transport
+    (httpx follows the redirects above it, each hop a request of its own here)."""
 
+    __slots__ = ("_inner", "_request")
 
-def _close(resp: httpx.Response) -> Awaitable[None]:
-    """A response whose turn failed after it came: closed."""
-    return resp.aclose()
+    def __init__(self, request: httpx.Request, inner: httpx.AsyncBaseTransport) -> None:
+        self._request = request
+        self._inner = inner
+
+    def prepare(self, url: str) -> str:
+        return url  # httpx sends the URL as it holds it
+
+    def send(self, turn: RequestTurn) -> Awaitable[httpx.Response]:
+        request, inner = self._request, self._inner
+        headers = request.headers
+        for name, value in turn.headers.items():
+            headers[name] = value
+        return inner.handle_async_request(
+            _pinned(request, turn.checked if turn.guard else (), inner))
+
+    def answer(self, resp: httpx.Response) -> Answer:
+        headers = resp.headers
+        return Answer(resp.status_code, headers.get("Retry-After"), headers.get("Location"))
+
+    async def redirected(self, resp: httpx.Response, status: int, target: str) -> None:
+        await resp.aclose()  # httpx follows redirects itself: the exchange is asked not to
+
+    def drop(self, resp: httpx.Response) -> Awaitable[None]:
+        return resp.aclose()
 
 
 def _pinned(request: httpx.Request, checked: Sequence[Address],
@@ -278,25 +305,21 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             gate.set_address_resolver(first_address)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Check, pace and send one request (one hop of a redirect chain): its
-        :class:`~robotgate.politeness.request_turn.RequestTurn`."""
+        """Check, pace and send one request (one hop of a redirect chain) through the
+        core's exchange (:mod:`robotgate.politeness.exchange`), httpx following the
+        redirects itself.  Its provenance: a redirect hop is a pointer of the URL
+        redirected; else the request's ``robotgate_pointed_by`` extension
+        (:data:`POINTED_BY`), as ``gate.fetch`` takes ``pointed_by``; none: the
+        caller's own input."""
         came_from = request.extensions.pop(_HOP_FROM, None)
-        # httpx resolves inside its transport: the loop's getaddrinfo reads the same
-        # system configuration (see integrations/_hops.py).
-        turn = self.gate.request_turn(str(request.url),
-                                      came_from if isinstance(came_from, str) else None, resolve)
-        inner = self.inner
-
-        def send(turn: RequestTurn) -> Awaitable[httpx.Response]:
-            headers = request.headers
-            for name, value in turn.headers.items():
-                headers[name] = value
-            return inner.handle_async_request(
-                _pinned(request, turn.checked if turn.guard else (), inner))
-
+        provenance = (pointer_of(came_from) if isinstance(came_from, str)
+                      else provenance_of(request.extensions.get(POINTED_BY)))
         try:
-            # Released here once the body is read (or by the inner transport already).
-            resp = await sent_in_turn(turn, send, _heard, drop=_close, keep=True)
+            # httpx resolves inside its transport: the loop's getaddrinfo reads the same
+            # system configuration (see integrations/_hops.py).
+            done = await self.gate.exchange(_HttpxSender(request, self.inner),
+                                            str(request.url), provenance, resolve=resolve,
+                                            follow=False)
         except InvalidURL as exc:
             if not isinstance(came_from, str):
                 raise  # the caller's own URL
@@ -306,6 +329,8 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
         except Disallowed as refused:
             raise _refusal(refused, request) from None
+        resp, turn = done.response, done.turn
+        # Released below once the body is read (or by the inner transport already).
         if resp.status_code in REDIRECTS and "Location" in resp.headers:
             request.extensions[_HOP_FROM] = str(request.url)
         stream = resp.stream

@@ -67,6 +67,9 @@ class RobotsRequest:
     #: a redirect hop is judged by its own pointer check (``previous``).
     guard: bool = False
     checked: tuple[Address, ...] = ()
+    #: The route the pages that asked take (an adapter's own value, such as aiohttp's
+    #: proxy), every hop taking it too: robots.txt is asked the way its pages go.
+    via: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ def robots_flow(
     path: str = "/robots.txt",
     guard: bool = False,
     checked: tuple[Address, ...] = (),
+    via: object = None,
 ) -> RobotsFlow:
     """Fetch ``origin``'s robots.txt: yields requests, returns the entry to store.
 
@@ -109,7 +113,8 @@ def robots_flow(
     ``path`` fetches another well-known file by the same rules, e.g. TDMRep's
     ``/.well-known/tdmrep.json``.  ``guard``: a public page's pointer led to the
     origin, so the first request's connection must reach a public address
-    (``checked``: the addresses the pointer check found).
+    (``checked``: the addresses the pointer check found).  ``via``: the route its
+    pages take, which every request takes too (see :class:`RobotsRequest`).
     """
     when = clock if clock is not None else (lambda: now)
     url = origin + path
@@ -128,7 +133,8 @@ def robots_flow(
     deadline = now + policy.timeout
     for _hop in range(policy.max_redirects + 1):
         resp = yield RobotsRequest(url, headers, policy.max_bytes, hop_from, deadline, name,
-                                   guard and hop_from is None, checked if hop_from is None else ())
+                                   guard and hop_from is None, checked if hop_from is None else (),
+                                   via)
         if resp.refused is not None:
             return entry_for_redirect_failure(origin, resp.refused, when(), policy, final_url=url)
         status = resp.status

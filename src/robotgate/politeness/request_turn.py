@@ -5,8 +5,8 @@ Scrapy middleware; ``gate.crawl`` rides on ``gate.fetch``) makes one
 :class:`RequestTurn` per request it sends (each redirect hop is a request) and
 drives it through the same steps:
 
-1. :meth:`~RequestTurn.begin`: a redirect hop judged by where it leads (when the
-   request follows one), robots.txt's verdict (:class:`~robotgate.errors.Disallowed`
+1. :meth:`~RequestTurn.begin`: a page's pointer (a redirect hop, a link) judged by
+   where it leads, robots.txt's verdict (:class:`~robotgate.errors.Disallowed`
    if forbidden), then the server's turn under its caps and, in a fleet, its slot.
    None when the request may go at once (a cached, allowed and due request costs
    no coroutine), else an awaitable.
@@ -21,13 +21,16 @@ drives it through the same steps:
    back-off and store learn from it.
 5. :meth:`~RequestTurn.release`, however the request ends; later calls do nothing.
 
-A redirect's next hop is :func:`redirect_target` of the answer, sent as a new turn
-``came_from`` the URL that was redirected.  A browser's subresource takes an unpaced
+Every turn carries its request's :class:`~robotgate.policy.provenance.Provenance`:
+the caller's own input, or a page's pointer (a link, a subresource, a redirect's next
+hop: :func:`redirect_target` of the answer, a pointer of the URL that was redirected),
+judged by the private-network rule before anything else.  A browser's subresource takes an unpaced
 turn (``paced=False``): judged and capped, held while its server rests, not to the
 interval (see :class:`RequestTurn`).
 
-:func:`sent_in_turn` drives steps 1 to 5 around a client's send; ``gate.fetch`` (each
-hop), ``gate.middleware`` and the httpx transport use it.  The Scrapy middleware drives
+:func:`sent_in_turn` drives steps 1 to 5 around a client's send; the exchange
+(:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport) and
+``gate.middleware`` use it.  The Scrapy middleware drives
 the steps itself: its request and its response come in separate callbacks.
 """
 
@@ -44,6 +47,7 @@ from ..events import ResponseAnswered, TurnWaited
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_REDIRECT, REFUSED, Address, IsPrivate, Resolve, is_private, parse_hop
 from ..policy.network import strip_credentials
+from ..policy.provenance import Provenance
 from ..policy.site import SiteRules
 from ..urls import InvalidURL, as_sent, split_origin
 from .emitter import Emitter
@@ -77,12 +81,13 @@ class Requests:
         #: Who hears of the requests (None: nobody listens, and no event is built).
         self.events: Emitter | None = None
 
-    def turn(self, url: str, came_from: str | None = None,
-             resolve: Resolve | None = None, paced: bool = True) -> RequestTurn:
-        """The turn of one request to ``url`` as the client sends it; ``came_from``:
-        the URL whose redirect it follows, its target looked up with ``resolve``;
-        ``paced`` False: an unpaced request (see :class:`RequestTurn`)."""
-        turn = RequestTurn(self, url, came_from, resolve)
+    def turn(self, url: str, provenance: Provenance, resolve: Resolve | None = None,
+             paced: bool = True, what: str = A_REDIRECT) -> RequestTurn:
+        """The turn of one request to ``url`` as the client sends it; ``provenance``:
+        who pointed at it (a pointer's target looked up with ``resolve``, the client's
+        own resolver; ``what`` names the pointer in a refusal); ``paced`` False: an
+        unpaced request (see :class:`RequestTurn`)."""
+        turn = RequestTurn(self, url, provenance, resolve, what)
         if not paced:
             turn.paced = False
         return turn
@@ -101,21 +106,26 @@ class RequestTurn:
     teach nothing (the pages' answers ease the back-off and feed ``latency_factor``).
     """
 
-    __slots__ = ("_requests", "_resolve", "_waiting", "came_from", "checked", "group", "guard",
-                 "paced", "sent_at", "slot", "url", "what")
+    __slots__ = ("_judged", "_requests", "_resolve", "_waiting", "checked", "group", "guard",
+                 "paced", "provenance", "sent_at", "slot", "url", "via", "what")
 
-    def __init__(self, requests: Requests, url: str, came_from: str | None = None,
+    def __init__(self, requests: Requests, url: str, provenance: Provenance,
                  resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
         self._requests = requests
         #: False: an unpaced request (see the class).
         self.paced = True
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
-        #: The URL whose redirect this request follows (None: the call's first request).
-        self.came_from = came_from
-        self._resolve = resolve  # the client's resolver, for a hop's target
+        #: Who pointed at the request: the caller's input, or a page's pointer.
+        self.provenance = provenance
+        # The pointing page as the rule's check takes it (None: nothing to judge).
+        self._judged = provenance.from_url
+        self._resolve = resolve  # the client's resolver, for a pointer's target
         #: What pointed here, as a refusal names it (a redirect, a pointer).
         self.what = what
+        #: The route the request takes (an adapter's value: aiohttp's proxy); a
+        #: robots.txt request its turn makes takes it too.
+        self.via: object = None
         #: True once begun for a pointer of a public page: the connection must reach a
         #: public address, which the adapter checks where it connects.
         self.guard = False
@@ -143,7 +153,7 @@ class RequestTurn:
         robots.txt), :class:`~robotgate.errors.GateClosed` and
         :class:`~robotgate.urls.InvalidURL`, at once when nothing needs waiting for.
         """
-        if self.came_from is not None:
+        if self._judged is not None:
             return self._begin_hop()
         got = self._admit()
         if isinstance(got, Group):
@@ -183,7 +193,7 @@ class RequestTurn:
         origin, rest = split_origin(url)
         if site is None:
             # A pointer's origin: its robots.txt request must reach a public address too.
-            site = await verdicts.fetched(origin, self.guard, self.checked)
+            site = await verdicts.fetched(origin, self.guard, self.checked, self.via)
             path = url if rest[:2] == "//" else rest
             if not site.allowed(path, verdicts.agent):
                 raise verdicts.refuse(url, path, site)
@@ -232,7 +242,7 @@ class RequestTurn:
 
     async def _begin_hop(self) -> None:
         requests = self._requests
-        came_from, self.came_from = self.came_from, None
+        came_from, self._judged = self._judged, None
         if came_from is not None and requests.refuse_private:
             resolve = self._resolve if self._resolve is not None else _resolves_nothing
             verdict = await pointer_verdict(came_from, self.url, resolve, requests.is_private,

@@ -73,15 +73,19 @@ def _intact(entry: RobotsEntry | None) -> RobotsEntry | None:
 class _Flight:
     """One origin's robots.txt fetch in flight and the futures of those waiting for it."""
 
-    __slots__ = ("checked", "guard", "task", "waiters")
+    __slots__ = ("checked", "guard", "task", "via", "waiters")
 
-    def __init__(self, guard: bool = False, checked: tuple[Address, ...] = ()) -> None:
+    def __init__(self, guard: bool = False, checked: tuple[Address, ...] = (),
+                 via: object = None) -> None:
         self.task: asyncio.Task[None] | None = None
         self.waiters: list[asyncio.Future[SiteRules]] = []
         #: The asker that started it came through a public page's pointer: its
         #: connection must reach a public address (``checked``: the pointer check's).
         self.guard = guard
         self.checked = checked
+        #: The route the asker that started it takes (an adapter's proxy): the fetch
+        #: takes it too.
+        self.via = via
 
 
 class CacheClosed(Error, RuntimeError):
@@ -175,17 +179,18 @@ class RobotsCache:
         return await self.fetched(origin)
 
     async def fetched(self, origin: str, guard: bool = False,
-                      checked: tuple[Address, ...] = ()) -> SiteRules:
+                      checked: tuple[Address, ...] = (), via: object = None) -> SiteRules:
         """As :meth:`get`, right after :meth:`cached` said no: joins or starts the fetch.
         ``guard``: the asker came through a public page's pointer, so the fetch must
         connect to a public address (``checked``: the addresses its check found): one
-        it starts, or joins before its request leaves, is guarded for every waiter."""
+        it starts, or joins before its request leaves, is guarded for every waiter.
+        ``via``: the route the asker takes, which a fetch it starts takes too."""
         flight = self._inflight.get(origin)
         loop = asyncio.get_running_loop()
         if flight is None:
             if self._closed:
                 raise CacheClosed("the gate is closed")
-            flight = self._inflight[origin] = _Flight(guard, checked)
+            flight = self._inflight[origin] = _Flight(guard, checked, via)
             flight.task = loop.create_task(self._fly(origin, flight))
         # Each waiter awaits its own future: one that is cancelled cancels only
         # that, never the shared fetch (as asyncio.shield, with fewer hops).
@@ -318,7 +323,7 @@ class RobotsCache:
                     return self._install(origin, again, host)
                 began = time.monotonic()
                 entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
-                                                 flight.checked)
+                                                 flight.checked, flight.via)
                 events = self.events
                 if events is not None:
                     events.emit(RobotsFetched(

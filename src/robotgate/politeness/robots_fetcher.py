@@ -75,17 +75,18 @@ class RobotsFetcher:
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
                     hooks: PacingHooks | None = None, guard: bool = False,
-                    checked: tuple[Address, ...] = ()) -> RobotsEntry:
+                    checked: tuple[Address, ...] = (), via: object = None) -> RobotsEntry:
         """The origin's entry; ``guard``: a public page's pointer led to the origin, so
         the first request's connection must reach a public address (``checked``: the
-        addresses the pointer check found public)."""
+        addresses the pointer check found public); ``via``: the route the asking page
+        takes (see :class:`~robotgate.policy.fetch_flow.RobotsRequest`)."""
         policy = self.policy
         self.requests += 1
         if self.on_fetch is not None:
             self.on_fetch(origin, guard, checked)
         path = self.path
         flow = robots_flow(origin, previous, policy, time.time(), clock=time.time, path=path,
-                           guard=guard, checked=checked)
+                           guard=guard, checked=checked, via=via)
         transport = self.transport
         timed = not getattr(transport, "enforces_deadline", False)
         waited = 0.0

@@ -53,13 +53,13 @@ class Verdicts:
         return self.cache.cached(origin) or await self.fetched(origin)
 
     async def fetched(self, origin: str, guard: bool = False,
-                      checked: tuple[Address, ...] = ()) -> SiteRules:
+                      checked: tuple[Address, ...] = (), via: object = None) -> SiteRules:
         """The origin's rules as the cache has them after its fetch (if one is due);
         ``guard``: the asker came through a public page's pointer (see
         :meth:`RobotsCache.fetched <robotgate.politeness.robots_cache.RobotsCache.fetched>`)."""
         closed = ""
         try:
-            site = await self.cache.fetched(origin, guard, checked)
+            site = await self.cache.fetched(origin, guard, checked, via)
         except CacheClosed as exc:
             closed = str(exc)
         else:

@@ -40,11 +40,13 @@ from scrapy.utils.misc import load_object
 
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
-from ...gate.gate import RobotGate
+from ...gate.gate import RobotGate, provenance_of
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
-from ...policy.hops import A_POINTER, A_REDIRECT, IsPrivate, is_private, judge_peer, parse_hop
-from ...politeness.redirects import refused_answer, robots_hop
+from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
+from ...policy.provenance import pointer_of
+from ...politeness.exchange import robots_reach
+from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
@@ -58,13 +60,18 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-__all__ = ["RobotGateMiddleware", "RobotsDisallowed", "ScrapyRobotsTransport"]
+__all__ = ["POINTED_BY", "RobotGateMiddleware", "RobotsDisallowed", "ScrapyRobotsTransport"]
 
 log = logging.getLogger("robotgate.scrapy")
 
 #: ``request.meta`` key that keeps a request away from the middleware (its own
 #: robots.txt requests set it).
 SKIP = "robotgate_skip"
+#: ``request.meta`` key of who pointed at the request, as ``gate.fetch`` takes
+#: ``pointed_by``: the page's URL (``""``: a page known to be public) or a
+#: :class:`~robotgate.policy.provenance.Provenance`; absent: the spider's own input.
+#: A redirect's hop is a pointer of the URL redirected, whatever this says.
+POINTED_BY = "robotgate_pointed_by"
 #: ``response.meta`` key of the page's usage preferences: label -> allowed
 #: (robots.txt's ``Content-Usage`` rules and the response header, combined).
 USAGE = "robotgate_usage"
@@ -169,6 +176,23 @@ def _retry_after(response: Response) -> str | None:
     return value.decode("latin-1") if value is not None else None
 
 
+def _no_silent_resend(crawler: Crawler) -> None:
+    """Twisted's connection pool sends a request again at once, below the downloader
+    middlewares, when a kept-alive connection dropped before any answer: a request out
+    of its turn.  Turned off for Scrapy's HTTP/1.1 handlers, such a request fails
+    (``ResponseNeverReceived``); Scrapy's RetryMiddleware, when on, sends it again as a
+    new request, in a turn of its own."""
+    engine = crawler.engine
+    handlers = getattr(engine.downloader, "handlers", None) if engine is not None else None
+    get = getattr(handlers, "_get_handler", None)
+    if get is None:
+        return
+    for scheme in ("http", "https"):
+        pool = getattr(get(scheme), "_pool", None)
+        if pool is not None and hasattr(pool, "retryAutomatically"):
+            pool.retryAutomatically = False
+
+
 def _require_asyncio() -> None:
     """Raise a clear error unless Scrapy runs on asyncio (the gate is asyncio code)."""
     import importlib
@@ -208,20 +232,21 @@ class ScrapyRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Download one robots.txt request; network errors propagate (the flow's to judge)."""
-        verdict = await robots_hop(request, self.refuse_private, scrapy_resolve, self.is_private)
-        if verdict.refused is not None:
-            return refused_answer(request, verdict.refused)
+        reach = await robots_reach(request, self.refuse_private, scrapy_resolve,
+                                   self.is_private)
+        if isinstance(reach, RobotsResponse):
+            return reach  # a hop refused: not sent
         # A hop from a public site, or the first request of an origin a public page
         # pointed to: its connection may reach public addresses only.
-        what = (A_REDIRECT if verdict.guard
-                else A_POINTER if request.guard and self.refuse_private else None)
+        what = reach.what if reach.guard else None
         headers = robots_headers(request, self.headers)
-        req = Request(
-            request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
-            meta={SKIP: True, "dont_obey_robotstxt": True, "dont_redirect": True,
-                  "dont_retry": True, "handle_httpstatus_all": True,
-                  _CAP: request.max_bytes},
-        )
+        meta: dict[str, Any] = {
+            SKIP: True, "dont_obey_robotstxt": True, "dont_redirect": True,
+            "dont_retry": True, "handle_httpstatus_all": True, _CAP: request.max_bytes}
+        if isinstance(request.via, str):
+            meta["proxy"] = request.via  # the proxy the asking page goes through
+        req = Request(request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
+                      meta=meta)
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("robotgate/robots/request_count")
@@ -389,7 +414,13 @@ class RobotGateMiddleware:
             if clean is not None:  # sent again without the Location's credentials
                 return request.replace(url=clean, dont_filter=True)
             came = meta.get("redirect_urls")
-            turn = self.gate.request_turn(url, str(came[-1]) if came else None, scrapy_resolve)
+            # A redirect's hop is a pointer of the URL redirected; else the request says.
+            provenance = (pointer_of(str(came[-1])) if came
+                          else provenance_of(meta.get(POINTED_BY)))
+            turn = self.gate.request_turn(url, provenance, scrapy_resolve)
+            proxy = meta.get("proxy")
+            if isinstance(proxy, str):
+                turn.via = proxy  # robots.txt goes through the page's proxy too
             ready = turn.begin()
             if ready is not None:
                 key = self.gate.pace_key(url)
@@ -419,7 +450,7 @@ class RobotGateMiddleware:
         if turn.guard:
             meta[_GUARD] = turn.what
             # The redirect it follows: _judge_peer pops _GUARD before the answer comes.
-            meta[_POINTED_BY] = str(came[-1]) if came else ""
+            meta[_POINTED_BY] = turn.provenance.from_url or ""
             hop = parse_hop(url)
             if hop is not None and hop.address is None:
                 guarded = hop.host  # a name: its connection's look-up is screened
@@ -657,6 +688,7 @@ class RobotGateMiddleware:
 
     async def _open(self) -> None:
         if self._opened is None:
+            _no_silent_resend(self.crawler)
             if self.gate.refuse_private:
                 # Now: Scrapy installs its DNS_RESOLVER on the reactor as the crawl starts.
                 self._screening = install(self.names)

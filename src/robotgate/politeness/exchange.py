@@ -1,0 +1,247 @@
+"""One request's exchange, redirects and all, over a client's :class:`Sender`: the
+seam every client adapter plugs into.
+
+The exchange is written once here, in the client-free core; an adapter implements
+the small :class:`Sender` interface in its client's terms (send one request, say what
+an answer says, follow or let go of a response) and calls :func:`exchange`.  The
+exchange keeps, for every adapter alike:
+
+- **one turn per request sent** (:class:`~robotgate.politeness.request_turn.RequestTurn`,
+  driven by :func:`~robotgate.politeness.request_turn.sent_in_turn`): each redirect
+  hop, and each time a client would send the same request again;
+- **provenance**: the first request carries the caller's
+  :class:`~robotgate.policy.provenance.Provenance` (input, or a page's pointer); each
+  redirect's next hop is a pointer of the URL redirected, judged by the
+  private-network rule (:mod:`robotgate.policy.hops`) with the client's resolver before
+  anything is sent, its connection checked by the sender where it connects
+  (:attr:`RequestTurn.guard`);
+- **the redirect limit**: past ``max_redirects`` hops, :class:`~robotgate.errors.TooManyRedirects`;
+- **no silent resend**: a client that would send a request again on its own (aiohttp
+  after a kept-alive connection dropped under it) raises :class:`Resend` from
+  :meth:`Sender.send` instead; the exchange sends it again in a new turn (held to its
+  server's interval), at most :data:`RESENDS` times, then raises the client's error.
+
+A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
+
+    class MySender:                       # one per call: it holds the request being sent
+        def prepare(self, url): ...       # the URL as the client sends it
+        async def send(self, turn): ...   # send turn.url now, turn.headers over the
+                                          # request's; if turn.guard, refuse (Disallowed)
+                                          # a connection whose peer is_private; raise
+                                          # LateSlot when turn.slot is past at the last
+                                          # look, Resend if the client would resend
+        def answer(self, response): ...  # Answer(status, retry_after, location)
+        async def redirected(self, response, status, target): ...
+                                          # done with a redirect's response; the next
+                                          # request goes to target (method, body,
+                                          # headers as the client follows)
+        def drop(self, response): ...     # close a response whose turn failed
+
+    done = await exchange(gate.requests, MySender(...), url, provenance,
+                          resolve=my_resolver, max_redirects=20)
+    try:
+        ...read done.response...
+    finally:
+        done.turn.release()               # the server's slot, once the body is read
+
+robots.txt requests take the same route with :func:`robots_reach`: what a robots.txt
+(or tdmrep.json) request may reach before its adapter sends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, Protocol, TypeVar
+
+from ..errors import Error, TooManyRedirects
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.hops import A_POINTER, A_REDIRECT, Address, IsPrivate, Resolve, is_private
+from ..policy.provenance import Provenance, pointer_of
+from .redirects import refused_answer, robots_hop
+from .request_turn import Requests, RequestTurn, redirect_target, sent_in_turn
+
+__all__ = ["RESENDS", "Answer", "Exchanged", "Reach", "Resend", "Sender", "exchange",
+           "robots_reach"]
+
+#: What a client's send returns (its response).
+R = TypeVar("R")
+
+#: How often one request is sent again after its client found the connection dropped
+#: under it (each time in a turn of its own).
+RESENDS = 1
+
+
+class Answer(NamedTuple):
+    """What an answer says to the exchange: its status, its ``Retry-After`` (None: none)
+    and where a redirect leads (``Location``, or whatever header the client follows;
+    None: none)."""
+
+    status: int
+    retry_after: str | None
+    location: str | None
+
+
+class Resend(Error):
+    """Raised by :meth:`Sender.send` when its client would send the request again on its
+    own (the connection dropped after the request went out): that second send did not
+    happen.  ``error``: the client's error, raised when the request is not sent again."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Sender(Protocol[R]):
+    """A client adapter's side of the exchange: sends one request at a time, holding
+    the request being sent (method, body, headers) from one hop to the next."""
+
+    def prepare(self, url: str) -> str:
+        """``url`` as the client will send it, which is what robots.txt judges (a client
+        that rewrites URLs rewrites it here); raise
+        :class:`~robotgate.urls.InvalidURL` for one the client cannot send."""
+        ...
+
+    def send(self, turn: RequestTurn) -> Awaitable[R]:
+        """Send the request to ``turn.url`` now, with ``turn.headers`` over its own.
+        When ``turn.guard``, a connection that reaches a private address (its peer, by
+        the gate's ``is_private``) is refused (raise
+        :class:`~robotgate.errors.Disallowed`, nothing sent), or the request is sent to
+        one of ``turn.checked``.  Raise
+        :class:`~robotgate.politeness.fleet_slots.LateSlot` (nothing sent) when the
+        last look finds ``turn.slot`` past, and :class:`Resend` when the client would
+        send the request a second time."""
+        ...
+
+    def answer(self, response: R) -> Answer:
+        """What ``response`` says (its headers are in)."""
+        ...
+
+    def redirected(self, response: R, status: int, target: str) -> Awaitable[None]:
+        """``response`` redirects to ``target`` and is followed: be done with it (read
+        or closed; its turn is released after), and make the next request the one the
+        client follows the redirect with (a 303 becomes a GET...)."""
+        ...
+
+    def drop(self, response: R) -> Awaitable[None] | None:
+        """``response``'s turn failed after it came: close it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged(Generic[R]):
+    """The answer an exchange ends with: not a redirect, a redirect not followed, or
+    one to no http(s) URL.  ``turn`` still holds the server's slot: release it once the
+    response is read or closed.  ``hops``: the redirect responses followed, in order."""
+
+    response: R
+    turn: RequestTurn
+    url: str
+    hops: tuple[R, ...] = ()
+
+
+async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
+                   *, resolve: Resolve | None = None, follow: bool = True,
+                   max_redirects: int = 10, paced: bool = True,
+                   via: object = None) -> Exchanged[R]:
+    """Send ``url`` (a request of ``provenance``) through ``sender``, following redirects
+    hop by hop when ``follow``, each in its own turn (see the module).
+
+    ``resolve``: the client's resolver, for the private-network rule's look-ups;
+    ``via``: the route the requests take (a proxy, in the adapter's terms), which a
+    robots.txt request their turns make takes too (the adapter's robots.txt transport
+    reads it from :attr:`RobotsRequest.via <robotgate.policy.fetch_flow.RobotsRequest.via>`).
+    Raises :class:`~robotgate.errors.Disallowed` (robots.txt, or the rule),
+    :class:`~robotgate.errors.TooManyRedirects`, and whatever the sender raises.
+    """
+    what = A_POINTER
+    hops: tuple[R, ...] = ()
+    while True:
+        url = sender.prepare(url)
+        turn, response = await _sent(requests, sender, url, provenance, resolve, paced, what,
+                                     via)
+        status, _, location = sender.answer(response)
+        target = redirect_target(url, status, location) if follow else None
+        if target is None:
+            return Exchanged(response, turn, url, hops)
+        try:
+            if len(hops) >= max_redirects:
+                dropped = sender.drop(response)
+                if dropped is not None:
+                    await dropped
+                raise TooManyRedirects(url, max_redirects)
+            await sender.redirected(response, status, target)
+        finally:
+            turn.release()
+        hops += (response,)
+        url, provenance, what = target, pointer_of(url), A_REDIRECT
+
+
+async def _sent(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
+                resolve: Resolve | None, paced: bool, what: str,
+                via: object) -> tuple[RequestTurn, R]:
+    """One request sent in its turn (kept: the caller releases it), and sent again in a
+    new turn, at most :data:`RESENDS` times, if its client would resend it."""
+    resends = 0
+    while True:
+        turn = requests.turn(url, provenance, resolve, paced, what)
+        turn.via = via
+        try:
+            response = await sent_in_turn(turn, sender.send, _heard(sender), drop=sender.drop,
+                                          keep=True)
+        except Resend as again:
+            if resends >= RESENDS:
+                raise again.error from None
+            resends += 1
+            continue
+        return turn, response
+
+
+def _heard(sender: Sender[R]) -> _Heard[R]:
+    return _Heard(sender)
+
+
+class _Heard(Generic[R]):
+    """The status and Retry-After the turn learns from, as the sender reads them."""
+
+    __slots__ = ("_sender",)
+
+    def __init__(self, sender: Sender[R]) -> None:
+        self._sender = sender
+
+    def __call__(self, response: R) -> tuple[int, str | None]:
+        status, retry_after, _ = self._sender.answer(response)
+        return status, retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Where a robots.txt (or tdmrep.json) request may connect: ``guard`` True, only to a
+    public address (the adapter checks its connection's peer, or sends to one of
+    ``checked``, the addresses the pointer check found public); ``what`` names the
+    pointer in a refusal."""
+
+    guard: bool = False
+    checked: tuple[Address, ...] = ()
+    what: str = A_POINTER
+
+
+async def robots_reach(request: RobotsRequest, refuse_private: bool, resolve: Resolve,
+                       private: IsPrivate = is_private) -> Reach | RobotsResponse:
+    """Where ``request`` may connect, or the answer for a hop that must not be sent.
+
+    A redirect hop of the flow is a pointer of the site that redirected, judged with
+    the client's ``resolve``; the first request of an origin a public page pointed to
+    (``request.guard``) must reach a public address too, whatever the look-up found.
+    Every robots.txt transport asks this before it sends."""
+    if request.previous is not None:
+        verdict = await robots_hop(request, refuse_private, resolve, private)
+        if verdict.refused is not None:
+            return refused_answer(request, verdict.refused)
+        return Reach(verdict.guard, verdict.addresses, A_REDIRECT)
+    if request.guard:
+        return Reach(True, request.checked, A_POINTER)
+    return _UNGUARDED
+
+
+_UNGUARDED = Reach()

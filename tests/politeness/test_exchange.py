@@ -1,0 +1,142 @@
+"""The exchange (src/robotgate/politeness/exchange.py): a request and its redirects over a
+client's Sender, each request in its own turn, with its provenance; no network."""
+
+from __future__ import annotations
+
+import pytest
+
+from robotgate import Disallowed, Network, RobotGate, TooManyRedirects
+from robotgate.policy.fetch_flow import RobotsResponse
+from robotgate.policy.hops import REFUSED
+from robotgate.policy.provenance import INPUT, Provenance, pointer_of
+from robotgate.politeness.exchange import Answer, Resend
+from robotgate.politeness.request_turn import RequestTurn
+from tests.support.transports import FakeTransport
+
+AGENT = "SeamBot/1.0"
+PUBLIC_ADDRESS = "93.184.216.34"
+
+
+class Reply:
+    def __init__(self, url: str, status: int, location: str | None = None) -> None:
+        self.url = url
+        self.status = status
+        self.location = location
+        self.closed = False
+
+
+class FakeSender:
+    """Answers from a table by URL (a redirect: ``(status, location)``); records each
+    turn it sent in, and the responses it was done with."""
+
+    def __init__(self, table: dict[str, tuple[int, str | None]], resends: int = 0) -> None:
+        self.table = table
+        self.resends = resends
+        self.turns: list[RequestTurn] = []
+        self.followed: list[tuple[str, str]] = []
+
+    def prepare(self, url: str) -> str:
+        return url
+
+    async def send(self, turn: RequestTurn) -> Reply:
+        self.turns.append(turn)
+        if self.resends:
+            self.resends -= 1
+            raise Resend(ConnectionResetError("dropped"))
+        status, location = self.table.get(turn.url, (200, None))
+        return Reply(turn.url, status, location)
+
+    def answer(self, response: Reply) -> Answer:
+        return Answer(response.status, None, response.location)
+
+    async def redirected(self, response: Reply, status: int, target: str) -> None:
+        response.closed = True
+        self.followed.append((response.url, target))
+
+    def drop(self, response: Reply) -> None:
+        response.closed = True
+
+
+class Names:
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = table
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str) -> list[str]:
+        self.asked.append(host)
+        return self.table.get(host, [])
+
+
+def gate(transport: FakeTransport | None = None, **options: object) -> RobotGate:
+    transport = transport or FakeTransport(lambda request: RobotsResponse(200, {}, b""))
+    return RobotGate(AGENT, delay=0, network=Network(robots_transport=transport),
+                     **options)  # type: ignore[arg-type]
+
+
+async def test_each_hop_is_a_turn_of_its_own_and_a_pointer_of_the_url_redirected() -> None:
+    sender = FakeSender({"http://a.example/1": (301, "/2"),
+                         "http://a.example/2": (302, "http://b.example/3")})
+    names = Names({"a.example": [PUBLIC_ADDRESS], "b.example": ["93.184.216.35"]})
+    async with gate() as g:
+        done = await g.exchange(sender, "http://a.example/1", INPUT, resolve=names)
+        done.turn.release()
+    assert done.url == "http://b.example/3" and done.response.status == 200
+    assert [turn.provenance for turn in sender.turns] == [
+        INPUT, pointer_of("http://a.example/1"), pointer_of("http://a.example/2")]
+    assert sender.followed == [("http://a.example/1", "http://a.example/2"),
+                               ("http://a.example/2", "http://b.example/3")]
+    assert all(reply.closed for reply in done.hops) and len(done.hops) == 2
+
+
+async def test_a_redirect_from_a_public_site_into_a_private_address_is_not_sent() -> None:
+    sender = FakeSender({"http://a.example/1": (302, "http://10.0.0.7/admin")})
+    async with gate() as g:
+        with pytest.raises(Disallowed) as refused:
+            await g.exchange(sender, "http://a.example/1", INPUT,
+                             resolve=Names({"a.example": [PUBLIC_ADDRESS]}))
+    assert refused.value.decision.outcome == REFUSED
+    assert [turn.url for turn in sender.turns] == ["http://a.example/1"]
+
+
+async def test_a_stored_public_bit_is_taken_without_a_look_up() -> None:
+    names = Names({"intranet.example": ["10.0.0.2"]})
+    async with gate() as g:
+        with pytest.raises(Disallowed):
+            await g.exchange(FakeSender({}), "http://10.0.0.7/",
+                             Provenance("http://intranet.example/", public=True), resolve=names)
+        stored_private = FakeSender({})
+        done = await g.exchange(stored_private, "http://10.0.0.7/",
+                                Provenance("http://gone.example/", public=False), resolve=names)
+        done.turn.release()
+    assert names.asked == []  # neither page looked up
+    assert done.response.status == 200
+
+
+async def test_past_max_redirects_too_many_redirects_and_the_last_answer_dropped() -> None:
+    sender = FakeSender({"http://a.example/loop": (302, "/loop")})
+    async with gate() as g:
+        with pytest.raises(TooManyRedirects) as many:
+            await g.exchange(sender, "http://a.example/loop", INPUT, max_redirects=2,
+                             resolve=Names({"a.example": [PUBLIC_ADDRESS]}))
+    assert many.value.limit == 2 and len(sender.turns) == 3
+    assert all(turn.group is None for turn in sender.turns)  # every turn released
+
+
+async def test_a_resend_is_a_new_turn_and_only_one() -> None:
+    async with gate() as g:
+        once = FakeSender({}, resends=1)
+        done = await g.exchange(once, "http://a.example/x", INPUT)
+        done.turn.release()
+        twice = FakeSender({}, resends=2)
+        with pytest.raises(ConnectionResetError):
+            await g.exchange(twice, "http://a.example/y", INPUT)
+    assert len(once.turns) == 2 and once.turns[0] is not once.turns[1]
+    assert len(twice.turns) == 2
+
+
+async def test_the_route_reaches_the_robots_txt_request() -> None:
+    transport = FakeTransport(lambda request: RobotsResponse(200, {}, b""))
+    async with gate(transport) as g:
+        done = await g.exchange(FakeSender({}), "http://a.example/x", INPUT, via="proxy-1")
+        done.turn.release()
+    assert [request.via for request in transport.requests] == ["proxy-1"]
