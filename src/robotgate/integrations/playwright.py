@@ -29,7 +29,8 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   while the server rests after a 429 or 503, and its own 429 or 503 teaches the
   back-off; it is not held to the delay (a page must be able to load), and
   ``attach(..., pace_subresources=True)`` gives each one a full request turn instead.
-- **Redirects** are followed here, hop by hop, each hop judged (its target by
+- **Redirects** are followed here, hop by hop, through the gate's one exchange
+  (:mod:`robotgate.politeness.exchange`), each hop judged (its target by
   robots.txt, and a public site's hop into a private address refused) before it is
   sent; the browser gets the last answer as the answer to the URL it asked for, so
   ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
@@ -75,11 +76,12 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from ..decision import Decision
-from ..errors import Disallowed, Error, GateClosed
+from ..errors import Disallowed, Error, GateClosed, TooManyRedirects
 from ..gate.gate import RobotGate
-from ..policy.hops import A_POINTER, A_REDIRECT, Address
+from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..politeness.request_turn import RequestTurn, redirect_target, sent_in_turn
+from ..politeness.exchange import Answer
+from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
@@ -282,9 +284,13 @@ class Attachment:
             provenance = await self._provenance(request)
             if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
-            response = await self._send(request.url, request.method,
-                                        lower(request.headers), request.post_data_buffer,
-                                        paced, provenance)
+            done = await self.gate.exchange(
+                _Sender(self, request.method, lower(request.headers),
+                        request.post_data_buffer),
+                request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
+                paced=paced)
+            done.turn.release()  # the client has read the whole answer
+            response = done.response
             if navigation:
                 self._new_document(request)
         except Disallowed as refused:
@@ -293,7 +299,7 @@ class Attachment:
             if self.on_refused is not None:
                 self.on_refused(request, refused)
             return
-        except (GateClosed, InvalidURL, PlaywrightError) as failed:
+        except (GateClosed, InvalidURL, TooManyRedirects, PlaywrightError) as failed:
             log.info("failed %s: %s", request.url, failed)
             await _finish(route.abort("failed"))
             return
@@ -309,36 +315,6 @@ class Attachment:
                                                     and 300 <= response.status < 400)}
         await _finish(route.fulfill(response=response, headers=headers))
         await _finish(response.dispose())  # the client keeps each body until told
-
-    async def _send(self, url: str, method: str, headers: dict[str, str],
-                    body: bytes | None, paced: bool, provenance: Provenance) -> APIResponse:
-        """Send one request, following its redirects hop by hop, each hop judged: the
-        first as its provenance says, the next as a redirect of the one before."""
-        came_from = provenance.from_url
-        what = A_POINTER
-        for _ in range(MAX_REDIRECTS + 1):
-            response = await self._turn(url, came_from, what, method, headers, body, paced)
-            target = redirect_target(url, response.status, response.headers.get("location"))
-            if target is None:
-                return response
-            await response.dispose()
-            method, headers, body = next_hop(response.status, method, headers, body, url,
-                                             target)
-            came_from, url, what = url, target, A_REDIRECT
-        raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
-
-    async def _turn(self, url: str, came_from: str | None, what: str, method: str,
-                    headers: dict[str, str], body: bytes | None, paced: bool) -> APIResponse:
-        """One hop in its request turn: a full one, or a markup subresource's unpaced
-        one (judged, holding one of the server's cap slots, not held to the delay)."""
-        turn = self.gate.request_turn(url, came_from, resolve, paced=paced)
-        turn.what = what
-
-        async def send(turn: RequestTurn) -> APIResponse:
-            return await self._fetch(url, method, {**headers, **lower(turn.headers)}, body,
-                                     turn.checked if turn.guard else ())
-
-        return await sent_in_turn(turn, send, _heard, drop=_dispose)
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
@@ -373,12 +349,38 @@ class Attachment:
         return response
 
 
-def _heard(response: APIResponse) -> tuple[int, str | None]:
-    return response.status, response.headers.get("retry-after")
+class _Sender:
+    """One browser request sent hop by hop through the context's request client (the
+    exchange's sender): the method, headers and body of the hop being sent."""
 
+    def __init__(self, attachment: Attachment, method: str, headers: dict[str, str],
+                 body: bytes | None) -> None:
+        self.attachment = attachment
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.url = ""
 
-async def _dispose(response: APIResponse) -> None:
-    await response.dispose()
+    def prepare(self, url: str) -> str:
+        return url  # the browser's URL, sent as it is
+
+    async def send(self, turn: RequestTurn) -> APIResponse:
+        self.url = turn.url
+        return await self.attachment._fetch(turn.url, self.method,
+                                            {**self.headers, **lower(turn.headers)},
+                                            self.body, turn.checked if turn.guard else ())
+
+    def answer(self, response: APIResponse) -> Answer:
+        headers = response.headers
+        return Answer(response.status, headers.get("retry-after"), headers.get("location"))
+
+    async def redirected(self, response: APIResponse, status: int, target: str) -> None:
+        await response.dispose()
+        self.method, self.headers, self.body = next_hop(status, self.method, self.headers,
+                                                        self.body, self.url, target)
+
+    def drop(self, response: APIResponse) -> Awaitable[None]:
+        return response.dispose()
 
 
 def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
