@@ -119,7 +119,7 @@ class BrowserDriver(contract.Driver):
     async def open(self, **options: Any) -> AsyncIterator[contract.Client]:
         async with RobotGate(contract.AGENT, is_private=contract.public_loopback_1,
                              **options) as gate:
-            context = await self.browser.new_context()
+            context = await self.browser.new_context(service_workers="block")
             kind = SubresourceClient if self.name == "subresource" else BrowserClient
             client = kind(gate, context)
             await attach(gate, context, on_refused=client.heard)
@@ -230,7 +230,7 @@ async def test_the_browser_sends_a_public_pages_http_pointer_to_the_address_it_c
         async with chromium() as browser, RobotGate(
                 contract.AGENT, is_private=checked_public,
                 delay=0) as gate:
-            context = await browser.new_context()
+            context = await browser.new_context(service_workers="block")
             await context.add_cookies([{"name": "seen", "value": "1",
                                         "url": f"http://localhost:{inside.port}/"}])
             await attach(gate, context)
@@ -351,7 +351,8 @@ async def test_the_browser_sends_a_public_pages_https_pointer_to_the_address_it_
         async with chromium() as browser, RobotGate(
                 contract.AGENT, is_private=checked_public, delay=0,
                 network=Network(robots_transport=AllowAll())) as gate:
-            context = await browser.new_context(ignore_https_errors=ignore_https_errors)
+            context = await browser.new_context(ignore_https_errors=ignore_https_errors,
+                                                 service_workers="block")
             await attach(gate, context)
             page = await context.new_page()
             response = await page.goto(public.url("/redirect?to=" + pointer))

@@ -113,7 +113,7 @@ async def test_a_site_browsed_in_chromium_keeps_every_promise(site: Site, browse
     events: list[Event] = []
     refused: list[tuple[str, Disallowed]] = []
     async with RobotGate(AGENT, delay=0.1, on_event=events.append) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         handle = await attach(gate, context,
                               on_refused=lambda req, no: refused.append((req.url, no)))
         page = await context.new_page()
@@ -151,7 +151,7 @@ async def test_a_site_browsed_in_chromium_keeps_every_promise(site: Site, browse
 async def test_a_429_with_retry_after_delays_the_next_navigation(site: Site,
                                                                browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         await attach(gate, context)
         page = await context.new_page()
         busy = await page.goto(site.url("/busy"))
@@ -165,7 +165,7 @@ async def test_a_429_with_retry_after_delays_the_next_navigation(site: Site,
 
 async def test_each_redirect_hop_is_judged_before_it_is_sent(site: Site, browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         await attach(gate, context)
         page = await context.new_page()
         with pytest.raises(PlaywrightError, match="ERR_BLOCKED_BY_CLIENT"):
@@ -182,7 +182,7 @@ async def test_each_redirect_hop_is_judged_before_it_is_sent(site: Site, browser
 
 async def test_subresources_held_to_the_delay_when_asked(site: Site, browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         await attach(gate, context, pace_subresources=True)
         page = await context.new_page()
         await page.goto(site.url("/page/0"))
@@ -194,7 +194,7 @@ async def test_subresources_held_to_the_delay_when_asked(site: Site, browser: An
 
 async def test_detach_leaves_the_browser_to_itself(site: Site, browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         handle = await attach(gate, context)
         page = await context.new_page()
         await page.goto(site.url("/page/0"))

@@ -44,7 +44,7 @@ async def arrived(site: Site, path: str) -> None:
 async def test_a_gate_fetch_waits_while_a_subresource_holds_the_servers_only_slot(
         public: Site, browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:  # max_per_host 1
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         await attach(gate, context)
         page = await context.new_page()
         await page.goto(public.url("/page"))
@@ -65,7 +65,7 @@ async def test_a_gate_fetch_waits_while_a_subresource_holds_the_servers_only_slo
 async def test_a_subresources_429_with_retry_after_rests_the_server_for_every_path(
         public: Site, browser: Any) -> None:
     async with RobotGate(AGENT, delay=0) as gate:
-        context = await browser.new_context()
+        context = await browser.new_context(service_workers="block")
         await attach(gate, context)
         page = await context.new_page()
         await page.goto(public.url("/page"))

@@ -11,18 +11,26 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
 ``await gate.decide(url)`` says why.
 
+- Only what the caller asks (``page.goto``) is **input**; every other request is a
+  **pointer** of the document that made it (its frame's, a parent's for a frame with
+  no document yet, a popup's opener's; a public page's when that cannot be told),
+  refused when it leads from a public page into a private address, before anything
+  (the target's robots.txt included) is sent.  :func:`attach` refuses a context that
+  can make requests no route sees (service and shared workers).
 - A **navigation** (a document request) takes a full request turn
   (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, the
   server's turn (the delay, the site's Crawl-delay and Request-rate, the caps, a fleet
   slot), the gate's headers, and the answer's status and ``Retry-After`` teach the
   server's back-off.
-- A **subresource** (image, script, style, font, fetch/XHR, media) takes an unpaced
+- A **script-made request** (fetch, XHR, EventSource, a beacon) takes a full turn too.
+- A **markup subresource** (image, script, style, font, media) takes an unpaced
   request turn: judged by robots.txt the same way, holding one of the server's cap
   slots (shared with ``gate.fetch`` and every other path) while in flight, waiting
   while the server rests after a 429 or 503, and its own 429 or 503 teaches the
   back-off; it is not held to the delay (a page must be able to load), and
   ``attach(..., pace_subresources=True)`` gives each one a full request turn instead.
-- **Redirects** are followed here, hop by hop, each hop judged (its target by
+- **Redirects** are followed here, hop by hop, through the gate's one exchange
+  (:mod:`robotgate.politeness.exchange`), each hop judged (its target by
   robots.txt, and a public site's hop into a private address refused) before it is
   sent; the browser gets the last answer as the answer to the URL it asked for, so
   ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
@@ -41,30 +49,39 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from http.cookies import CookieError, SimpleCookie
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from playwright.async_api import (
     APIRequestContext,
     APIResponse,
     BrowserContext,
+    Frame,
     Page,
     Request,
+    Response,
     Route,
 )
 from playwright.async_api import Error as PlaywrightError
 
-from ..errors import Disallowed, GateClosed
+from ..decision import Decision
+from ..errors import Disallowed, Error, GateClosed, TooManyRedirects
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
-from ..politeness.request_turn import RequestTurn, redirect_target, sent_in_turn
+from ..policy.provenance import INPUT, Provenance, pointer_of
+from ..politeness.exchange import Answer
+from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL
 from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
 from ._hops import resolve
@@ -72,11 +89,24 @@ from ._hops import resolve
 if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
-__all__ = ["MAX_REDIRECTS", "Attachment", "attach"]
+__all__ = ["LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser",
+           "attach", "preloading_off"]
 
 log = logging.getLogger(__name__)
 
 _ALL = "**/*"
+#: The requests a page's script makes (``Request.resource_type``): each takes a full
+#: request turn, held to its server's delay; a type Playwright does not name is one too.
+_MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrack",
+                     "manifest", "prefetch"})
+#: Chromium's switches that close what no route sees (shared workers): pass them to
+#: ``playwright.chromium.launch(args=LAUNCH_ARGS)``.
+LAUNCH_ARGS = ["--disable-blink-features=SharedWorker"]
+# How deep a chain of popups (a popup's popup...) an attached page's route follows.
+_MAX_POPUPS = 50
+#: Subresource requests one document may make before the rest are refused.
+MAX_SUBRESOURCES = 1000
+TOO_MANY = "too-many-subresources"
 # Chromium asks for /favicon.ico of a page that names no icon, past every route (Playwright
 # filters favicon requests out): a page is given an empty icon of its own instead, so that
 # no request leaves unjudged.
@@ -92,17 +122,29 @@ document.addEventListener("DOMContentLoaded", () => {
 """
 
 
+class UnsafeBrowser(Error, ValueError):
+    """:func:`attach` was given a context whose browser can make requests no route
+    sees; the message names the setting that closes them."""
+
+
 @dataclass
 class Attachment:
     """What :func:`attach` returns: the route on ``target``, until :meth:`detach`."""
 
     gate: RobotGate
     target: BrowserContext | Page
-    #: Whether subresources take a full request turn (the delay too), as navigations do.
+    #: Whether markup subresources (images, styles, fonts, scripts, media) take a full
+    #: request turn too (the delay), as navigations and script-made requests do.
     pace_subresources: bool = False
     #: Called with the browser's request and the refusal (its URL: the hop refused, its
     #: ``decision``: why) for each request aborted as disallowed.
     on_refused: Callable[[Request, Disallowed], object] | None = None
+    #: Subresource requests one document may make; the rest are refused.
+    max_subresources: int = MAX_SUBRESOURCES
+    # Per page: the URLs the caller asked it to go to (``page.goto``), not yet requested.
+    _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
+    # Per page: the subresource requests of its current document.
+    _made: dict[Page, int] = field(default_factory=dict, repr=False)
 
     @property
     def api(self) -> APIRequestContext:
@@ -118,7 +160,106 @@ class Attachment:
 
     async def detach(self) -> None:
         """Stop routing ``target``'s requests through the gate (requests under way finish)."""
-        await self.target.unroute(_ALL, self._route)
+        await self.context.unroute(_ALL, self._route)
+        if isinstance(self.target, BrowserContext):
+            self.target.remove_listener("page", self._watch)
+        for page in list(self._asked):
+            with suppress(AttributeError):
+                del page.goto  # the class's own again
+        self._asked.clear()
+        self._made.clear()
+
+    # -- who asked for a request -----------------------------------------------------
+
+    async def _ours(self, page: Page) -> bool:
+        """Whether ``page``'s requests are routed here: every page of an attached
+        context; of an attached page, it and the popups it opened (and theirs)."""
+        target = self.target
+        if isinstance(target, BrowserContext) or page in self._asked:
+            return True
+        opener: Page | None = page
+        for _ in range(_MAX_POPUPS):
+            opener = await opener.opener() if opener is not None else None
+            if opener is None:
+                return False
+            if opener is target or opener in self._asked:
+                self._watch(page)
+                return True
+        return False
+
+    def _watch(self, page: Page) -> None:
+        """Note the URLs the caller sends ``page`` to: only those are input."""
+        if page in self._asked:
+            return
+        goto = page.goto
+        asked = self._asked.setdefault(page, [])
+        page.on("close", self._forget)
+
+        async def caller_goto(url: str, **options: Any) -> Response | None:
+            key = _same(url)
+            asked.append(key)
+            try:
+                return await goto(url, **options)
+            finally:
+                with suppress(ValueError):
+                    asked.remove(key)  # not requested (it failed before, or was refused)
+
+        caller_goto.__doc__ = goto.__doc__
+        page.goto = caller_goto  # type: ignore[method-assign]
+
+    def _forget(self, page: Page) -> None:
+        self._asked.pop(page, None)
+        self._made.pop(page, None)
+
+    async def _provenance(self, request: Request) -> Provenance:
+        """Input when the caller asked for this navigation (``page.goto``), else a
+        pointer of the document that made the request.  A request whose document
+        cannot be told (a worker's, a frame not attached yet) counts as a public
+        page's pointer: it is never let into a private network on a guess."""
+        try:
+            frame = request.frame
+        except PlaywrightError:
+            return pointer_of("")
+        page = frame.page
+        if request.is_navigation_request() and frame.parent_frame is None:
+            asked = self._asked.get(page)
+            if asked and request.redirected_from is None:
+                key = _same(request.url)
+                if key in asked:
+                    asked.remove(key)
+                    return INPUT
+        # The document that made the request: a frame's, or, for a frame with no
+        # document of its own yet (about:blank, srcdoc, data:), its parent's.
+        document: Frame | None = frame
+        while document is not None:
+            if document.url.startswith(("http://", "https://")):
+                return pointer_of(document.url)
+            document = document.parent_frame
+        opener = await page.opener()  # a popup's first navigation: its opener's
+        if opener is not None and opener.url.startswith(("http://", "https://")):
+            return pointer_of(opener.url)
+        return pointer_of("")
+
+    def _new_document(self, request: Request) -> None:
+        """A navigation was answered: a page's new document counts its own subresources."""
+        with suppress(PlaywrightError):
+            frame = request.frame
+            if frame.parent_frame is None:
+                self._made[frame.page] = 0
+
+    def _too_many(self, request: Request) -> Disallowed | None:
+        """The refusal of a subresource past its document's cap (None: within it)."""
+        try:
+            page = request.frame.page
+        except PlaywrightError:
+            return None  # a worker's request: its page is not known; the gate's caps hold
+        made = self._made.get(page, 0) + 1
+        self._made[page] = made
+        if made <= self.max_subresources:
+            return None
+        reason = (f"the page made more than {self.max_subresources} subresource requests "
+                  f"(attach(..., max_subresources=...))")
+        return Disallowed(request.url, Decision(False, reason, outcome=TOO_MANY))
 
     # -- one browser request ---------------------------------------------------------
 
@@ -129,18 +270,36 @@ class Attachment:
         if not request.url.startswith(("http://", "https://")):
             await route.fallback()  # not the network's (a data: or blob: URL never is)
             return
-        paced = self.pace_subresources or request.is_navigation_request()
         try:
-            response = await self._send(request.url, request.method,
-                                        lower(request.headers), request.post_data_buffer,
-                                        paced)
+            ours = await self._ours(request.frame.page)
+        except PlaywrightError:
+            ours = True  # a worker's request, or its page gone: judged here
+        if not ours:
+            await _finish(route.fallback())  # another page of the context: not attached
+            return
+        navigation = request.is_navigation_request()
+        paced = (navigation or self.pace_subresources
+                 or request.resource_type not in _MARKUP)
+        try:
+            provenance = await self._provenance(request)
+            if not navigation and (refused := self._too_many(request)) is not None:
+                raise refused
+            done = await self.gate.exchange(
+                _Sender(self, request.method, lower(request.headers),
+                        request.post_data_buffer),
+                request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
+                paced=paced)
+            done.turn.release()  # the client has read the whole answer
+            response = done.response
+            if navigation:
+                self._new_document(request)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
             await _finish(route.abort("blockedbyclient"))
             if self.on_refused is not None:
                 self.on_refused(request, refused)
             return
-        except (GateClosed, InvalidURL, PlaywrightError) as failed:
+        except (GateClosed, InvalidURL, TooManyRedirects, PlaywrightError) as failed:
             log.info("failed %s: %s", request.url, failed)
             await _finish(route.abort("failed"))
             return
@@ -156,33 +315,6 @@ class Attachment:
                                                     and 300 <= response.status < 400)}
         await _finish(route.fulfill(response=response, headers=headers))
         await _finish(response.dispose())  # the client keeps each body until told
-
-    async def _send(self, url: str, method: str, headers: dict[str, str],
-                    body: bytes | None, paced: bool) -> APIResponse:
-        """Send one request, following its redirects hop by hop, each hop judged."""
-        came_from: str | None = None
-        for _ in range(MAX_REDIRECTS + 1):
-            response = await self._turn(url, came_from, method, headers, body, paced)
-            target = redirect_target(url, response.status, response.headers.get("location"))
-            if target is None:
-                return response
-            await response.dispose()
-            method, headers, body = next_hop(response.status, method, headers, body, url,
-                                             target)
-            came_from, url = url, target
-        raise PlaywrightError(f"more than {MAX_REDIRECTS} redirects from {url}")
-
-    async def _turn(self, url: str, came_from: str | None, method: str,
-                    headers: dict[str, str], body: bytes | None, paced: bool) -> APIResponse:
-        """One hop in its request turn: a page's, or a subresource's unpaced one
-        (judged, holding one of the server's cap slots, not held to the delay)."""
-        turn = self.gate.request_turn(url, came_from, resolve, paced=paced)
-
-        async def send(turn: RequestTurn) -> APIResponse:
-            return await self._fetch(url, method, {**headers, **lower(turn.headers)}, body,
-                                     turn.checked if turn.guard else ())
-
-        return await sent_in_turn(turn, send, _heard, drop=_dispose)
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
@@ -217,12 +349,38 @@ class Attachment:
         return response
 
 
-def _heard(response: APIResponse) -> tuple[int, str | None]:
-    return response.status, response.headers.get("retry-after")
+class _Sender:
+    """One browser request sent hop by hop through the context's request client (the
+    exchange's sender): the method, headers and body of the hop being sent."""
 
+    def __init__(self, attachment: Attachment, method: str, headers: dict[str, str],
+                 body: bytes | None) -> None:
+        self.attachment = attachment
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.url = ""
 
-async def _dispose(response: APIResponse) -> None:
-    await response.dispose()
+    def prepare(self, url: str) -> str:
+        return url  # the browser's URL, sent as it is
+
+    async def send(self, turn: RequestTurn) -> APIResponse:
+        self.url = turn.url
+        return await self.attachment._fetch(turn.url, self.method,
+                                            {**self.headers, **lower(turn.headers)},
+                                            self.body, turn.checked if turn.guard else ())
+
+    def answer(self, response: APIResponse) -> Answer:
+        headers = response.headers
+        return Answer(response.status, headers.get("retry-after"), headers.get("location"))
+
+    async def redirected(self, response: APIResponse, status: int, target: str) -> None:
+        await response.dispose()
+        self.method, self.headers, self.body = next_hop(status, self.method, self.headers,
+                                                        self.body, self.url, target)
+
+    def drop(self, response: APIResponse) -> Awaitable[None]:
+        return response.dispose()
 
 
 def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
@@ -268,20 +426,129 @@ async def _finish(step: Awaitable[None]) -> None:
         await step
 
 
+def _same(url: str) -> str:
+    """``url`` as near as the browser will request it, to know a ``page.goto`` by its
+    request: scheme and host in lower case, no default port, a path, no fragment."""
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port in (None, {"http": 80, "https": 443}.get(scheme)) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+# What a page's script answers when the browser can still make requests no route sees.
+_UNSEEN = """() => [
+  typeof SharedWorker === "undefined" ? "" :
+    "shared workers (launch Chromium with args=LAUNCH_ARGS: "
+    + "--disable-blink-features=SharedWorker)",
+].filter(Boolean)"""
+_PRELOADING = ("preloading: speculation rules' prefetch and prerender, preconnect (launch "
+               "Chromium with playwright.chromium.launch_persistent_context(preloading_off(dir), "
+               "...): its 'Preload pages' setting off)")
+
+
+def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
+    """Make ``user_data_dir`` a Chromium profile whose browser preloads nothing (its
+    "Preload pages" setting off: no speculation rules' prefetch or prerender, no
+    preconnect, which no route sees), keeping its other preferences; returns its path,
+    for ``playwright.chromium.launch_persistent_context``."""
+    where = Path(user_data_dir)
+    preferences = where / "Default" / "Preferences"
+    preferences.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept = json.loads(preferences.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    if not isinstance(kept, dict):
+        kept = {}
+    net = kept.get("net")
+    kept["net"] = {**(net if isinstance(net, dict) else {}), "network_prediction_options": 2}
+    preferences.write_text(json.dumps(kept), encoding="utf-8")
+    return where
+
+
+async def _preloading_off(context: BrowserContext, probe: Page) -> bool:
+    """Whether Chromium says it preloads nothing for ``probe`` (False: it may, or it
+    cannot say: a browser other than Chromium)."""
+    try:
+        session = await context.new_cdp_session(probe)
+    except PlaywrightError:
+        return False
+    told: asyncio.Future[dict[str, bool]] = asyncio.get_running_loop().create_future()
+
+    def heard(state: dict[str, bool]) -> None:
+        if not told.done():
+            told.set_result(state)
+
+    session.on("Preload.preloadEnabledStateUpdated", heard)
+    try:
+        await session.send("Preload.enable")
+        state = await asyncio.wait_for(told, 10)
+    except (PlaywrightError, asyncio.TimeoutError):
+        return False
+    finally:
+        with suppress(PlaywrightError):
+            await session.detach()
+    return bool(state.get("disabledByPreference"))
+
+
+async def _refuse_unseen(context: BrowserContext) -> None:
+    """Raise :class:`UnsafeBrowser` when ``context`` can make requests past its routes
+    (service workers, shared workers, preloading), naming the setting that closes each."""
+    unseen = []
+    options = getattr(getattr(context, "_impl_obj", None), "_options", {})
+    if options.get("serviceWorkers") != "block":
+        unseen.append("service workers (new_context or launch_persistent_context with "
+                      "service_workers='block')")
+    probe = await context.new_page()
+    try:
+        unseen += await probe.evaluate(_UNSEEN)
+        if not await _preloading_off(context, probe):
+            unseen.append(_PRELOADING)
+    finally:
+        await probe.close()
+    if unseen:
+        raise UnsafeBrowser("the browser can make requests no route sees: "
+                            + "; ".join(unseen))
+
+
 async def attach(gate: RobotGate, target: BrowserContext | Page, *,
                  pace_subresources: bool = False,
                  on_refused: Callable[[Request, Disallowed], object] | None = None,
+                 max_subresources: int = MAX_SUBRESOURCES,
                  ) -> Attachment:
     """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
     through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
 
-    ``pace_subresources=True`` holds images, scripts, styles and the page's own
-    fetches to the server's delay too (each a full request turn, as a navigation);
-    by default they are judged and capped, wait while the server rests after a 429
-    or 503, and are not delayed.  ``on_refused`` hears of
-    each request aborted as disallowed, with the refusal's decision.
+    Only what the caller asks (``page.goto``) is input; every other request is a
+    pointer of the document that made it, refused when it leads from a public page
+    into a private address.  Navigations and the page's script-made requests (fetch,
+    XHR, EventSource, beacons) take full request turns, held to the server's delay;
+    markup subresources (images, styles, fonts, scripts, media) are judged and capped,
+    wait while the server rests after a 429 or 503, and are not delayed, unless
+    ``pace_subresources=True``.  A document's subresource requests past
+    ``max_subresources`` are refused.  ``on_refused`` hears of each request aborted
+    as disallowed, with the refusal's decision.
+
+    Raises :class:`UnsafeBrowser` for a context that can make requests past its
+    routes (service workers, shared workers), naming the setting that closes them.
     """
-    attachment = Attachment(gate, target, pace_subresources, on_refused)
-    await target.add_init_script(_NO_DEFAULT_ICON)
-    await target.route(_ALL, attachment._route)
+    context = target if isinstance(target, BrowserContext) else target.context
+    await _refuse_unseen(context)
+    attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources)
+    # The context's route, even for one page: Playwright routes a page's popups only
+    # through its context (a page's own route would let them out unjudged).
+    if isinstance(target, BrowserContext):
+        for page in target.pages:
+            attachment._watch(page)
+        context.on("page", attachment._watch)
+    else:
+        attachment._watch(target)  # its popups once they make a request (_ours)
+    await context.add_init_script(_NO_DEFAULT_ICON)
+    await context.route(_ALL, attachment._route)
     return attachment

@@ -1,0 +1,233 @@
+"""Every request a page makes is a pointer of the document that made it: through
+``attach``, a public page (127.0.0.1, public through ``is_private``) cannot make the
+system Chromium request a private address (127.0.0.2), by any of the ways a page can
+ask for a URL, and the private origin's robots.txt is never asked for it.  Only what
+the caller asks (``page.goto``) is input."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+from tests.contract.test_request_paths import AGENT, PRIVATE, PUBLIC, Site, public_loopback_1
+from tests.support.browser import chromium
+
+pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
+                    "(pip install 'robotgate[playwright]')")
+
+from playwright.async_api import Request
+
+from robotgate.integrations.playwright import attach
+
+pytestmark = pytest.mark.slow  # each test starts a Chromium
+
+ALLOW = "User-agent: *\nAllow: /\n"
+
+
+@dataclass
+class HtmlSite(Site):
+    """A contract site that also serves the pages in ``pages`` (path: body, headers)."""
+
+    pages: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        page = self.pages.get(request.path)
+        if page is None:
+            return await super()._handle(request)
+        self.arrivals.append((request.path, time.monotonic()))
+        body, headers = page
+        kind = headers.get("content-type", "text/html")
+        rest = {k: v for k, v in headers.items() if k != "content-type"}
+        return web.Response(text=body, content_type=kind, headers=rest)
+
+
+@pytest.fixture
+async def public() -> AsyncIterator[HtmlSite]:
+    site = await HtmlSite(PUBLIC, robots=ALLOW).start()
+    yield site
+    await site.close()
+
+
+@pytest.fixture
+async def private() -> AsyncIterator[HtmlSite]:
+    site = await HtmlSite(PRIVATE, robots=ALLOW).start()
+    yield site
+    await site.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    async with chromium() as launched:
+        yield launched
+
+
+# Each way a page asks for a URL: the page's markup, with {to} the private URL.
+VECTORS: dict[str, str] = {
+    # markup subresources
+    "img": '<img src="{to}">',
+    "img-srcset": '<img srcset="{to} 1x">',
+    "picture": '<picture><source srcset="{to}"><img src="data:,"></picture>',
+    "stylesheet": '<link rel="stylesheet" href="{to}">',
+    "css-import": "<style>@import url({to});</style>",
+    "css-url": '<div style="width:9px;height:9px;background:url({to})"></div>',
+    "font-face": ("<style>@font-face {{font-family: f; src: url({to});}}"
+                  " p {{font-family: f}}</style><p>text</p>"),
+    "script": '<script src="{to}"></script>',
+    "module-script": '<script type="module" src="{to}"></script>',
+    "video": '<video src="{to}" preload="auto"></video>',
+    "video-poster": '<video poster="{to}"></video>',
+    "audio": '<audio src="{to}" preload="auto"></audio>',
+    "object": '<object data="{to}" width="9" height="9"></object>',
+    "embed": '<embed src="{to}" width="9" height="9">',
+    "svg-image": '<svg><image href="{to}" width="9" height="9"/></svg>',
+    "input-image": '<input type="image" src="{to}">',
+    "preload": '<link rel="preload" href="{to}" as="fetch" crossorigin>',
+    "prefetch": '<link rel="prefetch" href="{to}">',
+    "modulepreload": '<link rel="modulepreload" href="{to}">',
+    # script-made requests
+    "fetch-cors": "<script>fetch('{to}').catch(() => 0)</script>",
+    "fetch-no-cors": "<script>fetch('{to}', {{mode: 'no-cors'}}).catch(() => 0)</script>",
+    "fetch-post": ("<script>fetch('{to}', {{method: 'POST', body: 'x', mode: 'no-cors'}})"
+                   ".catch(() => 0)</script>"),
+    "image-script": "<script>new Image().src = '{to}'</script>",
+    "xhr": "<script>const x = new XMLHttpRequest(); x.open('GET', '{to}'); x.send()</script>",
+    "eventsource": "<script>new EventSource('{to}')</script>",
+    "import": "<script>import('{to}').catch(() => 0)</script>",
+    "worker-fetch": ("<script>new Worker(URL.createObjectURL(new Blob("
+                     "[\"fetch('{to}').catch(() => 0)\"], {{type: 'text/javascript'}})))"
+                     "</script>"),
+    "beacon": "<script>navigator.sendBeacon('{to}', 'x')</script>",
+    "csp-report": "<img src=\"/blocked.png\">",  # the page's CSP reports to {to}
+    # the page's own navigations
+    "meta-refresh": '<meta http-equiv="refresh" content="0;url={to}">',
+    "location": "<script>location = '{to}'</script>",
+    "location-replace": "<script>location.replace('{to}')</script>",
+    "window-open": "<script>window.open('{to}')</script>",
+    "iframe": '<iframe src="{to}"></iframe>',
+    "nested-iframe": ("<iframe srcdoc='<iframe src=&quot;{to}&quot;></iframe>'></iframe>"),
+    "form-post": ('<form method="post" action="{to}"><input name="a" value="b"></form>'
+                  "<script>document.forms[0].submit()</script>"),
+    "form-get": ('<form action="{to}"><input name="a" value="b"></form>'
+                 "<script>document.forms[0].submit()</script>"),
+    "link-click": ('<a id="a" href="{to}">x</a>'
+                   '<script>document.getElementById("a").click()</script>'),
+    "ping": ('<a id="a" href="/landing" ping="{to}">x</a>'
+             '<script>document.getElementById("a").click()</script>'),
+}
+
+
+async def until(done: Any, seconds: float = 10.0) -> None:
+    """Until ``done()`` is true, at most ``seconds``."""
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("vector", list(VECTORS))
+async def test_a_public_pages_pointer_into_a_private_address_is_refused(
+        vector: str, public: HtmlSite, private: HtmlSite, browser: Any) -> None:
+    to = private.url(f"/secret/{vector}")
+    headers = {}
+    if vector == "csp-report":
+        headers["Content-Security-Policy"] = f"img-src 'none'; report-uri {to}"
+    public.pages["/page"] = (f"<html><body>{VECTORS[vector].format(to=to)}</body></html>",
+                             headers)
+    public.pages["/landing"] = ("<html><body>landed</body></html>", {})
+    refused: list[tuple[str, Disallowed]] = []
+
+    def heard(request: Request, refusal: Disallowed) -> None:
+        refused.append((request.url, refusal))
+
+    async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        await attach(gate, context, on_refused=heard)
+        page = await context.new_page()
+        await page.goto(public.url("/page"))
+        await until(lambda: refused or private.arrivals or private.robots_hits)
+        await context.close()
+    assert private.paths() == [] and private.robots_hits == 0
+    asked = to + "?a=b" if vector == "form-get" else to
+    assert refused and all(url == asked for url, _ in refused), refused
+    for _, refusal in refused:  # a CSP report may be sent again
+        assert refusal.decision.outcome == "redirect-refused"
+        assert "a pointer" in refusal.decision.reason
+
+
+async def test_the_callers_goto_is_input_whatever_page_it_leaves(
+        public: HtmlSite, private: HtmlSite, browser: Any) -> None:
+    # The caller may go from a public page to a private one: their own choice.
+    async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        await attach(gate, context)
+        page = await context.new_page()
+        await page.goto(public.url("/page"))
+        response = await page.goto(private.url("/inside"))
+        assert response is not None and response.status == 200
+        await context.close()
+    assert private.paths() == ["/inside"]
+
+
+async def test_a_private_pages_pointers_into_private_addresses_are_followed(
+        private: HtmlSite, browser: Any) -> None:
+    private.pages["/page"] = (f'<html><body><img src="{private.url("/img")}"><iframe'
+                              f' src="{private.url("/frame")}"></iframe></body></html>', {})
+    async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        await attach(gate, context)
+        page = await context.new_page()
+        await page.goto(private.url("/page"))
+        await until(lambda: {"/img", "/frame"} <= set(private.paths()))
+        await context.close()
+    assert {"/page", "/img", "/frame"} <= set(private.paths())
+
+
+async def test_a_public_pages_public_pointers_load(public: HtmlSite, browser: Any) -> None:
+    other = await HtmlSite(PUBLIC, robots=ALLOW).start()
+    public.pages["/page"] = (f'<html><body><img src="{other.url("/img")}"><script>'
+                             f"location = '{other.url('/next')}'</script></body></html>", {})
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            context = await browser.new_context(service_workers="block")
+            await attach(gate, context)
+            page = await context.new_page()
+            await page.goto(public.url("/page"))
+            await until(lambda: "/next" in other.paths())
+            await context.close()
+    finally:
+        await other.close()
+    assert {"/img", "/next"} <= set(other.paths())
+
+
+async def test_an_attached_pages_popups_are_judged_and_other_pages_left_alone(
+        public: HtmlSite, private: HtmlSite, browser: Any) -> None:
+    # Playwright routes a page's popups only through its context: attach(page) routes
+    # the context, for that page and its popups.
+    other = await HtmlSite(PUBLIC, robots="User-agent: *\nDisallow: /\n").start()
+    to = private.url("/secret")
+    public.pages["/page"] = (f"<html><body><script>window.open('{to}')</script>"
+                             "</body></html>", {})
+    refused: list[str] = []
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            context = await browser.new_context(service_workers="block")
+            page = await context.new_page()
+            await attach(gate, page, on_refused=lambda request, _: refused.append(request.url))
+            await page.goto(public.url("/page"))
+            await until(lambda: refused or private.arrivals)
+            beside = await context.new_page()  # not attached: robots.txt is not asked
+            response = await beside.goto(other.url("/elsewhere"))
+            assert response is not None and response.status == 200
+            await context.close()
+    finally:
+        await other.close()
+    assert refused == [to]
+    assert private.paths() == [] and private.robots_hits == 0
+    assert other.paths() == ["/elsewhere"] and other.robots_hits == 0
