@@ -13,7 +13,10 @@ at a time.
 
 Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
 :data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
-its input.
+its input, and the tags are taken one at a time, a long one (thousands of
+attributes) a chunk of them at a time, so that memory stays within a copy of one
+value whatever the markup.  Links are stripped of C0 controls and spaces at
+their ends, and of tabs and newlines inside, as the WHATWG URL parser does.
 
 Pure, standard library only, no I/O.
 """
@@ -351,7 +354,7 @@ def _joined_in_bulk(text: str, resolve: _Resolver) -> str:
 
 def _text(raw: bytes) -> str:
     """Attribute values as text: decoded, references expanded, without the tabs and
-    newlines URL parsers drop, stripped of spaces at both ends."""
+    newlines URL parsers drop, stripped of C0 controls and spaces at both ends."""
     try:
         text = raw.decode()
     except UnicodeDecodeError:
