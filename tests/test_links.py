@@ -230,3 +230,18 @@ async def test_a_long_page_s_links_are_read_off_the_event_loop(
     assert len(threads) == 3  # /, /big, /end
     main = threading.main_thread()
     assert [t is main for t in threads] == [True, False, True]
+
+
+@pytest.mark.parametrize("body", [
+    b'<base href="/d/"><a class=x href="a">1</a><!-- <a href=/c> --><A HREF=\'/b\' rel=nofollow>'
+    b'<script><a href=/s></script><area alt="x>y" href="../e"><a href=/f rel="x">'
+    b'<a x="' + b"=" * 300 + b'" href="/g"><a ' + b"v=1 " * 600 + b'href="/h" rel=nofollow>'
+    b'<a ' + b"v=1 " * 600 + b'href="/i"><a href="/last"',
+    b'<a title="' + b"=" * 5000 + b'">x</a><a href=/after>',
+])
+def test_a_page_read_at_once_or_a_piece_at_a_time_gives_the_same_links(
+        body: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    at_once = read_links(body, PAGE)
+    monkeypatch.setattr(links, "_ALL_AT_ONCE", 0)
+    assert read_links(body, PAGE) == at_once
+    assert at_once.urls[-1] in ("http://h.example/last", "http://h.example/after")

@@ -24,7 +24,7 @@ Pure, standard library only, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from html import unescape
 from urllib.parse import urljoin
@@ -64,7 +64,7 @@ _PAGE_RE = re.compile(
     rb"|(?i:" + _RAW + rb")" + _END_OF_NAME
     + rb"(?:.*?</(?i:" + _RAW + rb")" + _END_OF_NAME + rb"|.*)"
     rb"|(?i:plaintext)" + _END_OF_NAME + rb".*"
-    rb"|((?i:a|area|base))[\t\n\f\r /](?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb")(>?))",
+    rb"|((?i:a|area|base))[\t\n\f\r /]((?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb"))(>?))",
     re.DOTALL,
 )
 _TAG_MORE_RE = re.compile(_MORE_VALUES + rb"(>?)")
@@ -75,6 +75,12 @@ _ATTRIBUTE_RE = re.compile(
 )
 #: The longest attributes read one by one; a longer tag's are read in chunks.
 _SHORT_TAG = 4096
+#: The longest page whose markup is found all at once (the fastest way; what is found
+#: of a longer page is taken one piece at a time, to hold no more than one).
+_ALL_AT_ONCE = 256 * 1024
+# What _PAGE_RE finds: a tag (empty for a comment or raw text), its attributes, an href
+# given first (quoted either way, or bare), the attributes after it, its ">".
+_Tag = tuple[bytes, "bytes | memoryview", bytes, bytes, bytes, bytes, bytes]
 # A tag's attributes from a position: up to 256 others skipped, then its next href
 # or rel with its value, if any (group 1 empty: none in this chunk).
 _ATTRIBUTE_NAME_END = rb"(?![^\t\n\f\r />=])"
@@ -150,45 +156,69 @@ def page_links(body: bytes, base_url: str) -> list[str]:
 def read_links(body: bytes, base_url: str) -> PageLinks:
     """:func:`page_links`, with the links left out counted by reason."""
     page = bytes(body[:MAX_PAGE_BYTES])
+    # A short page's markup found all at once (the fastest way), unless a tag goes on
+    # past one match (or to the page's end); else one piece at a time.
+    found = (_links_in(_PAGE_RE.findall(page)) if len(page) <= _ALL_AT_ONCE else None) \
+        or _links_in(_tags(page))
+    assert found is not None  # _tags reads every tag to its end
+    hrefs, base, nofollow = found
+    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
+        hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
+    return _resolved(hrefs, base, base_url, nofollow)
+
+
+def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | None:
+    """The ``href`` values of the a and area tags of ``tags`` but those ``rel=nofollow``,
+    the first base's ``href``, and the nofollow count; None at a tag not read whole."""
     hrefs: list[bytes] = []
     append = hrefs.append
     base: bytes | None = None
     nofollow = 0
+    for tag, rest, double, single, bare, tail, closed in tags:
+        if not tag:
+            continue  # a comment or raw text
+        if not closed:
+            return None  # it goes on past what the match read (or to the page's end)
+        if len(tag) != 4 or tag[0] not in b"bB":  # a or area
+            href = double or single or bare
+            # The pattern read an href given first; the rest only matters for a rel.
+            if href and (not tail or b"rel" not in tail.lower()):
+                append(href)
+                continue
+        found, rel = _href_and_rel(rest)
+        if found is None:
+            continue
+        if len(tag) == 4 and tag[0] in b"bB":
+            if base is None:  # the first base with an href is the page's
+                base = found
+        elif rel is not None and b"nofollow" in rel.lower().split():
+            nofollow += 1
+        else:
+            append(found)
+    return hrefs, base, nofollow
+
+
+def _tags(page: bytes) -> Iterator[_Tag]:
+    """What ``_PAGE_RE.findall(page)`` gives, one at a time (tags' attributes as views
+    of the page), each tag read to its end however many values it has."""
+    view = memoryview(page)
     pos = 0
     while True:
         for found in _PAGE_RE.finditer(page, pos):
-            tag, double, single, bare, tail, closed = found.groups()
+            tag, double, single, bare, tail, closed = found.group(1, 3, 4, 5, 6, 7)
             if not tag:
                 continue  # a comment or raw text
-            if closed or found.end() == len(page):
-                if tag[0] not in b"bB" or len(tag) != 4:  # a or area
-                    href = double or single or bare
-                    # The pattern read an href given first; the rest only matters for a rel.
-                    if href and (not tail or b"rel" not in tail.lower()):
-                        append(href)
-                        continue
-                values_end, more = found.start(6), False
-            else:  # more values than one match reads
-                values_end, end = _tag_end(page, found.end())
-                more = True
-            href, rel = _href_and_rel(page, found.end(1) + 1, values_end)
-            if href is None:
-                pass
-            elif len(tag) == 4 and tag[0] in b"bB":
-                if base is None:  # the first base with an href is the page's
-                    base = href
-            elif rel is not None and b"nofollow" in rel.lower().split():
-                nofollow += 1
-            else:
-                append(href)
-            if more:
-                pos = end
-                break  # the scan goes on after the tag
+            end = found.end()
+            if closed or end == len(page):
+                yield (tag, view[found.start(2):found.end(2)], double, single, bare, tail,
+                       b">")
+                continue
+            values_end, end = _tag_end(page, end)
+            yield tag, view[found.start(2):values_end], b"", b"", b"", b"", b">"
+            pos = end
+            break  # the scan goes on after the tag
         else:
-            break
-    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
-        hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
-    return _resolved(hrefs, base, base_url, nofollow)
+            return
 
 
 def _tag_end(page: bytes, pos: int) -> tuple[int, int]:
@@ -202,13 +232,12 @@ def _tag_end(page: bytes, pos: int) -> tuple[int, int]:
             return more.start(1), pos
 
 
-def _href_and_rel(page: bytes, pos: int, end: int) -> tuple[bytes | None, bytes | None]:
-    """The first ``href`` and first ``rel`` of the attributes in ``page[pos:end]`` (the
-    first of a repeated attribute counts)."""
+def _href_and_rel(rest: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
+    """A tag's first ``href`` and first ``rel`` (the first of a repeated attribute counts)."""
     href: bytes | None = None
     rel: bytes | None = None
-    if end - pos <= _SHORT_TAG:  # every attribute at once (the common tag, fastest)
-        for name, double, single, bare in _ATTRIBUTE_RE.findall(page, pos, end):
+    if len(rest) <= _SHORT_TAG:  # every attribute at once (the common tag, fastest)
+        for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
             name = name.lower()
             if name == b"href":
                 if href is None:
@@ -216,8 +245,9 @@ def _href_and_rel(page: bytes, pos: int, end: int) -> tuple[bytes | None, bytes 
             elif name == b"rel" and rel is None:
                 rel = double or single or bare
         return href, rel
-    while pos < end:  # a chunk of attributes at a time
-        found = _ATTRIBUTES_RE.match(page, pos, end)
+    pos = 0
+    while pos < len(rest):  # a chunk of attributes at a time
+        found = _ATTRIBUTES_RE.match(rest, pos)
         assert found is not None  # every part of it may match nothing
         pos = found.end()
         name = found[1]
@@ -259,25 +289,12 @@ def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | No
 
 def _base_href(body: bytes) -> str | None:
     """The ``href`` of the page's first ``<base>`` that has one."""
-    page = bytes(body[:MAX_PAGE_BYTES])
-    pos = 0
-    while True:
-        for found in _PAGE_RE.finditer(page, pos):
-            tag, *_, closed = found.groups()
-            if not tag:
-                continue
-            end, values_end = found.end(), found.start(6)
-            if not closed and end < len(page):
-                values_end, end = _tag_end(page, end)
-            if len(tag) == 4 and tag.lower() == b"base":
-                href = _href_and_rel(page, found.end(1) + 1, values_end)[0]
-                if href is not None:
-                    return _text(href) or None
-            if end != found.end():
-                pos = end
-                break
-        else:
-            return None
+    for tag, rest, *_ in _tags(bytes(body[:MAX_PAGE_BYTES])):
+        if len(tag) == 4 and tag.lower() == b"base":
+            href = _href_and_rel(rest)[0]
+            if href is not None:
+                return _text(href) or None
+    return None
 
 
 def _resolved(hrefs: list[bytes], base: bytes | None, page_url: str,
