@@ -13,10 +13,11 @@ at a time.
 
 Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
 :data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
-its input; a page over 256 KiB has its tags taken one at a time, and
-a long tag (thousands of attributes) is read a chunk of them at a time, so that
-memory stays within about a copy of the page whatever the markup.  Links are stripped of C0 controls and spaces at
-their ends, and of tabs and newlines inside, as the WHATWG URL parser does.
+its input; a page over 256 KiB has its tags taken one at a time, and a long tag
+(thousands of attributes) is read a chunk of them at a time, so that memory stays
+within about a copy of the page whatever the markup.  Links are stripped of C0
+controls and spaces at their ends, and of tabs and newlines inside, as the WHATWG
+URL parser does.
 
 Pure, standard library only, no I/O.
 """
