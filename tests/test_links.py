@@ -245,3 +245,11 @@ def test_a_page_read_at_once_or_a_piece_at_a_time_gives_the_same_links(
     monkeypatch.setattr(links, "_ALL_AT_ONCE", 0)
     assert read_links(body, PAGE) == at_once
     assert at_once.urls[-1] in ("http://h.example/last", "http://h.example/after")
+
+
+def test_a_rel_after_an_href_given_first_is_read_as_an_attribute() -> None:
+    body = (b'<a href=/x class="related">1</a><a href="/y" title="a rel=nofollow" rel=up>2</a>'
+            b'<a href=/z href=/other REL="NoFollow">3</a><a href=\'/w\' data-rel="nofollow">4</a>')
+    found = read_links(body, PAGE)
+    assert found.urls == ["http://h.example/x", "http://h.example/y", "http://h.example/w"]
+    assert found.nofollow == 1

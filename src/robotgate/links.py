@@ -186,6 +186,13 @@ def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | N
             if href and (not tail or b"rel" not in tail.lower()):
                 append(href)
                 continue
+            if href:
+                rel = _href_and_rel(tail)[1]
+                if rel is not None and b"nofollow" in rel.lower().split():
+                    nofollow += 1
+                else:
+                    append(href)
+                continue
         found, rel = _href_and_rel(rest)
         if found is None:
             continue
