@@ -122,7 +122,7 @@ class SitemapStream:
     async def room(self) -> None:
         """Wait while the read is far enough ahead of the slowest walk reading it."""
         while not self.open and self.places and len(self.chunks) >= _AHEAD:
-            await self._change()
+            await self._changed.wait()  # (the read itself waits: no failure to watch)
 
     async def next(self, walk: Sitemaps) -> tuple[SitemapEntry, ...] | None:
         """``walk``'s next chunk, waited for; None at the end."""
