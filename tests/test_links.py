@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import tracemalloc
+from typing import Any
 
 import pytest
+from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robotgate import page_links
+import robotgate.crawl.page
+from robotgate import RobotGate, links, page_links
 from robotgate.links import MAX_HREF_BYTES, link_resolver, read_links
 
 PAGE = "http://h.example/dir/page.html?q=1"
@@ -136,3 +142,114 @@ def test_links_of_many_slashes_or_escapes_are_joined_in_linear_time(href: bytes)
     began = time.process_time()
     read_links(b'<a href="' + href + b'">x</a> ' * 200, PAGE)
     assert time.process_time() - began < 5.0
+
+
+class _Counted:
+    """A compiled pattern whose ``match`` calls are counted."""
+
+    def __init__(self, pattern: Any) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def match(self, *args: Any) -> Any:
+        self.calls += 1
+        return self.pattern.match(*args)
+
+
+@pytest.mark.parametrize("hostile", [
+    b"<a href" + b"=" * 3_000_000,  # issue 77: 1.8 GB
+    b"<a " + b"x=1 " * 2_000_000 + b"href=/late>",  # 1.45 GB
+    b"<a " * 3_000_000,  # 363 MB
+    b"<a >" * 1_000_000,  # a million tags: none held at once
+    b'<a x="a" ' * 300_000,
+])
+def test_hostile_pages_are_read_in_bounded_memory_and_work(
+        hostile: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    more = _Counted(getattr(links, "_TAG_MORE_RE", None))
+    attributes = _Counted(getattr(links, "_ATTRIBUTES_RE", None))
+    monkeypatch.setattr(links, "_TAG_MORE_RE", more, raising=False)
+    monkeypatch.setattr(links, "_ATTRIBUTES_RE", attributes, raising=False)
+    tracemalloc.start()
+    try:
+        found = read_links(hostile, PAGE)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # At most a copy of one value (the page's bytes themselves are not counted).
+    assert peak < len(hostile) + 2**20, f"peak {peak:,} bytes"
+    # Each step of a long tag reads up to 256 values or attributes, in C.
+    assert more.calls + attributes.calls <= len(hostile) // 256 + 10
+    assert found.urls in ([], ["http://h.example/late"])
+
+
+def test_links_are_stripped_of_controls_and_spaces_as_the_url_parser_does() -> None:
+    body = (b'<a href="\x01javascript:x">j</a><a href="\x1f /a \x0b">a</a>'
+            b'<a href=" \x02/b\x03">b</a><a href="/c\td\ne\x1c">c</a>')
+    found = read_links(body, PAGE)
+    assert found.urls == ["http://h.example/a", "http://h.example/b",
+                          "http://h.example/cde"]
+    assert found.other_schemes == 1
+    assert link_resolver(PAGE, None)("\x01javascript:x") == "javascript:x"
+    assert page_links(b'<base href="\x05https://other.example/d/"><a href=x>', PAGE) == [
+        "https://other.example/d/x"]
+
+
+async def test_a_long_page_s_links_are_read_off_the_event_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[threading.Thread] = []
+
+    def reading(body: bytes, base_url: str) -> links.PageLinks:
+        threads.append(threading.current_thread())
+        return read_links(body, base_url)
+
+    monkeypatch.setattr(robotgate.crawl.page, "read_links", reading)
+    pages = {"/": b'<a href="/big">big</a>',
+             "/big": b"<p>" + b"x" * (1 << 20) + b'<a href="/end">'}
+
+    async def answer(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        return web.Response(body=pages.get(request.path, b"end"), content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate:
+            async def handler(url: str, resp: Any) -> None:
+                await resp.read()
+
+            await asyncio.wait_for(gate.crawl(
+                [f"http://127.0.0.1:{port}/"], handler, follow_links=True), 30)
+    finally:
+        await runner.cleanup()
+    assert len(threads) == 3  # /, /big, /end
+    main = threading.main_thread()
+    assert [t is main for t in threads] == [True, False, True]
+
+
+@pytest.mark.parametrize("body", [
+    b'<base href="/d/"><a class=x href="a">1</a><!-- <a href=/c> --><A HREF=\'/b\' rel=nofollow>'
+    b'<script><a href=/s></script><area alt="x>y" href="../e"><a href=/f rel="x">'
+    b'<a x="' + b"=" * 300 + b'" href="/g"><a ' + b"v=1 " * 600 + b'href="/h" rel=nofollow>'
+    b'<a ' + b"v=1 " * 600 + b'href="/i"><a href="/last"',
+    b'<a title="' + b"=" * 5000 + b'">x</a><a href=/after>',
+])
+def test_a_page_read_at_once_or_a_piece_at_a_time_gives_the_same_links(
+        body: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    at_once = read_links(body, PAGE)
+    monkeypatch.setattr(links, "_ALL_AT_ONCE", 0)
+    assert read_links(body, PAGE) == at_once
+    assert at_once.urls[-1] in ("http://h.example/last", "http://h.example/after")
+
+
+def test_a_rel_after_an_href_given_first_is_read_as_an_attribute() -> None:
+    body = (b'<a href=/x class="related">1</a><a href="/y" title="a rel=nofollow" rel=up>2</a>'
+            b'<a href=/z href=/other REL="NoFollow">3</a><a href=\'/w\' data-rel="nofollow">4</a>')
+    found = read_links(body, PAGE)
+    assert found.urls == ["http://h.example/x", "http://h.example/y", "http://h.example/w"]
+    assert found.nofollow == 1

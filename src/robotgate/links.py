@@ -13,7 +13,11 @@ at a time.
 
 Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
 :data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
-its input.
+its input; a page over 256 KiB has its tags taken one at a time, and a long tag
+(thousands of attributes) is read a chunk of them at a time, so that memory stays
+within about a copy of the page whatever the markup.  Links are stripped of C0
+controls and spaces at their ends, and of tabs and newlines inside, as the WHATWG
+URL parser does.
 
 Pure, standard library only, no I/O.
 """
@@ -21,7 +25,7 @@ Pure, standard library only, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from html import unescape
 from urllib.parse import urljoin
@@ -38,15 +42,20 @@ MAX_HREF_BYTES = 8 * 1024
 
 _RAW = rb"script|style|textarea|title|xmp|iframe|noembed|noframes"
 _END_OF_NAME = rb"(?=[\t\n\f\r />])"
+# Repeated groups are bounded: the engine keeps a little state for each turn of
+# one, so a tag of a million attributes is read a chunk at a time.
+_TURNS = b"{0,256}"
 # A tag's attributes up to its ">" (or the page's end): a quote opens a value only
 # after "=", as in HTML.  Written as runs (no "=", then "=" and its value), so the
 # first way through always matches: nothing backtracks.
-_TAG_REST = rb"[^>=]*(?:=[\t\n\f\r ]*(?:\"[^\"]*\"|'[^']*'|)[^>=]*)*"
+_MORE_VALUES = rb"(?:=[\t\n\f\r ]*(?:\"[^\"]*\"|'[^']*'|)[^>=]*)" + _TURNS
+_TAG_REST = rb"[^>=]*" + _MORE_VALUES
 # The markup that matters, in one pass: comments and raw-text elements are matched
 # whole (to their end, or the page's) so that nothing inside them counts; then the
 # tags a, area and base with their attributes.  Each part either runs to a literal
 # the engine skips to or always matches, so the scan stays linear; the look-ahead
-# turns most tags (end tags, div, p, li) away at their first character.
+# turns most tags (end tags, div, p, li) away at their first character.  A tag
+# whose last group is empty short of the page's end goes on: _TAG_MORE_RE reads on.
 _HREF_FIRST = (
     rb"[\t\n\f\r /]*(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]*"
     rb"(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >=\"']+)(?=[\t\n\f\r >]))"
@@ -56,13 +65,32 @@ _PAGE_RE = re.compile(
     rb"|(?i:" + _RAW + rb")" + _END_OF_NAME
     + rb"(?:.*?</(?i:" + _RAW + rb")" + _END_OF_NAME + rb"|.*)"
     rb"|(?i:plaintext)" + _END_OF_NAME + rb".*"
-    rb"|((?i:a|area|base))[\t\n\f\r /]((?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb"))(?:>|\Z))",
+    rb"|((?i:a|area|base))[\t\n\f\r /]((?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb"))(>?))",
     re.DOTALL,
 )
+_TAG_MORE_RE = re.compile(_MORE_VALUES + rb"(>?)")
 # One attribute of a tag: its name and its value, quoted or not.
 _ATTRIBUTE_RE = re.compile(
     rb"([^\t\n\f\r />][^\t\n\f\r />=]*)"
     rb"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >]*)))?"
+)
+#: The longest attributes read one by one; a longer tag's are read in chunks.
+_SHORT_TAG = 4096
+#: The longest page whose markup is found all at once (the fastest way; what is found
+#: of a longer page is taken one piece at a time, to hold no more than one).
+_ALL_AT_ONCE = 256 * 1024
+# What _PAGE_RE finds: a tag (empty for a comment or raw text), its attributes, an href
+# given first (quoted either way, or bare), the attributes after it, its ">".
+_Tag = tuple[bytes, "bytes | memoryview", bytes, bytes, bytes, bytes, bytes]
+# A tag's attributes from a position: up to 256 others skipped, then its next href
+# or rel with its value, if any (group 1 empty: none in this chunk).
+_ATTRIBUTE_NAME_END = rb"(?![^\t\n\f\r />=])"
+_VALUE = rb"[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >]*))"
+_ATTRIBUTES_RE = re.compile(
+    rb"(?:[\t\n\f\r />]*(?!(?i:href|rel)" + _ATTRIBUTE_NAME_END + rb")"
+    rb"[^\t\n\f\r />][^\t\n\f\r />=]*"
+    rb"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"[^\"]*\"|'[^']*'|[^\t\n\f\r >]*))?)" + _TURNS
+    + rb"[\t\n\f\r />]*(?:((?i:href|rel))" + _ATTRIBUTE_NAME_END + rb"(?:" + _VALUE + rb")?)?"
 )
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _FRAGMENT_RE = re.compile("#[^\0]*")
@@ -82,8 +110,12 @@ _RELATIVE_PATH_CLEAN_RE = re.compile("\0(?=[^\0/.%?:][^\0:]*(?![^\0]))")
 _PARENT_PATH_CLEAN_RE = re.compile("\0\\.\\./(?=[^\0/.%?:][^\0:]*(?![^\0]))")
 # A link not joined yet: not empty, not absolute http(s).
 _UNJOINED_RE = re.compile("\0(?!https?://)([^\0]+)")
-_SPACES = "\t\n\f\r "
-_EDGES = frozenset(_SPACES)
+# What the WHATWG URL parser strips from both ends of a URL: C0 controls and space
+# (but NUL, which parts the links here and is dropped from them before).
+_CONTROLS_AND_SPACE = "".join(map(chr, range(1, 0x21)))
+_EDGES = frozenset(_CONTROLS_AND_SPACE)
+# A link, among others parted by NULs, that begins or ends with one of them.
+_EDGE_CONTROL_RE = re.compile("\0(?:[\x01-\x20]|(?<=[\x01-\x20]\0))")
 _TABS_AND_NEWLINES = str.maketrans("", "", "\t\n\r")
 
 
@@ -125,18 +157,41 @@ def page_links(body: bytes, base_url: str) -> list[str]:
 def read_links(body: bytes, base_url: str) -> PageLinks:
     """:func:`page_links`, with the links left out counted by reason."""
     page = bytes(body[:MAX_PAGE_BYTES])
+    # A short page's markup found all at once (the fastest way), unless a tag goes on
+    # past one match (or to the page's end); else one piece at a time.
+    found = (_links_in(_PAGE_RE.findall(page)) if len(page) <= _ALL_AT_ONCE else None) \
+        or _links_in(_tags(page))
+    assert found is not None  # _tags reads every tag to its end
+    hrefs, base, nofollow = found
+    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
+        hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
+    return _resolved(hrefs, base, base_url, nofollow)
+
+
+def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | None:
+    """The ``href`` values of the a and area tags of ``tags`` but those ``rel=nofollow``,
+    the first base's ``href``, and the nofollow count; None at a tag not read whole."""
     hrefs: list[bytes] = []
     append = hrefs.append
     base: bytes | None = None
     nofollow = 0
-    for tag, rest, double, single, bare, tail in _PAGE_RE.findall(page):
+    for tag, rest, double, single, bare, tail, closed in tags:
         if not tag:
             continue  # a comment or raw text
+        if not closed:
+            return None  # it goes on past what the match read (or to the page's end)
         if len(tag) != 4 or tag[0] not in b"bB":  # a or area
             href = double or single or bare
             # The pattern read an href given first; the rest only matters for a rel.
             if href and (not tail or b"rel" not in tail.lower()):
                 append(href)
+                continue
+            if href:
+                rel = _href_and_rel(tail)[1]
+                if rel is not None and b"nofollow" in rel.lower().split():
+                    nofollow += 1
+                else:
+                    append(href)
                 continue
         found, rel = _href_and_rel(rest)
         if found is None:
@@ -148,22 +203,72 @@ def read_links(body: bytes, base_url: str) -> PageLinks:
             nofollow += 1
         else:
             append(found)
-    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
-        hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
-    return _resolved(hrefs, base, base_url, nofollow)
+    return hrefs, base, nofollow
 
 
-def _href_and_rel(rest: bytes) -> tuple[bytes | None, bytes | None]:
+def _tags(page: bytes) -> Iterator[_Tag]:
+    """What ``_PAGE_RE.findall(page)`` gives, one at a time (tags' attributes as views
+    of the page), each tag read to its end however many values it has."""
+    view = memoryview(page)
+    pos = 0
+    while True:
+        for found in _PAGE_RE.finditer(page, pos):
+            tag, double, single, bare, tail, closed = found.group(1, 3, 4, 5, 6, 7)
+            if not tag:
+                continue  # a comment or raw text
+            end = found.end()
+            if closed or end == len(page):
+                yield (tag, view[found.start(2):found.end(2)], double, single, bare, tail,
+                       b">")
+                continue
+            values_end, end = _tag_end(page, end)
+            yield tag, view[found.start(2):values_end], b"", b"", b"", b"", b">"
+            pos = end
+            break  # the scan goes on after the tag
+        else:
+            return
+
+
+def _tag_end(page: bytes, pos: int) -> tuple[int, int]:
+    """Where the values of the tag that go on at ``pos`` (an "=") end, and the tag:
+    at its ">" and after it, or at the page's end."""
+    while True:
+        more = _TAG_MORE_RE.match(page, pos)
+        assert more is not None  # every part of it may match nothing
+        pos = more.end()
+        if more[1] or pos == len(page):
+            return more.start(1), pos
+
+
+def _href_and_rel(rest: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
     """A tag's first ``href`` and first ``rel`` (the first of a repeated attribute counts)."""
     href: bytes | None = None
     rel: bytes | None = None
-    for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
-        name = name.lower()
-        if name == b"href":
+    if len(rest) <= _SHORT_TAG:  # every attribute at once (the common tag, fastest)
+        for name, double, single, bare in _ATTRIBUTE_RE.findall(rest):
+            name = name.lower()
+            if name == b"href":
+                if href is None:
+                    href = double or single or bare
+            elif name == b"rel" and rel is None:
+                rel = double or single or bare
+        return href, rel
+    pos = 0
+    while pos < len(rest):  # a chunk of attributes at a time
+        found = _ATTRIBUTES_RE.match(rest, pos)
+        assert found is not None  # every part of it may match nothing
+        pos = found.end()
+        name = found[1]
+        if name is None:
+            continue  # a chunk of other attributes
+        value = found[2] or found[3] or found[4] or b""
+        if name.lower() == b"href":
             if href is None:
-                href = double or single or bare
-        elif name == b"rel" and rel is None:
-            rel = double or single or bare
+                href = value
+        elif rel is None:
+            rel = value
+        if href is not None and rel is not None:
+            break
     return href, rel
 
 
@@ -182,7 +287,7 @@ def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | No
                 root = resolver(base)
                 if root is not None and _is_http(root):
                     resolver = _Resolver(root)
-        text = link.strip(_SPACES)
+        text = link.strip(_CONTROLS_AND_SPACE)
         if "\t" in text or "\n" in text or "\r" in text:
             text = text.translate(_TABS_AND_NEWLINES)
         return resolver(text)
@@ -192,7 +297,7 @@ def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | No
 
 def _base_href(body: bytes) -> str | None:
     """The ``href`` of the page's first ``<base>`` that has one."""
-    for tag, rest, *_ in _PAGE_RE.findall(bytes(body[:MAX_PAGE_BYTES])):
+    for tag, rest, *_ in _tags(bytes(body[:MAX_PAGE_BYTES])):
         if len(tag) == 4 and tag.lower() == b"base":
             href = _href_and_rel(rest)[0]
             if href is not None:
@@ -217,8 +322,8 @@ def _resolved(hrefs: list[bytes], base: bytes | None, page_url: str,
     # All values decoded, cleaned and cut at their fragment at once (C loops), then
     # split at the NULs that part them.
     text = _text(b"\0".join(hrefs))
-    if "\0 " in text or " \0" in text or "\f" in text:
-        text = "\0".join(href.strip(_SPACES) for href in text.split("\0"))
+    if _EDGE_CONTROL_RE.search(text) is not None:
+        text = "\0".join(href.strip(_CONTROLS_AND_SPACE) for href in text.split("\0"))
     if "#" in text:
         text = _FRAGMENT_RE.sub("", text)
     other = 0
@@ -274,7 +379,7 @@ def _joined_in_bulk(text: str, resolve: _Resolver) -> str:
 
 def _text(raw: bytes) -> str:
     """Attribute values as text: decoded, references expanded, without the tabs and
-    newlines URL parsers drop, stripped of spaces at both ends."""
+    newlines URL parsers drop, stripped of C0 controls and spaces at both ends."""
     try:
         text = raw.decode()
     except UnicodeDecodeError:
@@ -283,7 +388,7 @@ def _text(raw: bytes) -> str:
         bare = text.replace("&amp;", "&")  # the common reference, without a regex
         text = unescape(text) if "&" in text.replace("&amp;", "") else bare
     if text[:1] in _EDGES or text[-1:] in _EDGES:
-        text = text.strip(_SPACES)
+        text = text.strip(_CONTROLS_AND_SPACE)
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TABS_AND_NEWLINES)
     return text

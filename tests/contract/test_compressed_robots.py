@@ -11,9 +11,11 @@ the fetch outcome saying why, and the server sees no page request.
 from __future__ import annotations
 
 import asyncio
+import bz2
 import gzip
 import importlib
 import json
+import lzma
 import subprocess
 import sys
 import zlib
@@ -110,9 +112,33 @@ UNREADABLE = [
     Case("unknown-over-cut-zlib", ("x-unknown",), zlib.compress(RULES)[:2] + b"\x00",
          "a coding robotgate does not know, and is not text"),
 ]
+# Compressed bodies sent as text (no Content-Encoding, or identity), and brotli under
+# any label: recognised by their first bytes and read as the rules they hold.
+_FORMATS = {"gzip": gzip.compress(RULES), "zlib": zlib.compress(RULES),
+            "deflate": _raw_deflate(RULES), "bzip2": bz2.compress(RULES),
+            "xz": lzma.compress(RULES)}
+UNDECLARED = [
+    *(Case(f"{name}-sent-{label or 'bare'}", (label,) if label else (), body)
+      for name, body in _FORMATS.items() for label in ("", "identity")),
+    *(Case(f"brotli-sent-{label or 'bare'}", (label,) if label else (), brotli.compress(RULES))
+      for label in ("", "identity", "gzip", "x-gzip", "deflate", "utf-8")),
+]
+#: Bytes that are no text and no data decoded here, sent as text: never "no rules".
+UNDECLARED_BINARY = [
+    Case("binary-sent-bare", (), b"\x00\x01\x02" + RULES,
+         "came with no content coding and is not text"),
+    Case("binary-sent-identity", ("identity",), b"\x9f\x02\x17" + RULES,
+         "came with no content coding and is not text"),
+    Case("corrupt-bzip2-sent-bare", (), b"BZh91AY&SY" + RULES,
+         "is bzip2 data that could not be decoded"),
+]
 #: Without a brotli decoder (see :func:`no_brotli`): "gzip, br" cannot be read.
 NO_BROTLI = Case("gzip-br", ("gzip, br",), brotli.compress(gzip.compress(RULES)),
                  "no brotli decoder is installed")
+#: Without a brotli decoder, brotli sent as text is no text: unreachable.
+NO_BROTLI_UNDECLARED = [
+    Case(f"brotli-sent-{label or 'bare'}", (label,) if label else (), brotli.compress(RULES),
+         "is not text") for label in ("", "identity", "utf-8")]
 
 
 class Origins:
@@ -298,6 +324,21 @@ async def test_compressed_robots_txt_through_each_aiohttp_and_httpx_client(clien
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
+async def test_compressed_bodies_sent_as_text_are_read_by_their_first_bytes(client: str) -> None:
+    async with Origins(UNDECLARED + UNDECLARED_BINARY) as origins:
+        check(origins, await CLIENTS[client](origins))
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+async def test_without_a_brotli_decoder_brotli_sent_as_text_is_unreachable(
+        client: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with Origins(NO_BROTLI_UNDECLARED) as origins:
+        with no_brotli(monkeypatch):
+            seen = await CLIENTS[client](origins)
+    check(origins, seen)
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
 async def test_without_a_brotli_decoder_gzip_br_is_unreachable(
         client: str, monkeypatch: pytest.MonkeyPatch) -> None:
     async with Origins([NO_BROTLI]) as origins:
@@ -316,3 +357,16 @@ async def test_compressed_robots_txt_through_the_scrapy_middleware() -> None:
 async def test_without_a_brotli_decoder_gzip_br_is_unreachable_through_scrapy() -> None:
     async with Origins([NO_BROTLI]) as origins:
         check(origins, await through_scrapy(origins, "tests.contract.scrapy_without_brotli"))
+
+
+def test_bzip2_and_xz_bombs_sent_as_text_stop_at_the_limit() -> None:
+    from robotgate.policy.content_coding import MAX_XZ_MEMORY, UndecodableBody, decode_capped
+
+    zeros = bytes(4 * 1024 * 1024)
+    for bomb in (bz2.compress(zeros), lzma.compress(zeros)):
+        assert decode_capped(bomb, [], 500 * 1024) == bytes(500 * 1024)
+    # An xz header asking for more memory than allowed is refused, not obeyed.
+    greedy = lzma.compress(RULES, filters=[{"id": lzma.FILTER_LZMA2,
+                                            "dict_size": 4 * MAX_XZ_MEMORY}])
+    with pytest.raises(UndecodableBody, match="xz data that could not be decoded"):
+        decode_capped(greedy, ["identity"], 500 * 1024)

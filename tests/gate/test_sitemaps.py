@@ -184,6 +184,64 @@ async def test_a_60_mb_sitemap_through_the_gate_stays_in_bounded_memory(site: Si
     assert peak < 16 * 1024 * 1024, f"peak {peak:,} bytes"
 
 
+def streamed(body: bytes) -> Handler:
+    """``body`` sent 64 KiB at a time, each written when the last has gone."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/xml"})
+        await resp.prepare(request)
+        view = memoryview(body)
+        for start in range(0, len(body), 1 << 16):
+            await resp.write(view[start:start + (1 << 16)])
+        await resp.write_eof()
+        return resp
+
+    return handler
+
+
+@pytest.mark.slow
+async def test_a_full_urlset_streams_through_the_gate_in_a_few_mb(site: Site) -> None:
+    # 50,000 URLs, about 11 MB: the walk holds a few network chunks' entries, not the file's.
+    items = "".join(
+        f"<url><loc>{site.url(f'/articles/2024/05/a-rather-long-article-slug-about-blue-cotton-widgets-{i:06d}.html')}"
+        f"</loc><lastmod>2024-05-{i % 28 + 1:02d}T12:00:00+00:00</lastmod>"
+        "<changefreq>daily</changefreq><priority>0.8</priority></url>\n" for i in range(50_000))
+    body = f'<?xml version="1.0"?><urlset xmlns="{NS}">\n{items}</urlset>'.encode()
+    assert len(body) > 11_000_000
+    site.routes["/robots.txt"] = f"Sitemap: {site.url('/full.xml')}\n".encode()
+    site.routes["/full.xml"] = streamed(body)
+    async with RobotGate(AGENT, delay=0) as gate:
+        await gate.rules(site.url("/"))  # robots.txt first: its own memory is not the point
+        tracemalloc.start()
+        try:
+            count = 0
+            async for _ in gate.sitemaps(site.url("/")):
+                count += 1
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert count == 50_000
+    assert peak < 4 * 1024 * 1024, f"peak {peak:,} bytes"
+
+
+@pytest.mark.slow
+async def test_a_walk_ended_early_lets_its_sitemap_s_read_go(site: Site) -> None:
+    # The read waits for the walk; the walk gone, the read ends: the rest is not fetched.
+    sent = [0]
+    site.routes["/robots.txt"] = f"Sitemap: {site.url('/big.xml')}\n".encode()
+    site.routes["/big.xml"] = big_sitemap(site, sent)
+    async with RobotGate(AGENT, delay=0) as gate:
+        walk = gate.sitemaps(site.url("/"))
+        first = [(await walk.__anext__()).url for _ in range(10)]
+        await walk.aclose()
+        for _ in range(50):  # the server's writes fail once the connection is gone
+            await asyncio.sleep(0.02)
+    assert first[-1] == site.url("/big/9")
+    # Of 60 MB (read to the protocol's 50 MB when the walk is not waited for), what the
+    # sockets' buffers took before the read let go.
+    assert sent[0] < 20 * 1024 * 1024, sent
+
+
 @pytest.mark.slow
 async def test_sitemaps_are_paced_like_pages(site: Site) -> None:
     site.routes.update({

@@ -33,6 +33,8 @@ __all__ = ["PageLinks", "PageReader", "count_links", "describe_error", "is_trans
 _TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "NetworkError",
                               "TimeoutException", "RemoteProtocolError"})
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: The longest page whose links are read on the event loop (a few milliseconds).
+_READ_ON_LOOP = 256 * 1024
 
 #: A page's links and how a relative one resolves (None: no link to resolve).
 PageLinks = tuple[Iterable[str], "Callable[[str], str | None] | None"]
@@ -86,7 +88,9 @@ class PageReader(Generic[ResponseT]):
             if self.follow_links and 200 <= status < 300 and _is_html(resp):
                 body = body if body is not None else await _body_of(resp)
                 if body:
-                    found = read_links(body, final)
+                    # A long page is read in a thread: the loop's other hosts go on.
+                    found = (read_links(body, final) if len(body) <= _READ_ON_LOOP
+                             else await asyncio.to_thread(read_links, body, final))
                     summary = self.summary
                     summary.rel_nofollow += found.nofollow
                     summary.other_schemes += found.other_schemes + found.invalid

@@ -10,35 +10,46 @@ What a ``Content-Encoding`` token means:
 * gzip, x-gzip, deflate, br and zstd are undone, the last applied first, at
   most :data:`MAX_CODINGS` of them (``gzip, gzip``, ``identity, gzip`` and
   ``gzip, br`` included);
-* ``identity`` and tokens that name no content coding (``utf-8``, ``none``,
-  ``text/plain``...) are left alone: servers that send them mean no coding,
-  and browsers read the body as it is; but a body under such a token that is
-  not text never reads as "no rules": one that starts as gzip or zlib data is
-  inflated (what the server must have meant), any other holding NUL bytes
-  raises :class:`UndecodableBody` (a UTF-16 or UTF-32 body opens with its BOM);
+* ``identity``, no header, and tokens that name no content coding (``utf-8``,
+  ``none``, ``text/plain``...) mean no coding, and browsers read the body as it
+  is; but such a body that is not text never reads as "no rules": its first
+  bytes say what it is.  gzip, zlib, bzip2, xz and zstd data (by their magic
+  numbers), brotli (a whole stream decoding to text) and raw deflate (when the
+  body is not text) are undone; any other body that is not text (control bytes
+  in its first KiB, a NUL anywhere, a UTF-8 continuation byte first; a UTF-16 or
+  UTF-32 body opens with its BOM) raises :class:`UndecodableBody`.  What the
+  declared codings give is undone too when it opens with a magic number or a zlib
+  header (``gzip`` over gzip data twice), and a body its declared coding cannot
+  undo is read as what it is (brotli sent as ``gzip``);
 * a registered coding no decoder here reads (``compress``, ``aes128gcm``...),
   br without ``brotli``, zstd without Python 3.14 or ``backports.zstd``, and
   corrupt data raise :class:`UndecodableBody`: robots.txt is unreachable
   (RFC 9309 2.3.1.4), never read as an empty file that allows everything.
 
-A stream cut short gives what it holds (the limit cuts the raw bytes too).
+Every decoder's output stops at the limit; xz's memory is bounded too
+(:data:`MAX_XZ_MEMORY`).  A stream cut short gives what it holds (the limit cuts the raw bytes too).
 Standard library only; ``brotli`` and ``zstd`` are imported when a body needs them.
 """
 
 from __future__ import annotations
 
+import bz2
 import importlib
+import lzma
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..error_root import Error
 
-__all__ = ["MAX_CODINGS", "UndecodableBody", "decode_capped"]
+__all__ = ["MAX_CODINGS", "MAX_XZ_MEMORY", "UndecodableBody", "decode_capped"]
 
 #: Most codings undone on one body; more is refused (curl's bound, after
 #: CVE-2023-23916): each layer costs up to the limit again.
 MAX_CODINGS = 5
+#: Most memory the xz decoder may take (its header asks for its dictionary's size).
+MAX_XZ_MEMORY = 64 * 1024 * 1024
 
 # The IANA HTTP Content Coding Registry's codings that no decoder here reads.
 _UNREADABLE = frozenset({"compress", "x-compress", "pack200-gzip", "exi", "aes128gcm",
@@ -69,17 +80,17 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
         return b""  # (zlib reads a max_length of 0 as no limit)
     tokens = [t.strip().lower() for value in codings for t in value.split(",")]
     undone = 0
+    # What the body came as, for a message: a token naming no coding, or the last undone.
+    came = "with no content coding"
     for token in reversed(tokens):
         decode = _DECODERS.get(token)
         if decode is None:
             if token in _UNREADABLE:
                 raise UndecodableBody(
                     f"robots.txt came {token}-encoded, a coding robotgate does not decode")
-            if token in ("", "identity"):
-                continue
-            decode = _sniffed(body, token)
-            if decode is None:
-                continue  # text under a token that names no coding: read as it is
+            if token not in ("", "identity"):
+                came = f"{token}-encoded, a coding robotgate does not know,"
+            continue  # names no coding: what the body is, its first bytes say (below)
         undone += 1
         if undone > MAX_CODINGS:
             raise UndecodableBody(
@@ -89,38 +100,96 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
         except UndecodableBody:
             raise
         except Exception as exc:  # zlib.error, brotli.error, ZstdError: corrupt data
+            # Data of another format under the label (brotli sent as gzip) is undone
+            # as what it is; anything else is corrupt.
+            error = UndecodableBody(
+                f"robots.txt came {token}-encoded and could not be decoded: {exc}")
+            try:
+                sniffed = _sniffed(body, limit, f"{token}-encoded", as_sent=True)
+            except UndecodableBody:
+                sniffed = None
+            if sniffed is None:
+                raise error from None
+            body = sniffed
+        came = f"{token}-encoded"
+    while True:  # data whatever the header said: undone, as many layers as allowed
+        decoded = _sniffed(body, limit, came, as_sent=undone == 0)
+        if decoded is None:
+            return body[:limit]
+        undone += 1
+        if undone > MAX_CODINGS:
             raise UndecodableBody(
-                f"robots.txt came {token}-encoded and could not be decoded: {exc}") from None
-    return body[:limit]
+                f"robots.txt came in more than {MAX_CODINGS} content codings")
+        body = decoded
+        came = "as compressed data"
 
 
-def _sniffed(body: bytes, token: str) -> Callable[[bytes, int], bytes] | None:
-    """How to undo ``body`` that came under ``token``, a name of no known coding:
-    None for text, the inflater for gzip or zlib data.  Raises
-    :class:`UndecodableBody` for any other body holding NUL bytes."""
-    if body[:2] == b"\x1f\x8b":
-        return _gzip  # text never starts with a control character: corrupt gzip raises
-    not_text = b"\x00" in body and body[:2] not in _WIDE_BOMS and body[:4] not in _WIDE_BOMS
+def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | None:
+    """``body`` undone as what its first bytes say it is; None for text, read as it
+    came.  Raises :class:`UndecodableBody` for data that does not decode and, for a
+    body ``as_sent`` (no coding undone yet), one that is no text and no data decoded
+    here; what a coding gave is only looked at for data with a header."""
+    for magic, name, decode in _MAGIC:
+        if body.startswith(magic):
+            try:
+                return decode(body, limit)
+            except UndecodableBody:
+                raise
+            except Exception as exc:  # corrupt: no text starts with these bytes either
+                raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
+                                      f"could not be decoded: {exc}") from None
+    binary = _not_text(body)
     if _zlib_header(body):
         # Two characters of text can look like a zlib header ("x " or "Xf"): data that
         # does not inflate is read as it came.
-        def inflate_or_keep(data: bytes, limit: int) -> bytes:
-            inflater = zlib.decompressobj(15)
-            try:
-                out = inflater.decompress(data, limit)
-            except zlib.error:
-                out = b""
-            if out or inflater.eof:
+        inflated = _whole(zlib.decompressobj(15), body, limit)
+        if inflated is not None:
+            return inflated
+    if not as_sent:
+        return None
+    brotli = _module("brotli", "brotlicffi")
+    if brotli is not None and body:  # no magic number: a whole stream that gives text
+        try:
+            decoder = brotli.Decompressor()
+            out: bytes = decoder.process(body, output_buffer_limit=limit)
+            if (decoder.is_finished() or len(out) >= limit) and not _not_text(out):
                 return out
-            if not_text:
-                raise UndecodableBody(f"robots.txt came {token}-encoded, a coding robotgate "
-                                      "does not know, and is not text")
-            return data
-        return inflate_or_keep
-    if not_text:
-        raise UndecodableBody(f"robots.txt came {token}-encoded, a coding robotgate does "
-                              "not know, and is not text")
+        except Exception:  # not brotli (or a brotli without an output limit)
+            pass
+    if not binary:
+        return None
+    if _zlib_header(body):
+        raise UndecodableBody(f"robots.txt came {came} and is not text")
+    inflated = _whole(zlib.decompressobj(-15), body, limit)  # raw deflate
+    if inflated is not None:
+        return inflated
+    raise UndecodableBody(f"robots.txt came {came} and is not text")
+
+
+def _whole(inflater: Any, body: bytes, limit: int) -> bytes | None:
+    """What ``inflater`` makes of ``body``: None unless it reads to the stream's end,
+    or gives text (a stream cut short ends early), or fills the limit."""
+    try:
+        out: bytes = inflater.decompress(body, limit)
+    except zlib.error:
+        return None
+    if inflater.eof or len(out) >= limit or (out and not _not_text(out)):
+        return out
     return None
+
+
+# Bytes no text holds: C0 controls but tab, newline, form feed, carriage return
+# and the old end-of-file mark (0x1a).
+_CONTROL_RE = re.compile(rb"[\x00-\x08\x0b\x0e-\x19\x1b-\x1f]")
+
+
+def _not_text(body: bytes) -> bool:
+    """Whether ``body`` is no text: control bytes in its first KiB, a NUL anywhere,
+    or a UTF-8 continuation byte first; UTF-16 and UTF-32 text (NULs) open with a BOM."""
+    if not body or body[:2] in _WIDE_BOMS or body[:4] in _WIDE_BOMS:
+        return False
+    return (0x80 <= body[0] < 0xC0 or _CONTROL_RE.search(body, 0, 1024) is not None
+            or b"\x00" in body)
 
 
 #: Byte order marks of UTF-16 and UTF-32 text (which holds NUL bytes).
@@ -139,6 +208,14 @@ def _inflate(body: bytes, limit: int, wbits: int) -> bytes:
 
 def _gzip(body: bytes, limit: int) -> bytes:
     return _inflate(body, limit, 47)  # a gzip or zlib header, whichever it has
+
+
+def _bzip2(body: bytes, limit: int) -> bytes:
+    return bz2.BZ2Decompressor().decompress(body, limit)
+
+
+def _xz(body: bytes, limit: int) -> bytes:
+    return lzma.LZMADecompressor(lzma.FORMAT_XZ, MAX_XZ_MEMORY).decompress(body, limit)
 
 
 def _deflate(body: bytes, limit: int) -> bytes:
@@ -181,3 +258,13 @@ def _zstd(body: bytes, limit: int) -> bytes:
 _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
     "gzip": _gzip, "x-gzip": _gzip, "deflate": _deflate, "br": _brotli, "zstd": _zstd,
 }
+
+# The first bytes of data in a format decoded here (bzip2: "BZh", the block size,
+# then a block's or the stream end's magic).
+_MAGIC: tuple[tuple[bytes | tuple[bytes, ...], str, Callable[[bytes, int], bytes]], ...] = (
+    (b"\x1f\x8b", "gzip", _gzip),
+    (tuple(b"BZh" + bytes([level]) + block for level in b"123456789"
+           for block in (b"1AY&SY", b"\x17rE8P\x90")), "bzip2", _bzip2),
+    (b"\xfd7zXZ\x00", "xz", _xz),
+    (b"\x28\xb5\x2f\xfd", "zstd", _zstd),
+)

@@ -12,14 +12,18 @@ A sitemap robots.txt names, or an index lists, is that file's pointer, opened
 the caller's own input.
 
 A :class:`SitemapReader` reads each sitemap once for all the walks running at
-the time (single flight; the entries are shared, at most 50,000 a file); a
-:class:`Sitemaps` walk is one caller's async iterator over an origin's entries.
+the time (single flight), as a :class:`SitemapStream`: the entries go to the walks
+reading it a network chunk at a time; once no other walk can join, what they all
+have is let go, and the read waits for the slowest (a 50,000-URL file through one
+walk holds a few chunks' entries, not the file's).  A :class:`Sitemaps` walk is one
+caller's async iterator over an origin's entries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import weakref
 from collections import deque
@@ -78,13 +82,121 @@ class SitemapProblem:
         return f"{self.sitemap}: {self.reason}"
 
 
+#: Chunks' entries a read may be ahead of the slowest walk reading it, once no other
+#: walk can join it (before that, each is kept for the walks still to read the file).
+_AHEAD = 2
+
+
+class SitemapStream:
+    """One sitemap being read for the walks reading it: its entries (or an index's
+    sitemaps) a network chunk at a time, then the file (kind, problems; no entries).
+
+    Each walk reading it has a place in it.  While others may still join (``open``),
+    every chunk is kept; after, what every walk reading it has had is let go, and the
+    read waits while it is :data:`_AHEAD` chunks ahead of the slowest.
+    """
+
+    def __init__(self) -> None:
+        self.chunks: deque[tuple[SitemapEntry, ...]] = deque()
+        self.dropped = 0  # chunks let go before ``chunks[0]``
+        self.kind = ""  # the parser's, once known: "index" or what gives entries
+        self.file: SitemapFile | None = None  # the end
+        self.open = True  # walks may join: every chunk is kept
+        self.places: dict[Sitemaps, int] = {}  # each walk reading it: its next chunk
+        self.task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+
+    @property
+    def held(self) -> int:
+        return sum(map(len, self.chunks))
+
+    def add(self, entries: list[SitemapEntry]) -> None:
+        if entries:
+            self.chunks.append(tuple(entries))
+            self._wake()
+
+    def end(self, file: SitemapFile) -> None:
+        self.file = file
+        self._wake()
+
+    async def room(self) -> None:
+        """Wait while the read is far enough ahead of the slowest walk reading it."""
+        while not self.open and self.places and len(self.chunks) >= _AHEAD:
+            await self._changed.wait()  # (the read itself waits: no failure to watch)
+
+    async def next(self, walk: Sitemaps) -> tuple[SitemapEntry, ...] | None:
+        """``walk``'s next chunk, waited for; None at the end."""
+        while True:
+            place = self.places[walk]
+            if place - self.dropped < len(self.chunks):
+                self.places[walk] = place + 1
+                chunk = self.chunks[place - self.dropped]
+                self._let_go()
+                return chunk
+            if self.file is not None:
+                return None
+            await self._change()
+
+    async def started(self) -> None:
+        """Wait for the first chunk, or the end."""
+        while not self.chunks and self.file is None:
+            await self._change()
+
+    def join(self, walk: Sitemaps) -> None:
+        self.places[walk] = self.dropped  # while open, nothing was let go
+
+    def leave(self, walk: Sitemaps) -> None:
+        self.places.pop(walk, None)
+        self._let_go()
+
+    def close(self) -> None:
+        """No more walks join: let go of what every walk reading it has had."""
+        self.open = False
+        self._let_go()
+
+    def _let_go(self) -> None:
+        if self.open:
+            return
+        if not self.places:
+            self.chunks.clear()
+            if self.file is None and self.task is not None:
+                self.task.cancel()  # nobody reads it any more
+            return
+        lowest = min(self.places.values())
+        chunks = self.chunks
+        while self.dropped < lowest and chunks:
+            chunks.popleft()
+            self.dropped += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _change(self) -> None:
+        """Wait for a change; the read's failure (the gate closed) is raised here."""
+        task = self.task
+        if task is not None and task.done():
+            task.result()  # GateClosed, or CancelledError: as the walk's own
+            return  # it ended with its end given
+        changed = self._changed
+        if task is None:
+            await changed.wait()
+            return
+        waiter = asyncio.ensure_future(changed.wait())
+        try:
+            await asyncio.wait((waiter, task), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+
+
 class SitemapReader:
     """Reads sitemaps through ``transport``, each once for all the walks running.
 
     ``named(origin)`` gives the ``Sitemap`` URLs of the origin's robots.txt.  A
-    sitemap read is shared by the walks reading it and kept only while a walk running
-    still has it to read (a walk asking for it later reads it again); ``keep_entries``
-    is no longer used.
+    sitemap being read is shared by the walks that ask for it until the first of
+    them has its first entries and no other walk running has it still to read
+    (a walk asking for it later reads it again); ``keep_entries`` is no longer used.
     """
 
     def __init__(self, transport: SitemapTransport,
@@ -94,15 +206,14 @@ class SitemapReader:
         self.named = named
         self.timeout = timeout
         self.keep_entries = keep_entries
-        self._files: dict[tuple[str, str | None, str | None], asyncio.Task[SitemapFile]] = {}
-        self._kept = 0  # entries and children of the files read and kept
+        self._files: dict[tuple[str, str | None, str | None], SitemapStream] = {}
         self._walks: weakref.WeakSet[Sitemaps] = weakref.WeakSet()
 
     @property
     def held_entries(self) -> int:
-        """Entries (and an index's sitemaps) of the files read that the reader holds for
-        walks still to read them; a file every walk has read is no longer held."""
-        return self._kept
+        """Entries (and an index's sitemaps) of the sitemaps read that the reader holds
+        for walks still to read them; one every walk has started is no longer held."""
+        return sum(stream.held for stream in self._files.values())
 
     def walk(self, origin: str, *, max_depth: int = 2, max_sitemaps: int = 1000) -> Sitemaps:
         """A new walk over ``origin``'s sitemaps (see :class:`Sitemaps`)."""
@@ -121,72 +232,76 @@ class SitemapReader:
         if not self._walks:
             self._forget_read()
 
-    def file(self, url: str, vouched_by: str | None,
-             pointed_by: str | None = None) -> Awaitable[SitemapFile]:
-        """The sitemap at ``url`` read (or being read) for every walk that asks;
-        ``pointed_by``: the robots.txt or index that named it (None: the caller's input)."""
+    def file(self, url: str, vouched_by: str | None, pointed_by: str | None,
+             walk: Sitemaps) -> SitemapStream:
+        """The sitemap at ``url`` being read (or read) for every walk that asks, with
+        ``walk`` reading it from its start; ``pointed_by``: the robots.txt or index that
+        named it (None: the caller's input)."""
         key = (url, vouched_by, pointed_by)
-        task = self._files.get(key)
-        if task is None:
-            task = asyncio.ensure_future(self._read(url, vouched_by, pointed_by))
-            self._files[key] = task
-            task.add_done_callback(self._read_done)
-        # One walk cancelled while waiting leaves the read to the others.
-        return asyncio.shield(task)
+        stream = self._files.get(key)
+        if stream is None or (stream.task is not None and stream.task.cancelled()):
+            stream = self._files[key] = SitemapStream()
+            stream.task = asyncio.ensure_future(self._read(stream, url, vouched_by, pointed_by))
+            stream.task.add_done_callback(functools.partial(self._read_done, key))
+        stream.join(walk)
+        return stream
 
-    def _read_done(self, task: asyncio.Task[SitemapFile]) -> None:
-        if task.cancelled() or task.exception() is not None:
-            # GateClosed, or a cancel: each waiter hears it; the next ask reads again.
-            for key, kept in list(self._files.items()):
-                if kept is task:
-                    del self._files[key]
-            return
-        file = task.result()
-        self._kept += len(file.entries) + len(file.children)
-        for key, kept in list(self._files.items()):
-            if kept is task:
-                self.release(key)
+    def _read_done(self, key: tuple[str, str | None, str | None],
+                   task: asyncio.Task[None]) -> None:
+        # GateClosed, or a cancel: each walk reading it hears it; the next ask reads again.
+        failed = task.cancelled() or task.exception() is not None
+        stream = self._files.get(key)
+        if failed and stream is not None and stream.task is task:
+            del self._files[key]
 
     def release(self, key: tuple[str, str | None, str | None]) -> None:
-        """Forget the sitemap read for ``key`` (URL, vouched by, pointed by) unless a walk
-        running still has it to read: its entries live in the walks reading them alone."""
-        task = self._files.get(key)
-        if task is None or not task.done():
+        """No more walks join the sitemap read for ``key`` (URL, vouched by, pointed by)
+        unless a walk running still has it to read: its entries then live in the walks
+        reading them alone, as they read them."""
+        stream = self._files.get(key)
+        if stream is None:
             return
         url, vouched_by, pointed_by = key
         for walk in self._walks:
             if walk.will_read(url, vouched_by, pointed_by):
                 return
         del self._files[key]
-        self._kept -= _size(task)
+        stream.close()
 
     def _forget_read(self) -> None:
-        for key, task in list(self._files.items()):
-            if task.done():
-                del self._files[key]
-                self._kept -= _size(task)
+        """No walk runs: no sitemap read is kept, and one being read is let go."""
+        for stream in self._files.values():
+            stream.close()
+        self._files.clear()
 
-    async def _read(self, url: str, vouched_by: str | None,
-                    pointed_by: str | None) -> SitemapFile:
-        """Fetch and parse one sitemap: always a file, whatever happens, unless the
-        gate closes or the read is cancelled."""
+    async def _read(self, stream: SitemapStream, url: str, vouched_by: str | None,
+                    pointed_by: str | None) -> None:
+        """Fetch and parse one sitemap into ``stream``: always a file at its end, whatever
+        happens, unless the gate closes or the read is cancelled."""
         try:
             scope = Scope.of(url, vouched_by)
         except InvalidURL as exc:
-            return _failed(url, f"not read: {exc}")
+            stream.end(_failed(url, f"not read: {exc}"))
+            return
         parser = SitemapParser(url, scope)
         why: str | None = None
         try:
             async with self.transport.open(url, self.timeout, pointed_by) as body:
                 status = body.status
                 if not 200 <= status < 300:
-                    return _failed(url, f"answered {status}: not read")
+                    stream.end(_failed(url, f"answered {status}: not read"))
+                    return
                 while True:
                     chunk = await body.read(_CHUNK)
-                    if not chunk or not parser.feed(chunk):
+                    more = bool(chunk) and parser.feed(chunk)
+                    stream.kind = parser.kind
+                    stream.add(parser.take())
+                    if not more:
                         break  # the end, or the parser wants no more
+                    await stream.room()
         except Disallowed as no:
-            return _failed(url, f"not fetched: {no.decision.reason}")
+            stream.end(_failed(url, f"not fetched: {no.decision.reason}"))
+            return
         except (asyncio.CancelledError, GateClosed):
             raise
         except asyncio.TimeoutError:
@@ -198,18 +313,13 @@ class SitemapReader:
             file = dataclasses.replace(file, problems=(why, *file.problems))
         for problem in file.problems:
             log.info("sitemap %s: %s", redact(url), problem)
-        return file
+        stream.kind = file.kind
+        stream.add(list(file.children if file.kind == "index" else file.entries))
+        stream.end(dataclasses.replace(file, entries=(), children=()))
 
 
 #: A sitemap a walk will read: URL, depth, the origin vouching for it, the page pointing to it.
 _Pending = tuple[str, int, str | None, str | None]
-
-
-def _size(task: asyncio.Task[SitemapFile]) -> int:
-    if task.cancelled() or task.exception() is not None:
-        return 0
-    file = task.result()
-    return len(file.entries) + len(file.children)
 
 
 def _failed(url: str, why: str) -> SitemapFile:
@@ -241,6 +351,8 @@ class Sitemaps:
         self._said_too_many = False
         self._entries: tuple[SitemapEntry, ...] = ()
         self._next = 0
+        # The sitemap being read: its stream, depth and the origin vouching for it.
+        self._reading: tuple[SitemapStream, int, str | None] | None = None
         self._ended = False
 
     def __aiter__(self) -> Sitemaps:
@@ -254,6 +366,10 @@ class Sitemaps:
                 return entries[self._next - 1]
             if self._ended:
                 raise StopAsyncIteration
+            self._entries = ()  # a chunk delivered is let go before the next is read
+            if self._reading is not None:
+                await self._read_on(*self._reading)
+                continue
             pending = self._pending
             if pending is None:
                 self._pending = await self._first()
@@ -262,10 +378,42 @@ class Sitemaps:
                 await self.aclose()
                 raise StopAsyncIteration
             url, depth, vouched_by, pointed_by = pending.popleft()
-            self._entries = ()  # the file read last is let go before the next is read
-            file = await self._reader.file(url, vouched_by, pointed_by)
+            stream = self._reader.file(url, vouched_by, pointed_by, self)
+            self._reading = (stream, depth, vouched_by)
+            try:
+                await stream.started()  # meanwhile, the other walks asking join
+            except BaseException:
+                self._stop_reading()
+                raise
             self._reader.release((url, vouched_by, pointed_by))
-            self._take(file, depth, vouched_by)
+
+    async def _read_on(self, stream: SitemapStream, depth: int, vouched_by: str | None) -> None:
+        """The next chunk of the sitemap being read into ``_entries`` (an index's sitemaps
+        all at once, to the walk's queue), or its end taken."""
+        try:
+            if stream.kind == "index":
+                children: list[SitemapEntry] = []
+                while (chunk := await stream.next(self)) is not None:
+                    children.extend(chunk)
+            else:
+                chunk = await stream.next(self)
+                if chunk is not None:
+                    self._entries, self._next = chunk, 0
+                    return
+        except BaseException:
+            self._stop_reading()
+            raise
+        self._stop_reading()
+        file = stream.file
+        assert file is not None
+        if file.kind == "index":
+            file = dataclasses.replace(file, children=tuple(children))
+        self._take(file, depth, vouched_by)
+
+    def _stop_reading(self) -> None:
+        if self._reading is not None:
+            self._reading[0].leave(self)
+            self._reading = None
 
     def will_read(self, url: str, vouched_by: str | None, pointed_by: str | None) -> bool:
         """Is this sitemap still to be read by this walk?"""
@@ -277,6 +425,7 @@ class Sitemaps:
         if not self._ended:
             self._ended = True
             self._entries = ()
+            self._stop_reading()
             self._reader.ended(self)
 
     async def _first(self) -> deque[_Pending]:
@@ -310,8 +459,7 @@ class Sitemaps:
         if file.kind:
             self.read.append(file.url)
         if file.kind != "index":
-            self._entries, self._next = file.entries, 0
-            return
+            return  # its entries were delivered as they came
         if depth >= self.max_depth:
             self._problem(file.url, f"an index {depth} levels down (max_depth={self.max_depth}):"
                                     f" its {len(file.children):,} sitemaps are not read")
