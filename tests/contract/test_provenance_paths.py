@@ -201,6 +201,43 @@ async def test_a_scrapy_spiders_link_is_its_pages_pointer(private: Site) -> None
     assert private.paths() == [] and private.robots_hits == 0
 
 
+@pytest.mark.parametrize("obey", [True, False])
+async def test_a_scrapy_spider_follows_no_link_of_a_nofollow_page(obey: bool) -> None:
+    # The page says nofollow (meta tag, and a second page by X-Robots-Tag): the pointers
+    # middleware drops the requests its callback yields, as gate.crawl drops its links.
+    asked: list[str] = []
+
+    async def page(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path == "/meta":
+            return web.Response(text='<meta name="robots" content="nofollow">'
+                                     '<a href="/from-meta">x</a>', content_type="text/html")
+        if request.path == "/header":
+            return web.Response(text='<a href="/from-header">x</a>', content_type="text/html",
+                                headers={"X-Robots-Tag": "nofollow"})
+        return web.Response(text="<p>a page</p>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, PUBLIC, 0).start()
+    port = runner.addresses[0][1]
+    try:
+        spider_middlewares = {"robotgate.integrations.scrapy.RobotGatePointersMiddleware": 50}
+        results = await _scrapy(
+            [Ask(f"http://{PUBLIC}:{port}/meta"), Ask(f"http://{PUBLIC}:{port}/header")], {},
+            follow=True, sequential=False, settings={"SPIDER_MIDDLEWARES": spider_middlewares,
+                                   "ROBOTGATE_OBEY_NOFOLLOW": obey})
+    finally:
+        await runner.cleanup()
+    assert [r.status for r in results[:2]] == [200, 200], results
+    followed = {"/from-meta", "/from-header"} & set(asked)
+    assert followed == (set() if obey else {"/from-meta", "/from-header"}), asked
+
+
 # -- robots.txt travels the pages' route ---------------------------------------------------
 
 
