@@ -1,7 +1,7 @@
 """Where a parsed robots.txt's bytes go, by object type, before and after, side by side.
 
     python benchmarks/parse_memory.py [--before main | --before-src DIR] [--installed]
-        [--rounds 3] [--callgrind] [--json benchmarks/results/parse_memory.json]
+        [--rounds 3] [--callgrind EVERY] [--json benchmarks/results/parse_memory.json]
 
 Every file of the corpus parsed with ``RobotsTxt.parse(body)`` and kept alive
 together, in a fresh child process per tree: the bytes a file under tracemalloc,
@@ -10,9 +10,11 @@ then by object type (the objects the parsed files reach, each counted once, by
 for each file (the state of an origin a crawler has asked about).  Then the
 parse rate (files/s) and the decision rates (``allowed``, ``decide``: the
 seeded queries of ``parse_bench.py``), best pass of each child, children of the
-two trees interleaved round by round.  ``--callgrind`` counts instructions
-instead of timing: each tree parses the corpus, and parses and queries it, in
-a child under callgrind; the difference is the queries' cost.
+two trees interleaved round by round.  ``--callgrind 8`` also counts
+instructions (the clock of a busy machine cannot resolve a few percent), over
+every 8th file, each count a child under callgrind with one hash seed: reading
+the files only, parsing them, asking each query once (the first queries compile
+the groups asked about), and 3 passes more; the differences are the costs.
 
 "Before" is ``--before``'s ``src/`` (a commit, ``main`` unless told) or
 ``--before-src`` (a tree's or an unpacked wheel's ``src``-like directory);
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -46,6 +49,8 @@ from benchmarks.parse_bench import load_corpus, make_queries
 
 SCRIPT = Path(__file__).resolve()
 SEED = 9309
+#: Passes over the queries a ``query`` count makes after the first.
+QUERY_PASSES = 3
 #: Types whose instances are code or shared by every file, never a file's own bytes.
 _NOT_DATA = ("type", "module", "function", "builtin_function_or_method", "method",
              "getset_descriptor", "member_descriptor", "cell", "code")
@@ -136,17 +141,17 @@ def speed_child(corpus: Path, repeat: int) -> dict[str, Any]:
             "decide_per_s": len(queries) / best["decide"], "queries": len(queries)}
 
 
-def count_child(corpus: Path, what: str) -> dict[str, Any]:
-    """One pass for callgrind: ``load`` (read the corpus only), ``parse``, or ``query``
-    (parse, then ``allowed`` and ``decide`` for every seeded query)."""
+def count_child(corpus: Path, what: str, every: int) -> dict[str, Any]:
+    """One run for callgrind over every ``every``-th corpus file: ``load`` (read them
+    only), ``parse``, ``warm`` (parse, then ``allowed`` and ``decide`` for each seeded
+    query: the first asks compile the groups) or ``query`` (``warm``, then 3 passes more)."""
     from robotgate import RobotsTxt
 
-    files = load_corpus(corpus)
+    files = load_corpus(corpus)[::every]
     queries = make_queries(files, SEED)
-    if what == "load":
-        return {"files": len(files)}
-    rules = [RobotsTxt.parse(body) for _, body in files]
-    if what == "query":
+    rules = [RobotsTxt.parse(body) for _, body in files] if what != "load" else []
+    passes = {"load": 0, "parse": 0, "warm": 1, "query": 1 + QUERY_PASSES}[what]
+    for _ in range(passes):
         for i, url, agent in queries:
             rules[i].allowed(url, agent)
             rules[i].decide(url, agent)
@@ -162,17 +167,18 @@ def _before_src(commit: str, into: Path) -> Path:
     return into / "src"
 
 
-async def _instructions(src: Path | None, corpus: Path, what: str, tmp: Path) -> int:
+async def _instructions(src: Path | None, corpus: Path, what: str, every: int,
+                        tmp: Path) -> int:
     out = tmp / f"cg.{what}.{abs(hash(str(src)))}.out"
-    got = await child_json(SCRIPT, ["--count-child", what, "--corpus", str(corpus)], 3600,
-                           src=src, wrap=valgrind(out))
+    args = ["--count-child", what, "--every", str(every), "--corpus", str(corpus)]
+    got = await child_json(SCRIPT, args, 7200, src=src, wrap=valgrind(out))
     if "error" in got:
         raise RuntimeError(got["error"])
     return int(parse_callgrind(out)["instructions"])
 
 
 async def measure(trees: dict[str, Path | None], corpus: Path, rounds: int, repeat: int,
-                  callgrind: bool, tmp: Path) -> dict[str, Any]:
+                  callgrind: int, tmp: Path) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for name, src in trees.items():
         print(f"memory: {name}", file=sys.stderr)
@@ -189,17 +195,20 @@ async def measure(trees: dict[str, Path | None], corpus: Path, rounds: int, repe
                 raise RuntimeError(got["error"])
             report[name]["speed"].append(got)
     if callgrind:
+        # One hash seed for every count: str hashes move dict and set work by a few percent.
+        os.environ["PYTHONHASHSEED"] = "0"
+        sample = load_corpus(corpus)[::callgrind]
+        files, queries = len(sample), len(make_queries(sample, SEED))
         for name, src in trees.items():
-            print(f"callgrind: {name}", file=sys.stderr)
-            counts = {w: await _instructions(src, corpus, w, tmp) for w in ("load", "parse",
-                                                                            "query")}
-            files = len(load_corpus(corpus))
-            queries = len(make_queries(load_corpus(corpus), SEED))
+            counts = {}
+            for what in ("load", "parse", "warm", "query"):
+                print(f"callgrind: {name}, {what}", file=sys.stderr)
+                counts[what] = await _instructions(src, corpus, what, callgrind, tmp)
             report[name]["instructions"] = {
-                **counts,
+                **counts, "files": files, "queries": queries,
                 "a_file_parsed": (counts["parse"] - counts["load"]) / files,
-                # allowed and decide, both, a query
-                "a_query": (counts["query"] - counts["parse"]) / queries,
+                "first_queries_a_file": (counts["warm"] - counts["parse"]) / files,
+                "a_query": (counts["query"] - counts["warm"]) / (QUERY_PASSES * queries),
             }
     return report
 
@@ -229,14 +238,18 @@ def table(report: dict[str, Any], names: Sequence[str]) -> str:
             lines.append(f"  {t:<22}{a[1] / n:>10,.0f} ({a[0] / n:>5.1f}){b[1] / n:>10,.0f}"
                          f" ({b[0] / n:>5.1f})")
     sa, sb = report[before]["speed"], report[after]["speed"]
-    for label, key in (("files parsed /s (best)", "files_per_s"),
+    for label, key in () if not sa else (("files parsed /s (best)", "files_per_s"),
                        ("allowed /s (best)", "allowed_per_s"),
                        ("decide /s (best)", "decide_per_s")):
         row(label, max(s[key] for s in sa), max(s[key] for s in sb))
     if "instructions" in report[before]:
         ia, ib = report[before]["instructions"], report[after]["instructions"]
-        row("instructions a file parsed", ia["a_file_parsed"], ib["a_file_parsed"])
-        row("instructions a query (allowed+decide)", ia["a_query"], ib["a_query"])
+        lines.append(f"instructions (callgrind), {ia['files']:,} files, "
+                     f"{ia['queries']:,} queries")
+        row("  a file parsed", ia["a_file_parsed"], ib["a_file_parsed"])
+        row("  a file's first queries (compiling)", ia["first_queries_a_file"],
+            ib["first_queries_a_file"])
+        row("  a query (allowed + decide)", ia["a_query"], ib["a_query"])
     return "\n".join(lines)
 
 
@@ -249,12 +262,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="'after' is the installed robotgate, not this checkout's src/")
     ap.add_argument("--rounds", type=int, default=3, help="speed children a tree, interleaved")
     ap.add_argument("--repeat", type=int, default=3, help="passes a speed child (best kept)")
-    ap.add_argument("--callgrind", action="store_true", help="also count instructions")
+    ap.add_argument("--callgrind", type=int, default=0, metavar="EVERY",
+                    help="also count instructions over every EVERY-th file (8: 529 files)")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--json", type=Path, default=RESULTS / "parse_memory.json")
     ap.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--speed-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--count-child", help=argparse.SUPPRESS)
+    ap.add_argument("--every", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
         print(json.dumps(memory_child(args.corpus)))
@@ -263,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(speed_child(args.corpus, args.speed_child)))
         return 0
     if args.count_child is not None:
-        print(json.dumps(count_child(args.corpus, args.count_child)))
+        print(json.dumps(count_child(args.corpus, args.count_child, args.every)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         before = args.before_src or _before_src(args.before, Path(tmp))

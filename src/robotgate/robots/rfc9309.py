@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from ..agents import product_token
 from ..decision import Decision
@@ -208,15 +208,11 @@ class _Draft:
 
 def _small_ints(values: list[int]) -> array[int]:
     """``values`` (not negative) in an array of 2-byte items if they fit, else 8-byte ones."""
-    return array("H" if max(values) < 1 << 16 else "q", values)
+    try:
+        return array("H", values)
+    except OverflowError:  # a line past 32,767
+        return array("q", values)
 
-
-def _unpacked(patterns: str, meta: array[int]) -> list[tuple[bool, str, int]]:
-    """A group's packed rules as ``(allow, pattern, line)``, in file order."""
-    if not meta:
-        return []
-    return [(bool(m & 1), value, m >> 1) for value, m in zip(patterns.split("\n"), meta,
-                                                            strict=True)]
 
 
 class _Group:
@@ -257,7 +253,8 @@ class _Group:
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = RuleSet(_normalised(_unpacked(self.patterns, self.meta)))
+            values = self.patterns.split("\n") if self.meta else []
+            compiled = self._compiled = RuleSet(_normalised(values, self.meta))
             # The RuleSet holds them now; a merged group holds its own references.
             self.patterns, self.meta = "", _NO_META
         return compiled
@@ -320,9 +317,10 @@ class _MergedGroup(_Group):
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            rules = [r for p, m in zip(self._pattern_parts, self._meta_parts, strict=True)
-                     for r in _unpacked(p, m)]
-            compiled = self._compiled = RuleSet(_normalised(rules))
+            parts = zip(self._pattern_parts, self._meta_parts, strict=True)
+            values = [v for p, m in parts if m for v in p.split("\n")]
+            meta = [x for m in self._meta_parts for x in m]
+            compiled = self._compiled = RuleSet(_normalised(values, meta))
             self._pattern_parts, self._meta_parts = (), ()
         return compiled
 
@@ -664,9 +662,13 @@ def _escape_specials(path: str) -> str:
     return path
 
 
-def _normalised(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
+def _normalised(values: list[str], meta: Sequence[int]) -> list[tuple[bool, str, int]]:
+    """A group's packed rules as ``(allow, pattern, line)``, patterns normalised, and the
+    rules Google adds (``Allow: /dir/index.html`` adds ``/dir/$``)."""
     out = []
-    for allow, value, line in rules:
+    for value, m in zip(values, meta, strict=True):
+        allow = (m & 1) == 1
+        line = m >> 1
         if not value.isascii() or "%" in value:
             value = normalise_path(value)
         dollar = value.find("$")
