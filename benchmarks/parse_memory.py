@@ -1,6 +1,6 @@
 """Where a parsed robots.txt's bytes go, by object type, before and after, side by side.
 
-    python benchmarks/parse_memory.py [--before main | --before-src DIR] [--installed]
+    python benchmarks/parse_memory.py [--before main | --before-src DIR] [--after-src DIR]
         [--rounds 3] [--callgrind EVERY] [--json benchmarks/results/parse_memory.json]
 
 Every file of the corpus parsed with ``RobotsTxt.parse(body)`` and kept alive
@@ -18,8 +18,8 @@ the groups asked about), and 3 passes more; the differences are the costs.
 
 "Before" is ``--before``'s ``src/`` (a commit, ``main`` unless told) or
 ``--before-src`` (a tree's or an unpacked wheel's ``src``-like directory);
-"after" is this checkout's ``src/``, or with ``--installed`` the installed
-robotgate (a compiled wheel).  Each child prints one JSON line.
+"after" is this checkout's ``src/``, or ``--after-src`` (e.g. its compiled
+wheel, unpacked).  Each child prints one JSON line.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def _before_src(commit: str, into: Path) -> Path:
     return into / "src"
 
 
-async def _instructions(src: Path | None, corpus: Path, what: str, every: int,
+async def _instructions(src: Path, corpus: Path, what: str, every: int,
                         tmp: Path) -> int:
     out = tmp / f"cg.{what}.{abs(hash(str(src)))}.out"
     args = ["--count-child", what, "--every", str(every), "--corpus", str(corpus)]
@@ -177,7 +177,7 @@ async def _instructions(src: Path | None, corpus: Path, what: str, every: int,
     return int(parse_callgrind(out)["instructions"])
 
 
-async def measure(trees: dict[str, Path | None], corpus: Path, rounds: int, repeat: int,
+async def measure(trees: dict[str, Path], corpus: Path, rounds: int, repeat: int,
                   callgrind: int, tmp: Path) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for name, src in trees.items():
@@ -258,8 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", default="main", help="the commit whose src/ is 'before'")
     ap.add_argument("--before-src", type=Path, help="a directory to import 'before' from")
-    ap.add_argument("--installed", action="store_true",
-                    help="'after' is the installed robotgate, not this checkout's src/")
+    ap.add_argument("--after-src", type=Path,
+                    help="a directory to import 'after' from (an unpacked compiled wheel), "
+                         "not this checkout's src/")
     ap.add_argument("--rounds", type=int, default=3, help="speed children a tree, interleaved")
     ap.add_argument("--repeat", type=int, default=3, help="passes a speed child (best kept)")
     ap.add_argument("--callgrind", type=int, default=0, metavar="EVERY",
@@ -282,9 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         before = args.before_src or _before_src(args.before, Path(tmp))
-        after = None if args.installed else ROOT / "src"
+        after = args.after_src or ROOT / "src"
         names = (f"before ({args.before_src or args.before})",
-                 "after (installed)" if args.installed else "after (src/)")
+                 f"after ({args.after_src or 'src/'})")
         trees = dict(zip(names, (before, after), strict=True))
         report = asyncio.run(measure(trees, args.corpus, args.rounds, args.repeat,
                                      args.callgrind, Path(tmp)))
