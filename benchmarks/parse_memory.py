@@ -216,12 +216,13 @@ async def measure(trees: dict[str, Path], corpus: Path, rounds: int, repeat: int
 def table(report: dict[str, Any], names: Sequence[str]) -> str:
     before, after = names
     lines = []
+    width = max(14, *(len(n) + 2 for n in names))
 
     def row(label: str, a: float, b: float, fmt: str = "{:,.0f}") -> None:
         ratio = f"{b / a:.2f}x" if a else ""
-        lines.append(f"{label:<34}{fmt.format(a):>14}{fmt.format(b):>14}{ratio:>9}")
+        lines.append(f"{label:<38}{fmt.format(a):>{width}}{fmt.format(b):>{width}}{ratio:>9}")
 
-    lines.append(f"{'':<34}{before:>14}{after:>14}{'ratio':>9}")
+    lines.append(f"{'':<38}{before:>{width}}{after:>{width}}{'ratio':>9}")
     ma, mb = report[before]["memory"], report[after]["memory"]
     n = ma["files"]
     row("bytes a parsed file (tracemalloc)", ma["parsed_bytes_a_file"], mb["parsed_bytes_a_file"])
