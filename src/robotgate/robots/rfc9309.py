@@ -214,7 +214,6 @@ def _small_ints(values: list[int]) -> array[int]:
         return array("q", values)
 
 
-
 class _Group:
     """The lines of one group, packed: its Allow and Disallow values joined into
     one string, their lines and kinds in one array of small integers.
