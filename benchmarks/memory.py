@@ -1,4 +1,4 @@
-"""Memory per cached origin: RSS in a child process, less the parsed rules.
+"""Memory per cached origin: RSS in a child process, less the parsed rules, and with them.
 
     python benchmarks/memory.py [--origins 100000] [--parse-all]
         [--json benchmarks/results/memory.json]
@@ -6,7 +6,7 @@
 100,000 origins installed through the gate's own path (entry_for_response, store.save_robots,
 RobotsCache._install) with corpus bodies cycled, each origin its own copy of the body; RSS
 before and after in a child process; the parsed rules measured apart with tracemalloc in another
-child and subtracted.
+child and subtracted; a cached origin in all is that figure plus its own parsed rules.
 
 The two children are this script (``--memory-child N``, ``--rules-child N``: one JSON line).
 """
@@ -174,6 +174,8 @@ async def memory(n: int, corpus: Path, progress: Progress, parse_all: bool = Fal
     result["body_per_origin"] = result["body_bytes"] / per
     result["per_origin_less_rules"] = (result["rss_cached"] - held) / per
     result["visited_less_rules"] = (result["rss_visited"] - held) / per
+    # What a cached origin costs in all: its record, and its own parse of the rules.
+    result["per_origin_with_rules"] = result["per_origin_less_rules"] + result["rules_per_origin"]
     return result
 
 
@@ -204,12 +206,16 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
                          "values": {"robotgate": f"{m['per_origin_less_rules']:,.0f} B"},
                          "goal": "< 4,096 B",
                          "pass": m["per_origin_less_rules"] < 4096})
+            rows.append({"figure": "6 a cached origin, its parsed rules included",
+                         "values": {"robotgate": f"{m['per_origin_with_rules']:,.0f} B"},
+                         "goal": "<= 5,000 B",
+                         "pass": m["per_origin_with_rules"] <= 5000})
             # The store keeps each body zlib-compressed, so the RSS holds less
             # than the raw size; the raw size is shown for scale only.
             rows.append({"figure": "  raw robots.txt body (stored compressed)",
                          "values": {"robotgate": f"{m['body_per_origin']:,.0f} B"},
                          "goal": "", "pass": None})
-            rows.append({"figure": "  parsed rules (tracemalloc), not counted",
+            rows.append({"figure": "  parsed rules (tracemalloc)",
                          "values": {"robotgate": f"{m['rules_per_origin']:,.0f} B"},
                          "goal": "", "pass": None})
             rows.append({"figure": "  after one visit (+ pacer), less rules",

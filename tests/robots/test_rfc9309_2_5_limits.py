@@ -412,3 +412,12 @@ def test_partial_last_line_at_the_limit_is_dropped(as_bytes: bool) -> None:
     assert not rules.allowed("/private/x", "bot")
     assert not rules.allowed("/private/press", "bot")
     assert RobotsTxt.parse(body, max_bytes=len(text)).allowed("/private/press", "bot")
+
+
+def test_rules_past_line_65535_keep_their_lines_and_kinds() -> None:
+    # A group's rules keep each line number with its kind in small integers;
+    # numbers past what two bytes hold must still come back whole.
+    body = "User-agent: *\n" + "\n" * 70_000 + "Disallow: /a\nAllow: /a/b\n"
+    rules = RobotsTxt.parse(body)
+    assert rules.decide("/a/x", "bot").rule == Rule(False, "/a", 70_002)
+    assert rules.decide("/a/b", "bot").rule == Rule(True, "/a/b", 70_003)

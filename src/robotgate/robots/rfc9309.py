@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Collection
+from array import array
+from collections.abc import Collection, Sequence
 
 from ..agents import product_token
 from ..decision import Decision
@@ -179,42 +180,70 @@ def _agent_of_line(value: str) -> str:
     return product_token(value)
 
 
+class _Draft:
+    """A group as the file is read: its lines, appended to."""
+
+    __slots__ = ("agents", "line", "meta", "pace", "patterns", "usage")
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.agents: list[str] = []
+        # Allow and Disallow values, and each one's ``line << 1 | allow``.
+        self.patterns: list[str] = []
+        self.meta: list[int] = []
+        # Crawl-delay and Request-rate lines, (kind, value, line, agents): each
+        # belongs to the User-agent lines it follows, not to the whole group.
+        self.pace: list[tuple[int, str, int, frozenset[str]]] | None = None
+        # Content-Usage and Content-Signal lines, (kind, value, line).
+        self.usage: list[tuple[int, str, int]] | None = None
+
+    def group(self) -> _Group:
+        patterns = self.patterns
+        if not patterns:
+            return _Group(self.line, tuple(self.agents), "", _NO_META, self.pace, self.usage)
+        # Values hold no newline (the file was split at them): one string holds them all.
+        return _Group(self.line, tuple(self.agents), "\n".join(patterns),
+                      _small_ints(self.meta), self.pace, self.usage)
+
+
+def _small_ints(values: list[int]) -> array[int]:
+    """``values`` (not negative) in an array of 2-byte items if they fit, else 8-byte ones."""
+    try:
+        return array("H", values)
+    except OverflowError:  # a line past 32,767
+        return array("q", values)
+
+
 class _Group:
-    """The lines of one group (or of several groups naming the same agent, merged).
+    """The lines of one group, packed: its Allow and Disallow values joined into
+    one string, their lines and kinds in one array of small integers.
 
     Rules are compiled into a :class:`RuleSet` on first use, so parsing a
     file costs only the groups that are actually asked about.
     """
 
-    __slots__ = ("_compiled", "agents", "line", "pace", "rules", "usage")
+    __slots__ = ("_compiled", "agents", "line", "meta", "pace", "patterns", "usage")
 
-    def __init__(self, line: int) -> None:
-        # A list while the file is read, a tuple once built (nothing for the GC to visit).
-        self.agents: list[str] | tuple[str, ...] = []
+    def __init__(
+        self,
+        line: int,
+        agents: tuple[str, ...],
+        patterns: str,
+        meta: array[int],
+        pace: list[tuple[int, str, int, frozenset[str]]] | None,
+        usage: list[tuple[int, str, int]] | None,
+    ) -> None:
         self.line = line
-        self.rules: list[tuple[bool, str, int]] = []
-        # Crawl-delay and Request-rate lines, (kind, value, line, agents): each
-        # belongs to the User-agent lines it follows, not to the whole group.
-        self.pace: list[tuple[int, str, int, frozenset[str]]] | None = None
+        self.agents = agents
+        # The values "\n"-joined, and each one's ``line << 1 | allow``: two objects
+        # rather than a tuple, a string and an int per rule.
+        self.patterns = patterns
+        self.meta = meta
+        self.pace = pace
         self._compiled: RuleSet | None = None
-        # Content-Usage and Content-Signal lines, (kind, value, line), until
-        # compiled by usage_rules(); one slot for both, as most groups have none.
-        self.usage: list[tuple[int, str, int]] | tuple[UsageRules, UsageRules] | None = None
-
-    @classmethod
-    def merged(cls, groups: list[_Group]) -> _Group:
-        merged = cls(groups[0].line)
-        merged.agents = tuple(dict.fromkeys(a for g in groups for a in g.agents))
-        merged.rules = [r for g in groups for r in g.rules]
-        pace = [p for g in groups if g.pace is not None for p in g.pace]
-        merged.pace = pace or None
-        merged._other_records(groups)
-        return merged
-
-    def _other_records(self, groups: list[_Group]) -> None:
-        # Groups merge as the file is built, before any of them is compiled.
-        usage = [u for g in groups if isinstance(g.usage, list) for u in g.usage]
-        self.usage = usage or None
+        # Content-Usage and Content-Signal lines until compiled by usage_rules();
+        # one slot for both, as most groups have none.
+        self.usage: list[tuple[int, str, int]] | tuple[UsageRules, UsageRules] | None = usage
 
     def names(self) -> tuple[str, ...]:
         """The product tokens this group names, in order, without duplicates."""
@@ -223,8 +252,10 @@ class _Group:
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = RuleSet(_normalised(self.rules))
-            self.rules = _COMPILED
+            values = self.patterns.split("\n") if self.meta else []
+            compiled = self._compiled = RuleSet(_normalised(values, self.meta))
+            # The RuleSet holds them now; a merged group holds its own references.
+            self.patterns, self.meta = "", _NO_META
         return compiled
 
     def usage_rules(self) -> tuple[UsageRules, UsageRules] | None:
@@ -255,26 +286,23 @@ class _Group:
         return (self.pace,) if self.pace is not None else ()
 
 
-def _copied(group: _Group) -> int:
-    """How many records merging ``group`` into another copies."""
-    return len(group.rules) + len(group.agents) + (len(group.pace) if group.pace else 0)
+class _MergedGroup(_Group):
+    """Several groups naming the same agent, merged: it holds its parts' packed
+    rules, not a copy, and joins them when first asked about.
 
-
-class _LazyGroup(_Group):
-    """A merged group that copies its parts only when first asked about.
-
-    It holds the parts' lists, not the parts: a part that is compiled for
-    another agent drops its own reference to its rules, not this one.
+    It holds the parts' strings and arrays, not the parts: a part that is
+    compiled for another agent drops its own references, not these.
     """
 
-    __slots__ = ("_agent_lists", "_pace_of_parts", "_rule_lists")
+    __slots__ = ("_agent_lists", "_meta_parts", "_pace_of_parts", "_pattern_parts")
 
     def __init__(self, groups: list[_Group]) -> None:
-        super().__init__(groups[0].line)
+        usage = [u for g in groups if isinstance(g.usage, list) for u in g.usage]
+        super().__init__(groups[0].line, (), "", _NO_META, None, usage or None)
         self._agent_lists = tuple(g.agents for g in groups)
-        self._rule_lists = tuple(g.rules for g in groups)
+        self._pattern_parts = tuple(g.patterns for g in groups)
+        self._meta_parts = tuple(g.meta for g in groups)
         self._pace_of_parts = tuple(g.pace for g in groups if g.pace is not None)
-        self._other_records(groups)
 
     def names(self) -> tuple[str, ...]:
         if self._agent_lists:
@@ -288,9 +316,11 @@ class _LazyGroup(_Group):
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            rules = [r for lst in self._rule_lists for r in lst]
-            compiled = self._compiled = RuleSet(_normalised(rules))
-            self._rule_lists = ()
+            parts = zip(self._pattern_parts, self._meta_parts, strict=True)
+            values = [v for p, m in parts if m for v in p.split("\n")]
+            meta = [x for m in self._meta_parts for x in m]
+            compiled = self._compiled = RuleSet(_normalised(values, meta))
+            self._pattern_parts, self._meta_parts = (), ()
         return compiled
 
 
@@ -336,18 +366,19 @@ class Rfc9309Rules(RobotsTxt):
     # -- parsing -----------------------------------------------------------
 
     @classmethod
-    def _build(cls, groups: list[_Group], sitemaps: list[str]) -> Rfc9309Rules:
+    def _build(cls, drafts: list[_Draft], sitemaps: list[str]) -> Rfc9309Rules:
         by_agent: dict[str, list[_Group]] = {}
-        for g in groups:
+        for draft in drafts:
+            g = draft.group()
             for agent in g.agents:
                 lst = by_agent.setdefault(agent, [])
                 if not lst or lst[-1] is not g:
                     lst.append(g)
-            g.agents = tuple(g.agents)
         agents: dict[str, _Group] = {}
         star: _Group | None = None
+        # One merged group per distinct list of groups: each holds references to
+        # its parts' rules, so merging costs no copy of them (nor quadratic memory).
         merged: dict[tuple[int, ...], _Group] = {}
-        budget: int | None = None  # worked out on the first merge: most files have none
         for agent, found in by_agent.items():
             if len(found) == 1:
                 group = found[0]
@@ -355,14 +386,7 @@ class Rfc9309Rules(RobotsTxt):
                 key = tuple(map(id, found))
                 same = merged.get(key)
                 if same is None:
-                    if budget is None:
-                        # Copying merged groups costs memory once per distinct list of
-                        # groups; past this many copied lines (more than real files
-                        # need), merge lazily.
-                        budget = 4096 + 4 * sum(map(_copied, groups))
-                    budget -= sum(map(_copied, found))
-                    same = _Group.merged(found) if budget >= 0 else _LazyGroup(found)
-                    merged[key] = same
+                    same = merged[key] = _MergedGroup(found)
                 group = same
             if agent == "*":
                 star = group
@@ -533,10 +557,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     cut: Collection[int] = ()  # the numbers of the lines cut at the limit
     if len(text) > _MAX_LINE_CHARS and max(map(len, lines)) > _MAX_LINE_CHARS:
         lines, cut = _cut_lines(lines)
-    groups: list[_Group] = []
+    drafts: list[_Draft] = []
     sitemaps: list[str] = []
     seen_sitemaps: set[str] = set()
-    cur: _Group | None = None
+    cur: _Draft | None = None
     cur_agents: list[str] = []
     in_rules = False
     # The latest run of User-agent lines, cur_agents[run_start:]; a Crawl-delay,
@@ -569,12 +593,13 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                 continue  # rules before any user-agent line apply to no one
             in_rules = True
             if value:
-                cur.rules.append((kind == _ALLOW, value, n))
+                cur.patterns.append(value)
+                cur.meta.append((n << 1) | (kind == _ALLOW))
         elif kind == _UA:
             if cur is None or in_rules:
-                cur = _Group(n)
-                cur.agents = cur_agents = []
-                groups.append(cur)
+                cur = _Draft(n)
+                cur_agents = cur.agents
+                drafts.append(cur)
                 in_rules = False
                 run_start = 0
             elif run_ended:
@@ -604,10 +629,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                 if n in cut:
                     value = _still_stated(kind, value)
                 if value:
-                    if not isinstance(cur.usage, list):
+                    if cur.usage is None:
                         cur.usage = []
                     cur.usage.append((kind, value, n))
-    return Rfc9309Rules._build(groups, sitemaps)
+    return Rfc9309Rules._build(drafts, sitemaps)
 
 
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
@@ -615,8 +640,8 @@ _NO_DECIDERS: dict[str, Decider | None] = {}
 _NO_MEMO: dict[str, RuleSet | None] = {}
 #: Read only, shared by every file that names no agent but "*".
 _NO_AGENTS: dict[str, _Group] = {}
-#: A compiled group's rules: they live in its RuleSet (never appended to).
-_COMPILED: list[tuple[bool, str, int]] = []
+#: The rules of a group without any, or compiled (they live in its RuleSet): never written.
+_NO_META: array[int] = array("H")
 
 
 def _clean(path: str) -> str:
@@ -636,9 +661,13 @@ def _escape_specials(path: str) -> str:
     return path
 
 
-def _normalised(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
+def _normalised(values: list[str], meta: Sequence[int]) -> list[tuple[bool, str, int]]:
+    """A group's packed rules as ``(allow, pattern, line)``, patterns normalised, and the
+    rules Google adds (``Allow: /dir/index.html`` adds ``/dir/$``)."""
     out = []
-    for allow, value, line in rules:
+    for value, m in zip(values, meta, strict=True):
+        allow = (m & 1) == 1
+        line = m >> 1
         if not value.isascii() or "%" in value:
             value = normalise_path(value)
         dollar = value.find("$")
