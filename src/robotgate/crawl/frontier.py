@@ -49,6 +49,7 @@ from ..decision import Decision
 from ..errors import GateClosed
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
+from ..store.leases import LapsedLease
 from ..urls import InvalidURL, redact, resource_key, scrub, split_origin, text_url
 from .discovery import Discovery
 from .gate_interface import CrawlGate, Opening, ResponseT
@@ -404,6 +405,7 @@ class Frontier(Generic[ResponseT]):
         links: Iterable[str] = ()
         resolve: Callable[[str], str | None] | None = None
         transient = False  # an error worth asking again
+        unsent: list[QueuedURL] = []  # its server's lease lapsed: back to the state
         pointed_by = self.discovery.pointer_of(entry)
         try:
             # robots.txt first (one fetch per origin, shared), outside the page timeout;
@@ -433,6 +435,10 @@ class Frontier(Generic[ResponseT]):
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
+        except LapsedLease:
+            # Not sent: this URL and its server's others were handed out with a lease
+            # this worker no longer surely holds; the store hands them out again.
+            unsent = [item, *self.queues.drain(host)]
         except asyncio.TimeoutError as exc:
             transient = True
             record.error = (
@@ -452,6 +458,11 @@ class Frontier(Generic[ResponseT]):
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
             self.queues.release(host, wait, reason)
+        if unsent:
+            log.debug("%s: lease lapsed, %d URLs given back unsent", host.key, len(unsent))
+            await self.state.release([queued.entry for queued in unsent])
+            self._count_queued()
+            return
         if (self._will_retry(record) if record.error is None
                 else transient and self._may_retry(record)):
             # Asked again at the front of its server's queue: in turn, after the

@@ -110,6 +110,8 @@ class RobotsPacing:
             slot = await scheduler.start(group, interval, fleet.reserve, page=False)
             try:
                 await _in_time(servers, group, slot, interval)
+                if slot is None:
+                    fleet.fence(group.key)  # paced under a crawl lease: sent only within it
             except BaseException:
                 scheduler.done(group)  # never a slot lost: the host would wait for it for good
                 raise

@@ -46,6 +46,9 @@ __all__ = ["RedisCrawlState", "crawl_base", "server_of"]
 
 #: Seconds a worker's lease on a server lasts unless renewed.
 LEASE = 6.0
+#: The share of a lease its worker does not send in: a request that passed the fence
+#: just before it still reaches the server before the lease ends in Redis.
+FENCE_MARGIN = 1 / 6
 #: Keys handed out per server at once, and servers leased by one worker at most.
 _PER_SERVER = 64
 _MAX_SERVERS = 64
@@ -121,6 +124,7 @@ class RedisCrawlState(CrawlState):
         #: whose lease this worker lost (it stalled longer than the lease).
         self.reaped = 0
         self.lost = 0
+        self._lost: set[str] = set()  # servers lost, fenced until leased again or closed
         #: Redis lost the crawl (restarted empty, or dropped): nothing more to renew.
         self.gone = False
         # The crawl's ``created`` as opened: one made again after a loss is another.
@@ -191,16 +195,27 @@ class RedisCrawlState(CrawlState):
             self.lost += len(lost)
             self._fleet = _counts(fleet)
             held = {text(s): int(since) for s, since in zip(pairs[::2], pairs[1::2], strict=True)}
+            # Lost, and not leased to this worker again in the same call (as its own
+            # lapsed lease may be: then the URLs it holds are still its own).
+            lost_to = {text(s) for s in lost} - held.keys()
+            if lost_to:
+                self._forget(lost_to)
+                self._lost |= lost_to
             leases = self.leases
             if leases is not None:
                 for server in self._held.keys() - held.keys():
-                    leases.drop(server)
+                    if server in lost_to:
+                        leases.lose(server)
+                    else:
+                        leases.drop(server)
                 first = self._first_free(replied)
-                # Redis set each lease's end an interval after it ran the script: after `asked`.
+                # Redis set each lease's end an interval after it ran the script: after
+                # `asked`.  A request leaves before the fence, a margin earlier.
+                until = asked + self.lease * (1 - FENCE_MARGIN)
                 for server, since in held.items():
                     free_at = (None if since == -1 else first if since == -2
                                else replied - since / 1000)
-                    leases.hold(server, asked + self.lease, free_at)
+                    leases.hold(server, until, free_at)
                 # The servers just leased: their host states are asked for next.
                 taken = [s for s, since in held.items() if since != -1]
                 if taken:
@@ -210,10 +225,18 @@ class RedisCrawlState(CrawlState):
             for i in range(0, len(flat), 4):
                 server = text(flat[i])
                 entry = _entry(flat[i + 1], flat[i + 2], flat[i + 3])
+                if self._out.get(entry.key) == server:
+                    continue  # handed out again after its lease lapsed: still queued here
                 self._out[entry.key] = server
                 self._held[server] = self._held.get(server, 0) + 1
                 out.append(entry)
             return out
+
+    def _forget(self, servers: set[str]) -> None:
+        """Another worker took ``servers`` over: the URLs handed out with their leases
+        went back to their queues in Redis (handed out again to whoever leases them)."""
+        for key in [k for k, s in self._out.items() if s in servers]:
+            del self._out[key]
 
     def _first_free(self, now: float) -> float:
         """When the worker before may have asked a server never leased in this crawl
@@ -324,7 +347,7 @@ class RedisCrawlState(CrawlState):
         with contextlib.suppress(StoreError):
             await self.release([])
         if self.leases is not None:
-            for server in self._held:
+            for server in {*self._held, *self._lost}:
                 self.leases.drop(server)
 
     async def counts(self) -> CrawlCounts:
