@@ -139,6 +139,7 @@ async def test_a_request_paced_under_a_lease_leaves_only_before_its_deadline() -
     fleet = FleetSlots(server, clock=clock, leases=leases)
     leases.hold(KEY, clock() + 5.0, free_at=float("-inf"))
     assert await fleet.reserve(KEY, GAP) is None  # paced here, no slot asked
+    assert fleet.fence("host:never.leased") is None  # paced by the store: no fence
     fence = fleet.fence(KEY)
     assert isinstance(fence, LeaseFence) and fence.deadline == clock() + 5.0
     clock.advance(4.9)
@@ -171,7 +172,8 @@ async def test_a_lease_lost_to_another_worker_is_fenced_until_the_store_leases_i
     # Leased again through the store: paced here from the lease before's end.
     leases.hold(KEY, clock() + 5.0, free_at=clock() - GAP)
     assert await fleet.reserve(KEY, GAP) is None
-    assert fleet.fence(KEY).deadline == clock() + 5.0
+    fence = fleet.fence(KEY)
+    assert fence is not None and fence.deadline == clock() + 5.0
     # Let go (its URLs done): a plain key again, paced by the store's slots.
     leases.drop(KEY)
     assert not leases.lapsed(KEY, clock())

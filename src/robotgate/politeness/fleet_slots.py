@@ -145,13 +145,14 @@ class FleetSlots:
             slot.ready = replied + ahead
         return slot
 
-    def fence(self, key: str) -> LeaseFence:
-        """A request paced here under ``key``'s lease is leaving: the fence it leaves
-        within (:class:`~robotgate.store.leases.LapsedLease` if the lease is not
-        surely held now, or there is none)."""
+    def fence(self, key: str) -> LeaseFence | None:
+        """A request paced here (no slot) is leaving: the fence of ``key``'s lease it
+        leaves within (:class:`~robotgate.store.leases.LapsedLease` if the lease is
+        not surely held now); None when this worker never leased ``key`` (the store
+        does not pace it)."""
         leases = self.leases
-        if leases is None:
-            raise LapsedLease(key)
+        if leases is None or not leases.known(key):
+            return None
         return LeaseFence(key, leases.fence(key, self._now()))
 
     def on_time(self) -> None:

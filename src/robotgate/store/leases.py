@@ -75,6 +75,10 @@ class Leases:
         lease = self._held.get(key)
         return now >= lease.until if lease is not None else key in self._lost
 
+    def known(self, key: str) -> bool:
+        """Whether ``key`` is leased to this worker, or was until another took it."""
+        return key in self._held or key in self._lost
+
     def fence(self, key: str, now: float) -> float:
         """The deadline of ``key``'s lease, which a request paced under it must leave
         before; :class:`LapsedLease` if it is not surely held at ``now``."""
