@@ -75,6 +75,9 @@ log = logging.getLogger("robotgate.frontier")
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
+#: A shared state found with nothing to hand out is asked again after its idle poll,
+#: doubled after each such answer up to this many times it (a round trip each).
+_IDLE_POLLS = 8
 
 
 class Frontier(Generic[ResponseT]):
@@ -150,6 +153,8 @@ class Frontier(Generic[ResponseT]):
         self._room.set()
         self._loading = False
         self._load_after = 0.0  # loop time before which the state is not asked again
+        self._idle_wait = 0.0  # the wait after the state last had nothing more to hand out
+        self._writing = 0  # visits whose outcome is being written: they fetch no more
         self._visits: dict[asyncio.Task[None], QueuedURL] = {}
         # Outcomes being written when the crawl was stopped.
         self._settling: list[tuple[asyncio.Future[Added], QueuedURL, CrawlResult, int]] = []
@@ -246,7 +251,7 @@ class Frontier(Generic[ResponseT]):
                 await self._load()
                 continue
             wake: float | None = None
-            if len(self._visits) < self.concurrency:
+            if len(self._visits) - self._writing < self.concurrency:
                 taken = self.queues.take()
                 if isinstance(taken, tuple):
                     self._start(*taken)
@@ -263,8 +268,13 @@ class Frontier(Generic[ResponseT]):
         """Move queued URLs from the state into the host queues."""
         most = min(_LOAD, self.window - self.queues.window)
         taken = await self.state.take(most)
-        if not taken:  # a shared state's URLs are all with other workers: ask again later
-            self._load_after = self._loop.time() + self.state.idle_poll
+        if len(taken) < most:
+            # A shared state had no more to hand out (the rest is with other workers):
+            # asked again later, and later still while it stays so.
+            poll = self.state.idle_poll
+            self._idle_wait = (min(max(poll, self._idle_wait * 2), poll * _IDLE_POLLS)
+                               if not taken else poll)
+            self._load_after = self._loop.time() + self._idle_wait
         for entry in taken:
             try:
                 key = self.gate.pace_key(text_url(entry.url))
@@ -369,6 +379,9 @@ class Frontier(Generic[ResponseT]):
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
     def _counted(self, added: Added, links: int) -> None:
+        if added.new:  # new URLs in a shared state: perhaps for this worker's servers
+            self._idle_wait = 0.0
+            self._load_after = 0.0
         summary = self.summary
         summary.links += links
         summary.discovered += added.new
@@ -485,11 +498,16 @@ class Frontier(Generic[ResponseT]):
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
         finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
+        # While its outcome is written (in a batch, with others), the visit fetches no
+        # more: another may start.
+        self._writing += 1
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
             self._settling.append((finishing, item, record, len(found)))
             raise
+        finally:
+            self._writing -= 1
         self._settled(added, record, len(found))
 
     def _settled(self, added: Added, record: CrawlResult, links: int) -> None:

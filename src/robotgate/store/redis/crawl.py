@@ -52,8 +52,11 @@ FENCE_MARGIN = 1 / 6
 #: Keys handed out per server at once, and servers leased by one worker at most.
 _PER_SERVER = 64
 _MAX_SERVERS = 64
-#: Seconds a finished page waits for others to share its write.
-LINGER = 0.05
+#: Seconds a finished page waits for others to share its write (its visit fetches no
+#: more meanwhile: the crawl goes on), and a write that queues URLs (links, input):
+#: those may be for this worker's servers.
+LINGER = 1.0
+LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
 
@@ -117,9 +120,11 @@ class RedisCrawlState(CrawlState):
         self._out: dict[str, str] = {}  # key handed to us -> its server
         self._fleet = CrawlCounts()  # as the last call saw them
         self._sync_lock = asyncio.Lock()
+        self._synced = float("-inf")  # loop time the last call for URLs asked
         self._renewer: asyncio.Task[None] | None = None
         self._finished: _Pending = []
         self._writer: asyncio.Task[None] | None = None
+        self._hurry = asyncio.Event()  # a write waiting queues URLs: it goes soon
         #: URLs of this worker's crawl taken back from lapsed leases, and servers
         #: whose lease this worker lost (it stalled longer than the lease).
         self.reaped = 0
@@ -173,9 +178,13 @@ class RedisCrawlState(CrawlState):
                            self._fleet.skipped, self._fleet.failed)
 
     async def _renew(self) -> None:
-        """Keep the leases of the servers this worker works on."""
+        """Keep the leases of the servers this worker works on: every third of the
+        lease, unless a call for URLs renewed them meanwhile."""
+        loop = asyncio.get_running_loop()
         while not self.gone:
-            await asyncio.sleep(self.lease / 3)
+            await asyncio.sleep(max(0.0, self._synced + self.lease / 3 - loop.time()))
+            if loop.time() < self._synced + self.lease / 3:
+                continue
             with contextlib.suppress(StoreError):  # the next call says it
                 await self._sync(0)
 
@@ -186,6 +195,7 @@ class RedisCrawlState(CrawlState):
             fresh = max(0, self.max_servers - len(self._held)) if most > 0 else 0
             loop = asyncio.get_running_loop()
             asked = loop.time()
+            self._synced = asked  # the leases are renewed from here
             reply = await self._run(CRAWL_SYNC, [
                 self.worker, max(1, round(self.lease * 1000)), most, _PER_SERVER, fresh,
                 len(busy), *busy, len(idle), *idle])
@@ -278,6 +288,8 @@ class RedisCrawlState(CrawlState):
         done: asyncio.Future[Added] = loop.create_future()
         page = entry if entry is not None else Entry("", "")
         self._finished.append((page, "", outcome, list(links), done))
+        if links:
+            self._hurry.set()
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write())
         return await asyncio.shield(done)
@@ -285,8 +297,13 @@ class RedisCrawlState(CrawlState):
     async def _write(self) -> None:
         while self._finished:
             if self.linger > 0:
-                # Pages finishing within ``linger`` of each other share one call.
-                await asyncio.sleep(self.linger)
+                # Pages finishing within ``linger`` of each other share one call; new
+                # URLs go sooner.
+                if not self._hurry.is_set():
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._hurry.wait(), self.linger)
+                await asyncio.sleep(min(self.linger, LINGER_LINKS))
+            self._hurry.clear()
             batch: _Pending = []
             size = 0
             while self._finished and (not batch or size < _WRITE_ARGS):
