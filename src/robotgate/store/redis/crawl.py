@@ -55,7 +55,7 @@ _MAX_SERVERS = 64
 #: Seconds a finished page waits for others to share its write (its visit fetches no
 #: more meanwhile: the crawl goes on), and a write that queues URLs (links, input):
 #: those may be for this worker's servers.
-LINGER = 1.0
+LINGER = 0.5
 LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
