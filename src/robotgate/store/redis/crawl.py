@@ -181,9 +181,11 @@ class RedisCrawlState(CrawlState):
         """Keep the leases of the servers this worker works on: every third of the
         lease, unless a call for URLs renewed them meanwhile."""
         loop = asyncio.get_running_loop()
+        every = self.lease / 3
         while not self.gone:
-            await asyncio.sleep(max(0.0, self._synced + self.lease / 3 - loop.time()))
-            if loop.time() < self._synced + self.lease / 3:
+            ahead = self._synced + every - loop.time()
+            if ahead > 0 or not self._held:  # renewed meanwhile, or nothing to renew
+                await asyncio.sleep(ahead if ahead > 0 else every)
                 continue
             with contextlib.suppress(StoreError):  # the next call says it
                 await self._sync(0)
