@@ -382,10 +382,14 @@ class Frontier(Generic[ResponseT]):
         text = url if isinstance(url, str) else repr(url)
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
+    def _load_soon(self) -> None:
+        """A shared state may have URLs for this worker now: asked at once."""
+        self._idle_wait = 0.0
+        self._load_after = 0.0
+
     def _counted(self, added: Added, links: int) -> None:
         if added.new:  # new URLs in a shared state: perhaps for this worker's servers
-            self._idle_wait = 0.0
-            self._load_after = 0.0
+            self._load_soon()
         summary = self.summary
         summary.links += links
         summary.discovered += added.new
@@ -512,6 +516,8 @@ class Frontier(Generic[ResponseT]):
             raise
         finally:
             self._writing -= writing
+        if self.queues.hosts.get(host.key) is not host:
+            self._load_soon()  # its server's last URL written: a shared state leases another
         self._settled(added, record, len(found))
 
     def _settled(self, added: Added, record: CrawlResult, links: int) -> None:
