@@ -85,8 +85,9 @@ async def test_four_workers_fetch_every_url_of_one_crawl_once(
         assert {r["fleet_done"] for r in results} == {hosts * pages}
         assert all(r["pages"] for r in results)  # each leased servers of its own
         trips = sum(r["round_trips"] for r in results)
-        # No slot asked per page: the leases pace the servers here.
-        assert trips / (hosts * pages) < 1.0, results
+        # No slot asked per page (the leases pace the servers here), outcomes written in
+        # batches, idle workers asking less often: 0.32 a page here (0.60 before batching).
+        assert trips / (hosts * pages) < 0.45, (trips, results)
 
 
 @pytest.mark.slow
