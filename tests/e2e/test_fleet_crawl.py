@@ -7,12 +7,14 @@ import contextlib
 import json
 import os
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from robotgate.store.redis.crawl import LINGER
 from testbed.fleet import pacing_violations
 from testbed.fleet_crawl import spawn
 from testbed.server import BenchServer, HostPlan
@@ -23,6 +25,15 @@ DELAY = 0.1
 def requests_by_page(srv: BenchServer) -> Counter[tuple[str, str]]:
     return Counter((host, rec.path) for host, stats in srv.stats().items()
                    for rec in stats.page_log)
+
+
+def unwritten_bound(srv: BenchServer, stopped: float) -> int:
+    """Pages a worker stopped at ``stopped`` (``time.monotonic()``) may have fetched and
+    not yet written (a write waits up to ``LINGER`` for others): at most those the server
+    received in that time, from any worker."""
+    since = stopped - LINGER - 0.1
+    return sum(1 for stats in srv.stats().values() for rec in stats.page_log
+               if since <= rec.time <= stopped)
 
 
 def short_gaps(srv: BenchServer, interval: float) -> list[tuple[str, float | None]]:
@@ -74,8 +85,10 @@ async def test_four_workers_fetch_every_url_of_one_crawl_once(
         assert {r["fleet_done"] for r in results} == {hosts * pages}
         assert all(r["pages"] for r in results)  # each leased servers of its own
         trips = sum(r["round_trips"] for r in results)
-        # No slot asked per page: the leases pace the servers here.
-        assert trips / (hosts * pages) < 1.0, results
+        # No slot asked per page (the leases pace the servers here), outcomes written in
+        # batches, idle workers asking less often: 0.32 a page here, up to 0.48 beside
+        # CPU-bound processes (0.60 before batching, on a quiet machine).
+        assert trips / (hosts * pages) < 0.55, (trips, results)
 
 
 @pytest.mark.slow
@@ -100,6 +113,7 @@ async def test_a_worker_killed_mid_crawl_loses_nothing(
                     break
                 await asyncio.sleep(0.05)
             os.kill(victim.pid, signal.SIGKILL)
+            killed = time.monotonic()
             killed_at = asyncio.get_running_loop().time()
             results = await asyncio.gather(*runs[1:])
             took = asyncio.get_running_loop().time() - killed_at
@@ -113,7 +127,9 @@ async def test_a_worker_killed_mid_crawl_loses_nothing(
         fetched = requests_by_page(srv)
         assert len(fetched) == hosts * pages  # nothing lost
         duplicates = sum(n - 1 for n in fetched.values())
-        assert duplicates <= 4  # at most the killed worker's pages in flight (concurrency)
+        # At most the killed worker's pages in flight (concurrency), and those whose
+        # outcome waited for its write.
+        assert duplicates <= 4 + unwritten_bound(srv, killed), duplicates
         assert short_gaps(srv, DELAY) == []
         assert {r["fleet_done"] for r in results} == {hosts * pages}
         assert took < lease_ceiling + pages * DELAY * 2 + 10

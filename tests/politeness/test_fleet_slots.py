@@ -13,7 +13,8 @@ import random
 
 import pytest
 
-from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, Slot
+from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, LeaseFence, Slot
+from robotgate.store.leases import LapsedLease, Leases
 from robotgate.store.memory import MemoryStore
 from tests.support.clock import Clock
 
@@ -129,3 +130,51 @@ async def test_no_two_requests_closer_than_the_gap() -> None:
     assert min(gaps) >= GAP - 1e-9
     # Once the store is quick again, only the loop's own lateness widens the slots.
     assert all(w.trip < 0.01 for w in workers)
+
+
+async def test_a_request_paced_under_a_lease_leaves_only_before_its_deadline() -> None:
+    clock = Clock()
+    server = SlotServer(clock)
+    leases = Leases()
+    fleet = FleetSlots(server, clock=clock, leases=leases)
+    leases.hold(KEY, clock() + 5.0, free_at=float("-inf"))
+    assert await fleet.reserve(KEY, GAP) is None  # paced here, no slot asked
+    assert fleet.fence("host:never.leased") is None  # paced by the store: no fence
+    fence = fleet.fence(KEY)
+    assert isinstance(fence, LeaseFence) and fence.deadline == clock() + 5.0
+    clock.advance(4.9)
+    fence.check(clock())  # in time: it may leave
+    clock.advance(0.1)
+    with pytest.raises(LapsedLease):
+        fence.check(clock())  # the last look finds the lease's deadline past
+    with pytest.raises(LapsedLease):
+        fleet.missed(fence)  # never asked again as a slot
+    # Lapsed unrenewed: no fence, and no slot in its place (the worker that takes the
+    # server over asks none).
+    with pytest.raises(LapsedLease):
+        fleet.fence(KEY)
+    with pytest.raises(LapsedLease):
+        await fleet.reserve(KEY, GAP)
+    assert server.asked == []
+
+
+async def test_a_lease_lost_to_another_worker_is_fenced_until_the_store_leases_it_again() -> None:
+    clock = Clock()
+    leases = Leases()
+    fleet = FleetSlots(SlotServer(clock), clock=clock, leases=leases)
+    leases.hold(KEY, clock() + 5.0)
+    leases.lose(KEY)
+    assert not leases.get(KEY, clock())
+    with pytest.raises(LapsedLease):
+        await fleet.reserve(KEY, GAP)
+    with pytest.raises(LapsedLease):
+        fleet.fence(KEY)
+    # Leased again through the store: paced here from the lease before's end.
+    leases.hold(KEY, clock() + 5.0, free_at=clock() - GAP)
+    assert await fleet.reserve(KEY, GAP) is None
+    fence = fleet.fence(KEY)
+    assert fence is not None and fence.deadline == clock() + 5.0
+    # Let go (its URLs done): a plain key again, paced by the store's slots.
+    leases.drop(KEY)
+    assert not leases.lapsed(KEY, clock())
+    assert await fleet.reserve(KEY, GAP) is not None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from robotgate.politeness.fleet_slots import FleetSlots
-from robotgate.store.leases import Leases
+from robotgate.store.leases import LapsedLease, Leases
 from tests.support.slots_store import SlotsNow
 
 KEY = "host:leased.example"
@@ -32,10 +34,15 @@ async def test_a_leased_key_asks_no_slot_and_waits_an_interval_from_the_worker_b
     assert fleet.settled(KEY)
     leases.hold(KEY, loop.time() + 5, free_at=loop.time())
     assert not fleet.settled(KEY)
-    # A lease that may have lapsed is no lease: the store's slot again.
+    # A lease that may have lapsed is fenced: no slot instead (the worker that took
+    # the server over asks none); only the store leases it again.
     leases.hold(KEY, loop.time() - 0.001, free_at=float("-inf"))
     assert not fleet.settled(KEY)
-    slot = await fleet.reserve(KEY, 0.2)
-    assert slot is not None and slot.wait == 0.0 and store.reserved == 2
+    with pytest.raises(LapsedLease):
+        await fleet.reserve(KEY, 0.2)
+    assert store.reserved == 1
+    # Let go (its URLs done): the store's slot again.
     leases.drop(KEY)
     assert not leases
+    slot = await fleet.reserve(KEY, 0.2)
+    assert slot is not None and slot.wait == 0.0 and store.reserved == 2

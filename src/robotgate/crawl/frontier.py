@@ -50,6 +50,7 @@ from ..errors import GateClosed
 from ..policy.provenance import INPUT, pointer_of
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
+from ..store.leases import LapsedLease
 from ..urls import redact, resource_key, scrub, text_url
 from .discovery import Discovery
 from .gate_interface import CrawlGate, Opening, ResponseT
@@ -75,6 +76,9 @@ log = logging.getLogger("robotgate.frontier")
 #: URLs moved from the state to the host queues at once, and input URLs added at once.
 _LOAD = 1000
 _ADD = 2048
+#: A shared state found with nothing to hand out is asked again after its idle poll,
+#: doubled after each such answer up to this many times it (a round trip each).
+_IDLE_POLLS = 8
 
 
 class Frontier(Generic[ResponseT]):
@@ -150,6 +154,12 @@ class Frontier(Generic[ResponseT]):
         self._room.set()
         self._loading = False
         self._load_after = 0.0  # loop time before which the state is not asked again
+        self._idle_wait = 0.0  # the wait after the state last had nothing more to hand out
+        self._writing = 0  # visits whose outcome is being written: they fetch no more
+        # A state whose writes wait for others to share them (Redis: ``linger``): a visit
+        # waiting for its write leaves its place to another.  Elsewhere it keeps it, so a
+        # crash costs at most ``concurrency`` pages fetched again.
+        self._lingers = getattr(state, "linger", 0) > 0
         self._visits: dict[asyncio.Task[None], QueuedURL] = {}
         # Outcomes being written when the crawl was stopped.
         self._settling: list[tuple[asyncio.Future[Added], QueuedURL, CrawlResult, int]] = []
@@ -246,7 +256,7 @@ class Frontier(Generic[ResponseT]):
                 await self._load()
                 continue
             wake: float | None = None
-            if len(self._visits) < self.concurrency:
+            if len(self._visits) - self._writing < self.concurrency:
                 taken = self.queues.take()
                 if isinstance(taken, tuple):
                     self._start(*taken)
@@ -263,8 +273,13 @@ class Frontier(Generic[ResponseT]):
         """Move queued URLs from the state into the host queues."""
         most = min(_LOAD, self.window - self.queues.window)
         taken = await self.state.take(most)
-        if not taken:  # a shared state's URLs are all with other workers: ask again later
-            self._load_after = self._loop.time() + self.state.idle_poll
+        if len(taken) < most:
+            # A shared state had no more to hand out (the rest is with other workers):
+            # asked again later, and later still while it stays so.
+            poll = self.state.idle_poll
+            self._idle_wait = (min(max(poll, self._idle_wait * 2), poll * _IDLE_POLLS)
+                               if not taken else poll)
+            self._load_after = self._loop.time() + self._idle_wait
         for entry in taken:
             try:
                 key = self.gate.pace_key(text_url(entry.url))
@@ -367,7 +382,14 @@ class Frontier(Generic[ResponseT]):
         text = url if isinstance(url, str) else repr(url)
         self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
 
+    def _load_soon(self) -> None:
+        """A shared state may have URLs for this worker now: asked at once."""
+        self._idle_wait = 0.0
+        self._load_after = 0.0
+
     def _counted(self, added: Added, links: int) -> None:
+        if added.new:  # new URLs in a shared state: perhaps for this worker's servers
+            self._load_soon()
         summary = self.summary
         summary.links += links
         summary.discovered += added.new
@@ -404,6 +426,7 @@ class Frontier(Generic[ResponseT]):
         links: Iterable[str] = ()
         resolve: Callable[[str], str | None] | None = None
         transient = False  # an error worth asking again
+        unsent: list[QueuedURL] = []  # its server's lease lapsed: back to the state
         pointed_by = self.discovery.pointer_of(entry)
         try:
             # robots.txt first (one fetch per origin, shared), outside the page timeout;
@@ -433,6 +456,10 @@ class Frontier(Generic[ResponseT]):
         except GateClosed as exc:
             self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
             return
+        except LapsedLease:
+            # Not sent: this URL and its server's others were handed out with a lease
+            # this worker no longer surely holds; the store hands them out again.
+            unsent = [item, *self.queues.drain(host)]
         except asyncio.TimeoutError as exc:
             transient = True
             record.error = (
@@ -452,6 +479,11 @@ class Frontier(Generic[ResponseT]):
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
             self.queues.release(host, wait, reason)
+        if unsent:
+            log.debug("%s: lease lapsed, %d URLs given back unsent", host.key, len(unsent))
+            await self.state.release([queued.entry for queued in unsent])
+            self._count_queued()
+            return
         if (self._will_retry(record) if record.error is None
                 else transient and self._may_retry(record)):
             # Asked again at the front of its server's queue: in turn, after the
@@ -473,11 +505,18 @@ class Frontier(Generic[ResponseT]):
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
         finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
+        # While its outcome waits for a write shared with others, another visit may start.
+        writing = self._lingers
+        self._writing += writing
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
             self._settling.append((finishing, item, record, len(found)))
             raise
+        finally:
+            self._writing -= writing
+        if self.queues.hosts.get(host.key) is not host:
+            self._load_soon()  # its server's last URL written: a shared state leases another
         self._settled(added, record, len(found))
 
     def _settled(self, added: Added, record: CrawlResult, links: int) -> None:

@@ -168,6 +168,22 @@ class HostQueues:
         host.queue.appendleft(item)
         self.window += 1
 
+    def drain(self, host: HostQueue) -> list[QueuedURL]:
+        """Empty ``host``'s queue: its URLs go back to the crawl's state."""
+        items = list(host.queue)
+        if not items:
+            return items
+        host.queue.clear()
+        self.window -= len(items)
+        summary = self.summary
+        summary.hosts_queued -= 1
+        if host.held_reason:
+            summary.hosts_waiting -= 1
+            summary.hosts_backing_off -= host.held_reason in BACKING_OFF
+            host.held_reason = ""
+        host.held_since = None
+        return items
+
     def release(self, host: HostQueue, wait: float = 0.0, reason: str = "") -> None:
         """A visit of ``host`` ended: its next URL is due after ``wait`` (for
         ``reason``) at least."""

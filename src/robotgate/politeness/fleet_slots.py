@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from ..error_root import Error
 from ..store.base import Store
-from ..store.leases import Leases
+from ..store.leases import LapsedLease, Leases
 
-__all__ = ["FleetSlots", "LateSlot", "Slot"]
+__all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
 
 _SLACK_MIN = 0.01
 _SLACK_MAX = 5.0
@@ -56,6 +56,22 @@ class Slot:
     def check(self, now: float) -> None:
         if now > self.deadline:
             raise LateSlot
+
+
+class LeaseFence(Slot):
+    """A request paced here under its server's crawl lease: it may leave until the
+    lease's deadline (the lease surely held), and never after it."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str, deadline: float) -> None:
+        super().__init__()
+        self.key = key
+        self.deadline = deadline
+
+    def check(self, now: float) -> None:
+        if now >= self.deadline:
+            raise LapsedLease(self.key)
 
 
 class FleetSlots:
@@ -94,8 +110,12 @@ class FleetSlots:
         """Claim ``key``'s next slot and return it (its :attr:`Slot.wait` is how long
         to wait for it); None: paced here, by the caller's own schedule, as a leased
         key is, or the store does not pace."""
-        if self.leases is not None and gap > 0:
-            lease = self.leases.get(key, self._now())
+        leases = self.leases
+        if leases is not None:
+            if leases.lapsed(key, self._now()):
+                # No slot instead: the worker that took the server over asks none.
+                raise LapsedLease(key)
+            lease = leases.get(key, self._now()) if gap > 0 else None
             if lease is not None:
                 # The worker before may have asked as late as free_at.
                 first = lease.free_at + gap - self._now()
@@ -125,6 +145,16 @@ class FleetSlots:
             slot.ready = replied + ahead
         return slot
 
+    def fence(self, key: str) -> LeaseFence | None:
+        """A request paced here (no slot) is leaving: the fence of ``key``'s lease it
+        leaves within (:class:`~robotgate.store.leases.LapsedLease` if the lease is
+        not surely held now); None when this worker never leased ``key`` (the store
+        does not pace it)."""
+        leases = self.leases
+        if leases is None or not leases.known(key):
+            return None
+        return LeaseFence(key, leases.fence(key, self._now()))
+
     def on_time(self) -> None:
         """A slot was used in time: the slack shrinks slowly."""
         self.slack = max(_SLACK_MIN, self.slack * 0.999)
@@ -135,7 +165,10 @@ class FleetSlots:
         The loop's part counts from the reply, not from the request: a slow round
         trip is the store's, and raises :attr:`trip` by one step only, so that a
         stall (all replies slow at once) costs its slots, not the crawl's pace.
+        A lease's fence is not asked again: :class:`LapsedLease`.
         """
+        if isinstance(slot, LeaseFence):
+            raise LapsedLease(slot.key)
         self.late += 1
         late = self._now() - slot.ready
         self.slack = min(_SLACK_MAX, max(self.slack, late))

@@ -13,9 +13,11 @@ drives it through the same steps:
 2. :attr:`~RequestTurn.headers`: set on the request, over the client's and the caller's.
 3. :meth:`~RequestTurn.leaving`, right before the client sends: a fleet slot already
    past is given up and another awaited (as often as the loop is late), and the
-   send time is taken.  A client that looks at the slot (:attr:`~RequestTurn.slot`)
-   again at the last moment (``gate.fetch``, as its headers go out) and finds it
-   past calls :meth:`~RequestTurn.missed`, then leaves again.
+   send time is taken.  A request paced under a crawl lease takes the lease's fence
+   as its slot (past it: :class:`~robotgate.store.leases.LapsedLease`, not sent).
+   A client that looks at the slot (:attr:`~RequestTurn.slot`) again at the last
+   moment (``gate.fetch``, as its headers go out) and finds it past calls
+   :meth:`~RequestTurn.missed`, then leaves again.
 4. :meth:`~RequestTurn.answered` with the answer's status and ``Retry-After``: the
    turn tells of its own answer (its URL, status and time); the server's pacing,
    back-off and store learn from it.
@@ -288,6 +290,10 @@ class RequestTurn:
             await self._ask_again(slot)
         if slot is not None:
             fleet.on_time()
+        elif self.group is not None:
+            # No slot in a fleet: paced here under a crawl lease, so held to its deadline
+            # (LapsedLease: not sent), at the client's last look too.
+            self.slot = fleet.fence(self.group.key)
         self.sent_at = servers.scheduler.now()
 
     async def missed(self) -> None:

@@ -11,7 +11,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Coroutine
 
+from ..policy.fetch import entry_for_response
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.site import interpret
 from ..urls import split_origin
 from .fleet_slots import Slot
 from .scheduler import Group
@@ -70,9 +72,13 @@ class RobotsPacing:
             scheduler.paced_from_now(group)  # paced from the answer, as pages are
             if servers.fleet is not None and not servers.fleet.settled(group.key):
                 # The fleet's slots count from their start, and this request may have
-                # left late: the next slot is an interval after this answer.  (A server
-                # this worker leases is paced here, from the answer, as above.)
-                gap = scheduler.gap(group, max(scheduler.policy.delay, group.interval))
+                # left late: the next slot is an interval after this answer, the one
+                # this answer gives if longer (its Crawl-delay: the fleet's next slot
+                # was spaced by the interval known before).  (A server this worker
+                # leases is paced here, from the answer, as above.)
+                interval = max(scheduler.policy.delay, group.interval,
+                               self._interval_given(request, response))
+                gap = scheduler.gap(group, interval)
                 self._later(self._hold_fleet(group.key, time.time() + gap))
             return
         try:
@@ -83,6 +89,17 @@ class RobotsPacing:
             group, status, retry_after if isinstance(retry_after, str) else None, self._sent)
         if pending is not None:
             self._later(pending)
+
+    def _interval_given(self, request: RobotsRequest, response: RobotsResponse) -> float:
+        """The interval a robots.txt answer asks (0: none known from it).  Read here,
+        before the cache installs the entry: the next slot must already keep it."""
+        if request.name != "robots.txt" or not 200 <= response.status < 300:
+            return 0.0
+        how = self._servers.cache.how
+        entry = entry_for_response(self._origin, response.status, response.headers,
+                                   response.body, time.time(), how.fetch,
+                                   final_url=request.url)
+        return interpret(entry, how).interval
 
     async def _hold_fleet(self, key: str, until: float) -> None:
         try:
@@ -110,6 +127,8 @@ class RobotsPacing:
             slot = await scheduler.start(group, interval, fleet.reserve, page=False)
             try:
                 await _in_time(servers, group, slot, interval)
+                if slot is None:
+                    fleet.fence(group.key)  # paced under a crawl lease: sent only within it
             except BaseException:
                 scheduler.done(group)  # never a slot lost: the host would wait for it for good
                 raise

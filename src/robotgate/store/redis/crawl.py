@@ -47,11 +47,17 @@ __all__ = ["RedisCrawlState", "crawl_base", "server_of"]
 
 #: Seconds a worker's lease on a server lasts unless renewed.
 LEASE = 6.0
+#: The share of a lease its worker does not send in: a request that passed the fence
+#: just before it still reaches the server before the lease ends in Redis.
+FENCE_MARGIN = 1 / 6
 #: Keys handed out per server at once, and servers leased by one worker at most.
 _PER_SERVER = 64
 _MAX_SERVERS = 64
-#: Seconds a finished page waits for others to share its write.
-LINGER = 0.05
+#: Seconds a finished page waits for others to share its write (its visit fetches no
+#: more meanwhile: the crawl goes on), and a write that queues URLs (links, input):
+#: those may be for this worker's servers.
+LINGER = 0.5
+LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
 
@@ -154,13 +160,16 @@ class RedisCrawlState(CrawlState):
         self._out: dict[str, str] = {}  # key handed to us -> its server
         self._fleet = CrawlCounts()  # as the last call saw them
         self._sync_lock = asyncio.Lock()
+        self._synced = float("-inf")  # loop time the last call for URLs asked
         self._renewer: asyncio.Task[None] | None = None
         self._finished: _Pending = []
         self._writer: asyncio.Task[None] | None = None
+        self._hurry = asyncio.Event()  # a write waiting queues URLs: it goes soon
         #: URLs of this worker's crawl taken back from lapsed leases, and servers
         #: whose lease this worker lost (it stalled longer than the lease).
         self.reaped = 0
         self.lost = 0
+        self._lost: set[str] = set()  # servers lost, fenced until leased again or closed
         #: Redis lost the crawl (restarted empty, or dropped): nothing more to renew.
         self.gone = False
         # The crawl's ``created`` as opened: one made again after a loss is another.
@@ -211,9 +220,15 @@ class RedisCrawlState(CrawlState):
                            self._fleet.skipped, self._fleet.failed)
 
     async def _renew(self) -> None:
-        """Keep the leases of the servers this worker works on."""
+        """Keep the leases of the servers this worker works on: every third of the
+        lease, unless a call for URLs renewed them meanwhile."""
+        loop = asyncio.get_running_loop()
+        every = self.lease / 3
         while not self.gone:
-            await asyncio.sleep(self.lease / 3)
+            ahead = self._synced + every - loop.time()
+            if ahead > 0 or not self._held:  # renewed meanwhile, or nothing to renew
+                await asyncio.sleep(ahead if ahead > 0 else every)
+                continue
             with contextlib.suppress(StoreError):  # the next call says it
                 await self._sync(0)
 
@@ -224,6 +239,7 @@ class RedisCrawlState(CrawlState):
             fresh = max(0, self.max_servers - len(self._held)) if most > 0 else 0
             loop = asyncio.get_running_loop()
             asked = loop.time()
+            self._synced = asked  # the leases are renewed from here
             reply = await self._run(CRAWL_SYNC, [
                 self.worker, max(1, round(self.lease * 1000)), most, _PER_SERVER, fresh,
                 len(busy), *busy, len(idle), *idle])
@@ -233,16 +249,27 @@ class RedisCrawlState(CrawlState):
             self.lost += len(lost)
             self._fleet = _counts(fleet)
             held = {text(s): int(since) for s, since in zip(pairs[::2], pairs[1::2], strict=True)}
+            # Lost, and not leased to this worker again in the same call (as its own
+            # lapsed lease may be: then the URLs it holds are still its own).
+            lost_to = {text(s) for s in lost} - held.keys()
+            if lost_to:
+                self._forget(lost_to)
+                self._lost |= lost_to
             leases = self.leases
             if leases is not None:
                 for server in self._held.keys() - held.keys():
-                    leases.drop(server)
+                    if server in lost_to:
+                        leases.lose(server)
+                    else:
+                        leases.drop(server)
                 first = self._first_free(replied)
-                # Redis set each lease's end an interval after it ran the script: after `asked`.
+                # Redis set each lease's end an interval after it ran the script: after
+                # `asked`.  A request leaves before the fence, a margin earlier.
+                until = asked + self.lease * (1 - FENCE_MARGIN)
                 for server, since in held.items():
                     free_at = (None if since == -1 else first if since == -2
                                else replied - since / 1000)
-                    leases.hold(server, asked + self.lease, free_at)
+                    leases.hold(server, until, free_at)
                 # The servers just leased: their host states are asked for next.
                 taken = [s for s, since in held.items() if since != -1]
                 if taken:
@@ -252,10 +279,18 @@ class RedisCrawlState(CrawlState):
             for i in range(0, len(flat), 4):
                 server = text(flat[i])
                 entry = _entry(flat[i + 1], flat[i + 2], flat[i + 3])
+                if self._out.get(entry.key) == server:
+                    continue  # handed out again after its lease lapsed: still queued here
                 self._out[entry.key] = server
                 self._held[server] = self._held.get(server, 0) + 1
                 out.append(entry)
             return out
+
+    def _forget(self, servers: set[str]) -> None:
+        """Another worker took ``servers`` over: the URLs handed out with their leases
+        went back to their queues in Redis (handed out again to whoever leases them)."""
+        for key in [k for k, s in self._out.items() if s in servers]:
+            del self._out[key]
 
     def _first_free(self, now: float) -> float:
         """When the worker before may have asked a server never leased in this crawl
@@ -297,6 +332,8 @@ class RedisCrawlState(CrawlState):
         done: asyncio.Future[Added] = loop.create_future()
         page = entry if entry is not None else Entry("", "")
         self._finished.append((page, "", outcome, list(links), done))
+        if links:
+            self._hurry.set()
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write())
         return await asyncio.shield(done)
@@ -304,8 +341,13 @@ class RedisCrawlState(CrawlState):
     async def _write(self) -> None:
         while self._finished:
             if self.linger > 0:
-                # Pages finishing within ``linger`` of each other share one call.
-                await asyncio.sleep(self.linger)
+                # Pages finishing within ``linger`` of each other share one call; new
+                # URLs go sooner.
+                if not self._hurry.is_set():
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._hurry.wait(), self.linger)
+                await asyncio.sleep(min(self.linger, LINGER_LINKS))
+            self._hurry.clear()
             batch: _Pending = []
             size = 0
             while self._finished and (not batch or size < _WRITE_ARGS):
@@ -366,7 +408,7 @@ class RedisCrawlState(CrawlState):
         with contextlib.suppress(StoreError):
             await self.release([])
         if self.leases is not None:
-            for server in self._held:
+            for server in {*self._held, *self._lost}:
                 self.leases.drop(server)
 
     async def counts(self) -> CrawlCounts:
