@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -25,12 +26,12 @@ from crawlee.crawlers import BasicCrawlingContext, PlaywrightCrawler, Playwright
 from crawlee.storage_clients import MemoryStorageClient
 
 from robotgate.integrations.crawlee import RobotGateHttpClient
+from robotgate.integrations.playwright import LAUNCH_ARGS, preloading_off
 
 pytestmark = pytest.mark.slow  # each test starts a Chromium
 __all__ = ["names", "system_names"]  # the contract's name tables, as this module's fixtures
 
 AGENT = "TestBot/1.0 (+https://example.com/bot)"
-SHARED_WORKERS_OFF = "--disable-blink-features=SharedWorker"
 ROBOTS = Answer("User-agent: *\nDisallow: /private\n", content_type="text/plain")
 
 
@@ -42,7 +43,8 @@ def _page(*links: str, head: str = "") -> str:
 class Run:
     """One crawl's record: the URLs handled, refused (asked, refusal), failed."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Path) -> None:
+        self.profile = profile  # the browser's profile folder
         self.handled: list[str] = []
         self.loaded: list[str | None] = []
         self.refused: list[tuple[str, Disallowed]] = []
@@ -55,9 +57,11 @@ class Run:
             on_refused=lambda url, no: self.refused.append((url, no)))
         crawler = PlaywrightCrawler(
             http_client=client, storage_client=MemoryStorageClient(), headless=True,
-            # What robotgate's attach asks: no service or shared workers (docs/browser.md).
+            # What robotgate's attach asks (docs/browser.md): a persistent context on a
+            # profile with preloading off, no service or shared workers.
+            user_data_dir=preloading_off(str(self.profile)), use_incognito_pages=False,
             browser_launch_options={"executable_path": chromium_path(),
-                                    "args": [*CHROMIUM_ARGS, SHARED_WORKERS_OFF]},
+                                    "args": [*CHROMIUM_ARGS, *LAUNCH_ARGS]},
             browser_new_context_options={"service_workers": "block"},
             concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
             max_request_retries=max_request_retries, configure_logging=False)
@@ -85,9 +89,9 @@ def _loud(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_a_refused_page_is_skipped_once_with_its_reason(
-        caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    run = Run()
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/": Answer(_page("/page", "/private/x")), "/page": Answer(_page()),
                              "/private/x": Answer("secret")})
@@ -102,9 +106,10 @@ async def test_a_refused_page_is_skipped_once_with_its_reason(
     assert run.failed == [] and _loud(caplog) == []
 
 
-async def test_a_refused_redirect_hop_is_skipped_too(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_refused_redirect_hop_is_skipped_too(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    run = Run()
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/hop": Answer(status=302, headers={"Location": "/private/x"}),
                              "/private/x": Answer("secret")})
@@ -118,8 +123,8 @@ async def test_a_refused_redirect_hop_is_skipped_too(caplog: pytest.LogCaptureFi
     assert run.failed == [] and run.handled == [] and _loud(caplog) == []
 
 
-async def test_a_followed_redirect_is_sent_once_and_loads_its_page() -> None:
-    run = Run()
+async def test_a_followed_redirect_is_sent_once_and_loads_its_page(tmp_path: Path) -> None:
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/hop": Answer(status=302, headers={"Location": "/dir/page"}),
                              "/dir/page": Answer(_page())})
@@ -129,8 +134,9 @@ async def test_a_followed_redirect_is_sent_once_and_loads_its_page() -> None:
     assert run.loaded == [site.url("/dir/page")]
 
 
-async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either() -> None:
-    run = Run()
+async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either(
+        tmp_path: Path) -> None:
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/hop": Answer(status=302, headers={"Location": "/page"}),
                              "/page": Answer(_page())})
@@ -139,8 +145,8 @@ async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either() -
     assert site.hits["/hop"] == 1 and site.hits["/page"] == 0
 
 
-async def test_a_dead_hosts_page_is_a_failed_request() -> None:
-    run = Run()
+async def test_a_dead_hosts_page_is_a_failed_request(tmp_path: Path) -> None:
+    run = Run(tmp_path)
     with socket.socket() as probe:
         probe.bind((PUBLIC, 0))
         url = f"http://{PUBLIC}:{probe.getsockname()[1]}/"
@@ -150,9 +156,9 @@ async def test_a_dead_hosts_page_is_a_failed_request() -> None:
     assert [failed for failed, _ in run.failed] == [url]
 
 
-async def test_a_navigation_crawlee_would_send_past_the_route_is_not_sent() -> None:
+async def test_a_navigation_crawlee_would_send_past_the_route_is_not_sent(tmp_path: Path) -> None:
     # With its own headers or method, crawlee sends the navigation with route.continue_.
-    run = Run()
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS, "/page": Answer(_page())}) as site:
         asked = Request.from_url(site.url("/page"), headers={"X-Mine": "1"})
         async with RobotGate(AGENT, delay=0) as gate:
@@ -163,9 +169,9 @@ async def test_a_navigation_crawlee_would_send_past_the_route_is_not_sent() -> N
     assert asked.state == RequestState.SKIPPED
 
 
-async def test_links_of_a_public_page_into_a_private_network_are_not_visited(
+async def test_links_of_a_public_page_into_a_private_network_are_not_visited(tmp_path: Path,
         names: Names, system_names: Names) -> None:
-    run = Run()
+    run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}, PUBLIC) as public, \
             PagesSite({"/robots.txt": ROBOTS, "/secret": Answer("secret")}, PRIVATE) as private:
         for table in (names, system_names):
