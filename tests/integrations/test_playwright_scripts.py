@@ -73,6 +73,31 @@ async def test_a_pages_script_made_requests_are_held_to_the_crawl_delay(
     assert min(gaps(arrived)) >= 0.49, gaps(arrived)  # Crawl-delay: 0.5
 
 
+@pytest.mark.parametrize("closed_by", ["context", "detach"])
+async def test_a_beacon_held_for_its_turn_never_leaves_unrouted_when_the_context_closes(
+        closed_by: str, browser: Any) -> None:
+    # A beacon outlives its page: Chromium sends a held keepalive request itself (its
+    # own User-Agent, unpaced) once its route goes away with the context. Held for its
+    # turn (Crawl-delay 5 after the page), it is aborted before that: never sent.
+    site = await HtmlSite(PUBLIC, robots=ALLOW + "Crawl-delay: 5\n").start()
+    site.pages["/page"] = ("<html><body><script>navigator.sendBeacon('/beacon', 'x')"
+                           "</script></body></html>", {})
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+            context = await browser.new_context(service_workers="block")
+            handle = await attach(gate, context)
+            page = await context.new_page()
+            await page.goto(site.url("/page"))
+            await asyncio.sleep(0.3)  # the beacon waits for its turn, 5 s after the page
+            if closed_by == "detach":
+                await handle.detach()
+            await context.close()
+            await asyncio.sleep(1.0)  # what Chromium sent on its own has arrived
+        assert site.times("/beacon") == [], site.headers
+    finally:
+        await site.close()
+
+
 async def test_a_documents_subresources_past_the_cap_are_refused(
         public: HtmlSite, browser: Any) -> None:
     images = "".join(f'<img src="/img/{i}">' for i in range(5))

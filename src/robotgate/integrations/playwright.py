@@ -145,6 +145,11 @@ class Attachment:
     _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
     # Per page: the subresource requests of its current document.
     _made: dict[Page, int] = field(default_factory=dict, repr=False)
+    # The browser's requests held here until the gate's answer (their turn, robots.txt).
+    # Chromium sends a held keepalive request (a beacon, a ping, a keepalive fetch) itself,
+    # unrouted, when its route goes away: each is aborted before that can happen.
+    _held: set[Route] = field(default_factory=set, repr=False)
+    _closing: bool = field(default=False, repr=False)
 
     @property
     def api(self) -> APIRequestContext:
@@ -159,7 +164,9 @@ class Attachment:
         return target if isinstance(target, BrowserContext) else target.context
 
     async def detach(self) -> None:
-        """Stop routing ``target``'s requests through the gate (requests under way finish)."""
+        """Stop routing ``target``'s requests through the gate: the requests still
+        waiting for the gate's answer are aborted first, so that none leaves unrouted."""
+        await self._abort_held()
         await self.context.unroute(_ALL, self._route)
         if isinstance(self.target, BrowserContext):
             self.target.remove_listener("page", self._watch)
@@ -168,6 +175,26 @@ class Attachment:
                 del page.goto  # the class's own again
         self._asked.clear()
         self._made.clear()
+
+    async def _abort_held(self) -> None:
+        """Abort every request held here and every one that comes from now on."""
+        self._closing = True
+        held, self._held = list(self._held), set()
+        for route in held:
+            await _finish(route.abort("blockedbyclient"))
+
+    def _guard_close(self) -> None:
+        """Closing the context first aborts the requests held here (the context's own
+        ``close``, as the caller calls it)."""
+        context = self.context
+        close = context.close
+
+        async def close_held_first(**options: Any) -> None:
+            await self._abort_held()
+            await close(**options)
+
+        close_held_first.__doc__ = close.__doc__
+        context.close = close_held_first  # type: ignore[method-assign]
 
     # -- who asked for a request -----------------------------------------------------
 
@@ -277,15 +304,19 @@ class Attachment:
         if not ours:
             await _finish(route.fallback())  # another page of the context: not attached
             return
+        if self._closing:
+            await _finish(route.abort("blockedbyclient"))
+            return
         navigation = request.is_navigation_request()
         paced = (navigation or self.pace_subresources
                  or request.resource_type not in _MARKUP)
+        self._held.add(route)
         try:
             provenance = await self._provenance(request)
             if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
             done = await self.gate.exchange(
-                _Sender(self, request.method, lower(request.headers),
+                _Sender(self, route, request.method, lower(request.headers),
                         request.post_data_buffer),
                 request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
                 paced=paced)
@@ -306,6 +337,12 @@ class Attachment:
         except BaseException:
             await _finish(route.abort("failed"))
             raise
+        finally:
+            held = route in self._held
+            self._held.discard(route)
+        if not held:
+            await _finish(response.dispose())
+            return  # aborted while the gate answered: the context is closing
         # The client stored the answers' cookies in the context already, each for the
         # URL that set it: the browser is not to set them again for the first URL.  A
         # redirect that ends here (to no usable http(s) URL) keeps no Location: the
@@ -353,9 +390,10 @@ class _Sender:
     """One browser request sent hop by hop through the context's request client (the
     exchange's sender): the method, headers and body of the hop being sent."""
 
-    def __init__(self, attachment: Attachment, method: str, headers: dict[str, str],
-                 body: bytes | None) -> None:
+    def __init__(self, attachment: Attachment, route: Route, method: str,
+                 headers: dict[str, str], body: bytes | None) -> None:
         self.attachment = attachment
+        self.route = route
         self.method = method
         self.headers = headers
         self.body = body
@@ -365,6 +403,9 @@ class _Sender:
         return url  # the browser's URL, sent as it is
 
     async def send(self, turn: RequestTurn) -> APIResponse:
+        if self.route not in self.attachment._held:
+            # Aborted while it waited for its turn (the context is closing): not sent.
+            raise PlaywrightError("the browser context is closing")
         self.url = turn.url
         return await self.attachment._fetch(turn.url, self.method,
                                             {**self.headers, **lower(turn.headers)},
@@ -551,4 +592,5 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
         attachment._watch(target)  # its popups once they make a request (_ours)
     await context.add_init_script(_NO_DEFAULT_ICON)
     await context.route(_ALL, attachment._route)
+    attachment._guard_close()
     return attachment
