@@ -156,10 +156,22 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     """
     what = A_POINTER
     hops: tuple[R, ...] = ()
+    heard = _Heard(sender)
+    resends = 0
     while True:
         url = sender.prepare(url)
-        turn, response = await _sent(requests, sender, url, provenance, resolve, paced, what,
-                                     via)
+        turn = requests.turn(url, provenance, resolve, paced, what)
+        turn.via = via
+        try:
+            # Kept: released below once followed, or by the caller once read.
+            response = await sent_in_turn(turn, sender.send, heard, drop=sender.drop, keep=True)
+        except Resend as again:
+            # Nothing was sent this time: the request again, in a new turn, at most
+            # RESENDS times.
+            if resends >= RESENDS:
+                raise again.error from None
+            resends += 1
+            continue
         status, _, location = sender.answer(response)
         target = redirect_target(url, status, location) if follow else None
         if target is None:
@@ -174,31 +186,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
         finally:
             turn.release()
         hops += (response,)
-        url, provenance, what = target, pointer_of(url), A_REDIRECT
-
-
-async def _sent(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
-                resolve: Resolve | None, paced: bool, what: str,
-                via: object) -> tuple[RequestTurn, R]:
-    """One request sent in its turn (kept: the caller releases it), and sent again in a
-    new turn, at most :data:`RESENDS` times, if its client would resend it."""
-    resends = 0
-    while True:
-        turn = requests.turn(url, provenance, resolve, paced, what)
-        turn.via = via
-        try:
-            response = await sent_in_turn(turn, sender.send, _heard(sender), drop=sender.drop,
-                                          keep=True)
-        except Resend as again:
-            if resends >= RESENDS:
-                raise again.error from None
-            resends += 1
-            continue
-        return turn, response
-
-
-def _heard(sender: Sender[R]) -> _Heard[R]:
-    return _Heard(sender)
+        url, provenance, what, resends = target, pointer_of(url), A_REDIRECT, 0
 
 
 class _Heard(Generic[R]):
