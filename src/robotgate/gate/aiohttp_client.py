@@ -309,7 +309,10 @@ class _FetchSender:
                 and "json" not in kwargs)
 
     def answer(self, resp: aiohttp.ClientResponse) -> Answer:
-        return Answer(resp.status, _retry_after(resp), redirect_location(resp.headers))
+        status = resp.status
+        if status in REDIRECTS:
+            return Answer(status, None, redirect_location(resp.headers))
+        return Answer(status, _retry_after(resp), None)
 
     async def redirected(self, resp: aiohttp.ClientResponse, status: int, target: str) -> None:
         try:

@@ -114,7 +114,8 @@ class Sender(Protocol[R]):
         ...
 
     def answer(self, response: R) -> Answer:
-        """What ``response`` says (its headers are in)."""
+        """What ``response`` says (its headers are in); ``location`` is read for a
+        redirect's status only (:data:`~robotgate.policy.fetch_flow.REDIRECTS`)."""
         ...
 
     def redirected(self, response: R, status: int, target: str) -> Awaitable[None]:
@@ -172,7 +173,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
                 raise again.error from None
             resends += 1
             continue
-        status, _, location = sender.answer(response)
+        status, _, location = heard.answer
         target = redirect_target(url, status, location) if follow else None
         if target is None:
             return Exchanged(response, turn, url, hops)
@@ -190,16 +191,18 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
 
 
 class _Heard(Generic[R]):
-    """The status and Retry-After the turn learns from, as the sender reads them."""
+    """The status and Retry-After the turn learns from, as the sender reads them; the
+    last answer read is kept for the exchange (read once a response)."""
 
-    __slots__ = ("_sender",)
+    __slots__ = ("_sender", "answer")
 
     def __init__(self, sender: Sender[R]) -> None:
         self._sender = sender
+        self.answer = Answer(0, None, None)
 
     def __call__(self, response: R) -> tuple[int, str | None]:
-        status, retry_after, _ = self._sender.answer(response)
-        return status, retry_after
+        answer = self.answer = self._sender.answer(response)
+        return answer.status, answer.retry_after
 
 
 @dataclass(frozen=True, slots=True)
