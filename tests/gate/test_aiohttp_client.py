@@ -4,6 +4,7 @@ robots.txt requests go."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import tracemalloc
 from typing import Literal
@@ -470,3 +471,21 @@ async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
             gate.fetch("http://127.0.0.1:9/", pointed_by=123)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="pointed_by"):
             await gate.allowed("http://127.0.0.1:9/", pointed_by=b"http://a.example/")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+async def test_a_users_sessions_resend_through_gate_fetch_waits_its_turn() -> None:
+    from tests.contract.test_provenance_paths import DroppingServer
+
+    server = await DroppingServer().start()
+    try:
+        async with aiohttp.ClientSession() as session, RobotGate(
+                AGENT, delay=0.5, session=session) as gate:
+            first = await gate.fetch(server.url("/page/1"))
+            second = await gate.fetch(server.url("/drop"))
+    finally:
+        await server.close()
+    assert first.status == second.status == 200 and server.dropped == 1
+    pages = [t for path, t in server.arrivals if path != "/robots.txt"]
+    assert len(pages) == 3  # /page/1, /drop dropped, /drop sent again
+    assert min(b - a for a, b in itertools.pairwise(pages)) >= 0.49, server.arrivals

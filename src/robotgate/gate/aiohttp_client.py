@@ -287,12 +287,17 @@ class _FetchSender:
             else kwargs
         if self._call is not None and not self.hops:
             self._call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
+        middlewares = _guarded(turn, self._sending, client.is_private)
+        if not client.owned:
+            # A user's session resends on its own: the resend is stopped where it starts.
+            middlewares = (_SentOnce(), *middlewares)
         try:
             resp = await client.session().request(
-                self._method, self._sent, allow_redirects=False,
-                middlewares=(_SentOnce(), *_guarded(turn, self._sending, client.is_private)),
+                self._method, self._sent, allow_redirects=False, middlewares=middlewares,
                 **extra)
         except aiohttp.ClientError as exc:
+            if client.owned and not client.closed and _dropped(exc) and self._resendable():
+                raise Resend(exc) from None  # the gate's session does not resend by itself
             client._raise_ours(exc, turn.url)
         except Resend as again:
             if client.closed:  # the gate's close dropped the connection: no resend
@@ -302,8 +307,18 @@ class _FetchSender:
         self.last = resp
         return resp
 
+    def _resendable(self) -> bool:
+        """Whether aiohttp would send this request again after a dropped connection (an
+        idempotent method; here, without a body to send again)."""
+        kwargs = self._kwargs
+        return (self._method.upper() in aiohttp.client.IDEMPOTENT_METHODS and "data" not in kwargs
+                and "json" not in kwargs)
+
     def answer(self, resp: aiohttp.ClientResponse) -> Answer:
-        return Answer(resp.status, _retry_after(resp), redirect_location(resp.headers))
+        status = resp.status
+        if status in REDIRECTS:
+            return Answer(status, None, redirect_location(resp.headers))
+        return Answer(status, _retry_after(resp), None)
 
     async def redirected(self, resp: aiohttp.ClientResponse, status: int, target: str) -> None:
         try:
@@ -330,6 +345,21 @@ class _FetchSender:
             raise
         finally:
             client._open.discard(resp)
+
+
+def _dropped(exc: aiohttp.ClientError) -> bool:
+    """Whether ``exc`` is a connection that dropped under a request sent (aiohttp's
+    reason to send it again), not one that could not be made."""
+    return (isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+            and not isinstance(exc, aiohttp.ClientConnectorError))
+
+
+def without_resends(session: aiohttp.ClientSession) -> aiohttp.ClientSession:
+    """The gate's own session, made not to send a request again by itself after a
+    dropped connection: ``gate.fetch`` sends it again in a turn of its own.  (aiohttp
+    has no switch for it; its own test client turns it off so.)"""
+    session._retry_connection = False
+    return session
 
 
 class _SentOnce:

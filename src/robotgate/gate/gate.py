@@ -52,7 +52,14 @@ from ..store.crawl_state import CrawlCounts
 from ..store.leases import Leases
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
-from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
+from .aiohttp_client import (
+    MAX_BODY,
+    AiohttpClient,
+    AiohttpRobotsTransport,
+    FetchCall,
+    check_slot,
+    without_resends,
+)
 from .describe import describe
 from .options import Network, Pacing, pacing_of
 
@@ -418,8 +425,8 @@ class RobotGate:
                 trace = aiohttp.TraceConfig()
                 trace.on_request_headers_sent.append(check_slot)
                 traces.append(trace)
-            self._session = aiohttp.ClientSession(
-                headers=self._headers, connector=connector, trace_configs=traces)
+            self._session = without_resends(aiohttp.ClientSession(
+                headers=self._headers, connector=connector, trace_configs=traces))
         return self._session
 
     async def close(self) -> None:

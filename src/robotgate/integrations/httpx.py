@@ -249,8 +249,10 @@ class _HttpxSender:
             _pinned(request, turn.checked if turn.guard else (), inner))
 
     def answer(self, resp: httpx.Response) -> Answer:
-        headers = resp.headers
-        return Answer(resp.status_code, headers.get("Retry-After"), headers.get("Location"))
+        status, headers = resp.status_code, resp.headers
+        if status in REDIRECTS:
+            return Answer(status, None, headers.get("Location"))
+        return Answer(status, headers.get("Retry-After"), None)
 
     async def redirected(self, resp: httpx.Response, status: int, target: str) -> None:
         await resp.aclose()  # httpx follows redirects itself: the exchange is asked not to

@@ -114,7 +114,8 @@ class Sender(Protocol[R]):
         ...
 
     def answer(self, response: R) -> Answer:
-        """What ``response`` says (its headers are in)."""
+        """What ``response`` says (its headers are in); ``location`` is read for a
+        redirect's status only (:data:`~robotgate.policy.fetch_flow.REDIRECTS`)."""
         ...
 
     def redirected(self, response: R, status: int, target: str) -> Awaitable[None]:
@@ -156,11 +157,23 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     """
     what = A_POINTER
     hops: tuple[R, ...] = ()
+    heard = _Heard(sender)
+    resends = 0
     while True:
         url = sender.prepare(url)
-        turn, response = await _sent(requests, sender, url, provenance, resolve, paced, what,
-                                     via)
-        status, _, location = sender.answer(response)
+        turn = requests.turn(url, provenance, resolve, paced, what)
+        turn.via = via
+        try:
+            # Kept: released below once followed, or by the caller once read.
+            response = await sent_in_turn(turn, sender.send, heard, drop=sender.drop, keep=True)
+        except Resend as again:
+            # Nothing was sent this time: the request again, in a new turn, at most
+            # RESENDS times.
+            if resends >= RESENDS:
+                raise again.error from None
+            resends += 1
+            continue
+        status, _, location = heard.answer
         target = redirect_target(url, status, location) if follow else None
         if target is None:
             return Exchanged(response, turn, url, hops)
@@ -174,44 +187,22 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
         finally:
             turn.release()
         hops += (response,)
-        url, provenance, what = target, pointer_of(url), A_REDIRECT
-
-
-async def _sent(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
-                resolve: Resolve | None, paced: bool, what: str,
-                via: object) -> tuple[RequestTurn, R]:
-    """One request sent in its turn (kept: the caller releases it), and sent again in a
-    new turn, at most :data:`RESENDS` times, if its client would resend it."""
-    resends = 0
-    while True:
-        turn = requests.turn(url, provenance, resolve, paced, what)
-        turn.via = via
-        try:
-            response = await sent_in_turn(turn, sender.send, _heard(sender), drop=sender.drop,
-                                          keep=True)
-        except Resend as again:
-            if resends >= RESENDS:
-                raise again.error from None
-            resends += 1
-            continue
-        return turn, response
-
-
-def _heard(sender: Sender[R]) -> _Heard[R]:
-    return _Heard(sender)
+        url, provenance, what, resends = target, pointer_of(url), A_REDIRECT, 0
 
 
 class _Heard(Generic[R]):
-    """The status and Retry-After the turn learns from, as the sender reads them."""
+    """The status and Retry-After the turn learns from, as the sender reads them; the
+    last answer read is kept for the exchange (read once a response)."""
 
-    __slots__ = ("_sender",)
+    __slots__ = ("_sender", "answer")
 
     def __init__(self, sender: Sender[R]) -> None:
         self._sender = sender
+        self.answer = Answer(0, None, None)
 
     def __call__(self, response: R) -> tuple[int, str | None]:
-        status, retry_after, _ = self._sender.answer(response)
-        return status, retry_after
+        answer = self.answer = self._sender.answer(response)
+        return answer.status, answer.retry_after
 
 
 @dataclass(frozen=True, slots=True)
