@@ -174,6 +174,23 @@ async def test_a_pages_stored_public_bit_is_taken_at_its_word(
     assert private.paths() == ["/secret/2"]
 
 
+POINTERS_MIDDLEWARE = {"robotgate.integrations.scrapy.RobotGatePointersMiddleware": 50}
+
+
+@asynccontextmanager
+async def served(handler: Any) -> AsyncIterator[int]:
+    """A public loopback site answering every path with ``handler``: its port."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, PUBLIC, 0).start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_scrapy_spiders_link_is_its_pages_pointer(private: Site) -> None:
     # A public page links into the private network: the spider follows the link, and
     # the pointers middleware makes it the page's pointer, refused as gate.crawl refuses.
@@ -183,18 +200,9 @@ async def test_a_scrapy_spiders_link_is_its_pages_pointer(private: Site) -> None
         return web.Response(text=f'<a href="{private.url("/secret")}">x</a>',
                             content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, PUBLIC, 0).start()
-    port = runner.addresses[0][1]
-    try:
-        spider_middlewares = {"robotgate.integrations.scrapy.RobotGatePointersMiddleware": 50}
+    async with served(page) as port:
         results = await _scrapy([Ask(f"http://{PUBLIC}:{port}/page")], {}, follow=True,
-                                settings={"SPIDER_MIDDLEWARES": spider_middlewares})
-    finally:
-        await runner.cleanup()
+                                settings={"SPIDER_MIDDLEWARES": POINTERS_MIDDLEWARE})
     start, link = results
     assert start.status == 200, results
     assert link.refused == REFUSED, link
@@ -219,20 +227,11 @@ async def test_a_scrapy_spider_follows_no_link_of_a_nofollow_page(obey: bool) ->
                                 headers={"X-Robots-Tag": "nofollow"})
         return web.Response(text="<p>a page</p>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, PUBLIC, 0).start()
-    port = runner.addresses[0][1]
-    try:
-        spider_middlewares = {"robotgate.integrations.scrapy.RobotGatePointersMiddleware": 50}
+    async with served(page) as port:
         results = await _scrapy(
             [Ask(f"http://{PUBLIC}:{port}/meta"), Ask(f"http://{PUBLIC}:{port}/header")], {},
-            follow=True, sequential=False, settings={"SPIDER_MIDDLEWARES": spider_middlewares,
-                                   "ROBOTGATE_OBEY_NOFOLLOW": obey})
-    finally:
-        await runner.cleanup()
+            follow=True, sequential=False, settings={"SPIDER_MIDDLEWARES": POINTERS_MIDDLEWARE,
+                                                     "ROBOTGATE_OBEY_NOFOLLOW": obey})
     assert [r.status for r in results[:2]] == [200, 200], results
     followed = {"/from-meta", "/from-header"} & set(asked)
     assert followed == (set() if obey else {"/from-meta", "/from-header"}), asked
