@@ -232,6 +232,47 @@ async def test_a_long_page_s_links_are_read_off_the_event_loop(
     assert [t is main for t in threads] == [True, False, True]
 
 
+async def test_a_long_page_s_base_is_found_off_the_event_loop_for_its_handler_s_links(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The handler returns a relative link of a long page: its <base href> is looked for
+    # in a thread, and the link still resolves against it.
+    threads: list[threading.Thread] = []
+
+    def finding(body: bytes) -> str | None:
+        threads.append(threading.current_thread())
+        return links.base_href(body)
+
+    monkeypatch.setattr(robotgate.crawl.page, "base_href", finding)
+    big = b'<base href="/deep/">' + b"<p>" + b"x" * (1 << 20)
+    asked: list[str] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        return web.Response(body=big if request.path == "/" else b"end",
+                            content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate:
+            async def handler(url: str, resp: Any) -> list[str]:
+                await resp.read()
+                return ["next"] if url.endswith(f"{port}/") else []
+
+            await asyncio.wait_for(gate.crawl([f"http://127.0.0.1:{port}/"], handler), 30)
+    finally:
+        await runner.cleanup()
+    assert "/deep/next" in asked, asked
+    assert threads and all(t is not threading.main_thread() for t in threads)
+
+
 @pytest.mark.parametrize("body", [
     b'<base href="/d/"><a class=x href="a">1</a><!-- <a href=/c> --><A HREF=\'/b\' rel=nofollow>'
     b'<script><a href=/s></script><area alt="x>y" href="../e"><a href=/f rel="x">'

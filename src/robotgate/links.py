@@ -32,8 +32,8 @@ from urllib.parse import urljoin
 
 from .urls import remove_dot_segments
 
-__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "link_resolver", "page_links",
-           "read_links"]
+__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "base_href", "link_resolver",
+           "page_links", "read_links"]
 
 #: Bytes of a page read for links (a longer page's links after that are not seen).
 MAX_PAGE_BYTES = 16 * 1024 * 1024
@@ -272,19 +272,21 @@ def _href_and_rel(rest: bytes | memoryview) -> tuple[bytes | None, bytes | None]
     return href, rel
 
 
-def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | None]:
+def link_resolver(page_url: str, body: bytes | None,
+                  base: str | None = None) -> Callable[[str], str | None]:
     """``resolve(link)``: ``link`` absolute, against ``page_url`` or the first ``<base
-    href>`` of ``body`` (looked for at the first link that needs it); None for what
-    no URL can be made of.  Fragments are cut."""
+    href>`` of ``body`` (looked for at the first link that needs it; ``base``: that
+    href found already, see :func:`base_href`); None for what no URL can be made of.
+    Fragments are cut."""
     resolver: _Resolver | None = None
 
     def resolve(link: str) -> str | None:
         nonlocal resolver
         if resolver is None:
             resolver = _Resolver(page_url)
-            base = _base_href(body) if body else None
-            if base:
-                root = resolver(base)
+            found = base if base is not None or not body else base_href(body)
+            if found:
+                root = resolver(found)
                 if root is not None and _is_http(root):
                     resolver = _Resolver(root)
         text = link.strip(_CONTROLS_AND_SPACE)
@@ -295,8 +297,8 @@ def link_resolver(page_url: str, body: bytes | None) -> Callable[[str], str | No
     return resolve
 
 
-def _base_href(body: bytes) -> str | None:
-    """The ``href`` of the page's first ``<base>`` that has one."""
+def base_href(body: bytes) -> str | None:
+    """The ``href`` of the page's first ``<base>`` that has one (linear in the page)."""
     for tag, rest, *_ in _tags(bytes(body[:MAX_PAGE_BYTES])):
         if len(tag) == 4 and tag.lower() == b"base":
             href = _href_and_rel(rest)[0]

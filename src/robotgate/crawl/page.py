@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Generic
 
-from ..links import link_resolver, read_links
+from ..links import base_href, link_resolver, read_links
 from .gate_interface import CrawlGate, CrawlResponse, Opening, ResponseT
 from .options import Handler, Links
 from .results import CrawlResult, CrawlSummary, Handled
@@ -108,6 +108,9 @@ class PageReader(Generic[ResponseT]):
             record.not_followed = count_links(links, self.max_links)
             self.summary.not_followed += record.not_followed
             return (), None
+        if body is not None and len(body) > _READ_ON_LOOP:
+            # A long page's <base href> is looked for in a thread, as its links are read.
+            return links, link_resolver(final, None, await asyncio.to_thread(base_href, body))
         return links, link_resolver(final, body)
 
 
