@@ -24,8 +24,9 @@ from testbed.server import SCENARIOS, HostPlan, is_disallowed, page_paths
 
 USER_AGENT = "RobotGateBench/1.0 (+https://example.invalid/bench)"
 FROM = "bench@example.invalid"
-#: Scenarios whose robots.txt is unreachable: the whole site is disallowed (RFC 9309 2.3.1.4).
-UNREACHABLE = frozenset({"500", "503_retry", "429", "reset", "slow_timeout"})
+#: Scenarios whose robots.txt is unreachable (or no text): the whole site is disallowed
+#: (RFC 9309 2.3.1.4).
+UNREACHABLE = frozenset({"500", "503_retry", "429", "reset", "garbage", "slow_timeout"})
 #: Extra kind beside the server's scenarios: a robots.txt slower than the robots timeout.
 SLOW_TIMEOUT = "slow_timeout"
 

@@ -87,8 +87,9 @@ SCENARIOS: tuple[str, ...] = (
 # Scenarios whose robots.txt is "allow all except /private/".
 _PRIVATE_DISALLOWED = frozenset({"partial", "crawl_delay", "slow", "redirect_chain", "huge"})
 # RFC 9309 §2.3.1.4: an unreachable robots.txt (5xx, network error) means full
-# disallow; 429 is treated the same way by this harness.
-_ALL_DISALLOWED = frozenset({"500", "503_retry", "429", "reset"})
+# disallow; 429 is treated the same way by this harness, and so is a body that is no
+# text (``garbage``: random bytes may be data of a coding nobody can undo).
+_ALL_DISALLOWED = frozenset({"500", "503_retry", "429", "reset", "garbage"})
 
 _PARTIAL_RULES = "User-agent: *\nDisallow: /private/\n"
 _ALLOW_RULES = "User-agent: *\nDisallow:\n"
@@ -107,9 +108,9 @@ def is_disallowed(scenario: str, path: str) -> bool:
     """Whether a polite crawler must not fetch ``path`` on a host playing ``scenario``.
 
     Allow-except-private scenarios disallow ``/private/*``; scenarios whose
-    robots.txt is unreachable (5xx, 429, connection reset) disallow every path
-    but ``/robots.txt`` itself; the rest (``allow``, ``404``, ``redirect_loop``,
-    ``garbage``) disallow nothing.
+    robots.txt is unreachable (5xx, 429, connection reset, a body that is no text)
+    disallow every path but ``/robots.txt`` itself; the rest (``allow``, ``404``,
+    ``redirect_loop``) disallow nothing.
     """
     if scenario in _PRIVATE_DISALLOWED:
         return path.startswith("/private/")

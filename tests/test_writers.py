@@ -52,6 +52,9 @@ NOT_OURS = {
     ("crawl/host_queues.py", "host.active"): "the frontier's own per-host record",
     ("crawl/frontier.py", "record.interval"): "the frontier's own per-host record",
     ("robots/rfc9309.py", "merged.rules"): "a group of the parsed file",
+    ("cli/html_report.py", "story.waiting"): "the report's own per-host story",
+    ("integrations/crawlee.py", "request.state"): "crawlee's Request",
+    ("integrations/crawlee.py", "context.request.state"): "crawlee's Request",
 }
 
 

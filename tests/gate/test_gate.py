@@ -331,7 +331,8 @@ async def test_redirects_followed_and_loops_stop() -> None:
 async def test_garbage_huge_and_reset_get_definite_answers() -> None:
     plans = [HostPlan("garbage"), HostPlan("huge"), HostPlan("reset")]
     async with BenchServer(plans) as srv, RobotGate(AGENT) as gate:
-        assert await gate.allowed(srv.url(0, "/private/1")) is True
+        garbage = await gate.decide(srv.url(0, "/private/1"))  # no text: unreachable
+        assert not garbage.allowed and garbage.outcome == "unreachable", garbage
         assert await gate.allowed(srv.url(1, "/private/1")) is False
         huge = await gate.robots_entry(srv.url(1, "/"))
         assert huge.body is not None and len(huge.body) == 500 * 1024  # of 2 MB: capped

@@ -55,8 +55,9 @@ _PER_SERVER = 64
 _MAX_SERVERS = 64
 #: Seconds a finished page waits for others to share its write (its visit fetches no
 #: more meanwhile: the crawl goes on), and a write that queues URLs (links, input):
-#: those may be for this worker's servers.
-LINGER = 0.5
+#: those may be for this worker's servers. A killed or stalled worker's pages fetched
+#: and not yet written are fetched again: kept short, so that costs few pages.
+LINGER = 0.05
 LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
