@@ -155,11 +155,6 @@ class Frontier(Generic[ResponseT]):
         self._loading = False
         self._load_after = 0.0  # loop time before which the state is not asked again
         self._idle_wait = 0.0  # the wait after the state last had nothing more to hand out
-        self._writing = 0  # visits whose outcome is being written: they fetch no more
-        # A state whose writes wait for others to share them (Redis: ``linger``): a visit
-        # waiting for its write leaves its place to another.  Elsewhere it keeps it, so a
-        # crash costs at most ``concurrency`` pages fetched again.
-        self._lingers = getattr(state, "linger", 0) > 0
         self._visits: dict[asyncio.Task[None], QueuedURL] = {}
         # Outcomes being written when the crawl was stopped.
         self._settling: list[tuple[asyncio.Future[Added], QueuedURL, CrawlResult, int]] = []
@@ -256,7 +251,9 @@ class Frontier(Generic[ResponseT]):
                 await self._load()
                 continue
             wake: float | None = None
-            if len(self._visits) - self._writing < self.concurrency:
+            # A visit keeps its place until its outcome is written: a crash costs at most
+            # ``concurrency`` pages fetched again.
+            if len(self._visits) < self.concurrency:
                 taken = self.queues.take()
                 if isinstance(taken, tuple):
                     self._start(*taken)
@@ -505,16 +502,11 @@ class Frontier(Generic[ResponseT]):
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
         finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
-        # While its outcome waits for a write shared with others, another visit may start.
-        writing = self._lingers
-        self._writing += writing
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
             self._settling.append((finishing, item, record, len(found)))
             raise
-        finally:
-            self._writing -= writing
         if self.queues.hosts.get(host.key) is not host:
             self._load_soon()  # its server's last URL written: a shared state leases another
         self._settled(added, record, len(found))
