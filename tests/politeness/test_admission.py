@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import inspect
 import itertools
@@ -145,22 +146,18 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     pacing = pacing or Pacing(delay=delay)
     sched = Scheduler(pacing, clock=clock, wall=clock.now_wall, max_groups=max_groups)
     transport = transport or Transport(clock)
-    holder: list[Servers] = []
-
-    def host_state(origin: str) -> HostState | Awaitable[HostState]:
-        return holder[0].host_state(origin)
-
-    def turn(origin: str) -> contextlib.AbstractAsyncContextManager[PacingHooks | None]:
-        return RobotsPacing(holder[0], origin)
-
-    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
-                        Interpretation(AGENT, dialect, pacing=pacing), host_state=host_state,
-                        paced_by=turn, recheck_visits=recheck_visits)
     keys = PaceKeys("host")
     slots = FleetSlots(store) if fleet else None
-    verdicts = Verdicts(cache, keys, AGENT, slots)
-    servers = Servers(cache, keys, sched, store, slots)
-    holder.append(servers)
+
+    def robots(servers: Servers) -> RobotsCache:
+        return RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
+                           Interpretation(AGENT, dialect, pacing=pacing),
+                           host_state=servers.host_state,
+                           paced_by=functools.partial(RobotsPacing, servers),
+                           recheck_visits=recheck_visits)
+
+    servers = Servers(keys, sched, store, slots, robots=robots)
+    verdicts = Verdicts(servers.cache, keys, AGENT, slots)
     return Parts(verdicts, servers, Requests(verdicts, servers))
 
 

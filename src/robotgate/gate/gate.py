@@ -15,6 +15,8 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
+from functools import partial
+from operator import attrgetter
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -43,6 +45,8 @@ from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.robots_pacing import RobotsPacing
 from ..politeness.scheduler import Scheduler
 from ..politeness.servers import Servers
+from ..politeness.store_trouble import StoreTrouble
+from ..politeness.tdmrep_cache import PointedOrigins
 from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
@@ -52,7 +56,14 @@ from ..store.crawl_state import CrawlCounts
 from ..store.leases import Leases
 from ..store.memory import MemoryStore
 from ..urls import as_sent, split_origin, text_url
-from .aiohttp_client import MAX_BODY, AiohttpClient, AiohttpRobotsTransport, FetchCall, check_slot
+from .aiohttp_client import (
+    MAX_BODY,
+    AiohttpClient,
+    AiohttpConnections,
+    AiohttpRobotsTransport,
+    FetchCall,
+    check_slot,
+)
 from .describe import describe
 from .options import Network, Pacing, pacing_of
 
@@ -283,63 +294,68 @@ class RobotGate:
         self.is_private: IsPrivate = is_private if is_private is not None else private_by_default
         #: The per-host settings (``hosts``).
         self.hosts = HostTable(hosts or {})
-        listeners = [listener_of(on_event)] if on_event is not None else []
-        self._wire(cap, max_concurrency, network)
-        self._listen(listeners, metrics)
         #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
         self.tdmrep = tdmrep
-        self._tdm_cache = _tdm_cache(self) if tdmrep else None
-
-    def _wire(self, cap: int, max_concurrency: int | None, network: Network) -> None:
-        """Build the collaborators: each owns its piece of state."""
-        max_origins = network.max_origins
-        self._keys = PaceKeys(self.pace_by, max_entries=max_origins)
-        self._scheduler = Scheduler(self.pacing, max_per_group=cap,
-                                   max_concurrency=max_concurrency, max_groups=max_origins)
-        self._client = AiohttpClient(self._ensure_session, self._headers,
-                                    owned=self._session is None,
-                                    refuse_private=not network.allow_private_redirects,
-                                    is_private=self.is_private)
-        transport = network.robots_transport or AiohttpRobotsTransport(self._client)
-        self._fetcher = RobotsFetcher(transport, self.policy)
-        how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
-                             self.pacing)
-        # The servers this worker leases in a crawl shared through the store: paced here.
-        self._leases = Leases() if self.store.paces else None
-        fleet = FleetSlots(self.store, leases=self._leases) if self.store.paces else None
-        self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
-                                 recheck_visits=self.policy.recheck_visits,
-                                 host_state=lambda origin: self._servers.host_state(origin),
-                                 paced_by=lambda origin: RobotsPacing(self._servers, origin))
-        #: robots.txt's verdicts, every server's state, and what a request's turn shares.
-        self._verdicts = Verdicts(self._cache, self._keys, self.robots_agent, fleet)
-        self._servers = Servers(self._cache, self._keys, self._scheduler, self.store, fleet)
-        self._requests = Requests(self._verdicts, self._servers, headers=self._headers,
-                                  refuse_private=not network.allow_private_redirects,
-                                  private=self.is_private)
         self._crawls: set[_Running] = set()  # running crawls, ended by close()
-        self._client.requests = self._requests
-        if type(self).check is RobotGate.check:  # one call less on the hot path
-            self.check = self._verdicts.check  # type: ignore[method-assign]
-        if self.pace_by == "ip":
-            self._keys.set_resolver(self._client.first_address)
+        self._wire(cap, max_concurrency, network, on_event, metrics)
 
-    def _listen(self, listeners: list[Listener], metrics: object) -> None:
-        """Wire the per-host settings, and the events to their listeners (if any)."""
-        if self.hosts:
-            table, keys = self.hosts, self._keys
-            self._servers.hosts = table
-            self._cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
-        if metrics is not False and metrics is not None:
-            from ..metrics import metrics_listener
+    def _wire(self, cap: int, max_concurrency: int | None, network: Network,
+              on_event: Callable[[Event], object] | None, metrics: object) -> None:
+        """Build the parts, each after those it needs, and hand each what it needs as it
+        is made: each owns its piece of state."""
+        max_origins = network.max_origins
+        refuse_private = not network.allow_private_redirects
+        store, policy = self.store, self.policy
+        #: How requests connect: the session, the headers, the private-network rule.
+        self._connections = connections = AiohttpConnections(
+            self._ensure_session, self._headers, owned=self._session is None,
+            refuse_private=refuse_private, is_private=self.is_private)
+        self._keys = keys = PaceKeys(
+            self.pace_by, max_entries=max_origins,
+            resolve=connections.first_address if self.pace_by == "ip" else None)
+        self._scheduler = scheduler = Scheduler(
+            self.pacing, max_per_group=cap, max_concurrency=max_concurrency,
+            max_groups=max_origins)
+        #: Who hears the events (None: nobody listens, and no event is built).
+        self._events = events = _emitter(on_event, metrics, self, keys)
+        trouble = StoreTrouble(store, events)
+        # The servers this worker leases in a crawl shared through the store: paced here.
+        self._leases = Leases() if store.paces else None
+        fleet = FleetSlots(store, leases=self._leases) if store.paces else None
+        transport = network.robots_transport or AiohttpRobotsTransport(connections)
+        # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
+        pointed = PointedOrigins(max_origins) if self.tdmrep else None
+        self._fetcher = fetcher = RobotsFetcher(
+            transport, policy, on_fetch=pointed.robots_fetched if pointed is not None else None)
+        how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, policy,
+                             self.pacing)
+        table = self.hosts
+        host_setting = ((lambda origin: table.match(origin, keys.cached(origin)))
+                        if table else None)
 
-            recorder = metrics_listener(metrics, self)
-            if recorder is not None:
-                listeners.append(recorder)
-        #: Who hears the events (None: nobody listens).
-        self._events = Emitter(listeners, self._keys.cached) if listeners else None
-        self._cache.events = self._verdicts.events = self._servers.events = self._events
-        self._requests.events = self._events
+        def robots_cache(servers: Servers) -> RobotsCache:
+            """robots.txt's cache, its fetches paced and counted as requests to ``servers``."""
+            return RobotsCache(fetcher, store, how, max_origins=max_origins,
+                               recheck_visits=policy.recheck_visits,
+                               host_state=servers.host_state,
+                               paced_by=partial(RobotsPacing, servers), events=events,
+                               host_setting=host_setting, trouble=trouble)
+
+        #: Every server's state, and robots.txt's cache.
+        self._servers = servers = Servers(keys, scheduler, store, fleet, robots=robots_cache,
+                                          hosts=table or None, events=events)
+        self._cache = servers.cache
+        #: robots.txt's verdicts.
+        self._verdicts = verdicts = Verdicts(self._cache, keys, self.robots_agent, fleet,
+                                             events=events)
+        #: What a request's turn shares.
+        self._requests = requests = Requests(verdicts, servers, headers=self._headers,
+                                             refuse_private=refuse_private,
+                                             private=self.is_private, events=events)
+        self._client = AiohttpClient(connections, requests)
+        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, store, trouble,
+                                      pointed)
+                           if pointed is not None else None)
 
     # -- for client adapters ---------------------------------------------------
 
@@ -409,7 +425,7 @@ class RobotGate:
             raise GateClosed("the gate is closed")
         if self._session is None:
             resolver = aiohttp.DefaultResolver()
-            self._client.resolver = resolver
+            self._connections.resolver = resolver
             # No total connection limit: the per-host and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
             traces = []
@@ -467,14 +483,18 @@ class RobotGate:
 
     # -- questions -----------------------------------------------------------
 
-    def check(self, url: str) -> Decision | None:
-        """The verdict for ``url`` if its origin's robots.txt is cached and fresh, else None.
+    if TYPE_CHECKING:
+        def check(self, url: str) -> Decision | None: ...
+    else:
+        # The verdicts' own method, reached with no call of the gate's (the hot path).
+        check = property(attrgetter("_verdicts.check"), doc="""\
+The verdict for ``url`` if its origin's robots.txt is cached and fresh, else None.
 
-        No I/O and no coroutine: the fast path of a crawler that asks often.
+No I/O and no coroutine: the fast path of a crawler that asks often
+(:meth:`robotgate.politeness.verdicts.Verdicts.check`).
 
-        >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
-        """
-        return self._verdicts.check(url)
+>>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
+""")
 
     async def allowed(self, url: str, *, pointed_by: Provenance | str | None = None) -> bool:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
@@ -539,7 +559,7 @@ class RobotGate:
         off, or a closed gate).  A page stored as public is not looked up again."""
         if not self._requests.refuse_private or self._closed:
             return None
-        return await provenance_verdict(pointed_by, url, self._client.addresses,
+        return await provenance_verdict(pointed_by, url, self._connections.addresses,
                                         self.is_private, A_POINTER)
 
     async def rules(self, url: str) -> RobotsTxt | None:
@@ -773,7 +793,23 @@ class RobotGate:
         return isinstance(self.store, CrawlStore) and await self.store.drop_crawl(name)
 
 
-def _tdm_cache(gate: RobotGate) -> TdmRepCache:
+def _emitter(on_event: Callable[[Event], object] | None, metrics: object, gate: RobotGate,
+             keys: PaceKeys) -> Emitter | None:
+    """Who hears ``gate``'s events: ``on_event``, and the metrics (see
+    :func:`robotgate.metrics.metrics_listener`); None when nobody listens."""
+    listeners: list[Listener] = [listener_of(on_event)] if on_event is not None else []
+    if metrics is not False and metrics is not None:
+        from ..metrics import metrics_listener
+
+        recorder = metrics_listener(metrics, gate)
+        if recorder is not None:
+            listeners.append(recorder)
+    return Emitter(listeners, keys.cached) if listeners else None
+
+
+def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers,
+               max_origins: int, store: Store, trouble: StoreTrouble,
+               pointed: PointedOrigins) -> TdmRepCache:
     """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, redirects,
     freshness, back-off), but a file that does not come, for whatever reason, states
     nothing (W3C TDMRep, see policy/tdm.py): 401/403 included, whatever the robots.txt
@@ -782,17 +818,13 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..store.memory import immediate
 
-    policy = replace(gate.policy, forbidden_disallows_all=False)
-    fetcher = RobotsFetcher(gate._fetcher.transport, policy, TDMREP_PATH)
+    fetcher = RobotsFetcher(transport, replace(policy, forbidden_disallows_all=False),
+                            TDMREP_PATH)
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
-    store = None if immediate(gate.store) is not None else gate.store
-    servers = gate._servers
-    cache = TdmRepCache(fetcher, paced_by=lambda origin: RobotsPacing(servers, origin),
-                        max_origins=gate.max_origins, store=store,
-                        trouble=gate._cache.store_trouble)
-    # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
-    gate._fetcher.on_fetch = cache.robots_fetched
-    return cache
+    return TdmRepCache(fetcher, paced_by=partial(RobotsPacing, servers),
+                       max_origins=max_origins,
+                       store=None if immediate(store) is not None else store,
+                       trouble=trouble, pointed=pointed)
 
 
 class _Running(Protocol):
