@@ -188,7 +188,7 @@ async def decisions_child(corpus: Path, origins: int, per_origin: int, rounds: i
     async def run_core() -> None:
         assert request_turn is not None
         for u in core_urls:
-            turn = request_turn(u)
+            turn = request_turn(u, None)  # the caller's own input
             ready = turn.begin()
             if ready is not None:  # the server's group is new, or it is not due
                 await ready

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from operator import attrgetter
@@ -29,16 +29,16 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import A_POINTER, A_REDIRECT, UNGUARDED, IsPrivate, PointerVerdict, Resolve
+from ..policy.hops import A_REDIRECT, IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
-from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..policy.site import Interpretation, SiteRules
+from ..policy.provenance import Provenance
+from ..policy.site import Interpretation
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.exchange import Exchanged, Sender, exchange
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
-from ..politeness.redirects import provenance_verdict
+from ..politeness.questions import Questions, provenance_of
 from ..politeness.request_turn import Requests, RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
@@ -88,20 +88,6 @@ CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 
 #: What a client's send returns (its response), in :meth:`RobotGate.exchange`.
 R = TypeVar("R")
-
-
-def provenance_of(pointed_by: object) -> Provenance:
-    """``pointed_by`` as the gate's calls take it, as the value a request carries:
-    None, the caller's input; a page's URL (``""``: a page known to be public), that
-    page's pointer; a :class:`Provenance` as it is."""
-    if isinstance(pointed_by, Provenance):
-        return pointed_by
-    if pointed_by is None:
-        return INPUT
-    if not isinstance(pointed_by, str):
-        raise TypeError(f"pointed_by is a page's URL, a Provenance or None, "
-                        f"not {type(pointed_by).__name__}")
-    return pointer_of(pointed_by)
 
 
 def _check(user_agent: str, cap: int | None, max_concurrency: int | None) -> int:
@@ -356,6 +342,9 @@ class RobotGate:
         self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, store, trouble,
                                       pointed)
                            if pointed is not None else None)
+        #: The gate's own questions: allowed, decide, tdm.
+        self._questions = Questions(verdicts, connections.addresses, self.is_private,
+                                    refuse_private=refuse_private, tdm=self._tdm_cache)
 
     # -- for client adapters ---------------------------------------------------
 
@@ -444,6 +433,7 @@ class RobotGate:
         Another call waits for the first; one cancelled part-way still ends it all."""
         if self._closing is None or self._closing.cancelled():  # cut short: again
             self._closed = True
+            self._questions.close()
             self._closing = asyncio.ensure_future(_shut(self))
         await _wait_for(self._closing)
 
@@ -496,7 +486,8 @@ No I/O and no coroutine: the fast path of a crawler that asks often
 >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
 """)
 
-    async def allowed(self, url: str, *, pointed_by: Provenance | str | None = None) -> bool:
+    def allowed(self, url: str, *, pointed_by: Provenance | str | None = None
+                ) -> Coroutine[Any, Any, bool]:
         """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
 
         ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
@@ -505,62 +496,17 @@ No I/O and no coroutine: the fast path of a crawler that asks often
         refuses is not allowed, and a robots.txt request this call makes is that
         pointer's, held to the rule where it connects (docs/bad-input.md).
         """
-        provenance = provenance_of(pointed_by)
-        hit = self._verdicts.cached(url := as_sent(url)) if provenance.is_input else None
-        if hit is not None:
-            return hit[0].site.allowed(hit[1], self.robots_agent)
-        judged = await self._rules_for(url, provenance)
-        if not isinstance(judged, tuple):
-            return False  # the pointer's refusal: no robots.txt asked
-        return judged[0].allowed(judged[1], self.robots_agent)
+        return self._questions.allowed(url, pointed_by)
 
-    async def decide(self, url: str, *,
-                     pointed_by: Provenance | str | None = None) -> Decision:
+    def decide(self, url: str, *, pointed_by: Provenance | str | None = None
+               ) -> Coroutine[Any, Any, Decision]:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome;
         ``pointed_by`` as :meth:`allowed` takes it (a refused pointer: the refusal).
 
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        judged = await self._rules_for(url := as_sent(url), provenance_of(pointed_by))
-        if not isinstance(judged, tuple):
-            return judged  # the pointer's refusal: no robots.txt asked
-        decision = judged[0].decide(judged[1], self.robots_agent)
-        if self._tdm_cache is not None and decision.allowed:
-            # tdmrep.json is asked only where the robot may go, guarded as robots.txt is.
-            pointer = judged[2]
-            return replace(decision, tdm=await self._tdm_cache.reservation(
-                url, guard=pointer.guard, checked=pointer.addresses))
-        return decision
-
-    async def _rules_for(self, url: str, pointed_by: Provenance
-                         ) -> tuple[SiteRules, str, PointerVerdict] | Decision:
-        """The rules of ``url``'s origin (robots.txt fetched once if needed), the part
-        of ``url`` they judge, and the pointer's verdict; for ``pointed_by``'s pointer,
-        the private-network rule first: its refusal, or the robots.txt request guarded
-        as the pointer's turn guards it (a closed gate makes no request: the cached
-        rules or GateClosed)."""
-        origin, rest = split_origin(url)
-        # The rest of the URL is its path (cheaper to match than the whole URL),
-        # unless it starts with "//", which would read as a host.
-        path = url if rest[:2] == "//" else rest
-        pointer = await self._pointer(url, pointed_by)
-        if pointer is None:
-            return await self._verdicts.site(origin), path, UNGUARDED
-        if pointer.refused is not None:
-            return pointer.refused
-        site = self._cache.cached(origin) or await self._verdicts.fetched(
-            origin, pointer.guard, pointer.addresses)
-        return site, path, pointer
-
-    async def _pointer(self, url: str, pointed_by: Provenance) -> PointerVerdict | None:
-        """The private-network rule's verdict on ``pointed_by``'s pointer to ``url``
-        (None: not judged, for the user's own input, a private page's pointer, the rule
-        off, or a closed gate).  A page stored as public is not looked up again."""
-        if not self._requests.refuse_private or self._closed:
-            return None
-        return await provenance_verdict(pointed_by, url, self._connections.addresses,
-                                        self.is_private, A_POINTER)
+        return self._questions.decide(url, pointed_by)
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
@@ -631,8 +577,8 @@ No I/O and no coroutine: the fast path of a crawler that asks often
 
         return directives_of(response, self.robots_agent, body)
 
-    async def tdm(self, url: str, page: PageDirectives | None = None, *,
-                  pointed_by: Provenance | str | None = None) -> TdmVerdict:
+    def tdm(self, url: str, page: PageDirectives | None = None, *,
+            pointed_by: Provenance | str | None = None) -> Coroutine[Any, Any, TdmVerdict]:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`).
@@ -640,19 +586,7 @@ No I/O and no coroutine: the fast path of a crawler that asks often
         ``pointed_by`` as :meth:`allowed` takes it: a tdmrep.json request this call
         makes is that pointer's, held to the private-network rule where it connects.
         """
-        if self._tdm_cache is None:
-            from ..policy.tdm import tdm_verdict
-
-            return tdm_verdict(url, None, None, page)
-        if self._closed:
-            raise GateClosed("the gate is closed")
-        pointer = await self._pointer(url := as_sent(url),
-                                      provenance_of(pointed_by)) or UNGUARDED
-        # A refused pointer's request is guarded all the same: its connection refuses,
-        # and the verdict says why (the rule, the address).
-        guard = pointer.guard or pointer.refused is not None
-        return await self._tdm_cache.reservation(
-            url, page, guard=guard, checked=pointer.addresses if pointer.guard else ())
+        return self._questions.tdm(url, page, pointed_by)
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
