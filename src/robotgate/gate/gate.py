@@ -15,8 +15,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
-from functools import partial
-from operator import attrgetter
+from functools import cached_property, partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -473,18 +472,18 @@ class RobotGate:
 
     # -- questions -----------------------------------------------------------
 
-    if TYPE_CHECKING:
-        def check(self, url: str) -> Decision | None: ...
-    else:
-        # The verdicts' own method, reached with no call of the gate's (the hot path).
-        check = property(attrgetter("_verdicts.check"), doc="""\
-The verdict for ``url`` if its origin's robots.txt is cached and fresh, else None.
+    @cached_property
+    def check(self) -> Callable[[object], Decision | None]:
+        """``check(url)``: the verdict for ``url`` if its origin's robots.txt is cached and
+        fresh, else None.
 
-No I/O and no coroutine: the fast path of a crawler that asks often
-(:meth:`robotgate.politeness.verdicts.Verdicts.check`).
+        No I/O and no coroutine: the fast path of a crawler that asks often.  It is the
+        verdicts' own method (:meth:`robotgate.politeness.verdicts.Verdicts.check`),
+        reached with no call of the gate's.
 
->>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
-""")
+        >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
+        """
+        return self._verdicts.check
 
     def allowed(self, url: str, *, pointed_by: Provenance | str | None = None
                 ) -> Coroutine[Any, Any, bool]:
