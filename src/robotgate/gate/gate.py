@@ -485,17 +485,21 @@ class RobotGate:
         """
         return self._verdicts.check
 
-    def allowed(self, url: str, *, pointed_by: Provenance | str | None = None
-                ) -> Coroutine[Any, Any, bool]:
-        """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
+    @cached_property
+    def allowed(self) -> _Allowed:
+        """``await allowed(url, pointed_by=None)``: may the robot fetch ``url``?  Fetches
+        robots.txt once per origin if needed.
 
         ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
         (``""``: a page known to be public; or its
         :class:`~robotgate.policy.provenance.Provenance`).  Then a pointer the private-network rule
         refuses is not allowed, and a robots.txt request this call makes is that
         pointer's, held to the rule where it connects (docs/bad-input.md).
+
+        It is :meth:`robotgate.politeness.questions.Questions.allowed`, reached with no
+        call of the gate's.
         """
-        return self._questions.allowed(url, pointed_by)
+        return self._questions.allowed
 
     def decide(self, url: str, *, pointed_by: Provenance | str | None = None
                ) -> Coroutine[Any, Any, Decision]:
@@ -758,6 +762,13 @@ def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers
                        max_origins=max_origins,
                        store=None if immediate(store) is not None else store,
                        trouble=trouble, pointed=pointed)
+
+
+class _Allowed(Protocol):
+    """:meth:`RobotGate.allowed` as it is called."""
+
+    def __call__(self, url: str, *, pointed_by: Provenance | str | None = None
+                 ) -> Coroutine[Any, Any, bool]: ...
 
 
 class _Running(Protocol):
