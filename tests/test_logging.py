@@ -13,11 +13,12 @@ from robotgate import Network, RobotGate
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsResponse
 from robotgate.policy.pacing import Pacing
+from robotgate.policy.provenance import INPUT
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.politeness.scheduler import Group
 from robotgate.records import HostState
-from tests.politeness.test_admission import A, DictStore, Transport, build, group_of
 from tests.support.clock import Clock
+from tests.support.request_path import A, DictStore, Transport, begun, build, group_of
 from tests.support.transports import FakeTransport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +53,11 @@ async def test_a_site_skipped_for_its_crawl_delay_is_told_once_at_info(
     caplog.set_level(logging.DEBUG, logger="robotgate")
     clock = Clock()
     transport = Transport(clock, {A: b"User-agent: *\nCrawl-delay: 600\n"})
-    admission = build(clock, transport=transport,
+    parts = build(clock, transport=transport,
                       pacing=Pacing(delay=1.0, max_crawl_delay=30.0))
-    await admission.site(A)
+    await parts.verdicts.site(A)
     for _ in range(3):
-        assert admission.check(A + "/page") is not None  # decided from the cached rules
+        assert parts.verdicts.check(A + "/page") is not None  # decided from the cached rules
     told = _lines(caplog, "robotgate.pacing")
     assert told == [("INFO", f"{A}: Crawl-delay 600 s exceeds max_crawl_delay 30 s: the origin "
                              "is skipped (a higher max_crawl_delay, or "
@@ -67,14 +68,14 @@ async def test_back_off_started_and_eased_are_told_on_robotgate_pacing(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="robotgate")
     clock = Clock()
-    admission = build(clock, pacing=Pacing(delay=1.0, backoff_recovery=2))
-    await admission.site(A)
+    parts = build(clock, pacing=Pacing(delay=1.0, backoff_recovery=2))
+    await parts.verdicts.site(A)
     clock.advance(1.0)
-    got = admission.admit(A + "/1")
+    got = begun(parts.requests.turn(A + "/1", INPUT))
     group = got if isinstance(got, Group) else await group_of(got)
     for status in (503, 200, 200, 200):  # widened, narrowed, gone, nothing left to ease
-        assert admission.answered(group, status, None) is None
-    admission.done(group)
+        assert parts.servers.answered(group, status, None) is None
+    parts.servers.done(group)
     told = _lines(caplog, "robotgate.pacing")
     assert [level for level, _ in told] == ["INFO", "DEBUG", "INFO"], told
     assert re.fullmatch(r"host:a\.example answered 503: next request in \d+\.\d\ds", told[0][1])
@@ -95,15 +96,15 @@ async def test_store_trouble_warns_once_then_tells_each_at_debug_without_the_pas
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="robotgate")
     clock = Clock()
-    admission = build(clock, store=FailingStore(), delay=0.0)
-    await admission.site(A)
+    parts = build(clock, store=FailingStore(), delay=0.0)
+    await parts.verdicts.site(A)
     for n in range(3):
-        got = admission.admit(A + f"/{n}")
+        got = begun(parts.requests.turn(A + f"/{n}", INPUT))
         group = got if isinstance(got, Group) else await group_of(got)
-        pending = admission.answered(group, 200, None)
+        pending = parts.servers.answered(group, 200, None)
         assert pending is not None
         await pending
-        admission.done(group)
+        parts.servers.done(group)
     told = _lines(caplog, "robotgate.store")
     assert [level for level, _ in told] == ["WARNING", "DEBUG", "DEBUG"], told
     assert "could not save host state" in told[0][1] and "10.0.0.1" in told[0][1]

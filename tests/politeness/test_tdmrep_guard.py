@@ -13,7 +13,7 @@ from robotgate.policy import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.policy.tdm import TDMREP_PATH
 from robotgate.politeness.robots_fetcher import RobotsFetcher
-from robotgate.politeness.tdmrep_cache import TdmRepCache
+from robotgate.politeness.tdmrep_cache import PointedOrigins, TdmRepCache
 
 CHECKED = (ipaddress.ip_address("93.184.216.34"),)
 
@@ -32,10 +32,10 @@ class Recording:
 def wired(max_origins: int = 100) -> tuple[RobotsFetcher, TdmRepCache, Recording]:
     """A robots.txt fetcher and a tdmrep.json cache on one transport, wired as the gate does."""
     transport = Recording()
-    robots = RobotsFetcher(transport, FetchPolicy())
+    pointed = PointedOrigins(max_origins)
+    robots = RobotsFetcher(transport, FetchPolicy(), on_fetch=pointed.robots_fetched)
     cache = TdmRepCache(RobotsFetcher(transport, FetchPolicy(), TDMREP_PATH),
-                        max_origins=max_origins)
-    robots.on_fetch = cache.robots_fetched
+                        max_origins=max_origins, pointed=pointed)
     return robots, cache, transport
 
 

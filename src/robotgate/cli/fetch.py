@@ -24,6 +24,7 @@ from ..policy import FetchPolicy
 from ..policy.host_settings import HostSettings
 from ..store.base import CrawlInUse, Store, StoreError
 from ..store.crawl_state import NamedCrawlsUnsupported
+from ..store.from_text import BadStoreText, store_from_text
 from ..urls import scrub
 from .args import (
     EXIT_BROKEN_PIPE,
@@ -120,40 +121,12 @@ def named_crawl_text(name: str, summary: CrawlSummary) -> str:
 
 
 def make_store(spec: str | None) -> Store:
-    """The store ``--store`` names (not opened yet)."""
-    from ..store.memory import MemoryStore
-    from ..store.sqlite import SQLiteStore
-
-    if spec is None or spec in ("sqlite", "sqlite:"):
-        path = default_store_path()
-    elif spec == "memory":
-        return MemoryStore()
-    elif spec.startswith("sqlite:"):
-        path = Path(os.path.expanduser(spec[len("sqlite:") :]))
-    elif spec.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
-                          "rediss+cluster://")):
-        try:
-            from ..store.redis import RedisStore
-        except ImportError:
-            raise UsageError(
-                "the redis store needs the redis package: pip install 'robotgate[redis]'"
-            ) from None
-        try:
-            return RedisStore(spec)
-        except ValueError as exc:
-            raise UsageError(f"bad --store {spec!r}: {exc}") from None
-    else:
-        raise UsageError(
-            f"unknown store {spec!r}: use sqlite:PATH, memory, or redis://HOST[:PORT][/DB]"
-        )
+    """The store ``--store`` names (not opened yet; see
+    :func:`robotgate.store.from_text.store_from_text`): the per-user SQLite file by default."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot create {str(path.parent)!r} for the store: {exc.strerror or exc} "
-            "(pick another with --store)"
-        ) from None
-    return SQLiteStore(path)
+        return store_from_text(spec or "sqlite", default_path=default_store_path())
+    except BadStoreText as exc:
+        raise UsageError(f"{exc} (pick another with --store)") from None
 
 
 @contextlib.contextmanager

@@ -41,8 +41,8 @@ from ..politeness.redirects import refused_answer
 from ..politeness.request_turn import Requests, RequestTurn, sent_in_turn
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
-__all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpDisallowed", "AiohttpRobotsTransport",
-           "AiohttpTooManyRedirects", "FetchCall", "Route", "read_body"]
+__all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpConnections", "AiohttpDisallowed",
+           "AiohttpRobotsTransport", "AiohttpTooManyRedirects", "FetchCall", "Route", "read_body"]
 
 #: ``gate.fetch``'s default ``max_bytes``: a decoded body longer than this raises
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
@@ -383,15 +383,10 @@ class _SentOnce:
             raise
 
 
-class AiohttpClient:
-    """Sends requests through an aiohttp session, each in its request's turn.
-
-    ``session()`` returns the session (creating the owned one on first use).
-    Responses in flight are tracked so that :meth:`close` can end them.
-    """
-
-    #: The gate's, set once it is built (it needs this client's robots.txt transport).
-    requests: Requests
+class AiohttpConnections:
+    """How the gate's requests connect: its aiohttp session (``session()`` makes the
+    owned one on first use), the headers it sends, the private-network rule, and the
+    resolver its connections use."""
 
     def __init__(self, session: Callable[[], aiohttp.ClientSession], headers: dict[str, str],
                  owned: bool, refuse_private: bool = True,
@@ -399,15 +394,49 @@ class AiohttpClient:
         self.session = session
         self.headers = headers
         self.owned = owned
+        self.refuse_private = refuse_private
+        self.is_private = is_private
+        #: The owned session's resolver (``pace_by="ip"``); hops ask the connector's.
+        self.resolver: aiohttp.abc.AbstractResolver | None = None
+
+    async def addresses(self, host: str) -> list[str]:
+        """``host``'s addresses by the resolver the gate's session connects with."""
+        resolver = self.resolver
+        if resolver is None:
+            resolver = _resolver_of(self.session())
+        if resolver is None:
+            return []
+        try:
+            infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+        except OSError:
+            return []
+        return [info["host"] for info in infos]
+
+    async def first_address(self, host: str) -> str:
+        """The address a connection to ``host`` will use (for ``pace_by="ip"``)."""
+        found = await self.addresses(host)
+        return found[0] if found else host
+
+
+class AiohttpClient:
+    """Sends requests through the gate's ``connections``, each in its turn of ``requests``.
+
+    Responses in flight are tracked so that :meth:`close_responses` can end them.
+    """
+
+    def __init__(self, connections: AiohttpConnections, requests: Requests) -> None:
+        self.connections = connections
+        self.requests = requests
+        self.session = connections.session
+        self.headers = headers = connections.headers
+        self.owned = owned = connections.owned
+        self.refuse_private = connections.refuse_private
+        self.is_private = connections.is_private
         # Our headers for a user's session, made once (see _sending): handed over as the
         # call's, not set by a middleware, whose closure and coroutines would stay alive
         # across every page's wait.
         self._call_headers: CIMultiDict[str] | None = None if owned else CIMultiDict(headers)
         self._stamping: tuple[Middleware, ...] = (self._stamp,)
-        self.refuse_private = refuse_private
-        self.is_private = is_private
-        #: The owned session's resolver (``pace_by="ip"``); hops ask the connector's.
-        self.resolver: aiohttp.abc.AbstractResolver | None = None
         self._open: set[aiohttp.ClientResponse] = set()
         self.closed = False
 
@@ -435,7 +464,7 @@ class AiohttpClient:
         sender = _FetchSender(self, method, kwargs, max_bytes, call)
         try:
             done = await exchange(self.requests, sender, url, provenance,
-                                  resolve=self.addresses, follow=follow,
+                                  resolve=self.connections.addresses, follow=follow,
                                   max_redirects=max_redirects, via=proxy_route(kwargs))
         except Disallowed as refused:
             raise _refusal(refused) from None
@@ -543,25 +572,7 @@ class AiohttpClient:
         _HOP.set((url, target) if target is not None else None)
         return resp
 
-    # -- look-ups, as the session connects -------------------------------------------
-
-    async def addresses(self, host: str) -> list[str]:
-        """``host``'s addresses by the resolver the gate's session connects with."""
-        resolver = self.resolver
-        if resolver is None:
-            resolver = _resolver_of(self.session())
-        if resolver is None:
-            return []
-        try:
-            infos = await resolver.resolve(host, 0, socket.AF_UNSPEC)
-        except OSError:
-            return []
-        return [info["host"] for info in infos]
-
-    async def first_address(self, host: str) -> str:
-        """The address a connection to ``host`` will use (for ``pace_by="ip"``)."""
-        found = await self.addresses(host)
-        return found[0] if found else host
+    # -- the end -------------------------------------------------------------------
 
     def close_responses(self) -> None:
         """End every response still being read: its reader gets :class:`GateClosed`."""
@@ -579,7 +590,7 @@ class AiohttpRobotsTransport:
     #: has anyway): no second timer per robots.txt fetch.
     enforces_deadline = True
 
-    def __init__(self, client: AiohttpClient) -> None:
+    def __init__(self, client: AiohttpConnections | AiohttpClient) -> None:
         self.client = client
 
     def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:

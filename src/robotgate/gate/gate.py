@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
+from functools import cached_property, partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -27,22 +28,24 @@ from ..decision import Decision
 from ..errors import Disallowed, GateClosed
 from ..events import Event
 from ..policy.fetch import FetchPolicy
-from ..policy.hops import A_POINTER, A_REDIRECT, UNGUARDED, IsPrivate, PointerVerdict, Resolve
+from ..policy.hops import A_REDIRECT, IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
-from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..policy.site import Interpretation, SiteRules
+from ..policy.provenance import Provenance
+from ..policy.site import Interpretation
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.exchange import Exchanged, Sender, exchange
 from ..politeness.fleet_slots import FleetSlots
 from ..politeness.grouping import PaceBy, PaceKeys
-from ..politeness.redirects import provenance_verdict
+from ..politeness.questions import Questions, provenance_of
 from ..politeness.request_turn import Requests, RequestTurn
 from ..politeness.robots_cache import RobotsCache
 from ..politeness.robots_fetcher import RobotsFetcher, RobotsTransport
 from ..politeness.robots_pacing import RobotsPacing
 from ..politeness.scheduler import Scheduler
 from ..politeness.servers import Servers
+from ..politeness.store_trouble import StoreTrouble
+from ..politeness.tdmrep_cache import PointedOrigins
 from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
@@ -55,6 +58,7 @@ from ..urls import as_sent, split_origin, text_url
 from .aiohttp_client import (
     MAX_BODY,
     AiohttpClient,
+    AiohttpConnections,
     AiohttpRobotsTransport,
     FetchCall,
     check_slot,
@@ -84,20 +88,6 @@ CrawlHandler = Callable[[str, aiohttp.ClientResponse], Awaitable[Any]]
 
 #: What a client's send returns (its response), in :meth:`RobotGate.exchange`.
 R = TypeVar("R")
-
-
-def provenance_of(pointed_by: object) -> Provenance:
-    """``pointed_by`` as the gate's calls take it, as the value a request carries:
-    None, the caller's input; a page's URL (``""``: a page known to be public), that
-    page's pointer; a :class:`Provenance` as it is."""
-    if isinstance(pointed_by, Provenance):
-        return pointed_by
-    if pointed_by is None:
-        return INPUT
-    if not isinstance(pointed_by, str):
-        raise TypeError(f"pointed_by is a page's URL, a Provenance or None, "
-                        f"not {type(pointed_by).__name__}")
-    return pointer_of(pointed_by)
 
 
 def _check(user_agent: str, cap: int | None, max_concurrency: int | None) -> int:
@@ -290,63 +280,71 @@ class RobotGate:
         self.is_private: IsPrivate = is_private if is_private is not None else private_by_default
         #: The per-host settings (``hosts``).
         self.hosts = HostTable(hosts or {})
-        listeners = [listener_of(on_event)] if on_event is not None else []
-        self._wire(cap, max_concurrency, network)
-        self._listen(listeners, metrics)
         #: TDMRep (opt-in): each origin's /.well-known/tdmrep.json, fetched by robots.txt's rules.
         self.tdmrep = tdmrep
-        self._tdm_cache = _tdm_cache(self) if tdmrep else None
-
-    def _wire(self, cap: int, max_concurrency: int | None, network: Network) -> None:
-        """Build the collaborators: each owns its piece of state."""
-        max_origins = network.max_origins
-        self._keys = PaceKeys(self.pace_by, max_entries=max_origins)
-        self._scheduler = Scheduler(self.pacing, max_per_group=cap,
-                                   max_concurrency=max_concurrency, max_groups=max_origins)
-        self._client = AiohttpClient(self._ensure_session, self._headers,
-                                    owned=self._session is None,
-                                    refuse_private=not network.allow_private_redirects,
-                                    is_private=self.is_private)
-        transport = network.robots_transport or AiohttpRobotsTransport(self._client)
-        self._fetcher = RobotsFetcher(transport, self.policy)
-        how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, self.policy,
-                             self.pacing)
-        # The servers this worker leases in a crawl shared through the store: paced here.
-        self._leases = Leases() if self.store.paces else None
-        fleet = FleetSlots(self.store, leases=self._leases) if self.store.paces else None
-        self._cache = RobotsCache(self._fetcher, self.store, how, max_origins=max_origins,
-                                 recheck_visits=self.policy.recheck_visits,
-                                 host_state=lambda origin: self._servers.host_state(origin),
-                                 paced_by=lambda origin: RobotsPacing(self._servers, origin))
-        #: robots.txt's verdicts, every server's state, and what a request's turn shares.
-        self._verdicts = Verdicts(self._cache, self._keys, self.robots_agent, fleet)
-        self._servers = Servers(self._cache, self._keys, self._scheduler, self.store, fleet)
-        self._requests = Requests(self._verdicts, self._servers, headers=self._headers,
-                                  refuse_private=not network.allow_private_redirects,
-                                  private=self.is_private)
         self._crawls: set[_Running] = set()  # running crawls, ended by close()
-        self._client.requests = self._requests
-        if type(self).check is RobotGate.check:  # one call less on the hot path
-            self.check = self._verdicts.check  # type: ignore[method-assign]
-        if self.pace_by == "ip":
-            self._keys.set_resolver(self._client.first_address)
+        self._wire(cap, max_concurrency, network, on_event, metrics)
 
-    def _listen(self, listeners: list[Listener], metrics: object) -> None:
-        """Wire the per-host settings, and the events to their listeners (if any)."""
-        if self.hosts:
-            table, keys = self.hosts, self._keys
-            self._servers.hosts = table
-            self._cache.host_setting = lambda origin: table.match(origin, keys.cached(origin))
-        if metrics is not False and metrics is not None:
-            from ..metrics import metrics_listener
+    def _wire(self, cap: int, max_concurrency: int | None, network: Network,
+              on_event: Callable[[Event], object] | None, metrics: object) -> None:
+        """Build the parts, each after those it needs, and hand each what it needs as it
+        is made: each owns its piece of state."""
+        max_origins = network.max_origins
+        refuse_private = not network.allow_private_redirects
+        store, policy = self.store, self.policy
+        #: How requests connect: the session, the headers, the private-network rule.
+        self._connections = connections = AiohttpConnections(
+            self._ensure_session, self._headers, owned=self._session is None,
+            refuse_private=refuse_private, is_private=self.is_private)
+        self._keys = keys = PaceKeys(
+            self.pace_by, max_entries=max_origins,
+            resolve=connections.first_address if self.pace_by == "ip" else None)
+        self._scheduler = scheduler = Scheduler(
+            self.pacing, max_per_group=cap, max_concurrency=max_concurrency,
+            max_groups=max_origins)
+        #: Who hears the events (None: nobody listens, and no event is built).
+        self._events = events = _emitter(on_event, metrics, self, keys)
+        trouble = StoreTrouble(store, events)
+        # The servers this worker leases in a crawl shared through the store: paced here.
+        self._leases = Leases() if store.paces else None
+        fleet = FleetSlots(store, leases=self._leases) if store.paces else None
+        transport = network.robots_transport or AiohttpRobotsTransport(connections)
+        # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
+        pointed = PointedOrigins(max_origins) if self.tdmrep else None
+        self._fetcher = fetcher = RobotsFetcher(
+            transport, policy, on_fetch=pointed.robots_fetched if pointed is not None else None)
+        how = Interpretation(self.robots_agent, self.dialect, self.lwp_conventions, policy,
+                             self.pacing)
+        table = self.hosts
+        host_setting = ((lambda origin: table.match(origin, keys.cached(origin)))
+                        if table else None)
 
-            recorder = metrics_listener(metrics, self)
-            if recorder is not None:
-                listeners.append(recorder)
-        #: Who hears the events (None: nobody listens).
-        self._events = Emitter(listeners, self._keys.cached) if listeners else None
-        self._cache.events = self._verdicts.events = self._servers.events = self._events
-        self._requests.events = self._events
+        def robots_cache(servers: Servers) -> RobotsCache:
+            """robots.txt's cache, its fetches paced and counted as requests to ``servers``."""
+            return RobotsCache(fetcher, store, how, max_origins=max_origins,
+                               recheck_visits=policy.recheck_visits,
+                               host_state=servers.host_state,
+                               paced_by=partial(RobotsPacing, servers), events=events,
+                               host_setting=host_setting, trouble=trouble)
+
+        #: Every server's state, and robots.txt's cache.
+        self._servers = servers = Servers(keys, scheduler, store, fleet, robots=robots_cache,
+                                          hosts=table or None, events=events)
+        self._cache = servers.cache
+        #: robots.txt's verdicts.
+        self._verdicts = verdicts = Verdicts(self._cache, keys, self.robots_agent, fleet,
+                                             events=events)
+        #: What a request's turn shares.
+        self._requests = requests = Requests(verdicts, servers, headers=self._headers,
+                                             refuse_private=refuse_private,
+                                             private=self.is_private, events=events)
+        self._client = AiohttpClient(connections, requests)
+        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, store, trouble,
+                                      pointed)
+                           if pointed is not None else None)
+        #: The gate's own questions: allowed, decide, tdm.
+        self._questions = Questions(verdicts, connections.addresses, self.is_private,
+                                    refuse_private=refuse_private, tdm=self._tdm_cache)
 
     # -- for client adapters ---------------------------------------------------
 
@@ -416,7 +414,7 @@ class RobotGate:
             raise GateClosed("the gate is closed")
         if self._session is None:
             resolver = aiohttp.DefaultResolver()
-            self._client.resolver = resolver
+            self._connections.resolver = resolver
             # No total connection limit: the per-host and global caps are ours.
             connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
             traces = []
@@ -435,6 +433,7 @@ class RobotGate:
         Another call waits for the first; one cancelled part-way still ends it all."""
         if self._closing is None or self._closing.cancelled():  # cut short: again
             self._closed = True
+            self._questions.close()
             self._closing = asyncio.ensure_future(_shut(self))
         await _wait_for(self._closing)
 
@@ -474,80 +473,44 @@ class RobotGate:
 
     # -- questions -----------------------------------------------------------
 
-    def check(self, url: str) -> Decision | None:
-        """The verdict for ``url`` if its origin's robots.txt is cached and fresh, else None.
+    @cached_property
+    def check(self) -> Callable[[object], Decision | None]:
+        """``check(url)``: the verdict for ``url`` if its origin's robots.txt is cached and
+        fresh, else None.
 
-        No I/O and no coroutine: the fast path of a crawler that asks often.
+        No I/O and no coroutine: the fast path of a crawler that asks often.  It is the
+        verdicts' own method (:meth:`robotgate.politeness.verdicts.Verdicts.check`),
+        reached with no call of the gate's.
 
         >>> d = gate.check(url) or await gate.decide(url)          # doctest: +SKIP
         """
-        return self._verdicts.check(url)
+        return self._verdicts.check
 
-    async def allowed(self, url: str, *, pointed_by: Provenance | str | None = None) -> bool:
-        """May the robot fetch ``url``?  Fetches robots.txt once per origin if needed.
+    @cached_property
+    def allowed(self) -> _Allowed:
+        """``await allowed(url, pointed_by=None)``: may the robot fetch ``url``?  Fetches
+        robots.txt once per origin if needed.
 
         ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
         (``""``: a page known to be public; or its
         :class:`~robotgate.policy.provenance.Provenance`).  Then a pointer the private-network rule
         refuses is not allowed, and a robots.txt request this call makes is that
         pointer's, held to the rule where it connects (docs/bad-input.md).
-        """
-        provenance = provenance_of(pointed_by)
-        hit = self._verdicts.cached(url := as_sent(url)) if provenance.is_input else None
-        if hit is not None:
-            return hit[0].site.allowed(hit[1], self.robots_agent)
-        judged = await self._rules_for(url, provenance)
-        if not isinstance(judged, tuple):
-            return False  # the pointer's refusal: no robots.txt asked
-        return judged[0].allowed(judged[1], self.robots_agent)
 
-    async def decide(self, url: str, *,
-                     pointed_by: Provenance | str | None = None) -> Decision:
+        It is :meth:`robotgate.politeness.questions.Questions.allowed`, reached with no
+        call of the gate's.
+        """
+        return self._questions.allowed
+
+    def decide(self, url: str, *, pointed_by: Provenance | str | None = None
+               ) -> Coroutine[Any, Any, Decision]:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome;
         ``pointed_by`` as :meth:`allowed` takes it (a refused pointer: the refusal).
 
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        judged = await self._rules_for(url := as_sent(url), provenance_of(pointed_by))
-        if not isinstance(judged, tuple):
-            return judged  # the pointer's refusal: no robots.txt asked
-        decision = judged[0].decide(judged[1], self.robots_agent)
-        if self._tdm_cache is not None and decision.allowed:
-            # tdmrep.json is asked only where the robot may go, guarded as robots.txt is.
-            pointer = judged[2]
-            return replace(decision, tdm=await self._tdm_cache.reservation(
-                url, guard=pointer.guard, checked=pointer.addresses))
-        return decision
-
-    async def _rules_for(self, url: str, pointed_by: Provenance
-                         ) -> tuple[SiteRules, str, PointerVerdict] | Decision:
-        """The rules of ``url``'s origin (robots.txt fetched once if needed), the part
-        of ``url`` they judge, and the pointer's verdict; for ``pointed_by``'s pointer,
-        the private-network rule first: its refusal, or the robots.txt request guarded
-        as the pointer's turn guards it (a closed gate makes no request: the cached
-        rules or GateClosed)."""
-        origin, rest = split_origin(url)
-        # The rest of the URL is its path (cheaper to match than the whole URL),
-        # unless it starts with "//", which would read as a host.
-        path = url if rest[:2] == "//" else rest
-        pointer = await self._pointer(url, pointed_by)
-        if pointer is None:
-            return await self._verdicts.site(origin), path, UNGUARDED
-        if pointer.refused is not None:
-            return pointer.refused
-        site = self._cache.cached(origin) or await self._verdicts.fetched(
-            origin, pointer.guard, pointer.addresses)
-        return site, path, pointer
-
-    async def _pointer(self, url: str, pointed_by: Provenance) -> PointerVerdict | None:
-        """The private-network rule's verdict on ``pointed_by``'s pointer to ``url``
-        (None: not judged, for the user's own input, a private page's pointer, the rule
-        off, or a closed gate).  A page stored as public is not looked up again."""
-        if not self._requests.refuse_private or self._closed:
-            return None
-        return await provenance_verdict(pointed_by, url, self._client.addresses,
-                                        self.is_private, A_POINTER)
+        return self._questions.decide(url, pointed_by)
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
@@ -618,8 +581,8 @@ class RobotGate:
 
         return directives_of(response, self.robots_agent, body)
 
-    async def tdm(self, url: str, page: PageDirectives | None = None, *,
-                  pointed_by: Provenance | str | None = None) -> TdmVerdict:
+    def tdm(self, url: str, page: PageDirectives | None = None, *,
+            pointed_by: Provenance | str | None = None) -> Coroutine[Any, Any, TdmVerdict]:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`).
@@ -627,19 +590,7 @@ class RobotGate:
         ``pointed_by`` as :meth:`allowed` takes it: a tdmrep.json request this call
         makes is that pointer's, held to the private-network rule where it connects.
         """
-        if self._tdm_cache is None:
-            from ..policy.tdm import tdm_verdict
-
-            return tdm_verdict(url, None, None, page)
-        if self._closed:
-            raise GateClosed("the gate is closed")
-        pointer = await self._pointer(url := as_sent(url),
-                                      provenance_of(pointed_by)) or UNGUARDED
-        # A refused pointer's request is guarded all the same: its connection refuses,
-        # and the verdict says why (the rule, the address).
-        guard = pointer.guard or pointer.refused is not None
-        return await self._tdm_cache.reservation(
-            url, page, guard=guard, checked=pointer.addresses if pointer.guard else ())
+        return self._questions.tdm(url, page, pointed_by)
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
@@ -780,7 +731,23 @@ class RobotGate:
         return isinstance(self.store, CrawlStore) and await self.store.drop_crawl(name)
 
 
-def _tdm_cache(gate: RobotGate) -> TdmRepCache:
+def _emitter(on_event: Callable[[Event], object] | None, metrics: object, gate: RobotGate,
+             keys: PaceKeys) -> Emitter | None:
+    """Who hears ``gate``'s events: ``on_event``, and the metrics (see
+    :func:`robotgate.metrics.metrics_listener`); None when nobody listens."""
+    listeners: list[Listener] = [listener_of(on_event)] if on_event is not None else []
+    if metrics is not False and metrics is not None:
+        from ..metrics import metrics_listener
+
+        recorder = metrics_listener(metrics, gate)
+        if recorder is not None:
+            listeners.append(recorder)
+    return Emitter(listeners, keys.cached) if listeners else None
+
+
+def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers,
+               max_origins: int, store: Store, trouble: StoreTrouble,
+               pointed: PointedOrigins) -> TdmRepCache:
     """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, redirects,
     freshness, back-off), but a file that does not come, for whatever reason, states
     nothing (W3C TDMRep, see policy/tdm.py): 401/403 included, whatever the robots.txt
@@ -789,17 +756,20 @@ def _tdm_cache(gate: RobotGate) -> TdmRepCache:
     from ..politeness.tdmrep_cache import TdmRepCache
     from ..store.memory import immediate
 
-    policy = replace(gate.policy, forbidden_disallows_all=False)
-    fetcher = RobotsFetcher(gate._fetcher.transport, policy, TDMREP_PATH)
+    fetcher = RobotsFetcher(transport, replace(policy, forbidden_disallows_all=False),
+                            TDMREP_PATH)
     # The plain memory store would only hold a second copy (and crowd robots.txt out).
-    store = None if immediate(gate.store) is not None else gate.store
-    servers = gate._servers
-    cache = TdmRepCache(fetcher, paced_by=lambda origin: RobotsPacing(servers, origin),
-                        max_origins=gate.max_origins, store=store,
-                        trouble=gate._cache.store_trouble)
-    # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
-    gate._fetcher.on_fetch = cache.robots_fetched
-    return cache
+    return TdmRepCache(fetcher, paced_by=partial(RobotsPacing, servers),
+                       max_origins=max_origins,
+                       store=None if immediate(store) is not None else store,
+                       trouble=trouble, pointed=pointed)
+
+
+class _Allowed(Protocol):
+    """:meth:`RobotGate.allowed` as it is called."""
+
+    def __call__(self, url: str, *, pointed_by: Provenance | str | None = None
+                 ) -> Coroutine[Any, Any, bool]: ...
 
 
 class _Running(Protocol):

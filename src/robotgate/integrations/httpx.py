@@ -29,12 +29,12 @@ import httpx
 from ..decision import Decision
 from ..errors import Disallowed
 from ..gate.directives import headers_directives
-from ..gate.gate import provenance_of
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
 from ..politeness.exchange import Answer, robots_reach
+from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
 from ..urls import InvalidURL

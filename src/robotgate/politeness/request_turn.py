@@ -71,7 +71,7 @@ class Requests:
 
     def __init__(self, verdicts: Verdicts, servers: Servers, *,
                  headers: Mapping[str, str] | None = None, refuse_private: bool = True,
-                 private: IsPrivate = is_private) -> None:
+                 private: IsPrivate = is_private, events: Emitter | None = None) -> None:
         self.verdicts = verdicts
         self.servers = servers
         #: What every request sends (User-Agent, From), over the client's and the caller's.
@@ -81,7 +81,7 @@ class Requests:
         self.refuse_private = refuse_private
         self.is_private = private
         #: Who hears of the requests (None: nobody listens, and no event is built).
-        self.events: Emitter | None = None
+        self.events = events
 
     def turn(self, url: str, provenance: Provenance, resolve: Resolve | None = None,
              paced: bool = True, what: str = A_REDIRECT) -> RequestTurn:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Literal
 
 from ..error_root import Error
-from ..events import RobotsFetched, StoreTrouble
+from ..events import RobotsFetched
 from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
 from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
@@ -26,10 +26,10 @@ from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
 from ..store.base import Store
 from ..store.memory import immediate
-from ..urls import scrub
 from .emitter import Emitter
 from .robots_fetcher import PacingHooks, RobotsFetcher
 from .scheduler import Scheduler
+from .store_trouble import StoreTrouble
 
 __all__ = ["CacheClosed", "RobotsCache"]
 
@@ -45,8 +45,6 @@ _LOCK_LEASE = 10.0
 log = logging.getLogger("robotgate.robots")
 #: A site skipped for the Crawl-delay it asks.
 pacing_log = logging.getLogger("robotgate.pacing")
-#: The store's failures: the first one as a warning, each one at DEBUG.
-store_log = logging.getLogger("robotgate.store")
 
 
 @asynccontextmanager
@@ -110,6 +108,9 @@ class RobotsCache:
         paced_by: Callable[[str], AbstractAsyncContextManager[PacingHooks | None]] | None = None,
         max_origins: int = 100_000,
         recheck_visits: int | None = 1000,
+        events: Emitter | None = None,
+        host_setting: Callable[[str], HostSettings | None] | None = None,
+        trouble: StoreTrouble | None = None,
     ) -> None:
         self.fetcher = fetcher
         self.store = store
@@ -125,11 +126,12 @@ class RobotsCache:
         self._inflight: dict[str, _Flight] = {}
         self._releasing: set[str] = set()  # origins whose fleet fetch lock is being let go
         self._closed = False
-        self.store_errors = 0
         #: Who hears the events (None: nobody listens).
-        self.events: Emitter | None = None
+        self.events = events
         #: The host setting of an origin, if any applies (None: no settings).
-        self.host_setting: Callable[[str], HostSettings | None] | None = None
+        self.host_setting = host_setting
+        #: Counts and tells the store's failures.
+        self.trouble = trouble if trouble is not None else StoreTrouble(store, events)
 
     # -- the hot path -------------------------------------------------------------
 
@@ -456,23 +458,14 @@ class RobotsCache:
             self.store_trouble("release the robots.txt lock", exc)
 
     def store_trouble(self, what: str, exc: Exception) -> None:
-        """Count a store error; log the first one as a warning, each at DEBUG (the crawl
-        goes on without the store)."""
-        self.store_errors += 1
-        error = f"{type(exc).__name__}: {exc}"
-        url = getattr(self.store, "url", None)
-        if isinstance(url, str):  # a Redis URL may hold a password; the error may show it
-            error = scrub(error, url)
-        events = self.events
-        if events is not None:
-            events.emit(StoreTrouble(time.time(), "", "", what, error))
-        if self.store_errors == 1:
-            store_log.warning("the store could not %s (%s); going on without it, "
-                              "further store errors are counted in stats['store_errors']",
-                              what, error)
-        else:
-            store_log.debug("the store could not %s (%s); %d store errors so far", what,
-                            error, self.store_errors)
+        """Count a store error and tell of it (see :class:`StoreTrouble`): the crawl
+        goes on without the store."""
+        self.trouble(what, exc)
+
+    @property
+    def store_errors(self) -> int:
+        """How many times the store failed."""
+        return self.trouble.errors
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
                  rules: RobotsTxt | None = None) -> SiteRules:

@@ -61,7 +61,9 @@ class RobotsFetcher:
     """
 
     def __init__(self, transport: RobotsTransport, policy: FetchPolicy,
-                 path: str = "/robots.txt") -> None:
+                 path: str = "/robots.txt", *,
+                 on_fetch: Callable[[str, bool, tuple[Address, ...]], None] | None = None
+                 ) -> None:
         self.transport = transport
         self.policy = policy
         #: The file fetched: robots.txt, or another well-known file by its rules.
@@ -71,7 +73,7 @@ class RobotsFetcher:
         self.requests = 0
         #: Told of each fetch as it starts: ``(origin, guard, checked)`` (the tdmrep.json
         #: cache guards the first request of an origin a pointer led to alike).
-        self.on_fetch: Callable[[str, bool, tuple[Address, ...]], None] | None = None
+        self.on_fetch = on_fetch
 
     async def fetch(self, origin: str, previous: RobotsEntry | None,
                     hooks: PacingHooks | None = None, guard: bool = False,

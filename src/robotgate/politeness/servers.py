@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from ..events import BackoffEased, BackoffStarted
 from ..policy.host_settings import HostTable
@@ -37,11 +37,18 @@ Started = tuple[Group, "Slot | None"]
 
 
 class Servers:
-    """The servers one robot asks: their groups in ``scheduler``, their copy in ``store``."""
+    """The servers one robot asks: their groups in ``scheduler``, their copy in ``store``.
 
-    def __init__(self, cache: RobotsCache, keys: PaceKeys, scheduler: Scheduler, store: Store,
-                 fleet: FleetSlots | None = None) -> None:
-        self.cache = cache
+    ``robots(servers)`` makes the robots.txt cache of these servers, once their own
+    state is in place: its fetches are requests to them, paced and counted by them.
+    ``hosts``: the per-host settings (None: the gate's own for every server);
+    ``events``: who hears the back-offs (None: nobody listens, and no event is built).
+    """
+
+    def __init__(self, keys: PaceKeys, scheduler: Scheduler, store: Store,
+                 fleet: FleetSlots | None = None, *,
+                 robots: Callable[[Servers], RobotsCache],
+                 hosts: HostTable | None = None, events: Emitter | None = None) -> None:
         self.keys = keys
         self.scheduler = scheduler
         self.store = store
@@ -50,10 +57,10 @@ class Servers:
         self._groups = scheduler.groups_by_key
         #: True once closed: no request starts.
         self.closed = False
-        #: Who hears the back-offs (None: nobody listens, and no event is built).
-        self.events: Emitter | None = None
-        #: Per-host settings (None: the gate's own for every server).
-        self.hosts: HostTable | None = None
+        self.events = events
+        self.hosts = hosts
+        #: robots.txt's rules of each origin, and the record binding it to its server.
+        self.cache = robots(self)
 
     # -- groups --------------------------------------------------------------------
 

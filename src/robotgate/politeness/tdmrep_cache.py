@@ -30,7 +30,7 @@ from .robots_fetcher import PacingHooks, RobotsFetcher
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
 
-__all__ = ["TdmRepCache", "TdmRepSite"]
+__all__ = ["PointedOrigins", "TdmRepCache", "TdmRepSite"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,32 @@ async def _unpaced() -> AsyncIterator[PacingHooks | None]:
     yield None
 
 
+class PointedOrigins:
+    """The origins whose last robots.txt fetch a public page's pointer asked for, with
+    the addresses its check found public (at most ``max_origins``, the oldest go
+    first): their tdmrep.json is guarded alike.  The robots.txt fetcher tells it of
+    each fetch (its ``on_fetch``)."""
+
+    def __init__(self, max_origins: int = 100_000) -> None:
+        self.max_origins = max(1, max_origins)
+        self._pointed: dict[str, tuple[Address, ...]] = {}
+
+    def robots_fetched(self, origin: str, guard: bool, checked: tuple[Address, ...]) -> None:
+        """``origin``'s robots.txt is being fetched, ``guard``-ed when a public page's
+        pointer led there (``checked``: the addresses its check found)."""
+        pointed = self._pointed
+        pointed.pop(origin, None)
+        if guard:
+            pointed[origin] = checked
+            while len(pointed) > self.max_origins:
+                del pointed[next(iter(pointed))]
+
+    def get(self, origin: str) -> tuple[Address, ...] | None:
+        """The addresses of ``origin``'s last pointer check (None: its last robots.txt
+        fetch was no pointer's)."""
+        return self._pointed.get(origin)
+
+
 class TdmRepCache:
     """Per-origin tdmrep.json, fetched once for all who ask, kept while fresh.
 
@@ -59,7 +85,7 @@ class TdmRepCache:
     that pointer's robots.txt request is: its connection must reach a public
     address.  The pointer is the asker's (``guard`` to :meth:`get`), or, for one
     who does not say, the one whose robots.txt fetch was the origin's last
-    (:meth:`robots_fetched`).
+    (``pointed``, which the robots.txt fetcher tells).
     """
 
     def __init__(
@@ -70,6 +96,7 @@ class TdmRepCache:
         max_origins: int = 100_000,
         store: Store | None = None,
         trouble: Callable[[str, Exception], None] | None = None,
+        pointed: PointedOrigins | None = None,
     ) -> None:
         self.fetcher = fetcher
         self.max_origins = max(1, max_origins)
@@ -78,9 +105,8 @@ class TdmRepCache:
         self._paced_by = paced_by
         self._sites: dict[str, TdmRepSite] = {}
         self._flights: dict[str, asyncio.Task[TdmRepSite]] = {}
-        #: origin -> the addresses a pointer check found public, for the origins whose
-        #: last robots.txt fetch was a pointer's.
-        self._pointed: dict[str, tuple[Address, ...]] = {}
+        #: The origins whose last robots.txt fetch was a pointer's.
+        self.pointed = pointed if pointed is not None else PointedOrigins(max_origins)
         #: origin -> the addresses a pointer check found public, for the origins whose
         #: fetch in flight a pointer's asker waits for (until its request leaves).
         self._asked_by_pointer: dict[str, tuple[Address, ...]] = {}
@@ -90,17 +116,6 @@ class TdmRepCache:
     def requests(self) -> int:
         """tdmrep.json requests sent (every hop of a redirect counts once with its fetch)."""
         return self.fetcher.requests
-
-    def robots_fetched(self, origin: str, guard: bool, checked: tuple[Address, ...]) -> None:
-        """``origin``'s robots.txt is being fetched, ``guard``-ed when a public page's
-        pointer led there (``checked``: the addresses its check found): the origin's
-        tdmrep.json is fetched alike."""
-        pointed = self._pointed
-        pointed.pop(origin, None)
-        if guard:
-            pointed[origin] = checked
-            while len(pointed) > self.max_origins:
-                del pointed[next(iter(pointed))]
 
     async def reservation(self, url: str, page: PageDirectives | None = None, *,
                           guard: bool = False, checked: tuple[Address, ...] = ()
@@ -160,7 +175,7 @@ class TdmRepCache:
             # As the request leaves: a pointer's asker that joined meanwhile counts.
             checked = self._asked_by_pointer.pop(origin, None)
             if checked is None:
-                checked = self._pointed.get(origin)
+                checked = self.pointed.get(origin)
             entry = await self.fetcher.fetch(origin, previous, hooks, checked is not None,
                                              checked or ())
         await self._save(entry.copy(origin=key))

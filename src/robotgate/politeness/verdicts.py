@@ -31,7 +31,7 @@ class Verdicts:
     """robots.txt's verdicts for one robot (``agent``), read from ``cache``."""
 
     def __init__(self, cache: RobotsCache, keys: PaceKeys, agent: str,
-                 fleet: FleetSlots | None = None) -> None:
+                 fleet: FleetSlots | None = None, events: Emitter | None = None) -> None:
         self.cache = cache
         self.keys = keys
         self.agent = agent
@@ -40,7 +40,7 @@ class Verdicts:
         #: How many requests robots.txt refused.
         self.disallowed = 0
         #: Who hears the refusals (None: nobody listens, and no event is built).
-        self.events: Emitter | None = None
+        self.events = events
         # "scheme://authority" as a URL spells it -> its origin (see learn): a pure
         # function remembered, never stale, so that a cached page is not split.
         self._origins: dict[str, str] = {}

@@ -40,12 +40,13 @@ from scrapy.utils.misc import load_object
 
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
-from ...gate.gate import RobotGate, provenance_of
+from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
 from ...policy.provenance import pointer_of
 from ...politeness.exchange import robots_reach
+from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
 from ...robots.usage import combine_usage, usage_from_headers

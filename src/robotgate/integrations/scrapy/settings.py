@@ -7,14 +7,13 @@ it is testable alone.  docs/integrations.md has the table of settings.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from ...policy.host_settings import HostSettings
 from ...store.base import Store
+from ...store.from_text import store_from_text
 
 __all__ = ["SETTINGS", "GateSettings", "make_store", "read_settings"]
 
@@ -171,30 +170,10 @@ def _group(options: dict[str, Any]) -> None:
 
 
 def make_store(spec: str, prefix: str | None = None) -> Store:
-    """The store ``ROBOTGATE_STORE`` names (not opened yet).
-
-    ``memory`` (default: one process), a Redis URL (``redis://``, ``rediss://``,
-    ``unix://``, or ``redis+cluster://`` for a Redis Cluster: a fleet; ``prefix`` names
-    its keys), or a SQLite file path (``sqlite:PATH`` or just ``PATH``: processes on one
-    machine, and restarts).
-    """
-    from ...store.memory import MemoryStore
-    from ...store.sqlite import SQLiteStore
-
-    spec = spec.strip()
-    if spec == "memory":
-        return MemoryStore()
-    if spec.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
-                          "rediss+cluster://")):
-        try:
-            from ...store.redis import RedisStore
-        except ImportError:
-            raise ValueError("ROBOTGATE_STORE: a Redis store needs the redis package: "
-                             "pip install 'robotgate[redis]'") from None
-        return RedisStore(spec, prefix=prefix) if prefix else RedisStore(spec)
-    path = spec[len("sqlite:"):] if spec.startswith("sqlite:") else spec
-    if not path:
-        raise ValueError("ROBOTGATE_STORE: give 'memory', a SQLite path or a Redis URL")
-    file = Path(os.path.expanduser(path))
-    file.parent.mkdir(parents=True, exist_ok=True)
-    return SQLiteStore(file)
+    """The store ``ROBOTGATE_STORE`` names (not opened yet): ``memory`` (default: one
+    process), a Redis URL (``redis://``, ``rediss://``, ``unix://``, or ``redis+cluster://``
+    for a Redis Cluster: a fleet; ``prefix`` names its keys), or a SQLite file path
+    (``sqlite:PATH`` or just ``PATH``: processes on one machine, and restarts); see
+    :func:`robotgate.store.from_text.store_from_text`, whose
+    :class:`~robotgate.store.from_text.BadStoreText` (a ValueError) a bad one raises."""
+    return store_from_text(spec, prefix=prefix)
