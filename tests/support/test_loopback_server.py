@@ -72,9 +72,9 @@ def test_page_paths_and_disallow_table() -> None:
     for scenario in ("partial", "crawl_delay", "slow", "redirect_chain", "huge"):
         assert is_disallowed(scenario, "/private/3")
         assert not is_disallowed(scenario, "/page/3")
-    for scenario in ("500", "503_retry", "429", "reset"):
+    for scenario in ("500", "503_retry", "429", "reset", "garbage"):  # garbage: no text
         assert is_disallowed(scenario, "/page/3")
-    for scenario in ("404", "redirect_loop", "allow", "garbage"):
+    for scenario in ("404", "redirect_loop", "allow"):
         assert not is_disallowed(scenario, "/private/3")
     with pytest.raises(ValueError):
         is_disallowed("nope", "/")
