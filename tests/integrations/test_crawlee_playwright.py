@@ -63,7 +63,9 @@ class Run:
             browser_launch_options={"executable_path": chromium_path(),
                                     "args": [*CHROMIUM_ARGS, *LAUNCH_ARGS]},
             browser_new_context_options={"service_workers": "block"},
-            concurrency_settings=ConcurrencySettings(desired_concurrency=2, max_concurrency=2),
+            # One page at a time: two pages starting at once may make crawlee launch a
+            # second browser on the same profile, which Chromium refuses (ProcessSingleton).
+            concurrency_settings=ConcurrencySettings(desired_concurrency=1, max_concurrency=1),
             max_request_retries=max_request_retries, configure_logging=False)
         client.attach(crawler)
 
