@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import tracemalloc
+from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -194,6 +197,30 @@ def test_links_are_stripped_of_controls_and_spaces_as_the_url_parser_does() -> N
         "https://other.example/d/x"]
 
 
+@contextlib.asynccontextmanager
+async def html_site(pages: dict[str, bytes]) -> AsyncIterator[tuple[int, list[str]]]:
+    """A loopback site with no robots.txt serving ``pages`` (any other path: ``end``):
+    its port, and the paths asked of it."""
+    asked: list[str] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        return web.Response(body=pages.get(request.path, b"end"), content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield site._server.sockets[0].getsockname()[1], asked  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_long_page_s_links_are_read_off_the_event_loop(
         monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[threading.Thread] = []
@@ -206,27 +233,13 @@ async def test_a_long_page_s_links_are_read_off_the_event_loop(
     pages = {"/": b'<a href="/big">big</a>',
              "/big": b"<p>" + b"x" * (1 << 20) + b'<a href="/end">'}
 
-    async def answer(request: web.Request) -> web.Response:
-        if request.path == "/robots.txt":
-            return web.Response(status=404)
-        return web.Response(body=pages.get(request.path, b"end"), content_type="text/html")
+    async def handler(url: str, resp: Any) -> None:
+        await resp.read()
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate:
-            async def handler(url: str, resp: Any) -> None:
-                await resp.read()
-
-            await asyncio.wait_for(gate.crawl(
-                [f"http://127.0.0.1:{port}/"], handler, follow_links=True), 30)
-    finally:
-        await runner.cleanup()
+    async with (html_site(pages) as (port, _),
+                RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate):
+        await asyncio.wait_for(gate.crawl(
+            [f"http://127.0.0.1:{port}/"], handler, follow_links=True), 30)
     assert len(threads) == 3  # /, /big, /end
     main = threading.main_thread()
     assert [t is main for t in threads] == [True, False, True]
@@ -244,31 +257,14 @@ async def test_a_long_page_s_base_is_found_off_the_event_loop_for_its_handler_s_
 
     monkeypatch.setattr(robotgate.crawl.page, "base_href", finding)
     big = b'<base href="/deep/">' + b"<p>" + b"x" * (1 << 20)
-    asked: list[str] = []
 
-    async def answer(request: web.Request) -> web.Response:
-        asked.append(request.path)
-        if request.path == "/robots.txt":
-            return web.Response(status=404)
-        return web.Response(body=big if request.path == "/" else b"end",
-                            content_type="text/html")
+    async def handler(url: str, resp: Any) -> list[str]:
+        await resp.read()
+        return ["next"] if urlsplit(url).path == "/" else []
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate:
-            async def handler(url: str, resp: Any) -> list[str]:
-                await resp.read()
-                return ["next"] if url.endswith(f"{port}/") else []
-
-            await asyncio.wait_for(gate.crawl([f"http://127.0.0.1:{port}/"], handler), 30)
-    finally:
-        await runner.cleanup()
+    async with (html_site({"/": big}) as (port, asked),
+                RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate):
+        await asyncio.wait_for(gate.crawl([f"http://127.0.0.1:{port}/"], handler), 30)
     assert "/deep/next" in asked, asked
     assert threads and all(t is not threading.main_thread() for t in threads)
 
