@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -240,17 +240,16 @@ async def test_a_scrapy_spider_follows_no_link_of_a_nofollow_page(obey: bool) ->
 # -- robots.txt travels the pages' route ---------------------------------------------------
 
 
-@dataclass
-class ForwardProxy:
-    """A loopback HTTP forward proxy: it alone knows ``web.invalid`` (the public site).
-    Every request it forwards is recorded; each connection carries one request."""
+_S = TypeVar("_S", bound="StreamServer")
 
-    site_port: int
-    forwarded: list[str] = field(default_factory=list)
+
+class StreamServer:
+    """A loopback server of raw connections, each handed to ``_serve``."""
+
     port: int = 0
     _server: asyncio.Server | None = None
 
-    async def start(self) -> ForwardProxy:
+    async def start(self: _S) -> _S:
         self._server = await asyncio.start_server(self._serve, PUBLIC, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -259,6 +258,18 @@ class ForwardProxy:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class ForwardProxy(StreamServer):
+    """A loopback HTTP forward proxy: it alone knows ``web.invalid`` (the public site).
+    Every request it forwards is recorded; each connection carries one request."""
+
+    site_port: int = 0
+    forwarded: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -316,25 +327,13 @@ async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through(
 
 
 @dataclass
-class DroppingServer:
+class DroppingServer(StreamServer):
     """A loopback server on kept-alive connections that, the first time it is asked for
     ``/drop``, reads the request and closes the connection without an answer; it
     records when each request arrived (the kernel's order, read as they come)."""
 
     arrivals: list[tuple[str, float]] = field(default_factory=list)
     dropped: int = 0
-    port: int = 0
-    _server: asyncio.Server | None = None
-
-    async def start(self) -> DroppingServer:
-        self._server = await asyncio.start_server(self._serve, PUBLIC, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
 
     def url(self, path: str) -> str:
         return f"http://{PUBLIC}:{self.port}{path}"
