@@ -15,8 +15,14 @@ import pytest
 
 from robotgate import Disallowed, RobotGate
 from tests.contract.test_request_paths import AGENT, PRIVATE, PUBLIC, public_loopback_1
-from tests.integrations.test_playwright_pointers import ALLOW, HtmlSite, until
-from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
+from tests.integrations.test_playwright_pointers import (
+    ALLOW,
+    HtmlSite,
+    browser,
+    private,
+    until,
+)
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
 
 pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
                     "(pip install 'robotgate[playwright]')")
@@ -27,24 +33,12 @@ from playwright.async_api import Request, async_playwright
 from robotgate.integrations.playwright import TOO_MANY, UnsafeBrowser, attach, preloading_off
 
 pytestmark = pytest.mark.slow  # each test starts a Chromium
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    async with chromium() as launched:
-        yield launched
+__all__ = ["browser", "private"]  # the pointer tests' fixtures, as this module's
 
 
 @pytest.fixture
 async def public() -> AsyncIterator[HtmlSite]:
     site = await HtmlSite(PUBLIC, robots=ALLOW + "Crawl-delay: 0.5\n").start()
-    yield site
-    await site.close()
-
-
-@pytest.fixture
-async def private() -> AsyncIterator[HtmlSite]:
-    site = await HtmlSite(PRIVATE, robots=ALLOW).start()
     yield site
     await site.close()
 
