@@ -1,0 +1,239 @@
+"""robotgate.integrations.crawl4ai: crawl4ai's crawler, in the system Chromium or with its
+plain HTTP crawler, crawling loopback sites through the gate keeps robotgate's promises,
+and a refused page is crawl4ai's own failed result."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
+if importlib.util.find_spec("crawl4ai") is None:
+    pytest.skip("crawl4ai is not installed (pip install 'robotgate[crawl4ai]')",
+                allow_module_level=True)
+pytest.importorskip("playwright.async_api", reason="Playwright is not installed")
+
+pytestmark = pytest.mark.slow  # each test starts a Chromium, or waits for Crawl-delay
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n"
+# Text enough that crawl4ai's anti-bot check does not take the page for an empty shell.
+PAGE = ("<html><head><title>page {n}</title></head><body><h1>page {n} of the site</h1>"
+        + "<p>A paragraph of plain words about nothing in particular, for the test.</p>" * 8
+        + '<a href="/page/{m}">next</a>{extra}</body></html>')
+
+
+@dataclass
+class Site:
+    """A loopback site noting each request: its path, when it came, its User-Agent.
+    ``extra`` is markup every page carries (``{private}``: the private site's origin)."""
+
+    host: str
+    robots: str = ROBOTS
+    extra: str = ""
+    private: str = ""
+    arrivals: list[tuple[str, float, str]] = field(default_factory=list)
+    port: int = 0
+    runner: web.AppRunner | None = None
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.arrivals]
+
+    def times(self, prefix: str) -> list[float]:
+        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.arrivals.append((path, time.monotonic(), request.headers.get("User-Agent", "")))
+        if path == "/robots.txt":
+            return web.Response(text=self.robots)
+        if path == "/into-private":
+            return web.Response(status=302, headers={"Location": "/private/page"})
+        if path == "/away":
+            return web.Response(status=302, headers={"Location": request.query["to"]})
+        n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
+        extra = self.extra.format(private=self.private)
+        return web.Response(text=PAGE.format(n=n, m=n + 1, extra=extra),
+                            content_type="text/html")
+
+    async def __aenter__(self) -> Site:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, self.host, 0).start()
+        self.port = self.runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+
+@pytest.fixture(scope="module")
+def crawl4ai(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """robotgate.integrations.crawl4ai, crawl4ai's files (it writes a cache and logs
+    at import and on each crawler) kept in a temporary directory, not $HOME."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CRAWL4_AI_BASE_DIRECTORY", str(tmp_path_factory.mktemp("crawl4ai")))
+        patch.setenv("CRAWL4AI_NO_CLOUD_NOTICE", "1")
+        yield importlib.import_module("robotgate.integrations.crawl4ai")
+
+
+def _browser(crawl4ai: ModuleType, gate: RobotGate, tmp_path: Path, **options: Any) -> Any:
+    from crawl4ai import BrowserConfig
+
+    config = BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS, verbose=False)
+    return crawl4ai.RobotGateCrawler(gate, config, profile=tmp_path / "profile",
+                                     executable_path=chromium_path(), **options)
+
+
+def _run(**options: Any) -> Any:
+    from crawl4ai import CacheMode, CrawlerRunConfig
+
+    return CrawlerRunConfig(cache_mode=CacheMode.BYPASS, verbose=False, **options)
+
+
+def _gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(sorted(times))]
+
+
+async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_path: Path) -> None:
+    refused: list[tuple[str, Disallowed]] = []
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0.1) as gate:
+        urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
+                site.url("/into-private"), site.url("/page/3")]
+        async with _browser(crawl4ai, gate, tmp_path,
+                            on_refused=lambda url, no: refused.append((url, no))) as crawler:
+            results = await crawler.arun_many(urls, config=_run())
+            alone = await crawler.arun(site.url("/private/y"), config=_run())
+
+    by_url = {result.url: result for result in results}
+    for n in (1, 2, 3):
+        page = by_url[site.url(f"/page/{n}")]
+        assert page.success, page.error_message
+        assert f"page {n} of the site" in page.html
+    for path in ("/private/x", "/into-private"):
+        failed = by_url[site.url(path)]
+        assert not failed.success
+        assert failed.status_code is None  # nothing was sent
+        assert failed.error_message.startswith("refused by robotgate: ")
+        assert "Disallow: /private" in failed.error_message
+    assert not alone.success and "Disallow: /private" in alone.error_message
+    assert sorted(url for url, _ in refused) == sorted(
+        [site.url("/private/x"), site.url("/into-private"), site.url("/private/y")])
+    assert {no.url for _, no in refused} == {site.url("/private/x"), site.url("/private/page"),
+                                            site.url("/private/y")}
+    # robots.txt once; nothing disallowed reached the server; every request is the gate's.
+    assert site.paths().count("/robots.txt") == 1
+    assert not [path for path in site.paths() if path.startswith("/private")]
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}
+    # Crawl-delay: 0.5 between the pages (and the redirect's first hop) at the server.
+    pages = site.times("/page/") + site.times("/into-private")
+    assert len(pages) == 4
+    assert min(_gaps(pages)) >= 0.5
+
+
+async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
+        crawl4ai: ModuleType, tmp_path: Path) -> None:
+    allow = "User-agent: *\nAllow: /\n"
+    pointers = ('<img src="{private}/img.png"><iframe src="{private}/frame"></iframe>'
+                '<script>fetch("{private}/api").catch(() => null)</script>')
+    async with Site(PRIVATE, robots=allow) as private, \
+            Site(PUBLIC, robots=allow, extra=pointers) as public:
+        public.private = private.url("")
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
+                _browser(crawl4ai, gate, tmp_path) as crawler:
+            page = await crawler.arun(public.url("/page/1"), config=_run())
+            hop = await crawler.arun(
+                public.url(f"/away?to={private.url('/page/2')}"), config=_run())
+            mine = await crawler.arun(private.url("/page/3"), config=_run())
+
+    assert page.success, page.error_message
+    assert not hop.success and hop.error_message.startswith("refused by robotgate: ")
+    assert "private" in hop.error_message
+    # The caller's own URL to the private site is followed; the public page's pointers
+    # (its image, frame, fetch and redirect) reach nothing, not even robots.txt.
+    assert mine.success, mine.error_message
+    assert private.paths() == ["/robots.txt", "/page/3"]
+
+
+async def test_the_http_crawler_keeps_every_promise(crawl4ai: ModuleType) -> None:
+    from crawl4ai import HTTPCrawlerConfig
+
+    refused: list[str] = []
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0.1) as gate:
+        urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
+                site.url("/into-private"), site.url("/page/3")]
+        async with crawl4ai.RobotGateCrawler(
+                gate, HTTPCrawlerConfig(),
+                on_refused=lambda url, no: refused.append(url)) as crawler:
+            results = await crawler.arun_many(urls, config=_run())
+
+    by_url = {result.url: result for result in results}
+    for n in (1, 2, 3):
+        page = by_url[site.url(f"/page/{n}")]
+        assert page.success, page.error_message
+        assert f"page {n} of the site" in page.html
+    for path in ("/private/x", "/into-private"):
+        failed = by_url[site.url(path)]
+        assert not failed.success and failed.status_code is None
+        assert failed.error_message.startswith("refused by robotgate: ")
+    assert sorted(refused) == sorted([site.url("/private/x"), site.url("/into-private")])
+    assert site.paths().count("/robots.txt") == 1
+    assert not [path for path in site.paths() if path.startswith("/private")]
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}
+    pages = site.times("/page/") + site.times("/into-private")
+    assert len(pages) == 4
+    assert min(_gaps(pages)) >= 0.5
+
+
+async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(crawl4ai: ModuleType) -> None:
+    from crawl4ai import HTTPCrawlerConfig
+
+    fetched: list[str] = []
+
+    async def fallback(url: str) -> str:
+        fetched.append(url)
+        return "<html><body>fetched some other way</body></html>"
+
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
+            crawl4ai.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+        result = await crawler.arun(site.url("/private/x"), config=_run(
+            max_retries=1, fallback_fetch_function=fallback))
+    assert not result.success and "Disallow: /private" in result.error_message
+    assert fetched == []
+    assert "/private/x" not in site.paths()
+
+
+async def test_settings_that_would_pass_the_gate_are_refused(crawl4ai: ModuleType) -> None:
+    from crawl4ai import BrowserConfig, HTTPCrawlerConfig
+
+    async with RobotGate(AGENT) as gate:
+        for config, named in [(BrowserConfig(cdp_url="http://127.0.0.1:9/"), "cdp_url"),
+                              (BrowserConfig(browser_type="firefox"), "browser_type"),
+                              (BrowserConfig(browser_mode="builtin"), "browser_mode")]:
+            with pytest.raises(crawl4ai.UnsafeBrowser, match=named):
+                crawl4ai.RobotGateCrawler(gate, config)
+        with pytest.raises(TypeError, match="crawler strategy"):
+            crawl4ai.RobotGateCrawler(gate, crawler_strategy=object())
+        async with crawl4ai.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            for setting in ("fetch_ssl_certificate", "check_cache_freshness"):
+                with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
+                    await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: True}))
