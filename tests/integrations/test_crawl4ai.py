@@ -8,7 +8,6 @@ import importlib
 import importlib.util
 import itertools
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -86,14 +85,11 @@ class Site:
         await self.runner.cleanup()
 
 
-@pytest.fixture(scope="module")
-def crawl4ai(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """robotgate.integrations.crawl4ai, crawl4ai's files (it writes a cache and logs
-    at import and on each crawler) kept in a temporary directory, not $HOME."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CRAWL4_AI_BASE_DIRECTORY", str(tmp_path_factory.mktemp("crawl4ai")))
-        patch.setenv("CRAWL4AI_NO_CLOUD_NOTICE", "1")
-        yield importlib.import_module("robotgate.integrations.crawl4ai")
+@pytest.fixture
+def crawl4ai(crawl4ai_home: Path) -> ModuleType:
+    """robotgate.integrations.crawl4ai, imported once crawl4ai's files (a cache and logs,
+    written from its import on) are kept out of $HOME (tests/conftest.py)."""
+    return importlib.import_module("robotgate.integrations.crawl4ai")
 
 
 def _browser(crawl4ai: ModuleType, gate: RobotGate, tmp_path: Path, **options: Any) -> Any:
@@ -114,9 +110,15 @@ def _gaps(times: list[float]) -> list[float]:
     return [b - a for a, b in itertools.pairwise(sorted(times))]
 
 
+# What the page's script sees of the browser: shared workers (off, as attach requires)
+# and navigator.webdriver (off: crawl4ai's own switch, kept beside robotgate's).
+PROBE = ('<p id="probe"></p><script>document.getElementById("probe").textContent = '
+         '"workers:" + typeof SharedWorker + " webdriver:" + navigator.webdriver</script>')
+
+
 async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_path: Path) -> None:
     refused: list[tuple[str, Disallowed]] = []
-    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0.1) as gate:
+    async with Site(PUBLIC, extra=PROBE) as site, RobotGate(AGENT, delay=0.1) as gate:
         urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
                 site.url("/into-private"), site.url("/page/3")]
         async with _browser(crawl4ai, gate, tmp_path,
@@ -129,6 +131,7 @@ async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_pat
         page = by_url[site.url(f"/page/{n}")]
         assert page.success, page.error_message
         assert f"page {n} of the site" in page.html
+        assert "workers:undefined webdriver:false" in page.html
     for path in ("/private/x", "/into-private"):
         failed = by_url[site.url(path)]
         assert not failed.success

@@ -36,6 +36,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ from crawl4ai.browser_manager import (  # type: ignore[import-untyped]
 )
 from crawl4ai.models import CrawlResult, CrawlResultContainer  # type: ignore[import-untyped]
 from playwright.async_api import BrowserContext, Page, Request, async_playwright
+from playwright.async_api import Error as PlaywrightError
 
 from ..errors import Disallowed, Error
 from ..gate.gate import RobotGate
@@ -82,7 +84,6 @@ _UNGUARDED = {
 # The flags crawl4ai launches Chromium with that Playwright's own arguments set instead.
 _LAUNCH_OWN = ("--proxy-server", "--remote-debugging-port", "--user-data-dir", "--headless",
                "--window-size")
-_BLINK_OFF = "--disable-blink-features="
 
 
 class UnguardedConfig(Error, ValueError):
@@ -209,21 +210,10 @@ class _Launch:
 
 
 def _flags(config: BrowserConfig) -> list[str]:
-    """crawl4ai's Chromium flags, the caller's ``extra_args`` and LAUNCH_ARGS, the
-    ``--disable-blink-features`` of all of them in one switch (Chromium reads only the
-    last one given)."""
+    """crawl4ai's Chromium flags, the caller's ``extra_args`` and LAUNCH_ARGS."""
     flags = [flag for flag in ManagedBrowser.build_browser_flags(config)
              if not flag.startswith(_LAUNCH_OWN)]
-    flags += [*config.extra_args, *LAUNCH_ARGS]
-    blink: list[str] = []
-    kept: list[str] = []
-    for flag in flags:
-        if flag.startswith(_BLINK_OFF):
-            blink += [name for name in flag[len(_BLINK_OFF):].split(",")
-                      if name and name not in blink]
-        elif flag not in kept:
-            kept.append(flag)
-    return [*kept, _BLINK_OFF + ",".join(blink)]
+    return list(dict.fromkeys([*flags, *config.extra_args, *LAUNCH_ARGS]))
 
 
 class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
@@ -274,6 +264,13 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         await self.setup_context(context)
         self._browser_endpoint_key = self._compute_browser_endpoint_key()
         BrowserManager._global_pages_in_use.setdefault(self._browser_endpoint_key, set())
+
+    async def release_page_with_context(self, page: Page) -> None:
+        # crawl4ai closes a run's page after giving it back, and a run starting in
+        # between would take that page and lose it mid-navigation: it is closed first.
+        with suppress(PlaywrightError):
+            await page.close()
+        await super().release_page_with_context(page)
 
     async def close(self) -> None:
         try:
