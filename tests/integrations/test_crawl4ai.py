@@ -64,6 +64,11 @@ class Site:
             return web.Response(text=self.robots)
         if path == "/into-private":
             return web.Response(status=302, headers={"Location": "/private/page"})
+        if path == "/leaves":  # a page that sends itself on, into /private, as it loads
+            body = PAGE.format(n=0, m=1, extra=self.extra)
+            return web.Response(text=body.replace(
+                "<body>", '<body><script>location.href = "/private/z"</script>'),
+                content_type="text/html")
         if path == "/away":
             return web.Response(status=302, headers={"Location": request.query["to"]})
         n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
@@ -100,10 +105,12 @@ def _browser(crawl4ai: ModuleType, gate: RobotGate, tmp_path: Path, **options: A
                                      executable_path=chromium_path(), **options)
 
 
-def _run(**options: Any) -> Any:
+def _run(*, cached: bool = False, **options: Any) -> Any:
+    """A run's config: crawl4ai's cache bypassed, unless ``cached``."""
     from crawl4ai import CacheMode, CrawlerRunConfig
 
-    return CrawlerRunConfig(cache_mode=CacheMode.BYPASS, verbose=False, **options)
+    mode = CacheMode.ENABLED if cached else CacheMode.BYPASS
+    return CrawlerRunConfig(cache_mode=mode, verbose=False, **options)
 
 
 def _gaps(times: list[float]) -> list[float]:
@@ -125,6 +132,8 @@ async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_pat
                             on_refused=lambda url, no: refused.append((url, no))) as crawler:
             results = await crawler.arun_many(urls, config=_run())
             alone = await crawler.arun(site.url("/private/y"), config=_run())
+            leaving = await crawler.arun(site.url("/leaves"), config=_run(cached=True))
+            again = await crawler.arun(site.url("/leaves"), config=_run(cached=True))
 
     by_url = {result.url: result for result in results}
     for n in (1, 2, 3):
@@ -139,10 +148,15 @@ async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_pat
         assert failed.error_message.startswith("refused by robotgate: ")
         assert "Disallow: /private" in failed.error_message
     assert not alone.success and "Disallow: /private" in alone.error_message
+    # A page sending itself into /private leaves Chromium's error page: refused too.
+    assert not leaving.success and "/private/z: disallowed by" in leaving.error_message
+    # ... and Chromium's error page is not kept in crawl4ai's cache as the page.
+    assert not again.success and "/private/z: disallowed by" in again.error_message
     assert sorted(url for url, _ in refused) == sorted(
-        [site.url("/private/x"), site.url("/into-private"), site.url("/private/y")])
+        [site.url("/private/x"), site.url("/into-private"), site.url("/private/y"),
+         site.url("/leaves"), site.url("/leaves")])
     assert {no.url for _, no in refused} == {site.url("/private/x"), site.url("/private/page"),
-                                            site.url("/private/y")}
+                                            site.url("/private/y"), site.url("/private/z")}
     # robots.txt once; nothing disallowed reached the server; every request is the gate's.
     assert site.paths().count("/robots.txt") == 1
     assert not [path for path in site.paths() if path.startswith("/private")]
@@ -240,3 +254,7 @@ async def test_settings_that_would_pass_the_gate_are_refused(crawl4ai: ModuleTyp
             for setting in ("fetch_ssl_certificate", "check_cache_freshness"):
                 with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
                     await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: True}))
+            with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):
+                await crawler.aseed_urls("127.0.0.1")
+            with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):
+                await crawler.amap_domain("127.0.0.1")

@@ -147,6 +147,16 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
             url=url, html="", success=False, status_code=None,
             error_message=f"refused by robotgate: {refusal}"))
 
+    async def aseed_urls(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: crawl4ai's URL seeder sends its requests itself, past the gate."""
+        raise UnguardedConfig("crawler.aseed_urls fetches sitemaps and archives past the "
+                              "gate: read a site's sitemaps with gate.sitemaps(url)")
+
+    async def amap_domain(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: crawl4ai's domain mapper sends its requests itself, past the gate."""
+        raise UnguardedConfig("crawler.amap_domain probes a site past the gate: read its "
+                              "sitemaps with gate.sitemaps(url), and crawl with arun")
+
 
 def _guarded(config: CrawlerRunConfig, refusals: dict[Any, Disallowed]) -> CrawlerRunConfig:
     """A copy of ``config`` for one ``arun``: its own key to the run's refusal, crawl4ai's
@@ -292,7 +302,7 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
         manager.on_refused = self._refused
         self.browser_manager = manager
         self.refusals: dict[Any, Disallowed] = {}
-        # The page whose navigation to a run's URL is under way, and that run's config.
+        # Each page a run navigates, from its navigation on, and that run's config.
         self._navigating: dict[Page, Any] = {}
 
     async def execute_hook(self, hook_type: str, *args: Any, **kwargs: Any) -> Any:
@@ -301,8 +311,6 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
             self._check_attached(page, context)
         elif hook_type == "before_goto":
             self._navigating[args[0]] = kwargs.get("config")
-        elif hook_type == "after_goto":
-            self._navigating.pop(args[0], None)
         return await super().execute_hook(hook_type, *args, **kwargs)
 
     def _check_attached(self, page: Page, context: BrowserContext | None) -> None:
@@ -313,11 +321,15 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
                                 "attach; it is not used")
 
     def _refused(self, request: Request, refusal: Disallowed) -> None:
-        """The gate refused one of the browser's requests: a run's own navigation is
-        that run's refusal (a page's later requests are the page's business)."""
+        """The gate refused one of the browser's requests: a navigation of a run's page
+        (its URL, a redirect's hop, or the page sending itself on: Chromium shows its
+        error page instead) is that run's refusal; a subresource or a frame's is not."""
         if not request.is_navigation_request():
             return
-        frame = request.frame
+        try:
+            frame = request.frame
+        except PlaywrightError:
+            return  # a worker's request: no page's navigation
         if frame.parent_frame is not None:
             return
         run = self._navigating.get(frame.page)
@@ -327,11 +339,17 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
     async def crawl(self, url: str, config: CrawlerRunConfig | None = None,
                     **kwargs: Any) -> Any:
         try:
-            return await super().crawl(url, config, **kwargs)
+            response = await super().crawl(url, config, **kwargs)
         finally:
             for page, run in list(self._navigating.items()):
                 if run is config:
                     del self._navigating[page]
+        refusal = self.refusals.get(config)
+        if refusal is not None:
+            # The page sent itself on and was refused: what crawl4ai read is Chromium's
+            # error page, not to be kept (nor cached) as the site's.
+            raise refusal
+        return response
 
 
 # -- plain HTTP ----------------------------------------------------------------------
