@@ -18,7 +18,7 @@ from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
 
 if importlib.util.find_spec("crawl4ai") is None:
     pytest.skip("crawl4ai is not installed (pip install 'robotgate[crawl4ai]')",
@@ -191,6 +191,22 @@ async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
     assert private.paths() == ["/robots.txt", "/page/3"]
 
 
+async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
+        crawl4ai: ModuleType, tmp_path: Path) -> None:
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
+            _browser(crawl4ai, gate, tmp_path) as crawler, chromium() as other:
+        unattached = await other.new_context(service_workers="block")
+        manager = crawler.crawler_strategy.browser_manager
+
+        async def foreign_page(crawlerRunConfig: Any) -> tuple[Any, Any]:
+            return await unattached.new_page(), unattached  # as a changed crawl4ai might
+
+        manager.get_page = foreign_page
+        result = await crawler.arun(site.url("/page/1"), config=_run())
+    assert not result.success and "did not attach" in result.error_message
+    assert site.paths() == []
+
+
 async def test_the_http_crawler_keeps_every_promise(crawl4ai: ModuleType) -> None:
     from crawl4ai import HTTPCrawlerConfig
 
@@ -240,7 +256,7 @@ async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(crawl4ai: Modu
 
 
 async def test_settings_that_would_pass_the_gate_are_refused(crawl4ai: ModuleType) -> None:
-    from crawl4ai import BrowserConfig, HTTPCrawlerConfig
+    from crawl4ai import BFSDeepCrawlStrategy, BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
 
     async with RobotGate(AGENT) as gate:
         for config, named in [(BrowserConfig(cdp_url="http://127.0.0.1:9/"), "cdp_url"),
@@ -251,9 +267,15 @@ async def test_settings_that_would_pass_the_gate_are_refused(crawl4ai: ModuleTyp
         with pytest.raises(TypeError, match="crawler strategy"):
             crawl4ai.RobotGateCrawler(gate, crawler_strategy=object())
         async with crawl4ai.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
-            for setting in ("fetch_ssl_certificate", "check_cache_freshness"):
+            for setting, value in [("fetch_ssl_certificate", True),
+                                   ("check_cache_freshness", True),
+                                   ("link_preview_config", LinkPreviewConfig()),
+                                   ("deep_crawl_strategy", BFSDeepCrawlStrategy(max_depth=1))]:
                 with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
-                    await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: True}))
+                    await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: value}))
+                with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
+                    await crawler.arun_many(["http://127.0.0.1:9/"],
+                                            config=_run(**{setting: value}))
             with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):
                 await crawler.aseed_urls("127.0.0.1")
             with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):

@@ -127,6 +127,9 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
                              max_subresources)
             strategy = _BrowserStrategy(launch, browser_config, options.get("logger"))
             super().__init__(crawler_strategy=strategy, config=browser_config, **options)
+        # crawl4ai wraps arun for its deep crawls, which send a page's links as the
+        # caller's own URLs past this class's arun: unwrapped, such a config is refused.
+        del self.arun
         self._refusals = strategy.refusals
         self.on_refused = on_refused
 
@@ -147,6 +150,16 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
             url=url, html="", success=False, status_code=None,
             error_message=f"refused by robotgate: {refusal}"))
 
+    async def arun_many(self, urls: Any,
+                        config: CrawlerRunConfig | list[CrawlerRunConfig] | None = None,
+                        *args: Any, **kwargs: Any) -> Any:
+        """crawl4ai's ``arun_many``, each page through :meth:`arun`; UnguardedConfig
+        before any is crawled for a setting that sends requests past the gate."""
+        for each in config if isinstance(config, list) else [config]:
+            if each is not None:
+                _check(each)
+        return await super().arun_many(urls, config, *args, **kwargs)
+
     async def aseed_urls(self, *args: Any, **kwargs: Any) -> Any:
         """Refused: crawl4ai's URL seeder sends its requests itself, past the gate."""
         raise UnguardedConfig("crawler.aseed_urls fetches sitemaps and archives past the "
@@ -158,14 +171,18 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
                               "sitemaps with gate.sitemaps(url), and crawl with arun")
 
 
-def _guarded(config: CrawlerRunConfig, refusals: dict[Any, Disallowed]) -> CrawlerRunConfig:
-    """A copy of ``config`` for one ``arun``: its own key to the run's refusal, crawl4ai's
-    robots.txt check left to the gate, its fallback fetch not called for a refused page;
-    UnguardedConfig for a setting that sends requests past the gate."""
+def _check(config: CrawlerRunConfig) -> None:
+    """UnguardedConfig for a setting of ``config`` that sends requests past the gate."""
     for setting, why in _UNGUARDED.items():
         if getattr(config, setting, None):
             raise UnguardedConfig(f"CrawlerRunConfig({setting}=...) is not guarded by "
                                   f"robotgate: {why}; leave it unset")
+
+
+def _guarded(config: CrawlerRunConfig, refusals: dict[Any, Disallowed]) -> CrawlerRunConfig:
+    """A copy of ``config`` for one ``arun``: its own key to the run's refusal, crawl4ai's
+    robots.txt check left to the gate, its fallback fetch not called for a refused page."""
+    _check(config)
     run: CrawlerRunConfig = config.clone(check_robots_txt=False)
     fallback: Callable[[str], Awaitable[str]] | None = config.fallback_fetch_function
     if fallback is not None:
