@@ -37,6 +37,7 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +96,11 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
     """crawl4ai's ``AsyncWebCrawler`` whose requests all go through ``gate``.
 
     ``config``: a ``BrowserConfig`` (the default) crawls with Chromium, launched by
-    robotgate on the persistent profile ``profile`` (a directory; default: a
-    temporary one, removed on close) and attached to the gate; ``executable_path``
-    (a system Chromium) or ``channel`` (``"chrome"``: an installed Google Chrome)
-    chooses the browser, else Playwright's own (``playwright install chromium``).
+    robotgate on the persistent profile ``profile`` (a directory; default: the
+    config's ``user_data_dir``, else a temporary one, removed on close) and attached
+    to the gate; ``executable_path`` (a system Chromium) or ``channel`` (``"chrome"``:
+    an installed Google Chrome) chooses the browser, else Playwright's own
+    (``playwright install chromium``).
     ``pace_subresources`` and ``max_subresources`` are
     :func:`~robotgate.integrations.playwright.attach`'s.  An ``HTTPCrawlerConfig``
     crawls with crawl4ai's HTTP crawler, each request sent by ``gate.fetch``.
@@ -222,18 +224,16 @@ def _persistent(config: BrowserConfig) -> BrowserConfig:
     return config.clone(use_persistent_context=True)
 
 
+@dataclass(frozen=True)
 class _Launch:
     """How robotgate launches and attaches the browser of one crawler."""
 
-    def __init__(self, gate: RobotGate, profile: str | Path | None,
-                 executable_path: str | Path | None, channel: str | None,
-                 pace_subresources: bool, max_subresources: int) -> None:
-        self.gate = gate
-        self.profile = profile
-        self.executable_path = executable_path
-        self.channel = channel
-        self.pace_subresources = pace_subresources
-        self.max_subresources = max_subresources
+    gate: RobotGate
+    profile: str | Path | None
+    executable_path: str | Path | None
+    channel: str | None
+    pace_subresources: bool
+    max_subresources: int
 
 
 def _flags(config: BrowserConfig) -> list[str]:
@@ -249,11 +249,12 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
 
     playwright: Any  # crawl4ai's field: the Playwright driver, once started
 
-    def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
+    def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any,
+                 on_refused: Callable[[Request, Disallowed], object]) -> None:
         super().__init__(browser_config=config, logger=logger)
         self.launch = launch
+        self.on_refused = on_refused
         self.attachment: Attachment | None = None
-        self.on_refused: Callable[[Request, Disallowed], object] | None = None
         self._made_profile: str | None = None
 
     async def _start_impl(self) -> None:
@@ -261,8 +262,8 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         if self.playwright is not None:
             await self.close()
         config, launch = self.config, self.launch
-        profile = launch.profile
-        if profile is None:
+        profile = launch.profile or config.user_data_dir
+        if not profile:
             profile = self._made_profile = tempfile.mkdtemp(prefix="robotgate-crawl4ai-")
         options: dict[str, Any] = {
             "headless": config.headless, "args": apply_sandbox_policy(_flags(config)),
@@ -315,9 +316,7 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
 
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
         super().__init__(browser_config=config, logger=logger)
-        manager = _GatedBrowserManager(launch, config, self.logger)
-        manager.on_refused = self._refused
-        self.browser_manager = manager
+        self.browser_manager = _GatedBrowserManager(launch, config, self.logger, self._refused)
         self.refusals: dict[Any, Disallowed] = {}
         # Each page a run navigates, from its navigation on, and that run's config.
         self._navigating: dict[Page, Any] = {}
