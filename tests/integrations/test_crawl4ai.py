@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
+import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,12 +99,20 @@ def crawl4ai(crawl4ai_home: Path) -> ModuleType:
     return importlib.import_module("robotgate.integrations.crawl4ai")
 
 
-def _browser(crawl4ai: ModuleType, gate: RobotGate, tmp_path: Path, **options: Any) -> Any:
+def _browser(crawl4ai: ModuleType, gate: RobotGate, profile: Path | None = None,
+             **options: Any) -> Any:
+    """The crawler in the system Chromium; ``profile`` given as crawl4ai's
+    ``user_data_dir`` (None: robotgate's temporary one)."""
     from crawl4ai import BrowserConfig
 
-    config = BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS, verbose=False)
-    return crawl4ai.RobotGateCrawler(gate, config, profile=tmp_path / "profile",
-                                     executable_path=chromium_path(), **options)
+    config = BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS, verbose=False,
+                           user_data_dir=None if profile is None else str(profile))
+    return crawl4ai.RobotGateCrawler(gate, config, executable_path=chromium_path(), **options)
+
+
+def _made_profiles() -> set[Path]:
+    """The temporary profiles robotgate made for crawlers (removed on close)."""
+    return set(Path(tempfile.gettempdir()).glob("robotgate-crawl4ai-*"))
 
 
 def _run(*, cached: bool = False, **options: Any) -> Any:
@@ -128,7 +138,7 @@ async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_pat
     async with Site(PUBLIC, extra=PROBE) as site, RobotGate(AGENT, delay=0.1) as gate:
         urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
                 site.url("/into-private"), site.url("/page/3")]
-        async with _browser(crawl4ai, gate, tmp_path,
+        async with _browser(crawl4ai, gate, tmp_path / "profile",
                             on_refused=lambda url, no: refused.append((url, no))) as crawler:
             results = await crawler.arun_many(urls, config=_run())
             alone = await crawler.arun(site.url("/private/y"), config=_run())
@@ -176,7 +186,7 @@ async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
             Site(PUBLIC, robots=allow, extra=pointers) as public:
         public.private = private.url("")
         async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
-                _browser(crawl4ai, gate, tmp_path) as crawler:
+                _browser(crawl4ai, gate, tmp_path / "profile") as crawler:
             page = await crawler.arun(public.url("/page/1"), config=_run())
             hop = await crawler.arun(
                 public.url(f"/away?to={private.url('/page/2')}"), config=_run())
@@ -189,12 +199,17 @@ async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
     # (its image, frame, fetch and redirect) reach nothing, not even robots.txt.
     assert mine.success, mine.error_message
     assert private.paths() == ["/robots.txt", "/page/3"]
+    # The profile, crawl4ai's user_data_dir, is the browser's, its preloading off.
+    preferences = json.loads((tmp_path / "profile/Default/Preferences").read_text())
+    assert preferences["net"]["network_prediction_options"] == 2
 
 
 async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
         crawl4ai: ModuleType, tmp_path: Path) -> None:
+    made = _made_profiles()
     async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
-            _browser(crawl4ai, gate, tmp_path) as crawler, chromium() as other:
+            _browser(crawl4ai, gate) as crawler, chromium() as other:
+        assert len(_made_profiles() - made) == 1
         unattached = await other.new_context(service_workers="block")
         manager = crawler.crawler_strategy.browser_manager
 
@@ -205,6 +220,7 @@ async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
         result = await crawler.arun(site.url("/page/1"), config=_run())
     assert not result.success and "did not attach" in result.error_message
     assert site.paths() == []
+    assert _made_profiles() <= made  # robotgate's temporary profile is gone
 
 
 async def test_the_http_crawler_keeps_every_promise(crawl4ai: ModuleType) -> None:
