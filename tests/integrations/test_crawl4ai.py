@@ -93,13 +93,13 @@ class Site:
 
 
 @pytest.fixture
-def crawl4ai(crawl4ai_home: Path) -> ModuleType:
+def integration(crawl4ai_home: Path) -> ModuleType:
     """robotgate.integrations.crawl4ai, imported once crawl4ai's files (a cache and logs,
     written from its import on) are kept out of $HOME (tests/conftest.py)."""
     return importlib.import_module("robotgate.integrations.crawl4ai")
 
 
-def _browser(crawl4ai: ModuleType, gate: RobotGate, profile: Path | None = None,
+def _browser(integration: ModuleType, gate: RobotGate, profile: Path | None = None,
              **options: Any) -> Any:
     """The crawler in the system Chromium; ``profile`` given as crawl4ai's
     ``user_data_dir`` (None: robotgate's temporary one)."""
@@ -107,7 +107,7 @@ def _browser(crawl4ai: ModuleType, gate: RobotGate, profile: Path | None = None,
 
     config = BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS, verbose=False,
                            user_data_dir=None if profile is None else str(profile))
-    return crawl4ai.RobotGateCrawler(gate, config, executable_path=chromium_path(), **options)
+    return integration.RobotGateCrawler(gate, config, executable_path=chromium_path(), **options)
 
 
 def _made_profiles() -> set[Path]:
@@ -133,12 +133,12 @@ PROBE = ('<p id="probe"></p><script>document.getElementById("probe").textContent
          '"workers:" + typeof SharedWorker + " webdriver:" + navigator.webdriver</script>')
 
 
-async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_path: Path) -> None:
+async def test_a_browser_crawl_keeps_every_promise(integration: ModuleType, tmp_path: Path) -> None:
     refused: list[tuple[str, Disallowed]] = []
     async with Site(PUBLIC, extra=PROBE) as site, RobotGate(AGENT, delay=0.1) as gate:
         urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
                 site.url("/into-private"), site.url("/page/3")]
-        async with _browser(crawl4ai, gate, tmp_path / "profile",
+        async with _browser(integration, gate, tmp_path / "profile",
                             on_refused=lambda url, no: refused.append((url, no))) as crawler:
             results = await crawler.arun_many(urls, config=_run())
             alone = await crawler.arun(site.url("/private/y"), config=_run())
@@ -178,7 +178,7 @@ async def test_a_browser_crawl_keeps_every_promise(crawl4ai: ModuleType, tmp_pat
 
 
 async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
-        crawl4ai: ModuleType, tmp_path: Path) -> None:
+        integration: ModuleType, tmp_path: Path) -> None:
     allow = "User-agent: *\nAllow: /\n"
     pointers = ('<img src="{private}/img.png"><iframe src="{private}/frame"></iframe>'
                 '<script>fetch("{private}/api").catch(() => null)</script>')
@@ -186,7 +186,7 @@ async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
             Site(PUBLIC, robots=allow, extra=pointers) as public:
         public.private = private.url("")
         async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
-                _browser(crawl4ai, gate, tmp_path / "profile") as crawler:
+                _browser(integration, gate, tmp_path / "profile") as crawler:
             page = await crawler.arun(public.url("/page/1"), config=_run())
             hop = await crawler.arun(
                 public.url(f"/away?to={private.url('/page/2')}"), config=_run())
@@ -205,10 +205,10 @@ async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
 
 
 async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
-        crawl4ai: ModuleType, tmp_path: Path) -> None:
+        integration: ModuleType, tmp_path: Path) -> None:
     made = _made_profiles()
     async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
-            _browser(crawl4ai, gate) as crawler, chromium() as other:
+            _browser(integration, gate) as crawler, chromium() as other:
         assert len(_made_profiles() - made) == 1
         unattached = await other.new_context(service_workers="block")
         manager = crawler.crawler_strategy.browser_manager
@@ -223,14 +223,14 @@ async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
     assert _made_profiles() <= made  # robotgate's temporary profile is gone
 
 
-async def test_the_http_crawler_keeps_every_promise(crawl4ai: ModuleType) -> None:
+async def test_the_http_crawler_keeps_every_promise(integration: ModuleType) -> None:
     from crawl4ai import HTTPCrawlerConfig
 
     refused: list[str] = []
     async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0.1) as gate:
         urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
                 site.url("/into-private"), site.url("/page/3")]
-        async with crawl4ai.RobotGateCrawler(
+        async with integration.RobotGateCrawler(
                 gate, HTTPCrawlerConfig(),
                 on_refused=lambda url, no: refused.append(url)) as crawler:
             results = await crawler.arun_many(urls, config=_run())
@@ -253,7 +253,7 @@ async def test_the_http_crawler_keeps_every_promise(crawl4ai: ModuleType) -> Non
     assert min(_gaps(pages)) >= 0.5
 
 
-async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(crawl4ai: ModuleType) -> None:
+async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(integration: ModuleType) -> None:
     from crawl4ai import HTTPCrawlerConfig
 
     fetched: list[str] = []
@@ -263,7 +263,7 @@ async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(crawl4ai: Modu
         return "<html><body>fetched some other way</body></html>"
 
     async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
-            crawl4ai.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
         result = await crawler.arun(site.url("/private/x"), config=_run(
             max_retries=1, fallback_fetch_function=fallback))
     assert not result.success and "Disallow: /private" in result.error_message
@@ -271,28 +271,28 @@ async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(crawl4ai: Modu
     assert "/private/x" not in site.paths()
 
 
-async def test_settings_that_would_pass_the_gate_are_refused(crawl4ai: ModuleType) -> None:
+async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:
     from crawl4ai import BFSDeepCrawlStrategy, BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
 
     async with RobotGate(AGENT) as gate:
         for config, named in [(BrowserConfig(cdp_url="http://127.0.0.1:9/"), "cdp_url"),
                               (BrowserConfig(browser_type="firefox"), "browser_type"),
                               (BrowserConfig(browser_mode="builtin"), "browser_mode")]:
-            with pytest.raises(crawl4ai.UnsafeBrowser, match=named):
-                crawl4ai.RobotGateCrawler(gate, config)
+            with pytest.raises(integration.UnsafeBrowser, match=named):
+                integration.RobotGateCrawler(gate, config)
         with pytest.raises(TypeError, match="crawler strategy"):
-            crawl4ai.RobotGateCrawler(gate, crawler_strategy=object())
-        async with crawl4ai.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            integration.RobotGateCrawler(gate, crawler_strategy=object())
+        async with integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
             for setting, value in [("fetch_ssl_certificate", True),
                                    ("check_cache_freshness", True),
                                    ("link_preview_config", LinkPreviewConfig()),
                                    ("deep_crawl_strategy", BFSDeepCrawlStrategy(max_depth=1))]:
-                with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
+                with pytest.raises(integration.UnguardedConfig, match=setting):
                     await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: value}))
-                with pytest.raises(crawl4ai.UnguardedConfig, match=setting):
+                with pytest.raises(integration.UnguardedConfig, match=setting):
                     await crawler.arun_many(["http://127.0.0.1:9/"],
                                             config=_run(**{setting: value}))
-            with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):
+            with pytest.raises(integration.UnguardedConfig, match=r"gate\.sitemaps"):
                 await crawler.aseed_urls("127.0.0.1")
-            with pytest.raises(crawl4ai.UnguardedConfig, match=r"gate\.sitemaps"):
+            with pytest.raises(integration.UnguardedConfig, match=r"gate\.sitemaps"):
                 await crawler.amap_domain("127.0.0.1")
