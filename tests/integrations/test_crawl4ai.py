@@ -253,7 +253,8 @@ async def test_the_http_crawler_keeps_every_promise(integration: ModuleType) -> 
     assert min(_gaps(pages)) >= 0.5
 
 
-async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(integration: ModuleType) -> None:
+async def test_a_refused_page_is_final(integration: ModuleType,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     from crawl4ai import HTTPCrawlerConfig
 
     fetched: list[str] = []
@@ -265,10 +266,15 @@ async def test_a_refused_page_is_not_handed_to_the_fallback_fetch(integration: M
     async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
             integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
         result = await crawler.arun(site.url("/private/x"), config=_run(
-            max_retries=1, fallback_fetch_function=fallback))
+            max_retries=2, fallback_fetch_function=fallback))
+        disallowed = gate.stats["disallowed"]
     assert not result.success and "Disallow: /private" in result.error_message
+    # Not retried, not handed to the fallback fetch, no traceback printed.
+    assert disallowed == 1
     assert fetched == []
     assert "/private/x" not in site.paths()
+    printed = capsys.readouterr()
+    assert "Error" not in printed.out + printed.err
 
 
 async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:

@@ -25,17 +25,17 @@ of robotgate's:
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
 a site whose robots.txt cannot be fetched) comes back from ``arun`` and
 ``arun_many`` as crawl4ai's failed result: ``success=False``, ``error_message`` the
-gate's reason, no status code (nothing was sent); crawl4ai's ``fallback_fetch_function``
-is not called for it.  Settings under which crawl4ai itself sends requests past the
-crawler strategy raise :class:`UnguardedConfig` naming them; crawl4ai's own
-robots.txt check (``check_robots_txt``) is left to the gate.
+gate's reason, no status code (nothing was sent); crawl4ai neither retries it nor
+calls its ``fallback_fetch_function`` for it.  Settings under which crawl4ai itself
+sends requests past the crawler strategy raise :class:`UnguardedConfig` naming them;
+crawl4ai's own robots.txt check (``check_robots_txt``) is left to the gate.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +92,16 @@ class UnguardedConfig(Error, ValueError):
     message names it."""
 
 
+class _Refused(BaseException):
+    """A run's page the gate refused, carried from the crawler strategy up to
+    :meth:`RobotGateCrawler.arun` past crawl4ai's handlers: as an ``Exception`` crawl4ai
+    would retry the page, hand it to its fallback fetch and print its traceback."""
+
+    def __init__(self, refusal: Disallowed) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
 class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
     """crawl4ai's ``AsyncWebCrawler`` whose requests all go through ``gate``.
 
@@ -119,10 +129,8 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
         if "crawler_strategy" in options:
             raise TypeError("RobotGateCrawler makes its own crawler strategy: give it a "
                             "BrowserConfig or an HTTPCrawlerConfig instead")
-        strategy: _BrowserStrategy | _HTTPStrategy
         if isinstance(config, HTTPCrawlerConfig):
-            strategy = _HTTPStrategy(gate, config)
-            super().__init__(crawler_strategy=strategy, **options)
+            super().__init__(crawler_strategy=_HTTPStrategy(gate, config), **options)
         else:
             browser_config = _persistent(config or BrowserConfig())
             launch = _Launch(gate, profile, executable_path, channel, pace_subresources,
@@ -132,20 +140,20 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
         # crawl4ai wraps arun for its deep crawls, which send a page's links as the
         # caller's own URLs past this class's arun: unwrapped, such a config is refused.
         del self.arun
-        self._refusals = strategy.refusals
         self.on_refused = on_refused
 
     async def arun(self, url: str, config: CrawlerRunConfig | None = None,
                    **kwargs: Any) -> Any:
         """crawl4ai's ``arun`` through the gate: a page the gate refused is crawl4ai's
         failed result, with the gate's reason as its ``error_message``."""
-        run = _guarded(config or CrawlerRunConfig(), self._refusals)
+        config = config or CrawlerRunConfig()
+        _check(config)
+        # A run's own copy: the browser knows the run by it; the gate checks robots.txt.
+        run = config.clone(check_robots_txt=False)
         try:
-            result = await super().arun(url, run, **kwargs)
-        finally:
-            refusal = self._refusals.pop(run, None)
-        if refusal is None:
-            return result
+            return await super().arun(url, run, **kwargs)
+        except _Refused as refused:
+            refusal = refused.refusal
         if self.on_refused is not None:
             self.on_refused(url, refusal)
         return CrawlResultContainer(CrawlResult(
@@ -179,20 +187,6 @@ def _check(config: CrawlerRunConfig) -> None:
         if getattr(config, setting, None):
             raise UnguardedConfig(f"CrawlerRunConfig({setting}=...) is not guarded by "
                                   f"robotgate: {why}; leave it unset")
-
-
-def _guarded(config: CrawlerRunConfig, refusals: dict[Any, Disallowed]) -> CrawlerRunConfig:
-    """A copy of ``config`` for one ``arun``: its own key to the run's refusal, crawl4ai's
-    robots.txt check left to the gate, its fallback fetch not called for a refused page."""
-    _check(config)
-    run: CrawlerRunConfig = config.clone(check_robots_txt=False)
-    fallback: Callable[[str], Awaitable[str]] | None = config.fallback_fetch_function
-    if fallback is not None:
-        async def unless_refused(url: str) -> str | None:
-            return None if run in refusals else await fallback(url)
-
-        run.fallback_fetch_function = unless_refused
-    return run
 
 
 def _refusal_in(failure: BaseException) -> Disallowed | None:
@@ -317,7 +311,8 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
         super().__init__(browser_config=config, logger=logger)
         self.browser_manager = _GatedBrowserManager(launch, config, self.logger, self._refused)
-        self.refusals: dict[Any, Disallowed] = {}
+        # The refusal of each run's page, by the run's config, until the run ends.
+        self._refusals: dict[Any, Disallowed] = {}
         # Each page a run navigates, from its navigation on, and that run's config.
         self._navigating: dict[Page, Any] = {}
 
@@ -350,21 +345,27 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
             return
         run = self._navigating.get(frame.page)
         if run is not None:
-            self.refusals.setdefault(run, refusal)
+            self._refusals.setdefault(run, refusal)
 
     async def crawl(self, url: str, config: CrawlerRunConfig | None = None,
                     **kwargs: Any) -> Any:
+        response: Any = None
+        failed: Exception | None = None
         try:
             response = await super().crawl(url, config, **kwargs)
+        except Exception as error:
+            failed = error
         finally:
             for page, run in list(self._navigating.items()):
                 if run is config:
                     del self._navigating[page]
-        refusal = self.refusals.get(config)
+        refusal = self._refusals.pop(config, None)
         if refusal is not None:
-            # The page sent itself on and was refused: what crawl4ai read is Chromium's
-            # error page, not to be kept (nor cached) as the site's.
-            raise refusal
+            # Refused, or the page sent itself on and was refused: what crawl4ai read
+            # then is Chromium's error page, not to be kept (nor cached) as the site's.
+            raise _Refused(refusal) from None
+        if failed is not None:
+            raise failed
         return response
 
 
@@ -388,14 +389,13 @@ class _GateSession:
 
 class _HTTPStrategy(AsyncHTTPCrawlerStrategy):  # type: ignore[misc]
     """crawl4ai's HTTP crawler strategy sending through ``gate.fetch``; a refused
-    request is noted for its run."""
+    request ends its run."""
 
     _session: Any  # crawl4ai's field: its aiohttp session, here the gate's fetch
 
     def __init__(self, gate: RobotGate, config: HTTPCrawlerConfig) -> None:
         super().__init__(browser_config=config)
         self.gate = gate
-        self.refusals: dict[Any, Disallowed] = {}
 
     async def start(self) -> None:
         if not self._session:
@@ -407,6 +407,6 @@ class _HTTPStrategy(AsyncHTTPCrawlerStrategy):  # type: ignore[misc]
             return await super().crawl(url, config, **kwargs)
         except Exception as failed:
             refusal = _refusal_in(failed)
-            if refusal is not None and config is not None:
-                self.refusals.setdefault(config, refusal)
-            raise
+            if refusal is None:
+                raise
+            raise _Refused(refusal) from None
