@@ -114,3 +114,15 @@ async def raw_cluster(redis_cluster: str) -> AsyncIterator[Any]:
         yield client
     finally:
         await client.aclose()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def crawl4ai_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """crawl4ai (under robotgate.integrations.crawl4ai) writes its cache and logs below
+    $CRAWL4_AI_BASE_DIRECTORY, else $HOME, from its import on: a session keeps them in
+    its temporary directory (and crawl4ai's banners off the output)."""
+    home = tmp_path_factory.mktemp("crawl4ai")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CRAWL4_AI_BASE_DIRECTORY", str(home))
+        patch.setenv("CRAWL4AI_NO_CLOUD_NOTICE", "1")
+        yield home

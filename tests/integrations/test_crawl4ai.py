@@ -1,0 +1,305 @@
+"""robotgate.integrations.crawl4ai: crawl4ai's crawler, in the system Chromium or with its
+plain HTTP crawler, crawling loopback sites through the gate keeps robotgate's promises,
+and a refused page is crawl4ai's own failed result."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from robotgate import Disallowed, RobotGate
+from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
+
+if importlib.util.find_spec("crawl4ai") is None:
+    pytest.skip("crawl4ai is not installed (pip install 'robotgate[crawl4ai]')",
+                allow_module_level=True)
+pytest.importorskip("playwright.async_api", reason="Playwright is not installed")
+
+pytestmark = pytest.mark.slow  # each test starts a Chromium, or waits for Crawl-delay
+
+AGENT = "TestBot/1.0 (+https://example.com/bot)"
+ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n"
+# Text enough that crawl4ai's anti-bot check does not take the page for an empty shell.
+PAGE = ("<html><head><title>page {n}</title></head><body><h1>page {n} of the site</h1>"
+        + "<p>A paragraph of plain words about nothing in particular, for the test.</p>" * 8
+        + '<a href="/page/{m}">next</a>{extra}</body></html>')
+
+
+@dataclass
+class Site:
+    """A loopback site noting each request: its path, when it came, its User-Agent.
+    ``extra`` is markup every page carries (``{private}``: the private site's origin)."""
+
+    host: str
+    robots: str = ROBOTS
+    extra: str = ""
+    private: str = ""
+    arrivals: list[tuple[str, float, str]] = field(default_factory=list)
+    port: int = 0
+    runner: web.AppRunner | None = None
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.arrivals]
+
+    def times(self, prefix: str) -> list[float]:
+        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.arrivals.append((path, time.monotonic(), request.headers.get("User-Agent", "")))
+        if path == "/robots.txt":
+            return web.Response(text=self.robots)
+        if path == "/into-private":
+            return web.Response(status=302, headers={"Location": "/private/page"})
+        if path == "/leaves":  # a page that sends itself on, into /private, as it loads
+            body = PAGE.format(n=0, m=1, extra=self.extra)
+            return web.Response(text=body.replace(
+                "<body>", '<body><script>location.href = "/private/z"</script>'),
+                content_type="text/html")
+        if path == "/away":
+            return web.Response(status=302, headers={"Location": request.query["to"]})
+        n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
+        extra = self.extra.format(private=self.private)
+        return web.Response(text=PAGE.format(n=n, m=n + 1, extra=extra),
+                            content_type="text/html")
+
+    async def __aenter__(self) -> Site:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, self.host, 0).start()
+        self.port = self.runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+
+@pytest.fixture
+def integration(crawl4ai_home: Path) -> ModuleType:
+    """robotgate.integrations.crawl4ai, imported once crawl4ai's files (a cache and logs,
+    written from its import on) are kept out of $HOME (tests/conftest.py)."""
+    return importlib.import_module("robotgate.integrations.crawl4ai")
+
+
+def _browser(integration: ModuleType, gate: RobotGate, profile: Path | None = None,
+             **options: Any) -> Any:
+    """The crawler in the system Chromium; ``profile`` given as crawl4ai's
+    ``user_data_dir`` (None: robotgate's temporary one)."""
+    from crawl4ai import BrowserConfig
+
+    config = BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS, verbose=False,
+                           user_data_dir=None if profile is None else str(profile))
+    return integration.RobotGateCrawler(gate, config, executable_path=chromium_path(), **options)
+
+
+def _made_profiles() -> set[Path]:
+    """The temporary profiles robotgate made for crawlers (removed on close)."""
+    return set(Path(tempfile.gettempdir()).glob("robotgate-crawl4ai-*"))
+
+
+def _run(*, cached: bool = False, **options: Any) -> Any:
+    """A run's config: crawl4ai's cache bypassed, unless ``cached``."""
+    from crawl4ai import CacheMode, CrawlerRunConfig
+
+    mode = CacheMode.ENABLED if cached else CacheMode.BYPASS
+    return CrawlerRunConfig(cache_mode=mode, verbose=False, **options)
+
+
+def _gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(sorted(times))]
+
+
+# What the page's script sees of the browser: shared workers (off, as attach requires)
+# and navigator.webdriver (off: crawl4ai's own switch, kept beside robotgate's).
+PROBE = ('<p id="probe"></p><script>document.getElementById("probe").textContent = '
+         '"workers:" + typeof SharedWorker + " webdriver:" + navigator.webdriver</script>')
+
+
+async def test_a_browser_crawl_keeps_every_promise(integration: ModuleType, tmp_path: Path) -> None:
+    refused: list[tuple[str, Disallowed]] = []
+    async with Site(PUBLIC, extra=PROBE) as site, RobotGate(AGENT, delay=0.1) as gate:
+        urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
+                site.url("/into-private"), site.url("/page/3")]
+        async with _browser(integration, gate, tmp_path / "profile",
+                            on_refused=lambda url, no: refused.append((url, no))) as crawler:
+            results = await crawler.arun_many(urls, config=_run())
+            alone = await crawler.arun(site.url("/private/y"), config=_run())
+            leaving = await crawler.arun(site.url("/leaves"), config=_run(cached=True))
+            again = await crawler.arun(site.url("/leaves"), config=_run(cached=True))
+
+    by_url = {result.url: result for result in results}
+    for n in (1, 2, 3):
+        page = by_url[site.url(f"/page/{n}")]
+        assert page.success, page.error_message
+        assert f"page {n} of the site" in page.html
+        assert "workers:undefined webdriver:false" in page.html
+    for path in ("/private/x", "/into-private"):
+        failed = by_url[site.url(path)]
+        assert not failed.success
+        assert failed.status_code is None  # nothing was sent
+        assert failed.error_message.startswith("refused by robotgate: ")
+        assert "Disallow: /private" in failed.error_message
+    assert not alone.success and "Disallow: /private" in alone.error_message
+    # A page sending itself into /private leaves Chromium's error page: refused too.
+    assert not leaving.success and "/private/z: disallowed by" in leaving.error_message
+    # ... and Chromium's error page is not kept in crawl4ai's cache as the page.
+    assert not again.success and "/private/z: disallowed by" in again.error_message
+    assert sorted(url for url, _ in refused) == sorted(
+        [site.url("/private/x"), site.url("/into-private"), site.url("/private/y"),
+         site.url("/leaves"), site.url("/leaves")])
+    assert {no.url for _, no in refused} == {site.url("/private/x"), site.url("/private/page"),
+                                            site.url("/private/y"), site.url("/private/z")}
+    # robots.txt once; nothing disallowed reached the server; every request is the gate's.
+    assert site.paths().count("/robots.txt") == 1
+    assert not [path for path in site.paths() if path.startswith("/private")]
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}
+    # Crawl-delay: 0.5 between any two requests after robots.txt, at the server (three
+    # pages, the redirect's first hop, the page that sends itself on, twice).
+    sent = [t for path, t, _ in site.arrivals if path != "/robots.txt"]
+    assert len(sent) == 6
+    assert min(_gaps(sent)) >= 0.5
+
+
+async def test_a_public_page_cannot_point_the_browser_into_a_private_network(
+        integration: ModuleType, tmp_path: Path) -> None:
+    allow = "User-agent: *\nAllow: /\n"
+    pointers = ('<img src="{private}/img.png"><iframe src="{private}/frame"></iframe>'
+                '<script>fetch("{private}/api").catch(() => null)</script>')
+    async with Site(PRIVATE, robots=allow) as private, \
+            Site(PUBLIC, robots=allow, extra=pointers) as public:
+        public.private = private.url("")
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
+                _browser(integration, gate, tmp_path / "profile") as crawler:
+            page = await crawler.arun(public.url("/page/1"), config=_run())
+            hop = await crawler.arun(
+                public.url(f"/away?to={private.url('/page/2')}"), config=_run())
+            mine = await crawler.arun(private.url("/page/3"), config=_run())
+
+    assert page.success, page.error_message
+    assert not hop.success and hop.error_message.startswith("refused by robotgate: ")
+    assert "private" in hop.error_message
+    # The caller's own URL to the private site is followed; the public page's pointers
+    # (its image, frame, fetch and redirect) reach nothing, not even robots.txt.
+    assert mine.success, mine.error_message
+    assert private.paths() == ["/robots.txt", "/page/3"]
+    # The profile, crawl4ai's user_data_dir, is the browser's, its preloading off.
+    preferences = json.loads((tmp_path / "profile/Default/Preferences").read_text())
+    assert preferences["net"]["network_prediction_options"] == 2
+
+
+async def test_a_page_of_a_context_robotgate_did_not_attach_is_not_used(
+        integration: ModuleType, tmp_path: Path) -> None:
+    made = _made_profiles()
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
+            _browser(integration, gate) as crawler, chromium() as other:
+        assert len(_made_profiles() - made) == 1
+        unattached = await other.new_context(service_workers="block")
+        manager = crawler.crawler_strategy.browser_manager
+
+        async def foreign_page(crawlerRunConfig: Any) -> tuple[Any, Any]:
+            return await unattached.new_page(), unattached  # as a changed crawl4ai might
+
+        manager.get_page = foreign_page
+        result = await crawler.arun(site.url("/page/1"), config=_run())
+    assert not result.success and "did not attach" in result.error_message
+    assert site.paths() == []
+    assert _made_profiles() <= made  # robotgate's temporary profile is gone
+
+
+async def test_the_http_crawler_keeps_every_promise(integration: ModuleType) -> None:
+    from crawl4ai import HTTPCrawlerConfig
+
+    refused: list[str] = []
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0.1) as gate:
+        urls = [site.url("/page/1"), site.url("/private/x"), site.url("/page/2"),
+                site.url("/into-private"), site.url("/page/3")]
+        async with integration.RobotGateCrawler(
+                gate, HTTPCrawlerConfig(),
+                on_refused=lambda url, no: refused.append(url)) as crawler:
+            results = await crawler.arun_many(urls, config=_run())
+
+    by_url = {result.url: result for result in results}
+    for n in (1, 2, 3):
+        page = by_url[site.url(f"/page/{n}")]
+        assert page.success, page.error_message
+        assert f"page {n} of the site" in page.html
+    for path in ("/private/x", "/into-private"):
+        failed = by_url[site.url(path)]
+        assert not failed.success and failed.status_code is None
+        assert failed.error_message.startswith("refused by robotgate: ")
+    assert sorted(refused) == sorted([site.url("/private/x"), site.url("/into-private")])
+    assert site.paths().count("/robots.txt") == 1
+    assert not [path for path in site.paths() if path.startswith("/private")]
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}
+    pages = site.times("/page/") + site.times("/into-private")
+    assert len(pages) == 4
+    assert min(_gaps(pages)) >= 0.5
+
+
+async def test_a_refused_page_is_final(integration: ModuleType,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from crawl4ai import HTTPCrawlerConfig
+
+    fetched: list[str] = []
+
+    async def fallback(url: str) -> str:
+        fetched.append(url)
+        return "<html><body>fetched some other way</body></html>"
+
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
+            integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+        result = await crawler.arun(site.url("/private/x"), config=_run(
+            max_retries=2, fallback_fetch_function=fallback))
+        disallowed = gate.stats["disallowed"]
+    assert not result.success and "Disallow: /private" in result.error_message
+    # Not retried, not handed to the fallback fetch, no traceback printed.
+    assert disallowed == 1
+    assert fetched == []
+    assert "/private/x" not in site.paths()
+    printed = capsys.readouterr()
+    assert "Error" not in printed.out + printed.err
+
+
+async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:
+    from crawl4ai import BFSDeepCrawlStrategy, BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
+
+    async with RobotGate(AGENT) as gate:
+        for config, named in [(BrowserConfig(cdp_url="http://127.0.0.1:9/"), "cdp_url"),
+                              (BrowserConfig(browser_type="firefox"), "browser_type"),
+                              (BrowserConfig(browser_mode="builtin"), "browser_mode")]:
+            with pytest.raises(integration.UnsafeBrowser, match=named):
+                integration.RobotGateCrawler(gate, config)
+        with pytest.raises(TypeError, match="crawler strategy"):
+            integration.RobotGateCrawler(gate, crawler_strategy=object())
+        async with integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            for setting, value in [("fetch_ssl_certificate", True),
+                                   ("check_cache_freshness", True),
+                                   ("link_preview_config", LinkPreviewConfig()),
+                                   ("deep_crawl_strategy", BFSDeepCrawlStrategy(max_depth=1))]:
+                with pytest.raises(integration.UnguardedConfig, match=setting):
+                    await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: value}))
+                with pytest.raises(integration.UnguardedConfig, match=setting):
+                    await crawler.arun_many(["http://127.0.0.1:9/"],
+                                            config=_run(**{setting: value}))
+            with pytest.raises(integration.UnguardedConfig, match=r"gate\.sitemaps"):
+                await crawler.aseed_urls("127.0.0.1")
+            with pytest.raises(integration.UnguardedConfig, match=r"gate\.sitemaps"):
+                await crawler.amap_domain("127.0.0.1")
