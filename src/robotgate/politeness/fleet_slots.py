@@ -75,17 +75,17 @@ class LeaseFence(Slot):
 
 
 class FleetSlots:
-    """Asks the store's fleet ``slots`` for slots and learns how much slack this process
-    needs.
+    """Asks ``store``, a store's fleet slots, for slots and learns how much slack this
+    process needs.
 
     :attr:`slack` follows the loop's lateness after a slot is ready, :attr:`trip`
     the store's round trips; each slot asks for both.  ``clock`` (default: the
     running loop's) is the time :meth:`Slot.check` is given.
     """
 
-    def __init__(self, slots: Slots, clock: Callable[[], float] | None = None,
+    def __init__(self, store: Slots, clock: Callable[[], float] | None = None,
                  leases: Leases | None = None) -> None:
-        self.slots = slots
+        self.store = store
         #: Keys this worker holds a crawl lease on: paced here, no slot asked.
         self.leases = leases
         # Leased key -> the lease's free_at once its first request was paced from it.
@@ -130,7 +130,7 @@ class FleetSlots:
         trip = self.trip if gap > 0 else 0.0
         slack = self.slack + trip if gap > 0 else 0.0
         asked = self._now()
-        wait = await self.slots.reserve(key, gap + slack if gap > 0 else 0.0)
+        wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
         replied = self._now()
         slot.slack, slot.trip, slot.rtt = slack, trip, replied - asked
         # Quick replies bring the allowance down; only a missed slot raises it.
