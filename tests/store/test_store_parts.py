@@ -101,7 +101,7 @@ class FleetDictStore(PlainStore):
 def test_each_store_hands_out_its_parts(tmp_path: Path) -> None:
     memory = MemoryStore()
     assert memory.fleet() is None and memory.crawls() is memory and memory.at_once() is memory
-    assert memory.crawls().shared() is None  # type: ignore[union-attr]
+    assert memory.crawls().shared() is None
     sqlite = SQLiteStore(tmp_path / "s.sqlite3")
     assert sqlite.fleet() is sqlite and sqlite.slots() is None and sqlite.at_once() is None
     assert sqlite.crawls() is sqlite and sqlite.shared() is None

@@ -50,7 +50,7 @@ from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
-from ..store.base import AnswersAtOnce, Store, crawl_store
+from ..store.base import Store, crawl_store
 from ..store.crawl_state import CrawlCounts
 from ..store.leases import Leases
 from ..store.memory import MemoryStore
@@ -345,7 +345,9 @@ class RobotGate:
                                              refuse_private=refuse_private,
                                              private=self.is_private, events=events)
         self._client = AiohttpClient(connections, requests)
-        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, store, at_once,
+        # The memory store would only hold a second copy (and crowd robots.txt out).
+        tdm_store = store if at_once is None else None
+        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, tdm_store,
                                       trouble, pointed)
                            if pointed is not None else None)
         #: The gate's own questions: allowed, decide, tdm.
@@ -693,11 +695,11 @@ class RobotGate:
         if name is not None:
             # NamedCrawlsUnsupported where the store keeps none.
             crawls = self._named_crawls or crawl_store(self.store)
-            shared = crawls.shared()
+            shared_crawls = crawls.shared()
             options["state"] = (
-                shared.crawl_state(name, server=self.pace_key, leases=self._leases,
-                                   max_servers=max(1, concurrency))
-                if shared is not None else crawls.crawl_state(name))
+                shared_crawls.crawl_state(name, server=self.pace_key, leases=self._leases,
+                                          max_servers=max(1, concurrency))
+                if shared_crawls is not None else crawls.crawl_state(name))
         return await self._run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
@@ -755,22 +757,19 @@ def _emitter(on_event: Callable[[Event], object] | None, metrics: object, gate: 
 
 
 def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers,
-               max_origins: int, store: Store, at_once: AnswersAtOnce | None,
-               trouble: StoreTrouble, pointed: PointedOrigins) -> TdmRepCache:
+               max_origins: int, store: Store | None, trouble: StoreTrouble,
+               pointed: PointedOrigins) -> TdmRepCache:
     """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, redirects,
     freshness, back-off), but a file that does not come, for whatever reason, states
     nothing (W3C TDMRep, see policy/tdm.py): 401/403 included, whatever the robots.txt
-    convention."""
+    convention.  ``store``: where its entries are kept (None: in memory only)."""
     from ..policy.tdm import TDMREP_PATH
     from ..politeness.tdmrep_cache import TdmRepCache
 
     fetcher = RobotsFetcher(transport, replace(policy, forbidden_disallows_all=False),
                             TDMREP_PATH)
-    # The plain memory store would only hold a second copy (and crowd robots.txt out).
     return TdmRepCache(fetcher, paced_by=partial(RobotsPacing, servers),
-                       max_origins=max_origins,
-                       store=None if at_once is not None else store,
-                       trouble=trouble, pointed=pointed)
+                       max_origins=max_origins, store=store, trouble=trouble, pointed=pointed)
 
 
 class _Allowed(Protocol):
