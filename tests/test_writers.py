@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from robotgate.records import HostState
-from robotgate.store.memory import MemoryStore, immediate
+from robotgate.store.memory import MemoryStore
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "robotgate"
 
@@ -147,7 +147,7 @@ def test_only_a_store_that_says_so_answers_without_an_await() -> None:
     class Quick(MemoryStore):
         answers_at_once = True
 
-    assert MemoryStore.answers_at_once and immediate(MemoryStore()) is not None
-    assert not Logged.answers_at_once and immediate(Logged()) is None
+    assert MemoryStore.answers_at_once and MemoryStore().at_once() is not None
+    assert not Logged.answers_at_once and Logged().at_once() is None
     quick = Quick()
-    assert immediate(quick) is quick
+    assert quick.at_once() is quick

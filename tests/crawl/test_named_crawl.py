@@ -20,16 +20,7 @@ from robotgate.crawl import Frontier
 from robotgate.crawl.results import CrawlResult, CrawlSummary
 from robotgate.decision import Decision
 from robotgate.robots.sitemap import SitemapEntry
-from robotgate.store.base import (
-    AnswersAtOnce,
-    CrawlStore,
-    FleetStore,
-    PacingStore,
-    SharedCrawlStore,
-    Store,
-    StoreError,
-    crawl_store,
-)
+from robotgate.store.base import Store, StoreError, crawl_store
 from robotgate.store.crawl_state import CrawlCounts, CrawlState, NamedCrawlsUnsupported
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
@@ -131,7 +122,7 @@ async def test_input_given_again_is_not_added_twice(tmp_path: Path) -> None:
 
 async def test_a_store_without_named_crawls_says_so() -> None:
     store = PlainStore()
-    assert not isinstance(store, CrawlStore)
+    assert store.crawls() is None
     with pytest.raises(NamedCrawlsUnsupported, match=r"PlainStore.*SQLiteStore") as caught:
         crawl_store(store)
     assert isinstance(caught.value, NotImplementedError)
@@ -142,19 +133,6 @@ async def test_a_store_without_named_crawls_says_so() -> None:
         assert await gate.crawl_status("news") is None
         assert not await gate.drop_crawl("news")
     assert store.robots == {}  # refused before any request
-
-
-def test_each_store_declares_its_capabilities() -> None:
-    assert issubclass(MemoryStore, CrawlStore) and issubclass(MemoryStore, AnswersAtOnce)
-    assert not issubclass(MemoryStore, FleetStore)
-    assert issubclass(SQLiteStore, FleetStore) and issubclass(SQLiteStore, CrawlStore)
-    assert not issubclass(SQLiteStore, PacingStore | SharedCrawlStore | AnswersAtOnce)
-    from robotgate.store.redis import RedisStore
-
-    assert issubclass(RedisStore, PacingStore) and issubclass(RedisStore, SharedCrawlStore)
-    # The flags the gate reads come with the capability.
-    assert SQLiteStore.shared and not SQLiteStore.paces and not MemoryStore.shared
-    assert RedisStore.shared and RedisStore.paces
 
 
 async def test_gate_crawl_with_a_name_keeps_and_reports_the_crawl(tmp_path: Path) -> None:

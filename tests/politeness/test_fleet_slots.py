@@ -14,25 +14,24 @@ import random
 import pytest
 
 from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, LeaseFence, Slot
+from robotgate.store.base import Slots
 from robotgate.store.leases import LapsedLease, Leases
-from robotgate.store.memory import MemoryStore
 from tests.support.clock import Clock
 
 KEY = "host:fleet.example"
 GAP = 0.3
 
 
-class SlotServer(MemoryStore):
+class SlotServer(Slots):
     """``reserve`` as the Redis script does it, on ``clock``, with a chosen round trip."""
 
     def __init__(self, clock: Clock) -> None:
-        super().__init__()
         self.clock = clock
         self.tat = 0.0
         self.up = self.down = 0.0005
         self.asked: list[float] = []  # the intervals asked for
 
-    async def reserve(self, origin: str, interval: float) -> float | None:
+    async def reserve(self, origin: str, interval: float) -> float:
         self.asked.append(interval)
         self.clock.advance(self.up)
         now = self.clock()

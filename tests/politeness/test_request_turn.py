@@ -111,7 +111,7 @@ async def test_robots_txt_of_a_sibling_origin_waits_its_turn() -> None:
 
 async def test_fleet_always_takes_the_slow_path() -> None:
     clock = Clock()
-    parts = build(clock, delay=0.0, fleet=True)
+    parts = build(clock, delay=0.0, slots=SlotsNow())
     await parts.verdicts.site(A)
     got = begun(parts.requests.turn(A + "/page", INPUT))
     assert inspect.isawaitable(got)
@@ -184,7 +184,7 @@ def test_a_turn_sends_the_gates_headers() -> None:
 
 async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() -> None:
     store = SlotsNow()
-    parts = build(Clock(), store=store, delay=1.0, fleet=True)
+    parts = build(Clock(), store=store, delay=1.0, slots=store)
     await parts.verdicts.site(A)
     turn = parts.requests.turn(A + "/1", INPUT)
     await turn.begin()  # type: ignore[misc]
@@ -209,7 +209,7 @@ async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() 
 class LateOnce(SlotsNow):
     """Grants every slot at once; the first grant reaches a loop that then runs late."""
 
-    async def reserve(self, origin: str, interval: float) -> float | None:
+    async def reserve(self, origin: str, interval: float) -> float:
         wait = await super().reserve(origin, interval)
         if self.reserved == 1:
             time.sleep(0.05)  # the loop stands still: past the slot's slack (0.01 s)
@@ -220,7 +220,7 @@ async def test_a_robots_txt_request_late_for_its_fleet_slot_takes_the_next() -> 
     # A robots.txt request is a request to the server: in a fleet it leaves within
     # its slot as a page does, or the slot is given up and the next one awaited.
     store = LateOnce()
-    parts = build(Clock(), store=store, delay=1.0, fleet=True)
+    parts = build(Clock(), store=store, delay=1.0, slots=store)
     async with RobotsPacing(parts.servers, A):
         pass
     fleet = parts.servers.fleet
@@ -236,7 +236,7 @@ async def test_a_robots_txt_request_late_for_its_fleet_slot_takes_the_next() -> 
 async def test_sent_in_turn_sends_again_in_the_next_slot_when_the_last_look_finds_it_past(
 ) -> None:
     store = SlotsNow()
-    parts = build(Clock(), store=store, delay=1.0, fleet=True)
+    parts = build(Clock(), store=store, delay=1.0, slots=store)
     await parts.verdicts.site(A)
     turn = parts.requests.turn(A + "/1", INPUT)
     slots: list[Slot | None] = []

@@ -19,7 +19,7 @@ from robotgate.policy.site import Interpretation, SiteRules
 from robotgate.politeness.robots_cache import CacheClosed, RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.records import HostState, Outcome, RobotsEntry
-from robotgate.store.base import StoreError
+from robotgate.store.base import Fleet, StoreError
 from robotgate.store.memory import MemoryStore
 from tests.support.transports import FakeTransport
 
@@ -56,8 +56,10 @@ def make(transport: Transport, store: MemoryStore | None = None, *,
         return hosts.setdefault(origin, HostState(origin))
 
     policy = policy or FetchPolicy()
-    cache = RobotsCache(RobotsFetcher(transport, policy), store or MemoryStore(),
-                        Interpretation(AGENT, fetch=policy), host_state=host_state,
+    store = store or MemoryStore()
+    cache = RobotsCache(RobotsFetcher(transport, policy), store,
+                        Interpretation(AGENT, fetch=policy), fleet=store.fleet(),
+                        at_once=store.at_once(), host_state=host_state,
                         **kwargs)  # type: ignore[arg-type]
     return cache, hosts
 
@@ -217,8 +219,10 @@ async def test_an_error_in_the_shared_fetch_reaches_every_waiter_then_clears() -
         return HostState(origin)
 
     transport = Transport()
-    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), MemoryStore(),
-                        Interpretation(AGENT), host_state=broken_host_state)
+    store = MemoryStore()
+    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
+                        Interpretation(AGENT), at_once=store.at_once(),
+                        host_state=broken_host_state)
     asks = [asyncio.ensure_future(cache.get(SITE)) for _ in range(3)]
     done = await asyncio.gather(*asks, return_exceptions=True)
     assert all(isinstance(d, RuntimeError) for d in done) and calls == [SITE]
@@ -427,10 +431,8 @@ async def test_an_evicted_origin_is_fetched_again_from_the_store_or_the_server()
 # -- a fleet: the store's fetch lock ------------------------------------------------------------
 
 
-class SharedStore(MemoryStore):
+class SharedStore(MemoryStore, Fleet):
     """A shared store with an expiring fetch lock on a fake clock (seconds in ``now[0]``)."""
-
-    shared = True
 
     def __init__(self, now: list[float]) -> None:
         super().__init__()
@@ -456,6 +458,15 @@ class SharedStore(MemoryStore):
         if got is None:
             self.now[0] += timeout  # waited the whole timeout for another worker
         return got
+
+    def fleet(self) -> Fleet:
+        return self
+
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        return True
+
+    async def pause(self, origin: str, until: float) -> None:
+        pass
 
 
 async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> None:
@@ -531,14 +542,24 @@ async def test_a_stored_ok_entry_without_its_body_is_fetched_again(shared: bool)
     assert len(transport.requests) == 1
 
 
-class SlowUnlock(MemoryStore):
+class SlowUnlock(MemoryStore, Fleet):
     """A shared store whose fetch lock takes 0.4 s to let go (a slow Redis)."""
-
-    shared = True
 
     def __init__(self) -> None:
         super().__init__()
         self.locks: dict[str, str] = {}
+
+    def fleet(self) -> Fleet:
+        return self
+
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        return True
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        return await self.load_robots(origin)
+
+    async def pause(self, origin: str, until: float) -> None:
+        pass
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
         if origin in self.locks:

@@ -186,7 +186,7 @@ def test_import_robotgate_does_not_import_redis() -> None:
         "assert 'redis' not in sys.modules, 'redis imported too early'\n"
         "assert 'robotgate.store.redis' not in sys.modules\n"
         "from robotgate.store import RedisStore\n"
-        "assert 'redis' in sys.modules and RedisStore.shared\n"
+        "assert 'redis' in sys.modules and RedisStore.fleet\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=30
@@ -967,7 +967,7 @@ async def test_a_robots_txt_fetch_costs_two_round_trips_per_origin(
     store = stores[0]
     transport = FakeTransport(RobotsResponse(200, {}, b"User-agent: *\nDisallow: /x\n"))
     cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store, Interpretation("Bot"),
-                        host_state=HostState)
+                        fleet=store.fleet(), host_state=HostState)
     for i in range(30):  # the scripts get cached on the server (every cluster node)
         await cache.get(f"https://warm{i}.example")
         token, _ = await store.lock_load(f"https://warm{i}.example", 1)

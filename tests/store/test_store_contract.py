@@ -2,9 +2,9 @@
 
 Adding a backend is one entry in ``BACKENDS``: an async function that, given
 the test's scratch directory, opens a new handle on that test's data.  Shared
-backends (``store.shared``) must give handles that see each other's writes;
-for them the fleet hooks (locks, waiting, pauses) are tested for real.  The
-others are checked against the in-process defaults of :class:`Store`.
+backends (those whose ``store.fleet()`` hands out a fleet part) must give handles
+that see each other's writes, and their fleet part (locks, waiting, pauses, and
+the slots where it hands them out) is tested here; the others have none.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from robotgate.records import SMALL_BODY
-from robotgate.store.base import HostState, Outcome, RobotsEntry, Store
+from robotgate.store.base import Fleet, HostState, Outcome, RobotsEntry, Store
 from robotgate.store.memory import MemoryStore
 from robotgate.store.sqlite import SQLiteStore
 from tests.support.entries import ok_entry
@@ -101,9 +101,16 @@ async def store(open_store: StoreFactory) -> Store:
 
 async def other_handle(store: Store, open_store: StoreFactory) -> Store:
     """A second handle on the same data, for shared backends only."""
-    if not store.shared:
-        pytest.skip(f"{type(store).__name__} is not shared between handles")
+    fleet_of(store)
     return await open_store()
+
+
+def fleet_of(store: Store) -> Fleet:
+    """The store's fleet part, for shared backends only."""
+    fleet = store.fleet()
+    if fleet is None:
+        pytest.skip(f"{type(store).__name__} is not shared between handles")
+    return fleet
 
 
 def entry(origin: str = "https://example.com", **changes: object) -> RobotsEntry:
@@ -194,9 +201,13 @@ async def test_host_state_keys_are_opaque(store: Store) -> None:
     await store.flush()
     for n, key in enumerate(keys):
         assert await store.load_host(key) == HostState(key, visits=n, next_allowed=float(n))
-    await store.pause("host:example.com", time.time() + 60)
+    fleet = store.fleet()
+    if fleet is not None:
+        await fleet.pause("host:example.com", time.time() + 60)
     assert await store.load_host("host:example") is None
-    assert await store.reserve("ip:127.0.0.1", 0.5) in (None, 0.0)
+    slots = fleet.slots() if fleet is not None else None
+    if slots is not None:
+        assert await slots.reserve("ip:127.0.0.1", 0.5) == 0.0
 
 
 async def test_host_round_trip(store: Store) -> None:
@@ -266,7 +277,7 @@ async def test_close_flushes_and_is_idempotent(store: Store, open_store: StoreFa
     await store.save_host(HostState("https://c.example", visits=9))
     await store.close()
     await store.close()
-    if store.shared:
+    if store.fleet() is not None:
         reopened = await open_store()
         assert await reopened.load_host("https://c.example") == HostState(
             "https://c.example", visits=9
@@ -305,85 +316,76 @@ async def test_two_handles_share_robots(store: Store, open_store: StoreFactory) 
     assert await store.load_robots(second.origin) == second
 
 
-# -- fleet hooks -----------------------------------------------------------
+# -- the fleet part -----------------------------------------------------------
 
 
 @pytest.mark.slow
 async def test_lock_fetch_exclusive(store: Store, open_store: StoreFactory) -> None:
+    fleet = fleet_of(store)
     origin = "https://lock.example"
-    token = await store.lock_fetch(origin, 30)
+    token = await fleet.lock_fetch(origin, 30)
     assert token is not None
-    if not store.shared:
-        # In-process default: every lock is granted (the gate dedupes locally).
-        assert await store.lock_fetch(origin, 30) is not None
-        await store.unlock_fetch(origin, token)
-        return
-    other = await other_handle(store, open_store)
-    assert await store.lock_fetch(origin, 30) is None
+    other = fleet_of(await other_handle(store, open_store))
+    assert await fleet.lock_fetch(origin, 30) is None
     assert await other.lock_fetch(origin, 30) is None
     # Other origins are unaffected.
     assert await other.lock_fetch("https://else.example", 30) is not None
-    await store.unlock_fetch(origin, token)
+    await fleet.unlock_fetch(origin, token)
     again = await other.lock_fetch(origin, 30)
     assert again is not None and again != token
 
 
 async def test_unlock_with_wrong_token_keeps_lock(store: Store) -> None:
-    if not store.shared:
-        pytest.skip("locks are always granted in a single-process store")
+    fleet = fleet_of(store)
     origin = "https://lock.example"
-    token = await store.lock_fetch(origin, 30)
+    token = await fleet.lock_fetch(origin, 30)
     assert token is not None
-    await store.unlock_fetch(origin, "not-the-token")
-    assert await store.lock_fetch(origin, 30) is None
-    await store.unlock_fetch(origin, token)
-    assert await store.lock_fetch(origin, 30) is not None
+    await fleet.unlock_fetch(origin, "not-the-token")
+    assert await fleet.lock_fetch(origin, 30) is None
+    await fleet.unlock_fetch(origin, token)
+    assert await fleet.lock_fetch(origin, 30) is not None
 
 
 async def test_lock_load_gives_the_entry_and_the_save_releases_the_lock(store: Store) -> None:
-    if not store.shared:
-        pytest.skip("locks are always granted in a single-process store")
+    fleet = fleet_of(store)
     origin = "https://lockload.example"
-    token, got = await store.lock_load(origin, 30)
+    token, got = await fleet.lock_load(origin, 30)
     assert token is not None and got is None
     await store.save_robots(entry(origin))
-    held, got = await store.lock_load(origin, 30)
+    held, got = await fleet.lock_load(origin, 30)
     assert held is None and got is not None and got.body == entry(origin).body
-    await store.save_robots_unlock(entry(origin, status=203), "not-the-token")
-    assert await store.lock_fetch(origin, 30) is None  # not ours: still held
-    await store.save_robots_unlock(entry(origin, status=204), token)
+    await fleet.save_robots_unlock(entry(origin, status=203), "not-the-token")
+    assert await fleet.lock_fetch(origin, 30) is None  # not ours: still held
+    await fleet.save_robots_unlock(entry(origin, status=204), token)
     saved = await store.load_robots(origin)
     assert saved is not None and saved.status == 204
-    assert await store.lock_fetch(origin, 30) is not None
+    assert await fleet.lock_fetch(origin, 30) is not None
 
 
 @pytest.mark.slow
 async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
-    if not store.shared:
-        pytest.skip("locks are always granted in a single-process store")
-    other = await other_handle(store, open_store)
+    fleet = fleet_of(store)
+    other = fleet_of(await other_handle(store, open_store))
     origin = "https://expire.example"
-    token = await store.lock_fetch(origin, 0.2)
+    token = await fleet.lock_fetch(origin, 0.2)
     assert token is not None
     assert await other.lock_fetch(origin, 0.2) is None
     await asyncio.sleep(0.3)
     taken = await other.lock_fetch(origin, 30)
     assert taken is not None and taken != token
     # The expired holder's unlock must not release the new holder's lock.
-    await store.unlock_fetch(origin, token)
-    assert await store.lock_fetch(origin, 30) is None
+    await fleet.unlock_fetch(origin, token)
+    assert await fleet.lock_fetch(origin, 30) is None
 
 
 async def test_renewed_lock_outlives_its_first_ttl(store: Store, open_store: StoreFactory) -> None:
-    if not store.shared:
-        assert await store.renew_fetch("https://renew.example", "local", 1) is True
-        return
-    other = await other_handle(store, open_store)
+    fleet = fleet_of(store)
+    other = fleet_of(await other_handle(store, open_store))
     origin = "https://renew.example"
-    token = await store.lock_fetch(origin, 0.3)
+    token = await fleet.lock_fetch(origin, 0.3)
     assert token is not None
     await asyncio.sleep(0.15)
-    assert await store.renew_fetch(origin, token, 0.5) is True
+    assert await fleet.renew_fetch(origin, token, 0.5) is True
     await asyncio.sleep(0.25)  # past the first ttl, within the renewed one
     assert await other.lock_fetch(origin, 30) is None
     assert await other.renew_fetch(origin, "not-the-token", 30) is False
@@ -391,19 +393,14 @@ async def test_renewed_lock_outlives_its_first_ttl(store: Store, open_store: Sto
     taken = await other.lock_fetch(origin, 30)
     assert taken is not None
     # Lapsed and taken: the old holder cannot renew it.
-    assert await store.renew_fetch(origin, token, 30) is False
+    assert await fleet.renew_fetch(origin, token, 30) is False
 
 
 async def test_wait_robots_sees_entry_saved_meanwhile(
     store: Store, open_store: StoreFactory
 ) -> None:
+    fleet = fleet_of(store)
     origin = "https://wait.example"
-    if not store.shared:
-        # In-process default: no waiting, just what is stored now.
-        assert await store.wait_robots(origin, 5) is None
-        await store.save_robots(entry(origin))
-        assert await store.wait_robots(origin, 5) == await store.load_robots(origin)
-        return
     other = await other_handle(store, open_store)
 
     async def fetcher() -> RobotsEntry:
@@ -413,14 +410,13 @@ async def test_wait_robots_sees_entry_saved_meanwhile(
         return saved
 
     started = time.monotonic()
-    waited, saved = await asyncio.gather(store.wait_robots(origin, 5), fetcher())
+    waited, saved = await asyncio.gather(fleet.wait_robots(origin, 5), fetcher())
     assert waited == saved
     assert time.monotonic() - started < 2.0
 
 
 async def test_wait_robots_replaces_stale_entry(store: Store, open_store: StoreFactory) -> None:
-    if not store.shared:
-        pytest.skip("no waiting in a single-process store")
+    fleet = fleet_of(store)
     origin = "https://stale.example"
     await store.save_robots(entry(origin, fetched_at=1.0, fresh_until=2.0, body=b"old"))
     other = await other_handle(store, open_store)
@@ -431,53 +427,53 @@ async def test_wait_robots_replaces_stale_entry(store: Store, open_store: StoreF
         now = time.time()
         await other.save_robots(entry(origin, fetched_at=now, fresh_until=now, body=b"new"))
 
-    waited, _ = await asyncio.gather(store.wait_robots(origin, 5), fetcher())
+    waited, _ = await asyncio.gather(fleet.wait_robots(origin, 5), fetcher())
     assert waited is not None and waited.body == b"new"
 
 
 async def test_wait_robots_returns_fresh_entry_at_once(store: Store) -> None:
+    fleet = fleet_of(store)
     origin = "https://ready.example"
     saved = entry(origin)
     await store.save_robots(saved)
     started = time.monotonic()
-    assert await store.wait_robots(origin, 5) == saved
+    assert await fleet.wait_robots(origin, 5) == saved
     assert time.monotonic() - started < 1.0
 
 
 @pytest.mark.slow
 async def test_wait_robots_times_out(store: Store) -> None:
-    if not store.shared:
-        pytest.skip("no waiting in a single-process store")
+    fleet = fleet_of(store)
     origin = "https://never.example"
     await store.save_robots(entry(origin, fetched_at=1.0, fresh_until=2.0))
     started = time.monotonic()
-    assert await store.wait_robots(origin, 0.25) is None
-    assert await store.wait_robots("https://absent.example", 0.1) is None
+    assert await fleet.wait_robots(origin, 0.25) is None
+    assert await fleet.wait_robots("https://absent.example", 0.1) is None
     elapsed = time.monotonic() - started
     assert 0.3 <= elapsed < 2.0
 
 
-async def test_reserve_returns_wait_or_none(store: Store) -> None:
-    wait = await store.reserve("https://pace.example", 1.0)
-    assert wait is None or wait >= 0
+async def test_reserve_returns_wait(store: Store) -> None:
+    slots = fleet_of(store).slots()
+    if slots is None:
+        pytest.skip(f"{type(store).__name__} hands out no fleet slots")
+    wait = await slots.reserve("https://pace.example", 1.0)
+    assert wait >= 0
 
 
 @pytest.mark.slow
 async def test_pause_raises_next_allowed(store: Store, open_store: StoreFactory) -> None:
+    fleet = fleet_of(store)
     origin = "https://pause.example"
-    if not store.shared:
-        # In-process default: pausing is the gate's own limiter's job.
-        await store.pause(origin, time.time() + 60)
-        return
     until = time.time() + 120
     await store.save_host(HostState(origin, visits=4, next_allowed=10.0))
-    await store.pause(origin, until)
+    await fleet.pause(origin, until)
     state = await store.load_host(origin)
     assert state is not None
     assert state.next_allowed == until
     assert state.visits == 4
     # A shorter pause never shortens a longer one.
-    await store.pause(origin, until - 60)
+    await fleet.pause(origin, until - 60)
     state = await store.load_host(origin)
     assert state is not None and state.next_allowed == until
     # Other handles see it, after the pending visit counts are written too.
@@ -489,11 +485,10 @@ async def test_pause_raises_next_allowed(store: Store, open_store: StoreFactory)
 
 @pytest.mark.slow
 async def test_pause_unknown_host(store: Store, open_store: StoreFactory) -> None:
-    if not store.shared:
-        pytest.skip("pausing is the gate's job in a single-process store")
+    fleet = fleet_of(store)
     origin = "https://new.example"
     until = time.time() + 30
-    await store.pause(origin, until)
+    await fleet.pause(origin, until)
     other = await other_handle(store, open_store)
     seen = await other.load_host(origin)
     assert seen is not None and seen.next_allowed == until

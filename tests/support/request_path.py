@@ -29,7 +29,7 @@ from robotgate.politeness.scheduler import Group, Scheduler
 from robotgate.politeness.servers import Servers, Started
 from robotgate.politeness.verdicts import Verdicts
 from robotgate.records import HostState
-from robotgate.store.base import Store
+from robotgate.store.base import Slots, Store
 from robotgate.store.memory import MemoryStore
 from tests.support.clock import Clock
 from tests.support.plain_store import PlainStore
@@ -98,7 +98,7 @@ async def _started(turn: RequestTurn, ready: Awaitable[None]) -> Started:
 
 
 def build(clock: Clock, *, store: Store | None = None, transport: Transport | None = None,
-          delay: float = 1.0, pacing: Pacing | None = None, fleet: bool = False,
+          delay: float = 1.0, pacing: Pacing | None = None, slots: Slots | None = None,
           recheck_visits: int | None = 1000, max_groups: int = 100_000,
           dialect: str = "rfc9309", events: Emitter | None = None) -> Wired:
     store = store if store is not None else MemoryStore()
@@ -106,17 +106,20 @@ def build(clock: Clock, *, store: Store | None = None, transport: Transport | No
     sched = Scheduler(pacing, clock=clock, wall=clock.now_wall, max_groups=max_groups)
     transport = transport or Transport(clock)
     keys = PaceKeys("host")
-    slots = FleetSlots(store) if fleet else None
+    fleet = FleetSlots(slots) if slots is not None else None
+    shared, at_once = store.fleet(), store.at_once()
 
     def robots(servers: Servers) -> RobotsCache:
         return RobotsCache(RobotsFetcher(transport, FetchPolicy()), store,
                            Interpretation(AGENT, dialect, pacing=pacing),
+                           fleet=shared, at_once=at_once,
                            host_state=servers.host_state,
                            paced_by=functools.partial(RobotsPacing, servers),
                            recheck_visits=recheck_visits, events=events)
 
-    servers = Servers(keys, sched, store, slots, robots=robots, events=events)
-    verdicts = Verdicts(servers.cache, keys, AGENT, slots, events=events)
+    servers = Servers(keys, sched, store, fleet, robots=robots, shared=shared,
+                      at_once=at_once, events=events)
+    verdicts = Verdicts(servers.cache, keys, AGENT, fleet, events=events)
     return Wired(verdicts, servers, Requests(verdicts, servers, events=events))
 
 

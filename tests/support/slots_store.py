@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from robotgate.store.base import Slots
 from robotgate.store.memory import MemoryStore
 
 
-class SlotsNow(MemoryStore):
-    """A memory store that grants every fleet slot at once and counts the grants."""
+class SlotsNow(MemoryStore, Slots):
+    """A memory store whose fleet slots (it is its own :class:`Slots`) all start at
+    once; it counts the grants."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reserved = 0
 
-    async def reserve(self, origin: str, interval: float) -> float | None:
+    async def reserve(self, origin: str, interval: float) -> float:
         self.reserved += 1
         return 0.0

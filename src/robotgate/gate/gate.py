@@ -50,7 +50,7 @@ from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
 from ..robots import DIALECTS, RobotsTxt
-from ..store.base import CrawlStore, SharedCrawlStore, Store, crawl_store
+from ..store.base import Store, crawl_store
 from ..store.crawl_state import CrawlCounts
 from ..store.leases import Leases
 from ..store.memory import MemoryStore
@@ -305,9 +305,14 @@ class RobotGate:
         #: Who hears the events (None: nobody listens, and no event is built).
         self._events = events = _emitter(on_event, metrics, self, keys)
         trouble = StoreTrouble(store, events)
+        # What the store can do besides, asked once: each part goes to who uses it.
+        shared, at_once = store.fleet(), store.at_once()
+        slots = shared.slots() if shared is not None else None
+        #: The named crawls the store keeps (None: it keeps none).
+        self._named_crawls = store.crawls()
         # The servers this worker leases in a crawl shared through the store: paced here.
-        self._leases = Leases() if store.paces else None
-        fleet = FleetSlots(store, leases=self._leases) if store.paces else None
+        self._leases = Leases() if slots is not None else None
+        fleet = FleetSlots(slots, leases=self._leases) if slots is not None else None
         transport = network.robots_transport or AiohttpRobotsTransport(connections)
         # An origin a public page's pointer led to: its tdmrep.json is guarded as its robots.txt.
         pointed = PointedOrigins(max_origins) if self.tdmrep else None
@@ -321,14 +326,15 @@ class RobotGate:
 
         def robots_cache(servers: Servers) -> RobotsCache:
             """robots.txt's cache, its fetches paced and counted as requests to ``servers``."""
-            return RobotsCache(fetcher, store, how, max_origins=max_origins,
-                               recheck_visits=policy.recheck_visits,
+            return RobotsCache(fetcher, store, how, fleet=shared, at_once=at_once,
+                               max_origins=max_origins, recheck_visits=policy.recheck_visits,
                                host_state=servers.host_state,
                                paced_by=partial(RobotsPacing, servers), events=events,
                                host_setting=host_setting, trouble=trouble)
 
         #: Every server's state, and robots.txt's cache.
         self._servers = servers = Servers(keys, scheduler, store, fleet, robots=robots_cache,
+                                          shared=shared, at_once=at_once,
                                           hosts=table or None, events=events)
         self._cache = servers.cache
         #: robots.txt's verdicts.
@@ -339,8 +345,10 @@ class RobotGate:
                                              refuse_private=refuse_private,
                                              private=self.is_private, events=events)
         self._client = AiohttpClient(connections, requests)
-        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, store, trouble,
-                                      pointed)
+        # The memory store would only hold a second copy (and crowd robots.txt out).
+        tdm_store = store if at_once is None else None
+        self._tdm_cache = (_tdm_cache(policy, transport, servers, max_origins, tdm_store,
+                                      trouble, pointed)
                            if pointed is not None else None)
         #: The gate's own questions: allowed, decide, tdm.
         self._questions = Questions(verdicts, connections.addresses, self.is_private,
@@ -685,11 +693,13 @@ class RobotGate:
 
         check_options(dict(options))
         if name is not None:
-            store = crawl_store(self.store)  # NamedCrawlsUnsupported where it keeps none
+            # NamedCrawlsUnsupported where the store keeps none.
+            crawls = self._named_crawls or crawl_store(self.store)
+            shared_crawls = crawls.shared()
             options["state"] = (
-                store.crawl_state(name, server=self.pace_key, leases=self._leases,
-                                  max_servers=max(1, concurrency))
-                if isinstance(store, SharedCrawlStore) else store.crawl_state(name))
+                shared_crawls.crawl_state(name, server=self.pace_key, leases=self._leases,
+                                          max_servers=max(1, concurrency))
+                if shared_crawls is not None else crawls.crawl_state(name))
         return await self._run_crawl(
             Frontier(self, urls, handler, concurrency=concurrency, **options))
 
@@ -721,14 +731,15 @@ class RobotGate:
     async def crawl_status(self, name: str) -> CrawlCounts | None:
         """How many URLs of the named crawl are queued, in flight, done, skipped and
         failed (None: the store keeps no crawl of that name)."""
-        store = self.store
-        if not isinstance(store, CrawlStore) or name not in await store.crawl_names():
+        crawls = self._named_crawls
+        if crawls is None or name not in await crawls.crawl_names():
             return None
-        return await store.crawl_state(name).counts()
+        return await crawls.crawl_state(name).counts()
 
     async def drop_crawl(self, name: str) -> bool:
         """Forget the named crawl; whether there was one."""
-        return isinstance(self.store, CrawlStore) and await self.store.drop_crawl(name)
+        crawls = self._named_crawls
+        return crawls is not None and await crawls.drop_crawl(name)
 
 
 def _emitter(on_event: Callable[[Event], object] | None, metrics: object, gate: RobotGate,
@@ -746,23 +757,19 @@ def _emitter(on_event: Callable[[Event], object] | None, metrics: object, gate: 
 
 
 def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers,
-               max_origins: int, store: Store, trouble: StoreTrouble,
+               max_origins: int, store: Store | None, trouble: StoreTrouble,
                pointed: PointedOrigins) -> TdmRepCache:
     """tdmrep.json fetched as robots.txt is (same transport, turn, timeouts, redirects,
     freshness, back-off), but a file that does not come, for whatever reason, states
     nothing (W3C TDMRep, see policy/tdm.py): 401/403 included, whatever the robots.txt
-    convention."""
+    convention.  ``store``: where its entries are kept (None: in memory only)."""
     from ..policy.tdm import TDMREP_PATH
     from ..politeness.tdmrep_cache import TdmRepCache
-    from ..store.memory import immediate
 
     fetcher = RobotsFetcher(transport, replace(policy, forbidden_disallows_all=False),
                             TDMREP_PATH)
-    # The plain memory store would only hold a second copy (and crowd robots.txt out).
     return TdmRepCache(fetcher, paced_by=partial(RobotsPacing, servers),
-                       max_origins=max_origins,
-                       store=None if immediate(store) is not None else store,
-                       trouble=trouble, pointed=pointed)
+                       max_origins=max_origins, store=store, trouble=trouble, pointed=pointed)
 
 
 class _Allowed(Protocol):

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable
 
 from ..error_root import Error
-from ..store.base import Store
+from ..store.base import Slots
 from ..store.leases import LapsedLease, Leases
 
 __all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
@@ -75,14 +75,15 @@ class LeaseFence(Slot):
 
 
 class FleetSlots:
-    """Asks ``store.reserve`` for slots and learns how much slack this process needs.
+    """Asks ``store``, a store's fleet slots, for slots and learns how much slack this
+    process needs.
 
     :attr:`slack` follows the loop's lateness after a slot is ready, :attr:`trip`
     the store's round trips; each slot asks for both.  ``clock`` (default: the
     running loop's) is the time :meth:`Slot.check` is given.
     """
 
-    def __init__(self, store: Store, clock: Callable[[], float] | None = None,
+    def __init__(self, store: Slots, clock: Callable[[], float] | None = None,
                  leases: Leases | None = None) -> None:
         self.store = store
         #: Keys this worker holds a crawl lease on: paced here, no slot asked.
@@ -109,7 +110,7 @@ class FleetSlots:
     async def reserve(self, key: str, gap: float) -> Slot | None:
         """Claim ``key``'s next slot and return it (its :attr:`Slot.wait` is how long
         to wait for it); None: paced here, by the caller's own schedule, as a leased
-        key is, or the store does not pace."""
+        key is."""
         leases = self.leases
         if leases is not None:
             if leases.lapsed(key, self._now()):
@@ -131,8 +132,6 @@ class FleetSlots:
         asked = self._now()
         wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
         replied = self._now()
-        if wait is None:
-            return None
         slot.slack, slot.trip, slot.rtt = slack, trip, replied - asked
         # Quick replies bring the allowance down; only a missed slot raises it.
         self.trip = max(self.trip * _TRIP_DECAY, min(self.trip, slot.rtt))

@@ -24,8 +24,7 @@ from ..policy.host_settings import HostSettings
 from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
 from ..robots import RobotsTxt
-from ..store.base import Store
-from ..store.memory import immediate
+from ..store.base import AnswersAtOnce, Fleet, Store
 from .emitter import Emitter
 from .robots_fetcher import PacingHooks, RobotsFetcher
 from .scheduler import Scheduler
@@ -95,7 +94,9 @@ class RobotsCache:
 
     ``host_state(origin)`` gives the HostState that counts the origin's visits
     (its politeness group's); ``paced_by(origin)`` is held around each robots.txt
-    request, which is a request to the server like any other.
+    request, which is a request to the server like any other.  ``fleet``: the
+    store's fleet part (None: one process uses it), whose fetch lock makes one
+    worker fetch for all; ``at_once``: the store's answers without an await.
     """
 
     def __init__(
@@ -104,6 +105,8 @@ class RobotsCache:
         store: Store,
         how: Interpretation,
         *,
+        fleet: Fleet | None = None,
+        at_once: AnswersAtOnce | None = None,
         host_state: Callable[[str], HostState | Awaitable[HostState]],
         paced_by: Callable[[str], AbstractAsyncContextManager[PacingHooks | None]] | None = None,
         max_origins: int = 100_000,
@@ -114,12 +117,13 @@ class RobotsCache:
     ) -> None:
         self.fetcher = fetcher
         self.store = store
+        self.fleet = fleet
         self.how = how
         self.max_origins = max_origins
         self.recheck_visits = recheck_visits
         self._host_state = host_state
         self._paced_by = paced_by
-        self._mem = immediate(store)  # answers without an await: one coroutine less each
+        self._mem = at_once  # answers without an await: one coroutine less each
         self._sites: dict[str, CachedSite] = {}
         # Sites serving the same file share its rules; never more kept than sites.
         self._bodies = ParsedBodies(min(256, max_origins))
@@ -271,7 +275,7 @@ class RobotsCache:
 
     async def _refresh(self, origin: str, site: SiteRules | None,
                        flight: _Flight) -> SiteRules:
-        store, mem = self.store, self._mem
+        store, fleet, mem = self.store, self.fleet, self._mem
         host = self._host_state(origin)
         if not isinstance(host, HostState):
             host = await host
@@ -279,9 +283,9 @@ class RobotsCache:
         locked_at = time.monotonic()
         if mem is not None:
             stored = _intact(mem.get_robots(origin))
-        elif store.shared:
+        elif fleet is not None:
             # With no entry stored, a fetch is due: the look takes the fetch lock too.
-            found, token = await store.load_or_lock(origin, self._lease())
+            found, token = await fleet.load_or_lock(origin, self._lease())
             stored = _intact(found)
         else:
             stored = _intact(await store.load_robots(origin))
@@ -297,24 +301,25 @@ class RobotsCache:
                       host.visits_since_check)
         previous = stored if stored is not None else (site.entry if site is not None else None)
         lease: asyncio.Task[None] | None = None
-        if store.shared:
+        if fleet is not None:
             # Other workers may fetch it: one does, the others use its entry.
             if token is None:
                 locked_at = time.monotonic()
-                token, got = await self._lock(origin, stored, recheck)
+                token, got = await self._lock(fleet, origin, stored, recheck)
                 if got is not None:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               got.outcome)
                     return self._install(origin, got, host)
             if token is not None:
-                lease = asyncio.get_running_loop().create_task(self._keep_lock(origin, token))
+                lease = asyncio.get_running_loop().create_task(
+                    self._keep_lock(fleet, origin, token))
         try:
             pacing = self._paced_by(origin) if self._paced_by is not None else _unpaced()
             async with pacing as hooks:
                 # Before a renewal was due the lock is surely ours: nobody else fetched.
                 lapsed = time.monotonic() - locked_at >= self._lease() / 3
                 again = (_intact(await store.load_robots(origin))
-                         if store.shared and (token is None or lapsed) else None)
+                         if fleet is not None and (token is None or lapsed) else None)
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
                 ):
@@ -342,20 +347,20 @@ class RobotsCache:
                 kept = site.rules
             elif mem is not None:
                 mem.put_robots(entry)
-            elif token is not None:
+            elif token is not None and fleet is not None:
                 # The lock ends with the save, in one request: no renewal may take it again.
                 await _stop(lease)
                 lease = None
-                if await self._save_unlock(entry, token):
+                if await self._save_unlock(fleet, entry, token):
                     token = None
             else:
                 await self._save(entry)
         finally:
             await _stop(lease)
-            if token is not None:
+            if token is not None and fleet is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
-                    await self._unlock(origin, token)
+                    await self._unlock(fleet, origin, token)
                 finally:
                     self._releasing.discard(origin)
         if host.visits_since_check:
@@ -363,20 +368,19 @@ class RobotsCache:
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
-    async def _lock(self, origin: str, stored: RobotsEntry | None, recheck: bool
+    async def _lock(self, fleet: Fleet, origin: str, stored: RobotsEntry | None, recheck: bool
                     ) -> tuple[str | None, RobotsEntry | None]:
         """The shared store's fetch lock (a token), or the entry another worker fetched."""
-        store = self.store
         timeout = self.fetcher.policy.timeout
-        token, again = await self._take_lock(origin, self._lease())
+        token, again = await self._take_lock(fleet, origin, self._lease())
         tries = 0
         while token is None and tries < 10:
             # Another worker fetches it: wait for its result, then use it.
             tries += 1
-            got = _intact(await store.wait_robots(origin, timeout + 5))
+            got = _intact(await fleet.wait_robots(origin, timeout + 5))
             if got is not None and got.is_fresh(time.time()):
                 return None, got
-            token, again = await self._take_lock(origin, self._lease())
+            token, again = await self._take_lock(fleet, origin, self._lease())
         if token is False:
             return None, None  # fetched without the lock
         # Another worker may have fetched it and let go of the lock between our
@@ -384,34 +388,34 @@ class RobotsCache:
         if token is not None and again is not None and again.is_fresh(time.time()) and (
             not recheck or stored is None or again.fetched_at > stored.fetched_at
         ):
-            await self._unlock(origin, token)
+            await self._unlock(fleet, origin, token)
             return None, again
         return token, None
 
     def _lease(self) -> float:
         return min(self.fetcher.policy.timeout * 2 + 5, _LOCK_LEASE)
 
-    async def _keep_lock(self, origin: str, token: str) -> None:
+    async def _keep_lock(self, fleet: Fleet, origin: str, token: str) -> None:
         """Renew the fetch lock until cancelled (the fetch ended), or until it is lost."""
         lease = self._lease()
         while True:
             await asyncio.sleep(lease / 3)
             try:
-                if not await self.store.renew_fetch(origin, token, lease):
+                if not await fleet.renew_fetch(origin, token, lease):
                     return  # expired, maybe taken: the fetch goes on, and so may another's
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self.store_trouble("renew the robots.txt fetch lock", exc)
 
-    async def _take_lock(self, origin: str, ttl: float
+    async def _take_lock(self, fleet: Fleet, origin: str, ttl: float
                          ) -> tuple[str | Literal[False] | None, RobotsEntry | None]:
         """The fetch lock's token, None if another worker holds it, or False when the
         store cannot take it (a full disk, a read-only file): then this worker fetches
         alone, as the lock only spares the others a request.  With it, the entry as
         stored when the lock was taken."""
         try:
-            token, entry = await self.store.lock_load(origin, ttl)
+            token, entry = await fleet.lock_load(origin, ttl)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -429,11 +433,11 @@ class RobotsCache:
         except Exception as exc:
             self.store_trouble("save robots.txt", exc)
 
-    async def _save_unlock(self, entry: RobotsEntry, token: str) -> bool:
+    async def _save_unlock(self, fleet: Fleet, entry: RobotsEntry, token: str) -> bool:
         """Save the entry and release the fetch lock; False if that failed (the lock
         is then released on its own)."""
         try:
-            await self.store.save_robots_unlock(entry, token)
+            await fleet.save_robots_unlock(entry, token)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -449,9 +453,9 @@ class RobotsCache:
         except Exception as exc:
             self.store_trouble("save host state", exc)
 
-    async def _unlock(self, origin: str, token: str) -> None:
+    async def _unlock(self, fleet: Fleet, origin: str, token: str) -> None:
         try:
-            await self.store.unlock_fetch(origin, token)
+            await fleet.unlock_fetch(origin, token)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the lock expires on its own

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Coroutine
 from ..policy.fetch import entry_for_response
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..policy.site import interpret
+from ..store.base import Fleet
 from ..urls import split_origin
 from .fleet_slots import Slot
 from .scheduler import Group
@@ -70,7 +71,8 @@ class RobotsPacing:
             servers = self._servers
             scheduler = servers.scheduler
             scheduler.paced_from_now(group)  # paced from the answer, as pages are
-            if servers.fleet is not None and not servers.fleet.settled(group.key):
+            fleet, shared = servers.fleet, servers.shared
+            if fleet is not None and shared is not None and not fleet.settled(group.key):
                 # The fleet's slots count from their start, and this request may have
                 # left late: the next slot is an interval after this answer, the one
                 # this answer gives if longer (its Crawl-delay: the fleet's next slot
@@ -79,7 +81,7 @@ class RobotsPacing:
                 interval = max(scheduler.policy.delay, group.interval,
                                self._interval_given(request, response))
                 gap = scheduler.gap(group, interval)
-                self._later(self._hold_fleet(group.key, time.time() + gap))
+                self._later(self._hold_fleet(shared, group.key, time.time() + gap))
             return
         try:
             retry_after = response.headers.get("Retry-After")
@@ -101,9 +103,9 @@ class RobotsPacing:
                                    final_url=request.url)
         return interpret(entry, how).interval
 
-    async def _hold_fleet(self, key: str, until: float) -> None:
+    async def _hold_fleet(self, shared: Fleet, key: str, until: float) -> None:
         try:
-            await self._servers.store.pause(key, until)
+            await shared.pause(key, until)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

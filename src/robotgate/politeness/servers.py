@@ -19,8 +19,7 @@ from ..events import BackoffEased, BackoffStarted
 from ..policy.host_settings import HostTable
 from ..policy.site import CachedSite, SiteRules
 from ..records import HostState
-from ..store.base import Store
-from ..store.memory import immediate
+from ..store.base import AnswersAtOnce, Fleet, Store
 from .emitter import Emitter
 from .fleet_slots import FleetSlots, Slot
 from .grouping import PaceKeys
@@ -41,6 +40,9 @@ class Servers:
 
     ``robots(servers)`` makes the robots.txt cache of these servers, once their own
     state is in place: its fetches are requests to them, paced and counted by them.
+    ``fleet``: the fleet slots, where the store hands them out; ``shared``: the store's
+    fleet part (None: one process uses it), which hears the pauses every process
+    keeps; ``at_once``: its answers without an await (None: they are awaited).
     ``hosts``: the per-host settings (None: the gate's own for every server);
     ``events``: who hears the back-offs (None: nobody listens, and no event is built).
     """
@@ -48,12 +50,14 @@ class Servers:
     def __init__(self, keys: PaceKeys, scheduler: Scheduler, store: Store,
                  fleet: FleetSlots | None = None, *,
                  robots: Callable[[Servers], RobotsCache],
+                 shared: Fleet | None = None, at_once: AnswersAtOnce | None = None,
                  hosts: HostTable | None = None, events: Emitter | None = None) -> None:
         self.keys = keys
         self.scheduler = scheduler
         self.store = store
         self.fleet = fleet
-        self._mem = immediate(store)  # a store that answers without an await, if it is one
+        self.shared = shared
+        self._mem = at_once  # a store that answers without an await, if it is one
         self._groups = scheduler.groups_by_key
         #: True once closed: no request starts.
         self.closed = False
@@ -286,21 +290,21 @@ class Servers:
         # The store keeps a copy of the server's state (a group made again, after an
         # eviction or a restart, paces from it).
         mem = self._mem
-        if mem is None or (until is not None and self.store.shared):
+        if mem is None or (until is not None and self.shared is not None):
             return self._tell_store(group, until)
         mem.put_host(group.state)
         return None
 
     async def _tell_store(self, group: Group, until: float | None) -> None:
-        store = self.store
+        shared = self.shared
         try:
             if self._mem is None:
-                await store.save_host(group.state)
+                await self.store.save_host(group.state)
             else:
                 self._mem.put_host(group.state)
-            if until is not None and store.shared:
+            if until is not None and shared is not None:
                 # After the save: a shared store may send the state's back-off with it.
-                await store.pause(group.key, until)
+                await shared.pause(group.key, until)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

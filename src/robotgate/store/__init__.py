@@ -1,5 +1,5 @@
 """Storage backends for the gate: memory (default), SQLite (disk), Redis (fleet), and
-the interfaces they declare (base.py: the base store and each capability).
+their interfaces (base.py: the base store and the part it hands out per capability).
 
 ``RedisStore`` is imported on first use, so ``import robotgate`` never imports redis.
 """
@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from .base import (
     AnswersAtOnce,
     CrawlInUse,
-    CrawlStore,
-    FleetStore,
+    Crawls,
+    Fleet,
     HostState,
     Outcome,
-    PacingStore,
     RobotsEntry,
-    SharedCrawlStore,
+    SharedCrawls,
+    Slots,
     Store,
     StoreError,
 )
@@ -31,17 +31,17 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswersAtOnce",
     "CrawlInUse",
-    "CrawlStore",
-    "FleetStore",
+    "Crawls",
+    "Fleet",
     "HostState",
     "MemoryStore",
     "NamedCrawlsUnsupported",
     "Outcome",
-    "PacingStore",
     "RedisStore",
     "RobotsEntry",
     "SQLiteStore",
-    "SharedCrawlStore",
+    "SharedCrawls",
+    "Slots",
     "Store",
     "StoreError",
 ]

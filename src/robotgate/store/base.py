@@ -1,20 +1,24 @@
-"""The storage interfaces the gate uses: robots.txt entries and host state, and what
-a store can do besides.
+"""The storage interfaces the gate uses: the base every store implements, and the
+parts a store hands out for what it can do besides.
 
-:class:`Store` is the base every store implements; a store declares each further
-capability by deriving from its class, and the gate asks for the capability, never
-for a store class:
+:class:`Store` holds robots.txt entries and host states; a store hands out a part
+per further capability, and the gate asks for the part once, where it is wired:
 
-- :class:`FleetStore`: shared by processes (fetch locks, pauses every worker keeps);
-  :class:`PacingStore`, a fleet store that also hands out request slots fleet-wide;
-- :class:`CrawlStore`: keeps named crawls; :class:`SharedCrawlStore`, a crawl that
-  workers share, each server leased to one of them at a time;
-- :class:`AnswersAtOnce`: answers without an await (the gate's hot path uses it).
+- :meth:`Store.fleet`, a :class:`Fleet`: processes share the store (robots.txt fetch
+  locks, waiting for another's fetch, pauses every worker keeps); its
+  :meth:`Fleet.slots`, :class:`Slots`, hands out request slots fleet-wide;
+- :meth:`Store.crawls`, a :class:`Crawls`: keeps named crawls; its
+  :meth:`Crawls.shared`, :class:`SharedCrawls`, a crawl that workers share, each
+  server leased to one of them at a time;
+- :meth:`Store.at_once`, an :class:`AnswersAtOnce`: answers without an await (the
+  gate's hot path uses it).
 
-Three backends implement them: :class:`~robotgate.store.memory.MemoryStore`
-(default, one process; crawls, answers at once), :class:`~robotgate.store.sqlite.SQLiteStore`
-(disk, survives restarts, shareable by processes on one machine; fleet, crawls) and
-:class:`~robotgate.store.redis.RedisStore` (a fleet of workers; pacing, shared crawls).
+Each answers None where the store has no such part.  Three backends implement them:
+:class:`~robotgate.store.memory.MemoryStore` (default, one process; crawls, answers
+at once), :class:`~robotgate.store.sqlite.SQLiteStore` (disk, survives restarts,
+shareable by processes on one machine; fleet, crawls) and
+:class:`~robotgate.store.redis.RedisStore` (a fleet of workers; fleet with slots,
+shared crawls); each is its own part.
 
 Times are Unix timestamps (``time.time()``) so that they mean the same thing
 after a restart and on another machine.
@@ -31,9 +35,8 @@ from ..records import HostState, Outcome, RobotsEntry
 from .crawl_state import CrawlState, NamedCrawlsUnsupported
 from .leases import Leases
 
-__all__ = ["AnswersAtOnce", "CrawlInUse", "CrawlStore", "FleetStore", "HostState", "Outcome",
-           "PacingStore", "RobotsEntry", "SharedCrawlStore", "Store", "StoreError", "crawl_store",
-           "immediate"]
+__all__ = ["AnswersAtOnce", "CrawlInUse", "Crawls", "Fleet", "HostState", "Outcome",
+           "RobotsEntry", "SharedCrawls", "Slots", "Store", "StoreError", "crawl_store"]
 
 
 _S = TypeVar("_S", bound="Store")
@@ -61,25 +64,16 @@ class CrawlInUse(StoreError):
 class Store(abc.ABC):
     """Async storage for robots.txt entries and host state.
 
-    Single-process stores need only the abstract methods; the fleet hooks answer as
-    one process would (every lock granted at once, pacing left to the gate's local
-    limiter) unless the store is a :class:`FleetStore`.
+    A store implements these and nothing else unless it can do more: then it hands
+    out the part (:meth:`fleet`, :meth:`crawls`, :meth:`at_once`), which each answer
+    None here.
     """
 
-    #: True when other processes may see and change the same data (a :class:`FleetStore`).
-    shared: bool = False
-    #: True when :meth:`reserve` hands out fleet-wide request slots (a :class:`PacingStore`).
-    paces: bool = False
     #: Unix time up to which any server may have been asked without the store
     #: knowing (a process that used it died before writing its host state, or the
     #: store lost data); 0 when it knows of none.  A group made from this store's
     #: host state counts a request at that time as its last.
     unrecorded_until: float = 0.0
-    #: True when the store also answers without an await (an :class:`AnswersAtOnce`
-    #: whose coroutines do nothing more): the gate then calls ``get_robots``,
-    #: ``put_robots``, ``get_host`` and ``put_host`` on every new origin, a coroutine
-    #: less each.  Every other store is awaited.
-    answers_at_once: bool = False
 
     async def open(self) -> None:  # noqa: B027
         """Make the store ready; idempotent."""
@@ -117,66 +111,35 @@ class Store(abc.ABC):
     async def flush(self) -> None:  # noqa: B027
         """Write out anything batched."""
 
-    # -- fleet hooks, as one process answers them (FleetStore declares them) --
+    # -- the parts a store hands out for what it can do besides ----------------
 
-    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
-        """Try to become the one worker fetching ``origin``'s robots.txt.
-
-        Returns a token to pass to :meth:`unlock_fetch`, or ``None`` when
-        another worker holds the lock (which expires after ``ttl`` seconds).
-        """
-        return "local"
-
-    async def unlock_fetch(self, origin: str, token: str) -> None:  # noqa: B027
-        """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
-
-    async def load_or_lock(self, origin: str, ttl: float) -> tuple[RobotsEntry | None, str | None]:
-        """The stored entry, and a fetch lock's token or None (a shared store may take
-        the lock, in the same request, when no entry is stored)."""
-        return await self.load_robots(origin), None
-
-    async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
-        """:meth:`lock_fetch`, then :meth:`load_robots` (a shared store may do both in
-        one request): the lock's token or None, and the entry as stored."""
-        token = await self.lock_fetch(origin, ttl)
-        return token, await self.load_robots(origin)
-
-    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
-        """:meth:`save_robots`, then :meth:`unlock_fetch` of ``entry.origin``'s lock
-        (a shared store may do both in one request)."""
-        await self.save_robots(entry)
-        await self.unlock_fetch(entry.origin, token)
-
-    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
-        """Extend a lock taken with :meth:`lock_fetch` to ``ttl`` seconds from now;
-        False when it is no longer ours (it expired, and maybe another took it)."""
-        return True
-
-    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
-        """Wait up to ``timeout`` s for another worker to store ``origin``'s entry.
-
-        Returns an entry that is fresh or was fetched after the call began,
-        or ``None`` on timeout.
-        """
-        return await self.load_robots(origin)
-
-    async def reserve(self, origin: str, interval: float) -> float | None:
-        """Fleet-wide pacing: claim the next request slot for ``origin``.
-
-        Returns the seconds to wait before the request may start, or ``None``
-        when this store does not pace (the gate's local limiter does).
-        """
+    def fleet(self) -> Fleet | None:
+        """What processes sharing this store do together (None: one process uses it,
+        and the gate alone dedupes its fetches and paces its servers)."""
         return None
 
-    async def pause(self, origin: str, until: float) -> None:  # noqa: B027
-        """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""
+    def crawls(self) -> Crawls | None:
+        """The named crawls this store keeps (None: it keeps none)."""
+        return None
+
+    def at_once(self) -> AnswersAtOnce | None:
+        """This store's answers without an await (None: every answer is awaited)."""
+        return None
 
 
-class FleetStore(Store):
-    """A store that processes share: a robots.txt fetch lock is taken in the store,
-    and a pause (Retry-After) holds for every process."""
+class Fleet(abc.ABC):
+    """A store that processes share, as they use it together: a robots.txt fetch lock
+    taken in the store, a wait for another's fetch, and a pause (Retry-After) that
+    holds for every process.  The lock guards the store's robots.txt entries, which
+    it reads and writes too (:meth:`load_robots`, :meth:`save_robots`: the store's)."""
 
-    shared = True
+    @abc.abstractmethod
+    async def load_robots(self, origin: str) -> RobotsEntry | None:
+        """The stored entry for ``origin``, or ``None`` (:meth:`Store.load_robots`)."""
+
+    @abc.abstractmethod
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        """Store (replace) the entry for ``entry.origin`` (:meth:`Store.save_robots`)."""
 
     @abc.abstractmethod
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
@@ -190,31 +153,57 @@ class FleetStore(Store):
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release a lock taken with :meth:`lock_fetch` (only if still ours)."""
 
+    async def load_or_lock(self, origin: str, ttl: float) -> tuple[RobotsEntry | None, str | None]:
+        """The stored entry, and a fetch lock's token or None (a store may take the
+        lock, in the same request, when no entry is stored)."""
+        return await self.load_robots(origin), None
+
+    async def lock_load(self, origin: str, ttl: float) -> tuple[str | None, RobotsEntry | None]:
+        """:meth:`lock_fetch`, then :meth:`load_robots` (a store may do both in one
+        request): the lock's token or None, and the entry as stored."""
+        token = await self.lock_fetch(origin, ttl)
+        return token, await self.load_robots(origin)
+
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
+        """:meth:`save_robots`, then :meth:`unlock_fetch` of ``entry.origin``'s lock
+        (a store may do both in one request)."""
+        await self.save_robots(entry)
+        await self.unlock_fetch(entry.origin, token)
+
     @abc.abstractmethod
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
-        """Extend a lock taken with :meth:`lock_fetch`; False when no longer ours."""
+        """Extend a lock taken with :meth:`lock_fetch` to ``ttl`` seconds from now;
+        False when it is no longer ours (it expired, and maybe another took it)."""
 
     @abc.abstractmethod
     async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
-        """Wait up to ``timeout`` s for another worker to store ``origin``'s entry."""
+        """Wait up to ``timeout`` s for another worker to store ``origin``'s entry.
+
+        Returns an entry that is fresh or was fetched after the call began,
+        or ``None`` on timeout.
+        """
 
     @abc.abstractmethod
     async def pause(self, origin: str, until: float) -> None:
-        """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After)."""
+        """Fleet-wide pause of ``origin`` until the Unix time ``until`` (Retry-After);
+        where :meth:`slots` hands out slots, none for ``origin`` starts before it."""
+
+    def slots(self) -> Slots | None:
+        """The fleet-wide request slots this store hands out (None: each process
+        paces the servers by itself, from the host states the store keeps)."""
+        return None
 
 
-class PacingStore(FleetStore):
+class Slots(abc.ABC):
     """A fleet store that paces every server fleet-wide: :meth:`reserve` hands out
     request slots, any two for one server at least the interval apart."""
-
-    paces = True
 
     @abc.abstractmethod
     async def reserve(self, origin: str, interval: float) -> float:
         """Claim the next request slot for ``origin``: the seconds to wait before it."""
 
 
-class CrawlStore(abc.ABC):
+class Crawls(abc.ABC):
     """A store that keeps named crawls (``gate.crawl(..., name=...)``, docs/crawl.md)."""
 
     @abc.abstractmethod
@@ -229,9 +218,13 @@ class CrawlStore(abc.ABC):
     async def drop_crawl(self, name: str) -> bool:
         """Forget the crawl ``name``; whether there was one."""
 
+    def shared(self) -> SharedCrawls | None:
+        """These crawls as workers share them (None: one process runs a crawl)."""
+        return None
 
-class SharedCrawlStore(CrawlStore):
-    """A store whose named crawl workers share: its URLs are queued per server and each
+
+class SharedCrawls(abc.ABC):
+    """Named crawls that workers share: a crawl's URLs are queued per server and each
     server is leased to one worker at a time (docs/fleet.md)."""
 
     @abc.abstractmethod
@@ -244,7 +237,7 @@ class SharedCrawlStore(CrawlStore):
 
 class AnswersAtOnce(abc.ABC):
     """A store that answers without an await too: the gate calls these on every new
-    origin (when the store's :attr:`Store.answers_at_once` is true)."""
+    origin, where a coroutine each would cost more than the work."""
 
     @abc.abstractmethod
     def get_robots(self, origin: str) -> RobotsEntry | None:
@@ -263,16 +256,12 @@ class AnswersAtOnce(abc.ABC):
         """``save_host`` without a coroutine."""
 
 
-def crawl_store(store: Store) -> CrawlStore:
-    """``store`` as a keeper of named crawls; :class:`NamedCrawlsUnsupported` (a
+def crawl_store(store: Store) -> Crawls:
+    """``store``'s named crawls; :class:`NamedCrawlsUnsupported` (a
     ``NotImplementedError``) when it keeps none."""
-    if isinstance(store, CrawlStore):
-        return store
+    crawls = store.crawls()
+    if crawls is not None:
+        return crawls
     raise NamedCrawlsUnsupported(
         f"{type(store).__name__} keeps no named crawls: use a MemoryStore, an SQLiteStore "
         f"or a RedisStore for a named crawl, or crawl without a name")
-
-
-def immediate(store: Store) -> AnswersAtOnce | None:
-    """``store`` if its answers need no await (:attr:`Store.answers_at_once`), else None."""
-    return store if isinstance(store, AnswersAtOnce) and store.answers_at_once else None

@@ -8,17 +8,17 @@ from collections import OrderedDict
 from typing import TypeVar
 
 from ..records import SMALL_BODY
-from .base import AnswersAtOnce, CrawlStore, HostState, RobotsEntry, Store, immediate
+from .base import AnswersAtOnce, Crawls, HostState, RobotsEntry, Store
 from .crawl_state import MemoryCrawlState
 
-__all__ = ["MemoryStore", "immediate"]
+__all__ = ["MemoryStore"]
 
 _V = TypeVar("_V")
 #: How many of the least recently used host states eviction chooses among.
 _EVICTION_CHOICES = 8
 
 
-class MemoryStore(Store, CrawlStore, AnswersAtOnce):
+class MemoryStore(Store, Crawls, AnswersAtOnce):
     """Keeps robots.txt entries and host state in memory.
 
     At most ``max_origins`` origins are kept; the least recently used is
@@ -26,10 +26,12 @@ class MemoryStore(Store, CrawlStore, AnswersAtOnce):
 
     >>> store = MemoryStore(max_origins=100_000)
 
-    Its answers need no await (``answers_at_once``); a subclass whose coroutines
-    do more (I/O) is awaited unless it sets ``answers_at_once = True`` itself.
+    It keeps named crawls (:meth:`crawls`), and its answers need no await
+    (:meth:`at_once`); a subclass whose coroutines do more (I/O) is awaited unless
+    it sets ``answers_at_once = True`` itself.
     """
 
+    #: Whether :meth:`at_once` hands out this store's answers without an await.
     answers_at_once = True
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -61,6 +63,12 @@ class MemoryStore(Store, CrawlStore, AnswersAtOnce):
     async def save_host(self, state: HostState) -> None:
         self.put_host(state)
 
+    def crawls(self) -> Crawls:
+        return self
+
+    def at_once(self) -> AnswersAtOnce | None:
+        return self if self.answers_at_once else None
+
     def crawl_state(self, name: str) -> MemoryCrawlState:
         state = self._crawls.get(name)
         if state is None:
@@ -74,7 +82,7 @@ class MemoryStore(Store, CrawlStore, AnswersAtOnce):
         return self._crawls.pop(name, None) is not None
 
     # The same, answered at once: the gate calls these on every new origin
-    # (see :func:`immediate`), where a coroutine each would cost more than the work.
+    # (see :meth:`at_once`), where a coroutine each would cost more than the work.
 
     def get_robots(self, origin: str) -> RobotsEntry | None:
         """:meth:`load_robots` without a coroutine."""

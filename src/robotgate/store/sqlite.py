@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from typing import Any, TypeVar, get_args, get_type_hints
 
-from .base import CrawlStore, FleetStore, HostState, RobotsEntry, StoreError
+from .base import Crawls, Fleet, HostState, RobotsEntry, Store, StoreError
 from .batching import HostBatcher
 from .sqlite_crawl import CrawlLocks, SQLiteCrawlState, crawl_names, drop_crawl
 from .sqlite_schema import (
@@ -177,7 +177,7 @@ def _checked(row: tuple[Any, ...], table: str, path: str) -> tuple[Any, ...]:
     return row
 
 
-class SQLiteStore(FleetStore, CrawlStore):
+class SQLiteStore(Store, Fleet, Crawls):
     """Robots.txt entries and host state in an SQLite file.
 
     ``path``: the database file (created if missing).
@@ -195,7 +195,7 @@ class SQLiteStore(FleetStore, CrawlStore):
     Across processes: robots entries are last-writer-wins; a host's
     ``next_allowed`` only moves forward (a pause written by another process is
     never undone by a batched write); the other host counters are
-    last-writer-wins.  Pacing stays local (:meth:`reserve` returns ``None``).
+    last-writer-wins.  Pacing stays local (its fleet hands out no :meth:`slots`).
     """
 
     def __init__(
@@ -323,10 +323,16 @@ class SQLiteStore(FleetStore, CrawlStore):
 
         await self._call(job)
 
-    # -- fleet hooks ---------------------------------------------------------
+    # -- the fleet: processes sharing the file --------------------------------
+
+    def fleet(self) -> Fleet:
+        return self
+
+    def crawls(self) -> Crawls:
+        return self
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
-        """As :meth:`FleetStore.lock_fetch`; a lock whose process has ended (killed during the
+        """As :meth:`Fleet.lock_fetch`; a lock whose process has ended (killed during the
         fetch) is taken over at once rather than after ``ttl``."""
         token = f"{self._session}.{secrets.token_hex(12)}"
 

@@ -52,7 +52,7 @@ failover, a cluster slot without a master) with jittered back-off for up to
 ever returns a default that would let a request through, and the client
 reconnects (and re-reads the cluster layout) by itself once Redis is back.
 
-How a worker uses the fleet hooks for one origin (``G`` its group key)::
+How a worker uses the store's fleet part (the store itself) for one origin (``G`` its group key)::
 
     entry = await store.load_robots(origin)                 # 1 round trip
     if entry is None or not entry.is_fresh(time.time()):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from ..base import HostState, PacingStore, RobotsEntry, SharedCrawlStore, StoreError
+from ..base import Crawls, Fleet, HostState, RobotsEntry, SharedCrawls, Slots, Store, StoreError
 from ..batching import HostBatcher
 from . import scripts
 from .codec import (
@@ -95,7 +95,7 @@ def _cluster_mode(url: str, cluster: bool, client: aioredis.Redis | RedisCluster
     return cluster
 
 
-class RedisStore(PacingStore, SharedCrawlStore):
+class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
     """Robots.txt entries, host state, fetch locks and pacing in Redis or Redis Cluster.
 
     ``url``: a redis-py URL (``redis://``, ``rediss://``, ``unix://``); with
@@ -362,7 +362,10 @@ class RedisStore(PacingStore, SharedCrawlStore):
         more = f" (and {len(bad) // 2 - 1} more keys)" if len(bad) > 2 else ""
         return self._keys.bad(bad[0], bad[1] + more)
 
-    # -- fleet hooks: fetch locks and waiting --------------------------------
+    # -- the fleet: fetch locks and waiting -----------------------------------
+
+    def fleet(self) -> Fleet:
+        return self
 
     async def lock_fetch(self, origin: str, ttl: float) -> str | None:
         """Become the one worker fetching ``origin``'s robots.txt, for at most ``ttl`` s."""
@@ -439,7 +442,10 @@ class RedisStore(PacingStore, SharedCrawlStore):
 
         return await wait_for_entry(self._notifier, origin, timeout, peek)
 
-    # -- fleet hooks: pacing -------------------------------------------------
+    # -- the fleet: pacing -----------------------------------------------------
+
+    def slots(self) -> Slots:
+        return self
 
     async def reserve(self, origin: str, interval: float) -> float:
         """Claim the next request slot for ``origin``; the seconds to wait before it.
@@ -509,6 +515,12 @@ class RedisStore(PacingStore, SharedCrawlStore):
         )
 
     # -- named crawls (store/redis/crawl.py) -----------------------------------
+
+    def crawls(self) -> Crawls:
+        return self
+
+    def shared(self) -> SharedCrawls:
+        return self
 
     def crawl_state(self, name: str, *, server: Callable[[str], str] | None = None,
                     leases: Leases | None = None, max_servers: int = 64) -> CrawlState:
