@@ -57,6 +57,7 @@ import json
 import logging
 import os
 import time
+from base64 import b64encode
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -66,7 +67,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 from playwright.async_api import (
     APIRequestContext,
     APIResponse,
@@ -507,8 +507,10 @@ def _via(proxy: ProxySettings | None, url: str) -> Via | None:
         if domain and host.endswith(domain if domain.startswith(".") else "." + domain):
             return None
     username = proxy.get("username")
-    auth = aiohttp.BasicAuth(username, proxy.get("password") or "") if username else None
-    return Via(None, _proxy_url(proxy), auth)
+    if not username:
+        return Via(None, _proxy_url(proxy))
+    token = b64encode(f"{username}:{proxy.get('password') or ''}".encode()).decode("ascii")
+    return Via(None, _proxy_url(proxy), proxy_headers={"Proxy-Authorization": f"Basic {token}"})
 
 
 async def _finish(step: Awaitable[None]) -> None:
