@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -359,16 +360,31 @@ class BrowserPath(ClientPath):
             context = await browser.new_context(service_workers="block", **proxied)
             await attach(gate, context,
                          on_refused=lambda request, no: refusals.setdefault(request.url, no))
-            return [await self._one(context, refusals, ask) for ask in asks]
+            # One page for the asks, leaving each page for the next (a new one after a
+            # refusal or a failure: Chromium shows its error page there).
+            statuses: dict[str, int] = {}
+            page = await self._page(context, statuses)
+            results = []
+            for ask in asks:
+                result = await self._one(page, refusals, statuses, ask)
+                if result.status is None:
+                    await page.close()
+                    page = await self._page(context, statuses)
+                results.append(result)
+            return results
 
-    async def _one(self, context: Any, refusals: dict[str, Disallowed], ask: Ask) -> Result:
-        from playwright.async_api import Error as PlaywrightError
-
-        page = await context.new_page()
+    @staticmethod
+    async def _page(context: Any, statuses: dict[str, int]) -> Any:
         # Chromium fails a navigation answered 4xx/5xx with an empty body: the answer's
         # status is in the response event.
-        statuses: dict[str, int] = {}
+        page = await context.new_page()
         page.on("response", lambda response: statuses.setdefault(response.url, response.status))
+        return page
+
+    async def _one(self, page: Any, refusals: dict[str, Disallowed], statuses: dict[str, int],
+                   ask: Ask) -> Result:
+        from playwright.async_api import Error as PlaywrightError
+
         failure = ""
         try:
             if ask.pointed_by is None:
@@ -379,8 +395,6 @@ class BrowserPath(ClientPath):
                 await until(lambda: ask.url in refusals or ask.url in statuses)
         except PlaywrightError as exc:
             failure = str(exc)
-        finally:
-            await page.close()
         if ask.url in refusals:
             return _refusal(refusals[ask.url])
         if ask.url in statuses:
@@ -419,11 +433,23 @@ def path(request: pytest.FixtureRequest) -> ClientPath:
 
 
 async def test_the_callers_input_goes_to_a_private_address(
-        path: ClientPath, private: Site) -> None:
-    # The default rule: the caller's own URL is never refused for its address.
-    [mine] = await run(path, [Ask(private.url("/mine"))], delay=0)
-    assert mine.status == 200, mine
+        path: ClientPath, public: Site, private: Site) -> None:
+    # The default rule: the caller's own URL is never refused for its address, whatever
+    # page the client was on (a browser's page leaves a public one for it).
+    results = await run(path, [Ask(public.url("/page")), Ask(private.url("/mine"))], delay=0)
+    assert [r.status for r in results] == [200, 200], results
     assert private.paths() == ["/mine"]
+
+
+async def test_a_public_sites_redirect_into_a_private_address_is_refused(
+        path: ClientPath, public: Site, private: Site) -> None:
+    # The caller's own URL and a public page's pointer alike: the hop is the public
+    # site's pointer.
+    hop = public.url("/redirect?to=" + quote(private.url("/secret"), safe=""))
+    results = await run(path, [Ask(hop), Ask(hop + "&again", public.url("/page"))], delay=0)
+    for result in results:
+        assert result.refused == REFUSED and PRIVATE in result.reason, results
+    assert private.paths() == [] and private.robots_hits == 0
 
 
 async def test_a_public_pages_pointer_into_a_private_network_is_refused(
