@@ -639,10 +639,10 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     and for a proxy robots.txt cannot be asked through (SOCKS).
     """
     context = target if isinstance(target, BrowserContext) else target.context
-    route = _proxy_of(context, proxy)
+    proxied = _proxy_of(context, proxy)
     await _refuse_unseen(context)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
-                            route)
+                            proxied)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
