@@ -9,6 +9,9 @@ test_events_paths.py runs here too: a browser's navigations tell the same story.
 Each URL a subresource too (a page's ``fetch``): the cases whose promises a subresource
 keeps (refusals, one robots.txt request, ``Retry-After``, back-off, ``max_per_host``,
 redirects into private addresses); not the delay or ``latency_factor``, which pace pages.
+
+The provenance contract (test_provenance_paths.py) runs its cases through the browser
+too; here, a context's own proxy given to ``attach`` carries robots.txt.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from tests.contract.test_private_addresses import (
     site_at,
     system_names,
 )
+from tests.contract.test_provenance_paths import forward_proxy
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, Result, Site, private, public
 from tests.support.browser import chromium
 
@@ -377,8 +381,6 @@ async def test_robots_txt_goes_through_a_contexts_own_proxy_given_to_attach(
     # read it.  Given to attach, robots.txt goes through it and the site, reachable only
     # through the proxy, is crawled; not given, robots.txt asked direct is unreachable
     # and no page is fetched without it.
-    from tests.contract.test_provenance_paths import forward_proxy
-
     url = f"http://web.invalid:{public.port}/page/1"
     async with forward_proxy(public) as proxy, chromium() as browser, RobotGate(
             contract.AGENT, delay=0) as gate:
