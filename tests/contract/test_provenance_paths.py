@@ -368,7 +368,8 @@ class BrowserPath(ClientPath):
             for ask in asks:
                 result = await self._one(page, refusals, statuses, ask)
                 if result.status is None:
-                    await page.close()
+                    # Bounded: a page once hung in close after a refusal (issue 76).
+                    await asyncio.wait_for(page.close(), 10)
                     page = await self._page(context, statuses)
                 results.append(result)
             return results
