@@ -9,6 +9,9 @@ test_events_paths.py runs here too: a browser's navigations tell the same story.
 Each URL a subresource too (a page's ``fetch``): the cases whose promises a subresource
 keeps (refusals, one robots.txt request, ``Retry-After``, back-off, ``max_per_host``,
 redirects into private addresses); not the delay or ``latency_factor``, which pace pages.
+
+The provenance contract (test_provenance_paths.py) runs its cases through the browser
+too; here, a context's own proxy given to ``attach`` carries robots.txt.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from tests.contract.test_private_addresses import (
     site_at,
     system_names,
 )
+from tests.contract.test_provenance_paths import forward_proxy
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, Result, Site, private, public
 from tests.support.browser import chromium
 
@@ -47,7 +51,7 @@ pytest.importorskip("playwright.async_api", reason="Playwright is not installed 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request
 
-from robotgate.integrations.playwright import attach
+from robotgate.integrations.playwright import UnsafeBrowser, _via, attach
 
 # The contract's servers and name tables, as this module's fixtures.
 __all__ = ["names", "private", "public", "system_names"]
@@ -364,3 +368,54 @@ async def test_the_browser_sends_a_public_pages_https_pointer_to_the_address_it_
         await checked.runner.cleanup()
     assert inside.seen == []
     assert checked.seen == [("/secret", f"localhost:{port}")]
+
+
+# -- robots.txt through a context's own proxy --------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given", [True, False])
+async def test_robots_txt_goes_through_a_contexts_own_proxy_given_to_attach(
+        given: bool, public: Site) -> None:
+    # A context of its own proxy (new_context(proxy=...)): Playwright does not let attach
+    # read it.  Given to attach, robots.txt goes through it and the site, reachable only
+    # through the proxy, is crawled; not given, robots.txt asked direct is unreachable
+    # and no page is fetched without it.
+    url = f"http://web.invalid:{public.port}/page/1"
+    async with forward_proxy(public) as proxy, chromium() as browser, RobotGate(
+            contract.AGENT, delay=0) as gate:
+        launched = await browser.new_context(service_workers="block")
+        context = await launched.browser.new_context(service_workers="block",
+                                                     proxy={"server": proxy.url})
+        with pytest.raises(UnsafeBrowser, match="socks5 proxy"):
+            await attach(gate, context, proxy={"server": "socks5://127.0.0.1:1080"})
+        await attach(gate, context, proxy={"server": proxy.url} if given else None)
+        page = await context.new_page()
+        try:
+            response = await page.goto(url)
+            status = response.status if response is not None else None
+        except PlaywrightError:
+            status = None
+        decision = await gate.decide(url)
+        await context.close()
+    if given:
+        assert status == 200 and proxy.forwarded == ["/robots.txt"], (status, proxy)
+        assert public.robots_hits == 1 and public.paths() == ["/page/1"]
+    else:
+        assert status is None and decision.outcome == "unreachable", decision
+        assert proxy.forwarded == [] and public.paths() == [] and public.robots_hits == 0
+
+
+def test_a_proxys_route_is_the_request_clients() -> None:
+    # Playwright's request client: a host:port server is http, a bypass domain matches
+    # the name and every name under it.
+    proxy: Any = {"server": "127.0.0.1:3128", "bypass": "intranet.test, .corp",
+                  "username": "u", "password": "p"}
+    assert _via(proxy, "http://intranet.test/x") is None
+    assert _via(proxy, "http://wiki.intranet.test/x") is None
+    assert _via(proxy, "https://a.corp/") is None
+    via = _via(proxy, "http://example.com/")
+    assert via is not None and via.proxy == "http://127.0.0.1:3128"
+    assert via.proxy_headers == {"Proxy-Authorization": "Basic dTpw"}  # u:p
+    assert _via(proxy, "http://notintranet.test/") is not None
+    assert _via(None, "http://example.com/") is None

@@ -1,16 +1,23 @@
 """Every request carries who pointed at it, and takes its route and its turn, on every
-plain-HTTP path: ``gate.fetch``, ``gate.middleware``, the httpx transport, Scrapy.
+client path: ``gate.fetch``, ``gate.middleware``, the httpx transport, Scrapy,
+``gate.crawl``, crawlee's HTTP client (as its ``BeautifulSoupCrawler`` sends) and its
+``PlaywrightCrawler`` (``RobotGateHttpClient.attach``), and a browser attached to the
+gate (``integrations.playwright.attach``: ``page.goto`` is input, a page's own
+navigation and its subresource are pointers of the page).
 
 - A request's provenance is a value given where it is made (``pointed_by=``, the
   middleware's ``middleware_for``, httpx's ``robotgate_pointed_by`` extension, Scrapy's
-  ``robotgate_pointed_by`` meta): a page stored as public or private is taken at its
-  word, not looked up again.
+  ``robotgate_pointed_by`` meta, crawlee's request ``user_data``), or made by the page
+  that asks (a crawl's link, a browser's document): a page stored as public or private
+  is taken at its word, not looked up again.  The caller's input goes where it leads;
+  a public page's pointer into a private network (an address, a name resolving to one)
+  is refused, a private page's is followed, and every pointer obeys robots.txt.
 - robots.txt travels the pages' route: through the proxy a page goes through.
 - A resend is a request: when a server drops a kept-alive connection after reading a
   request, the client's resend waits its turn, or does not happen.
 
 On loopback: 127.0.0.1 plays a public site, 127.0.0.2 a private network (as in
-``test_request_paths``).
+``test_request_paths``); ``intranet.test`` resolves to 127.0.0.2.
 """
 
 from __future__ import annotations
@@ -19,21 +26,26 @@ import asyncio
 import itertools
 import json
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
+from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.provenance import Provenance
+from tests.contract.test_private_addresses import Names, names, system_names
 from tests.contract.test_request_paths import (
     AGENT,
+    PRIVATE,
     PUBLIC,
     ROOT,
     Result,
@@ -42,17 +54,16 @@ from tests.contract.test_request_paths import (
     public,
     public_loopback_1,
 )
+from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("scrapy")
 
 from robotgate.integrations.httpx import POINTED_BY, RobotGateTransport  # noqa: E402
 
-pytestmark = pytest.mark.slow  # loopback servers, a Scrapy child process
+pytestmark = pytest.mark.slow  # loopback servers, a Scrapy child process, browsers
 
-__all__ = ["private", "public"]
-
-PATHS = ["fetch", "middleware", "httpx", "scrapy"]
+__all__ = ["names", "private", "public", "system_names"]
 
 
 @dataclass
@@ -69,22 +80,51 @@ def _refusal(no: Disallowed) -> Result:
     return Result(refused=no.decision.outcome or "rule", reason=no.decision.reason)
 
 
-async def run(path: str, asks: list[Ask], **options: Any) -> list[Result]:
-    """The requests one after the other through ``path``."""
-    if path == "scrapy":
-        return await _scrapy(asks, options)
-    async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
-        if path == "fetch":
-            return [await _fetch(gate, ask) for ask in asks]
-        if path == "middleware":
-            async with aiohttp.ClientSession(middlewares=(gate.middleware,)) as session:
-                return [await _middleware(gate, session, ask) for ask in asks]
-        proxies = {ask.proxy for ask in asks}
-        [proxy] = proxies  # httpx: the proxy is the inner transport's, one for the client
-        inner = httpx.AsyncHTTPTransport(proxy=proxy)
-        async with httpx.AsyncClient(transport=RobotGateTransport(gate, inner),
-                                     follow_redirects=True) as client:
-            return [await _httpx(client, ask) for ask in asks]
+def _stored(pointed_by: Provenance | str) -> dict[str, Any]:
+    """A pointer as crawlee's ``user_data`` and Scrapy's meta carry it."""
+    if isinstance(pointed_by, Provenance):
+        return {"page": pointed_by.page, "public": pointed_by.public}
+    return {"page": pointed_by, "public": True if pointed_by == "" else None}
+
+
+class ClientPath:
+    """One client path: ``run`` sends the asks one after the other and tells what each
+    came to.  A path whose pointers are made by a page it loads (``pages_point``: a
+    crawl's links, a browser's requests) takes a pointer as that page's URL only."""
+
+    pages_point = False
+    proxied = True  # whether a page's proxy can be given
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def can(self, asks: list[Ask]) -> None:
+        """Skip the case when this path cannot make one of ``asks``."""
+        if self.pages_point and any(isinstance(ask.pointed_by, Provenance) for ask in asks):
+            pytest.skip(f"{self.name}: a pointer is its page's own, looked up, not stored")
+        if not self.proxied and any(ask.proxy is not None for ask in asks):
+            pytest.skip(f"{self.name}: no proxy of a page's own to give")
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        raise NotImplementedError
+
+
+class GatePath(ClientPath):
+    """``gate.fetch``, ``gate.middleware`` or the httpx transport."""
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
+            if self.name == "fetch":
+                return [await _fetch(gate, ask) for ask in asks]
+            if self.name == "middleware":
+                async with aiohttp.ClientSession(middlewares=(gate.middleware,)) as session:
+                    return [await _middleware(gate, session, ask) for ask in asks]
+            proxies = {ask.proxy for ask in asks}
+            [proxy] = proxies  # httpx: the proxy is the inner transport's, one for the client
+            inner = httpx.AsyncHTTPTransport(proxy=proxy)
+            async with httpx.AsyncClient(transport=RobotGateTransport(gate, inner),
+                                         follow_redirects=True) as client:
+                return [await _httpx(client, ask) for ask in asks]
 
 
 async def _fetch(gate: RobotGate, ask: Ask) -> Result:
@@ -122,13 +162,26 @@ async def _httpx(client: Any, ask: Ask) -> Result:
     return Result(status=resp.status_code)
 
 
+class ScrapyPath(ClientPath):
+    """Scrapy with the robotgate middleware, in a child process; ``hosts``: the names
+    its look-ups answer (see scrapy_paths_runner.answer_names)."""
+
+    hosts: dict[str, Any]
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.hosts = {}
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        return await _scrapy(asks, options, hosts=self.hosts)
+
+
 async def _scrapy(asks: list[Ask], options: dict[str, Any], **extra: Any) -> list[Result]:
     metas: list[dict[str, Any]] = []
     for ask in asks:
         meta: dict[str, Any] = {}
         if isinstance(ask.pointed_by, Provenance):
-            meta["robotgate_pointed_by"] = {"page": ask.pointed_by.page,
-                                            "public": ask.pointed_by.public}
+            meta["robotgate_pointed_by"] = _stored(ask.pointed_by)
         elif ask.pointed_by is not None:
             meta["robotgate_pointed_by"] = ask.pointed_by
         if ask.proxy is not None:
@@ -151,16 +204,293 @@ async def _scrapy(asks: list[Ask], options: dict[str, Any], **extra: Any) -> lis
             for entry in json.loads(lines[-1])]
 
 
-@pytest.fixture(params=PATHS)
-def path(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+class CrawlPath(ClientPath):
+    """``gate.crawl``: the caller's URL a seed; a pointer a link its page's handler
+    gives (the page crawled first)."""
+
+    pages_point = True
+    proxied = False
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
+            return [await self._one(gate, ask) for ask in asks]
+
+    @staticmethod
+    async def _one(gate: RobotGate, ask: Ask) -> Result:
+        found: dict[str, CrawlResult] = {}
+
+        async def handler(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
+            return (ask.url,) if url == ask.pointed_by else ()
+
+        seed = ask.url if ask.pointed_by is None else str(ask.pointed_by)
+        summary = await gate.crawl([seed], handler, retries=0, scope="any",
+                                   on_result=lambda r: found.__setitem__(r.url, r))
+        record = found.get(ask.url)
+        if record is None and summary.private_links:
+            # A link spelling a private address is dropped as the page's links are read.
+            return Result(refused=REFUSED, reason=f"{ask.url}: {summary.explain()}")
+        if record is None:
+            return Result(error="not crawled")
+        if record.decision is not None:
+            return Result(refused=record.decision.outcome or "rule",
+                          reason=record.decision.reason)
+        if record.error is not None and record.status is None:
+            return Result(error=record.error)
+        return Result(status=record.status)
+
+
+class CrawleePath(ClientPath):
+    """crawlee's ``RobotGateHttpClient.crawl``, as a ``BeautifulSoupCrawler`` calls it:
+    each ask a crawlee ``Request``, a pointer's carried in its ``user_data`` as
+    ``enqueue_links`` carries it; a proxy as crawlee's ``proxy_info``."""
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        pytest.importorskip("crawlee", reason="crawlee is not installed")
+        from crawlee.proxy_configuration import ProxyInfo
+
+        from robotgate.integrations.crawlee import RobotGateHttpClient
+
+        async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate, \
+                RobotGateHttpClient(gate) as client:
+            results = []
+            for ask in asks:
+                proxy = None
+                if ask.proxy is not None:
+                    host, port = ask.proxy.split("://", 1)[1].rsplit(":", 1)
+                    proxy = ProxyInfo(url=ask.proxy, scheme="http", hostname=host,
+                                      port=int(port))
+                try:
+                    done = await client.crawl(_crawlee_request(ask), proxy_info=proxy)
+                except Disallowed as no:
+                    results.append(_refusal(no))
+                    continue
+                except Exception as exc:  # crawlee's client's errors
+                    results.append(Result(error=type(exc).__name__))
+                    continue
+                results.append(Result(status=done.http_response.status_code))
+            return results
+
+
+def _crawlee_request(ask: Ask) -> Any:
+    """A crawlee ``Request`` for ``ask``: a pointer's as ``enqueue_links`` makes it."""
+    from crawlee import Request
+
+    from robotgate.integrations.crawlee import PROVENANCE
+
+    if ask.pointed_by is None:
+        return Request.from_url(ask.url)
+    request = Request.from_url(ask.url, user_data={PROVENANCE: _stored(ask.pointed_by)})
+    request.crawl_depth = 1
+    return request
+
+
+class CrawleeBrowserPath(ClientPath):
+    """crawlee's ``PlaywrightCrawler`` through ``RobotGateHttpClient.attach``, one page
+    at a time (a second browser on one profile is refused), each ask a ``Request``
+    as :class:`CrawleePath` makes it."""
+
+    proxied = False
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        pytest.importorskip("crawlee", reason="crawlee is not installed")
+        pytest.importorskip("browserforge", reason="crawlee's playwright extra is not installed")
+        from crawlee import ConcurrencySettings
+        from crawlee.crawlers import (
+            BasicCrawlingContext,
+            PlaywrightCrawler,
+            PlaywrightCrawlingContext,
+        )
+        from crawlee.storage_clients import MemoryStorageClient
+
+        from robotgate.integrations.crawlee import RobotGateHttpClient
+        from robotgate.integrations.playwright import LAUNCH_ARGS, preloading_off
+
+        answered: dict[str, Result] = {}
+        with tempfile.TemporaryDirectory() as profile:
+            async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
+                client = RobotGateHttpClient(gate, on_refused=lambda url, no: answered.setdefault(
+                    url, _refusal(no)))
+                crawler = PlaywrightCrawler(
+                    http_client=client, storage_client=MemoryStorageClient(), headless=True,
+                    user_data_dir=preloading_off(profile), use_incognito_pages=False,
+                    browser_launch_options={"executable_path": chromium_path(),
+                                            "args": [*CHROMIUM_ARGS, *LAUNCH_ARGS]},
+                    browser_new_context_options={"service_workers": "block"},
+                    concurrency_settings=ConcurrencySettings(desired_concurrency=1,
+                                                             max_concurrency=1),
+                    max_request_retries=0, configure_logging=False)
+                client.attach(crawler)
+
+                @crawler.router.default_handler
+                async def handler(context: PlaywrightCrawlingContext) -> None:
+                    response = context.response
+                    answered[context.request.url] = Result(
+                        status=response.status if response is not None else None)
+
+                @crawler.failed_request_handler
+                async def failed(context: BasicCrawlingContext, error: Exception) -> None:
+                    answered[context.request.url] = Result(error=type(error).__name__)
+
+                await crawler.run([_crawlee_request(ask) for ask in asks])
+        return [answered.get(ask.url, Result(error="no answer")) for ask in asks]
+
+
+#: How a browser's page points at a URL: its own navigation, or its subresource.
+_POINT = {"browser": "u => { location = u }",
+          "browser-subresource": "u => fetch(u, {mode: 'no-cors'}).catch(() => 0)"}
+
+
+class BrowserPath(ClientPath):
+    """The system Chromium attached to the gate: the caller's URL a ``page.goto``; a
+    pointer the pointing page's (loaded by its own ``page.goto``) own navigation
+    (``browser``) or ``fetch`` (``browser-subresource``).  A page's proxy is the
+    context's (its launch's), which ``attach`` reads."""
+
+    pages_point = True
+
+    async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
+        pytest.importorskip("playwright.async_api", reason="Playwright is not installed")
+        from robotgate.integrations.playwright import attach
+
+        [proxy] = {ask.proxy for ask in asks}
+        refusals: dict[str, Disallowed] = {}
+        async with chromium() as browser, RobotGate(AGENT, is_private=public_loopback_1,
+                                                    **options) as gate:
+            proxied = {"proxy": {"server": proxy}} if proxy is not None else {}
+            context = await browser.new_context(service_workers="block", **proxied)
+            await attach(gate, context,
+                         on_refused=lambda request, no: refusals.setdefault(request.url, no))
+            # One page for the asks, leaving each page for the next (a new one after a
+            # refusal or a failure: Chromium shows its error page there).
+            statuses: dict[str, int] = {}
+            page = await self._page(context, statuses)
+            results = []
+            for ask in asks:
+                result = await self._one(page, refusals, statuses, ask)
+                if result.status is None:
+                    # Bounded: a page once hung in close after a refusal (issue 76).
+                    await asyncio.wait_for(page.close(), 10)
+                    page = await self._page(context, statuses)
+                results.append(result)
+            return results
+
+    @staticmethod
+    async def _page(context: Any, statuses: dict[str, int]) -> Any:
+        # Chromium fails a navigation answered 4xx/5xx with an empty body: the answer's
+        # status is in the response event.
+        page = await context.new_page()
+        page.on("response", lambda response: statuses.setdefault(response.url, response.status))
+        return page
+
+    async def _one(self, page: Any, refusals: dict[str, Disallowed], statuses: dict[str, int],
+                   ask: Ask) -> Result:
+        from playwright.async_api import Error as PlaywrightError
+
+        failure = ""
+        try:
+            if ask.pointed_by is None:
+                await page.goto(ask.url)
+            else:
+                await page.goto(str(ask.pointed_by))
+                await page.evaluate(_POINT[self.name], ask.url)
+                await until(lambda: ask.url in refusals or ask.url in statuses)
+        except PlaywrightError as exc:
+            failure = str(exc)
+        if ask.url in refusals:
+            return _refusal(refusals[ask.url])
+        if ask.url in statuses:
+            return Result(status=statuses[ask.url])
+        return Result(error=failure or "no answer")
+
+
+async def until(done: Callable[[], object], seconds: float = 10.0) -> None:
+    """Until ``done()`` is true, at most ``seconds``."""
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+
+
+PATHS: dict[str, Callable[[str], ClientPath]] = {
+    "fetch": GatePath, "middleware": GatePath, "httpx": GatePath, "scrapy": ScrapyPath,
+    "crawl": CrawlPath, "crawlee": CrawleePath, "crawlee-browser": CrawleeBrowserPath,
+    "browser": BrowserPath, "browser-subresource": BrowserPath,
+}
+
+
+async def run(path: ClientPath, asks: list[Ask], **options: Any) -> list[Result]:
+    """The asks one after the other through ``path`` (the case skips where it cannot)."""
+    path.can(asks)
+    return await path.run(asks, **options)
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request: pytest.FixtureRequest) -> ClientPath:
+    name = str(request.param)
+    return PATHS[name](name)
 
 
 # -- provenance, as stored -----------------------------------------------------------------
 
 
+async def test_the_callers_input_goes_to_a_private_address(
+        path: ClientPath, public: Site, private: Site) -> None:
+    # The default rule: the caller's own URL is never refused for its address, whatever
+    # page the client was on (a browser's page leaves a public one for it).
+    results = await run(path, [Ask(public.url("/page")), Ask(private.url("/mine"))], delay=0)
+    assert [r.status for r in results] == [200, 200], results
+    assert private.paths() == ["/mine"]
+
+
+async def test_a_public_sites_redirect_into_a_private_address_is_refused(
+        path: ClientPath, public: Site, private: Site) -> None:
+    # The caller's own URL and a public page's pointer alike: the hop is the public
+    # site's pointer.
+    hop = public.url("/redirect?to=" + quote(private.url("/secret"), safe=""))
+    results = await run(path, [Ask(hop), Ask(hop + "&again", public.url("/page"))], delay=0)
+    for result in results:
+        assert result.refused == REFUSED and PRIVATE in result.reason, results
+    assert private.paths() == [] and private.robots_hits == 0
+
+
+async def test_a_public_pages_pointer_into_a_private_network_is_refused(
+        path: ClientPath, public: Site, private: Site, names: Names,
+        system_names: Names) -> None:
+    # By its address, and by a name resolving to it: refused before anything (its
+    # origin's robots.txt included) is sent.
+    for table in (names, system_names):
+        table.answers["intranet.test"] = [[PRIVATE]]
+    if isinstance(path, ScrapyPath):
+        path.hosts = {"intranet.test": [PRIVATE]}
+    named = f"http://intranet.test:{private.port}/secret/named"
+    results = await run(path, [Ask(private.url("/secret/literal"), public.url("/page")),
+                               Ask(named, public.url("/page"))], delay=0)
+    for result in results:
+        assert result.refused == REFUSED, results
+        assert PRIVATE in result.reason, result
+    assert private.paths() == [] and private.robots_hits == 0
+
+
+async def test_a_private_pages_pointer_into_its_network_is_followed(
+        path: ClientPath, private: Site) -> None:
+    [followed] = await run(path, [Ask(private.url("/other"), private.url("/page"))], delay=0)
+    assert followed.status == 200, followed
+    assert "/other" in private.paths()
+
+
+async def test_a_public_pages_pointer_to_a_public_site_obeys_its_robots_txt(
+        path: ClientPath, public: Site) -> None:
+    results = await run(path, [Ask(public.url("/no/x"), public.url("/page")),
+                               Ask(public.url("/page/2"), public.url("/page"))], delay=0)
+    refused, followed = results
+    assert refused.refused == "rule" and "Disallow: /no/" in refused.reason, refused
+    assert followed.status == 200, followed
+    assert "/no/x" not in public.paths() and "/page/2" in public.paths()
+    assert public.robots_hits == 1
+
+
 async def test_a_pages_stored_public_bit_is_taken_at_its_word(
-        path: str, public: Site, private: Site) -> None:
+        path: ClientPath, public: Site, private: Site) -> None:
     # A page stored as public (whatever its host answers now) may not point into the
     # private network; one stored as private may, even where its name no longer
     # resolves; a public page's link given by its URL is judged by a look-up.
@@ -266,10 +596,13 @@ class StreamServer:
 @dataclass
 class ForwardProxy(StreamServer):
     """A loopback HTTP forward proxy: it alone knows ``web.invalid`` (the public site).
-    Every request it forwards is recorded; each connection carries one request."""
+    Every request it forwards is recorded, and the host of each tunnel it opens
+    (``CONNECT``, as Playwright's request client asks for every URL); each connection
+    carries one request, or one tunnel."""
 
     site_port: int = 0
     forwarded: list[str] = field(default_factory=list)
+    tunnels: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -280,6 +613,15 @@ class ForwardProxy(StreamServer):
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             line, *headers = head.decode("latin-1").split("\r\n")
             method, target, version = line.split(" ")
+            host = (target if method == "CONNECT" else target.split("://", 1)[1]).split("/")[0]
+            if not host.startswith("web.invalid:"):
+                # A name it does not know (a browser's own background request).
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+                return
+            if method == "CONNECT":
+                await self._tunnel(target, reader, writer)
+                return
             path = "/" + target.split("://", 1)[1].split("/", 1)[1]
             self.forwarded.append(path)
             kept = [h for h in headers if h and not h.lower().startswith(
@@ -298,6 +640,30 @@ class ForwardProxy(StreamServer):
         finally:
             writer.close()
 
+    async def _tunnel(self, target: str, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        """Relay a tunnel to the site (whatever host it names: only this proxy knows
+        web.invalid) until either side closes, each read bounded."""
+        self.tunnels.append(target.rsplit(":", 1)[0])
+        up_reader, up_writer = await asyncio.open_connection(PUBLIC, self.site_port)
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+
+        async def relay(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                for _ in range(10_000):
+                    data = await asyncio.wait_for(source.read(65536), 10)
+                    if not data:
+                        break
+                    sink.write(data)
+                    await sink.drain()
+            except (OSError, TimeoutError):
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(relay(reader, up_writer), relay(up_reader, writer))
+
 
 @asynccontextmanager
 async def forward_proxy(site: Site) -> AsyncIterator[ForwardProxy]:
@@ -309,7 +675,7 @@ async def forward_proxy(site: Site) -> AsyncIterator[ForwardProxy]:
 
 
 async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through(
-        path: str, public: Site) -> None:
+        path: ClientPath, public: Site) -> None:
     # The crawler reaches web.invalid only through the proxy: robots.txt asked direct
     # could not be fetched, and the page would be refused for it.
     async with forward_proxy(public) as proxy:
@@ -319,8 +685,10 @@ async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through(
     page, refused = results
     assert page.status == 200, page
     assert refused.refused == "rule" and "Disallow: /no/" in refused.reason, refused
-    assert proxy.forwarded == ["/robots.txt", "/page/1"]
-    assert public.robots_hits == 1
+    assert proxy.forwarded[0] == "/robots.txt", proxy.forwarded
+    # The page came through the proxy too (forwarded, or tunnelled as a browser's is).
+    assert proxy.forwarded[1:] == ["/page/1"] or proxy.tunnels == ["web.invalid"], proxy
+    assert public.robots_hits == 1 and public.paths() == ["/page/1"]
 
 
 # -- a resend is a request -----------------------------------------------------------------
@@ -357,7 +725,7 @@ class DroppingServer(StreamServer):
             writer.close()
 
 
-async def test_a_resend_after_a_dropped_connection_waits_its_turn(path: str) -> None:
+async def test_a_resend_after_a_dropped_connection_waits_its_turn(path: ClientPath) -> None:
     server = await DroppingServer().start()
     try:
         results = await run(path, [Ask(server.url("/page/1")), Ask(server.url("/drop"))],

@@ -1,5 +1,7 @@
-"""robotgate.integrations.crawlee: who pointed at a request, a page's directives, a dead
-host, and crawlee's own HTTP-client contract.
+"""robotgate.integrations.crawlee: a crawler's links carry their page, a page's
+directives, a dead host, and crawlee's own HTTP-client contract.  The provenance
+contract (tests/contract/test_provenance_paths.py) runs the rule's cases through the
+client as these links reach it, and robots.txt through a request's proxy.
 
 On loopback, as the private-address contract does: the gate's ``is_private`` lets
 127.0.0.1 play a public site and 127.0.0.2 a private network; ``intranet.test``
@@ -16,7 +18,6 @@ import pytest
 from robotgate import Disallowed, Error, RobotGate
 from robotgate.policy.hops import REFUSED, RULE
 from tests.contract.test_private_addresses import Names, names, system_names
-from tests.contract.test_provenance_paths import ForwardProxy
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
 from tests.support.pages_site import Answer, PagesSite
 
@@ -31,7 +32,6 @@ from crawlee.crawlers import (
     BeautifulSoupCrawlingContext,
 )
 from crawlee.http_clients import HttpClient, ImpitHttpClient
-from crawlee.proxy_configuration import ProxyConfiguration
 from crawlee.storage_clients import MemoryStorageClient
 from pydantic import ValidationError
 
@@ -67,11 +67,10 @@ class Run:
         return RobotGateHttpClient(gate, on_refused=lambda url, no: self.refused.append((url, no)))
 
     def crawler(self, client: RobotGateHttpClient,
-                enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]],
-                proxy: ProxyConfiguration | None = None) -> BeautifulSoupCrawler:
+                enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]]
+                ) -> BeautifulSoupCrawler:
         crawler = BeautifulSoupCrawler(
             http_client=client, storage_client=MemoryStorageClient(), max_request_retries=1,
-            proxy_configuration=proxy,
             concurrency_settings=ConcurrencySettings(min_concurrency=2, desired_concurrency=2,
                                                      max_concurrency=2),
             configure_logging=False)
@@ -113,18 +112,6 @@ async def test_links_of_a_public_page_into_a_private_network_are_not_fetched(
         assert no.decision.outcome == REFUSED and RULE in no.decision.reason, no.decision
         assert PRIVATE in no.decision.reason, no.decision
     assert run.failed == []
-
-
-async def test_a_private_page_may_link_into_its_own_network(names: Names) -> None:
-    run = Run()
-    async with PagesSite({"/robots.txt": ALLOW, "/issue": Answer(_page())}, PRIVATE) as wiki:
-        wiki.answers["/home"] = Answer(_page(wiki.url("/issue")))
-        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
-            client = run.client(gate)
-            crawler = run.crawler(client, lambda c: client.enqueue_links(c, strategy="all"))
-            await crawler.run([wiki.url("/home")])
-    assert sorted(run.handled) == [wiki.url("/home"), wiki.url("/issue")]
-    assert run.refused == [] and run.failed == []
 
 
 async def test_a_link_that_cannot_say_its_page_is_not_sent() -> None:
@@ -281,24 +268,3 @@ async def test_too_many_redirects_raise_what_crawlees_client_raises() -> None:
             await client.send_request(site.url("/loop"))
     assert isinstance(raised.value, Error)
     assert site.hits["/loop"] == 21  # the first request and 20 hops
-
-
-# -- robots.txt travels the pages' route (issue 76) ------------------------------------------
-
-
-async def test_robots_txt_is_asked_through_the_proxy_its_page_goes_through() -> None:
-    # Only the proxy knows web.invalid: robots.txt asked direct could not be fetched.
-    run = Run()
-    async with PagesSite({"/robots.txt": ALLOW, "/page": Answer(_page())}) as site:
-        proxy = await ForwardProxy(site.port).start()
-        try:
-            async with RobotGate(AGENT, delay=0) as gate:
-                client = run.client(gate)
-                await run.crawler(client, client.enqueue_links,
-                                  ProxyConfiguration(proxy_urls=[proxy.url])).run(
-                    [f"http://web.invalid:{site.port}/page"])
-        finally:
-            await proxy.close()
-    assert run.handled == [f"http://web.invalid:{site.port}/page"], run.failed
-    assert proxy.forwarded == ["/robots.txt", "/page"]
-    assert site.hits["/robots.txt"] == 1

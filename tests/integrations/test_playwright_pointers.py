@@ -2,7 +2,9 @@
 ``attach``, a public page (127.0.0.1, public through ``is_private``) cannot make the
 system Chromium request a private address (127.0.0.2), by any of the ways a page can
 ask for a URL, and the private origin's robots.txt is never asked for it.  Only what
-the caller asks (``page.goto``) is input."""
+the caller asks (``page.goto``) is input.  The provenance contract
+(tests/contract/test_provenance_paths.py) runs the rule's cases through a page's own
+navigation and its ``fetch``; these are the other ways a page asks for a URL."""
 
 from __future__ import annotations
 
@@ -161,20 +163,6 @@ async def test_a_public_pages_pointer_into_a_private_address_is_refused(
         assert "a pointer" in refusal.decision.reason
 
 
-async def test_the_callers_goto_is_input_whatever_page_it_leaves(
-        public: HtmlSite, private: HtmlSite, browser: Any) -> None:
-    # The caller may go from a public page to a private one: their own choice.
-    async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
-        context = await browser.new_context(service_workers="block")
-        await attach(gate, context)
-        page = await context.new_page()
-        await page.goto(public.url("/page"))
-        response = await page.goto(private.url("/inside"))
-        assert response is not None and response.status == 200
-        await context.close()
-    assert private.paths() == ["/inside"]
-
-
 async def test_a_private_pages_pointers_into_private_addresses_are_followed(
         private: HtmlSite, browser: Any) -> None:
     private.pages["/page"] = (f'<html><body><img src="{private.url("/img")}"><iframe'
@@ -187,23 +175,6 @@ async def test_a_private_pages_pointers_into_private_addresses_are_followed(
         await until(lambda: {"/img", "/frame"} <= set(private.paths()))
         await context.close()
     assert {"/page", "/img", "/frame"} <= set(private.paths())
-
-
-async def test_a_public_pages_public_pointers_load(public: HtmlSite, browser: Any) -> None:
-    other = await HtmlSite(PUBLIC, robots=ALLOW).start()
-    public.pages["/page"] = (f'<html><body><img src="{other.url("/img")}"><script>'
-                             f"location = '{other.url('/next')}'</script></body></html>", {})
-    try:
-        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
-            context = await browser.new_context(service_workers="block")
-            await attach(gate, context)
-            page = await context.new_page()
-            await page.goto(public.url("/page"))
-            await until(lambda: "/next" in other.paths())
-            await context.close()
-    finally:
-        await other.close()
-    assert {"/img", "/next"} <= set(other.paths())
 
 
 async def test_an_attached_pages_popups_are_judged_and_other_pages_left_alone(

@@ -44,7 +44,10 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
-  other path (``gate.fetch``, httpx, Scrapy, other processes through the store).
+  other path (``gate.fetch``, httpx, Scrapy, other processes through the store), through
+  the proxy the pages go through: the one the browser was launched with, or the one
+  given to ``attach(..., proxy=...)`` (a context's own ``new_context(proxy=...)``, which
+  Playwright does not let be read), bypassed for the hosts its ``bypass`` names.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ import json
 import logging
 import os
 import time
+from base64 import b64encode
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -69,6 +73,7 @@ from playwright.async_api import (
     BrowserContext,
     Frame,
     Page,
+    ProxySettings,
     Request,
     Response,
     Route,
@@ -77,6 +82,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from ..decision import Decision
 from ..errors import Disallowed, Error, GateClosed, TooManyRedirects
+from ..gate.aiohttp_client import Route as Via
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
@@ -124,7 +130,8 @@ document.addEventListener("DOMContentLoaded", () => {
 
 class UnsafeBrowser(Error, ValueError):
     """:func:`attach` was given a context whose browser can make requests no route
-    sees; the message names the setting that closes them."""
+    sees, or a proxy robots.txt cannot be asked through; the message names the
+    setting to use."""
 
 
 @dataclass
@@ -141,6 +148,9 @@ class Attachment:
     on_refused: Callable[[Request, Disallowed], object] | None = None
     #: Subresource requests one document may make; the rest are refused.
     max_subresources: int = MAX_SUBRESOURCES
+    #: The proxy the context's requests go through, which robots.txt is asked through
+    #: too (None: direct).
+    proxy: ProxySettings | None = None
     # Per page: the URLs the caller asked it to go to (``page.goto``), not yet requested.
     _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
     # Per page: the subresource requests of its current document.
@@ -319,7 +329,7 @@ class Attachment:
                 _Sender(self, route, request.method, lower(request.headers),
                         request.post_data_buffer),
                 request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
-                paced=paced)
+                paced=paced, via=_via(self.proxy, request.url))
             done.turn.release()  # the client has read the whole answer
             response = done.response
             if navigation:
@@ -461,6 +471,48 @@ def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
     return found
 
 
+def _proxy_of(context: BrowserContext, given: ProxySettings | None) -> ProxySettings | None:
+    """The proxy ``context``'s requests go through: ``given``, else the one its browser
+    was launched with (what Playwright keeps of the launch's options); raises
+    :class:`UnsafeBrowser` for one robots.txt cannot be asked through."""
+    proxy = given
+    if proxy is None:
+        launched = getattr(getattr(context.browser, "_impl_obj", None), "_options", None)
+        proxy = launched.get("proxy") if isinstance(launched, dict) else None
+    if proxy is None:
+        return None
+    scheme = _proxy_url(proxy).split("://", 1)[0].lower()
+    if scheme not in ("http", "https"):
+        raise UnsafeBrowser(
+            f"robots.txt cannot be asked through the context's {scheme} proxy (the gate's "
+            "client speaks to http and https proxies only): use an http(s) proxy")
+    return proxy
+
+
+def _proxy_url(proxy: ProxySettings) -> str:
+    """The proxy's server as a URL (Playwright takes ``host:port`` as ``http://``)."""
+    server = proxy.get("server", "").strip()
+    return server if "://" in server else "http://" + server
+
+
+def _via(proxy: ProxySettings | None, url: str) -> Via | None:
+    """The route a request to ``url`` takes, robots.txt's too: through ``proxy`` unless
+    its ``bypass`` names the host (the rule of Playwright's request client: a name ends
+    with one of the comma-separated domains)."""
+    if proxy is None:
+        return None
+    host = "." + (urlsplit(url).hostname or "")
+    for domain in (proxy.get("bypass") or "").split(","):
+        domain = domain.strip()
+        if domain and host.endswith(domain if domain.startswith(".") else "." + domain):
+            return None
+    username = proxy.get("username")
+    if not username:
+        return Via(None, _proxy_url(proxy))
+    token = b64encode(f"{username}:{proxy.get('password') or ''}".encode()).decode("ascii")
+    return Via(None, _proxy_url(proxy), proxy_headers={"Proxy-Authorization": f"Basic {token}"})
+
+
 async def _finish(step: Awaitable[None]) -> None:
     """Abort or fulfill a route; a page closed meanwhile makes that fail, harmlessly."""
     with suppress(PlaywrightError):
@@ -562,6 +614,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
                  pace_subresources: bool = False,
                  on_refused: Callable[[Request, Disallowed], object] | None = None,
                  max_subresources: int = MAX_SUBRESOURCES,
+                 proxy: ProxySettings | None = None,
                  ) -> Attachment:
     """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
     through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
@@ -576,12 +629,20 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     ``max_subresources`` are refused.  ``on_refused`` hears of each request aborted
     as disallowed, with the refusal's decision.
 
+    robots.txt is asked through the proxy the pages go through: ``proxy`` (Playwright's
+    proxy settings), else the one the browser was launched with.  A context made with
+    its own ``new_context(proxy=...)`` must be given it here: Playwright does not let
+    it be read from the context.
+
     Raises :class:`UnsafeBrowser` for a context that can make requests past its
-    routes (service workers, shared workers), naming the setting that closes them.
+    routes (service workers, shared workers), naming the setting that closes them,
+    and for a proxy robots.txt cannot be asked through (SOCKS).
     """
     context = target if isinstance(target, BrowserContext) else target.context
+    proxied = _proxy_of(context, proxy)
     await _refuse_unseen(context)
-    attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources)
+    attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
+                            proxied)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
