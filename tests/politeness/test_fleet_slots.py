@@ -8,13 +8,14 @@ clock is the test's clock, so a request's distance to the next one is exact.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 
 import pytest
 
 from robotgate.politeness.fleet_slots import FleetSlots, LateSlot, LeaseFence, Slot
-from robotgate.store.base import Slots
+from robotgate.store.base import SlotAhead, Slots
 from robotgate.store.leases import LapsedLease, Leases
 from tests.support.clock import Clock
 
@@ -177,3 +178,40 @@ async def test_a_lease_lost_to_another_worker_is_fenced_until_the_store_leases_i
     leases.drop(KEY)
     assert not leases.lapsed(KEY, clock())
     assert await fleet.reserve(KEY, GAP) is not None
+
+
+class HorizonServer(SlotServer):
+    """As the Redis script: a slot further than ``horizon`` ahead is not granted."""
+
+    horizon = 1.0
+
+    async def reserve(self, origin: str, interval: float) -> float | None:
+        self.asked.append(interval)
+        now = self.clock()
+        start = max(now, self.tat)
+        if start - now > self.horizon:
+            raise SlotAhead(origin, start - now - self.horizon)
+        self.tat = start + interval
+        return start - now
+
+
+async def test_a_slot_beyond_the_stores_horizon_is_asked_again_once_within(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    server = HorizonServer(clock)
+    server.tat = clock() + 3.0  # other workers' slots, taken up to 3 s ahead
+    fleet = FleetSlots(server, clock=clock)
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    asked = clock()
+    slot = await fleet.reserve(KEY, GAP)
+    assert slot is not None and len(server.asked) == 2  # refused once, then granted
+    # Asked again when the slot was within the horizon; its deadline counts from then.
+    assert clock() == pytest.approx(asked + 2.0)
+    assert slot.wait == pytest.approx(1.0)
+    assert slot.deadline == pytest.approx(asked + 3.0 + slot.slack)

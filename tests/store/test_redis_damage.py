@@ -89,10 +89,14 @@ async def test_past_tat_without_expiry_is_harmless(
 
 
 async def test_long_waits_robotgate_wrote_are_kept(store: RedisStore) -> None:
-    # An hour's interval, an hour's pause: read back as they were written.
-    assert await store.reserve(GROUP, 3600) == 0
-    assert await store.reserve(GROUP, 3600) == pytest.approx(3600, abs=1)
+    # An hour's interval, an hour's pause: read back as they were written (the slots
+    # after them are beyond the horizon: not granted, and due when written).
+    first = await store.reserve_slot(GROUP, 3600)
+    assert first.granted and first.wait == 0
+    later = await store.reserve_slot(GROUP, 3600)
+    assert not later.granted and later.start_us - first.start_us == 3_600_000_000
     other = "host:paused.example"
     await store.pause(other, time.time() + 7200)
-    assert await store.reserve(other, 0.1) == pytest.approx(7200, abs=1)
-    assert await store.reserve(other, 0.1) == pytest.approx(7200.1, abs=1)
+    paused = await store.reserve_slot(other, 0.1)
+    assert not paused.granted and paused.wait == pytest.approx(7200 - 6, abs=1)
+    assert (await store.reserve_slot(other, 0.1)).start_us == paused.start_us

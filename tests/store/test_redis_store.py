@@ -29,7 +29,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from robotgate.store.base import HostState, Outcome, RobotsEntry, StoreError
+from robotgate.store.base import HostState, Outcome, RobotsEntry, SlotAhead, StoreError
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
 from testbed.redis_server import MISSING_REASON, RedisServer, find_redis_server
 
@@ -452,6 +452,20 @@ async def test_pause_holds_fleet_wide(stores: list[RedisStore]) -> None:
     # A pause in the past changes nothing.
     await b.pause("https://other.example", time.time() - 5)
     assert (await b.reserve_slot("https://other.example", 0.05)).wait == 0
+
+
+async def test_no_slot_is_granted_beyond_the_horizon(stores: list[RedisStore]) -> None:
+    # A slot more than the horizon (6 s) ahead is not granted, and takes no place: were
+    # Redis to lose its data, slots granted before would all be used within it.
+    a, b = stores
+    group = "host:far-ahead.example"
+    starts = [(await a.reserve_slot(group, 2.0)).start_us for _ in range(4)]  # 0, 2, 4, 6 s
+    assert [s - starts[0] for s in starts] == [0, 2_000_000, 4_000_000, 6_000_000]
+    with pytest.raises(SlotAhead) as refused:
+        await b.reserve(group, 2.0)  # at 8 s: beyond it
+    assert 1.5 < refused.value.retry_in <= 2.0
+    beyond = await b.reserve_slot(group, 2.0)
+    assert not beyond.granted and beyond.start_us == starts[0] + 8_000_000
 
 
 @pytest.mark.slow

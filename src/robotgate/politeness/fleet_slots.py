@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable
 
 from ..error_root import Error
-from ..store.base import Slots
+from ..store.base import SlotAhead, Slots, StoreError
 from ..store.leases import LapsedLease, Leases
 
 __all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
@@ -30,6 +30,9 @@ _SLACK_MAX = 5.0
 # Per quick reply, the round-trip allowance keeps at least this share of itself
 # (so a peak is remembered for a while), and never less than the reply took.
 _TRIP_DECAY = 0.95
+# Refusals of a slot beyond the store's horizon in a row, at most (each waits until the
+# slot asked for was within it: only other workers taking slots first refuse it again).
+_REFUSALS = 1000
 
 class LateSlot(Error):
     """The request would leave after its slot's deadline: it must not go out."""
@@ -129,8 +132,17 @@ class FleetSlots:
         slot = Slot()
         trip = self.trip if gap > 0 else 0.0
         slack = self.slack + trip if gap > 0 else 0.0
-        asked = self._now()
-        wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
+        for _ in range(_REFUSALS):
+            asked = self._now()
+            try:
+                wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
+                break
+            except SlotAhead as refused:
+                # The store grants no slot beyond its horizon: asked again once within.
+                await asyncio.sleep(max(_SLACK_MIN, refused.retry_in))
+        else:
+            raise StoreError(f"the store refused {key}'s slot {_REFUSALS} times in a row:"
+                             " its slots are taken further ahead than its horizon")
         replied = self._now()
         slot.slack, slot.trip, slot.rtt = slack, trip, replied - asked
         # Quick replies bring the allowance down; only a missed slot raises it.

@@ -36,7 +36,8 @@ from .crawl_state import CrawlState, NamedCrawlsUnsupported
 from .leases import Leases
 
 __all__ = ["AnswersAtOnce", "CrawlInUse", "Crawls", "Fleet", "HostState", "Outcome",
-           "RobotsEntry", "SharedCrawls", "Slots", "Store", "StoreError", "crawl_store"]
+           "RobotsEntry", "SharedCrawls", "SlotAhead", "Slots", "Store", "StoreError",
+           "crawl_store"]
 
 
 _S = TypeVar("_S", bound="Store")
@@ -44,6 +45,18 @@ _S = TypeVar("_S", bound="Store")
 
 class StoreError(Error, RuntimeError):
     """A store that cannot be used: unreachable, corrupt, or holding foreign data."""
+
+
+class SlotAhead(Error):
+    """A shared store grants no slot further ahead than its horizon (so that, should it
+    lose its data, it knows how long slots granted before may still be used): none was
+    granted; ask again in ``retry_in`` seconds."""
+
+    def __init__(self, key: str, retry_in: float) -> None:
+        super().__init__(f"{key}'s next slot is more than the store's horizon ahead:"
+                         f" ask again in {retry_in:.3f} s")
+        self.key = key
+        self.retry_in = retry_in
 
 
 class CrawlInUse(StoreError):

@@ -210,22 +210,26 @@ end
 """
 
 # GCRA with no burst: KEYS[1] tat, KEYS[2] host; ARGV[1] interval_us,
-# ARGV[2] the longest interval (us), ARGV[3] the lapse factor.  Grants the
-# slot at max(now, tat) and moves tat one interval past it, so any two grants
-# for one group are at least one interval apart on the server clock.  The
+# ARGV[2] the longest interval (us), ARGV[3] the lapse factor, ARGV[4] the
+# horizon (us).  Grants the slot at max(now, tat) and moves tat one interval
+# past it, so any two grants for one group are at least one interval apart on
+# the server clock.  A slot starting more than the horizon from now is not
+# granted (tat stays): the caller asks again when it is within.  The
 # interval is at least the group's stored back-off (bx, s), whichever worker
 # earned it, unless no worker renewed it (bt, us) for ARGV[3] times its
 # length: the worker that narrows it may have gone.  A back-off past ARGV[2],
 # or renewed more than a minute ahead of this clock, is not robotgate's: a
 # hint, it is ignored (the group keeps its interval) rather than obeyed.
 #
-# On one server also KEYS[3] epoch, KEYS[4] lost, KEYS[5] meta; ARGV[4] the epoch
-# the caller knows, ARGV[5] a new token, ARGV[6] the meta value, ARGV[7] how long
+# On one server also KEYS[3] epoch, KEYS[4] lost, KEYS[5] meta; ARGV[5] the epoch
+# the caller knows, ARGV[6] a new token, ARGV[7] the meta value, ARGV[8] how long
 # (ms) to keep "lost".  An epoch missing or not the caller's means Redis lost its
-# data (restarted empty, flushed) since the caller saw it: any group may have been
-# asked unrecorded until then, so a group with no tat gets no slot before that
-# moment ("lost", kept once) plus its interval.
-# Returns {wait_us, start_us, epoch or false, lost_us or false}.
+# data (restarted empty, flushed) since the caller saw it: a slot granted before
+# may start as late as the horizon after that moment ("lost", kept once), and a
+# crawl's lease taken before ends within it, so a group with no tat gets no slot
+# before lost + horizon + its interval.
+# Returns {wait_us, start_us, epoch or false, lost_us or false, 1}, or, when the
+# slot is beyond the horizon, {us until it is within, start_us, epoch, lost, 0}.
 RESERVE = Script.of(_CLOCK + """
 local tat = stored_tat(KEYS[1])
 if type(tat) == 'table' then return tat end
@@ -241,20 +245,25 @@ end
 local epoch, lost = false, false
 if KEYS[3] then
   epoch = redis.call('GET', KEYS[3])
-  if epoch ~= ARGV[4] then
+  if epoch ~= ARGV[5] then
     if not epoch then
-      epoch = ARGV[5]
+      epoch = ARGV[6]
       redis.call('SET', KEYS[3], epoch)
-      redis.call('SET', KEYS[5], ARGV[6], 'NX')
+      redis.call('SET', KEYS[5], ARGV[7], 'NX')
     end
-    redis.call('SET', KEYS[4], string.format('%.0f', now), 'NX', 'PX', ARGV[7])
+    redis.call('SET', KEYS[4], string.format('%.0f', now), 'NX', 'PX', ARGV[8])
   end
   lost = tonumber(redis.call('GET', KEYS[4]) or '') or false
 end
+local horizon = tonumber(ARGV[4])
 local start = math.max(now, tat)
-if lost and tat == 0 then start = math.max(start, lost + interval) end
+if lost and tat == 0 then start = math.max(start, lost + horizon + interval) end
+local lost_text = lost and string.format('%.0f', lost)
+if start - now > horizon then
+  return {start - now - horizon, start, epoch, lost_text, 0}
+end
 set_tat(KEYS[1], start + interval)
-return {start - now, start, epoch, lost and string.format('%.0f', lost)}
+return {start - now, start, epoch, lost_text, 1}
 """)
 
 # KEYS[1] tat, KEYS[2] host; ARGV delay_us, until (client Unix time, as

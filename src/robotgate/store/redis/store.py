@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from ..base import Crawls, Fleet, HostState, RobotsEntry, SharedCrawls, Slots, Store, StoreError
+from ..base import (
+    Crawls,
+    Fleet,
+    HostState,
+    RobotsEntry,
+    SharedCrawls,
+    SlotAhead,
+    Slots,
+    Store,
+    StoreError,
+)
 from ..batching import HostBatcher
 from . import scripts
 from .codec import (
@@ -33,6 +43,7 @@ from .codec import (
     robots_header,
     text,
 )
+from .crawl import LEASE
 from .link import Client, Link
 from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_for_entry
 
@@ -49,6 +60,9 @@ _FLUSH_CHUNK = 500
 # How long the moment Redis was found to have lost its data is kept (ms): past any
 # interval a server is paced at, it holds nothing back.
 _LOST_KEEP_MS = 86_400_000
+# No slot is granted further ahead than this (s), the length of a crawl's lease: should
+# Redis lose its data, whatever was handed out before (a slot, a lease) ends within it.
+_HORIZON = LEASE
 # Host states read ahead are used for this long (s), and this many kept at most.
 _AHEAD_KEEP = 5.0
 _AHEAD_MAX = 10_000
@@ -66,6 +80,9 @@ class Slot:
     start_us: int
     #: The server's clock when the slot was granted (same unit).
     granted_us: int
+    #: False: the slot is beyond the store's horizon, none was granted (``wait`` is
+    #: when it is within).
+    granted: bool = True
 
 
 def _cluster_url(url: str) -> tuple[str, bool]:
@@ -455,17 +472,24 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         back-off, when longer and renewed lately: a 429 one worker saw slows
         them all), and none falls within a :meth:`pause`.  The caller must
         sleep the returned time and then start its request (a slot it does
-        not use is simply lost).
+        not use is simply lost).  A slot further ahead than the store's horizon
+        (6 s) is not granted: :class:`~robotgate.store.base.SlotAhead` says when
+        to ask again.
         """
-        return (await self.reserve_slot(origin, interval)).wait
+        slot = await self.reserve_slot(origin, interval)
+        if not slot.granted:
+            raise SlotAhead(origin, slot.wait)
+        return slot.wait
 
     async def reserve_slot(self, origin: str, interval: float) -> Slot:
-        """:meth:`reserve`, with the granted start on the server's clock."""
+        """:meth:`reserve`, with the granted start on the server's clock (none granted
+        beyond the horizon: then :attr:`Slot.wait` is when to ask again)."""
         if not interval >= 0:
             raise ValueError("interval must not be negative")
         interval_us = math.ceil(min(interval, MAX_TTL) * 1_000_000)
         keys = [self._keys.tat(origin), self._keys.host(origin)]
-        args: list[Any] = [interval_us, math.ceil(MAX_TTL * 1_000_000), BACKOFF_LAPSE]
+        args: list[Any] = [interval_us, math.ceil(MAX_TTL * 1_000_000), BACKOFF_LAPSE,
+                           math.ceil(_HORIZON * 1_000_000)]
         await self._ensure_open()
         if not self.cluster:
             # Lost data noticed in the same atomic step as the slot (see scripts.RESERVE).
@@ -474,13 +498,15 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
                      _LOST_KEEP_MS]
         reply = await self.run_script(scripts.RESERVE, keys, args)
         try:
-            wait_us, start_us = int(reply[0]), int(reply[1])
-            epoch = None if len(reply) < 3 or reply[2] is None else text(reply[2])
+            wait_us, start_us, granted = int(reply[0]), int(reply[1]), reply[4] == 1
+            epoch = None if reply[2] is None else text(reply[2])
         except (TypeError, ValueError, IndexError) as exc:
             raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from exc
         if epoch is not None and epoch != self._epoch:
             self._epoch = epoch
             self.note_data_lost("its pacing epoch changed")
+        if not granted:
+            return Slot(wait_us / 1_000_000, start_us, 0, granted=False)
         return Slot(wait_us / 1_000_000, start_us, start_us - wait_us)
 
     def note_data_lost(self, found: str) -> None:
