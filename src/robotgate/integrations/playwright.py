@@ -48,6 +48,9 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   the proxy the pages go through: the one the browser was launched with, or the one
   given to ``attach(..., proxy=...)`` (a context's own ``new_context(proxy=...)``, which
   Playwright does not let be read), bypassed for the hosts its ``bypass`` names.
+- An attached page's ``close`` returns once the page is closed: Chromium can leave a
+  page open whose close met a navigation's commit (a refused navigation commits its
+  error page), and the close is then asked again.
 """
 
 from __future__ import annotations
