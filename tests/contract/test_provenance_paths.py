@@ -28,7 +28,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -54,7 +54,7 @@ from tests.contract.test_request_paths import (
     public,
     public_loopback_1,
 )
-from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
+from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path, shared_chromium
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("scrapy")
@@ -344,9 +344,14 @@ class BrowserPath(ClientPath):
     """The system Chromium attached to the gate: the caller's URL a ``page.goto``; a
     pointer the pointing page's (loaded by its own ``page.goto``) own navigation
     (``browser``) or ``fetch`` (``browser-subresource``).  A page's proxy is the
-    context's (its launch's), which ``attach`` reads."""
+    context's (its launch's), which ``attach`` reads.  A context without one is a new
+    context of the module's one Chromium (``shared``)."""
 
     pages_point = True
+
+    def __init__(self, name: str, shared: str | None = None) -> None:
+        super().__init__(name)
+        self.shared = shared
 
     async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
         pytest.importorskip("playwright.async_api", reason="Playwright is not installed")
@@ -354,7 +359,8 @@ class BrowserPath(ClientPath):
 
         [proxy] = {ask.proxy for ask in asks}
         refusals: dict[str, Disallowed] = {}
-        async with chromium() as browser, RobotGate(AGENT, is_private=public_loopback_1,
+        async with chromium(self.shared) as browser, RobotGate(AGENT,
+                                                               is_private=public_loopback_1,
                                                     **options) as gate:
             proxied = {"proxy": {"server": proxy}} if proxy is not None else {}
             context = await browser.new_context(service_workers="block", **proxied)
@@ -368,7 +374,8 @@ class BrowserPath(ClientPath):
             for ask in asks:
                 result = await self._one(page, refusals, statuses, ask)
                 if result.status is None:
-                    # Bounded: a page once hung in close after a refusal (issue 76).
+                    # Bounded: the close must not hang (attach closes again a page
+                    # Chromium left open).
                     await asyncio.wait_for(page.close(), 10)
                     page = await self._page(context, statuses)
                 results.append(result)
@@ -424,9 +431,18 @@ async def run(path: ClientPath, asks: list[Ask], **options: Any) -> list[Result]
     return await path.run(asks, **options)
 
 
+@pytest.fixture(scope="module")
+def shared_browser() -> Iterator[str]:
+    """One Chromium for the module's browser paths (its DevTools endpoint)."""
+    with shared_chromium() as endpoint:
+        yield endpoint
+
+
 @pytest.fixture(params=list(PATHS))
 def path(request: pytest.FixtureRequest) -> ClientPath:
     name = str(request.param)
+    if PATHS[name] is BrowserPath:
+        return BrowserPath(name, request.getfixturevalue("shared_browser"))
     return PATHS[name](name)
 
 

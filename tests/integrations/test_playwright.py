@@ -3,11 +3,13 @@ the gate keeps robotgate's promises for navigations and subresources alike."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import struct
 import time
 import zlib
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,3 +206,39 @@ async def test_detach_leaves_the_browser_to_itself(site: Site, browser: Any) -> 
     private = [agent for path, _, agent in site.arrivals if path == "/private/page"]
     assert len(private) == 1 and private[0] != AGENT
 
+
+async def test_a_page_closed_as_its_navigation_commits_closes(browser: Any) -> None:
+    # Chromium can acknowledge a close that meets a navigation's commit without closing
+    # the page: Playwright's close then waited for ever.  A page
+    # that reloads itself, closed as the new document commits, many times over.
+    async def page(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(text="<title>page</title>", content_type="text/html")
+
+    async with served(page) as url, RobotGate(AGENT, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        await attach(gate, context)
+        for _ in range(40):
+            tab = await context.new_page()
+            await tab.goto(url)
+            with pytest.raises(PlaywrightError):  # the reload ends the page's script
+                await tab.evaluate("() => { location.reload(); return new Promise(() => {}) }")
+            await asyncio.wait_for(tab.close(), 15)
+            assert tab.is_closed()
+        await context.close()
+
+
+@asynccontextmanager
+async def served(handler: Any) -> AsyncIterator[str]:
+    """A loopback site answering with ``handler``; its root URL."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/"
+    finally:
+        await runner.cleanup()

@@ -2,20 +2,25 @@
 
 :func:`chromium` is an async context manager giving a :class:`Chromium`, whose
 ``new_context`` launches a context as robotgate's ``attach`` takes it; a test without
-Playwright or a Chromium skips, saying which is missing.
+Playwright or a Chromium skips, saying which is missing.  :func:`shared_chromium` keeps
+one Chromium for many tests (each in its own event loop), which :func:`chromium` then
+makes its contexts in (``chromium(shared)``).
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM_ARGS", "Chromium", "chromium", "chromium_path"]
+__all__ = ["CHROMIUM_ARGS", "Chromium", "chromium", "chromium_path", "shared_chromium"]
 
 #: Headless, and quiet on a closed network: no background fetches, updates or sync; no
 #: shared workers (their requests pass every route: robotgate's ``attach`` refuses them).
@@ -37,16 +42,24 @@ class Chromium:
     """The system Chromium, one browser a context: each context a persistent one on a
     throwaway profile that preloads nothing (``attach`` refuses a browser that can)."""
 
-    def __init__(self, playwright: Any, path: str, where: str) -> None:
+    def __init__(self, playwright: Any, path: str, where: str, shared: str | None) -> None:
         self.playwright = playwright
         self.path = path
         self.where = where
+        self.shared = shared
         self.contexts: list[Any] = []
 
     async def new_context(self, **options: Any) -> Any:
-        """A ``BrowserContext`` of a new Chromium, made with ``options``."""
+        """A ``BrowserContext`` made with ``options``: of a new Chromium, or, given a
+        shared one (and no proxy, which only a launch gives ``attach`` to read), a new
+        context of it."""
         from robotgate.integrations.playwright import preloading_off
 
+        if self.shared is not None and "proxy" not in options:
+            browser = await self.playwright.chromium.connect_over_cdp(self.shared)
+            context = await browser.new_context(**options)
+            self.contexts.append(context)
+            return context
         profile = preloading_off(tempfile.mkdtemp(dir=self.where))
         context = await self.playwright.chromium.launch_persistent_context(
             profile, executable_path=self.path, args=CHROMIUM_ARGS, **options)
@@ -54,15 +67,48 @@ class Chromium:
         return context
 
 
+@contextmanager
+def shared_chromium() -> Iterator[str]:
+    """One system Chromium on a profile that preloads nothing, for many tests: its
+    DevTools endpoint, for :func:`chromium`."""
+    pytest.importorskip("playwright.async_api",
+                        reason="Playwright is not installed (pip install playwright)")
+    from robotgate.integrations.playwright import preloading_off
+
+    path = chromium_path()
+    with tempfile.TemporaryDirectory() as where:
+        profile = preloading_off(Path(where) / "profile")
+        process = subprocess.Popen(
+            [path, *CHROMIUM_ARGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            port = profile / "DevToolsActivePort"
+            for _ in range(300):  # Chromium writes its port once it listens
+                if port.is_file() and port.read_text().strip():
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError("Chromium did not open its DevTools port in 15 s")
+            yield f"http://127.0.0.1:{port.read_text().split()[0]}"
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 @asynccontextmanager
-async def chromium() -> AsyncIterator[Chromium]:
-    """The system Chromium, to make contexts of (see :class:`Chromium`)."""
+async def chromium(shared: str | None = None) -> AsyncIterator[Chromium]:
+    """The system Chromium, to make contexts of (see :class:`Chromium`); ``shared``:
+    the endpoint of one :func:`shared_chromium` gives."""
     async_api = pytest.importorskip(
         "playwright.async_api", reason="Playwright is not installed (pip install playwright)")
     path = chromium_path()
     with tempfile.TemporaryDirectory() as where:
         async with async_api.async_playwright() as playwright:
-            browser = Chromium(playwright, path, where)
+            browser = Chromium(playwright, path, where, shared)
             try:
                 yield browser
             finally:

@@ -48,6 +48,9 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   the proxy the pages go through: the one the browser was launched with, or the one
   given to ``attach(..., proxy=...)`` (a context's own ``new_context(proxy=...)``, which
   Playwright does not let be read), bypassed for the hosts its ``bypass`` names.
+- An attached page's ``close`` returns once the page is closed: Chromium can leave a
+  page open whose close met a navigation's commit (a refused navigation commits its
+  error page), and the close is then asked again.
 """
 
 from __future__ import annotations
@@ -110,6 +113,12 @@ _MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrac
 LAUNCH_ARGS = ["--disable-blink-features=SharedWorker"]
 # How deep a chain of popups (a popup's popup...) an attached page's route follows.
 _MAX_POPUPS = 50
+# Chromium can acknowledge a page's close without closing it when the close meets a
+# navigation's commit (a refused navigation commits Chromium's error page), and Playwright
+# then waits for ever: the close is asked again, this often, this
+# many times, then awaited.
+_CLOSE_AGAIN_AFTER = 1.0
+_CLOSE_AGAIN = 5
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
@@ -183,6 +192,8 @@ class Attachment:
         for page in list(self._asked):
             with suppress(AttributeError):
                 del page.goto  # the class's own again
+            with suppress(AttributeError):
+                del page.close
         self._asked.clear()
         self._made.clear()
 
@@ -243,6 +254,14 @@ class Attachment:
 
         caller_goto.__doc__ = goto.__doc__
         page.goto = caller_goto  # type: ignore[method-assign]
+        close = page.close
+
+        async def close_surely(**options: Any) -> None:
+            await _close_surely(page, close(**options), again=not options.get(
+                "run_before_unload"))
+
+        close_surely.__doc__ = close.__doc__
+        page.close = close_surely  # type: ignore[method-assign]
 
     def _forget(self, page: Page) -> None:
         self._asked.pop(page, None)
@@ -517,6 +536,36 @@ async def _finish(step: Awaitable[None]) -> None:
     """Abort or fulfill a route; a page closed meanwhile makes that fail, harmlessly."""
     with suppress(PlaywrightError):
         await step
+
+
+async def _close_surely(page: Page, close: Awaitable[None], *, again: bool) -> None:
+    """Await ``close`` (``page``'s own); when the page is still open after a while, ask
+    Chromium to close its target again (see ``_CLOSE_AGAIN``)."""
+    closing = asyncio.ensure_future(close)
+    try:
+        for _ in range(_CLOSE_AGAIN if again else 0):
+            done, _ = await asyncio.wait({closing}, timeout=_CLOSE_AGAIN_AFTER)
+            if done:
+                break
+            log.info("closing %s again: Chromium left it open", page.url)
+            await _close_target(page)
+        await closing
+    finally:
+        closing.cancel()
+
+
+async def _close_target(page: Page) -> None:
+    """Ask Chromium (over CDP) to close ``page``'s target; a browser that cannot be
+    asked (not Chromium), or a page closed meanwhile, is left to its own close."""
+    with suppress(PlaywrightError, asyncio.TimeoutError):
+        session = await asyncio.wait_for(page.context.new_cdp_session(page), 5)
+        try:
+            info = await asyncio.wait_for(session.send("Target.getTargetInfo"), 5)
+            await asyncio.wait_for(session.send(
+                "Target.closeTarget", {"targetId": info["targetInfo"]["targetId"]}), 5)
+        finally:
+            with suppress(PlaywrightError, asyncio.TimeoutError):
+                await asyncio.wait_for(session.detach(), 5)
 
 
 def _same(url: str) -> str:
