@@ -206,10 +206,9 @@ class FetchCall:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
         return self._client.fetch(self._url, *self._args, None, self._provenance).__await__()
 
-    async def __aenter__(self) -> aiohttp.ClientResponse:
+    def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
         method, kwargs, max_bytes = self._args
-        return await self._client.fetch(self._url, method, kwargs, max_bytes, self,
-                                        self._provenance)
+        return self._client.fetch(self._url, method, kwargs, max_bytes, self, self._provenance)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -276,6 +275,9 @@ class _FetchSender:
         self.last: aiohttp.ClientResponse | None = None
 
     def prepare(self, url: str) -> str:
+        if _REWRITTEN(url) is None:  # most URLs: sent as they are (for_aiohttp's first case)
+            self._sent = url
+            return url
         self._sent, url = for_aiohttp(url)
         return url
 
@@ -289,7 +291,9 @@ class _FetchSender:
             else kwargs
         if self._call is not None and not self.hops:
             self._call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
-        middlewares = _guarded(turn, self._sending, client.is_private)
+        middlewares = self._sending
+        if turn.guard:
+            middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
         if not client.owned:
             # A user's session resends on its own: the resend is stopped where it starts.
             self._dropped = None
@@ -467,7 +471,8 @@ class AiohttpClient:
         try:
             done = await exchange(self.requests, sender, url, provenance,
                                   resolve=self.connections.addresses, follow=follow,
-                                  max_redirects=max_redirects, via=proxy_route(kwargs))
+                                  max_redirects=max_redirects,
+                                  via=proxy_route(kwargs) if "proxy" in kwargs else None)
         except Disallowed as refused:
             raise _refusal(refused) from None
         except TooManyRedirects as many:
@@ -673,15 +678,6 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     slot = getattr(ctx, "trace_request_ctx", None)
     if isinstance(slot, Slot):
         slot.check(asyncio.get_running_loop().time())
-
-
-def _guarded(turn: RequestTurn, sending: tuple[Middleware, ...],
-             private: IsPrivate) -> tuple[Middleware, ...]:
-    """The middlewares a turn's request goes through: a pointer of a public page's is
-    refused where it connects, if its connection reaches a private address."""
-    if not turn.guard:
-        return sending
-    return (*sending, _peer_guard(private, turn.what))
 
 
 def _peer_guard(private: IsPrivate, what: str = A_REDIRECT) -> Middleware:

@@ -170,7 +170,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     resends = 0
     while True:
         url = sender.prepare(url)
-        turn = requests.turn(url, provenance, resolve, paced, what, via)
+        turn = RequestTurn(requests, url, provenance, resolve, what, via, paced)
         # The turn's steps as sent_in_turn takes them, written out: one coroutine
         # for the whole exchange, and the answer read once.
         ready = turn.begin()

@@ -91,10 +91,7 @@ class Requests:
         own resolver; ``what`` names the pointer in a refusal); ``paced`` False: an
         unpaced request (see :class:`RequestTurn`); ``via``: its route
         (:attr:`RequestTurn.via`)."""
-        turn = RequestTurn(self, url, provenance, resolve, what, via)
-        if not paced:
-            turn.paced = False
-        return turn
+        return RequestTurn(self, url, provenance, resolve, what, via, paced)
 
 
 class RequestTurn:
@@ -115,10 +112,10 @@ class RequestTurn:
 
     def __init__(self, requests: Requests, url: str, provenance: Provenance,
                  resolve: Resolve | None = None, what: str = A_REDIRECT,
-                 via: object = None) -> None:
+                 via: object = None, paced: bool = True) -> None:
         self._requests = requests
         #: False: an unpaced request (see the class).
-        self.paced = True
+        self.paced = paced
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: Who pointed at the request: the caller's input, or a page's pointer.
