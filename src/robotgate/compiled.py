@@ -26,6 +26,7 @@ __all__ = ["HOT_PATH", "compiled_modules"]
 #: so does the robots.txt fetch's driver, which runs once per site.
 HOT_PATH = (
     "robotgate.policy.site",
+    "robotgate.politeness.exchange",
     "robotgate.politeness.request_turn",
     "robotgate.politeness.scheduler",
     "robotgate.politeness.servers",

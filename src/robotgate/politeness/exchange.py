@@ -139,16 +139,19 @@ class Sender(Protocol[R]):
         ...
 
 
-@dataclass(slots=True)
 class Exchanged(Generic[R]):
     """The answer an exchange ends with: not a redirect, a redirect not followed, or
     one to no http(s) URL.  ``turn`` still holds the server's slot: release it once the
     response is read or closed.  ``hops``: the redirect responses followed, in order."""
 
-    response: R
-    turn: RequestTurn
-    url: str
-    hops: tuple[R, ...] = ()
+    __slots__ = ("hops", "response", "turn", "url")
+
+    def __init__(self, response: R, turn: RequestTurn, url: str,
+                 hops: tuple[R, ...] = ()) -> None:
+        self.response = response
+        self.turn = turn
+        self.url = url
+        self.hops = hops
 
 
 async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
@@ -168,6 +171,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     what = A_POINTER
     hops: tuple[R, ...] = ()
     resends = 0
+    unsent: BaseException | None
     while True:
         url = sender.prepare(url)
         turn = RequestTurn(requests, url, provenance, resolve, what, via, paced)
@@ -198,15 +202,19 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
                 raise
         except Resend as again:
             turn.release()
-            # Nothing was sent this time: the request again, in a new turn, at most
-            # RESENDS times.
-            if resends >= RESENDS:
-                raise again.error from None
-            resends += 1
-            continue
+            if resends < RESENDS:
+                # Nothing was sent this time: the request again, in a new turn, at most
+                # RESENDS times.
+                resends += 1
+                continue
+            unsent = again.error
         except BaseException:
             turn.release()
             raise
+        else:
+            unsent = None
+        if unsent is not None:
+            raise unsent  # the client's own error, raised here: not chained to the Resend
         # Kept: released below once followed, or by the caller once read.
         status = answer.status
         target = redirect_target(url, status, answer.location) \
