@@ -1,7 +1,7 @@
 """The cost per page: gate.fetch and the middleware beside plain aiohttp and the alternatives.
 
     python benchmarks/overhead.py [--quick] [--hosts 1000] [--pages 5] [--concurrency 200]
-        [--rounds 5] [--before-src OLD/src] [--profile] [--callgrind [--cache-sim]]
+        [--rounds 5] [--only A,B] [--before-src OLD/src] [--profile] [--callgrind [--cache-sim]]
         [--callgrind-crawl [--cg-hosts 100,300] [--cg-repeats 3]]
         [--json benchmarks/results/overhead.json]
 
@@ -79,6 +79,8 @@ class Sizes:
     cg_hosts: tuple[int, int] = (100, 300)
     cg_repeats: int = 3
     before_src: Path | None = None
+    #: The contenders to run (None: all); ``--only``.
+    only: tuple[str, ...] | None = None
 
 
 #: The overhead contenders; a name with BEFORE runs on the ``--before-src`` tree.
@@ -343,7 +345,8 @@ async def overhead(
     spec = {"base_urls": base_urls, "pages": sizes.pages,
             "concurrency": sizes.concurrency}
     spec_path.write_text(json.dumps(spec))
-    names = [n for n in OVERHEAD_CONTENDERS if n != "baseline" or HAVE_PROTEGO]
+    names = [n for n in OVERHEAD_CONTENDERS if (n != "baseline" or HAVE_PROTEGO)
+             and (sizes.only is None or n in sizes.only)]
     contenders = _contenders(names, sizes.before_src)
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _ in contenders}
     errors: list[str] = []
@@ -385,7 +388,9 @@ async def overhead(
                                                     cache_sim=sizes.cache_sim)
     if sizes.callgrind_crawl:
         out["callgrind_crawl"] = await callgrind_crawl(
-            server, _contenders(CRAWL_CONTENDERS, sizes.before_src), workdir, progress,
+            server, _contenders([n for n in CRAWL_CONTENDERS
+                                 if sizes.only is None or n in sizes.only], sizes.before_src),
+            workdir, progress,
             sizes.cg_hosts, sizes.pages, sizes.concurrency, sizes.cg_repeats)
     return out
 
@@ -901,6 +906,15 @@ def _host_pair(text: str) -> tuple[int, int]:
     return a, b
 
 
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    unknown = [n for n in names if n not in OVERHEAD_CONTENDERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown contender(s) {', '.join(unknown)}; "
+                                         f"expected some of {', '.join(OVERHEAD_CONTENDERS)}")
+    return names
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -930,6 +944,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--before-src", type=Path,
                     help="another tree's src/ (e.g. a git worktree of an older commit): its "
                          "gate.fetch and middleware run interleaved with this one's")
+    ap.add_argument("--only", type=_names, metavar="A,B",
+                    help=f"run these contenders only (of {', '.join(OVERHEAD_CONTENDERS)})")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--json", type=Path, default=RESULTS / "overhead.json",
                     help="write the results here")
@@ -948,7 +964,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = Sizes(hosts=args.hosts, pages=args.pages, concurrency=args.concurrency,
                   rounds=args.rounds, profile=args.profile, callgrind=args.callgrind,
                   cache_sim=args.cache_sim, callgrind_crawl=args.callgrind_crawl,
-                  cg_hosts=args.cg_hosts, cg_repeats=args.cg_repeats,
+                  cg_hosts=args.cg_hosts, cg_repeats=args.cg_repeats, only=args.only,
                   before_src=args.before_src.resolve() if args.before_src else None)
     if args.quick:
         sizes = dataclasses.replace(sizes, hosts=100, pages=5, rounds=2, cg_hosts=(20, 60),

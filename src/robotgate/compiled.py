@@ -14,7 +14,7 @@ import importlib.util
 
 __all__ = ["HOT_PATH", "compiled_modules"]
 
-#: The modules a compiled build compiles: the per-page verdict, turn and pacing, and
+#: The modules a compiled build compiles: the per-page verdict, exchange, turn and pacing, and
 #: the RFC 9309 parser with its matcher and the explanations of its verdicts,
 #: whose query every page asks; and the reader of a page's directives (X-Robots-Tag,
 #: robots meta tags), which every page whose directives are used runs.  Each is here
@@ -26,6 +26,7 @@ __all__ = ["HOT_PATH", "compiled_modules"]
 #: so does the robots.txt fetch's driver, which runs once per site.
 HOT_PATH = (
     "robotgate.policy.site",
+    "robotgate.politeness.exchange",
     "robotgate.politeness.request_turn",
     "robotgate.politeness.scheduler",
     "robotgate.politeness.servers",

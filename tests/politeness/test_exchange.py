@@ -9,7 +9,7 @@ from robotgate import Disallowed, Network, RobotGate, TooManyRedirects
 from robotgate.policy.fetch_flow import RobotsResponse
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.provenance import INPUT, Provenance, pointer_of
-from robotgate.politeness.exchange import Answer, Resend
+from robotgate.politeness.exchange import Answer, Resend, answer_of
 from robotgate.politeness.request_turn import RequestTurn
 from tests.support.transports import FakeTransport
 
@@ -140,3 +140,9 @@ async def test_the_route_reaches_the_robots_txt_request() -> None:
         done = await g.exchange(FakeSender({}), "http://a.example/x", INPUT, via="proxy-1")
         done.turn.release()
     assert [request.via for request in transport.requests] == ["proxy-1"]
+
+
+def test_an_answer_of_a_status_alone_is_made_once_per_status() -> None:
+    # Most answers say only their status: the sender hands out one value per status.
+    assert answer_of(200) == Answer(200, None, None)
+    assert answer_of(200) is answer_of(200) and answer_of(404) is not answer_of(200)

@@ -35,7 +35,7 @@ from ..policy.hops import (
 )
 from ..policy.network import strip_credentials
 from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..politeness.exchange import Answer, Resend, exchange, robots_reach
+from ..politeness.exchange import Answer, Resend, answer_of, exchange, robots_reach
 from ..politeness.fleet_slots import Slot
 from ..politeness.redirects import refused_answer
 from ..politeness.request_turn import Requests, RequestTurn, sent_in_turn
@@ -206,10 +206,9 @@ class FetchCall:
             raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
         return self._client.fetch(self._url, *self._args, None, self._provenance).__await__()
 
-    async def __aenter__(self) -> aiohttp.ClientResponse:
+    def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
         method, kwargs, max_bytes = self._args
-        return await self._client.fetch(self._url, method, kwargs, max_bytes, self,
-                                        self._provenance)
+        return self._client.fetch(self._url, method, kwargs, max_bytes, self, self._provenance)
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -256,8 +255,8 @@ class _FetchSender:
     """``gate.fetch``'s side of the exchange: one aiohttp request at a time through the
     gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
 
-    __slots__ = ("_call", "_client", "_kwargs", "_max_bytes", "_method", "_sending", "_sent",
-                 "hops", "last")
+    __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_method", "_sending",
+                 "_sent", "hops", "last")
 
     def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
                  max_bytes: int | None, call: FetchCall | None) -> None:
@@ -268,12 +267,17 @@ class _FetchSender:
         self._max_bytes = max_bytes
         self._sending = client._sending(kwargs)
         self._sent: URL | str = ""
+        # What dropped the connection under the request being sent (see _sent_once).
+        self._dropped: BaseException | None = None
         #: The redirect responses followed, and the last response (for aiohttp's
         #: TooManyRedirects).
         self.hops: tuple[aiohttp.ClientResponse, ...] = ()
         self.last: aiohttp.ClientResponse | None = None
 
     def prepare(self, url: str) -> str:
+        if _REWRITTEN(url) is None:  # most URLs: sent as they are (for_aiohttp's first case)
+            self._sent = url
+            return url
         self._sent, url = for_aiohttp(url)
         return url
 
@@ -287,10 +291,13 @@ class _FetchSender:
             else kwargs
         if self._call is not None and not self.hops:
             self._call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
-        middlewares = _guarded(turn, self._sending, client.is_private)
+        middlewares = self._sending
+        if turn.guard:
+            middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
         if not client.owned:
             # A user's session resends on its own: the resend is stopped where it starts.
-            middlewares = (_SentOnce(), *middlewares)
+            self._dropped = None
+            middlewares = (self._sent_once, *middlewares)
         try:
             resp = await client.session().request(
                 self._method, self._sent, allow_redirects=False, middlewares=middlewares,
@@ -307,6 +314,19 @@ class _FetchSender:
         self.last = resp
         return resp
 
+    async def _sent_once(self, req: aiohttp.ClientRequest,
+                         handler: Handler) -> aiohttp.ClientResponse:
+        """A middleware that lets the request go out once: aiohttp sends a request again
+        at once when the connection dropped under it; that resend is a request of its
+        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`)."""
+        if self._dropped is not None:
+            raise Resend(self._dropped)
+        try:
+            return await handler(req)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
+            self._dropped = exc
+            raise
+
     def _resendable(self) -> bool:
         """Whether aiohttp would send this request again after a dropped connection (an
         idempotent method; here, without a body to send again)."""
@@ -318,7 +338,9 @@ class _FetchSender:
         status = resp.status
         if status in REDIRECTS:
             return Answer(status, None, redirect_location(resp.headers))
-        return Answer(status, _retry_after(resp), None)
+        if status == 429 or status == 503:
+            return Answer(status, resp.headers.get("Retry-After"), None)
+        return answer_of(status)
 
     async def redirected(self, resp: aiohttp.ClientResponse, status: int, target: str) -> None:
         try:
@@ -333,18 +355,23 @@ class _FetchSender:
 
     async def read(self, resp: aiohttp.ClientResponse, url: str) -> None:
         """Read ``resp``'s body within ``max_bytes``; the client's errors as the gate's."""
-        client = self._client
         try:
             await _read(resp, url, self._max_bytes)
         except BaseException as exc:
-            resp.close()
-            if client.closed:
-                raise _closed_reading(url) from None
-            if isinstance(exc, aiohttp.ClientError):
-                client._raise_ours(exc, url)
-            raise
+            self.unread(resp, url, exc)
         finally:
-            client._open.discard(resp)
+            self._client._open.discard(resp)
+
+    def unread(self, resp: aiohttp.ClientResponse, url: str, exc: BaseException) -> NoReturn:
+        """Reading ``resp``'s body failed with ``exc``: it is closed, and the client's
+        error raised as the gate's."""
+        resp.close()
+        client = self._client
+        if client.closed:
+            raise _closed_reading(url) from None
+        if isinstance(exc, aiohttp.ClientError):
+            client._raise_ours(exc, url)
+        raise exc
 
 
 def _dropped(exc: aiohttp.ClientError) -> bool:
@@ -360,27 +387,6 @@ def without_resends(session: aiohttp.ClientSession) -> aiohttp.ClientSession:
     has no switch for it; its own test client turns it off so.)"""
     session._retry_connection = False
     return session
-
-
-class _SentOnce:
-    """A middleware that lets one turn's request go out once: aiohttp sends a request
-    again at once when the connection dropped under it; that resend is a request of
-    its own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`)."""
-
-    __slots__ = ("_dropped",)
-
-    def __init__(self) -> None:
-        self._dropped: BaseException | None = None
-
-    async def __call__(self, req: aiohttp.ClientRequest,
-                       handler: Handler) -> aiohttp.ClientResponse:
-        if self._dropped is not None:
-            raise Resend(self._dropped)
-        try:
-            return await handler(req)
-        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
-            self._dropped = exc
-            raise
 
 
 class AiohttpConnections:
@@ -465,7 +471,8 @@ class AiohttpClient:
         try:
             done = await exchange(self.requests, sender, url, provenance,
                                   resolve=self.connections.addresses, follow=follow,
-                                  max_redirects=max_redirects, via=proxy_route(kwargs))
+                                  max_redirects=max_redirects,
+                                  via=proxy_route(kwargs) if "proxy" in kwargs else None)
         except Disallowed as refused:
             raise _refusal(refused) from None
         except TooManyRedirects as many:
@@ -474,17 +481,20 @@ class AiohttpClient:
             raise AiohttpTooManyRedirects(many.url, many.limit, last.request_info,
                                           (*sender.hops, last)) from None
         resp, turn = done.response, done.turn
-        keep = stream  # streamed: the response holds the server's slot
+        if stream:
+            # The response holds the server's slot: the caller reads it and lets go.
+            assert call is not None
+            call._resp, call._turn = resp, turn
+            return resp
         try:
-            if not keep:
-                await sender.read(resp, done.url)
+            await _read(resp, done.url, max_bytes)  # as sender.read, without its coroutine
+        except BaseException as exc:
+            sender.unread(resp, done.url, exc)
         finally:
-            if not keep:
-                turn.release()
+            self._open.discard(resp)
+            turn.release()
         if call is not None:
             call._resp = resp
-            if keep:
-                call._turn = turn  # streamed: the caller reads it and lets go
         return resp
 
     def _raise_ours(self, exc: aiohttp.ClientError, url: str) -> NoReturn:
@@ -670,15 +680,6 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
         slot.check(asyncio.get_running_loop().time())
 
 
-def _guarded(turn: RequestTurn, sending: tuple[Middleware, ...],
-             private: IsPrivate) -> tuple[Middleware, ...]:
-    """The middlewares a turn's request goes through: a pointer of a public page's is
-    refused where it connects, if its connection reaches a private address."""
-    if not turn.guard:
-        return sending
-    return (*sending, _peer_guard(private, turn.what))
-
-
 def _peer_guard(private: IsPrivate, what: str = A_REDIRECT) -> Middleware:
     """A middleware that checks the address the request's connection reached before
     anything is sent on it (:func:`_check_peer`)."""
@@ -744,15 +745,14 @@ def _joined(resp: aiohttp.ClientResponse, location: str) -> str | None:
     return target
 
 
-async def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None) -> None:
+def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None) -> Awaitable[object]:
     """Read the body, within ``max_bytes`` decoded bytes when not None.  A body already
     whole and within the limit (most pages: they come with their headers) is read as
     aiohttp does; any other in chunks."""
     content = resp.content
     if max_bytes is None or (content.is_eof() and content.total_bytes <= max_bytes):
-        await resp.read()
-    else:
-        await _read_within(resp, max_bytes, url)
+        return resp.read()
+    return _read_within(resp, max_bytes, url)
 
 
 def _closed_reading(url: str) -> GateClosed:

@@ -7,8 +7,9 @@ an answer says, follow or let go of a response) and calls :func:`exchange`.  The
 exchange keeps, for every adapter alike:
 
 - **one turn per request sent** (:class:`~robotgate.politeness.request_turn.RequestTurn`,
-  driven by :func:`~robotgate.politeness.request_turn.sent_in_turn`): each redirect
-  hop, and each time a client would send the same request again;
+  driven through its steps as :func:`~robotgate.politeness.request_turn.sent_in_turn`
+  drives them): each redirect hop, and each time a client would send the same request
+  again;
 - **provenance**: the first request carries the caller's
   :class:`~robotgate.policy.provenance.Provenance` (input, or a page's pointer); each
   redirect's next hop is a pointer of the URL redirected, judged by the
@@ -52,17 +53,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from ..errors import Error, TooManyRedirects
-from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import A_POINTER, A_REDIRECT, Address, IsPrivate, Resolve, is_private
 from ..policy.provenance import Provenance, pointer_of
+from .fleet_slots import LateSlot
 from .redirects import refused_answer, robots_hop
-from .request_turn import Requests, RequestTurn, redirect_target, sent_in_turn
+from .request_turn import Requests, RequestTurn, redirect_target
 
-__all__ = ["RESENDS", "Answer", "Exchanged", "Reach", "Resend", "Sender", "exchange",
-           "robots_reach"]
+__all__ = ["RESENDS", "Answer", "Exchanged", "Reach", "Resend", "Sender", "answer_of",
+           "exchange", "robots_reach"]
 
 #: What a client's send returns (its response).
 R = TypeVar("R")
@@ -80,6 +83,13 @@ class Answer(NamedTuple):
     status: int
     retry_after: str | None
     location: str | None
+
+
+@lru_cache(maxsize=1024)
+def answer_of(status: int) -> Answer:
+    """The answer of a response that says only its ``status`` (no ``Retry-After``, no
+    redirect): one value a status, made once (most answers are these)."""
+    return Answer(status, None, None)
 
 
 class Resend(Error):
@@ -129,16 +139,19 @@ class Sender(Protocol[R]):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class Exchanged(Generic[R]):
     """The answer an exchange ends with: not a redirect, a redirect not followed, or
     one to no http(s) URL.  ``turn`` still holds the server's slot: release it once the
     response is read or closed.  ``hops``: the redirect responses followed, in order."""
 
-    response: R
-    turn: RequestTurn
-    url: str
-    hops: tuple[R, ...] = ()
+    __slots__ = ("hops", "response", "turn", "url")
+
+    def __init__(self, response: R, turn: RequestTurn, url: str,
+                 hops: tuple[R, ...] = ()) -> None:
+        self.response = response
+        self.turn = turn
+        self.url = url
+        self.hops = hops
 
 
 async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: Provenance,
@@ -157,24 +170,55 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     """
     what = A_POINTER
     hops: tuple[R, ...] = ()
-    heard = _Heard(sender)
     resends = 0
+    unsent: BaseException | None
     while True:
         url = sender.prepare(url)
-        turn = requests.turn(url, provenance, resolve, paced, what)
-        turn.via = via
+        turn = RequestTurn(requests, url, provenance, resolve, what, via, paced)
+        # The turn's steps as sent_in_turn takes them, written out: one coroutine
+        # for the whole exchange, and the answer read once.
+        ready = turn.begin()
+        if ready is not None:
+            await ready
         try:
-            # Kept: released below once followed, or by the caller once read.
-            response = await sent_in_turn(turn, sender.send, heard, drop=sender.drop, keep=True)
+            while True:
+                leaving = turn.leaving()
+                if leaving is not None:
+                    await leaving
+                try:
+                    response = await sender.send(turn)
+                    break
+                except LateSlot:
+                    await turn.missed()  # nothing was sent: the turn holds the next slot
+            try:
+                answer = sender.answer(response)
+                learnt = turn.answered(answer.status, answer.retry_after)
+                if learnt is not None:
+                    await learnt
+            except BaseException:
+                dropped = sender.drop(response)
+                if dropped is not None:
+                    await dropped
+                raise
         except Resend as again:
-            # Nothing was sent this time: the request again, in a new turn, at most
-            # RESENDS times.
-            if resends >= RESENDS:
-                raise again.error from None
-            resends += 1
-            continue
-        status, _, location = heard.answer
-        target = redirect_target(url, status, location) if follow else None
+            turn.release()
+            if resends < RESENDS:
+                # Nothing was sent this time: the request again, in a new turn, at most
+                # RESENDS times.
+                resends += 1
+                continue
+            unsent = again.error
+        except BaseException:
+            turn.release()
+            raise
+        else:
+            unsent = None
+        if unsent is not None:
+            raise unsent  # the client's own error, raised here: not chained to the Resend
+        # Kept: released below once followed, or by the caller once read.
+        status = answer.status
+        target = redirect_target(url, status, answer.location) \
+            if follow and status in REDIRECTS else None
         if target is None:
             return Exchanged(response, turn, url, hops)
         try:
@@ -188,21 +232,6 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
             turn.release()
         hops += (response,)
         url, provenance, what, resends = target, pointer_of(url), A_REDIRECT, 0
-
-
-class _Heard(Generic[R]):
-    """The status and Retry-After the turn learns from, as the sender reads them; the
-    last answer read is kept for the exchange (read once a response)."""
-
-    __slots__ = ("_sender", "answer")
-
-    def __init__(self, sender: Sender[R]) -> None:
-        self._sender = sender
-        self.answer = Answer(0, None, None)
-
-    def __call__(self, response: R) -> tuple[int, str | None]:
-        answer = self.answer = self._sender.answer(response)
-        return answer.status, answer.retry_after
 
 
 @dataclass(frozen=True, slots=True)

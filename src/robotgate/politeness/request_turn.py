@@ -30,10 +30,11 @@ judged by the private-network rule before anything else.  A browser's subresourc
 turn (``paced=False``): judged and capped, held while its server rests, not to the
 interval (see :class:`RequestTurn`).
 
-:func:`sent_in_turn` drives steps 1 to 5 around a client's send; the exchange
-(:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport) and
-``gate.middleware`` use it.  The Scrapy middleware drives
-the steps itself: its request and its response come in separate callbacks.
+:func:`sent_in_turn` drives steps 1 to 5 around a client's send (``gate.middleware``);
+the exchange (:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx
+transport and the other :class:`~robotgate.politeness.exchange.Sender` adapters) takes
+the same steps for each request it sends.  The Scrapy middleware drives the steps
+itself: its request and its response come in separate callbacks.
 """
 
 from __future__ import annotations
@@ -84,15 +85,13 @@ class Requests:
         self.events = events
 
     def turn(self, url: str, provenance: Provenance, resolve: Resolve | None = None,
-             paced: bool = True, what: str = A_REDIRECT) -> RequestTurn:
+             paced: bool = True, what: str = A_REDIRECT, via: object = None) -> RequestTurn:
         """The turn of one request to ``url`` as the client sends it; ``provenance``:
         who pointed at it (a pointer's target looked up with ``resolve``, the client's
         own resolver; ``what`` names the pointer in a refusal); ``paced`` False: an
-        unpaced request (see :class:`RequestTurn`)."""
-        turn = RequestTurn(self, url, provenance, resolve, what)
-        if not paced:
-            turn.paced = False
-        return turn
+        unpaced request (see :class:`RequestTurn`); ``via``: its route
+        (:attr:`RequestTurn.via`)."""
+        return RequestTurn(self, url, provenance, resolve, what, via, paced)
 
 
 class RequestTurn:
@@ -112,23 +111,24 @@ class RequestTurn:
                  "paced", "provenance", "sent_at", "slot", "url", "via", "what")
 
     def __init__(self, requests: Requests, url: str, provenance: Provenance,
-                 resolve: Resolve | None = None, what: str = A_REDIRECT) -> None:
+                 resolve: Resolve | None = None, what: str = A_REDIRECT,
+                 via: object = None, paced: bool = True) -> None:
         self._requests = requests
         #: False: an unpaced request (see the class).
-        self.paced = True
+        self.paced = paced
         #: The URL as the client sends it (what robots.txt judges).
         self.url = url
         #: Who pointed at the request: the caller's input, or a page's pointer.
         self.provenance = provenance
         # Whether the private-network rule judges the request (a pointer of a page not
-        # known to be private), before anything else.
-        self._judged = provenance.from_url is not None
+        # known to be private), before anything else; the caller's input never is.
+        self._judged = provenance.page is not None and provenance.from_url is not None
         self._resolve = resolve  # the client's resolver, for a pointer's target
         #: What pointed here, as a refusal names it (a redirect, a pointer).
         self.what = what
         #: The route the request takes (an adapter's value: aiohttp's proxy); a
         #: robots.txt request its turn makes takes it too.
-        self.via: object = None
+        self.via = via
         #: True once begun for a pointer of a public page: the connection must reach a
         #: public address, which the adapter checks where it connects.
         self.guard = False
@@ -352,13 +352,13 @@ class RequestTurn:
 
 async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
                        heard: Callable[[R], tuple[int, str | None]], *,
-                       wait: Callable[[Awaitable[None]], Awaitable[None]] | None = None,
                        drop: Callable[[R], Awaitable[None] | None] | None = None,
                        keep: bool = False) -> R:
-    """Send one request in ``turn``: begun (its wait awaited, through ``wait`` if
-    given), left (a fleet slot already past given up for the next, however often),
-    sent with ``send(turn)``, and answered with ``heard(response)``'s status and
-    ``Retry-After``; the response is returned.
+    """Send one request in ``turn``: begun (its wait awaited), left (a fleet slot
+    already past given up for the next, however often), sent with ``send(turn)``,
+    and answered with ``heard(response)``'s status and ``Retry-After``; the response
+    is returned.  (:func:`~robotgate.politeness.exchange.exchange` takes the same
+    steps for each request it sends.)
 
     ``send`` sets :attr:`RequestTurn.headers` on the request; it raises
     :class:`~robotgate.politeness.fleet_slots.LateSlot` (sending nothing) when its
@@ -369,7 +369,7 @@ async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitabl
     """
     ready = turn.begin()
     if ready is not None:
-        await (ready if wait is None else wait(ready))
+        await ready
     try:
         while True:
             leaving = turn.leaving()
