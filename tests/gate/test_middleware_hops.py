@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
+from robotgate.gate.aiohttp_client import Handler
 
 AGENT = "HopBot/1.0"
 PUBLIC, PRIVATE = "127.0.0.1", "127.0.0.2"
@@ -141,3 +142,27 @@ async def test_the_hops_of_concurrent_calls_are_told_apart(sites: tuple[Site, Si
     assert owns == [200] * 6
     assert all(isinstance(result, Disallowed) for result in pointers), pointers
     assert sorted(private.pages()) == [f"/p{i}" for i in range(6)]
+
+
+async def test_a_request_another_middleware_makes_before_a_hop_leaves_the_hop_a_pointer(
+        sites: tuple[Site, Site]) -> None:
+    # A middleware before the gate's that makes a request of its own on the session (a
+    # token refresh...) as a hop goes by: that request is another call, the hop still
+    # the redirect's.
+    public, private = sites
+    async with RobotGate(AGENT, delay=0, is_private=public_loopback_1) as gate:
+        session: aiohttp.ClientSession
+
+        async def refreshing(req: aiohttp.ClientRequest,
+                             handler: Handler) -> aiohttp.ClientResponse:
+            if req.url.host == PRIVATE:
+                async with session.get(f"{public.url}/token") as token:
+                    assert token.status == 200
+            return await handler(req)
+
+        async with aiohttp.ClientSession(middlewares=[refreshing, gate.middleware]) as session:
+            with pytest.raises(Disallowed) as refused:
+                await session.get(f"{public.url}/to?url={private.url}/secret")
+    assert refused.value.decision.outcome == "redirect-refused"
+    assert public.pages() == ["/to", "/token"]
+    assert private.seen == []
