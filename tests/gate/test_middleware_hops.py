@@ -7,6 +7,7 @@ hop is a request of the same aiohttp call that got the redirect, nothing else.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from typing import Literal
 
@@ -15,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
-from robotgate.gate.aiohttp_client import Handler
+from robotgate.gate.aiohttp_client import _NESTED, Handler
 
 AGENT = "HopBot/1.0"
 PUBLIC, PRIVATE = "127.0.0.1", "127.0.0.2"
@@ -166,3 +167,26 @@ async def test_a_request_another_middleware_makes_before_a_hop_leaves_the_hop_a_
     assert refused.value.decision.outcome == "redirect-refused"
     assert public.pages() == ["/to", "/token"]
     assert private.seen == []
+
+
+async def test_redirects_no_call_follows_are_kept_for_a_few_calls_a_task(
+        sites: tuple[Site, Site]) -> None:
+    # Each unfollowed redirect is kept until a later call of the task answers; a task
+    # making many keeps the last few, and none once its task is gone.
+    public, _ = sites
+    async with RobotGate(AGENT, delay=0, is_private=public_loopback_1) as gate, \
+            aiohttp.ClientSession(middlewares=[gate.middleware]) as session:
+
+        async def moved(count: int) -> None:
+            for i in range(count):
+                async with session.get(f"{public.url}/to?url=/p{i}",
+                                       allow_redirects=False) as resp:
+                    assert resp.status == 302
+
+        followed = gate._client._followed._by_task
+        await moved(50)
+        assert len(followed[asyncio.current_task()]) == _NESTED  # type: ignore[index]
+        await asyncio.create_task(moved(3))
+        await asyncio.sleep(0)  # the task's done callbacks let it go
+        gc.collect()
+        assert len(followed) == 1
