@@ -10,7 +10,6 @@ import asyncio
 import re
 import socket
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, NamedTuple, NoReturn
@@ -399,37 +398,44 @@ class _Followed:
     keeps the last :data:`_NESTED` calls' redirects: calls nest only as deep as
     middlewares that make requests of their own; an older one belongs to a call that
     ended without following it (``allow_redirects=False``, refused, too many).  Entries
-    go with their task.
+    go when their task is done.
     """
 
     __slots__ = ("_by_task",)
 
     def __init__(self) -> None:
-        self._by_task: weakref.WeakKeyDictionary[asyncio.Task[Any], dict[int, _Redirect]] = (
-            weakref.WeakKeyDictionary())
+        self._by_task: dict[asyncio.Task[Any], dict[int, _Redirect]] = {}
 
     def by(self, call: object) -> _Redirect | None:
         """The redirect whose hop ``call``'s request is (None: it follows none)."""
-        calls = self._by_task.get(_task())
+        by_task = self._by_task
+        if not by_task:  # no redirect anywhere: every request's case but a hop's
+            return None
+        calls = by_task.get(_task())
         redirect = calls.get(id(call)) if calls is not None else None
         return redirect if redirect is not None and redirect.call is call else None
 
     def answered(self, call: object, url: str, resp: aiohttp.ClientResponse) -> None:
         """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next."""
-        task = _task()
-        calls = self._by_task.get(task)
+        by_task = self._by_task
         location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
+        if location is None and not by_task:
+            return
+        task = _task()
+        calls = by_task.get(task)
         if calls is not None:
             calls.pop(id(call), None)
         if location is None:
-            if calls is not None and not calls:
-                del self._by_task[task]
             return
-        if calls is None:
-            calls = self._by_task[task] = {}
+        if calls is None:  # kept until the task is done: one callback a task
+            calls = by_task[task] = {}
+            task.add_done_callback(self._done)
         elif len(calls) >= _NESTED:
             del calls[next(iter(calls))]
         calls[id(call)] = _Redirect(call, url, _carries_credentials(resp, location))
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._by_task.pop(task, None)
 
 
 #: How many calls' redirects a task keeps (:class:`_Followed`).
