@@ -6,7 +6,8 @@ subprocess, so that each crawl gets a fresh reactor::
     python -m testbed.scrapy_crawl_runner '{"urls": [...], "settings": {...}}'
 
 Config keys: ``urls`` (requested in order), ``settings`` (Scrapy settings),
-``follow`` (follow links in pages), ``robotgate`` (enable RobotGateMiddleware
+``follow`` (follow links in pages), ``copy_meta`` (followed links made with
+``meta=response.meta``), ``robotgate`` (enable RobotGateMiddleware
 instead of Scrapy's RobotsTxtMiddleware; default true), ``probe`` (``[url, agent]``
 pairs to ask each parser that ``robots_parsed`` announces).
 The output holds Scrapy's numeric stats, the pages seen (with their
@@ -34,6 +35,7 @@ def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
     seen: dict[str, Any] = {"pages": [], "dropped": [], "errors": [], "stats": {}, "usage": {}}
     follow = bool(config.get("follow"))
+    copy_meta = bool(config.get("copy_meta"))
 
     class Site(scrapy.Spider):
         name = "site"
@@ -49,7 +51,8 @@ def main(argv: list[str]) -> int:
                 seen["usage"][response.url] = response.meta["robotgate_usage"]
             if follow:
                 yield from response.follow_all(css="a", callback=self.parse,
-                                               errback=self.failed)
+                                               errback=self.failed,
+                                               meta=response.meta if copy_meta else None)
 
         def failed(self, failure: Any) -> None:
             exc = failure.value

@@ -8,6 +8,7 @@ check is made where it matters: at the server.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -380,3 +381,35 @@ async def test_a_page_is_never_lost_for_its_usage_preferences(
     response = Response(request.url, request=request)
     assert await middleware.process_response(request, response) is response
     assert "robotgate_usage" not in request.meta
+
+
+@pytest.mark.slow
+async def test_a_redirect_chain_ends_in_scrapys_own_max_redirections_each_hop_paced() -> None:
+    # Scrapy's RedirectMiddleware follows (each hop a new Request, in a turn of its own,
+    # held to the delay) and stops the chain itself: its IgnoreRequest, no robotgate error.
+    arrived: list[tuple[str, float]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        arrived.append((request.path, asyncio.get_running_loop().time()))
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        hop = int(request.path.rsplit("/", 1)[1])
+        raise web.HTTPFound(f"/r/{hop + 1}")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/r/0"
+        result = await crawl({"urls": [url], "settings": {
+            "ROBOTGATE_DELAY": 0.3, "REDIRECT_MAX_TIMES": 3}})
+    finally:
+        await runner.cleanup()
+    [dropped] = result["dropped"]
+    assert dropped["error"] == "IgnoreRequest", dropped
+    assert "max redirections" in dropped["message"], dropped
+    assert [path for path, _ in arrived] == ["/robots.txt", "/r/0", "/r/1", "/r/2", "/r/3"]
+    times = [at for _, at in arrived]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.3

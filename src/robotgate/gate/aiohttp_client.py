@@ -7,7 +7,6 @@ Everything here is about aiohttp objects; the decisions come from
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import re
 import socket
 import time
@@ -33,7 +32,6 @@ from ..policy.hops import (
     parse_hop,
     redirect_location,
 )
-from ..policy.network import strip_credentials
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, Resend, answer_of, exchange, robots_reach
 from ..politeness.fleet_slots import Slot
@@ -89,11 +87,6 @@ def yarl_form(url: str) -> str:
     'http://example.com/private/a%20b'
     """
     return for_aiohttp(url)[1]
-
-
-#: The last redirect the middleware let through in this task: (from, to).
-_HOP: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "robotgate_hop", default=None)
 
 
 async def read_body(resp: aiohttp.ClientResponse, limit: int,
@@ -389,6 +382,95 @@ def without_resends(session: aiohttp.ClientSession) -> aiohttp.ClientSession:
     return session
 
 
+class _Redirect(NamedTuple):
+    """A redirect the middleware let through: the aiohttp call that got it (see
+    :func:`_call_of`; held, so that its identity stays its own), the URL redirected,
+    and whether the Location carried credentials (aiohttp would send them)."""
+
+    call: object
+    source: str
+    credentials: bool
+
+
+class _Followed:
+    """The redirects the middleware let through, for the requests that follow them.
+
+    aiohttp follows a redirect inside its call: the next request that call sends is the
+    hop (or aiohttp's resend of it), and nothing else is.  A client middleware is given
+    no link between the two but the call's own objects on each request; the redirect
+    is kept by the task the call runs in (aiohttp awaits its hops in the caller's task)
+    and matched by the call, so a request of another call (a later one of yours to the
+    same URL, one a middleware makes in between) is never taken for the hop.  A task
+    keeps the last :data:`_NESTED` calls' redirects: calls nest only as deep as
+    middlewares that make requests of their own; an older one belongs to a call that
+    ended without following it (``allow_redirects=False``, refused, too many).  Entries
+    go when their task is done.
+    """
+
+    __slots__ = ("_by_task",)
+
+    def __init__(self) -> None:
+        self._by_task: dict[asyncio.Task[Any], dict[int, _Redirect]] = {}
+
+    def by(self, call: object) -> _Redirect | None:
+        """The redirect whose hop ``call``'s request is (None: it follows none)."""
+        by_task = self._by_task
+        if not by_task:  # no redirect anywhere: every request's case but a hop's
+            return None
+        calls = by_task.get(_task())
+        redirect = calls.get(id(call)) if calls is not None else None
+        return redirect if redirect is not None and redirect.call is call else None
+
+    def answered(self, call: object, url: str, resp: aiohttp.ClientResponse) -> None:
+        """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next."""
+        by_task = self._by_task
+        location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
+        if location is None and not by_task:
+            return
+        task = _task()
+        calls = by_task.get(task)
+        if calls is not None:
+            calls.pop(id(call), None)
+        if location is None:
+            return
+        if calls is None:  # kept until the task is done: one callback a task
+            calls = by_task[task] = {}
+            task.add_done_callback(self._done)
+        elif len(calls) >= _NESTED:
+            del calls[next(iter(calls))]
+        calls[id(call)] = _Redirect(call, url, _carries_credentials(resp, location))
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._by_task.pop(task, None)
+
+
+#: How many calls' redirects a task keeps (:class:`_Followed`).
+_NESTED = 8
+
+
+def _task() -> asyncio.Task[Any]:
+    task = asyncio.current_task()
+    if task is None:  # aiohttp's own timer needs one too
+        raise RuntimeError("gate.middleware runs inside an asyncio task")
+    return task
+
+
+def _call_of(req: aiohttp.ClientRequest) -> object:
+    """The aiohttp call ``req`` belongs to: the list of traces aiohttp makes once a call
+    and hands to every request it sends for it (its redirect hops, its resends)."""
+    return req._traces
+
+
+def _carries_credentials(resp: aiohttp.ClientResponse, location: str) -> bool:
+    """Whether the redirect to ``location`` names credentials (one that cannot be read
+    counts as naming them: none are sent)."""
+    try:
+        target = resp.url.join(URL(location))
+    except ValueError:
+        return True
+    return target.raw_user is not None or target.raw_password is not None
+
+
 class AiohttpConnections:
     """How the gate's requests connect: its aiohttp session (``session()`` makes the
     owned one on first use), the headers it sends, the private-network rule, and the
@@ -444,6 +526,7 @@ class AiohttpClient:
         self._call_headers: CIMultiDict[str] | None = None if owned else CIMultiDict(headers)
         self._stamping: tuple[Middleware, ...] = (self._stamp,)
         self._open: set[aiohttp.ClientResponse] = set()
+        self._followed = _Followed()
         self.closed = False
 
     # -- gate.fetch -----------------------------------------------------------------
@@ -548,20 +631,21 @@ class AiohttpClient:
                          provenance: Provenance = INPUT) -> aiohttp.ClientResponse:
         """Check and pace one request of the user's own session (each redirect hop too):
         its :class:`~robotgate.politeness.request_turn.RequestTurn`; ``provenance``:
-        who pointed at the request aiohttp was asked for (a redirect's hop is a pointer
-        of the URL redirected)."""
+        who pointed at the request aiohttp was asked for.
+
+        aiohttp follows redirects itself, calling this once a request it sends: a
+        request its call sends after a redirect this let through is that redirect's
+        hop, a pointer of the URL redirected (see :class:`_Followed`)."""
         url = str(req.url)
         session = getattr(req, "session", None)
+        followed = self._followed
+        call = _call_of(req)
         what = A_POINTER
-        hop = _HOP.get()
-        if hop is not None:
-            if _same_target(hop[1], req.url):
-                # The request follows a redirect this middleware saw (or aiohttp sends it
-                # again after a dropped connection): a pointer of the page redirected.
-                provenance, what = pointer_of(hop[0]), A_REDIRECT
-                req.headers.pop("Authorization", None)  # never credentials from a Location
-            else:
-                _HOP.set(None)
+        redirect = followed.by(call)
+        if redirect is not None:
+            provenance, what = pointer_of(redirect.source), A_REDIRECT
+            if redirect.credentials:
+                req.headers.popall("Authorization", None)  # never credentials from a Location
         turn = self.requests.turn(
             url, provenance, None if provenance.is_input else _resolve_with(session), what=what)
         # robots.txt is asked through the user's session, and its proxy if any.
@@ -577,9 +661,7 @@ class AiohttpClient:
             resp = await sent_in_turn(turn, send, _heard)
         except Disallowed as refused:
             raise _refusal(refused) from None
-        location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
-        target = _joined(resp, location) if location else None
-        _HOP.set((url, target) if target is not None else None)
+        followed.answered(call, url, resp)
         return resp
 
     # -- the end -------------------------------------------------------------------
@@ -735,16 +817,6 @@ def _resolve_with(session: aiohttp.ClientSession | None) -> Resolve:
     return resolve
 
 
-def _joined(resp: aiohttp.ClientResponse, location: str) -> str | None:
-    """The URL aiohttp follows a redirect to ``location`` at (None: no http(s) URL)."""
-    try:
-        target = strip_credentials(str(resp.url.join(URL(location))))
-        split_origin(target)
-    except (ValueError, InvalidURL):
-        return None
-    return target
-
-
 def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None) -> Awaitable[object]:
     """Read the body, within ``max_bytes`` decoded bytes when not None.  A body already
     whole and within the limit (most pages: they come with their headers) is read as
@@ -767,19 +839,6 @@ def _next_method(status: int, method: str, kwargs: dict[str, Any]) -> str:
         kwargs.pop("json", None)
         return "GET"
     return method
-
-
-def _bare(url: URL) -> str:
-    """``url`` without userinfo or fragment: as a redirect hop is compared and reported."""
-    return str(url.with_user(None).with_fragment(None))
-
-
-def _same_target(target: str, url: URL) -> bool:
-    """Whether ``url`` is the request aiohttp made to follow a redirect to ``target``."""
-    try:
-        return _bare(URL(target)) == _bare(url)
-    except ValueError:
-        return False
 
 
 def _left(request: RobotsRequest) -> float | None:

@@ -47,6 +47,21 @@ A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
 
 robots.txt requests take the same route with :func:`robots_reach`: what a robots.txt
 (or tdmrep.json) request may reach before its adapter sends it.
+
+Two adapters drive the turn
+(:meth:`~robotgate.politeness.request_turn.Requests.turn`) once a request instead, because
+their clients follow redirects where no exchange can stand:
+
+- ``gate.middleware`` (aiohttp's client middleware): aiohttp follows a redirect inside
+  its call and gives the middleware one request at a time, without the call's
+  ``allow_redirects`` or ``max_redirects``; it sets the final response's ``history``
+  from its own list and stores the cookies of the response the middleware returns
+  only.  A middleware that followed the redirect itself would follow what the caller
+  asked not to, past the caller's limit, with an empty ``history`` and the redirects'
+  cookies lost.  It tells a hop by the aiohttp call that got the redirect.
+- Scrapy: its ``RedirectMiddleware`` makes each hop a new ``Request`` through the
+  scheduler, and the download ends in Scrapy's downloader after the middleware let
+  the request go; a hop's provenance is read from the request (``redirect_urls``).
 """
 
 from __future__ import annotations

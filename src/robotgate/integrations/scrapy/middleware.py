@@ -44,7 +44,7 @@ from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
-from ...policy.provenance import pointer_of
+from ...policy.provenance import Provenance, pointer_of
 from ...politeness.exchange import robots_reach
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
@@ -61,7 +61,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-__all__ = ["POINTED_BY", "RobotGateMiddleware", "RobotsDisallowed", "ScrapyRobotsTransport"]
+__all__ = ["CARRIED_HOPS", "POINTED_BY", "RobotGateMiddleware", "RobotsDisallowed",
+           "ScrapyRobotsTransport", "provenance_of_request"]
 
 log = logging.getLogger("robotgate.scrapy")
 
@@ -73,6 +74,9 @@ SKIP = "robotgate_skip"
 #: :class:`~robotgate.policy.provenance.Provenance`; absent: the spider's own input.
 #: A redirect's hop is a pointer of the URL redirected, whatever this says.
 POINTED_BY = "robotgate_pointed_by"
+#: ``request.meta`` key of how many of its ``redirect_urls`` a request carries over from
+#: the page it was made from (``meta=response.meta``): those are not its own hops.
+CARRIED_HOPS = "robotgate_carried_hops"
 #: ``response.meta`` key of the page's usage preferences: label -> allowed
 #: (robots.txt's ``Content-Usage`` rules and the response header, combined).
 USAGE = "robotgate_usage"
@@ -163,10 +167,29 @@ async def scrapy_resolve(host: str) -> Sequence[str]:
     return found
 
 
+def _redirected_from(meta: Mapping[str, Any]) -> str | None:
+    """The URL whose redirect the request follows (None: it follows none): the last of
+    Scrapy's ``redirect_urls`` past those carried over from a page."""
+    came = meta.get("redirect_urls")
+    if not came:
+        return None
+    carried = meta.get(CARRIED_HOPS)
+    own = len(came) > carried if isinstance(carried, int) else True
+    return str(came[-1]) if own else None
+
+
+def provenance_of_request(meta: Mapping[str, Any]) -> Provenance:
+    """Who pointed at a request, read from its ``meta`` alone: a redirect's hop is a
+    pointer of the URL redirected; else ``robotgate_pointed_by`` says (absent: the
+    spider's own input)."""
+    source = _redirected_from(meta)
+    return pointer_of(source) if source is not None else provenance_of(meta.get(POINTED_BY))
+
+
 def _without_credentials(request: Request) -> str | None:
     """The URL of a request that follows a redirect, without the credentials its
     Location carried (None: it carried none, or follows no redirect)."""
-    if not request.meta.get("redirect_urls"):
+    if _redirected_from(request.meta) is None:
         return None
     hop = parse_hop(request.url)
     return hop.url if hop is not None and hop.had_credentials else None
@@ -414,11 +437,7 @@ class RobotGateMiddleware:
             clean = _without_credentials(request)
             if clean is not None:  # sent again without the Location's credentials
                 return request.replace(url=clean, dont_filter=True)
-            came = meta.get("redirect_urls")
-            # A redirect's hop is a pointer of the URL redirected; else the request says.
-            provenance = (pointer_of(str(came[-1])) if came
-                          else provenance_of(meta.get(POINTED_BY)))
-            turn = self.gate.request_turn(url, provenance, scrapy_resolve)
+            turn = self.gate.request_turn(url, provenance_of_request(meta), scrapy_resolve)
             proxy = meta.get("proxy")
             if isinstance(proxy, str):
                 turn.via = proxy  # robots.txt goes through the page's proxy too

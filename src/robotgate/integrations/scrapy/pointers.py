@@ -5,7 +5,10 @@ A request a callback yields while it handles a response is a pointer of that pag
 (``meta["robotgate_pointed_by"]``: the response's URL), judged by
 :class:`~robotgate.integrations.scrapy.RobotGateMiddleware` under the private-network
 rule as ``gate.crawl`` judges a link; a start request is the spider's own input.  A
-request that already says who pointed at it keeps what it says.
+request that already says who pointed at it keeps what it says, unless it says what
+the response's own request said (``meta=response.meta`` carries that over): then it is
+the response's page's pointer too, and the ``redirect_urls`` it carries over are marked
+as not its own hops (``meta["robotgate_carried_hops"]``).
 
 A page whose directives say ``nofollow`` for this robot (``<meta name="robots">`` or
 ``X-Robots-Tag``, read by the downloader middleware into
@@ -25,7 +28,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from ...robots.directives import PageDirectives
 from ...urls import redact
-from .middleware import DIRECTIVES, POINTED_BY
+from .middleware import CARRIED_HOPS, DIRECTIVES, POINTED_BY
 
 __all__ = ["NOFOLLOW_DROPPED", "RobotGatePointersMiddleware"]
 
@@ -55,6 +58,10 @@ class RobotGatePointersMiddleware(BaseSpiderMiddleware):
             log.debug("not following %s: %s says %s", redact(request.url),
                       redact(response.url), ", ".join(directives.flags()))
             return None
-        if POINTED_BY not in request.meta:
-            request.meta[POINTED_BY] = response.url
+        meta, page = request.meta, response.meta
+        if POINTED_BY not in meta or (POINTED_BY in page and meta[POINTED_BY] == page[POINTED_BY]):
+            meta[POINTED_BY] = response.url
+        came = meta.get("redirect_urls")
+        if came:  # a callback's request follows no redirect yet: carried over from the page
+            meta[CARRIED_HOPS] = len(came)
         return request
