@@ -17,7 +17,7 @@ from robotgate.errors import Disallowed
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.provenance import INPUT, pointer_of
 from robotgate.politeness.fleet_slots import LateSlot, Slot
-from robotgate.politeness.request_turn import RequestTurn, sent_in_turn
+from robotgate.politeness.request_turn import Answer, RequestTurn, answer_of, sent_in_turn
 from robotgate.politeness.robots_pacing import RobotsPacing
 from robotgate.politeness.scheduler import Group
 from tests.support.clock import Clock
@@ -247,7 +247,7 @@ async def test_sent_in_turn_sends_again_in_the_next_slot_when_the_last_look_find
             raise LateSlot  # the last look: past its deadline, nothing sent
         return 200
 
-    assert await sent_in_turn(turn, send, lambda status: (status, None)) == 200
+    assert await sent_in_turn(turn, send, answer_of) == 200
     assert len(slots) == 2 and slots[0] is not None and slots[1] is not slots[0]
     fleet = parts.servers.fleet
     assert fleet is not None and fleet.late == 1
@@ -264,7 +264,7 @@ async def test_sent_in_turn_drops_the_response_and_releases_when_hearing_it_fail
     async def send(turn: RequestTurn) -> int:
         return 200
 
-    def heard(status: int) -> tuple[int, str | None]:
+    def heard(status: int) -> Answer:
         raise RuntimeError("a broken response")
 
     def drop(status: int) -> None:
@@ -284,7 +284,7 @@ async def test_sent_in_turn_with_keep_holds_the_server_until_the_caller_releases
     async def send(turn: RequestTurn) -> int:
         return 200
 
-    await sent_in_turn(turn, send, lambda status: (status, None), keep=True)
+    await sent_in_turn(turn, send, answer_of, keep=True)
     group = parts.servers.known_group(A)
     assert group is not None and group.busy == 1  # a streamed body still being read
     turn.release()

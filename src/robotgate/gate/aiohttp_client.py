@@ -848,9 +848,11 @@ def _left(request: RobotsRequest) -> float | None:
     return max(request.deadline - time.time(), 0.001)
 
 
-def _heard(resp: aiohttp.ClientResponse) -> tuple[int, str | None]:
+def _heard(resp: aiohttp.ClientResponse) -> Answer:
     """The answer's status and the Retry-After of a 429/503."""
-    return resp.status, _retry_after(resp)
+    retry_after = _retry_after(resp)
+    return answer_of(resp.status) if retry_after is None else Answer(resp.status, retry_after,
+                                                                     None)
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> str | None:

@@ -7,9 +7,9 @@ an answer says, follow or let go of a response) and calls :func:`exchange`.  The
 exchange keeps, for every adapter alike:
 
 - **one turn per request sent** (:class:`~robotgate.politeness.request_turn.RequestTurn`,
-  driven through its steps as :func:`~robotgate.politeness.request_turn.sent_in_turn`
-  drives them): each redirect hop, and each time a client would send the same request
-  again;
+  driven through its steps by
+  :func:`~robotgate.politeness.request_turn.answered_in_turn`): each redirect hop,
+  and each time a client would send the same request again;
 - **provenance**: the first request carries the caller's
   :class:`~robotgate.policy.provenance.Provenance` (input, or a page's pointer); each
   redirect's next hop is a pointer of the URL redirected, judged by the
@@ -68,16 +68,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import Error, TooManyRedirects
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import A_POINTER, A_REDIRECT, Address, IsPrivate, Resolve, is_private
 from ..policy.provenance import Provenance, pointer_of
-from .fleet_slots import LateSlot
 from .redirects import refused_answer, robots_hop
-from .request_turn import Requests, RequestTurn, redirect_target
+from .request_turn import (
+    Answer,
+    Requests,
+    RequestTurn,
+    answer_of,
+    answered_in_turn,
+    redirect_target,
+)
 
 __all__ = ["RESENDS", "Answer", "Exchanged", "Reach", "Resend", "Sender", "answer_of",
            "exchange", "robots_reach"]
@@ -88,23 +93,6 @@ R = TypeVar("R")
 #: How often one request is sent again after its client found the connection dropped
 #: under it (each time in a turn of its own).
 RESENDS = 1
-
-
-class Answer(NamedTuple):
-    """What an answer says to the exchange: its status, its ``Retry-After`` (None: none)
-    and where a redirect leads (``Location``, or whatever header the client follows;
-    None: none)."""
-
-    status: int
-    retry_after: str | None
-    location: str | None
-
-
-@lru_cache(maxsize=1024)
-def answer_of(status: int) -> Answer:
-    """The answer of a response that says only its ``status`` (no ``Retry-After``, no
-    redirect): one value a status, made once (most answers are these)."""
-    return Answer(status, None, None)
 
 
 class Resend(Error):
@@ -190,42 +178,16 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     while True:
         url = sender.prepare(url)
         turn = RequestTurn(requests, url, provenance, resolve, what, via, paced)
-        # The turn's steps as sent_in_turn takes them, written out: one coroutine
-        # for the whole exchange, and the answer read once.
-        ready = turn.begin()
-        if ready is not None:
-            await ready
         try:
-            while True:
-                leaving = turn.leaving()
-                if leaving is not None:
-                    await leaving
-                try:
-                    response = await sender.send(turn)
-                    break
-                except LateSlot:
-                    await turn.missed()  # nothing was sent: the turn holds the next slot
-            try:
-                answer = sender.answer(response)
-                learnt = turn.answered(answer.status, answer.retry_after)
-                if learnt is not None:
-                    await learnt
-            except BaseException:
-                dropped = sender.drop(response)
-                if dropped is not None:
-                    await dropped
-                raise
-        except Resend as again:
-            turn.release()
+            response, answer = await answered_in_turn(turn, sender.send, sender.answer,
+                                                      sender.drop)
+        except Resend as again:  # answered_in_turn released the turn
             if resends < RESENDS:
                 # Nothing was sent this time: the request again, in a new turn, at most
                 # RESENDS times.
                 resends += 1
                 continue
             unsent = again.error
-        except BaseException:
-            turn.release()
-            raise
         else:
             unsent = None
         if unsent is not None:

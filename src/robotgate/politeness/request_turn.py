@@ -30,11 +30,11 @@ judged by the private-network rule before anything else.  A browser's subresourc
 turn (``paced=False``): judged and capped, held while its server rests, not to the
 interval (see :class:`RequestTurn`).
 
-:func:`sent_in_turn` drives steps 1 to 5 around a client's send (``gate.middleware``);
-the exchange (:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx
-transport and the other :class:`~robotgate.politeness.exchange.Sender` adapters) takes
-the same steps for each request it sends.  The Scrapy middleware drives the steps
-itself: its request and its response come in separate callbacks.
+:func:`answered_in_turn` drives steps 1 to 4 around a client's send, for the exchange
+(:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport and the
+other :class:`~robotgate.politeness.exchange.Sender` adapters) and, through
+:func:`sent_in_turn` (which releases too), ``gate.middleware``.  The Scrapy middleware
+drives the steps itself: its request and its response come in separate callbacks.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import TypeVar
+from functools import lru_cache
+from typing import NamedTuple, TypeVar
 from urllib.parse import urljoin
 
 from ..errors import Disallowed, GateClosed
@@ -60,7 +61,8 @@ from .scheduler import Group
 from .servers import Servers, Started
 from .verdicts import Verdicts
 
-__all__ = ["REFUSED", "RequestTurn", "Requests", "redirect_target", "sent_in_turn"]
+__all__ = ["REFUSED", "Answer", "RequestTurn", "Requests", "answer_of", "answered_in_turn",
+           "redirect_target", "sent_in_turn"]
 
 #: What a client's send returns (its response).
 R = TypeVar("R")
@@ -350,22 +352,38 @@ class RequestTurn:
             self._requests.servers.done(group)
 
 
-async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
-                       heard: Callable[[R], tuple[int, str | None]], *,
-                       drop: Callable[[R], Awaitable[None] | None] | None = None,
-                       keep: bool = False) -> R:
+class Answer(NamedTuple):
+    """What an answer says to its turn (and to the exchange): its status, its
+    ``Retry-After`` (None: none) and where a redirect leads (``Location``, or whatever
+    header the client follows; None: none)."""
+
+    status: int
+    retry_after: str | None
+    location: str | None
+
+
+@lru_cache(maxsize=1024)
+def answer_of(status: int) -> Answer:
+    """The answer of a response that says only its ``status`` (no ``Retry-After``, no
+    redirect): one value a status, made once (most answers are these)."""
+    return Answer(status, None, None)
+
+
+async def answered_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
+                           hear: Callable[[R], Answer],
+                           drop: Callable[[R], Awaitable[None] | None] | None = None,
+                           ) -> tuple[R, Answer]:
     """Send one request in ``turn``: begun (its wait awaited), left (a fleet slot
     already past given up for the next, however often), sent with ``send(turn)``,
-    and answered with ``heard(response)``'s status and ``Retry-After``; the response
-    is returned.  (:func:`~robotgate.politeness.exchange.exchange` takes the same
-    steps for each request it sends.)
+    and answered with what ``hear(response)`` says; the response and its answer are
+    returned, the turn still held (the caller releases it when the response no longer
+    holds the server: read, streamed, closed, followed).
 
     ``send`` sets :attr:`RequestTurn.headers` on the request; it raises
     :class:`~robotgate.politeness.fleet_slots.LateSlot` (sending nothing) when its
     last look finds :attr:`RequestTurn.slot` past, and is called again in the next
     slot.  The turn is released if anything fails (``drop(response)`` first, once
-    there is one), and once answered unless ``keep``: then the caller releases it
-    when the response no longer holds the server (read, streamed, closed).
+    there is one).
     """
     ready = turn.begin()
     if ready is not None:
@@ -381,8 +399,8 @@ async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitabl
             except LateSlot:
                 await turn.missed()  # nothing was sent: the turn holds the next slot
         try:
-            status, retry_after = heard(response)
-            learnt = turn.answered(status, retry_after)
+            answer = hear(response)
+            learnt = turn.answered(answer.status, answer.retry_after)
             if learnt is not None:
                 await learnt
         except BaseException:
@@ -393,6 +411,16 @@ async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitabl
     except BaseException:
         turn.release()
         raise
+    return response, answer
+
+
+async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
+                       hear: Callable[[R], Answer], *,
+                       drop: Callable[[R], Awaitable[None] | None] | None = None,
+                       keep: bool = False) -> R:
+    """:func:`answered_in_turn`, the response alone, and the turn released once
+    answered unless ``keep`` (then the caller releases it)."""
+    response, _ = await answered_in_turn(turn, send, hear, drop)
     if not keep:
         turn.release()
     return response
