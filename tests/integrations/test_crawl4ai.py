@@ -9,7 +9,6 @@ import importlib.util
 import itertools
 import json
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +19,7 @@ from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
+from tests.support.arrivals import Noted
 from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path
 
 if importlib.util.find_spec("crawl4ai") is None:
@@ -38,7 +38,7 @@ PAGE = ("<html><head><title>page {n}</title></head><body><h1>page {n} of the sit
 
 
 @dataclass
-class Site:
+class Site(Noted):
     """A loopback site noting each request: its path, when it came, its User-Agent.
     ``extra`` is markup every page carries (``{private}``: the private site's origin)."""
 
@@ -53,15 +53,8 @@ class Site:
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"
 
-    def paths(self) -> list[str]:
-        return [path for path, _, _ in self.arrivals]
-
-    def times(self, prefix: str) -> list[float]:
-        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        path = request.path
-        self.arrivals.append((path, time.monotonic(), request.headers.get("User-Agent", "")))
+        path = self.note(request)
         if path == "/robots.txt":
             return web.Response(text=self.robots)
         if path == "/into-private":

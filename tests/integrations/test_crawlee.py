@@ -4,7 +4,6 @@ keeps robotgate's promises on a loopback site."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -23,6 +22,7 @@ from tests.contract.test_private_addresses import (
     system_names,
 )
 from tests.contract.test_request_paths import Site as ContractSite
+from tests.support.arrivals import Noted
 
 pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
 pytest.importorskip("bs4", reason="BeautifulSoup is not installed (crawlee's beautifulsoup extra)")
@@ -46,7 +46,7 @@ ROBOTS = "User-agent: *\nDisallow: /private\nCrawl-delay: 0.5\n"
 
 
 @dataclass
-class Site:
+class Site(Noted):
     """A loopback site that notes every request: its path, when it came, its User-Agent."""
 
     arrivals: list[tuple[str, float, str]] = field(default_factory=list)
@@ -56,15 +56,8 @@ class Site:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def paths(self) -> list[str]:
-        return [path for path, _, _ in self.arrivals]
-
-    def times(self, prefix: str) -> list[float]:
-        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        path = request.path
-        self.arrivals.append((path, time.monotonic(), request.headers.get("User-Agent", "")))
+        path = self.note(request)
         if path == "/robots.txt":
             return web.Response(text=ROBOTS)
         if path == "/hop":

@@ -15,7 +15,26 @@ from pathlib import Path
 
 from aiohttp import web
 
-__all__ = ["Arrivals", "self_signed"]
+__all__ = ["Arrivals", "Noted", "self_signed"]
+
+
+class Noted:
+    """A loopback site's log of what it received: each request's path, when it came
+    (monotonic) and its User-Agent, in ``arrivals``."""
+
+    arrivals: list[tuple[str, float, str]]
+
+    def note(self, request: web.Request) -> str:
+        """Note ``request``; its path."""
+        self.arrivals.append((request.path, time.monotonic(),
+                              request.headers.get("User-Agent", "")))
+        return request.path
+
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.arrivals]
+
+    def times(self, prefix: str) -> list[float]:
+        return [t for path, t, _ in self.arrivals if path.startswith(prefix)]
 
 
 @dataclass
