@@ -123,8 +123,11 @@ async def test_links_written_with_the_page_reach_the_leasing_worker(
                                              entry("http://a.example/0", 1),
                                              entry("http://b.example/0", 1)])
         assert (added.new, added.known) == (2, 1)
-        assert state.pending == 2
+        # The write took them for this worker in the same request (it wanted 10).
+        assert (state.pending, state.ready) == (0, 2)
+        before = store.round_trips
         more = await state.take(10)
+        assert store.round_trips == before
         assert sorted((e.url, e.depth, e.discovered) for e in more) == [
             ("http://a.example/1", 1, True), ("http://b.example/0", 1, True)]
         await state.release(more)
@@ -190,6 +193,7 @@ async def test_after_a_loss_a_server_first_leased_waits_out_the_lost_crawls_leas
     try:
         lost = RedisCrawlState(store, "l", leases=leases, lease=4.0)
         await lost.open()
+        lost.idle_poll = 0.0  # each take asks Redis
         await lost.add([entry("http://a.example/0")])
         assert [e.url for e in await lost.take(10)] == ["http://a.example/0"]
         # A server never leased before: nobody asked it, it may be asked at once.
@@ -224,11 +228,11 @@ async def test_the_servers_a_worker_leases_have_their_host_states_read_ahead(
         # A first take loads the scripts (a round trip each, on a fresh server).
         await state.add([entry(f"http://w{i}.example/0") for i in range(10)])
         assert len(await state.take(100)) == 10
-        await state.add([entry(f"http://h{i}.example/0") for i in range(10)])
         before = store.round_trips
-        assert len(await state.take(100)) == 10
-        # The take, and one read of the ten host states.
+        await state.add([entry(f"http://h{i}.example/0") for i in range(10)])
+        # The write with the take it carries, and one read of the ten host states.
         assert store.round_trips - before == 2
+        assert len(await state.take(100)) == 10
         before = store.round_trips
         for i in range(10):
             assert await store.load_host(f"host:h{i}.example") is None

@@ -246,8 +246,8 @@ class Frontier(Generic[ResponseT]):
         summary = self.summary
         state = self.state
         while not self._halted:
-            if (self.queues.window < self.window // 2 + 1 and state.pending
-                    and self._loop.time() >= self._load_after):
+            if self.queues.window < self.window // 2 + 1 and (
+                    state.ready or (state.pending and self._loop.time() >= self._load_after)):
                 await self._load()
                 continue
             wake: float | None = None

@@ -3,7 +3,8 @@
 The gate saves a host's state on every page visit.  Writing each save at once
 would cost a disk transaction or a Redis round trip per page, so shared stores
 keep the newest state per host in memory and write them together, every
-``interval`` seconds or as soon as ``batch`` hosts are waiting:
+``interval`` seconds (from the first save since the last write) or as soon as
+``batch`` hosts are waiting:
 
 - *pending*: saved, not yet sent;
 - *in flight*: sent, not yet confirmed.  Both stay visible to :meth:`get`, so
@@ -18,6 +19,8 @@ keep the newest state per host in memory and write them together, every
 The store supplies ``write(states)``: it raises to have the batch retried, or
 returns an exception to raise once the batch counts as written (data that no
 retry can fix, such as a foreign key in Redis: the other hosts were written).
+A request of the store's own may carry the pending states instead
+(:meth:`HostBatcher.write_along`): a batch like the others, in order with them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import logging
 import operator
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
+from typing import TypeVar
 
 from ..records import HostState
 
@@ -45,6 +49,7 @@ def copy_state(state: HostState) -> HostState:
 
 
 Write = Callable[[list[HostState]], Awaitable[BaseException | None]]
+_T = TypeVar("_T")
 
 
 class HostBatcher:
@@ -65,6 +70,7 @@ class HostBatcher:
         self._pending: dict[str, HostState] = {}
         self._in_flight: dict[str, HostState] = {}
         self._timer: asyncio.Task[None] | None = None
+        self._due = 0.0  # loop time the timer flushes at: an interval after the last write
         # Batches leave in order, one at a time.
         self._order: asyncio.Lock | None = None
         self._failing = False  # a timed flush failed and none has succeeded since
@@ -110,6 +116,36 @@ class HostBatcher:
             if problem is not None:
                 raise problem
 
+    async def write_along(
+        self, send: Callable[[list[HostState]], Awaitable[tuple[_T, BaseException | None]]]
+    ) -> _T:
+        """``send(states)``'s result: a request of the store's own that carries the
+        pending states as a batch (none while a batch is being written: batches leave
+        in order).  ``send`` also returns what its host-state part could not write,
+        told as a timed flush tells it; if ``send`` raises, the states stay pending."""
+        if self._order is None:
+            self._order = asyncio.Lock()
+        order = self._order
+        if not self._pending or order.locked():
+            return (await send([]))[0]
+        async with order:
+            batch, self._pending = self._pending, {}
+            self._in_flight.update(batch)
+            written = False
+            try:
+                result, problem = await send(list(batch.values()))
+                written = True
+                # The states saved since wait an interval from here, not from the first
+                # of those this write carried.
+                self._due = asyncio.get_running_loop().time() + self.interval
+            finally:
+                self._settle_batch(batch, failed=not written)
+        if problem is None:
+            self._failing = False
+        else:
+            self._tell(problem)
+        return result
+
     async def close(self) -> None:
         """Stop the timer and write what is pending."""
         timer, self._timer = self._timer, None
@@ -130,7 +166,9 @@ class HostBatcher:
             return await self._write(states)
 
     def _settle(self, batch: dict[str, HostState], task: asyncio.Future[object]) -> None:
-        failed = task.cancelled() or task.exception() is not None
+        self._settle_batch(batch, failed=task.cancelled() or task.exception() is not None)
+
+    def _settle_batch(self, batch: dict[str, HostState], *, failed: bool) -> None:
         for key, state in batch.items():
             if self._in_flight.get(key) is state:
                 del self._in_flight[key]
@@ -139,19 +177,26 @@ class HostBatcher:
                 self._pending.setdefault(key, state)
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self.interval)
+        loop = asyncio.get_running_loop()
+        self._due = loop.time() + self.interval
+        while (left := self._due - loop.time()) > 0:  # a write carried the states meanwhile
+            await asyncio.sleep(left)
         try:
             await self.flush()
-        except Exception:
-            # The batch is back in pending; the next save, flush or close retries.
-            # One warning per run of failures: a full disk must not flood the log.
-            if self._failing:
-                _log.debug("robotgate: writing host state to %s failed again", self.label,
-                           exc_info=True)
-                return
-            self._failing = True
-            _log.warning("robotgate: writing host state to %s failed (retried at each flush; "
-                         "further failures are logged at DEBUG until a write succeeds)",
-                         self.label, exc_info=True)
+        except Exception as exc:
+            self._tell(exc)
         else:
             self._failing = False
+
+    def _tell(self, exc: BaseException) -> None:
+        """A write that failed: the batch is back in pending (the next save, flush or
+        close retries).  One warning per run of failures: a full disk must not flood
+        the log."""
+        if self._failing:
+            _log.debug("robotgate: writing host state to %s failed again", self.label,
+                       exc_info=exc)
+            return
+        self._failing = True
+        _log.warning("robotgate: writing host state to %s failed (retried at each flush; "
+                     "further failures are logged at DEBUG until a write succeeds)",
+                     self.label, exc_info=exc)

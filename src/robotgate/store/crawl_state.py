@@ -95,6 +95,12 @@ class CrawlState(abc.ABC):
     def pending(self) -> int:
         """URLs queued in the state, not yet handed out by :meth:`take`."""
 
+    @property
+    def ready(self) -> int:
+        """Entries :meth:`take` hands out without asking anyone: a shared state's,
+        taken for this worker along with a write."""
+        return 0
+
     @abc.abstractmethod
     async def open(self) -> CrawlCounts:
         """Start (or resume) the crawl: URLs left in flight by an earlier run go back

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +163,8 @@ class RedisCrawlState(CrawlState):
         self._fleet = CrawlCounts()  # as the last call saw them
         self._sync_lock = asyncio.Lock()
         self._synced = float("-inf")  # loop time the last call for URLs asked
+        self._want = 0  # URLs the frontier last asked for: a write takes as many along
+        self._handed: list[Entry] = []  # taken along with a write, for the next take()
         self._renewer: asyncio.Task[None] | None = None
         self._finished: _Pending = []
         self._writer: asyncio.Task[None] | None = None
@@ -179,7 +182,17 @@ class RedisCrawlState(CrawlState):
     # -- the calls ------------------------------------------------------------
 
     async def _run(self, script: Any, args: list[Any]) -> Any:
-        reply = await self.store.run_script(script, [self.base], [*args, self._created])
+        return self._checked(
+            await self.store.run_script(script, [self.base], [*args, self._created]))
+
+    def _call(self, script: Any, args: list[Any]) -> tuple[Any, list[str], list[Any]]:
+        """A call of ``script`` for :meth:`RedisStore.run_scripts`."""
+        return script, [self.base], [*args, self._created]
+
+    def _checked(self, reply: Any) -> Any:
+        """A crawl script's reply; StoreError where it failed, or the crawl is gone."""
+        if isinstance(reply, StoreError):
+            raise reply
         if isinstance(reply, list) and reply[:1] == [b"LOST"]:
             if not self.gone:
                 self.gone = True
@@ -231,67 +244,82 @@ class RedisCrawlState(CrawlState):
                 await asyncio.sleep(ahead if ahead > 0 else every)
                 continue
             with contextlib.suppress(StoreError):  # the next call says it
-                await self._sync(0)
+                async with self._sync_lock:
+                    await self._sync(0)
+
+    def _sync_args(self, want: int, finishing: Counter[str]) -> list[Any]:
+        """CRAWL_SYNC's arguments: the busy servers renewed, the idle ones (whose keys
+        are all done once ``finishing``, keys per server the same request finishes
+        first, is written) give keys or are let go, and fresh ones leased while
+        ``want`` keys are wanted.  The leases are counted from now."""
+        left = {s: n - finishing[s] for s, n in self._held.items()}
+        busy = [s for s, n in left.items() if n > 0]
+        idle = [s for s, n in left.items() if n <= 0]
+        fresh = max(0, self.max_servers - len(self._held)) if want > 0 else 0
+        self._synced = asyncio.get_running_loop().time()  # the leases are renewed from here
+        return [self.worker, max(1, round(self.lease * 1000)), want, _PER_SERVER, fresh,
+                len(busy), *busy, len(idle), *idle]
 
     async def _sync(self, most: int) -> list[Entry]:
-        async with self._sync_lock:
-            busy = [s for s, n in self._held.items() if n > 0]
-            idle = [s for s, n in self._held.items() if n <= 0]
-            fresh = max(0, self.max_servers - len(self._held)) if most > 0 else 0
-            loop = asyncio.get_running_loop()
-            asked = loop.time()
-            self._synced = asked  # the leases are renewed from here
-            reply = await self._run(CRAWL_SYNC, [
-                self.worker, max(1, round(self.lease * 1000)), most, _PER_SERVER, fresh,
-                len(busy), *busy, len(idle), *idle])
-            replied = loop.time()
-            reaped, fleet, pairs, lost, flat = reply
-            self.reaped += int(reaped)
-            self.lost += len(lost)
-            self._fleet = _counts(fleet)
-            held = {text(s): int(since) for s, since in zip(pairs[::2], pairs[1::2], strict=True)}
-            # Lost, and not leased to this worker again in the same call (as its own
-            # lapsed lease may be: then the URLs it holds are still its own).
-            lost_to = {text(s) for s in lost} - held.keys()
-            if lost_to:
-                self._forget(lost_to)
-                self._lost |= lost_to
-            leases = self.leases
-            if leases is not None:
-                for server in self._held.keys() - held.keys():
-                    if server in lost_to:
-                        leases.lose(server)
-                    else:
-                        leases.drop(server)
-                first = self._first_free(replied)
-                # Redis set each lease's end an interval after it ran the script: after
-                # `asked`.  A request leaves before the fence, a margin earlier.
-                until = asked + self.lease * (1 - FENCE_MARGIN)
-                for server, since in held.items():
-                    free_at = (None if since == -1 else first if since == -2
-                               else replied - since / 1000)
-                    leases.hold(server, until, free_at)
-                # The servers just leased: their host states are asked for next.
-                taken = [s for s, since in held.items() if since != -1]
-                if taken:
-                    await self.store.read_hosts_ahead(taken)
-            self._held = {s: self._held.get(s, 0) for s in held}
-            out: list[Entry] = []
-            for i in range(0, len(flat), 4):
-                server = text(flat[i])
-                entry = _entry(flat[i + 1], flat[i + 2], flat[i + 3])
-                if self._out.get(entry.key) == server:
-                    continue  # handed out again after its lease lapsed: still queued here
-                self._out[entry.key] = server
-                self._held[server] = self._held.get(server, 0) + 1
-                out.append(entry)
-            return out
+        """Up to ``most`` keys of this worker's servers, and leases renewed; under
+        ``_sync_lock``."""
+        args = self._sync_args(most, Counter())
+        asked = self._synced
+        reply = await self._run(CRAWL_SYNC, args)
+        return await self._synced_reply(reply, asked)
+
+    async def _synced_reply(self, reply: Any, asked: float) -> list[Entry]:
+        """The keys a CRAWL_SYNC asked at loop time ``asked`` handed out; the leases
+        it renewed, gave and took noted."""
+        replied = asyncio.get_running_loop().time()
+        reaped, fleet, pairs, lost, flat = reply
+        self.reaped += int(reaped)
+        self.lost += len(lost)
+        self._fleet = _counts(fleet)
+        held = {text(s): int(since) for s, since in zip(pairs[::2], pairs[1::2], strict=True)}
+        # Lost, and not leased to this worker again in the same call (as its own
+        # lapsed lease may be: then the URLs it holds are still its own).
+        lost_to = {text(s) for s in lost} - held.keys()
+        if lost_to:
+            self._forget(lost_to)
+            self._lost |= lost_to
+        leases = self.leases
+        if leases is not None:
+            for server in self._held.keys() - held.keys():
+                if server in lost_to:
+                    leases.lose(server)
+                else:
+                    leases.drop(server)
+            first = self._first_free(replied)
+            # Redis set each lease's end an interval after it ran the script: after
+            # `asked`.  A request leaves before the fence, a margin earlier.
+            until = asked + self.lease * (1 - FENCE_MARGIN)
+            for server, since in held.items():
+                free_at = (None if since == -1 else first if since == -2
+                           else replied - since / 1000)
+                leases.hold(server, until, free_at)
+            # The servers just leased: their host states are asked for next.
+            taken = [s for s, since in held.items() if since != -1]
+            if taken:
+                await self.store.read_hosts_ahead(taken)
+        self._held = {s: self._held.get(s, 0) for s in held}
+        out: list[Entry] = []
+        for i in range(0, len(flat), 4):
+            server = text(flat[i])
+            entry = _entry(flat[i + 1], flat[i + 2], flat[i + 3])
+            if self._out.get(entry.key) == server:
+                continue  # handed out again after its lease lapsed: still queued here
+            self._out[entry.key] = server
+            self._held[server] = self._held.get(server, 0) + 1
+            out.append(entry)
+        return out
 
     def _forget(self, servers: set[str]) -> None:
         """Another worker took ``servers`` over: the URLs handed out with their leases
         went back to their queues in Redis (handed out again to whoever leases them)."""
         for key in [k for k, s in self._out.items() if s in servers]:
             del self._out[key]
+        self._handed = [e for e in self._handed if e.key in self._out]
 
     def _first_free(self, now: float) -> float:
         """When the worker before may have asked a server never leased in this crawl
@@ -303,8 +331,22 @@ class RedisCrawlState(CrawlState):
             return float("-inf")
         return now - max(0.0, time.time() - lost) + self.lease
 
+    @property
+    def ready(self) -> int:
+        return len(self._handed)
+
     async def take(self, most: int) -> list[Entry]:
-        return await self._sync(most)
+        """The keys taken along with a write, if any; else, unless a call asked for
+        keys within ``idle_poll`` (each write does, while this worker has servers or
+        wants keys), up to ``most`` keys asked for now."""
+        self._want = most
+        async with self._sync_lock:  # a write's take under way lands first
+            if self._handed:
+                out, self._handed = self._handed[:most], self._handed[most:]
+                return out
+            if asyncio.get_running_loop().time() - self._synced < self.idle_poll:
+                return []
+            return await self._sync(most)
 
     def _let_go(self, key: str) -> str:
         server = self._out.pop(key, None)
@@ -356,29 +398,49 @@ class RedisCrawlState(CrawlState):
                 batch.append(item)
                 size += 5 + 3 * len(item[3])
             args: list[Any] = [len(batch)]
+            finishing: Counter[str] = Counter()
             for page, _, outcome, links, _done in batch:
                 server = self._out.get(page.key, "") if page.key else ""
+                finishing[server] += 1
                 args += [page.key, server, outcome, page.attempts, len(links)]
                 for link in links:
                     args += [link.key, self.server(link.url), _record(link)]
-            try:
-                fleet, news = await self._run(CRAWL_WRITE, args)
-            except Exception as exc:
-                for *_, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            except BaseException:
-                for *_, done in batch:
-                    done.cancel()
-                raise
-            for page, _, _, _, _ in batch:
-                if page.key:
-                    self._let_go(page.key)
-            self._fleet = _counts(fleet)
-            for (_, _, _, links, done), new in zip(batch, news, strict=True):
+            async with self._sync_lock:
+                await self._write_batch(batch, args, finishing)
+
+    async def _write_batch(self, batch: _Pending, args: list[Any],
+                           finishing: Counter[str]) -> None:
+        """One write: the pages' outcomes and links and, in the same request, a take
+        for this worker's servers (renewing their leases), unless it has none and wants
+        no keys; under ``_sync_lock``."""
+        calls = [self._call(CRAWL_WRITE, args)]
+        want = max(0, self._want - len(self._handed))
+        along = bool(self._held) or want > 0
+        if along:
+            calls.append(self._call(CRAWL_SYNC, self._sync_args(want, finishing)))
+        asked = self._synced
+        try:
+            replies = await self.store.run_scripts(calls)
+            fleet, news = self._checked(replies[0])
+        except Exception as exc:
+            for *_, done in batch:
                 if not done.done():
-                    done.set_result(Added(new=int(new), known=len(links) - int(new)))
+                    done.set_exception(exc)
+            return
+        except BaseException:
+            for *_, done in batch:
+                done.cancel()
+            raise
+        for page, _, _, _, _ in batch:
+            if page.key:
+                self._let_go(page.key)
+        self._fleet = _counts(fleet)
+        for (_, _, _, links, done), new in zip(batch, news, strict=True):
+            if not done.done():
+                done.set_result(Added(new=int(new), known=len(links) - int(new)))
+        if along:
+            with contextlib.suppress(StoreError):  # the next call says it
+                self._handed += await self._synced_reply(self._checked(replies[1]), asked)
 
     async def release(self, entries: Sequence[Entry]) -> None:
         """Entries handed to this worker and not finished go back to the front of
@@ -406,8 +468,9 @@ class RedisCrawlState(CrawlState):
             await asyncio.gather(renewer, return_exceptions=True)
         if self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
+        handed, self._handed = self._handed, []
         with contextlib.suppress(StoreError):
-            await self.release([])
+            await self.release(handed)
         if self.leases is not None:
             for server in {*self._held, *self._lost}:
                 self.leases.drop(server)

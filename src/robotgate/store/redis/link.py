@@ -328,23 +328,38 @@ class Link:
         """Several calls of one script in one pipeline (per node, on a cluster).
 
         Idempotent calls only: after an unavailable error the whole pipeline is
-        sent again.  Returns the replies in order.
+        sent again.  Returns the replies in order; the first call that failed raises.
         """
         if len(calls) == 1:
             return [await self.script(script, *calls[0])]
-        every_key = [key for keys, _ in calls for key in keys]
+        replies = await self.batch([(script, keys, args) for keys, args in calls])
+        for reply in replies:
+            if isinstance(reply, StoreError):
+                raise reply
+        return replies
+
+    async def batch(self, calls: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+        """Calls of several scripts in one pipeline (one request per node, on a cluster).
+
+        Idempotent calls only: after an unavailable error the whole pipeline is
+        sent again.  Returns each call's reply in order, or, where that call alone
+        failed (foreign data under its keys), the :class:`StoreError` saying so.
+        """
+        every_key = [key for _, keys, _ in calls for key in keys]
 
         async def attempt(client: Client) -> list[Any]:
-            replies = await self._pipeline(client, script, calls, cached=True)
+            replies = await self._pipeline(client, calls, cached=True)
             missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
             if missing:
-                again = await self._pipeline(
-                    client, script, [calls[i] for i in missing], cached=False
-                )
+                again = await self._pipeline(client, [calls[i] for i in missing], cached=False)
                 for i, reply in zip(missing, again, strict=True):
                     replies[i] = reply
-            for reply in replies:
-                if isinstance(reply, BaseException):
+            for i, reply in enumerate(replies):
+                if isinstance(reply, UNAVAILABLE):
+                    raise reply  # the whole pipeline is sent again
+                if isinstance(reply, ResponseError):
+                    replies[i] = self._map_error(reply, calls[i][1])
+                elif isinstance(reply, BaseException):
                     raise reply
             return replies
 
@@ -353,19 +368,18 @@ class Link:
     async def _pipeline(
         self,
         client: Client,
-        script: Script,
-        calls: list[tuple[list[str], list[Any]]],
+        calls: list[tuple[Script, list[str], list[Any]]],
         *,
         cached: bool,
     ) -> list[Any]:
         if isinstance(client, RedisCluster):
             pipe: Any = client.pipeline()
             # One request per node that owns some of the slots.
-            nodes = {client.get_node_from_key(keys[0]) for keys, _ in calls}
+            nodes = {client.get_node_from_key(keys[0]) for _, keys, _ in calls}
             self.round_trips += max(1, len(nodes)) - 1
         else:
             pipe = client.pipeline(transaction=False)
-        for keys, args in calls:
+        for script, keys, args in calls:
             # execute_command: redis-py's cluster pipeline refuses the evalsha()
             # method, as a script might cross slots; these never do, and the
             # pipeline routes EVAL/EVALSHA by their keys.

@@ -357,6 +357,11 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
 
     async def _write_hosts(self, states: list[HostState]) -> StoreError | None:
         await self._ensure_open()
+        return self._hosts_written(await self._link.scripts(scripts.FLUSH_HOSTS,
+                                                            self._host_calls(states)))
+
+    def _host_calls(self, states: list[HostState]) -> list[tuple[list[str], list[Any]]]:
+        """The FLUSH_HOSTS calls that write ``states``: one per slot on a cluster."""
         groups: dict[int, list[HostState]] = {}
         for state in states:
             key = self._keys.host(state.origin)
@@ -371,13 +376,37 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
                 for state in chunk:
                     args += host_args(state)
                 calls.append(([self._keys.host(s.origin) for s in chunk], args))
-        replies = await self._link.scripts(scripts.FLUSH_HOSTS, calls)
+        return calls
+
+    def _hosts_written(self, replies: Sequence[Any]) -> StoreError | None:
+        """What FLUSH_HOSTS ``replies`` say could not be written (foreign data)."""
+        for reply in replies:
+            if isinstance(reply, StoreError):
+                return reply
         bad = [text(part) for reply in replies for part in (reply or [])]
         if not bad:
             return None
         # Not retried: retrying cannot help, and must not hold up the rest.
         more = f" (and {len(bad) // 2 - 1} more keys)" if len(bad) > 2 else ""
         return self._keys.bad(bad[0], bad[1] + more)
+
+    async def run_scripts(self, calls: list[tuple[scripts.Script, list[str], list[Any]]]
+                          ) -> list[Any]:
+        """The replies of ``calls``, sent in one request (one per node on a cluster),
+        the store opened first: each call's reply, or the :class:`StoreError` that
+        call alone met.  Idempotent calls only (retried whole, as :meth:`call` is).
+        On one server the pending host states go along, sparing their timed write a
+        request; on a cluster they would cost a request per node, and keep their timer."""
+        await self._ensure_open()
+        if self.cluster:
+            return await self._link.batch(calls)
+
+        async def send(states: list[HostState]) -> tuple[list[Any], StoreError | None]:
+            hosts = [(scripts.FLUSH_HOSTS, keys, args) for keys, args in self._host_calls(states)]
+            replies = await self._link.batch([*calls, *hosts])
+            return replies[: len(calls)], self._hosts_written(replies[len(calls):])
+
+        return await self._hosts.write_along(send)
 
     # -- the fleet: fetch locks and waiting -----------------------------------
 
