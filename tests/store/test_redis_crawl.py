@@ -14,7 +14,9 @@ from robotgate.store.base import StoreError
 from robotgate.store.crawl_state import Entry
 from robotgate.store.leases import Leases
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
+from robotgate.records import HostState
 from robotgate.store.redis.crawl import RedisCrawlState, server_of
+from robotgate.store.redis.crawl_scripts import CRAWL_SYNC, CRAWL_WRITE
 from tests.support.crawl_gate import LinkGate, Page
 
 
@@ -141,6 +143,73 @@ async def test_links_written_with_the_page_reach_the_leasing_worker(
         await store.close()
 
 
+def record_calls(store: RedisStore, monkeypatch: pytest.MonkeyPatch
+                 ) -> tuple[list[str], list[list[str]]]:
+    """The crawl scripts ``store`` runs: those sent alone, and those sent together."""
+    names = {CRAWL_SYNC.sha: "take", CRAWL_WRITE.sha: "write"}
+    alone: list[str] = []
+    together: list[list[str]] = []
+    run_script, run_scripts = store.run_script, getattr(store, "run_scripts", None)
+
+    async def one(script: Any, keys: list[str], args: list[Any]) -> Any:
+        alone.append(names.get(script.sha, "other"))
+        return await run_script(script, keys, args)
+
+    async def many(calls: list[Any]) -> Any:
+        together.append([names.get(script.sha, "other") for script, _, _ in calls])
+        assert run_scripts is not None
+        return await run_scripts(calls)
+
+    monkeypatch.setattr(store, "run_script", one)
+    monkeypatch.setattr(store, "run_scripts", many, raising=False)
+    return alone, together
+
+
+async def test_each_write_takes_the_next_urls_so_a_crawl_asks_for_urls_once(
+        redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 6 servers x 8 pages, page 0 of each linking to its other pages and the next
+    # server's page 0: before, each page 0's write and each server's last one were
+    # followed by a take of their own (at least 6).
+    hosts, pages = 6, 8
+    store = RedisStore(redis_url, prefix=prefix)
+    alone, together = record_calls(store, monkeypatch)
+    try:
+        summary = await crawl_with(store, LinkGate(latency=0.005), ["http://h0.example/p0"],
+                                   hosts, pages)
+        assert summary.pages == hosts * pages
+        # The first take goes alone; after it every write takes along (a crawl this
+        # short renews no lease on its own, and never finds nothing to do for 0.25 s).
+        assert alone.count("take") == 1, alone
+        assert together[0] == ["write"]  # the input, before any URL was asked for
+        assert all(calls == ["write", "take"] for calls in together[1:]), together
+    finally:
+        await store.close()
+
+
+async def test_a_write_carries_the_host_states_saved_before_it(
+        redis_url: str, prefix: str) -> None:
+    # No timed host-state write within the test (flush_interval 60 s).
+    store = RedisStore(redis_url, prefix=prefix, flush_interval=60.0)
+    other = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = store.crawl_state("hosts")
+        await state.open()
+        await state.add([entry("http://a.example/0")])
+        [page] = await state.take(10)
+        await store.save_host(HostState("host:b.example"))
+        await store.flush()  # the script is loaded
+        await store.save_host(HostState("host:a.example", visits=3, last_visit=1.0))
+        before = store.round_trips
+        await state.finish(page, 2, [])
+        assert store.round_trips - before == 1  # the page, the take, the host state
+        found = await other.load_host("host:a.example")
+        assert found is not None and found.visits == 3
+        await state.close()
+    finally:
+        await store.close()
+        await other.close()
+
+
 async def _forget_crawls(raw: Any, prefix: str) -> None:
     """Delete the prefix's crawl keys, as a Redis restarted empty leaves them."""
     async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
@@ -193,16 +262,16 @@ async def test_after_a_loss_a_server_first_leased_waits_out_the_lost_crawls_leas
     try:
         lost = RedisCrawlState(store, "l", leases=leases, lease=4.0)
         await lost.open()
-        lost.idle_poll = 0.0  # each take asks Redis
         await lost.add([entry("http://a.example/0")])
-        assert [e.url for e in await lost.take(10)] == ["http://a.example/0"]
+        [page] = await lost.take(10)
+        assert page.url == "http://a.example/0"
         # A server never leased before: nobody asked it, it may be asked at once.
         first = leases.get("a.example", 0.0)
         assert first is not None and first.free_at == float("-inf")
         async for key in raw.scan_iter(match=f"{prefix}:crawl:*"):
             await raw.delete(key)
         with pytest.raises(StoreError, match="gone from Redis"):
-            await lost.take(10)
+            await lost.finish(page, 2, [])
         assert store.unrecorded_until > 0
         await lost.close()
         again = RedisCrawlState(store, "l", leases=leases, lease=4.0)

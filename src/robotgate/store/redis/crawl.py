@@ -336,15 +336,16 @@ class RedisCrawlState(CrawlState):
         return len(self._handed)
 
     async def take(self, most: int) -> list[Entry]:
-        """The keys taken along with a write, if any; else, unless a call asked for
-        keys within ``idle_poll`` (each write does, while this worker has servers or
-        wants keys), up to ``most`` keys asked for now."""
+        """The keys taken along with a write, if any; else up to ``most`` keys asked
+        for now, unless a call asked lately: within ``idle_poll`` or, while this worker
+        has keys not yet done (whose writes take along), within a third of the lease."""
         self._want = most
         async with self._sync_lock:  # a write's take under way lands first
             if self._handed:
                 out, self._handed = self._handed[:most], self._handed[most:]
                 return out
-            if asyncio.get_running_loop().time() - self._synced < self.idle_poll:
+            lately = self.lease / 3 if self._out else self.idle_poll
+            if asyncio.get_running_loop().time() - self._synced < lately:
                 return []
             return await self._sync(most)
 
