@@ -10,11 +10,11 @@ import pytest
 
 from robotgate.crawl import CrawlSummary, Frontier
 from robotgate.policy.provenance import pointer_of
+from robotgate.records import HostState
 from robotgate.store.base import StoreError
 from robotgate.store.crawl_state import Entry
 from robotgate.store.leases import Leases
 from robotgate.store.redis import FORMAT_VERSION, RedisStore
-from robotgate.records import HostState
 from robotgate.store.redis.crawl import RedisCrawlState, server_of
 from robotgate.store.redis.crawl_scripts import CRAWL_SYNC, CRAWL_WRITE
 from tests.support.crawl_gate import LinkGate, Page
