@@ -156,6 +156,7 @@ class Frontier(Generic[ResponseT]):
         self._load_after = 0.0  # loop time before which the state is not asked again
         self._idle_wait = 0.0  # the wait after the state last had nothing more to hand out
         self._visits: dict[asyncio.Task[None], QueuedURL] = {}
+        self._writing = 0  # visits whose outcome is being written
         # Outcomes being written when the crawl was stopped.
         self._settling: list[tuple[asyncio.Future[Added], QueuedURL, CrawlResult, int]] = []
         self._wakeup: asyncio.Future[None] | None = None
@@ -502,11 +503,16 @@ class Frontier(Generic[ResponseT]):
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
         finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
+        self._writing += 1
+        if self._writing >= self.concurrency:
+            self.state.write_now()  # every place waits for it: nothing more can join
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
             self._settling.append((finishing, item, record, len(found)))
             raise
+        finally:
+            self._writing -= 1
         if self.queues.hosts.get(host.key) is not host:
             self._load_soon()  # its server's last URL written: a shared state leases another
         self._settled(added, record, len(found))

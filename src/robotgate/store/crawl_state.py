@@ -126,6 +126,10 @@ class CrawlState(abc.ABC):
         """``entry`` ended with ``outcome`` (DONE, SKIPPED, FAILED); its page gave
         ``links``, queued in the same step where new."""
 
+    def write_now(self) -> None:  # noqa: B027 - written at once by default
+        """Every visit of the crawl waits for its outcome's write, and no other can
+        start: a state that holds writes back to share them sends them now."""
+
     @abc.abstractmethod
     async def release(self, entries: Sequence[Entry]) -> None:
         """Entries taken but not finished (a crawl stopped) go back to the queue."""

@@ -54,11 +54,12 @@ FENCE_MARGIN = 1 / 6
 #: Keys handed out per server at once, and servers leased by one worker at most.
 _PER_SERVER = 64
 _MAX_SERVERS = 64
-#: Seconds a finished page waits for others to share its write (its visit fetches no
-#: more meanwhile: the crawl goes on), and a write that queues URLs (links, input):
-#: those may be for this worker's servers. A killed or stalled worker's pages fetched
-#: and not yet written are fetched again: kept short, so that costs few pages.
-LINGER = 0.05
+#: Seconds a finished page waits for others to share its write (its visit keeps its
+#: place in ``concurrency`` meanwhile, so a killed or stalled worker's pages fetched and
+#: not yet written, fetched again, stay within it), and a write that queues URLs (links,
+#: input): those may be for this worker's servers.  None waits once every place of
+#: the crawl waits for it (:meth:`RedisCrawlState.write_now`).
+LINGER = 0.2
 LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
@@ -169,6 +170,7 @@ class RedisCrawlState(CrawlState):
         self._finished: _Pending = []
         self._writer: asyncio.Task[None] | None = None
         self._hurry = asyncio.Event()  # a write waiting queues URLs: it goes soon
+        self._now = asyncio.Event()  # nothing more can join the write waiting: it goes
         #: URLs of this worker's crawl taken back from lapsed leases, and servers
         #: whose lease this worker lost (it stalled longer than the lease).
         self.reaped = 0
@@ -386,12 +388,15 @@ class RedisCrawlState(CrawlState):
         while self._finished:
             if self.linger > 0:
                 # Pages finishing within ``linger`` of each other share one call; new
-                # URLs go sooner.
+                # URLs go sooner; none waits once nothing more can join.
                 if not self._hurry.is_set():
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self._hurry.wait(), self.linger)
-                await asyncio.sleep(min(self.linger, LINGER_LINKS))
+                if not self._now.is_set():
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._now.wait(), min(self.linger, LINGER_LINKS))
             self._hurry.clear()
+            self._now.clear()
             batch: _Pending = []
             size = 0
             while self._finished and (not batch or size < _WRITE_ARGS):
@@ -442,6 +447,10 @@ class RedisCrawlState(CrawlState):
         if along:
             with contextlib.suppress(StoreError):  # the next call says it
                 self._handed += await self._synced_reply(self._checked(replies[1]), asked)
+
+    def write_now(self) -> None:
+        self._hurry.set()
+        self._now.set()
 
     async def release(self, entries: Sequence[Entry]) -> None:
         """Entries handed to this worker and not finished go back to the front of
