@@ -64,3 +64,52 @@ async def test_close_waits_for_a_timed_write_under_way_and_writes_what_it_failed
     gate.set()
     await asyncio.wait_for(closing, 5)
     assert attempts == [["host:a"], ["host:a"]] and len(batcher) == 0
+
+
+async def test_a_write_of_the_stores_own_carries_the_pending_states_in_order() -> None:
+    timed: list[list[str]] = []
+    gate = asyncio.Event()
+
+    async def write(states: list[HostState]) -> None:
+        timed.append([s.origin for s in states])
+        await gate.wait()
+
+    batcher = HostBatcher(write, interval=60.0, batch=100, label="own.db")
+    carried: list[list[str]] = []
+
+    async def send(states: list[HostState]) -> tuple[str, BaseException | None]:
+        carried.append([s.origin for s in states])
+        return "reply", None
+
+    await batcher.save(HostState("host:a"))
+    assert await batcher.write_along(send) == "reply"
+    assert carried == [["host:a"]] and len(batcher) == 0 and batcher.get("host:a") is None
+    # While a batch is being written, another carries none: batches leave in order.
+    await batcher.save(HostState("host:b"))
+    flushing = asyncio.ensure_future(batcher.flush())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert timed == [["host:b"]]
+    await batcher.save(HostState("host:c"))
+    assert await batcher.write_along(send) == "reply"
+    assert carried[-1] == [] and len(batcher) == 1
+    gate.set()
+    await flushing  # and host:c with it
+    assert timed == [["host:b"], ["host:c"]]
+    await batcher.close()
+
+
+async def test_a_failed_write_of_the_stores_own_puts_the_states_back() -> None:
+    async def write(states: list[HostState]) -> None:
+        return None
+
+    batcher = HostBatcher(write, interval=60.0, batch=100, label="own.db")
+
+    async def send(states: list[HostState]) -> tuple[str, BaseException | None]:
+        raise OSError("unreachable")
+
+    await batcher.save(HostState("host:a", visits=2))
+    with pytest.raises(OSError):
+        await batcher.write_along(send)
+    assert len(batcher) == 1 and batcher.get("host:a") == HostState("host:a", visits=2)
+    await batcher.close()
