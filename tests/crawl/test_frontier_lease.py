@@ -4,11 +4,12 @@ no result for them; the state hands them out again."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from robotgate.crawl import CrawlResult, crawl
-from robotgate.store.crawl_state import Entry, MemoryCrawlState
+from robotgate.store.crawl_state import Added, Entry, MemoryCrawlState
 from robotgate.store.leases import LapsedLease
 from tests.support.crawl_gate import LinkGate, Page, _Fetch
 
@@ -64,3 +65,42 @@ async def test_a_lapsed_lease_hands_its_servers_urls_back_unsent() -> None:
     assert sorted(r.url for r in results) == sorted(gate.fetched)
     assert all(r.error is None for r in results)
     assert summary.pages == 6 and summary.errors == 0
+
+
+class HeldWrites(MemoryCrawlState):
+    """Holds each outcome's write until ``write_now`` (or 2 s), as a shared state that
+    batches them may; records how many writes each ``write_now`` let go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[asyncio.Future[None]] = []
+        self.told: list[int] = []
+
+    def write_now(self) -> None:
+        # Once the writes just begun are held too (their tasks start next).
+        asyncio.get_running_loop().call_soon(self._let_go)
+
+    def _let_go(self) -> None:
+        held, self.held = self.held, []
+        self.told.append(len(held))
+        for write in held:
+            write.set_result(None)
+
+    async def finish(self, entry: Entry, outcome: int, links: Sequence[Entry]) -> Added:
+        write = asyncio.get_running_loop().create_future()
+        self.held.append(write)
+        try:
+            await asyncio.wait_for(write, 2.0)  # never told: goes alone
+        except asyncio.TimeoutError:
+            self.held.remove(write)
+        return await super().finish(entry, outcome, links)
+
+
+async def test_a_state_holding_writes_is_told_once_every_place_waits_for_one() -> None:
+    state = HeldWrites()
+    urls = [f"http://h{i}.example/0" for i in range(6)]
+    summary = await asyncio.wait_for(
+        crawl(LinkGate(), urls, handler, concurrency=3, state=state), 20)
+    assert summary.pages == 6
+    # Told each time its three places all waited for their writes, never sooner.
+    assert state.told == [3, 3]
