@@ -291,7 +291,7 @@ class Frontier(Generic[ResponseT]):
 
     def _count_queued(self) -> None:
         summary = self.summary
-        summary.queued = self.state.pending + self.queues.window
+        summary.queued = self.state.pending + self.state.ready + self.queues.window
         if not self.state.bounded or summary.queued < self.max_queued:
             self._room.set()
         else:
