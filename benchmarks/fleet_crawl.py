@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testb
 
 from benchmarks.harness.report import command_line
 from testbed.fleet import pacing_violations
-from testbed.fleet_crawl import spawn
+from testbed.fleet_crawl import worker_processes
 from testbed.server import ServerProcess
 
 HEADERS = ["redis", "workers", "run", "pages", "dup", "lost", "violations", "min gap s",
@@ -62,14 +62,11 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
                "--concurrency", str(args.concurrency), "--pacing-margin", str(args.margin),
                "--nice", str(args.nice), *(["--cluster"] if cluster else []),
                *(["--again"] if event == "restart" else [])]
-    procs = []
     total = len(bases) * args.pages
     after: float | None = None
     kill = event == "kill"
-    try:
-        for w in range(args.workers):
-            procs.append(await spawn(w, directory, seeds[w::args.workers], url, prefix,
-                                     *options))
+    async with worker_processes([seeds[w::args.workers] for w in range(args.workers)],
+                                directory, url, prefix, *options) as procs:
         started = time.monotonic()
         runs = [asyncio.ensure_future(p.communicate(b"go\n")) for p in procs]
         if event != "shared":
@@ -87,11 +84,6 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
             with contextlib.suppress(Exception):
                 await runs[0]
         elapsed = time.monotonic() - started
-    finally:
-        for p in procs:
-            if p.returncode is None:
-                p.kill()
-                await p.wait()
     results = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outs]
     stats = await server.stats()
     hosts = stats["hosts"].values()

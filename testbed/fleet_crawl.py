@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,24 @@ async def spawn(index: int, directory: Path, seeds: Sequence[str], redis_url: st
         raise RuntimeError(f"crawler {index} did not start: {line!r}\n"
                            + (directory / f"crawler{index}.stderr").read_text(errors="replace"))
     return proc
+
+
+@contextlib.asynccontextmanager
+async def worker_processes(
+    seeds: Sequence[Sequence[str]], directory: Path, redis_url: str, prefix: str, *options: str
+) -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """Worker ``i`` started with ``seeds[i]`` (see :func:`spawn`), one after the other;
+    any still running at the end is killed."""
+    procs: list[asyncio.subprocess.Process] = []
+    try:
+        for index, own in enumerate(seeds):
+            procs.append(await spawn(index, directory, own, redis_url, prefix, *options))
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
 
 
 if __name__ == "__main__":

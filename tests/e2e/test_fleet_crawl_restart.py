@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed.fleet_crawl import spawn
+from testbed.fleet_crawl import worker_processes
 from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan
-from tests.e2e.test_fleet_crawl import finish, requests_by_page
+from tests.e2e.test_fleet_crawl import finish, pages_asked, requests_by_page
 
 DELAY = 0.5
 
@@ -24,24 +24,13 @@ async def test_workers_say_redis_lost_the_crawl_and_keep_every_interval(
     hosts, pages, workers = 6, 6, 3
     async with BenchServer([HostPlan("allow", pages=pages)] * hosts) as srv:
         seeds = [srv.url(h, "/page/0") for h in range(hosts)]
-        procs = []
-        try:
-            for w in range(workers):
-                procs.append(await spawn(w, tmp_path, seeds[w::workers], own_redis.url, "r",
-                                         "--delay", str(DELAY), "--pages", str(pages),
-                                         "--concurrency", "4", "--again"))
+        async with worker_processes([seeds[w::workers] for w in range(workers)], tmp_path,
+                                    own_redis.url, "r", "--delay", str(DELAY), "--pages",
+                                    str(pages), "--concurrency", "4", "--again") as procs:
             runs = [asyncio.ensure_future(finish(p, 120)) for p in procs]
-            for _ in range(600):  # a third of the pages asked for
-                if sum(requests_by_page(srv).values()) >= hosts * pages // 3:
-                    break
-                await asyncio.sleep(0.02)
+            await pages_asked(srv, hosts * pages // 3)
             await asyncio.to_thread(own_redis.restart)  # back empty
             results = await asyncio.gather(*runs)
-        finally:
-            for p in procs:
-                if p.returncode is None:
-                    p.kill()
-                    await p.wait()
         # Every worker said what happened, and what to do.
         for w, result in enumerate(results):
             assert "gone from Redis" in result["lost"] and "start it again" in result["lost"]
