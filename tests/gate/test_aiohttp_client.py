@@ -107,6 +107,35 @@ async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(giv
     assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["plain session", "traced session"])
+async def test_a_fetched_body_is_read_whole_and_its_connection_kept(traced: bool) -> None:
+    # A page that came whole with its headers is taken as it is: the response reads
+    # again as aiohttp's does, its connection goes back to the pool for the next page,
+    # and a session's trace still hears the body read.
+    site = Site()
+    runner = await serve(site)
+    heard: list[bytes] = []
+
+    async def chunk(session: aiohttp.ClientSession, ctx: object,
+                    params: aiohttp.TraceResponseChunkReceivedParams) -> None:
+        heard.append(params.chunk)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_response_chunk_received.append(chunk)
+    try:
+        async with aiohttp.ClientSession(trace_configs=[trace] if traced else None) as session, \
+                RobotGate(AGENT, delay=0, session=session) as gate:
+            first = await gate.fetch(site.url + "/page")
+            async with gate.fetch(site.url + "/page") as second:
+                assert await second.text() == "page"
+            assert await first.read() == b"page" and await first.read() == b"page"
+    finally:
+        await runner.cleanup()
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/page", "/page"]
+    assert len({port for _, port in site.seen}) == 1  # one connection, kept alive
+    assert heard == ([b"page", b"page"] if traced else [])
+
+
 async def test_fetch_on_a_session_with_middlewares_runs_none_of_them() -> None:
     # A user's session may carry the gate's own middleware (and others): gate.fetch
     # checks and paces each hop itself, so none of them runs, with or without the
