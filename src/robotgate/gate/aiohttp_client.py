@@ -847,9 +847,9 @@ def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None,
           unheard: bool) -> Awaitable[object]:
     """Read the body, within ``max_bytes`` decoded bytes when not None.  A body already
     whole and within the limit (most pages: they come with their headers) is taken
-    from the stream at once when ``unheard`` (no trace hears it read), which spares
-    aiohttp's read of the stream (a coroutine a chunk); then read as aiohttp ends a
-    read, which keeps it.  Any other is read in chunks."""
+    from the stream at once when ``unheard`` (no trace hears the read), not through
+    aiohttp's read of the stream (coroutines a chunk); ``resp.read()`` then only ends
+    the read as aiohttp does, and returns the body kept.  Any other is read in chunks."""
     content = resp.content
     if content.is_eof() and (max_bytes is None or content.total_bytes <= max_bytes):
         if unheard:
