@@ -502,6 +502,53 @@ async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
             await gate.allowed("http://127.0.0.1:9/", pointed_by=b"http://a.example/")  # type: ignore[arg-type]
 
 
+async def test_a_users_sessions_resend_after_close_is_not_sent_but_gate_closed() -> None:
+    # The gate closes while a page waits for its answer over the user's session (which
+    # close() leaves open); the server then drops the connection: aiohttp would send the
+    # page again by itself, and the gate's fetch ends with GateClosed instead.
+    arrived: list[str] = []
+    drop = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            for _ in range(10):  # requests on one connection, bounded
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                path = head.split(b" ", 2)[1].decode("latin-1")
+                arrived.append(path)
+                if path != "/robots.txt":
+                    await asyncio.wait_for(drop.wait(), 10)
+                    return  # closed unanswered
+                body = b"User-agent: *\nAllow: /\n"
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(body), body))
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            gate = RobotGate(AGENT, delay=0, session=session)
+            await gate.open()
+            assert await gate.allowed(url + "/page")
+            page = asyncio.ensure_future(gate.fetch(url + "/page"))
+            for _ in range(200):  # bounded: until the page is at the server
+                if "/page" in arrived:
+                    break
+                await asyncio.sleep(0.01)
+            await gate.close()
+            drop.set()
+            with pytest.raises(GateClosed):
+                await asyncio.wait_for(page, 10)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert arrived == ["/robots.txt", "/page"]
+
+
 @pytest.mark.slow
 async def test_a_users_sessions_resend_through_gate_fetch_waits_its_turn() -> None:
     from tests.contract.test_provenance_paths import DroppingServer

@@ -318,11 +318,9 @@ class _FetchSender:
                          handler: Handler) -> aiohttp.ClientResponse:
         """A middleware that lets the request go out once: aiohttp sends a request again
         at once when the connection dropped under it; that resend is a request of its
-        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`),
-        but not after the gate's close dropped the connection."""
+        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`;
+        after the gate's close, that turn raises GateClosed)."""
         if self._dropped is not None:
-            if self._client.closed:
-                raise self._dropped
             raise Resend(self._dropped)
         try:
             return await handler(req)
