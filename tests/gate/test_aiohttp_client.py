@@ -107,6 +107,35 @@ async def test_fetch_sends_its_agent_over_the_sessions_and_the_calls_headers(giv
     assert [h.get("X-Call") for h in site.headers] == [None, None, "c", "c"]
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["plain session", "traced session"])
+async def test_a_fetched_body_is_read_whole_and_its_connection_kept(traced: bool) -> None:
+    # A page that came whole with its headers is taken as it is: the response reads
+    # again as aiohttp's does, its connection goes back to the pool for the next page,
+    # and a session's trace still hears the body read.
+    site = Site()
+    runner = await serve(site)
+    heard: list[bytes] = []
+
+    async def chunk(session: aiohttp.ClientSession, ctx: object,
+                    params: aiohttp.TraceResponseChunkReceivedParams) -> None:
+        heard.append(params.chunk)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_response_chunk_received.append(chunk)
+    try:
+        async with aiohttp.ClientSession(trace_configs=[trace] if traced else None) as session, \
+                RobotGate(AGENT, delay=0, session=session) as gate:
+            first = await gate.fetch(site.url + "/page")
+            async with gate.fetch(site.url + "/page") as second:
+                assert await second.text() == "page"
+            assert await first.read() == b"page" and await first.read() == b"page"
+    finally:
+        await runner.cleanup()
+    assert [path for path, _ in site.seen] == ["/robots.txt", "/page", "/page"]
+    assert len({port for _, port in site.seen}) == 1  # one connection, kept alive
+    assert heard == ([b"page", b"page"] if traced else [])
+
+
 async def test_fetch_on_a_session_with_middlewares_runs_none_of_them() -> None:
     # A user's session may carry the gate's own middleware (and others): gate.fetch
     # checks and paces each hop itself, so none of them runs, with or without the
@@ -471,6 +500,53 @@ async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
             gate.fetch("http://127.0.0.1:9/", pointed_by=123)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="pointed_by"):
             await gate.allowed("http://127.0.0.1:9/", pointed_by=b"http://a.example/")  # type: ignore[arg-type]
+
+
+async def test_a_users_sessions_resend_after_close_is_not_sent_but_gate_closed() -> None:
+    # The gate closes while a page waits for its answer over the user's session (which
+    # close() leaves open); the server then drops the connection: aiohttp would send the
+    # page again by itself, and the gate's fetch ends with GateClosed instead.
+    arrived: list[str] = []
+    drop = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            for _ in range(10):  # requests on one connection, bounded
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                path = head.split(b" ", 2)[1].decode("latin-1")
+                arrived.append(path)
+                if path != "/robots.txt":
+                    await asyncio.wait_for(drop.wait(), 10)
+                    return  # closed unanswered
+                body = b"User-agent: *\nAllow: /\n"
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(body), body))
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            gate = RobotGate(AGENT, delay=0, session=session)
+            await gate.open()
+            assert await gate.allowed(url + "/page")
+            page = asyncio.ensure_future(gate.fetch(url + "/page"))
+            for _ in range(200):  # bounded: until the page is at the server
+                if "/page" in arrived:
+                    break
+                await asyncio.sleep(0.01)
+            await gate.close()
+            drop.set()
+            with pytest.raises(GateClosed):
+                await asyncio.wait_for(page, 10)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert arrived == ["/robots.txt", "/page"]
 
 
 @pytest.mark.slow

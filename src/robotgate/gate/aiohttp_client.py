@@ -249,7 +249,7 @@ class _FetchSender:
     gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
 
     __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_method", "_sending",
-                 "_sent", "hops", "last")
+                 "_target", "hops", "last", "url")
 
     def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
                  max_bytes: int | None, call: FetchCall | None) -> None:
@@ -259,7 +259,9 @@ class _FetchSender:
         self._kwargs = kwargs
         self._max_bytes = max_bytes
         self._sending = client._sending(kwargs)
-        self._sent: URL | str = ""
+        self._target: URL | str = ""  # the URL handed to aiohttp
+        #: The URL being sent, as the gate's errors name it.
+        self.url = ""
         # What dropped the connection under the request being sent (see _sent_once).
         self._dropped: BaseException | None = None
         #: The redirect responses followed, and the last response (for aiohttp's
@@ -269,12 +271,12 @@ class _FetchSender:
 
     def prepare(self, url: str) -> str:
         if _REWRITTEN(url) is None:  # most URLs: sent as they are (for_aiohttp's first case)
-            self._sent = url
+            self._target = url
             return url
-        self._sent, url = for_aiohttp(url)
+        self._target, url = for_aiohttp(url)
         return url
 
-    async def send(self, turn: RequestTurn) -> aiohttp.ClientResponse:
+    def send(self, turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
         client = self._client
         # The trace hook's last look (only the owned session has it): a fleet slot
         # found past as the headers go out raises LateSlot, nothing sent.
@@ -287,31 +289,37 @@ class _FetchSender:
         middlewares = self._sending
         if turn.guard:
             middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
-        if not client.owned:
-            # A user's session resends on its own: the resend is stopped where it starts.
-            self._dropped = None
-            middlewares = (self._sent_once, *middlewares)
+        self.url = turn.url
+        if client.owned:
+            return self._sent(client.session().request(
+                self._method, self._target, allow_redirects=False, middlewares=middlewares,
+                **extra))
+        # A user's session resends on its own: the resend is stopped where it starts, in
+        # the one coroutine a request of it takes here; its errors are made the gate's
+        # by the fetch (AiohttpClient.fetch).
+        self._dropped = None
+        return client.session().request(
+            self._method, self._target, allow_redirects=False,
+            middlewares=(self._sent_once, *middlewares), **extra)
+
+    async def _sent(self, sending: Awaitable[aiohttp.ClientResponse]
+                    ) -> aiohttp.ClientResponse:
+        """The gate's own session's request: a dropped connection's request is sent
+        again in a turn of its own (the session does not resend by itself)."""
+        client = self._client
         try:
-            resp = await client.session().request(
-                self._method, self._sent, allow_redirects=False, middlewares=middlewares,
-                **extra)
+            return await sending
         except aiohttp.ClientError as exc:
-            if client.owned and not client.closed and _dropped(exc) and self._resendable():
-                raise Resend(exc) from None  # the gate's session does not resend by itself
-            client._raise_ours(exc, turn.url)
-        except Resend as again:
-            if client.closed:  # the gate's close dropped the connection: no resend
-                raise _ours(aiohttp.ClientError(), turn.url, True) from again.error
-            raise
-        client._open.add(resp)
-        self.last = resp
-        return resp
+            if not client.closed and _dropped(exc) and self._resendable():
+                raise Resend(exc) from None
+            client._raise_ours(exc, self.url)
 
     async def _sent_once(self, req: aiohttp.ClientRequest,
                          handler: Handler) -> aiohttp.ClientResponse:
         """A middleware that lets the request go out once: aiohttp sends a request again
         at once when the connection dropped under it; that resend is a request of its
-        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`)."""
+        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`;
+        after the gate's close, that turn raises GateClosed)."""
         if self._dropped is not None:
             raise Resend(self._dropped)
         try:
@@ -328,6 +336,9 @@ class _FetchSender:
                 and "json" not in kwargs)
 
     def answer(self, resp: aiohttp.ClientResponse) -> Answer:
+        # The exchange asks as soon as the response came: tracked from here.
+        self._client._open.add(resp)
+        self.last = resp
         status = resp.status
         if status in REDIRECTS:
             return Answer(status, None, redirect_location(resp.headers))
@@ -349,7 +360,7 @@ class _FetchSender:
     async def read(self, resp: aiohttp.ClientResponse, url: str) -> None:
         """Read ``resp``'s body within ``max_bytes``; the client's errors as the gate's."""
         try:
-            await _read(resp, url, self._max_bytes)
+            await _read(resp, url, self._max_bytes, self._client.body_unheard())
         except BaseException as exc:
             self.unread(resp, url, exc)
         finally:
@@ -527,6 +538,7 @@ class AiohttpClient:
         self._stamping: tuple[Middleware, ...] = (self._stamp,)
         self._open: set[aiohttp.ClientResponse] = set()
         self._followed = _Followed()
+        self._body_unheard: bool | None = None  # known once the session is (body_unheard)
         self.closed = False
 
     # -- gate.fetch -----------------------------------------------------------------
@@ -563,6 +575,8 @@ class AiohttpClient:
             assert last is not None
             raise AiohttpTooManyRedirects(many.url, many.limit, last.request_info,
                                           (*sender.hops, last)) from None
+        except aiohttp.ClientError as exc:  # a user's session's request (see _FetchSender.send)
+            self._raise_ours(exc, sender.url)
         resp, turn = done.response, done.turn
         if stream:
             # The response holds the server's slot: the caller reads it and lets go.
@@ -570,7 +584,8 @@ class AiohttpClient:
             call._resp, call._turn = resp, turn
             return resp
         try:
-            await _read(resp, done.url, max_bytes)  # as sender.read, without its coroutine
+            # As sender.read, without its coroutine.
+            await _read(resp, done.url, max_bytes, self.body_unheard())
         except BaseException as exc:
             sender.unread(resp, done.url, exc)
         finally:
@@ -579,6 +594,15 @@ class AiohttpClient:
         if call is not None:
             call._resp = resp
         return resp
+
+    def body_unheard(self) -> bool:
+        """Whether no trace of the session hears a response's body read (aiohttp's
+        ``on_response_chunk_received``, which its read of the stream sends)."""
+        unheard = self._body_unheard
+        if unheard is None:
+            unheard = self._body_unheard = not any(
+                trace.on_response_chunk_received for trace in self.session().trace_configs)
+        return unheard
 
     def _raise_ours(self, exc: aiohttp.ClientError, url: str) -> NoReturn:
         """Raise the client's error ``exc`` sending ``url`` as the gate's, where it
@@ -817,12 +841,19 @@ def _resolve_with(session: aiohttp.ClientSession | None) -> Resolve:
     return resolve
 
 
-def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None) -> Awaitable[object]:
+def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None,
+          unheard: bool) -> Awaitable[object]:
     """Read the body, within ``max_bytes`` decoded bytes when not None.  A body already
-    whole and within the limit (most pages: they come with their headers) is read as
-    aiohttp does; any other in chunks."""
+    whole and within the limit (most pages: they come with their headers) is taken
+    from the stream at once when ``unheard`` (no trace hears the read), not through
+    aiohttp's read of the stream (coroutines a chunk); ``resp.read()`` then only ends
+    the read as aiohttp does, and returns the body kept.  Any other is read in chunks."""
     content = resp.content
-    if max_bytes is None or (content.is_eof() and content.total_bytes <= max_bytes):
+    if content.is_eof() and (max_bytes is None or content.total_bytes <= max_bytes):
+        if unheard:
+            resp._body = content.read_nowait()
+        return resp.read()
+    if max_bytes is None:
         return resp.read()
     return _read_within(resp, max_bytes, url)
 
