@@ -160,3 +160,27 @@ def test_text_that_only_looks_like_a_zlib_header_is_read_as_it_is() -> None:
         assert decode_capped(text, ["utf-8"], 10**6) == text
     wide = "User-agent: *\nDisallow: /\n".encode("utf-16")  # NULs, after its BOM
     assert decode_capped(wide, ["x-unknown"], 10**6) == wide
+
+
+def test_text_sent_as_it_is_is_never_tried_as_brotli(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A body that is text reads as it came, as a browser reads it; only a body that is
+    # no text is tried as a brotli stream (brotli has no magic number).
+    tried: list[bytes] = []
+
+    class CountingBrotli:
+        class Decompressor:
+            def process(self, data: bytes, output_buffer_limit: int) -> bytes:
+                tried.append(data)
+                return brotli.Decompressor().process(  # type: ignore[no-any-return]
+                    data, output_buffer_limit=output_buffer_limit)
+
+            def is_finished(self) -> bool:
+                return True
+
+    monkeypatch.setattr(content_coding, "_module", lambda *names: CountingBrotli)
+    for token in ([], ["identity"], ["utf-8"]):
+        assert decode_capped(TEXT, token, 10**6) == TEXT
+    assert tried == []
+    packed = brotli.compress(TEXT)
+    assert decode_capped(packed, [], 10**6) == TEXT
+    assert tried == [packed]

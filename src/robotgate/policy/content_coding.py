@@ -14,8 +14,8 @@ What a ``Content-Encoding`` token means:
   ``none``, ``text/plain``...) mean no coding, and browsers read the body as it
   is; but such a body that is not text never reads as "no rules": its first
   bytes say what it is.  gzip, zlib, bzip2, xz and zstd data (by their magic
-  numbers), brotli (a whole stream decoding to text) and raw deflate (when the
-  body is not text) are undone; any other body that is not text (control bytes
+  numbers) are undone, and so are brotli (a whole stream decoding to text) and
+  raw deflate when the body is not text; any other body that is not text (control bytes
   in its first KiB, a NUL anywhere, a UTF-8 continuation byte first; a UTF-16 or
   UTF-32 body opens with its BOM) raises :class:`UndecodableBody`.  What the
   declared codings give is undone too when it opens with a magic number or a zlib
@@ -36,7 +36,6 @@ from __future__ import annotations
 import bz2
 import importlib
 import lzma
-import re
 import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -145,10 +144,10 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
         inflated = _whole(zlib.decompressobj(15), body, limit)
         if inflated is not None:
             return inflated
-    if not as_sent:
-        return None
+    if not as_sent or not binary:
+        return None  # text is read as it came
     brotli = _module("brotli", "brotlicffi")
-    if brotli is not None and body:  # no magic number: a whole stream that gives text
+    if brotli is not None:  # no magic number: a whole stream that gives text
         try:
             decoder = brotli.Decompressor()
             out: bytes = decoder.process(body, output_buffer_limit=limit)
@@ -156,8 +155,6 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
                 return out
         except Exception:  # not brotli (or a brotli without an output limit)
             pass
-    if not binary:
-        return None
     if _zlib_header(body):
         raise UndecodableBody(f"robots.txt came {came} and is not text")
     inflated = _whole(zlib.decompressobj(-15), body, limit)  # raw deflate
@@ -180,7 +177,7 @@ def _whole(inflater: Any, body: bytes, limit: int) -> bytes | None:
 
 # Bytes no text holds: C0 controls but tab, newline, form feed, carriage return
 # and the old end-of-file mark (0x1a).
-_CONTROL_RE = re.compile(rb"[\x00-\x08\x0b\x0e-\x19\x1b-\x1f]")
+_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1A), *range(0x1B, 0x20)])
 
 
 def _not_text(body: bytes) -> bool:
@@ -188,7 +185,9 @@ def _not_text(body: bytes) -> bool:
     or a UTF-8 continuation byte first; UTF-16 and UTF-32 text (NULs) open with a BOM."""
     if not body or body[:2] in _WIDE_BOMS or body[:4] in _WIDE_BOMS:
         return False
-    return (0x80 <= body[0] < 0xC0 or _CONTROL_RE.search(body, 0, 1024) is not None
+    head = body[:1024]
+    # bytes.translate deletes in C: several times quicker than a regular expression.
+    return (0x80 <= body[0] < 0xC0 or len(head.translate(None, _CONTROLS)) < len(head)
             or b"\x00" in body)
 
 
