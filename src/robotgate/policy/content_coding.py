@@ -128,15 +128,16 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
     came.  Raises :class:`UndecodableBody` for data that does not decode and, for a
     body ``as_sent`` (no coding undone yet), one that is no text and no data decoded
     here; what a coding gave is only looked at for data with a header."""
-    for magic, name, decode in _MAGIC:
-        if body.startswith(magic):
-            try:
-                return decode(body, limit)
-            except UndecodableBody:
-                raise
-            except Exception as exc:  # corrupt: no text starts with these bytes either
-                raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
-                                      f"could not be decoded: {exc}") from None
+    known = _MAGIC.get(body[0]) if body else None
+    if known is not None and body.startswith(known[0]):
+        _, name, decode = known
+        try:
+            return decode(body, limit)
+        except UndecodableBody:
+            raise
+        except Exception as exc:  # corrupt: no text starts with these bytes either
+            raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
+                                  f"could not be decoded: {exc}") from None
     binary = _not_text(body)
     if _zlib_header(body):
         # Two characters of text can look like a zlib header ("x " or "Xf"): data that
@@ -183,12 +184,14 @@ _CONTROLS = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1A), *range(0x1B, 0x
 def _not_text(body: bytes) -> bool:
     """Whether ``body`` is no text: control bytes in its first KiB, a NUL anywhere,
     or a UTF-8 continuation byte first; UTF-16 and UTF-32 text (NULs) open with a BOM."""
-    if not body or body[:2] in _WIDE_BOMS or body[:4] in _WIDE_BOMS:
+    if not body:
         return False
     head = body[:1024]
     # bytes.translate deletes in C: several times quicker than a regular expression.
-    return (0x80 <= body[0] < 0xC0 or len(head.translate(None, _CONTROLS)) < len(head)
-            or b"\x00" in body)
+    if (0x80 <= body[0] < 0xC0 or len(head.translate(None, _CONTROLS)) < len(head)
+            or b"\x00" in body):
+        return body[:2] not in _WIDE_BOMS and body[:4] not in _WIDE_BOMS
+    return False
 
 
 #: Byte order marks of UTF-16 and UTF-32 text (which holds NUL bytes).
@@ -258,12 +261,12 @@ _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
     "gzip": _gzip, "x-gzip": _gzip, "deflate": _deflate, "br": _brotli, "zstd": _zstd,
 }
 
-# The first bytes of data in a format decoded here (bzip2: "BZh", the block size,
+# The first bytes of data in a format decoded here, by the first (bzip2: "BZh", the block size,
 # then a block's or the stream end's magic).
-_MAGIC: tuple[tuple[bytes | tuple[bytes, ...], str, Callable[[bytes, int], bytes]], ...] = (
-    (b"\x1f\x8b", "gzip", _gzip),
-    (tuple(b"BZh" + bytes([level]) + block for level in b"123456789"
-           for block in (b"1AY&SY", b"\x17rE8P\x90")), "bzip2", _bzip2),
-    (b"\xfd7zXZ\x00", "xz", _xz),
-    (b"\x28\xb5\x2f\xfd", "zstd", _zstd),
-)
+_MAGIC: dict[int, tuple[bytes | tuple[bytes, ...], str, Callable[[bytes, int], bytes]]] = {
+    0x1F: (b"\x1f\x8b", "gzip", _gzip),
+    ord("B"): (tuple(b"BZh" + bytes([level]) + block for level in b"123456789"
+                     for block in (b"1AY&SY", b"\x17rE8P\x90")), "bzip2", _bzip2),
+    0xFD: (b"\xfd7zXZ\x00", "xz", _xz),
+    0x28: (b"\x28\xb5\x2f\xfd", "zstd", _zstd),
+}
