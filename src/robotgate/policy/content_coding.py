@@ -15,12 +15,13 @@ What a ``Content-Encoding`` token means:
   is; but such a body that is not text never reads as "no rules": its first
   bytes say what it is.  gzip, zlib, bzip2, xz and zstd data (by their magic
   numbers) are undone, and so are brotli (a whole stream decoding to text) and
-  raw deflate when the body is not text; any other body that is not text (control bytes
-  in its first KiB, a NUL anywhere, a UTF-8 continuation byte first; a UTF-16 or
-  UTF-32 body opens with its BOM) raises :class:`UndecodableBody`.  What the
-  declared codings give is undone too when it opens with a magic number or a zlib
-  header (``gzip`` over gzip data twice), and a body its declared coding cannot
-  undo is read as what it is (brotli sent as ``gzip``);
+  raw deflate when the body is not text; any other body that is not text
+  (control bytes in its first KiB, a NUL anywhere, a UTF-8 continuation byte
+  first; a UTF-16 or UTF-32 body opens with its BOM) raises
+  :class:`UndecodableBody`.  What the declared codings give is undone too when
+  it opens with a magic number or a zlib header (``gzip`` over gzip data twice),
+  and a body its declared coding cannot undo is read as what it is (brotli sent
+  as ``gzip``);
 * a registered coding no decoder here reads (``compress``, ``aes128gcm``...),
   br without ``brotli``, zstd without Python 3.14 or ``backports.zstd``, and
   corrupt data raise :class:`UndecodableBody`: robots.txt is unreachable
@@ -261,8 +262,8 @@ _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
     "gzip": _gzip, "x-gzip": _gzip, "deflate": _deflate, "br": _brotli, "zstd": _zstd,
 }
 
-# The first bytes of data in a format decoded here, by the first (bzip2: "BZh", the block size,
-# then a block's or the stream end's magic).
+# The first bytes of data in a format decoded here, keyed by the first byte (bzip2: "BZh",
+# the block size, then a block's or the stream end's magic).
 _MAGIC: dict[int, tuple[bytes | tuple[bytes, ...], str, Callable[[bytes, int], bytes]]] = {
     0x1F: (b"\x1f\x8b", "gzip", _gzip),
     ord("B"): (tuple(b"BZh" + bytes([level]) + block for level in b"123456789"
