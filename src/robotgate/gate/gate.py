@@ -31,7 +31,7 @@ from ..policy.fetch import FetchPolicy
 from ..policy.hops import A_REDIRECT, IsPrivate, Resolve
 from ..policy.hops import is_private as private_by_default
 from ..policy.host_settings import HostSettings, HostTable
-from ..policy.provenance import INPUT, Provenance
+from ..policy.provenance import Provenance
 from ..policy.site import Interpretation
 from ..politeness.emitter import Emitter, Listener, listener_of
 from ..politeness.exchange import Exchanged, Sender, exchange
@@ -638,7 +638,7 @@ class RobotGate:
         if url.__class__ is not str:
             url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
         return FetchCall(self._client, url, method, kwargs, stream, max_bytes,
-                         INPUT if pointed_by is None else provenance_of(pointed_by))
+                         provenance_of(pointed_by))
 
     @property
     def middleware(self) -> Middleware:

@@ -33,10 +33,10 @@ def provenance_of(pointed_by: object) -> Provenance:
     """``pointed_by`` as the gate's calls take it, as the value a request carries:
     None, the caller's input; a page's URL (``""``: a page known to be public), that
     page's pointer; a :class:`Provenance` as it is."""
+    if pointed_by is None:  # most calls: the caller's own URL
+        return INPUT
     if isinstance(pointed_by, Provenance):
         return pointed_by
-    if pointed_by is None:
-        return INPUT
     if not isinstance(pointed_by, str):
         raise TypeError(f"pointed_by is a page's URL, a Provenance or None, "
                         f"not {type(pointed_by).__name__}")
