@@ -163,7 +163,7 @@ def read_links(body: bytes, base_url: str) -> PageLinks:
         or _links_in(_tags(page))
     assert found is not None  # _tags reads every tag to its end
     hrefs, base, nofollow = found
-    if b"\0" in page:  # a NUL is no character of a link: below, NULs part them
+    if 0 in page:  # a NUL is no character of a link: below, NULs part them
         hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
     return _resolved(hrefs, base, base_url, nofollow)
 
@@ -183,7 +183,8 @@ def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | N
         if len(tag) != 4 or tag[0] not in b"bB":  # a or area
             href = double or single or bare
             # The pattern read an href given first; the rest only matters for a rel.
-            if href and (not tail or b"rel" not in tail.lower()):
+            # (find, not `in`: a bytes operand of `in` is first tried as an int)
+            if href and (not tail or tail.lower().find(b"rel") < 0):
                 append(href)
                 continue
             if href:

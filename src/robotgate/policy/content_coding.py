@@ -179,7 +179,9 @@ def _whole(inflater: Any, body: bytes, limit: int) -> bytes | None:
 
 # Bytes no text holds: C0 controls but tab, newline, form feed, carriage return
 # and the old end-of-file mark (0x1a).
-_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1A), *range(0x1B, 0x20)])
+_CONTROLS = frozenset([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1A), *range(0x1B, 0x20)])
+#: A translation table that makes each of those bytes a NUL and keeps every other.
+_CONTROLS_TO_NUL = bytes(0 if byte in _CONTROLS else byte for byte in range(256))
 
 
 def _not_text(body: bytes) -> bool:
@@ -187,10 +189,11 @@ def _not_text(body: bytes) -> bool:
     or a UTF-8 continuation byte first; UTF-16 and UTF-32 text (NULs) open with a BOM."""
     if not body:
         return False
-    head = body[:1024]
-    # bytes.translate deletes in C: several times quicker than a regular expression.
-    if (0x80 <= body[0] < 0xC0 or len(head.translate(None, _CONTROLS)) < len(head)
-            or b"\x00" in body):
+    # bytes.translate maps in C: several times quicker than a regular expression.
+    # A NUL is looked for as an int: a bytes operand of `in` is first tried as an
+    # int, and the TypeError that makes costs ten times the search.
+    if (0x80 <= body[0] < 0xC0 or 0 in body[:1024].translate(_CONTROLS_TO_NUL)
+            or 0 in body):
         return body[:2] not in _WIDE_BOMS and body[:4] not in _WIDE_BOMS
     return False
 
