@@ -12,6 +12,7 @@ from robotgate import FetchPolicy, Network, Pacing, RobotGate
 from robotgate.policy.fetch_flow import RobotsResponse
 from robotgate.policy.provenance import INPUT
 from robotgate.politeness.request_turn import RequestTurn, answer_of, sent_in_turn
+from tests.support.request_path import Calls
 from tests.support.transports import FakeTransport
 
 AGENT = "OptionsBot/1.0"
@@ -100,7 +101,7 @@ async def _answered(gate: RobotGate, url: str) -> None:
     async def send(turn: RequestTurn) -> int:
         return 200
 
-    await sent_in_turn(gate.request_turn(url, INPUT), send, answer_of)
+    await sent_in_turn(gate.request_turn(url, INPUT), Calls(send, answer_of))
 
 
 @pytest.mark.parametrize("options", [

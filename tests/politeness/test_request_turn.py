@@ -23,6 +23,7 @@ from robotgate.politeness.scheduler import Group
 from tests.support.clock import Clock
 from tests.support.request_path import (
     A,
+    Calls,
     Transport,
     begun,
     build,
@@ -247,7 +248,7 @@ async def test_sent_in_turn_sends_again_in_the_next_slot_when_the_last_look_find
             raise LateSlot  # the last look: past its deadline, nothing sent
         return 200
 
-    assert await sent_in_turn(turn, send, answer_of) == 200
+    assert await sent_in_turn(turn, Calls(send, answer_of)) == 200
     assert len(slots) == 2 and slots[0] is not None and slots[1] is not slots[0]
     fleet = parts.servers.fleet
     assert fleet is not None and fleet.late == 1
@@ -271,7 +272,7 @@ async def test_sent_in_turn_drops_the_response_and_releases_when_hearing_it_fail
         dropped.append(status)
 
     with pytest.raises(RuntimeError):
-        await sent_in_turn(turn, send, heard, drop=drop)
+        await sent_in_turn(turn, Calls(send, heard, drop))
     group = parts.servers.known_group(A)
     assert dropped == [200] and group is not None and group.active == 0
 
@@ -284,7 +285,7 @@ async def test_sent_in_turn_with_keep_holds_the_server_until_the_caller_releases
     async def send(turn: RequestTurn) -> int:
         return 200
 
-    await sent_in_turn(turn, send, answer_of, keep=True)
+    await sent_in_turn(turn, Calls(send, answer_of), keep=True)
     group = parts.servers.known_group(A)
     assert group is not None and group.busy == 1  # a streamed body still being read
     turn.release()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable
-from typing import NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Generic, NamedTuple, TypeVar
 
 from robotgate.policy.fetch import FetchPolicy
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
@@ -21,7 +21,7 @@ from robotgate.policy.site import Interpretation
 from robotgate.politeness.emitter import Emitter
 from robotgate.politeness.fleet_slots import FleetSlots
 from robotgate.politeness.grouping import PaceKeys
-from robotgate.politeness.request_turn import Requests, RequestTurn
+from robotgate.politeness.request_turn import Answer, Requests, RequestTurn
 from robotgate.politeness.robots_cache import RobotsCache
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.politeness.robots_pacing import RobotsPacing
@@ -34,9 +34,22 @@ from robotgate.store.memory import MemoryStore
 from tests.support.clock import Clock
 from tests.support.plain_store import PlainStore
 
+R = TypeVar("R")
+
 AGENT = "AdmitBot/1.0"
 A = "http://a.example"
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
+
+
+class Calls(Generic[R]):
+    """A :class:`~robotgate.politeness.request_turn.TurnSender` of three functions."""
+
+    def __init__(self, send: Callable[[RequestTurn], Awaitable[R]],
+                 answer: Callable[[R], Answer],
+                 drop: Callable[[R], Awaitable[None] | None] = lambda response: None) -> None:
+        self.send = send
+        self.answer = answer
+        self.drop = drop
 
 
 class Transport:

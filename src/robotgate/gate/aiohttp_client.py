@@ -527,6 +527,7 @@ class AiohttpClient:
         self.connections = connections
         self.requests = requests
         self.session = connections.session
+        self.resolve = connections.addresses  # made once: a call would make one each
         self.headers = headers = connections.headers
         self.owned = owned = connections.owned
         self.refuse_private = connections.refuse_private
@@ -565,7 +566,7 @@ class AiohttpClient:
         sender = _FetchSender(self, method, kwargs, max_bytes, call)
         try:
             done = await exchange(self.requests, sender, url, provenance,
-                                  resolve=self.connections.addresses, follow=follow,
+                                  resolve=self.resolve, follow=follow,
                                   max_redirects=max_redirects,
                                   via=proxy_route(kwargs) if "proxy" in kwargs else None)
         except Disallowed as refused:
@@ -675,14 +676,8 @@ class AiohttpClient:
         # robots.txt is asked through the user's session, and its proxy if any.
         turn.via = Route(session, req.proxy, req.proxy_auth, req.proxy_headers)
 
-        def send(turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
-            req.headers.update(turn.headers)  # each name's values replaced, as setting would
-            if turn.guard:
-                _check_peer(req, turn.what, self.is_private)
-            return handler(req)
-
         try:
-            resp = await sent_in_turn(turn, send, _heard)
+            resp = await sent_in_turn(turn, _Passed(req, handler, self.is_private))
         except Disallowed as refused:
             raise _refusal(refused) from None
         followed.answered(call, url, resp)
@@ -884,6 +879,31 @@ def _heard(resp: aiohttp.ClientResponse) -> Answer:
     retry_after = _retry_after(resp)
     return answer_of(resp.status) if retry_after is None else Answer(resp.status, retry_after,
                                                                      None)
+
+
+class _Passed:
+    """``gate.middleware``'s side of a request's turn: the request aiohttp is sending,
+    passed on down the session's middlewares."""
+
+    __slots__ = ("_handler", "_is_private", "_req")
+
+    def __init__(self, req: aiohttp.ClientRequest, handler: Handler,
+                 is_private: IsPrivate) -> None:
+        self._req = req
+        self._handler = handler
+        self._is_private = is_private
+
+    def send(self, turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
+        req = self._req
+        req.headers.update(turn.headers)  # each name's values replaced, as setting would
+        if turn.guard:
+            _check_peer(req, turn.what, self._is_private)
+        return self._handler(req)
+
+    answer = staticmethod(_heard)
+
+    def drop(self, resp: aiohttp.ClientResponse) -> None:
+        """Nothing: the response belongs to the user's aiohttp call."""
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> str | None:

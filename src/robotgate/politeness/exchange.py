@@ -79,6 +79,7 @@ from .request_turn import (
     Answer,
     Requests,
     RequestTurn,
+    TurnSender,
     answer_of,
     answered_in_turn,
     redirect_target,
@@ -105,7 +106,7 @@ class Resend(Error):
         self.error = error
 
 
-class Sender(Protocol[R]):
+class Sender(TurnSender[R], Protocol[R]):
     """A client adapter's side of the exchange: sends one request at a time, holding
     the request being sent (method, body, headers) from one hop to the next."""
 
@@ -179,8 +180,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
         url = sender.prepare(url)
         turn = RequestTurn(requests, url, provenance, resolve, what, via, paced)
         try:
-            response, answer = await answered_in_turn(turn, sender.send, sender.answer,
-                                                      sender.drop)
+            response, answer = await answered_in_turn(turn, sender)
         except Resend as again:  # answered_in_turn released the turn
             if resends < RESENDS:
                 # Nothing was sent this time: the request again, in a new turn, at most

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from functools import lru_cache
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 from urllib.parse import urljoin
 
 from ..errors import Disallowed, GateClosed
@@ -61,8 +61,8 @@ from .scheduler import Group
 from .servers import Servers, Started
 from .verdicts import Verdicts
 
-__all__ = ["REFUSED", "Answer", "RequestTurn", "Requests", "answer_of", "answered_in_turn",
-           "redirect_target", "sent_in_turn"]
+__all__ = ["REFUSED", "Answer", "RequestTurn", "Requests", "TurnSender", "answer_of",
+           "answered_in_turn", "redirect_target", "sent_in_turn"]
 
 #: What a client's send returns (its response).
 R = TypeVar("R")
@@ -369,21 +369,35 @@ def answer_of(status: int) -> Answer:
     return Answer(status, None, None)
 
 
-async def answered_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
-                           hear: Callable[[R], Answer],
-                           drop: Callable[[R], Awaitable[None] | None] | None = None,
-                           ) -> tuple[R, Answer]:
-    """Send one request in ``turn``: begun (its wait awaited), left (a fleet slot
-    already past given up for the next, however often), sent with ``send(turn)``,
-    and answered with what ``hear(response)`` says; the response and its answer are
-    returned, the turn still held (the caller releases it when the response no longer
-    holds the server: read, streamed, closed, followed).
+class TurnSender(Protocol[R]):
+    """A client's side of one request's turn (:func:`answered_in_turn`)."""
 
-    ``send`` sets :attr:`RequestTurn.headers` on the request; it raises
+    def send(self, turn: RequestTurn) -> Awaitable[R]:
+        """Send the request to ``turn.url`` now, with ``turn.headers`` over its own."""
+        ...
+
+    def answer(self, response: R) -> Answer:
+        """What ``response`` says."""
+        ...
+
+    def drop(self, response: R) -> Awaitable[None] | None:
+        """``response``'s turn failed after it came: close it."""
+        ...
+
+
+async def answered_in_turn(turn: RequestTurn, sender: TurnSender[R]) -> tuple[R, Answer]:
+    """Send one request in ``turn``: begun (its wait awaited), left (a fleet slot
+    already past given up for the next, however often), sent with
+    ``sender.send(turn)``, and answered with what ``sender.answer(response)`` says;
+    the response and its answer are returned, the turn still held (the caller
+    releases it when the response no longer holds the server: read, streamed,
+    closed, followed).
+
+    ``sender.send`` sets :attr:`RequestTurn.headers` on the request; it raises
     :class:`~robotgate.politeness.fleet_slots.LateSlot` (sending nothing) when its
     last look finds :attr:`RequestTurn.slot` past, and is called again in the next
-    slot.  The turn is released if anything fails (``drop(response)`` first, once
-    there is one).
+    slot.  The turn is released if anything fails (``sender.drop(response)`` first,
+    once there is one).
     """
     ready = turn.begin()
     if ready is not None:
@@ -394,17 +408,17 @@ async def answered_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awai
             if leaving is not None:
                 await leaving
             try:
-                response = await send(turn)
+                response = await sender.send(turn)
                 break
             except LateSlot:
                 await turn.missed()  # nothing was sent: the turn holds the next slot
         try:
-            answer = hear(response)
+            answer = sender.answer(response)
             learnt = turn.answered(answer.status, answer.retry_after)
             if learnt is not None:
                 await learnt
         except BaseException:
-            dropped = drop(response) if drop is not None else None
+            dropped = sender.drop(response)
             if dropped is not None:
                 await dropped
             raise
@@ -414,13 +428,10 @@ async def answered_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awai
     return response, answer
 
 
-async def sent_in_turn(turn: RequestTurn, send: Callable[[RequestTurn], Awaitable[R]],
-                       hear: Callable[[R], Answer], *,
-                       drop: Callable[[R], Awaitable[None] | None] | None = None,
-                       keep: bool = False) -> R:
+async def sent_in_turn(turn: RequestTurn, sender: TurnSender[R], *, keep: bool = False) -> R:
     """:func:`answered_in_turn`, the response alone, and the turn released once
     answered unless ``keep`` (then the caller releases it)."""
-    response, _ = await answered_in_turn(turn, send, hear, drop)
+    response, _ = await answered_in_turn(turn, sender)
     if not keep:
         turn.release()
     return response
