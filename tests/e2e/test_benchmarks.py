@@ -170,3 +170,15 @@ def test_httpx_instructions_children_fetch_the_same_pages() -> None:
         fetched[kind] = json.loads(done.stdout.strip().splitlines()[-1])["pages_a_run"]
     # 4 hosts x 5 pages, one in five disallowed: every contender fetches the 16 others.
     assert set(fetched.values()) == {16}, fetched
+
+
+def test_decode_instructions_children_decode_each_body_whole() -> None:
+    # Without valgrind: the child each count rests on decodes every body to the same text.
+    decoded = {}
+    for name in ("text 150 B", "text 4 KiB", "gzip of 4 KiB"):
+        done = subprocess.run(
+            [sys.executable, str(BENCHMARKS / "decode_instructions.py"), "--child", name, "3"],
+            env=child_env(None), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        decoded[name] = json.loads(done.stdout.strip().splitlines()[-1])["decoded_bytes"]
+    assert decoded == {"text 150 B": 150, "text 4 KiB": 4096, "gzip of 4 KiB": 4096}
