@@ -30,7 +30,8 @@ judged by the private-network rule before anything else.  A browser's subresourc
 turn (``paced=False``): judged and capped, held while its server rests, not to the
 interval (see :class:`RequestTurn`).
 
-:func:`answered_in_turn` drives steps 1 to 4 around a client's send, for the exchange
+:func:`answered_in_turn` drives steps 1 to 4 around a client's :class:`TurnSender`
+(its send, how it hears an answer, its drop), for the exchange
 (:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport and the
 other :class:`~robotgate.politeness.exchange.Sender` adapters) and, through
 :func:`sent_in_turn` (which releases too), ``gate.middleware``.  The Scrapy middleware
