@@ -78,7 +78,9 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
     """
     if limit <= 0:
         return b""  # (zlib reads a max_length of 0 as no limit)
-    tokens = [t.strip().lower() for value in codings for t in value.split(",")]
+    # Most bodies come with no coding: no list (and no comprehension's frame) for them.
+    tokens = [t.strip().lower() for value in codings for t in value.split(",")] \
+        if codings else ()
     undone = 0
     # What the body came as, for a message: a token naming no coding, or the last undone.
     came = "with no content coding"
@@ -139,14 +141,13 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
         except Exception as exc:  # corrupt: no text starts with these bytes either
             raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
                                   f"could not be decoded: {exc}") from None
-    binary = _not_text(body)
     if _zlib_header(body):
         # Two characters of text can look like a zlib header ("x " or "Xf"): data that
         # does not inflate is read as it came.
         inflated = _whole(zlib.decompressobj(15), body, limit)
         if inflated is not None:
             return inflated
-    if not as_sent or not binary:
+    if not as_sent or not _not_text(body):
         return None  # text is read as it came
     brotli = _module("brotli", "brotlicffi")
     if brotli is not None:  # no magic number: a whole stream that gives text
