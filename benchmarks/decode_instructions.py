@@ -4,9 +4,10 @@
         [--json benchmarks/results/decode_instructions.json]
 
 Each body of :data:`BODIES` is decoded in a child process 1,000 times and, in another, 6,000
-times; the difference over 5,000 is one call, without the start-up both share.  A new host's
-robots.txt is decoded once, so this is part of its cost (``overhead.py``'s new host).
-``--before-src`` runs another tree's robotgate beside this one.
+times; the difference over 5,000 is one call, without the start-up both share (the children's
+hash seed is fixed, so that a count repeats).  A new host's robots.txt is decoded once, so
+this is part of its cost (``overhead.py``'s new host).  ``--before-src`` runs another tree's
+robotgate beside this one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -83,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         name, calls = args.child
         print(json.dumps(child(name, int(calls))))
         return 0
+    os.environ["PYTHONHASHSEED"] = "0"  # the children hash alike: counts that repeat
     report = asyncio.run(measure(args.before_src))
     trees = list(report["instructions_per_call"])
     print(f"{'body':<14}" + "".join(f"{tree:>12}" for tree in trees))
