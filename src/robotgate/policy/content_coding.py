@@ -131,7 +131,10 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
     came.  Raises :class:`UndecodableBody` for data that does not decode and, for a
     body ``as_sent`` (no coding undone yet), one that is no text and no data decoded
     here; what a coding gave is only looked at for data with a header."""
-    known = _MAGIC.get(body[0]) if body else None
+    if not body:
+        return None
+    first = body[0]
+    known = _MAGIC.get(first)
     if known is not None and body.startswith(known[0]):
         _, name, decode = known
         try:
@@ -141,7 +144,7 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
         except Exception as exc:  # corrupt: no text starts with these bytes either
             raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
                                   f"could not be decoded: {exc}") from None
-    if _zlib_header(body):
+    if first & 0x0F == 8 and _zlib_header(body):  # called only for a byte one opens with
         # Two characters of text can look like a zlib header ("x " or "Xf"): data that
         # does not inflate is read as it came.
         inflated = _whole(zlib.decompressobj(15), body, limit)
