@@ -13,16 +13,16 @@ rotate the order; a ratio is the median over rounds of contender/aiohttp in the 
 run also gives its CPU time per page (getrusage) and its garbage collections (gc.callbacks:
 count and time). ``--before-src`` adds the gate.fetch and middleware of another tree (e.g. a
 worktree of an older commit), interleaved; ``--profile`` one cProfile run each; ``--callgrind``
-exact instructions and GC-tracked allocations (calls of ``_PyObject_GC_Link``) per cached page
-and per new host under valgrind; with ``--cache-sim`` also callgrind's simulated instruction-
-cache misses and mispredicted branches (what costs time beside instructions; this VM has no
-hardware counters); ``--callgrind-crawl`` requests per instruction of whole cold crawls over
-new hosts, the marginal cost between two crawl sizes (:func:`callgrind_crawl`). ``floor`` is
-plain aiohttp plus one unparsed robots.txt request per host:
-what any client that asks for robots.txt must at least do. ``floor+work`` is the floor plus a
-fixed loop of pure CPU a page (``WORK_TURNS``), timed alone in the same process after its run:
-over the floor in the same round, it gives the run's charge for a page's own work (1.0: what it
-costs alone).
+exact instructions, GC-tracked allocations (calls of ``_PyObject_GC_Link``) and garbage
+collections per cached page and per new host under valgrind, ``--concurrency`` tasks at once;
+with ``--cache-sim`` also callgrind's simulated instruction-cache misses and mispredicted
+branches (what costs time beside instructions; this VM has no hardware counters);
+``--callgrind-crawl`` requests per instruction of whole cold crawls over new hosts, the
+marginal cost between two crawl sizes (:func:`callgrind_crawl`). ``floor`` is plain aiohttp
+plus one unparsed robots.txt request per host: what any client that asks for robots.txt must
+at least do. ``floor+work`` is the floor plus a fixed loop of pure CPU a page
+(``WORK_TURNS``), timed alone in the same process after its run: over the floor in the same
+round, it gives the run's charge for a page's own work (1.0: what it costs alone).
 
 Each run is a child process of this script (``--child NAME --spec FILE``: one JSON line);
 the loopback server (:mod:`testbed.server`) runs in another.
@@ -385,7 +385,8 @@ async def overhead(
             out["profile"][name] = child.get("profile", child.get("error"))
     if sizes.callgrind:
         out["callgrind"] = await callgrind_overhead(server, contenders, workdir, progress,
-                                                    cache_sim=sizes.cache_sim)
+                                                    cache_sim=sizes.cache_sim,
+                                                    concurrency=sizes.concurrency)
     if sizes.callgrind_crawl:
         out["callgrind_crawl"] = await callgrind_crawl(
             server, _contenders([n for n in CRAWL_CONTENDERS
@@ -508,12 +509,17 @@ def _requests_per_instruction(contenders: dict[str, Any], pages: int) -> dict[st
 async def callgrind_overhead(
     server: ServerProcess, contenders: Sequence[tuple[str, Path | None]], workdir: Path,
     progress: Progress, hosts: tuple[int, int] = (200, 600), pages: tuple[int, int] = (1, 6),
-    cache_sim: bool = False,
+    cache_sim: bool = False, concurrency: int = 200,
 ) -> dict[str, Any]:
     """Instructions and allocations per cached page and per new host, exactly, under callgrind.
 
     With ``cache_sim``, also callgrind's simulated first-level instruction and
     data cache misses and mispredicted branches (conditional and indirect).
+    ``concurrency``: the tasks of each run (at most ``hosts[0]``).  With one, the order
+    of events repeats, and so does a count; at 200, when the young generation is
+    collected follows the order of many tasks' allocations and frees (the collector
+    starts at 700 allocations net of frees, and a free just after a collection is not
+    counted): the collections are counted beside the instructions.
 
     Each contender runs three times: ``hosts[0]`` hosts with ``pages[0]`` and
     ``pages[1]`` pages each (the same robots.txt fetches and connections, so
@@ -524,13 +530,14 @@ async def callgrind_overhead(
     """
     if shutil.which("valgrind") is None:
         return {"error": "valgrind not installed"}
+    tasks = min(concurrency, hosts[0])
     out: dict[str, Any] = {"hosts": hosts[0], "new_hosts": list(hosts), "pages": list(pages),
-                           "cache_sim": cache_sim, "contenders": {}}
+                           "cache_sim": cache_sim, "concurrency": tasks, "contenders": {}}
     for name, src in contenders:
         got: list[dict[str, Any]] = []
         for h, n in ((hosts[0], pages[0]), (hosts[0], pages[1]), (hosts[1], pages[0])):
             progress.start(f"overhead: callgrind {name}, {h} hosts, {n} page(s) per host")
-            run = await callgrind_run(server, name, src, h, n, min(200, h), workdir, cache_sim)
+            run = await callgrind_run(server, name, src, h, n, tasks, workdir, cache_sim)
             if "error" in run:
                 got = []
                 out["contenders"][name] = {"error": run["error"]}
@@ -550,7 +557,9 @@ async def callgrind_overhead(
                     "mallocs": (y["calls"]["_PyObject_Malloc"]
                                 - x["calls"]["_PyObject_Malloc"]) / n,
                     "gc_instructions": (y["inclusive"]["gc_collect_main"]
-                                        - x["inclusive"]["gc_collect_main"]) / n}
+                                        - x["inclusive"]["gc_collect_main"]) / n,
+                    "gc_collections": (y["calls"]["gc_collect_main"]
+                                       - x["calls"]["gc_collect_main"]) / n}
 
         page = per(a, b, hosts[0] * (pages[1] - pages[0]))
         host = per(a, c, hosts[1] - hosts[0])
@@ -798,7 +807,8 @@ def render_details(report: dict[str, Any]) -> str:
         if cg and "contenders" in cg:
             out.append(f"\nCallgrind, per page whose robots.txt is cached (runs with "
                        f"{cg['pages'][1]} and {cg['pages'][0]} pages on {cg['hosts']} hosts, "
-                       f"the difference over the extra pages):\n")
+                       f"{cg.get('concurrency', 200)} tasks, the difference over the extra "
+                       f"pages):\n")
             ref = cg["contenders"].get("aiohttp", {}).get("instructions_per_page")
             body = []
             for name, c in cg["contenders"].items():
@@ -831,9 +841,11 @@ def render_details(report: dict[str, Any]) -> str:
                              f"{ins - floor:+,.0f}" if floor else "-",
                              f"{c['gc_allocations_per_new_host']:.1f}",
                              fmt_int(c["gc_instructions_per_new_host"]),
+                             f"{c.get('gc_collections_per_new_host', math.nan) * 1000:.0f}",
                              f"{model[name]:.1%}" if name in model else "-"])
             out += md(["contender", "instructions/new host", "vs floor",
                         "GC-tracked allocations/new host", "GC instructions/new host",
+                        "collections/1,000 new hosts",
                         f"requests per instruction vs aiohttp, {pages} pages a host"], body)
             if cg.get("cache_sim"):
                 out.append("\nCallgrind's simulated caches and branch predictor (first-level "
