@@ -38,7 +38,7 @@ import bz2
 import importlib
 import lzma
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..error_root import Error
@@ -78,9 +78,9 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
     """
     if limit <= 0:
         return b""  # (zlib reads a max_length of 0 as no limit)
-    # Most bodies come with no coding: no list (and no comprehension's frame) for them.
-    tokens = [t.strip().lower() for value in codings for t in value.split(",")] \
-        if codings else ()
+    tokens: Sequence[str] = ()  # most bodies come with no coding: no list made for them
+    if codings:
+        tokens = [t.strip().lower() for value in codings for t in value.split(",")]
     undone = 0
     # What the body came as, for a message: a token naming no coding, or the last undone.
     came = "with no content coding"
@@ -144,7 +144,8 @@ def _sniffed(body: bytes, limit: int, came: str, *, as_sent: bool) -> bytes | No
         except Exception as exc:  # corrupt: no text starts with these bytes either
             raise UndecodableBody(f"robots.txt came {came} and is {name} data that "
                                   f"could not be decoded: {exc}") from None
-    if first & 0x0F == 8 and _zlib_header(body):  # called only for a byte one opens with
+    # The whole check only for a first byte a zlib header can have (text seldom has one).
+    if first & 0x0F == 8 and _zlib_header(body):
         # Two characters of text can look like a zlib header ("x " or "Xf"): data that
         # does not inflate is read as it came.
         inflated = _whole(zlib.decompressobj(15), body, limit)
