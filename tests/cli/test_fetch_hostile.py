@@ -28,7 +28,7 @@ from robotgate.cli.bodies import save_name
 from robotgate.store.memory import MemoryStore
 from tests.cli.test_cli import AGENT, _env, json_lines, one_error_line, run, run_async
 from tests.support import CHILDREN
-from tests.support.hostile import MIB, HostileServer
+from tests.support.hostile import MIB, HostileServer, brotli_bomb, gzip_bomb
 
 FETCH = ["fetch", "-a", AGENT, "--store", "memory", "--delay", "0", "-q"]
 
@@ -80,7 +80,11 @@ def test_a_bad_max_bytes_is_a_usage_error(
 
 @pytest.mark.slow
 async def test_peak_memory_stays_bounded_whatever_the_server_sends(tmp_path: Path) -> None:
-    # 500 MiB of zeros each, a few hundred KB (gzip) or bytes (brotli) on the wire.
+    # 500 MiB of zeros each, a few hundred KB (gzip) or bytes (brotli) on the wire.  They are
+    # compressed before the child starts: made on the first request, in this process's event
+    # loop, they took longer than the child's --timeout under load (its records said timeout).
+    await asyncio.to_thread(gzip_bomb, 500)
+    await asyncio.to_thread(brotli_bomb, 500)
     async with HostileServer() as srv:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(CHILDREN / "cli_peak_rss.py"), *FETCH, "--max-bytes", "1MiB",
@@ -91,7 +95,8 @@ async def test_peak_memory_stays_bounded_whatever_the_server_sends(tmp_path: Pat
         )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
-    assert all(r["truncated"] for r in json_lines(out.decode()))
+    records = json_lines(out.decode())
+    assert len(records) == 2 and all(r.get("truncated") is True for r in records), records
     peak_kib = int(err.decode().rsplit("MAXRSS ", 1)[1].split()[0])
     # A Python process with aiohttp loaded is ~40 MB; reading a 500 MiB bomb whole would
     # take over 1 GB. Streamed, aiohttp inflates a bounded step at a time (measured
