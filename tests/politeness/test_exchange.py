@@ -9,7 +9,7 @@ from robotgate import Disallowed, Network, RobotGate, TooManyRedirects
 from robotgate.policy.fetch_flow import RobotsResponse
 from robotgate.policy.hops import REFUSED
 from robotgate.policy.provenance import INPUT, Provenance, pointer_of
-from robotgate.politeness.exchange import Answer, Resend, answer_of
+from robotgate.politeness.exchange import Answer, NextHop, Resend, answer_of
 from robotgate.politeness.request_turn import RequestTurn
 from tests.support.transports import FakeTransport
 
@@ -34,6 +34,8 @@ class FakeSender:
         self.resends = resends
         self.turns: list[RequestTurn] = []
         self.followed: list[tuple[str, str]] = []
+        self.hops: list[NextHop] = []
+        self.method = "GET"
 
     def prepare(self, url: str) -> str:
         return url
@@ -49,9 +51,11 @@ class FakeSender:
     def answer(self, response: Reply) -> Answer:
         return Answer(response.status, None, response.location)
 
-    async def redirected(self, response: Reply, status: int, target: str) -> None:
+    async def redirected(self, response: Reply, hop: NextHop) -> None:
         response.closed = True
-        self.followed.append((response.url, target))
+        self.followed.append((response.url, hop.url))
+        self.hops.append(hop)
+        self.method = hop.method
 
     def drop(self, response: Reply) -> None:
         response.closed = True
@@ -86,6 +90,22 @@ async def test_each_hop_is_a_turn_of_its_own_and_a_pointer_of_the_url_redirected
     assert sender.followed == [("http://a.example/1", "http://a.example/2"),
                                ("http://a.example/2", "http://b.example/3")]
     assert all(reply.closed for reply in done.hops) and len(done.hops) == 2
+
+
+async def test_each_hop_is_the_cores_next_hop_for_the_method_being_sent() -> None:
+    sender = FakeSender({"http://a.example/1": (302, "/2"),
+                         "http://a.example/2": (303, "http://b.example/3")})
+    sender.method = "POST"
+    names = Names({"a.example": [PUBLIC_ADDRESS], "b.example": ["93.184.216.35"]})
+    async with gate() as g:
+        done = await g.exchange(sender, "http://a.example/1", INPUT, resolve=names)
+        done.turn.release()
+    first, second = sender.hops
+    assert (first.url, first.method, first.keeps_body, first.leaves_origin) == (
+        "http://a.example/2", "GET", False, False)
+    assert (second.url, second.method, second.leaves_origin) == ("http://b.example/3", "GET",
+                                                                 True)
+    assert "authorization" in second.dropped and "authorization" not in first.dropped
 
 
 async def test_a_redirect_from_a_public_site_into_a_private_address_is_not_sent() -> None:

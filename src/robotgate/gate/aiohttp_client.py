@@ -33,6 +33,7 @@ from ..policy.hops import (
     redirect_location,
 )
 from ..policy.provenance import INPUT, Provenance, pointer_of
+from ..policy.redirect_hop import ORIGIN_SCOPED, NextHop
 from ..politeness.exchange import Answer, Resend, answer_of, exchange, robots_reach
 from ..politeness.fleet_slots import Slot
 from ..politeness.redirects import refused_answer
@@ -248,14 +249,15 @@ class _FetchSender:
     """``gate.fetch``'s side of the exchange: one aiohttp request at a time through the
     gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
 
-    __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_method", "_sending",
-                 "_target", "hops", "last", "url")
+    __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_sending",
+                 "_target", "hops", "last", "method", "url")
 
     def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
                  max_bytes: int | None, call: FetchCall | None) -> None:
         self._client = client
         self._call = call  # told when its first request leaves
-        self._method = method
+        #: The method of the request being sent.
+        self.method = method
         self._kwargs = kwargs
         self._max_bytes = max_bytes
         self._sending = client._sending(kwargs)
@@ -292,14 +294,14 @@ class _FetchSender:
         self.url = turn.url
         if client.owned:
             return self._sent(client.session().request(
-                self._method, self._target, allow_redirects=False, middlewares=middlewares,
+                self.method, self._target, allow_redirects=False, middlewares=middlewares,
                 **extra))
         # A user's session resends on its own: the resend is stopped where it starts, in
         # the one coroutine a request of it takes here; its errors are made the gate's
         # by the fetch (AiohttpClient.fetch).
         self._dropped = None
         return client.session().request(
-            self._method, self._target, allow_redirects=False,
+            self.method, self._target, allow_redirects=False,
             middlewares=(self._sent_once, *middlewares), **extra)
 
     async def _sent(self, sending: Awaitable[aiohttp.ClientResponse]
@@ -332,7 +334,7 @@ class _FetchSender:
         """Whether aiohttp would send this request again after a dropped connection (an
         idempotent method; here, without a body to send again)."""
         kwargs = self._kwargs
-        return (self._method.upper() in aiohttp.client.IDEMPOTENT_METHODS and "data" not in kwargs
+        return (self.method.upper() in aiohttp.client.IDEMPOTENT_METHODS and "data" not in kwargs
                 and "json" not in kwargs)
 
     def answer(self, resp: aiohttp.ClientResponse) -> Answer:
@@ -346,13 +348,27 @@ class _FetchSender:
             return Answer(status, resp.headers.get("Retry-After"), None)
         return answer_of(status)
 
-    async def redirected(self, resp: aiohttp.ClientResponse, status: int, target: str) -> None:
+    async def redirected(self, resp: aiohttp.ClientResponse, hop: NextHop) -> None:
         try:
             await self.read(resp, str(resp.url))
         finally:
             self._client._open.discard(resp)
         self.hops += (resp,)
-        self._method = _next_method(status, self._method, self._kwargs)
+        self.method = hop.method
+        kwargs = self._kwargs
+        kwargs.pop("params", None)  # the Location is the whole next URL (as aiohttp)
+        if not hop.keeps_body:
+            kwargs.pop("data", None)
+            kwargs.pop("json", None)
+        if hop.leaves_origin:
+            # The call's credentials, as aiohttp drops them on its own hops; a session's
+            # default Authorization or Cookie header is taken off the built request.
+            kwargs.pop("auth", None)
+            kwargs.pop("cookies", None)
+            if _scoped_defaults(self._client.session()):
+                self._sending = (*self._sending, _without_scoped)
+        if "headers" in kwargs and kwargs["headers"] is not self._client._call_headers:
+            kwargs["headers"] = _headers_without(kwargs["headers"], hop.dropped)
 
     def drop(self, resp: aiohttp.ClientResponse) -> None:
         self._client._drop(resp)
@@ -857,14 +873,29 @@ def _closed_reading(url: str) -> GateClosed:
     return GateClosed(f"the gate was closed while reading {redact(url)}")
 
 
-def _next_method(status: int, method: str, kwargs: dict[str, Any]) -> str:
-    """The method a redirect's next hop is sent with: a 303, and a POST's 301 or 302,
-    become a GET without the body."""
-    if status == 303 or (status in (301, 302) and method == "POST"):
-        kwargs.pop("data", None)
-        kwargs.pop("json", None)
-        return "GET"
-    return method
+def _headers_without(headers: Any, dropped: frozenset[str]) -> CIMultiDict[str] | None:
+    """A call's ``headers`` (any form aiohttp takes) without the names in ``dropped``
+    (lower case)."""
+    if headers is None:
+        return None
+    items = headers.items() if hasattr(headers, "items") else headers
+    return CIMultiDict((name, value) for name, value in items
+                       if str(name).lower() not in dropped)
+
+
+def _scoped_defaults(session: aiohttp.ClientSession) -> bool:
+    """Whether ``session``'s default headers hold one that stays on its origin."""
+    return any(name.lower() in ORIGIN_SCOPED for name in session.headers)
+
+
+async def _without_scoped(req: aiohttp.ClientRequest,
+                          handler: Handler) -> aiohttp.ClientResponse:
+    """A middleware for a hop that left its origin: no Authorization,
+    Proxy-Authorization or Cookie header of the session's defaults goes with it (the
+    jar's cookies for the new origin go too then: stricter than aiohttp)."""
+    for name in ORIGIN_SCOPED:
+        req.headers.popall(name, None)
+    return await handler(req)
 
 
 def _left(request: RobotsRequest) -> float | None:

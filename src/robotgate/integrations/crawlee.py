@@ -70,12 +70,12 @@ from ..errors import Disallowed
 from ..errors import TooManyRedirects as CoreTooManyRedirects
 from ..gate.aiohttp_client import Route
 from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..politeness.exchange import Answer, Exchanged
+from ..politeness.exchange import Answer, Exchanged, NextHop
 from ..politeness.request_turn import RequestTurn
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
-from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
+from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
 
 if TYPE_CHECKING:
@@ -566,10 +566,10 @@ class _Sender:
         headers = response.headers
         return Answer(response.status_code, headers.get("retry-after"), headers.get("location"))
 
-    async def redirected(self, response: HttpResponse, status: int, target: str) -> None:
+    async def redirected(self, response: HttpResponse, hop: NextHop) -> None:
         await self.close()
-        self.method, self.headers, self.payload = next_hop(
-            status, self.method, self.headers, self.payload, self._url, target)
+        self.method, self.headers, self.payload = (hop.method, hop.headers(self.headers),
+                                                   hop.body(self.payload))
 
     def drop(self, response: HttpResponse) -> Awaitable[None] | None:
         return self.close()

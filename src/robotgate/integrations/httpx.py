@@ -33,7 +33,7 @@ from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
-from ..politeness.exchange import Answer, robots_reach
+from ..politeness.exchange import Answer, NextHop, robots_reach
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
@@ -254,7 +254,11 @@ class _HttpxSender:
             return Answer(status, None, headers.get("Location"))
         return Answer(status, headers.get("Retry-After"), None)
 
-    async def redirected(self, resp: httpx.Response, status: int, target: str) -> None:
+    @property
+    def method(self) -> str:
+        return self._request.method
+
+    async def redirected(self, resp: httpx.Response, hop: NextHop) -> None:
         await resp.aclose()  # httpx follows redirects itself: the exchange is asked not to
 
     def drop(self, resp: httpx.Response) -> Awaitable[None]:

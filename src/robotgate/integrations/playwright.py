@@ -4,10 +4,16 @@
 >>> await page.goto("https://example.com/")                                  # doctest: +SKIP
 >>> await handle.detach()                                                    # doctest: +SKIP
 
-:func:`attach` routes every http(s) request of ``context`` (``context.route``) to a
-handler that sends it itself, through the context's own request client
-(``context.request``: its cookies, proxy and certificates), and hands the answer to
-the browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
+The browser's only network is the gate.  Chromium is launched with
+:func:`launch_options`: its proxy a black hole (:data:`BLACK_HOLE`, port 0 on loopback,
+on which nothing can listen), loopback included, and WebRTC held to that proxy, so a
+request no route fulfils (a popup's ``document.write``, a download, a keepalive
+``fetch`` as a page closes, a WebSocket, WebRTC, a worker, the DevTools protocol)
+reaches nothing, whatever made it.  :func:`attach` routes every http(s) request of
+``context`` (``context.route``) to a handler that sends it itself, through a request
+client of its own (Playwright's, through ``attach``'s ``proxy``, with the context's
+cookies read before and the answer's written back), and hands the answer to the
+browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
 ``await gate.decide(url)`` says why.
 
@@ -15,8 +21,8 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   **pointer** of the document that made it (its frame's, a parent's for a frame with
   no document yet, a popup's opener's; a public page's when that cannot be told),
   refused when it leads from a public page into a private address, before anything
-  (the target's robots.txt included) is sent.  :func:`attach` refuses a context that
-  can make requests no route sees (service and shared workers).
+  (the target's robots.txt included) is sent.  :func:`attach` refuses a context whose
+  browser has a network of its own (see :func:`launch_options`), naming what to set.
 - A **navigation** (a document request) takes a full request turn
   (:class:`~robotgate.politeness.request_turn.RequestTurn`): robots.txt's verdict, the
   server's turn (the delay, the site's Crawl-delay and Request-rate, the caps, a fleet
@@ -45,9 +51,8 @@ the browser with ``route.fulfill``.  A request robots.txt forbids is aborted wit
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
   other path (``gate.fetch``, httpx, Scrapy, other processes through the store), through
-  the proxy the pages go through: the one the browser was launched with, or the one
-  given to ``attach(..., proxy=...)`` (a context's own ``new_context(proxy=...)``, which
-  Playwright does not let be read), bypassed for the hosts its ``bypass`` names.
+  the proxy the pages go through: the one given to ``attach(..., proxy=...)`` (the
+  browser's own is the black hole), bypassed for the hosts its ``bypass`` names.
 - An attached page's ``close`` returns once the page is closed: Chromium can leave a
   page open whose close met a navigation's commit (a refused navigation commits its
   error page), and the close is then asked again.
@@ -89,17 +94,17 @@ from ..gate.aiohttp_client import Route as Via
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
-from ..politeness.exchange import Answer
+from ..politeness.exchange import Answer, NextHop
 from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL
-from ._follow import MAX_REDIRECTS, lower, next_hop, pinned
+from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
-__all__ = ["LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment", "UnsafeBrowser",
-           "attach", "preloading_off"]
+__all__ = ["BLACK_HOLE", "LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment",
+           "UnsafeBrowser", "attach", "launch_options", "preloading_off"]
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +113,18 @@ _ALL = "**/*"
 #: request turn, held to its server's delay; a type Playwright does not name is one too.
 _MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrack",
                      "manifest", "prefetch"})
-#: Chromium's switches that close what no route sees (shared workers): pass them to
-#: ``playwright.chromium.launch(args=LAUNCH_ARGS)``.
-LAUNCH_ARGS = ["--disable-blink-features=SharedWorker"]
+#: The browser's proxy: nothing can listen on port 0 (binding it picks another port), so
+#: a connection to it is refused at once, and no later listener can take it over (a
+#: closed port could be bound again; a listener that never accepts would hang pages).
+BLACK_HOLE = "http://127.0.0.1:0"
+_LOOPBACK_TOO = "<-loopback>"  # Chromium sends loopback past its proxy unless told
+_PROXIED_UDP_ONLY = "disable_non_proxied_udp"  # WebRTC: no UDP, TCP through the proxy only
+#: Chromium's switches of the floor (:func:`launch_options` adds them): loopback through
+#: the proxy too, and WebRTC only through the proxy.
+LAUNCH_ARGS = [f"--proxy-bypass-list={_LOOPBACK_TOO}",
+               f"--force-webrtc-ip-handling-policy={_PROXIED_UDP_ONLY}"]
+# Switches that would give Chromium a proxy (or none) other than the black hole.
+_OTHER_PROXY = ("--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect")
 # How deep a chain of popups (a popup's popup...) an attached page's route follows.
 _MAX_POPUPS = 50
 # Chromium can acknowledge a page's close without closing it when the close meets a
@@ -169,12 +183,17 @@ class Attachment:
     # unrouted, when its route goes away: each is aborted before that can happen.
     _held: set[Route] = field(default_factory=set, repr=False)
     _closing: bool = field(default=False, repr=False)
+    # The request client the browser's requests are sent with (attach makes it): the
+    # context's own (``context.request``) goes through the black hole.
+    _api: APIRequestContext | None = field(default=None, repr=False)
 
     @property
     def api(self) -> APIRequestContext:
-        """The request client the browser's requests are sent with (the context's)."""
-        target = self.target
-        return target.request if isinstance(target, BrowserContext) else target.context.request
+        """The request client the browser's requests are sent with: Playwright's,
+        through :attr:`proxy`, the context's cookies read and written by the handler."""
+        if self._api is None:
+            raise GateClosed("the attachment is detached")
+        return self._api
 
     @property
     def context(self) -> BrowserContext:
@@ -186,7 +205,9 @@ class Attachment:
         """Stop routing ``target``'s requests through the gate: the requests still
         waiting for the gate's answer are aborted first, so that none leaves unrouted."""
         await self._abort_held()
-        await self.context.unroute(_ALL, self._route)
+        with suppress(PlaywrightError):  # a context closed meanwhile has no route left
+            await self.context.unroute(_ALL, self._route)
+        await self._dispose_client()
         if isinstance(self.target, BrowserContext):
             self.target.remove_listener("page", self._watch)
         for page in list(self._asked):
@@ -204,14 +225,21 @@ class Attachment:
         for route in held:
             await _finish(route.abort("blockedbyclient"))
 
+    async def _dispose_client(self) -> None:
+        api, self._api = self._api, None
+        if api is not None:
+            with suppress(PlaywrightError):
+                await api.dispose()
+
     def _guard_close(self) -> None:
         """Closing the context first aborts the requests held here (the context's own
-        ``close``, as the caller calls it)."""
+        ``close``, as the caller calls it), and ends the request client."""
         context = self.context
         close = context.close
 
         async def close_held_first(**options: Any) -> None:
             await self._abort_held()
+            await self._dispose_client()
             await close(**options)
 
         close_held_first.__doc__ = close.__doc__
@@ -384,34 +412,36 @@ class Attachment:
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
-        """Send one request; a public page's pointer (``checked``: the addresses its
-        check found public) goes to the first of them."""
+        """Send one request with the context's cookies for ``url``, and keep the
+        answer's in the context; a public page's pointer (``checked``: the addresses
+        its check found public) goes to the first of them."""
         # The request client names the server by the Host header in TLS too (SNI, the
         # certificate's check): an https pointer goes to the checked address as well,
         # its certificate still checked for the name (the only guard left in a context
         # that ignores certificate errors is the address).
         sent, host = pinned(url, checked, https=True)
-        if host is None:
-            return await self.api.fetch(url, method=method, headers=headers, data=body,
-                                        max_redirects=0)
-        # The client's cookie jar knows the request by its address: the name's cookies
-        # go with it, and the answer's are kept for the name, none for the address
-        # (another name served there must not be sent them).
+        if host is not None:
+            headers = {**headers, "host": host}
+        # The request client has a cookie jar of its own: the context's cookies for the
+        # name go with the request (the browser leaves them out of a route's headers),
+        # and the answer's are kept in the context for the name, none in the client
+        # (its jar would send them again, past the context's own expiry and deletions).
         context = self.context
-        headers = {**headers, "host": host}
         jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
                         for cookie in await context.cookies(url))
         if jar:
             mine = headers.get("cookie")
-            headers["cookie"] = f"{mine}; {jar}" if mine else jar
-        try:
-            response = await self.api.fetch(sent, method=method, headers=headers, data=body,
-                                            max_redirects=0)
-        finally:
-            await context.clear_cookies(domain=urlsplit(sent).hostname)
-        kept = _set_cookies(url, response.headers_array)
-        if kept:
-            await context.add_cookies(kept)
+            headers = {**headers, "cookie": f"{mine}; {jar}" if mine else jar}
+        api = self.api
+        response = await api.fetch(sent, method=method, headers=headers, data=body,
+                                   max_redirects=0)
+        setting = [header for header in response.headers_array
+                   if header["name"].lower() == "set-cookie"]
+        if setting:
+            await api.clear_cookies()
+            kept = _set_cookies(url, setting)
+            if kept:
+                await context.add_cookies(kept)
         return response
 
 
@@ -444,10 +474,10 @@ class _Sender:
         headers = response.headers
         return Answer(response.status, headers.get("retry-after"), headers.get("location"))
 
-    async def redirected(self, response: APIResponse, status: int, target: str) -> None:
+    async def redirected(self, response: APIResponse, hop: NextHop) -> None:
         await response.dispose()
-        self.method, self.headers, self.body = next_hop(status, self.method, self.headers,
-                                                        self.body, self.url, target)
+        self.method, self.headers, self.body = (hop.method, hop.headers(self.headers),
+                                                hop.body(self.body))
 
     def drop(self, response: APIResponse) -> Awaitable[None]:
         return response.dispose()
@@ -490,14 +520,9 @@ def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
     return found
 
 
-def _proxy_of(context: BrowserContext, given: ProxySettings | None) -> ProxySettings | None:
-    """The proxy ``context``'s requests go through: ``given``, else the one its browser
-    was launched with (what Playwright keeps of the launch's options); raises
+def _checked_proxy(proxy: ProxySettings | None) -> ProxySettings | None:
+    """``proxy``, the one the pages go through (None: direct); raises
     :class:`UnsafeBrowser` for one robots.txt cannot be asked through."""
-    proxy = given
-    if proxy is None:
-        launched = getattr(getattr(context.browser, "_impl_obj", None), "_options", None)
-        proxy = launched.get("proxy") if isinstance(launched, dict) else None
     if proxy is None:
         return None
     scheme = _proxy_url(proxy).split("://", 1)[0].lower()

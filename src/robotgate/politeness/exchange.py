@@ -17,6 +17,9 @@ exchange keeps, for every adapter alike:
   anything is sent, its connection checked by the sender where it connects
   (:attr:`RequestTurn.guard`);
 - **the redirect limit**: past ``max_redirects`` hops, :class:`~robotgate.errors.TooManyRedirects`;
+- **one hop rule**: the request a redirect is followed with (method, body, the headers
+  that stay on their origin) is :func:`~robotgate.policy.redirect_hop.next_hop`'s,
+  handed to :meth:`Sender.redirected`; no adapter restates it;
 - **no silent resend**: a client that would send a request again on its own (aiohttp
   after a kept-alive connection dropped under it) raises :class:`Resend` from
   :meth:`Sender.send` instead; the exchange sends it again in a new turn (held to its
@@ -25,6 +28,7 @@ exchange keeps, for every adapter alike:
 A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
 
     class MySender:                       # one per call: it holds the request being sent
+        method = "GET"                    # the method of the request being sent
         def prepare(self, url): ...       # the URL as the client sends it
         async def send(self, turn): ...   # send turn.url now, turn.headers over the
                                           # request's; if turn.guard, refuse (Disallowed)
@@ -32,10 +36,10 @@ A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
                                           # LateSlot when turn.slot is past at the last
                                           # look, Resend if the client would resend
         def answer(self, response): ...  # Answer(status, retry_after, location)
-        async def redirected(self, response, status, target): ...
+        async def redirected(self, response, hop): ...
                                           # done with a redirect's response; the next
-                                          # request goes to target (method, body,
-                                          # headers as the client follows)
+                                          # request is hop (a NextHop: its URL, method,
+                                          # whether the body goes, the headers dropped)
         def drop(self, response): ...     # close a response whose turn failed
 
     done = await exchange(gate.requests, MySender(...), url, provenance,
@@ -74,6 +78,7 @@ from ..errors import Error, TooManyRedirects
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import A_POINTER, A_REDIRECT, Address, IsPrivate, Resolve, is_private
 from ..policy.provenance import Provenance, pointer_of
+from ..policy.redirect_hop import NextHop, next_hop
 from .redirects import refused_answer, robots_hop
 from .request_turn import (
     Answer,
@@ -85,8 +90,8 @@ from .request_turn import (
     redirect_target,
 )
 
-__all__ = ["RESENDS", "Answer", "Exchanged", "Reach", "Resend", "Sender", "answer_of",
-           "exchange", "robots_reach"]
+__all__ = ["RESENDS", "Answer", "Exchanged", "NextHop", "Reach", "Resend", "Sender",
+           "answer_of", "exchange", "robots_reach"]
 
 #: What a client's send returns (its response).
 R = TypeVar("R")
@@ -110,6 +115,11 @@ class Sender(TurnSender[R], Protocol[R]):
     """A client adapter's side of the exchange: sends one request at a time, holding
     the request being sent (method, body, headers) from one hop to the next."""
 
+    @property
+    def method(self) -> str:
+        """The method of the request being sent (the redirect rule reads it)."""
+        ...
+
     def prepare(self, url: str) -> str:
         """``url`` as the client will send it, which is what robots.txt judges (a client
         that rewrites URLs rewrites it here); raise
@@ -132,10 +142,12 @@ class Sender(TurnSender[R], Protocol[R]):
         redirect's status only (:data:`~robotgate.policy.fetch_flow.REDIRECTS`)."""
         ...
 
-    def redirected(self, response: R, status: int, target: str) -> Awaitable[None]:
-        """``response`` redirects to ``target`` and is followed: be done with it (read
-        or closed; its turn is released after), and make the next request the one the
-        client follows the redirect with (a 303 becomes a GET...)."""
+    def redirected(self, response: R, hop: NextHop) -> Awaitable[None]:
+        """``response`` redirects to ``hop.url`` and is followed: be done with it (read
+        or closed; its turn is released after), and make the next request ``hop``: its
+        method, the body only if ``hop.keeps_body``, without the headers in
+        ``hop.dropped`` (:meth:`NextHop.headers
+        <robotgate.policy.redirect_hop.NextHop.headers>` filters a mapping)."""
         ...
 
     def drop(self, response: R) -> Awaitable[None] | None:
@@ -204,7 +216,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
                 if dropped is not None:
                     await dropped
                 raise TooManyRedirects(url, max_redirects)
-            await sender.redirected(response, status, target)
+            await sender.redirected(response, next_hop(status, sender.method, url, target))
         finally:
             turn.release()
         hops += (response,)
