@@ -1,0 +1,248 @@
+"""The redirect contract: the request a redirect is followed with, on every client path,
+is its client's own hop, and where robotgate follows the redirect (the core's exchange:
+``gate.fetch``, crawlee) it is the core's one rule
+(:func:`robotgate.policy.redirect_hop.next_hop`).
+
+The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
+origin or to another, sent with an Authorization, a Cookie and a custom header (and a
+body, for POST and PUT).  A loopback server records what the redirect's target
+received: method, body, and the three headers.  Each path runs the table with the gate
+and its client runs it without; the two must agree, and each agrees with the core's
+value but for the differences its client is known for (listed here, named by case).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from robotgate import RobotGate
+from robotgate.policy.redirect_hop import next_hop
+
+httpx = pytest.importorskip("httpx")
+
+from robotgate.integrations.httpx import RobotGateTransport  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+AGENT = "HopBot/1.0"
+HERE, THERE = "127.0.0.1", "127.0.0.3"
+METHODS = ("GET", "HEAD", "POST", "PUT")
+STATUSES = (301, 302, 303, 307, 308)
+BODY = b"the request's body"
+HEADERS = {"Authorization": "Bearer secret", "Cookie": "sid=42", "X-Custom": "mine"}
+
+
+class Case(NamedTuple):
+    method: str
+    status: int
+    other_origin: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}-{self.status}-{'other' if self.other_origin else 'same'}"
+
+
+CASES = [Case(method, status, other) for method in METHODS for status in STATUSES
+         for other in (False, True)]
+
+
+class Heard(NamedTuple):
+    """What the redirect's target received."""
+
+    method: str
+    body: bytes
+    authorization: str | None
+    cookie: str | None
+    custom: str | None
+
+
+@dataclass
+class Hosts:
+    """Two loopback servers, two origins: ``/from/<case>`` answers the case's redirect to
+    ``/to/<case>`` here or there, which records what it received."""
+
+    heard: dict[str, Heard]
+    ports: dict[str, int]
+
+    def url(self, host: str, path: str) -> str:
+        return f"http://{host}:{self.ports[host]}{path}"
+
+    def start(self, case: Case, run: str) -> str:
+        return self.url(HERE, f"/from/{run}/{case.name}")
+
+    def target(self, case: Case, run: str) -> str:
+        return self.url(THERE if case.other_origin else HERE, f"/to/{run}/{case.name}")
+
+
+@pytest.fixture
+async def hosts() -> AsyncIterator[Hosts]:
+    found = Hosts({}, {})
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        body = await request.read()
+        kind, run, name = path.split("/")[1:4]
+        if kind == "from":
+            method, status, where = name.split("-")
+            case = Case(method, int(status), where == "other")
+            return web.Response(status=case.status,
+                                headers={"Location": found.target(case, run)})
+        found.heard[f"{run}/{name}"] = Heard(
+            request.method, body, request.headers.get("Authorization"),
+            request.headers.get("Cookie"), request.headers.get("X-Custom"))
+        return web.Response(text="done")
+
+    runners = []
+    for host in (HERE, THERE):
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, 0).start()
+        found.ports[host] = runner.addresses[0][1]
+        runners.append(runner)
+    try:
+        yield found
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+
+
+def core(case: Case) -> Heard:
+    """What the target hears by the core's rule."""
+    to = THERE if case.other_origin else HERE
+    hop = next_hop(case.status, case.method, f"http://{HERE}:1/", f"http://{to}:1/")
+    sent_body = BODY if case.method in ("POST", "PUT") else b""
+    headers = hop.headers(HEADERS)
+    return Heard(hop.method, hop.body(sent_body) or b"", headers.get("Authorization"),
+                 headers.get("Cookie"), headers.get("X-Custom"))
+
+
+#: One request: (method, url, headers, body or None) -> awaited until its body is read.
+Send = Callable[[str, str, dict[str, str], "bytes | None"], Awaitable[None]]
+
+
+async def run_table(hosts: Hosts, run: str, send: Send) -> dict[Case, Heard]:
+    """Every case sent by ``send``; what each target heard."""
+    for case in CASES:
+        body = BODY if case.method in ("POST", "PUT") else None
+        await asyncio.wait_for(send(case.method, hosts.start(case, run), dict(HEADERS), body),
+                               10)  # a hang guard
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CASES}
+    missing = [case.name for case, got in heard.items() if got is None]
+    assert not missing, f"{run}: no hop reached the target for {missing}"
+    return {case: got for case, got in heard.items() if got is not None}
+
+
+def differences(got: dict[Case, Heard], expected: dict[Case, Heard]) -> dict[str, Any]:
+    return {case.name: (got[case], expected[case]) for case in CASES
+            if got[case] != expected[case]}
+
+
+def open_gate(**options: Any) -> RobotGate:
+    # Both loopback hosts play public sites: the hop is what is tested, not the address rule.
+    return RobotGate(AGENT, delay=0, is_private=lambda address: False, **options)
+
+
+# -- aiohttp: gate.fetch follows by the core's rule; the middleware by aiohttp's own ------
+
+
+async def plain_aiohttp(hosts: Hosts) -> dict[Case, Heard]:
+    async with aiohttp.ClientSession() as session:
+        async def send(method: str, url: str, headers: dict[str, str], body: bytes | None) -> None:
+            async with session.request(method, url, headers=headers, data=body) as resp:
+                await resp.read()
+
+        return await run_table(hosts, "aiohttp", send)
+
+
+async def test_aiohttps_own_hop_is_the_cores(hosts: Hosts) -> None:
+    own = await plain_aiohttp(hosts)
+    assert differences(own, {case: core(case) for case in CASES}) == {}
+
+
+@pytest.mark.parametrize("session", ["owned", "yours"])
+async def test_gate_fetch_follows_as_aiohttp_does(hosts: Hosts, session: str) -> None:
+    own = await plain_aiohttp(hosts)
+    async with aiohttp.ClientSession() as yours, open_gate(
+            session=yours if session == "yours" else None) as gate:
+        async def send(method: str, url: str, headers: dict[str, str],
+                       body: bytes | None) -> None:
+            await gate.fetch(url, method=method, headers=headers, data=body)
+
+        through_gate = await run_table(hosts, f"fetch-{session}", send)
+    assert differences(through_gate, own) == {}
+
+
+async def test_gate_middleware_leaves_aiohttps_hop_as_it_is(hosts: Hosts) -> None:
+    own = await plain_aiohttp(hosts)
+    async with open_gate() as gate, aiohttp.ClientSession(
+            middlewares=(gate.middleware,)) as session:
+        async def send(method: str, url: str, headers: dict[str, str],
+                       body: bytes | None) -> None:
+            async with session.request(method, url, headers=headers, data=body) as resp:
+                await resp.read()
+
+        through_gate = await run_table(hosts, "middleware", send)
+    assert differences(through_gate, own) == {}
+
+
+# -- httpx: httpx follows redirects above the transport, by its own rule ------------------
+
+def httpx_rule(case: Case) -> Heard:
+    """The core's value, with httpx's known differences: it turns a 302 of any method but
+    HEAD into a GET, and takes a Cookie header off every hop (its jar sets the next one)."""
+    ours = core(case)
+    if case.status == 302 and case.method == "PUT":
+        ours = ours._replace(method="GET", body=b"")
+    return ours._replace(cookie=None)
+
+
+async def plain_httpx(hosts: Hosts, run: str, transport: Any = None) -> dict[Case, Heard]:
+    async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
+        async def send(method: str, url: str, headers: dict[str, str], body: bytes | None) -> None:
+            await client.request(method, url, headers=headers, content=body)
+
+        return await run_table(hosts, run, send)
+
+
+async def test_the_httpx_transport_leaves_httpxs_hop_as_it_is(hosts: Hosts) -> None:
+    own = await plain_httpx(hosts, "httpx")
+    assert differences(own, {case: httpx_rule(case) for case in CASES}) == {}
+    async with open_gate() as gate:
+        through_gate = await plain_httpx(hosts, "httpx-gate", RobotGateTransport(gate))
+    assert differences(through_gate, own) == {}
+
+
+# -- crawlee: the core's exchange follows, by the core's rule -----------------------------
+
+
+async def crawlee_table(hosts: Hosts, run: str, client: Any) -> dict[Case, Heard]:
+    async def send(method: str, url: str, headers: dict[str, str], body: bytes | None) -> None:
+        await client.send_request(url, method=method, headers=headers, payload=body)
+
+    return await run_table(hosts, run, send)
+
+
+async def test_crawlees_path_follows_by_the_cores_rule(hosts: Hosts) -> None:
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    async with ImpitHttpClient(follow_redirects=True) as plain:
+        own = await crawlee_table(hosts, "crawlee", plain)
+    async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+        through_gate = await crawlee_table(hosts, "crawlee-gate", client)
+    assert differences(through_gate, {case: core(case) for case in CASES}) == {}
+    # crawlee's own client (impit) where the core's rule differs from it:
+    assert differences(own, through_gate) == {}
