@@ -64,6 +64,7 @@ from .aiohttp_client import (
     check_slot,
     without_resends,
 )
+from .connections import bounded_connector, connection_budget
 from .describe import describe
 from .options import Network, Pacing, pacing_of
 
@@ -299,8 +300,14 @@ class RobotGate:
         self._keys = keys = PaceKeys(
             self.pace_by, max_entries=max_origins,
             resolve=connections.first_address if self.pace_by == "ip" else None)
+        #: The sockets the gate's own session may hold open (see :mod:`.connections`).
+        self._max_connections = budget = connection_budget(network.max_connections)
+        # Requests in flight wait for a connection before their server's turn, not
+        # after (a caller's session keeps its own connector's limits).
+        in_flight = (max_concurrency if self._session is not None
+                     else min(max_concurrency or budget, budget))
         self._scheduler = scheduler = Scheduler(
-            self.pacing, max_per_group=cap, max_concurrency=max_concurrency,
+            self.pacing, max_per_group=cap, max_concurrency=in_flight,
             max_groups=max_origins)
         #: Who hears the events (None: nobody listens, and no event is built).
         self._events = events = _emitter(on_event, metrics, self, keys)
@@ -423,8 +430,7 @@ class RobotGate:
         if self._session is None:
             resolver = aiohttp.DefaultResolver()
             self._connections.resolver = resolver
-            # No total connection limit: the per-host and global caps are ours.
-            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, resolver=resolver)
+            connector = bounded_connector(self._max_connections, resolver)
             traces = []
             if self._servers.fleet is not None:
                 # Only a fleet's slots need the last look before the bytes go out.

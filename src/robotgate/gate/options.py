@@ -62,13 +62,24 @@ class Network:
     (default: the gate's aiohttp session).  ``max_origins`` bounds the gate's tables
     (robots.txt rules, servers, keys) and the default memory store.
 
+    ``max_connections`` bounds the sockets the gate's own session holds open, in use
+    and idle (the least recently used idle ones are closed first), and the requests
+    in flight with them (a request waits for one before its server's turn begins).
+    None (the default): three quarters of the process's open-file limit
+    (``ulimit -n``), keeping at least 32 and at most 1024 descriptors for the rest.
+    A session of the caller's (``session=``) keeps its own connector's limits.
+
     >>> RobotGate("MyBot/1.0", network=Network(max_origins=10_000))  # doctest: +SKIP
     """
 
     allow_private_redirects: bool = False
     robots_transport: RobotsTransport | None = None
     max_origins: int = 100_000
+    max_connections: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_origins < 1:
             raise ValueError(f"max_origins must be at least 1, not {self.max_origins!r}")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1 (or None), "
+                             f"not {self.max_connections!r}")

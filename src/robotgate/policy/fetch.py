@@ -22,20 +22,24 @@ from __future__ import annotations
 import email.utils
 import math
 import re
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..decision import Decision
 from ..records import Outcome, RobotsEntry
 from ..urls import redact
+from ..error_root import Error
 
 __all__ = [
     "FetchPolicy",
     "entry_for_error",
     "entry_for_not_modified",
+    "LocalFailure",
     "entry_for_response",
     "outcome_decision",
     "parse_retry_after",
+    "local_failure",
 ]
 
 
@@ -351,3 +355,67 @@ def _redacted(url: str | None) -> str | None:
 
 def _stamp(t: float) -> str:
     return email.utils.formatdate(t, usegmt=True)
+
+
+class LocalFailure(Error, OSError):
+    """A request could not be sent because this machine ran out of something (file
+    descriptors, memory, ephemeral ports): the crawler's failure, not the site's.
+
+    It is never a verdict on the site: nothing is cached or stored for it, and the
+    URL is neither allowed nor refused; ask again once the resource frees.
+    ``resource`` names what ran out, ``remedy`` what to raise; ``errno`` is the
+    system's code (None: a MemoryError).
+    """
+
+    def __init__(self, what: str, resource: str, remedy: str, code: int | None) -> None:
+        super().__init__(f"{what}: this machine ran out of {resource}, which is no "
+                         f"answer of the site's and is not kept as one; {remedy}")
+        self.errno = code
+        self.resource = resource
+        self.remedy = remedy
+
+
+#: What each local errno means ran out, and what to raise.
+_LOCAL_ERRNOS: dict[int, tuple[str, str]] = {
+    errno.EMFILE: ("open files for this process (EMFILE{limit})",
+                   "raise the limit (ulimit -n; LimitNOFILE= under systemd) or lower "
+                   "Network(max_connections=...)"),
+    errno.ENFILE: ("open files for the whole system (ENFILE)",
+                   "raise fs.file-max (sysctl) or run fewer processes"),
+    errno.ENOMEM: ("memory (ENOMEM)", "give the process more memory or lower max_origins"),
+    errno.ENOBUFS: ("socket buffers (ENOBUFS)",
+                    "give the system more memory or send fewer requests at once"),
+    errno.EADDRNOTAVAIL: ("local ports (EADDRNOTAVAIL)",
+                          "widen net.ipv4.ip_local_port_range or send fewer requests at once"),
+}
+#: How deep an exception's causes are looked through (a client wraps one or two deep).
+_CAUSE_DEPTH = 8
+
+
+def local_failure(exc: BaseException, what: str,
+                  open_files: int | None = None) -> LocalFailure | None:
+    """The :class:`LocalFailure` ``exc`` is, or was caused by (``what``: the request,
+    as its account names it; ``open_files``: the process's open-file limit, named in
+    the account of an EMFILE); None when it is no shortage of this machine's.
+
+    >>> local_failure(OSError(24, "Too many open files"), "robots.txt", 256).resource
+    'open files for this process (EMFILE, ulimit -n 256)'
+    >>> local_failure(ConnectionRefusedError(111, "refused"), "robots.txt") is None
+    True
+    """
+    seen: BaseException | None = exc
+    for _ in range(_CAUSE_DEPTH):
+        if seen is None:
+            return None
+        if isinstance(seen, LocalFailure):
+            return seen
+        if isinstance(seen, MemoryError):
+            return LocalFailure(what, "memory (MemoryError)",
+                                "give the process more memory or lower max_origins", None)
+        code = seen.errno if isinstance(seen, OSError) else None
+        if code is not None and code in _LOCAL_ERRNOS:
+            resource, remedy = _LOCAL_ERRNOS[code]
+            limit = f", ulimit -n {open_files}" if open_files is not None else ""
+            return LocalFailure(what, resource.format(limit=limit), remedy, code)
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -19,10 +19,12 @@ from typing import Literal
 
 from ..error_root import Error
 from ..events import RobotsFetched
+from ..policy.fetch import LocalFailure
 from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
 from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
 from ..records import HostState, Outcome, RobotsEntry
+from ..redaction import logger
 from ..robots import RobotsTxt
 from ..store.base import AnswersAtOnce, Fleet, Store
 from .emitter import Emitter
@@ -40,10 +42,24 @@ _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 #: the fetch goes on: the lock of a worker killed mid-fetch holds others up no longer.
 _LOCK_LEASE = 10.0
 
+#: The first pause (s) before a fetch this machine could not send is asked again,
+#: doubling up to the second.
+_SHORTAGE_PAUSE = 0.05
+_SHORTAGE_PAUSE_MAX = 2.0
+
 #: robots.txt fetched, taken from the store or from another worker (docs/logging.md).
-log = logging.getLogger("robotgate.robots")
+log = logger("robotgate.robots")
 #: A site skipped for the Crawl-delay it asks.
-pacing_log = logging.getLogger("robotgate.pacing")
+pacing_log = logger("robotgate.pacing")
+
+
+def _tell_shortage(shortage: LocalFailure, count: int, left: float) -> None:
+    """A WARNING naming the limit and what to raise: the first shortage, every tenfold
+    count after it, and each given up; the others at DEBUG."""
+    again = f"asking again for {left:.1f}s more" if left > 0 else "given up"
+    level = (logging.WARNING if left <= 0 or count == 10 ** (len(str(count)) - 1)
+             else logging.DEBUG)
+    log.log(level, "%s (%s; %d such failures so far)", shortage, again, count)
 
 
 @asynccontextmanager
@@ -136,6 +152,9 @@ class RobotsCache:
         self.host_setting = host_setting
         #: Counts and tells the store's failures.
         self.trouble = trouble if trouble is not None else StoreTrouble(store, events)
+        #: robots.txt fetches that could not be sent for a shortage of this machine's
+        #: (:class:`LocalFailure`), each attempt counted.
+        self.local_failures = 0
 
     # -- the hot path -------------------------------------------------------------
 
@@ -329,8 +348,7 @@ class RobotsCache:
                               again.outcome)
                     return self._install(origin, again, host)
                 began = time.monotonic()
-                entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
-                                                 flight.checked, flight.via)
+                entry = await self._fetch(origin, previous, hooks, flight)
                 events = self.events
                 if events is not None:
                     events.emit(RobotsFetched(
@@ -367,6 +385,27 @@ class RobotsCache:
             Scheduler.rechecked(host)
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
+
+    async def _fetch(self, origin: str, previous: RobotsEntry | None,
+                     hooks: PacingHooks | None, flight: _Flight) -> RobotsEntry:
+        """The fetcher's entry.  A shortage of this machine's (:class:`LocalFailure`: no
+        file descriptor, memory or port to send with) is no answer of the site's: the
+        fetch is asked again as the resource frees, pausing longer each time, for up to
+        the fetch's timeout; then the failure is raised, and nothing is kept."""
+        pause = _SHORTAGE_PAUSE
+        give_up = time.monotonic() + self.how.fetch.timeout
+        while True:
+            try:
+                return await self.fetcher.fetch(origin, previous, hooks, flight.guard,
+                                                flight.checked, flight.via)
+            except LocalFailure as shortage:
+                self.local_failures += 1
+                left = give_up - time.monotonic()
+                _tell_shortage(shortage, self.local_failures, left)
+                if left <= 0:
+                    raise
+                await asyncio.sleep(min(pause, left))
+                pause = min(2 * pause, _SHORTAGE_PAUSE_MAX)
 
     async def _lock(self, fleet: Fleet, origin: str, stored: RobotsEntry | None, recheck: bool
                     ) -> tuple[str | None, RobotsEntry | None]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import GateClosed
-from ..policy.fetch import FetchPolicy, entry_for_error
+from ..policy.fetch import FetchPolicy, entry_for_error, local_failure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, robots_flow
 from ..policy.hops import Address
 from ..records import RobotsEntry
@@ -57,7 +57,9 @@ class RobotsFetcher:
     """Fetches one origin's robots.txt through ``transport``: always returns an entry.
 
     Timeouts, network errors and bugs in the transport become an
-    "unreachable" entry (RFC 9309 2.3.1.4); only cancellation propagates.
+    "unreachable" entry (RFC 9309 2.3.1.4); only cancellation and this machine's
+    own shortages (:class:`~robotgate.policy.fetch.LocalFailure`: out of file
+    descriptors, memory or ports) propagate: those say nothing of the site.
     """
 
     def __init__(self, transport: RobotsTransport, policy: FetchPolicy,
@@ -121,6 +123,9 @@ class RobotsFetcher:
         except (asyncio.CancelledError, GateClosed):
             raise  # the gate's own end is no answer of the server's
         except Exception as exc:  # every waiter must still get an answer
+            shortage = local_failure(exc, f"{origin}{path}", open_file_limit())
+            if shortage is not None:
+                raise shortage from exc  # this machine's, not the site's: no entry made
             why = f"{self.name} could not be fetched ({type(exc).__name__}: {exc})"
         else:
             _log_fetched(origin + path, entry, time.monotonic() - began)
@@ -128,6 +133,17 @@ class RobotsFetcher:
         failed = entry_for_error(origin, why, time.time(), policy, previous)
         _log_fetched(origin + path, failed, time.monotonic() - began)
         return failed
+
+
+def open_file_limit() -> int | None:
+    """The process's soft open-file limit (``ulimit -n``), named in an EMFILE's
+    account; None: unlimited or unknown."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
 
 
 def _log_fetched(url: str, entry: RobotsEntry, seconds: float) -> None:

@@ -1,0 +1,134 @@
+"""The connections of the gate's own session: how many sockets it may hold open.
+
+Every origin a crawl meets leaves a keep-alive connection behind; with no bound, a
+crawl of thousands of origins runs the process out of file descriptors (``ulimit -n``
+is 1024 on most Linux systems, 256 on macOS), and a socket that cannot be opened is
+no answer of the site's.  So the gate's session holds at most ``max_connections``
+sockets in all, in use and idle: before a new one is opened, the least recently used
+idle ones are closed to make room.  An origin asked only for its robots.txt keeps its
+connection only until another needs the room.
+
+The number in use is bounded before a request's turn begins, not here: the gate caps
+its requests in flight at the same number (the scheduler's global cap), so a request
+never waits for a connection after its server's turn was taken (a wait there would
+move its send closer to the next request's).  The connector's own ``limit`` is the
+same number, a backstop for anything sent around the turns.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver
+
+from ..politeness.robots_fetcher import open_file_limit
+
+__all__ = ["BoundedConnector", "bounded_connector", "connection_budget"]
+
+#: Descriptors left to everything else a process opens (its store, log files, the
+#: loop's own, a browser's pipes): a quarter of the limit, within these bounds.
+_RESERVE_MIN = 32
+_RESERVE_MAX = 1024
+#: Fewer connections than this would serialise a crawl for no reason.
+_MIN_CONNECTIONS = 8
+#: The budget where the process has no open-file limit (or none can be read).
+_UNLIMITED = 16_384
+
+
+def connection_budget(max_connections: int | None = None,
+                      limit: int | None = None) -> int:
+    """How many sockets the gate's session may hold open: ``max_connections`` if given,
+    else what the open-file ``limit`` (default: the process's own) leaves after a
+    reserve of a quarter of it (at least 32, at most 1024).
+
+    >>> connection_budget(limit=1024), connection_budget(limit=256), connection_budget(50)
+    (768, 192, 50)
+    """
+    if max_connections is not None:
+        return max_connections
+    if limit is None:
+        limit = open_file_limit()
+    if limit is None:
+        return _UNLIMITED
+    reserve = min(_RESERVE_MAX, max(_RESERVE_MIN, limit // 4))
+    return min(_UNLIMITED, max(_MIN_CONNECTIONS, limit - reserve))
+
+
+class BoundedConnector(aiohttp.TCPConnector):
+    """A TCP connector holding at most ``max_connections`` sockets, in use and idle.
+
+    aiohttp keeps every idle keep-alive connection until its timeout (15 s); this one
+    closes the least recently used idle ones first whenever a new connection would
+    pass the bound.  It reaches into aiohttp's pool (``_conns``, ``_acquired``,
+    ``_get``, ``_release``, ``_create_connection``: aiohttp 3.12 to 3.14); the tests in
+    ``tests/e2e/test_file_limits.py`` pin the behaviour down.
+    """
+
+    def __init__(self, max_connections: int, **kwargs: Any) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections!r}")
+        super().__init__(limit=max_connections, limit_per_host=0, **kwargs)
+        self.max_connections = max_connections
+        #: The idle connections, least recently released first (a value: its key).
+        self._idle: OrderedDict[Any, Any] = OrderedDict()
+        #: Idle connections closed to make room (how often the bound was reached).
+        self.closed_for_room = 0
+
+    @property
+    def open_connections(self) -> int:
+        """Sockets held: in use (or being opened) and idle."""
+        return len(self._acquired) + len(self._idle)
+
+    async def _get(self, key: Any, *args: Any) -> Any:
+        connection = await super()._get(key, *args)
+        if connection is not None:
+            self._idle.pop(connection.protocol, None)  # in use again
+        return connection
+
+    def _release(self, key: Any, protocol: Any, *args: Any, **kwargs: Any) -> None:
+        super()._release(key, protocol, *args, **kwargs)
+        pool = self._conns.get(key)
+        if pool and pool[-1][0] is protocol:  # kept for reuse, not closed
+            self._idle[protocol] = key
+            self._idle.move_to_end(protocol)
+
+    async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
+        # The new connection's placeholder is already among the acquired.
+        self._make_room(self.max_connections)
+        return await super()._create_connection(req, traces, timeout)
+
+    def _make_room(self, most: int) -> None:
+        """Close the least recently used idle connections until at most ``most``
+        sockets are held (a connection aiohttp closed itself is only forgotten)."""
+        idle = self._idle
+        while idle and len(self._acquired) + len(idle) > most:
+            protocol, key = idle.popitem(last=False)
+            pool = self._conns.get(key)
+            if pool is None:
+                continue
+            for item in pool:
+                if item[0] is protocol:
+                    pool.remove(item)
+                    break
+            else:
+                continue  # reused or closed meanwhile: not idle here any more
+            if not pool:
+                del self._conns[key]
+            protocol.close()
+            self.closed_for_room += 1
+
+    def _cleanup(self) -> None:
+        super()._cleanup()  # idle connections past their keep-alive, closed
+        conns = self._conns
+        for protocol, key in list(self._idle.items()):
+            pool = conns.get(key)
+            if not pool or all(item[0] is not protocol for item in pool):
+                del self._idle[protocol]
+
+
+def bounded_connector(max_connections: int,
+                      resolver: AbstractResolver) -> BoundedConnector:
+    """The connector of the gate's own session."""
+    return BoundedConnector(max_connections, resolver=resolver)

@@ -1,0 +1,159 @@
+"""The gate at a machine's default open-file limits (issue 91).
+
+A crawl of more origins than ``ulimit -n`` allows sockets must still fetch every
+page: the gate's session holds a bounded number of connections, and a socket that
+cannot be opened is this machine's failure, never the site's "robots.txt
+unreachable".  The crawls run in a child process whose limit is lowered, against the
+loopback server in a process of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from robotgate import FetchPolicy, Network, RobotGate
+from robotgate.policy.fetch import LocalFailure
+from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
+from testbed.children import child_env
+from testbed.server import BenchServer, HostPlan, host_addresses
+from tests.support.transports import FakeTransport
+
+RULES = b"User-agent: *\nDisallow: /private\n"
+
+
+class ShortOfFiles(FakeTransport):
+    """A robots.txt transport that runs out of file descriptors ``failures`` times,
+    as aiohttp does (its connector error is an OSError carrying EMFILE), then answers."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(RobotsResponse(200, {"Content-Type": "text/plain"}, RULES))
+        self.failures = failures
+
+    async def send(self, request: RobotsRequest) -> RobotsResponse:
+        if self.failures > 0:
+            self.failures -= 1
+            self.requests.append(request)
+            raise OSError(errno.EMFILE, "Too many open files")
+        return await super().send(request)
+
+
+async def test_a_shortage_of_descriptors_is_never_the_sites_verdict() -> None:
+    transport = ShortOfFiles(failures=1_000)  # more than the fetch's timeout lets it try
+    gate = RobotGate("LimitBot/1.0", delay=0, policy=FetchPolicy(timeout=0.3),
+                     network=Network(robots_transport=transport))
+    async with gate:
+        with pytest.raises(LocalFailure) as raised:
+            await asyncio.wait_for(gate.allowed("http://site.test/page"), 10)  # hang guard
+        assert raised.value.errno == errno.EMFILE
+        assert "ulimit -n" in str(raised.value) and "site.test" in str(raised.value)
+        assert len(transport.requests) > 1  # asked again while it lasted
+        assert await gate.store.load_robots("http://site.test") is None  # nothing kept
+        transport.failures = 0  # the descriptors free
+        assert await gate.allowed("http://site.test/page")
+        assert not await gate.allowed("http://site.test/private")
+
+
+async def test_a_fetch_that_runs_short_is_asked_again_when_the_resource_frees() -> None:
+    transport = ShortOfFiles(failures=3)
+    gate = RobotGate("LimitBot/1.0", delay=0, network=Network(robots_transport=transport))
+    async with gate:
+        assert await asyncio.wait_for(gate.allowed("http://site.test/page"), 10)  # hang guard
+        entry = await gate.store.load_robots("http://site.test")
+        assert entry is not None and entry.outcome == "ok" and entry.failures == 0
+        assert len(transport.requests) == 4  # three short, then the answer
+
+
+def _open_sockets() -> int:
+    fds = os.listdir("/proc/self/fd")
+    count = 0
+    for fd in fds:
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile (the listing's own descriptor)
+    return count
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+async def test_idle_connections_are_bounded_however_many_origins() -> None:
+    origins = 40
+    bound = 6
+    async with BenchServer([HostPlan("partial") for _ in range(origins)]) as server:
+        before = _open_sockets()
+        async with RobotGate("LimitBot/1.0", delay=0,
+                             network=Network(max_connections=bound)) as gate:
+            for i in range(origins):
+                async with gate.fetch(server.url(i, "/page/0")) as resp:
+                    assert resp.status == 200
+                    await resp.read()
+            # Each connection is two sockets here (the server's end too); the server
+            # closes its end once the gate has closed the other.
+            for _ in range(200):  # hang guard: 2 s at most
+                held = _open_sockets() - before
+                if held <= 2 * bound:
+                    break
+                await asyncio.sleep(0.01)
+            assert held <= 2 * bound, f"{held} sockets open for {origins} origins"
+
+
+_CRAWL = textwrap.dedent("""
+    import asyncio, json, resource, sys
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), hard))
+    from robotgate import RobotGate
+
+    async def main(port, addresses, concurrency):
+        statuses, private = {}, 0
+        async def handler(url, resp):
+            statuses[url] = resp.status
+            await resp.read()
+        async with RobotGate("LimitBot/1.0", delay=0) as gate:
+            urls = [f"http://{a}:{port}/{p}" for a in addresses for p in ("page/0", "private/1")]
+            summary = await gate.crawl(urls, handler, concurrency=concurrency)
+            allowed = sum([await gate.allowed(f"http://{a}:{port}/page/1") for a in addresses])
+        print(json.dumps({"pages": summary.pages, "unreachable": summary.unreachable,
+                          "skipped": summary.skipped, "errors": summary.errors,
+                          "ok": sum(s == 200 for s in statuses.values()),
+                          "private": sum("/private/" in u for u in statuses),
+                          "allowed": allowed}))
+
+    asyncio.run(main(int(sys.argv[2]), json.loads(sys.stdin.read()), int(sys.argv[3])))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="needs resource.setrlimit")
+def test_a_crawl_of_many_origins_at_ulimit_256() -> None:
+    origins = 1_500
+    server = subprocess.Popen(
+        [sys.executable, "-m", "testbed.server", "--hosts", str(origins), "--mix", "partial=1",
+         "--pages", "2", "--duration", "300"],
+        stdout=subprocess.PIPE, env=child_env(), text=True)
+    try:
+        assert server.stdout is not None
+        ready = json.loads(server.stdout.readline())
+        port = ready["port"]
+        addresses = host_addresses(origins)
+        crawl = subprocess.run(
+            [sys.executable, "-c", _CRAWL, "256", str(port), "64"], input=json.dumps(addresses),
+            capture_output=True, text=True, env=child_env(), timeout=240)  # hang guard
+        assert crawl.returncode == 0, crawl.stderr[-3000:]
+        seen = json.loads(crawl.stdout.strip().splitlines()[-1])
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stdout is not None:
+            server.stdout.close()
+    print(seen)
+    assert seen["unreachable"] == 0, seen
+    assert seen["ok"] == origins and seen["pages"] == origins, seen
+    assert seen["private"] == 0 and seen["skipped"] == origins, seen
+    assert seen["allowed"] == origins, seen
