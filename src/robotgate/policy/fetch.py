@@ -20,26 +20,26 @@ more hops, a loop       unavailable                                   allow all
 from __future__ import annotations
 
 import email.utils
+import errno
 import math
 import re
-import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..decision import Decision
+from ..error_root import Error
 from ..records import Outcome, RobotsEntry
 from ..urls import redact
-from ..error_root import Error
 
 __all__ = [
     "FetchPolicy",
+    "LocalFailure",
     "entry_for_error",
     "entry_for_not_modified",
-    "LocalFailure",
     "entry_for_response",
+    "local_failure",
     "outcome_decision",
     "parse_retry_after",
-    "local_failure",
 ]
 
 
