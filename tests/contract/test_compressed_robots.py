@@ -132,6 +132,28 @@ UNDECLARED_BINARY = [
     Case("corrupt-bzip2-sent-bare", (), b"BZh91AY&SY" + RULES,
          "is bzip2 data that could not be decoded"),
 ]
+#: What decoding gives is judged as a body sent plain is: NUL bytes are no text, gzipped
+#: or bzip2-compressed (labelled or not) or in a gzip-twice bomb as much as sent plain.
+NULS = bytes(100)
+NOT_TEXT = [
+    Case("nuls-sent-bare", (), NULS, "came with no content coding and is not text"),
+    Case("nuls-gzip", ("gzip",), gzip.compress(NULS), "came gzip-encoded and is not text"),
+    Case("nuls-gzip-sent-bare", (), gzip.compress(NULS),
+         "came as compressed data and is not text once decoded"),
+    Case("nuls-bzip2-sent-bare", (), bz2.compress(NULS),
+         "came as compressed data and is not text once decoded"),
+    Case("nuls-bzip2-sent-identity", ("identity",), bz2.compress(NULS),
+         "came as compressed data and is not text once decoded"),
+    Case("nuls-gzip-twice-bomb", (), _layers(bytes(16 * 1024 * 1024), 2),
+         "came as compressed data and is not text once decoded"),
+    Case("nuls-gzip-twice-bomb-gzip", ("gzip",), _layers(bytes(16 * 1024 * 1024), 2),
+         "is not text once decoded"),
+    # A gzip header and nothing after it: no robots.txt at all, so not "no rules" either.
+    Case("gzip-header-alone", ("gzip",), gzip.compress(b"")[:10],
+         "compressed data that ends before its content"),
+    Case("gzip-header-alone-sent-bare", (), gzip.compress(b"")[:10],
+         "compressed data that ends before its content"),
+]
 #: Without a brotli decoder (see :func:`no_brotli`): "gzip, br" cannot be read.
 NO_BROTLI = Case("gzip-br", ("gzip, br",), brotli.compress(gzip.compress(RULES)),
                  "no brotli decoder is installed")
@@ -330,6 +352,27 @@ async def test_compressed_bodies_sent_as_text_are_read_by_their_first_bytes(clie
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
+async def test_what_decoding_gives_is_judged_as_text_sent_plain_is(client: str) -> None:
+    assert len(NOT_TEXT[5].body) < 1024  # a bomb: 16 MiB of NULs in under 1 KB
+    async with Origins(NOT_TEXT) as origins:
+        check(origins, await CLIENTS[client](origins))
+
+
+@pytest.mark.slow
+async def test_what_decoding_gives_is_judged_as_text_sent_plain_is_through_scrapy() -> None:
+    async with Origins(NOT_TEXT) as origins:
+        check(origins, await through_scrapy(origins, "testbed.scrapy_crawl_runner"))
+
+
+def test_an_empty_gzip_stream_is_an_empty_robots_txt() -> None:
+    # A whole stream of nothing is the site's empty file (allow all), unlike a header alone.
+    from robotgate.policy.content_coding import decode_capped
+
+    assert decode_capped(gzip.compress(b""), ["gzip"], 500 * 1024) == b""
+    assert decode_capped(b"", ["gzip"], 500 * 1024) == b""
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
 async def test_without_a_brotli_decoder_brotli_sent_as_text_is_unreachable(
         client: str, monkeypatch: pytest.MonkeyPatch) -> None:
     async with Origins(NO_BROTLI_UNDECLARED) as origins:
@@ -362,9 +405,9 @@ async def test_without_a_brotli_decoder_gzip_br_is_unreachable_through_scrapy() 
 def test_bzip2_and_xz_bombs_sent_as_text_stop_at_the_limit() -> None:
     from robotgate.policy.content_coding import MAX_XZ_MEMORY, UndecodableBody, decode_capped
 
-    zeros = bytes(4 * 1024 * 1024)
-    for bomb in (bz2.compress(zeros), lzma.compress(zeros)):
-        assert decode_capped(bomb, [], 500 * 1024) == bytes(500 * 1024)
+    spaces = b" " * (4 * 1024 * 1024)  # text, so that the limit is what stops it
+    for bomb in (bz2.compress(spaces), lzma.compress(spaces)):
+        assert decode_capped(bomb, [], 500 * 1024) == spaces[:500 * 1024]
     # An xz header asking for more memory than allowed is refused, not obeyed.
     greedy = lzma.compress(RULES, filters=[{"id": lzma.FILTER_LZMA2,
                                             "dict_size": 4 * MAX_XZ_MEMORY}])

@@ -21,7 +21,9 @@ What a ``Content-Encoding`` token means:
   :class:`UndecodableBody`.  What the declared codings give is undone too when
   it opens with a magic number or a zlib header (``gzip`` over gzip data twice),
   and a body its declared coding cannot undo is read as what it is (brotli sent
-  as ``gzip``);
+  as ``gzip``); what decoding gives is judged as a body sent plain is: no text
+  (NUL bytes gzipped, a gzip bomb of them) raises :class:`UndecodableBody`, and so
+  does data that stops before giving a byte (a gzip header alone);
 * a registered coding no decoder here reads (``compress``, ``aes128gcm``...),
   br without ``brotli``, zstd without Python 3.14 or ``backports.zstd``, and
   corrupt data raise :class:`UndecodableBody`: robots.txt is unreachable
@@ -117,7 +119,12 @@ def decode_capped(body: bytes, codings: Iterable[str], limit: int) -> bytes:
     while True:  # data whatever the header said: undone, as many layers as allowed
         decoded = _sniffed(body, limit, came, as_sent=undone == 0)
         if decoded is None:
-            return body[:limit]
+            body = body[:limit]
+            if undone and _not_text(body):
+                # What decoding gives is judged as a body sent plain is: NUL bytes
+                # gzipped say no more than NUL bytes (never "no rules").
+                raise UndecodableBody(f"robots.txt came {came} and is not text once decoded")
+            return body
         undone += 1
         if undone > MAX_CODINGS:
             raise UndecodableBody(
@@ -213,8 +220,17 @@ def _zlib_header(body: bytes) -> bool:
             and (body[0] << 8 | body[1]) % 31 == 0)
 
 
+def _gave(out: bytes, ended: bool, body: bytes) -> bytes:
+    """``out``, unless data (``body``) that gave nothing stopped short of its end: a
+    header alone is no robots.txt, empty or not, so it is no "no rules" either."""
+    if body and not out and not ended:
+        raise UndecodableBody("robots.txt is compressed data that ends before its content")
+    return out
+
+
 def _inflate(body: bytes, limit: int, wbits: int) -> bytes:
-    return zlib.decompressobj(wbits).decompress(body, limit)
+    inflater = zlib.decompressobj(wbits)
+    return _gave(inflater.decompress(body, limit), inflater.eof, body)
 
 
 def _gzip(body: bytes, limit: int) -> bytes:
@@ -222,11 +238,13 @@ def _gzip(body: bytes, limit: int) -> bytes:
 
 
 def _bzip2(body: bytes, limit: int) -> bytes:
-    return bz2.BZ2Decompressor().decompress(body, limit)
+    decoder = bz2.BZ2Decompressor()
+    return _gave(decoder.decompress(body, limit), decoder.eof, body)
 
 
 def _xz(body: bytes, limit: int) -> bytes:
-    return lzma.LZMADecompressor(lzma.FORMAT_XZ, MAX_XZ_MEMORY).decompress(body, limit)
+    decoder = lzma.LZMADecompressor(lzma.FORMAT_XZ, MAX_XZ_MEMORY)
+    return _gave(decoder.decompress(body, limit), decoder.eof, body)
 
 
 def _deflate(body: bytes, limit: int) -> bytes:
