@@ -1,5 +1,6 @@
-"""robotgate.integrations.crawlee: a crawlee BeautifulSoupCrawler over RobotGateHttpClient
-keeps robotgate's promises on a loopback site."""
+"""robotgate.integrations.crawlee: a crawlee BeautifulSoupCrawler over RobotGateHttpClient,
+its handler written as crawlee's docs write it (``context.enqueue_links()``), keeps
+robotgate's promises on a loopback site."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.contract.test_private_addresses import (
     system_names,
 )
 from tests.contract.test_request_paths import Site as ContractSite
+from tests.contract.test_request_paths import public_loopback_1
 from tests.support.arrivals import Noted
 
 pytest.importorskip("crawlee", reason="crawlee is not installed (pip install 'robotgate[crawlee]')")
@@ -97,14 +99,17 @@ async def test_a_beautifulsoup_crawl_keeps_every_promise(site: Site) -> None:
     failed: list[BaseException] = []
     refused: list[tuple[str, Disallowed]] = []
     events: list[Event] = []
-    async with RobotGate(AGENT, delay=0.1, on_event=events.append) as gate:
+    # 127.0.0.1 plays a public site: crawlee's enqueue_links cannot say which page a
+    # link is of, and a link counts as a public page's.
+    async with RobotGate(AGENT, delay=0.1, is_private=public_loopback_1,
+                         on_event=events.append) as gate:
         client = RobotGateHttpClient(gate, on_refused=lambda url, no: refused.append((url, no)))
         crawler = _crawler(gate, client)
 
         @crawler.router.default_handler
         async def handler(context: BeautifulSoupCrawlingContext) -> None:
             titles.append(context.soup.title.string if context.soup.title else "")
-            await client.enqueue_links(context)
+            await context.enqueue_links()  # crawlee's own idiom
 
         @crawler.failed_request_handler
         async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from robotgate import Disallowed, Error, RobotGate
 from robotgate.policy.hops import REFUSED, RULE
+from robotgate.policy.provenance import Provenance
 from tests.contract.test_private_addresses import Names, names, system_names
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
 from tests.support.pages_site import Answer, PagesSite
@@ -114,19 +115,79 @@ async def test_links_of_a_public_page_into_a_private_network_are_not_fetched(
     assert run.failed == []
 
 
-async def test_a_link_that_cannot_say_its_page_is_not_sent() -> None:
-    # crawlee's own enqueue_links: the client cannot tell which page pointed at the link.
+def _site_links(public: PagesSite, private: PagesSite) -> tuple[str, str]:
+    """A public site of five pages whose links lead to each other, to a disallowed
+    page and into the private network (a literal address, a name resolving there):
+    the private site's URLs."""
+    literal, named = private.url("/secret"), f"http://intranet.test:{private.port}/secret"
+    public.answers.update({
+        "/robots.txt": Answer("User-agent: *\nDisallow: /private\n", content_type="text/plain"),
+        "/": Answer(_page("/a", "/b", "/private/x", literal, named)),
+        "/a": Answer(_page("/b", "/c", "/")),
+        "/b": Answer(_page("/d", named)),
+        "/c": Answer(_page(literal)),
+        "/d": Answer(_page("/a"))})
+    return literal, named
+
+
+async def _enqueue_links(context: BeautifulSoupCrawlingContext) -> None:
+    await context.enqueue_links(strategy="all")
+
+
+async def _add_requests(context: BeautifulSoupCrawlingContext) -> None:
+    await context.add_requests([str(a["href"]) for a in context.soup.find_all("a")])
+
+
+@pytest.mark.parametrize("enqueue", [_enqueue_links, _add_requests])
+async def test_crawlees_own_enqueue_crawls_a_public_site_but_not_into_a_private_network(
+        names: Names, system_names: Names,
+        enqueue: Callable[[BeautifulSoupCrawlingContext], Awaitable[None]]) -> None:
+    # context.enqueue_links and context.add_requests cannot say which page a link is
+    # of: it is judged as a public page's.
     run = Run()
-    async with PagesSite({"/robots.txt": ALLOW, "/next": Answer(_page())}) as site:
-        site.answers["/"] = Answer(_page("/next"))
+    async with PagesSite({}, PUBLIC) as public, \
+            PagesSite({"/robots.txt": ALLOW, "/secret": Answer("secret")}, PRIVATE) as private:
+        for table in (names, system_names):
+            table.answers["intranet.test"] = [[PRIVATE]]
+        literal, named = _site_links(public, private)
         async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
-            crawler = run.crawler(run.client(gate), lambda c: c.enqueue_links(strategy="all"))
-            await crawler.run([site.url("/")])
-    assert run.handled == [site.url("/")] and site.hits["/next"] == 0
-    [(url, no)] = run.refused
-    assert url == site.url("/next")
-    assert "RobotGateHttpClient.enqueue_links(context)" in no.decision.reason
+            await run.crawler(run.client(gate), enqueue).run([public.url("/")])
+    assert sorted(run.handled) == [public.url(path) for path in ("/", "/a", "/b", "/c", "/d")]
+    assert all(public.hits[path] == 1 for path in ("/", "/a", "/b", "/c", "/d"))
+    assert public.hits["/private/x"] == 0 and private.hits == {}  # nor its robots.txt
+    refused = {url: no.decision for url, no in run.refused}
+    assert sorted(refused) == sorted([public.url("/private/x"), literal, named])
+    assert "Disallow: /private" in refused[public.url("/private/x")].reason
+    for url in (literal, named):
+        assert refused[url].outcome == REFUSED and RULE in refused[url].reason, refused[url]
     assert run.failed == []
+
+
+async def test_a_private_pages_links_go_into_its_network_only_when_they_carry_their_page(
+        ) -> None:
+    # Enqueued by crawlee's own enqueue_links, the private page's link cannot say its
+    # page, and counts as a public page's: never into a private network on a guess.
+    # Enqueued by the client's, it carries its page, and is followed.
+    for enqueue, followed in ((None, False), ("client", True)):
+        run = Run()
+        async with PagesSite({"/robots.txt": ALLOW, "/next": Answer(_page())},
+                             PRIVATE) as private:
+            private.answers["/"] = Answer(_page("/next"))
+            async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+                client = run.client(gate)
+                crawler = run.crawler(client, (lambda c: c.enqueue_links()) if enqueue is None
+                                      else client.enqueue_links)
+                await crawler.run([private.url("/")])
+        assert private.hits["/next"] == int(followed), enqueue
+        assert sorted(run.handled) == [private.url("/"), *[private.url("/next")] * followed]
+        if not followed:
+            [(url, no)] = run.refused
+            assert url == private.url("/next") and no.decision.outcome == REFUSED
+            assert RULE in no.decision.reason
+            assert "RobotGateHttpClient.enqueue_links(context)" in no.decision.reason
+        else:
+            assert run.refused == []
+        assert run.failed == []
 
 
 async def test_links_handed_over_as_requests_carry_their_page_too(
@@ -150,17 +211,18 @@ async def test_links_handed_over_as_requests_carry_their_page_too(
 
 
 def test_provenance_is_read_from_user_data() -> None:
-    assert provenance_of(Request.from_url("http://a.test/")).is_input  # type: ignore[union-attr]
+    assert provenance_of(Request.from_url("http://a.test/")).is_input
     linked = Request.from_url("http://a.test/x", user_data={
         PROVENANCE: {"page": "http://a.test/", "public": None}})
     linked.crawl_depth = 1
-    found = provenance_of(linked)
-    assert found is not None and found.page == "http://a.test/" and found.public is None
+    assert provenance_of(linked) == Provenance("http://a.test/", None)
+    # Added from a page that is not said, or said in a way that cannot be read: a
+    # public page's pointer.
     unsaid = Request.from_url("http://a.test/y")
     unsaid.crawl_depth = 1
-    assert provenance_of(unsaid) is None
     garbled = Request.from_url("http://a.test/z", user_data={PROVENANCE: {"page": 3}})
-    assert provenance_of(garbled) is None
+    for request in (unsaid, garbled):
+        assert provenance_of(request) == Provenance("", True), request
 
 
 # -- a page's directives (issue 78, 4) -------------------------------------------------------

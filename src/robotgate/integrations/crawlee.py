@@ -24,11 +24,14 @@ a ``BeautifulSoupCrawler`` or a ``ParselCrawler`` keeps robotgate's promises:
   host) is a failed request instead (:class:`RobotsUnreachable`), which crawlee retries.
 
 **Who pointed at a request** (:mod:`robotgate.policy.provenance`) travels in its
-``user_data``: :meth:`RobotGateHttpClient.enqueue_links` enqueues a page's links as
-that page's pointers (and none from a page that says ``nofollow``).  A request the
-crawler was given (``crawler.run``, ``crawler.add_requests``) is the caller's own
-input; a request added from a page any other way (``context.enqueue_links``,
-``context.add_requests``) cannot say which page pointed at it, and is not sent.
+``user_data``.  A request the crawler was given (``crawler.run``,
+``crawler.add_requests``) is the caller's own input.  A link added from a page by
+crawlee's own ``context.enqueue_links`` or ``context.add_requests`` cannot say which
+page (crawlee keeps only its depth), so it is judged as a public page's pointer: it
+may go to any public address, never into a private network on a guess.
+:meth:`RobotGateHttpClient.enqueue_links` enqueues a page's links as that page's own
+pointers (a private page's may then go into its network) and none from a page that
+says ``nofollow``.
 
 :meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate:
 the crawler's navigation is sent by this client (the same provenance, skips and
@@ -53,6 +56,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -69,6 +73,7 @@ from ..decision import Decision
 from ..errors import Disallowed
 from ..errors import TooManyRedirects as CoreTooManyRedirects
 from ..gate.aiohttp_client import Route
+from ..policy.hops import REFUSED
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, Exchanged, NextHop
 from ..politeness.request_turn import RequestTurn
@@ -105,8 +110,8 @@ log = logging.getLogger(__name__)
 #: The ``user_data`` key a request's provenance is kept under (``{"page": ..., "public":
 #: ...}``), so that it is stored with the request in crawlee's queue.
 PROVENANCE = "robotgate_provenance"
-# The outcome of a request added from a page that cannot say which page pointed at it.
-_UNSAID = "provenance-unknown"
+# Who pointed at a request added from a page that cannot say which: a public page.
+_UNSAID = pointer_of("")
 # The outcome of a PlaywrightCrawler request the gate's route would not see.
 _UNROUTED = "navigation-unrouted"
 _EVERY_URL = "**/*"
@@ -133,17 +138,20 @@ class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
     :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
 
 
-def provenance_of(request: Request) -> Provenance | None:
+def provenance_of(request: Request) -> Provenance:
     """Who pointed at ``request``: the :data:`PROVENANCE` it carries; without one, a
     request the crawler was given (crawl depth 0) is the caller's own input, and one
-    added from a page is None: it cannot say which page."""
+    added from a page (``context.enqueue_links``, ``context.add_requests``), or
+    carrying a value that cannot be read, is a public page's pointer (its page
+    ``""``): crawlee does not say which page."""
     held = request.user_data.get(PROVENANCE)
+    if held is None:
+        return INPUT if request.crawl_depth == 0 else _UNSAID
     if isinstance(held, Mapping):
         page, public = held.get("page"), held.get("public")
         if isinstance(page, str | None) and isinstance(public, bool | None):
             return Provenance(page, public)
-        return None
-    return INPUT if held is None and request.crawl_depth == 0 else None
+    return _UNSAID
 
 
 def _stored(provenance: Provenance) -> dict[str, str | bool | None]:
@@ -230,10 +238,9 @@ class RobotGateHttpClient(HttpClient):
         """Fetch ``request`` for a crawler, as who pointed at it: a refused one is
         skipped, not retried."""
         try:
-            provenance = self._provenance(request)
             url, response = await self._send(request.url, request.method, request.headers,
                                              request.payload, session, proxy_info, timeout,
-                                             provenance)
+                                             provenance_of(request))
         except RobotsDisallowed:
             request.state = RequestState.SKIPPED
             raise
@@ -369,7 +376,7 @@ class RobotGateHttpClient(HttpClient):
 
         request, page = context.request, context.page
         try:
-            provenance = self._provenance(request)
+            provenance = provenance_of(request)
             if request.headers or request.method != "GET":
                 # crawlee sends such a navigation itself, past every route (route.continue_).
                 raise self._refusal(request.url, Disallowed(request.url, Decision(
@@ -403,17 +410,6 @@ class RobotGateHttpClient(HttpClient):
 
     # -- one request, hop by hop -----------------------------------------------------
 
-    def _provenance(self, request: Request) -> Provenance:
-        """Who pointed at ``request``; one that cannot say is refused."""
-        provenance = provenance_of(request)
-        if provenance is not None:
-            return provenance
-        decision = Decision(
-            False, f"added from a page (crawl depth {request.crawl_depth}) without saying "
-            "which: enqueue a page's links with RobotGateHttpClient.enqueue_links(context), "
-            "and your own URLs with crawler.add_requests", outcome=_UNSAID)
-        raise self._refusal(request.url, Disallowed(request.url, decision))
-
     async def _send(self, url: str, method: str, headers: Mapping[str, str],
                     payload: HttpPayload | None, session: Session | None,
                     proxy_info: ProxyInfo | None, timeout: timedelta | None,
@@ -437,6 +433,13 @@ class RobotGateHttpClient(HttpClient):
                                             follow=self.follow_redirects,
                                             max_redirects=MAX_REDIRECTS, via=via)
         except Disallowed as no:
+            if provenance == _UNSAID and no.url == url and no.decision.outcome == REFUSED:
+                # The link's own refusal by the private-network rule: say how a private
+                # page's links go into its network.
+                no = Disallowed(no.url, replace(no.decision, reason=(
+                    f"{no.decision.reason}; it was added from a page without saying "
+                    "which, and counts as a public page's link: enqueue a private page's "
+                    "links with RobotGateHttpClient.enqueue_links(context)")))
             raise self._refusal(url, no) from None
         except CoreTooManyRedirects as many:
             raise TooManyRedirects(many.url, many.limit) from None
