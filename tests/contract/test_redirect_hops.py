@@ -156,13 +156,15 @@ def open_gate(**options: Any) -> RobotGate:
 # -- aiohttp: gate.fetch follows by the core's rule; the middleware by aiohttp's own ------
 
 
-async def plain_aiohttp(hosts: Hosts) -> dict[Case, Heard]:
-    async with aiohttp.ClientSession() as session:
+async def plain_aiohttp(hosts: Hosts, defaults: bool = False) -> dict[Case, Heard]:
+    """The table through plain aiohttp; ``defaults``: the headers are the session's."""
+    async with aiohttp.ClientSession(headers=HEADERS if defaults else None) as session:
         async def send(method: str, url: str, headers: dict[str, str], body: bytes | None) -> None:
-            async with session.request(method, url, headers=headers, data=body) as resp:
+            async with session.request(method, url, headers=None if defaults else headers,
+                                       data=body) as resp:
                 await resp.read()
 
-        return await run_table(hosts, "aiohttp", send)
+        return await run_table(hosts, f"aiohttp-{defaults}", send)
 
 
 async def test_aiohttps_own_hop_is_the_cores(hosts: Hosts) -> None:
@@ -170,14 +172,19 @@ async def test_aiohttps_own_hop_is_the_cores(hosts: Hosts) -> None:
     assert differences(own, {case: core(case) for case in CASES}) == {}
 
 
-@pytest.mark.parametrize("session", ["owned", "yours"])
+@pytest.mark.parametrize("session", ["owned", "yours", "your-defaults"])
 async def test_gate_fetch_follows_as_aiohttp_does(hosts: Hosts, session: str) -> None:
-    own = await plain_aiohttp(hosts)
-    async with aiohttp.ClientSession() as yours, open_gate(
-            session=yours if session == "yours" else None) as gate:
+    """``your-defaults``: the headers are your session's own, not the call's."""
+    defaults = session == "your-defaults"
+    own = await plain_aiohttp(hosts, defaults)
+    async with aiohttp.ClientSession(headers=HEADERS if defaults else None) as yours, open_gate(
+            session=None if session == "owned" else yours) as gate:
         async def send(method: str, url: str, headers: dict[str, str],
                        body: bytes | None) -> None:
-            await gate.fetch(url, method=method, headers=headers, data=body)
+            if defaults:
+                await gate.fetch(url, method=method, data=body)
+            else:
+                await gate.fetch(url, method=method, headers=headers, data=body)
 
         through_gate = await run_table(hosts, f"fetch-{session}", send)
     assert differences(through_gate, own) == {}
@@ -246,3 +253,18 @@ async def test_crawlees_path_follows_by_the_cores_rule(hosts: Hosts) -> None:
     assert differences(through_gate, {case: core(case) for case in CASES}) == {}
     # crawlee's own client (impit) where the core's rule differs from it:
     assert differences(own, through_gate) == {}
+
+
+@pytest.mark.parametrize("other_origin", [False, True])
+async def test_gate_fetch_drops_the_calls_cookies_as_aiohttp_does(
+        hosts: Hosts, other_origin: bool) -> None:
+    case = Case("GET", 302, other_origin)
+    credentials = {"cookies": {"sid": "42"}}  # (aiohttp 3.14 deprecates auth=BasicAuth)
+    async with aiohttp.ClientSession() as session, session.get(
+            hosts.start(case, "plain-auth"), **credentials) as resp:
+        await resp.read()
+    async with open_gate() as gate:
+        await gate.fetch(hosts.start(case, "fetch-auth"), **credentials)
+    own, through_gate = (hosts.heard[f"{run}/{case.name}"] for run in ("plain-auth", "fetch-auth"))
+    assert through_gate == own
+    assert (own.cookie is None) is other_origin
