@@ -227,6 +227,38 @@ def test_user_mistakes_get_one_line_and_status_2(
     assert out == ""
 
 
+@pytest.mark.parametrize("text, said", [
+    ("redis:/127.0.0.1", "'redis:/127.0.0.1' is no Redis URL: write redis://HOST"),
+    ("redis:127.0.0.1:6379", "is no Redis URL: write redis://HOST"),
+    ("redis+cluster:/127.0.0.1", "is no Redis URL: write redis+cluster://HOST"),
+    ("unix:/run/redis.sock", "is no Redis URL: write unix:///PATH/TO/SOCKET"),
+    ("redis:/user:hunter2@127.0.0.1", "'redis:***@127.0.0.1' is no Redis URL"),
+    ("postgres:/db", "unknown store 'postgres:/db'"),
+])
+@pytest.mark.parametrize("command", [["fetch", "--agent", AGENT, "http://a.example/"],
+                                     ["crawls"]])
+def test_a_mistyped_store_url_is_refused_and_no_file_is_made_of_it(
+    text: str, said: str, command: list[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A fleet whose --store lost a slash would each keep a SQLite file of its own.
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run([*command, "--store", text], capsys)
+    line = one_error_line(err)
+    assert (code, out) == (2, ""), err
+    assert said in line and line.endswith("(pick another with --store)") and "hunter2" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_whose_name_reads_as_a_url_is_named_with_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["crawls", "--store", "sqlite:odd:name.db"], capsys)
+    assert (code, out) == (0, ""), err
+    assert [p.name for p in tmp_path.iterdir()] == ["odd:name.db"]
+
+
 def test_check_reports_each_bad_url_and_still_checks_the_rest(
     robots_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from robotgate.cli.args import EXIT_USAGE
 from robotgate.store.sqlite import SQLiteStore
+from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan
 from tests.cli.test_cli import AGENT, json_lines, one_error_line, run, run_async
 
@@ -42,6 +43,29 @@ async def test_a_named_fetch_resumes_and_says_how_far_it_is(
     assert code == 0 and out == "dropped news\n"
     code, out, err = await run_async(["crawls", "--store", store], capsys)
     assert code == 0 and out == ""
+
+
+@pytest.mark.slow
+async def test_crawls_lists_and_drops_the_crawls_a_fleet_shares_in_redis(
+        own_redis: RedisServer, capsys: pytest.CaptureFixture[str]) -> None:
+    # A server of its own: the command reads the default prefix, as a fleet's workers do.
+    from robotgate import RobotGate
+    from robotgate.store.redis import RedisStore
+
+    async def handler(url: str, resp: object) -> None:
+        return None
+
+    async with BenchServer([HostPlan("allow", pages=5)]) as srv:
+        urls = [srv.url(0, f"/page/{p}") for p in range(3)]
+        async with RobotGate(AGENT, store=RedisStore(own_redis.url), delay=0) as gate:
+            await gate.crawl(urls, handler, name="news")
+    store = ["--store", own_redis.url]
+    code, out, err = await run_async(["crawls", *store], capsys)
+    assert (code, out) == (0, "news: 0 queued, 0 in flight, 3 done, 0 skipped, 0 failed\n"), err
+    code, out, err = await run_async(["crawls", *store, "news", "--drop"], capsys)
+    assert (code, out) == (0, "dropped news\n"), err
+    code, out, err = await run_async(["crawls", *store], capsys)
+    assert (code, out) == (0, "") and "keeps no named crawls" in err
 
 
 def test_drop_needs_a_name(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""``robotgate crawls``: the named crawls a store keeps, their counts; drop one."""
+"""``robotgate crawls``: the named crawls a store keeps (a SQLite file's, or those a fleet
+shares in Redis), their counts; drop one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 from ..store.base import Store, StoreError, crawl_store
 from ..store.crawl_state import CrawlCounts, NamedCrawlsUnsupported
-from .args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, error
+from .args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, error, say
 
 
 def counts_text(name: str, counts: CrawlCounts) -> str:
@@ -41,6 +42,8 @@ async def _crawls(any_store: Store, name: str | None, drop: bool) -> int:
                 await store.drop_crawl(str(name))
                 print(f"dropped {name}")
                 return EXIT_OK
+            if not names:  # said on stderr: the listing on stdout stays empty
+                say("this store keeps no named crawls (robotgate fetch --crawl NAME makes one)")
             for each in [name] if name is not None else names:
                 print(counts_text(str(each), await store.crawl_state(str(each)).counts()))
     except StoreError as exc:

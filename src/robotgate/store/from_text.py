@@ -3,12 +3,14 @@ take it: one reading for both.
 
 ``memory``; a Redis URL (``redis://``, ``rediss://``, ``unix://``, ``redis+cluster://``,
 ``rediss+cluster://``); or a SQLite file, ``sqlite:PATH`` or a bare ``PATH`` (``sqlite``
-alone: the caller's default file, if it has one).
+alone: the caller's default file, if it has one).  Other text that reads as a URL
+(``redis:/HOST``, ``mongo://HOST``) is refused, never taken for a file's name.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..error_root import Error
@@ -19,6 +21,10 @@ __all__ = ["REDIS_SCHEMES", "BadStoreText", "store_from_text"]
 
 #: The schemes of a Redis store's URL.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+
+
+#: What reads as a URL's scheme: two characters or more (``C:`` is a Windows drive).
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 
 
 class BadStoreText(Error, ValueError):
@@ -38,9 +44,11 @@ def store_from_text(text: str, *, prefix: str | None = None,
         return MemoryStore()
     if text.startswith(REDIS_SCHEMES):
         return _redis(text, prefix)
-    if "://" in text:
-        raise BadStoreText(f"unknown store {redact(text)!r}: use memory, sqlite:PATH or "
-                           "redis://HOST[:PORT][/DB]")
+    scheme = _SCHEME.match(text)
+    if (scheme and scheme[1] != "sqlite") or "://" in text:
+        # Anything else that reads as a URL is refused, not taken for a file's name: a
+        # mistyped redis:/HOST would give each worker of a fleet a file of its own.
+        raise BadStoreText(_not_a_store(text, scheme[1] if scheme else ""))
     path = text[len("sqlite:"):] if text.startswith("sqlite:") else text
     if path in ("", "sqlite"):
         if default_path is None:
@@ -54,6 +62,19 @@ def store_from_text(text: str, *, prefix: str | None = None,
         raise BadStoreText(f"cannot create {str(file.parent)!r} for the store: "
                            f"{exc.strerror or exc}") from None
     return SQLiteStore(file)
+
+
+def _not_a_store(text: str, scheme: str) -> str:
+    """Why ``text``, which reads as a URL of ``scheme``, names no store (its secret hidden)."""
+    shown = redact(text)
+    if shown == text and "@" in text:  # a mistyped URL redact() does not read as one
+        shown = f"{scheme}:***@{text.rsplit('@', 1)[1]}"
+    redis = next((known for known in REDIS_SCHEMES if known[:-3] == scheme.lower()), None)
+    if redis is not None:
+        where = "/PATH/TO/SOCKET" if redis == "unix://" else "HOST[:PORT][/DB]"
+        return f"{shown!r} is no Redis URL: write {redis}{where}"
+    return (f"unknown store {shown!r}: use memory, sqlite:PATH or redis://HOST[:PORT][/DB]"
+            " (a file whose name reads as a URL: sqlite:PATH)")
 
 
 def _redis(url: str, prefix: str | None) -> Store:
