@@ -7,15 +7,23 @@ The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to t
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
 body, for POST and PUT).  A loopback server records what the redirect's target
 received: method, body, and the three headers.  Each path runs the table with the gate
-and its client runs it without; the two must agree, and each agrees with the core's
-value but for the differences its client is known for (listed here, named by case).
+and its client runs it without; the two must agree, and each client's own hop is the
+core's value (aiohttp 3.14, Scrapy 2.19 and crawlee 1.11's impit client in every case)
+but for the differences httpx is known for (:func:`httpx_rule`).  Paths: ``gate.fetch``
+(the gate's session, yours, your session's default headers), ``gate.middleware``, the
+httpx transport, Scrapy's middleware (in a subprocess: tests/contract/scrapy_hops_runner.py)
+and crawlee's client.  Not run: the Playwright route (a page's ``fetch`` cannot set a
+Cookie header, and cross-origin ones go through CORS preflights the route does not see).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -32,6 +40,7 @@ from robotgate.integrations.httpx import RobotGateTransport  # noqa: E402
 pytestmark = pytest.mark.slow
 
 AGENT = "HopBot/1.0"
+ROOT = Path(__file__).resolve().parents[2]
 HERE, THERE = "127.0.0.1", "127.0.0.3"
 METHODS = ("GET", "HEAD", "POST", "PUT")
 STATUSES = (301, 302, 303, 307, 308)
@@ -251,7 +260,7 @@ async def test_crawlees_path_follows_by_the_cores_rule(hosts: Hosts) -> None:
     async with open_gate() as gate, RobotGateHttpClient(gate) as client:
         through_gate = await crawlee_table(hosts, "crawlee-gate", client)
     assert differences(through_gate, {case: core(case) for case in CASES}) == {}
-    # crawlee's own client (impit) where the core's rule differs from it:
+    # crawlee's own client (impit) follows as the core's rule does, in every case.
     assert differences(own, through_gate) == {}
 
 
@@ -268,3 +277,38 @@ async def test_gate_fetch_drops_the_calls_cookies_as_aiohttp_does(
     own, through_gate = (hosts.heard[f"{run}/{case.name}"] for run in ("plain-auth", "fetch-auth"))
     assert through_gate == own
     assert (own.cookie is None) is other_origin
+
+
+# -- Scrapy: its RedirectMiddleware follows, by its own rule ------------------------------
+
+
+def nothing_private(address: object) -> bool:
+    """The Scrapy runs' ``ROBOTGATE_IS_PRIVATE``: both loopback hosts play public sites."""
+    return False
+
+
+async def scrapy_table(hosts: Hosts, run: str, gate: bool) -> dict[Case, Heard]:
+    requests = [[case.method, hosts.start(case, run), HEADERS,
+                 BODY.decode() if case.method in ("POST", "PUT") else None] for case in CASES]
+    config = json.dumps({"requests": requests, "gate": gate})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.contract.scrapy_hops_runner", config, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)  # a hang guard
+    assert proc.returncode == 0, err.decode()[-3000:]
+    assert json.loads(out.decode().splitlines()[-1]) == len(CASES), err.decode()[-3000:]
+
+    async def nothing_to_send(method: str, url: str, headers: dict[str, str],
+                              body: bytes | None) -> None:
+        """Scrapy sent them all."""
+
+    return await run_table(hosts, run, nothing_to_send)
+
+
+async def test_the_scrapy_middleware_leaves_scrapys_hop_as_it_is(hosts: Hosts) -> None:
+    pytest.importorskip("scrapy")
+    own = await scrapy_table(hosts, "scrapy", gate=False)
+    through_gate = await scrapy_table(hosts, "scrapy-gate", gate=True)
+    assert differences(through_gate, own) == {}
+    # Scrapy 2.19's own hop is the core's rule in every case.
+    assert differences(own, {case: core(case) for case in CASES}) == {}
