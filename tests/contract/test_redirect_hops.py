@@ -12,8 +12,10 @@ core's value (aiohttp 3.14, Scrapy 2.19 and crawlee 1.11's impit client in every
 but for the differences httpx is known for (:func:`httpx_rule`).  Paths: ``gate.fetch``
 (the gate's session, yours, your session's default headers), ``gate.middleware``, the
 httpx transport, Scrapy's middleware (in a subprocess: tests/contract/scrapy_hops_runner.py)
-and crawlee's client.  Not run: the Playwright route (a page's ``fetch`` cannot set a
-Cookie header, and cross-origin ones go through CORS preflights the route does not see).
+and crawlee's client.  Not run yet: the Playwright route, whose requests a page makes
+(a page's ``fetch`` cannot set a Cookie header, and one to another origin with an
+Authorization header is preflighted by CORS); its sender applies the same
+:class:`~robotgate.policy.redirect_hop.NextHop` as crawlee's.
 """
 
 from __future__ import annotations
