@@ -10,6 +10,7 @@ loopback server in a process of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import os
@@ -75,10 +76,8 @@ def _open_sockets() -> int:
     fds = os.listdir("/proc/self/fd")
     count = 0
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):  # closed meanwhile (the listing's own)
             count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
-        except OSError:
-            pass  # closed meanwhile (the listing's own descriptor)
     return count
 
 

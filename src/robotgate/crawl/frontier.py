@@ -63,7 +63,7 @@ from .options import (
     Handler,
     ScopeRule,
 )
-from .page import PageLinks, PageReader, describe_error, is_transient
+from .page import LocalRetries, PageLinks, PageReader, describe_error, is_transient, shortage_of
 from .results import CrawlResult, CrawlSummary
 
 if TYPE_CHECKING:
@@ -135,6 +135,8 @@ class Frontier(Generic[ResponseT]):
         self.retry_statuses = frozenset(retry_statuses)
         self.stop_event = stop
         self.summary = summary if summary is not None else CrawlSummary()
+        #: The URLs this machine could not send (its own shortage), asked again.
+        self.local = LocalRetries()
         self.queues = HostQueues(gate.server_wait, max(1, int(cap)), self.summary, self._poke)
         self.pages = PageReader(gate, handler, fetch, self.summary, retried=self._will_retry,
                                 follow_links=follow_links, record_directives=record_directives,
@@ -472,6 +474,11 @@ class Frontier(Generic[ResponseT]):
             else:
                 transient = is_transient(exc)
                 record.error = describe_error(exc)
+                shortage = shortage_of(exc, url)
+                if shortage is not None:  # this machine's, not the site's
+                    record.error = self.summary.local_failure = str(shortage)
+                    record.local = True
+                    self.summary.local_failures += 1
                 log.debug("%s: %s", redact(url), scrub(record.error, url))
         finally:
             if wait <= 0:
@@ -482,6 +489,13 @@ class Frontier(Generic[ResponseT]):
             await self.state.release([queued.entry for queued in unsent])
             self._count_queued()
             return
+        if record.local and not self._halted:
+            pause = self.local.pause(url)
+            if pause is not None:
+                await self._again_after_shortage(host.key, entry, record, pause)
+                return
+        else:
+            self.local.done(url)
         if (self._will_retry(record) if record.error is None
                 else transient and self._may_retry(record)):
             # Asked again at the front of its server's queue: in turn, after the
@@ -538,6 +552,23 @@ class Frontier(Generic[ResponseT]):
         if self.timeout is None:
             return await self.pages.read(url, record, pointed_by)
         return await asyncio.wait_for(self.pages.read(url, record, pointed_by), self.timeout)
+
+    async def _again_after_shortage(self, key: str, entry: Entry, record: CrawlResult,
+                                    pause: float) -> None:
+        """Ask ``entry`` again after ``pause``, this attempt not counted: its request
+        was never sent, for a shortage of this machine's that frees as others end."""
+        record.retried = True
+        self.summary.retried += 1
+        self._emit(record)
+        count = self.summary.local_failures
+        level = logging.WARNING if count == 10 ** (len(str(count)) - 1) else logging.DEBUG
+        log.log(level, "%s (asked again in %gs; %d such failures so far)",
+                record.error, pause, count)
+        try:
+            await asyncio.sleep(pause)
+        finally:  # queued again even if the crawl ends meanwhile: the URL is not lost
+            self.queues.add(key, QueuedURL(entry), front=True)
+            self._count_queued()
 
     def _will_retry(self, record: CrawlResult) -> bool:
         return record.status in self.retry_statuses and self._may_retry(record)

@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Generic
 
 from ..links import base_href, link_resolver, read_links
+from ..policy.fetch import LocalFailure, local_failure
+from ..politeness.robots_fetcher import open_file_limit
+from ..urls import redact
 from .gate_interface import CrawlGate, CrawlResponse, Opening, ResponseT
 from .options import Handler, Links
 from .results import CrawlResult, CrawlSummary, Handled
@@ -24,7 +27,8 @@ from .results import CrawlResult, CrawlSummary, Handled
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
 
-__all__ = ["PageLinks", "PageReader", "count_links", "describe_error", "is_transient"]
+__all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links", "describe_error",
+           "is_transient", "shortage_of"]
 
 #: Errors retried by the name of a class they derive from: clients' connection
 #: and timeout errors, named, since the crawl knows no client (aiohttp's
@@ -35,6 +39,13 @@ _TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "Ne
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 #: The longest page whose links are read on the event loop (a few milliseconds).
 _READ_ON_LOOP = 256 * 1024
+
+#: A URL this machine could not send (no file descriptor, memory or port) is asked
+#: again up to this many times, not counted against ``retries``: the pause before each
+#: doubles from the first to the last (about a minute in all).
+LOCAL_RETRIES = 8
+_LOCAL_PAUSE = 0.25
+_LOCAL_PAUSE_MAX = 16.0
 
 #: A page's links and how a relative one resolves (None: no link to resolve).
 PageLinks = tuple[Iterable[str], "Callable[[str], str | None] | None"]
@@ -181,3 +192,30 @@ def describe_error(exc: BaseException) -> str:
     text = str(exc)
     name = type(exc).__name__
     return f"{name}: {text}" if text else name
+
+
+def shortage_of(exc: BaseException, url: str) -> LocalFailure | None:
+    """The shortage of this machine's that ``exc`` is, or was caused by (None: none):
+    the crawler's failure, never the site's."""
+    return local_failure(exc, redact(url), open_file_limit())
+
+
+class LocalRetries:
+    """The URLs this machine could not send, each asked again after a pause, at most
+    :data:`LOCAL_RETRIES` times; the resource frees as other requests end."""
+
+    def __init__(self) -> None:
+        self._tries: dict[str, int] = {}  # only URLs short of something right now
+
+    def pause(self, url: str) -> float | None:
+        """The seconds to wait before ``url`` is asked again (None: no more tries)."""
+        tries = self._tries.get(url, 0) + 1
+        if tries > LOCAL_RETRIES:
+            del self._tries[url]
+            return None
+        self._tries[url] = tries
+        return min(_LOCAL_PAUSE * 2.0 ** (tries - 1), _LOCAL_PAUSE_MAX)
+
+    def done(self, url: str) -> None:
+        """``url`` ended otherwise: its count starts afresh."""
+        self._tries.pop(url, None)

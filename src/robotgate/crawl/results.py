@@ -60,6 +60,11 @@ class CrawlResult:
     ``retried``: this attempt's answer (a 429 or 503) or error (a connection
     error, a timeout) is transient and the URL is asked again (``attempts`` counts
     from 1): each attempt gets a record, only the last is the URL's outcome.
+
+    ``local``: the ``error`` is this machine's, not the site's: it ran out of file
+    descriptors, memory or ports (:class:`~robotgate.policy.fetch.LocalFailure`, which
+    names the limit and what to raise).  The URL is asked again after a pause, not
+    counted against ``retries``, and its robots.txt is not counted unreachable.
     """
 
     url: str
@@ -84,6 +89,7 @@ class CrawlResult:
     interval: float | None = None
     interrupted: bool = False
     retried: bool = False
+    local: bool = False
 
     @property
     def kind(self) -> str:
@@ -165,6 +171,11 @@ class CrawlSummary:
     crawl reads itself (``follow_links``), ``rel_nofollow`` (marked
     ``rel="nofollow"``).  ``done_before`` and ``queued_before``: URLs a named crawl
     had finished, and had queued, before this run.
+
+    ``local_failures`` counts attempts this machine could not send (out of file
+    descriptors, memory or ports: the crawler's failure, not the sites'); their URLs
+    are asked again, and ``local_failure`` tells the last such failure, naming the
+    limit and what to raise.
     """
 
     pages: int = 0
@@ -194,6 +205,7 @@ class CrawlSummary:
     rel_nofollow: int = 0
     invalid_links: int = 0
     interrupted: int = 0
+    local_failures: int = 0
     done_before: int = 0
     queued_before: int = 0
     input_done: bool = False
@@ -202,6 +214,7 @@ class CrawlSummary:
     elapsed: float = 0.0
     hosts: dict[str, HostSummary] = field(default_factory=dict)
     skipped_origins: dict[str, str] = field(default_factory=dict)
+    local_failure: str = ""
 
     @property
     def done(self) -> int:
@@ -259,6 +272,8 @@ class CrawlSummary:
             (self.invalid - self.invalid_links, "input that is no valid http(s) URL"),
             (self.interrupted, "in flight when the crawl ended (not done)"),
             (self.links_cut, "pages whose links were read only up to max_links"),
+            (self.local_failures, "attempts this machine could not send (its own "
+                                  f"shortage, not the sites': {self.local_failure})"),
         ]
         return [f"{n} {why}" for n, why in reasons if n]
 
