@@ -118,3 +118,13 @@ def test_a_structured_field_that_does_not_parse_is_a_robotgate_error() -> None:
     with pytest.raises(StructuredFieldError, match="a trailing comma") as caught:
         parse_dictionary("a=1,")
     assert isinstance(caught.value, robotgate.Error) and isinstance(caught.value, ValueError)
+
+
+async def test_a_fetch_read_as_its_response_says_to_await_it() -> None:
+    async with robotgate.RobotGate("ExportsBot/1.0") as gate:
+        call = gate.fetch("http://127.0.0.1:9/never-sent")
+        with pytest.raises(AttributeError, match=r"has no attribute 'status': gate.fetch\(url\)"
+                           r" is not the response yet; use 'async with gate.fetch\(url\) as"
+                           r" resp:' or 'resp = await gate.fetch\(url\)'"):
+            call.status  # type: ignore[attr-defined]  # noqa: B018
+        assert not hasattr(call, "_missing") and call.sent is None

@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import aiohttp
 from multidict import CIMultiDict
@@ -215,6 +215,16 @@ class FetchCall:
             if resp is not None:
                 self._client.forget(resp)
             turn.release()
+
+    if not TYPE_CHECKING:  # at run time only: mypy still flags gate.fetch(url).status
+        def __getattr__(self, name: str) -> NoReturn:
+            # Only what a FetchCall lacks comes here: mostly a response's attribute read
+            # from the call itself, the await or the 'async with' forgotten.
+            hint = "" if name.startswith("_") else (
+                ": gate.fetch(url) is not the response yet; use"
+                " 'async with gate.fetch(url) as resp:' or 'resp = await gate.fetch(url)'")
+            raise AttributeError(f"'FetchCall' object has no attribute {name!r}{hint}",
+                                 name=name, obj=self)
 
 
 class Route(NamedTuple):
