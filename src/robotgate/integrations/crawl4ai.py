@@ -41,7 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawl4ai import (  # type: ignore[import-untyped]
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import crawl4ai  # type: ignore[import-untyped]  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs crawl4ai: pip install 'robotgate[crawl4ai]'") from _exc
+
+from crawl4ai import (
     AsyncWebCrawler,
     BrowserConfig,
     CrawlerRunConfig,

@@ -62,6 +62,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import crawlee  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs crawlee: pip install 'robotgate[crawlee]'") from _exc
+
 import impit
 from crawlee import Request, RequestState
 from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with

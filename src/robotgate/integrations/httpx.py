@@ -24,7 +24,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import httpx
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import httpx
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs httpx: pip install 'robotgate[httpx]'") from _exc
 
 from ..decision import Decision
 from ..errors import Disallowed

@@ -75,6 +75,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import playwright.async_api  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs Playwright: pip install 'robotgate[playwright]'") from _exc
+
 from playwright.async_api import (
     APIRequestContext,
     APIResponse,

@@ -31,6 +31,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import scrapy  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs Scrapy: pip install 'robotgate[scrapy]'") from _exc
+
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured, StopDownload
 from scrapy.http import Response

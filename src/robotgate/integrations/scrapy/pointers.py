@@ -21,6 +21,11 @@ from __future__ import annotations
 
 import logging
 
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import scrapy  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs Scrapy: pip install 'robotgate[scrapy]'") from _exc
+
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response

@@ -19,6 +19,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import idna
+
+try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
+    import twisted.internet  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(f"{__name__} needs Twisted: pip install 'robotgate[scrapy]'") from _exc
+
 from twisted.internet.interfaces import IHostnameResolver, IResolutionReceiver
 from zope.interface import implementer  # type: ignore[import-untyped]
 
