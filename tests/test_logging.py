@@ -3,7 +3,9 @@ it belongs to, and without secrets."""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
 import re
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from robotgate.policy.provenance import INPUT
 from robotgate.politeness.robots_fetcher import RobotsFetcher
 from robotgate.politeness.scheduler import Group
 from robotgate.records import HostState
+from robotgate.redaction import LOGGERS, RedactingFilter, logger
 from tests.support.clock import Clock
 from tests.support.request_path import A, DictStore, Transport, begun, build, group_of
 from tests.support.transports import FakeTransport
@@ -127,7 +130,7 @@ def _logger_names_in_source() -> set[str]:
     names: set[str] = set()
     for path in (ROOT / "src" / "robotgate").rglob("*.py"):
         text = path.read_text()
-        names.update(re.findall(r'getLogger\("([a-z_.]+)"\)', text))
+        names.update(re.findall(r'(?:getLogger|logger)\("([a-z0-9_.]+)"\)', text))
         if "getLogger(__name__)" in text:
             module = path.relative_to(ROOT / "src").with_suffix("").as_posix()
             names.add(module.replace("/", ".").removesuffix(".__init__"))
@@ -141,3 +144,47 @@ def test_the_logging_page_names_every_logger() -> None:
     names = _logger_names_in_source()
     assert {"robotgate.robots", "robotgate.pacing", "robotgate.store"} <= names
     assert names - documented == set()
+    # Each one is a redacting logger (robotgate.redaction.LOGGERS), and each listed is used.
+    assert names == set(LOGGERS)
+
+
+def _import_every_module() -> None:
+    """Import each module of robotgate that imports here (an extra not installed: skipped)."""
+    import robotgate
+
+    for module in pkgutil.walk_packages(robotgate.__path__, "robotgate."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:
+            continue
+
+
+def test_every_robotgate_logger_redacts_its_records() -> None:
+    _import_every_module()
+    loggers = {name: log for name, log in logging.root.manager.loggerDict.items()
+               if (name == "robotgate" or name.startswith("robotgate."))
+               and isinstance(log, logging.Logger)}
+    assert set(LOGGERS) <= set(loggers)
+    unredacted = [name for name, log in loggers.items()
+                  if not any(isinstance(f, RedactingFilter) for f in log.filters)]
+    assert unredacted == []
+    with pytest.raises(ValueError, match=r"not in robotgate\.redaction\.LOGGERS"):
+        logger("robotgate.somewhere.new")
+
+
+def test_a_record_leaves_without_the_secrets_its_arguments_and_traceback_quote(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="robotgate")
+    proxy = "http://user:CANARY-PW@127.0.0.1:3128"
+    try:
+        raise OSError(f"407, message='Proxy Authentication Required', url='{proxy}'")
+    except OSError as exc:
+        failure = exc
+    # A child logger's record, as a module asking logging.getLogger for its name makes it.
+    logging.getLogger("robotgate.store.sqlite").warning(
+        "failed %s with %r (Authorization: Bearer CANARY-TOKEN)", proxy, failure,
+        exc_info=failure)
+    [record] = caplog.records
+    text = logging.Formatter().format(record)
+    assert "user:***@127.0.0.1:3128" in text and "OSError" in text, text
+    assert "CANARY" not in text and "CANARY" not in caplog.text, text

@@ -10,7 +10,10 @@ import yarl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotgate import InvalidURL, RobotsTxt
+from robotgate import Disallowed, InvalidURL, RobotsTxt
+from robotgate.decision import Decision
+from robotgate.events import RobotsFetched, UrlSkipped
+from robotgate.redaction import failure_text, redact_text
 from robotgate.urls import (
     _origin_slow,
     _plain_origin,
@@ -23,6 +26,7 @@ from robotgate.urls import (
     request_path,
     resource_key,
     robots_url,
+    scrub,
     split_origin,
 )
 
@@ -508,6 +512,64 @@ def test_longest_dns_names_are_valid() -> None:
 def test_redact(url: str, shown: str) -> None:
     assert redact(url) == shown
     assert redact(shown) == shown
+
+
+def test_redact_hides_a_url_quoted_in_the_url() -> None:
+    assert (redact("http://host/?next=http://u:pw@other/")
+            == "http://host/?next=http://u:***@other/")
+    assert redact("http://u:p@host/?n=https://tok@x/") == "http://u:***@host/?n=https://***@x/"
+
+
+# -- the one text redactor -------------------------------------------------------------------
+
+CANARY = "CanaryPW-31337"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # aiohttp's ClientHttpProxyError, as str() gives it
+    (f"407, message='Proxy Authentication Required', url='http://user:{CANARY}@127.0.0.1:9'",
+     "407, message='Proxy Authentication Required', url='http://user:***@127.0.0.1:9'"),
+    (f"URL('http://{CANARY}@127.0.0.1:9/x')", "URL('http://***@127.0.0.1:9/x')"),
+    (f"proxy http://u:p@{CANARY}@h:1 refused", "proxy http://u:***@h:1 refused"),
+    (f"split: http://u:pa\t{CANARY}@h/", "split: http://u:***@h/"),
+    (f'{{"url": "https://u:{CANARY}@h/", "n": 1}}', '{"url": "https://u:***@h/", "n": 1}'),
+    # credential headers, as a header line, a mapping's repr and a pair
+    (f"Authorization: Bearer {CANARY}\nHost: h", "Authorization: ***\nHost: h"),
+    (f"<CIMultiDictProxy('Host': 'h', 'Cookie': 'sid={CANARY}; a=1')>",
+     "<CIMultiDictProxy('Host': 'h', 'Cookie': '***')>"),
+    (f"[(b'proxy-authorization', b'Basic {CANARY}')]", "[(b'proxy-authorization', b'***')]"),
+    (f'{{"Set-Cookie": "s={CANARY}"}}', '{"Set-Cookie": "***"}'),
+    # left alone: no secret
+    ("mail bot@example.com about http://example.com/a@b", None),
+    ("http://@host/ and http://user:@host/", None),
+    ("disallowed by 'Disallow: /cookie:x' (line 2); the Authorization header is dropped", None),
+])
+def test_redact_text_hides_every_secret_a_text_quotes(text: str, shown: str | None) -> None:
+    assert redact_text(text) == (text if shown is None else shown)
+    assert redact_text(redact_text(text)) == redact_text(text)
+
+
+def test_failure_text_is_an_exceptions_class_and_redacted_message() -> None:
+    assert failure_text(OSError(f"via http://u:{CANARY}@h:1")) == "OSError: via http://u:***@h:1"
+    assert failure_text(TimeoutError()) == "TimeoutError"
+
+
+def test_scrub_hides_a_known_secret_and_any_other() -> None:
+    said = f"cannot connect to TOKEN@h:443 via http://p:{CANARY}@proxy:1"
+    assert scrub(said, "https://TOKEN@h/") == "cannot connect to ***@h:443 via http://p:***@proxy:1"
+
+
+def test_no_decision_or_event_can_be_made_with_a_secret() -> None:
+    why = f"robots.txt could not be fetched (url='http://user:{CANARY}@127.0.0.1:9')"
+    decision = Decision(False, why, outcome="unreachable", error=why)
+    assert CANARY not in decision.reason and CANARY not in (decision.error or "")
+    assert CANARY not in str(Disallowed(f"http://u:{CANARY}@h/x", decision))
+    assert CANARY not in repr(Disallowed(f"http://u:{CANARY}@h/x", decision))
+    event = UrlSkipped(0.0, "http://h", "", f"http://{CANARY}@h/x", why, "unreachable", why)
+    assert CANARY not in repr(event)
+    assert event.url == "http://***@h/x"
+    fetched = RobotsFetched(0.0, "http://h", "", "unreachable", 0, 0, 0.1, why)
+    assert CANARY not in repr(fetched)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .redaction import redact_text
+
 if TYPE_CHECKING:
     from .policy.tdm import TdmVerdict
 
@@ -92,7 +94,9 @@ class Decision:
     ``group`` names the user-agent group that was consulted (``("*",)`` for
     the catch-all group, ``None`` when no group applied); ``outcome`` is set
     when the verdict comes from how fetching robots.txt went (for example
-    ``"unreachable"``) rather than from a rule.  :attr:`unreachable` tells a site
+    ``"unreachable"``) rather than from a rule.  ``reason`` and ``error`` never hold
+    a password, a token or a credential header (:func:`robotgate.redaction.redact_text`
+    as the decision is made).  :attr:`unreachable` tells a site
     that could not be asked (a dead host, a DNS failure, a 5xx: disallowed, as
     RFC 9309 says) from one whose rules refuse; ``error`` then says what went wrong.
 
@@ -126,6 +130,17 @@ class Decision:
     tdm: TdmVerdict | None = field(default=None, compare=False)
     # Why robots.txt could not be fetched ("unreachable"): the error, or the status answered.
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        # The one constructor of every decision: its texts, which may quote a foreign
+        # exception or a URL, leave without a secret (robotgate.redaction).
+        reason = redact_text(self.reason)
+        if reason is not self.reason:
+            object.__setattr__(self, "reason", reason)
+        if self.error is not None:
+            error = redact_text(self.error)
+            if error is not self.error:
+                object.__setattr__(self, "error", error)
 
     @property
     def unreachable(self) -> bool:

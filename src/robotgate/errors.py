@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .decision import Decision
 from .error_root import Error
+from .redaction import redact_text
 from .urls import redact
 
 __all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "TooManyRedirects"]
@@ -23,12 +24,13 @@ class Disallowed(Error):
     """robots.txt forbids this URL; ``decision`` says which rule or fetch outcome.
 
     LWP::RobotUA answered such requests with "403 Forbidden by robots.txt".
-    The URL is shown and kept without its password.
+    The URL is shown and kept without its password, and the message holds no secret
+    (:func:`robotgate.redaction.redact_text`).
     """
 
     def __init__(self, url: str, decision: Decision) -> None:
         url = redact(url)
-        super().__init__(f"{url}: {decision.reason}")
+        super().__init__(redact_text(f"{url}: {decision.reason}"))
         self.url = url
         self.decision = decision
 

@@ -4,16 +4,18 @@ Every event has ``time`` (Unix time), ``origin`` (``scheme://host[:port]``, or `
 when none applies) and ``key`` (the politeness key of the server, or ``""``).
 One class per kind; all are emitted by the client-free core, so every client path
 (``gate.fetch``, ``gate.middleware``, the httpx transport, the Scrapy middleware,
-``gate.crawl``) emits the same ones.  An event's ``url`` never carries a secret:
-the password (or a token-only user name) is replaced by ``***`` as the event is
-made, as logs show it (:func:`robotgate.urls.redact`); the raw URL is the
+``gate.crawl``) emits the same ones.  No text of an event carries a secret: in its
+``url``, and in any URL or credential header its ``reason`` or ``error`` quotes, the
+password (or a token-only user name) is replaced by ``***`` as the event is made,
+as logs show it (:func:`robotgate.redaction.redact_text`); the raw URL is the
 caller's own (``CrawlResult.url``).  Pure: no I/O, standard library only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from .redaction import redact_text
 from .urls import redact
 
 __all__ = [
@@ -50,16 +52,34 @@ class Event:
     origin: str
     key: str
 
+    def __post_init__(self) -> None:
+        # Whoever builds the event, each of its texts (a URL, a reason, an error quoting
+        # a foreign exception) leaves without a secret.
+        for name in _texts(type(self)):
+            value = getattr(self, name)
+            if value.__class__ is str and value:
+                clean = redact_text(redact(value) if name == "url" else value)
+                if clean != value:
+                    object.__setattr__(self, name, clean)
+
+
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _texts(kind: type) -> tuple[str, ...]:
+    """The names of ``kind``'s text fields (found once per class)."""
+    names = _TEXT_FIELDS.get(kind)
+    if names is None:
+        names = tuple(f.name for f in fields(kind) if f.type in ("str", str))
+        _TEXT_FIELDS[kind] = names
+    return names
+
 
 class _HasUrl:
-    """An event with a ``url``: kept without its secret, whoever builds the event."""
+    """An event with a ``url`` (kept without its secret, as every text of an event)."""
 
     __slots__ = ()
     url: str
-
-    def __post_init__(self) -> None:
-        if "@" in self.url:
-            object.__setattr__(self, "url", redact(self.url))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from ipaddress import IPv6Address
 from urllib.parse import urlsplit
 
 from .error_root import Error
+from .redaction import redact_text
 
 __all__ = [
     "MAX_HOST_LENGTH",
@@ -158,6 +159,9 @@ def redact(url: str) -> str:
     'https://***@example.com/'
     >>> redact("http://example.com/a@b")
     'http://example.com/a@b'
+
+    A URL quoted inside it (``?next=http://u:pw@host/``) loses its secret too: the
+    rest goes through :func:`robotgate.redaction.redact_text`, the one redactor.
     """
     if not isinstance(url, str) or "@" not in url:
         return url
@@ -166,18 +170,19 @@ def redact(url: str) -> str:
         # Read as urlsplit reads it (outer whitespace, tabs and newlines gone), its
         # user information may be found: then the URL is shown in that form.
         clean = as_sent(url.strip())
-        return redact(clean) if clean != url else url
+        return redact(clean) if clean != url else redact_text(url)
     start, at = span
     user, colon, password = url[start:at].partition(":")
     if not (password if colon else user):
-        return url  # nothing secret: "http://@host/", "http://user:@host/"
+        return redact_text(url)  # nothing secret here: "http://@host/", "http://user:@host/"
     kept = f"{user}:***" if colon else "***"
-    return url[:start] + kept + url[at:]
+    return url[:start] + kept + redact_text(url[at:])
 
 
 def scrub(text: str, url: str) -> str:
     """``text`` (an error message, a log line) with what :func:`redact` hides in ``url``
-    taken out wherever it shows: the URL itself, or its netloc as a parser quotes it.
+    taken out wherever it shows: the URL itself, or its netloc as a parser quotes it;
+    then what :func:`robotgate.redaction.redact_text` hides in any text.
 
     >>> scrub("cannot connect to https://TOKEN@example.com/x (TOKEN@example.com:443)",
     ...       "https://TOKEN@example.com/x")
@@ -186,12 +191,12 @@ def scrub(text: str, url: str) -> str:
     if not isinstance(text, str) or not isinstance(url, str):
         return text
     secret = _secret(url)
-    if not secret:
-        return text
-    text = text.replace(url, redact(url))
-    # The secret followed by "@", as a netloc shows it: a bare replace would also
-    # garble words holding a short user name.
-    return text.replace(secret + "@", "***@")
+    if secret:
+        text = text.replace(url, redact(url))
+        # The secret followed by "@", as a netloc shows it: a bare replace would also
+        # garble words holding a short user name.
+        text = text.replace(secret + "@", "***@")
+    return redact_text(text)  # and any other URL's or header's secret it quotes
 
 
 # -- origins ------------------------------------------------------------------------------

@@ -313,6 +313,26 @@ def test_4xx_allows_everything(code: int) -> None:
     assert interpret(entry, Interpretation(AGENT)).allowed("/anything", AGENT)
 
 
+@pytest.mark.parametrize("forbidden_disallows_all", [False, True])
+def test_a_proxys_407_is_unreachable_never_the_sites_4xx(forbidden_disallows_all: bool) -> None:
+    # RFC 9110 15.5.8: only a proxy answers 407; robots.txt was never reached.
+    policy = FetchPolicy(forbidden_disallows_all=forbidden_disallows_all)
+    entry, _ = fetch({ROBOTS: status(407)}, policy=policy)
+    assert entry.outcome == Outcome.UNREACHABLE and entry.status == 407
+    assert entry.failures == 1 and entry.fresh_until == NOW + policy.retry_delay(1)
+    d = interpret(entry, Interpretation(AGENT, fetch=policy)).decide("/anything", AGENT)
+    assert not d.allowed and d.unreachable and "the proxy answered 407" in d.reason
+    # A good copy stands in meanwhile, as for any unreachable robots.txt.
+    entry, _ = fetch({ROBOTS: status(407)}, previous=good_copy(), policy=policy)
+    assert entry.outcome == Outcome.OK and entry.body == RULES and entry.failures == 1
+
+
+def test_a_407_after_a_redirect_is_the_proxys_too() -> None:
+    entry, _ = fetch({ROBOTS: status(301, {"Location": "http://other.example/robots.txt"}),
+                      "http://other.example/robots.txt": status(407)})
+    assert entry.outcome == Outcome.UNREACHABLE and entry.status == 407
+
+
 @pytest.mark.parametrize("code", [401, 403])
 def test_classic_option_401_403_keep_out(code: int) -> None:
     policy = FetchPolicy(forbidden_disallows_all=True)

@@ -13,6 +13,7 @@ from collections import deque
 from typing import IO, Any
 
 from ..crawl import CrawlResult, CrawlSummary
+from ..redaction import redact_text
 from ..urls import redact, scrub
 from .args import PROG
 from .check import rule_text
@@ -112,8 +113,9 @@ class Output:
         self.shares_terminal = stream is sys.stdout and isatty(stream)
 
     def write(self, record: dict[str, Any]) -> None:
-        """Write one line; raises :class:`OutputBroken` when the stream fails."""
-        line = json.dumps(record) + "\n"
+        """Write one line; raises :class:`OutputBroken` when the stream fails.  The line
+        passes the one redactor whole: no field, whatever it quotes, shows a secret."""
+        line = redact_text(json.dumps(record)) + "\n"
         progress = self.progress if self.shares_terminal else None
         if progress is not None:
             progress.clear()
@@ -353,7 +355,7 @@ def summary_text(summary: CrawlSummary, interrupted: bool) -> str:
         total += f"; {summary.retried:,} attempt{'' if summary.retried == 1 else 's'} retried"
     hosts = len(summary.hosts)
     lines.append(total + f"; {hosts} host{'' if hosts == 1 else 's'}")
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))  # the reasons it groups by may quote an error
 
 
 async def _cancelled(task: asyncio.Task[None] | None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.robots_fetcher import RobotsTransport
+from ..redaction import failure_text
 from ..urls import redact, scrub
 
 __all__ = ["RobotsLog"]
@@ -80,7 +81,7 @@ class _NotingTransport:
         try:
             response = await self.inner.send(request)
         except Exception as exc:
-            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            said = failure_text(exc)  # redacted before it is cut
             self.log.note(request.url, started, None, None, said[:_ERROR_CHARS])
             raise
         status = None if response.refused else response.status

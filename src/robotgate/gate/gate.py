@@ -12,7 +12,6 @@ It keeps three promises under load:
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
 from functools import cached_property, partial
@@ -49,6 +48,7 @@ from ..politeness.tdmrep_cache import PointedOrigins
 from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
+from ..redaction import logger
 from ..robots import DIALECTS, RobotsTxt
 from ..store.base import Store, crawl_store
 from ..store.crawl_state import CrawlCounts
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Disallowed", "GateClosed", "RobotGate"]
 
-log = logging.getLogger("robotgate")
+log = logger("robotgate")
 
 Middleware = Callable[[aiohttp.ClientRequest, Any], Awaitable[aiohttp.ClientResponse]]
 #: ``handler(url, response)`` of :meth:`RobotGate.crawl`: may return new URLs (or ``Handled``).

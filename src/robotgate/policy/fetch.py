@@ -11,6 +11,8 @@ fetch outcome           meaning                                       rules
 3xx                     followed (max 5 hops, any origin)             of target
 more hops, a loop       unavailable                                   allow all
 4xx (401/403 too)       unavailable                                   allow all
+407                     the proxy's answer, not the site's:           disallow all
+                        unreachable (retried as below)
 401/403, classic        forbidden (``forbidden_disallows_all=True``)  disallow all
 429, 5xx, network       unreachable; retried with capped back-off;    disallow all
                         an earlier good copy is used meanwhile
@@ -93,6 +95,8 @@ _NO_STORE_RE = re.compile(r"(?:^|[,\s])(?:no-store|no-cache)(?:$|[,\s])", re.IGN
 #: Longest delay (seconds) a header may state; beyond it the value counts as
 #: absent (RFC 9111 1.2.2 takes 2**31 as "the greatest" delta-seconds).
 MAX_HEADER_SECONDS = 2**31
+#: The one status only a proxy answers (RFC 9110 15.5.8).
+PROXY_AUTHENTICATION_REQUIRED = 407
 #: Validators and content types longer than this are not kept: no server needs
 #: them, and they would be stored with the entry and sent back.
 _MAX_STORED_HEADER = 8192
@@ -209,6 +213,7 @@ def entry_for_response(
 ) -> RobotsEntry:
     """The entry to store after robots.txt answered ``status`` (redirects already followed).
 
+    A 407 is a proxy's answer, never the site's: unreachable, as a failure to connect is.
     ``name`` is the file's name in the entry's account ("tdmrep.json" for TDMRep's).
     """
     if 200 <= status < 300:
@@ -226,6 +231,11 @@ def entry_for_response(
             detail=f"{name} answered {status}",
             good_at=now,
         )
+    if status == PROXY_AUTHENTICATION_REQUIRED:
+        # RFC 9110 15.5.8: a proxy's answer, never the site's; robots.txt was not reached.
+        return entry_for_error(
+            origin, f"the proxy answered {status} (Proxy Authentication Required) for {name}",
+            now, policy, previous, status=status)
     forbidden = status in (401, 403) and policy.forbidden_disallows_all
     if forbidden or (400 <= status < 500 and status != 429):
         return RobotsEntry(

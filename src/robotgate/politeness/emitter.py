@@ -10,17 +10,17 @@ event loop: that is the listener's to avoid.
 from __future__ import annotations
 
 import inspect
-import logging
 import time
 from collections.abc import Callable, Sequence
 
 from ..decision import Decision
 from ..events import Event, TurnWaited, UrlSkipped
+from ..redaction import failure_text, logger
 from ..urls import split_origin
 
 __all__ = ["Emitter", "Listener", "listener_of"]
 
-log = logging.getLogger("robotgate.events")
+log = logger("robotgate.events")
 
 Listener = Callable[[Event], object]
 
@@ -70,7 +70,7 @@ class Emitter:
             try:
                 result = listener(event)
             except Exception as exc:
-                self._failed(listener, f"{type(exc).__name__}: {exc}")
+                self._failed(listener, failure_text(exc))
                 continue
             if inspect.isawaitable(result):
                 close = getattr(result, "close", None)

@@ -19,11 +19,12 @@ from ..policy.fetch import FetchPolicy, entry_for_error, local_failure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, robots_flow
 from ..policy.hops import Address
 from ..records import RobotsEntry
+from ..redaction import failure_text, logger
 from ..timeouts import bounded
 
 __all__ = ["PacingHooks", "RobotsFetcher", "RobotsTransport"]
 
-log = logging.getLogger("robotgate.robots")
+log = logger("robotgate.robots")
 
 
 class RobotsTransport(Protocol):
@@ -126,7 +127,7 @@ class RobotsFetcher:
             shortage = local_failure(exc, f"{origin}{path}", open_file_limit())
             if shortage is not None:
                 raise shortage from exc  # this machine's, not the site's: no entry made
-            why = f"{self.name} could not be fetched ({type(exc).__name__}: {exc})"
+            why = f"{self.name} could not be fetched ({failure_text(exc)})"
         else:
             _log_fetched(origin + path, entry, time.monotonic() - began)
             return entry

@@ -19,6 +19,7 @@ from ..events import BackoffEased, BackoffStarted
 from ..policy.host_settings import HostTable
 from ..policy.site import CachedSite, SiteRules
 from ..records import HostState
+from ..redaction import logger
 from ..store.base import AnswersAtOnce, Fleet, Store
 from .emitter import Emitter
 from .fleet_slots import FleetSlots, Slot
@@ -28,7 +29,7 @@ from .scheduler import Group, Scheduler
 
 __all__ = ["Servers", "Started"]
 
-log = logging.getLogger("robotgate.pacing")
+log = logger("robotgate.pacing")
 
 #: A request's started turn: its server's group, and the fleet slot it holds
 #: (None: paced here).

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import logging
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,12 +31,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from ..errors import Disallowed, GateClosed
+from ..redaction import failure_text, logger
 from ..robots.sitemap import Scope, SitemapEntry, SitemapFile, SitemapParser
 from ..urls import InvalidURL, redact
 
 __all__ = ["SitemapBody", "SitemapProblem", "SitemapReader", "SitemapTransport", "Sitemaps"]
 
-log = logging.getLogger("robotgate.sitemaps")
+log = logger("robotgate.sitemaps")
 
 #: Bytes asked of the body at a time.
 _CHUNK = 1 << 16
@@ -307,7 +307,7 @@ class SitemapReader:
         except asyncio.TimeoutError:
             why = f"not read whole within {self.timeout:g}s"
         except Exception as exc:  # the site's failure, or the client's: still an answer
-            why = f"the fetch failed ({type(exc).__name__}: {exc})"
+            why = f"the fetch failed ({failure_text(exc)})"
         file = parser.close(cut=why is not None)
         if why is not None:
             file = dataclasses.replace(file, problems=(why, *file.problems))

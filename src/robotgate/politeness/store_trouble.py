@@ -6,10 +6,10 @@ One :class:`StoreTrouble` per gate, shared by every part that writes to the stor
 
 from __future__ import annotations
 
-import logging
 import time
 
 from ..events import StoreTrouble as StoreTroubleEvent
+from ..redaction import failure_text, logger
 from ..store.base import Store
 from ..urls import scrub
 from .emitter import Emitter
@@ -17,7 +17,7 @@ from .emitter import Emitter
 __all__ = ["StoreTrouble"]
 
 #: The store's failures: the first one as a warning, each one at DEBUG.
-store_log = logging.getLogger("robotgate.store")
+store_log = logger("robotgate.store")
 
 
 class StoreTrouble:
@@ -33,7 +33,7 @@ class StoreTrouble:
         """The store could not do ``what`` (``exc``): counted; the first one logged as a
         warning, each one at DEBUG."""
         self.errors += 1
-        error = f"{type(exc).__name__}: {exc}"
+        error = failure_text(exc)
         url = getattr(self.store, "url", None)
         if isinstance(url, str):  # a Redis URL may hold a password; the error may show it
             error = scrub(error, url)

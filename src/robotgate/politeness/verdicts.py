@@ -8,7 +8,6 @@ touches a server's state (:mod:`.servers` does).
 
 from __future__ import annotations
 
-import logging
 import time
 
 from ..decision import Decision
@@ -16,6 +15,7 @@ from ..errors import Disallowed, GateClosed
 from ..events import UrlSkipped
 from ..policy.hops import Address
 from ..policy.site import CachedSite, SiteRules
+from ..redaction import logger
 from ..urls import as_sent, match_prefix, remove_dot_segments, split_origin, text_url
 from .emitter import Emitter
 from .fleet_slots import FleetSlots
@@ -24,7 +24,7 @@ from .robots_cache import CacheClosed, RobotsCache
 
 __all__ = ["Verdicts"]
 
-log = logging.getLogger("robotgate.pacing")
+log = logger("robotgate.pacing")
 
 
 class Verdicts:

@@ -24,7 +24,6 @@ Needs Scrapy's asyncio reactor (the default since Scrapy 2.13).
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 import weakref
 from collections import deque
@@ -54,6 +53,7 @@ from ...politeness.exchange import robots_reach
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
+from ...redaction import logger
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
 from .._hops import first_address, robots_headers
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["CARRIED_HOPS", "POINTED_BY", "RobotGateMiddleware", "RobotsDisallowed",
            "ScrapyRobotsTransport", "provenance_of_request"]
 
-log = logging.getLogger("robotgate.scrapy")
+log = logger("robotgate.scrapy")
 
 #: ``request.meta`` key that keeps a request away from the middleware (its own
 #: robots.txt requests set it).

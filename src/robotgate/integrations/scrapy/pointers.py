@@ -19,8 +19,6 @@ dropped, as ``gate.crawl`` drops such a page's links, and counted in the stat
 
 from __future__ import annotations
 
-import logging
-
 try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
     import scrapy  # noqa: F401
 except ImportError as _exc:
@@ -31,13 +29,14 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from ...redaction import logger
 from ...robots.directives import PageDirectives
 from ...urls import redact
 from .middleware import CARRIED_HOPS, DIRECTIVES, POINTED_BY
 
 __all__ = ["NOFOLLOW_DROPPED", "RobotGatePointersMiddleware"]
 
-log = logging.getLogger("robotgate.scrapy")
+log = logger("robotgate.scrapy")
 
 #: The stat counting the requests dropped because their page said ``nofollow``.
 NOFOLLOW_DROPPED = "robotgate/nofollow_dropped"

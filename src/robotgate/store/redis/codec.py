@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from redis.crc import key_slot
 
+from ...urls import redact as redact_url
 from ..base import HostState, RobotsEntry, StoreError
 
 __all__ = ["APP", "FORMAT_VERSION", "Keys"]
@@ -64,8 +65,8 @@ def tag(ident: str) -> str:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(//[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """The URL without its password, for messages (robotgate's one redactor)."""
+    return redact_url(url)
 
 
 def ms(seconds: float) -> int:
