@@ -23,6 +23,9 @@ exclude_patterns = ["_build"]
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
 
+# The clients' adapters are documented without their clients installed (the docs extra
+# carries only the light ones: redis, httpx); autodoc imports them against stand-ins.
+autodoc_mock_imports = ["scrapy", "twisted", "zope", "playwright", "crawlee", "impit", "crawl4ai"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "undoc-members": False}

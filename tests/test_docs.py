@@ -1,7 +1,8 @@
 """The docs cover what users look for: every RobotGate parameter described, every event
-class in the API reference, gate.crawl's options tabled on the crawl page, and the
-installation, quickstart, logging and changelog pages in the table of contents.  (The
-build itself runs with ``sphinx-build -W`` in CI.)"""
+class in the API reference, gate.crawl's options tabled on the crawl page, the
+installation, quickstart, logging and changelog pages in the table of contents, every extra
+tabled and every client's adapter in the reference, the index and CONTRIBUTING.  (The build
+itself runs with ``sphinx-build -W`` in CI.)"""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 import robotgate.events
 from robotgate import RobotGate
 from robotgate.crawl import Frontier
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+INTEGRATIONS = sorted(
+    path.stem for path in (ROOT / "src" / "robotgate" / "integrations").iterdir()
+    if not path.name.startswith("_")
+)
 
 
 def test_every_parameter_of_robotgate_is_described() -> None:
@@ -53,3 +61,26 @@ def test_the_table_of_contents_has_installation_quickstart_logging_and_changelog
         assert re.search(rf"^{page}$", index, re.MULTILINE), page
         assert (DOCS / f"{page}.md").exists(), page
     assert "{include} ../CHANGELOG.md" in (DOCS / "changelog.md").read_text()
+
+
+def test_the_installation_page_tables_every_extra() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11's")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert {"test", "test-all", "docs", *INTEGRATIONS} <= set(extras)
+    rows = set(re.findall(r"^\| `robotgate\[([\w-]+)\]` \|", (DOCS / "installation.md").read_text(),
+                          re.MULTILINE))
+    assert set(extras) - rows == set()
+
+
+def test_every_client_is_in_the_reference_the_index_and_contributing() -> None:
+    assert INTEGRATIONS == ["crawl4ai", "crawlee", "httpx", "playwright", "scrapy"]
+    api = (DOCS / "api.md").read_text()
+    index = (DOCS / "index.md").read_text().lower()
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    # The tree's entry for integrations/, up to the next directory's.
+    entry = contributing.split("\n  integrations/", 1)[1].split("\n  store/", 1)[0]
+    for name in INTEGRATIONS:
+        assert f":: robotgate.integrations.{name}." in api, name
+        assert name in index, name
+        assert f"{name}." in entry or f"{name}/" in entry, name
