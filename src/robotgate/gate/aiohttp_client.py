@@ -38,6 +38,7 @@ from ..politeness.exchange import Answer, Resend, answer_of, exchange, robots_re
 from ..politeness.fleet_slots import Slot
 from ..politeness.redirects import refused_answer
 from ..politeness.request_turn import Requests, RequestTurn, sent_in_turn
+from ..private_parts import CONNECTOR_RESOLVER, REQUEST_TRACES, RESPONSE_BODY, missing
 from ..urls import NOT_IN_URIS, InvalidURL, redact, split_origin
 
 __all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpConnections", "AiohttpDisallowed",
@@ -54,6 +55,9 @@ Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.Client
 # "%21", upper-cases the rest), what no URI holds as such, controls and non-ASCII
 # characters. Searched for as anything but the printable ASCII yarl keeps: a negated
 # class is one table test a character (every page's URL is searched).
+#: Whether aiohttp keeps a response's body where gate.fetch can hand it the body it read
+#: (private_parts.RESPONSE_BODY).
+_BODY_KEPT = hasattr(aiohttp.ClientResponse, "_body")
 _KEPT = "".join(c for c in map(chr, range(0x21, 0x7F)) if c != "%" and c not in NOT_IN_URIS)
 _REWRITTEN = re.compile(f"[^{re.escape(_KEPT)}]").search
 
@@ -130,6 +134,8 @@ async def _read_within(resp: aiohttp.ClientResponse, limit: int, url: str) -> No
     body, _, cut = await read_body(resp, limit, keep=True)
     if cut:
         raise BodyTooLarge(url, limit)
+    if not _BODY_KEPT:  # the body read could not be handed over: read() would lose it
+        raise missing(RESPONSE_BODY)
     resp._body = body
     await resp.read()  # as aiohttp ends a read (the connection goes back to the pool)
 
@@ -302,15 +308,17 @@ class _FetchSender:
         if turn.guard:
             middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
         self.url = turn.url
-        if client.owned:
-            return self._sent(client.session().request(
+        session = client.session()
+        if client.owned and resends_off(session):
+            return self._sent(session.request(
                 self.method, self._target, allow_redirects=False, middlewares=middlewares,
                 **extra))
-        # A user's session resends on its own: the resend is stopped where it starts, in
-        # the one coroutine a request of it takes here; its errors are made the gate's
-        # by the fetch (AiohttpClient.fetch).
+        # A user's session resends on its own (and the gate's, on an aiohttp without the
+        # switch): the resend is stopped where it starts, in the one coroutine a request
+        # of it takes here; its errors are made the gate's by the fetch
+        # (AiohttpClient.fetch).
         self._dropped = None
-        return client.session().request(
+        return session.request(
             self.method, self._target, allow_redirects=False,
             middlewares=(self._sent_once, *middlewares), **extra)
 
@@ -414,9 +422,18 @@ def _dropped(exc: aiohttp.ClientError) -> bool:
 def without_resends(session: aiohttp.ClientSession) -> aiohttp.ClientSession:
     """The gate's own session, made not to send a request again by itself after a
     dropped connection: ``gate.fetch`` sends it again in a turn of its own.  (aiohttp
-    has no switch for it; its own test client turns it off so.)"""
-    session._retry_connection = False
+    has no public switch for it; its own test client turns it off so.)  An aiohttp
+    without the switch is left as it is: :func:`resends_off` tells, and gate.fetch then
+    stops the resend with a middleware."""
+    if hasattr(session, "_retry_connection"):  # private_parts.RETRY_CONNECTION
+        session._retry_connection = False
     return session
+
+
+def resends_off(session: aiohttp.ClientSession) -> bool:
+    """Whether ``session`` is known to send no request again by itself (its switch
+    found, and off)."""
+    return getattr(session, "_retry_connection", True) is False
 
 
 class _Redirect(NamedTuple):
@@ -494,8 +511,13 @@ def _task() -> asyncio.Task[Any]:
 
 def _call_of(req: aiohttp.ClientRequest) -> object:
     """The aiohttp call ``req`` belongs to: the list of traces aiohttp makes once a call
-    and hands to every request it sends for it (its redirect hops, its resends)."""
-    return req._traces
+    and hands to every request it sends for it (its redirect hops, its resends).  An
+    aiohttp without it raises :class:`~robotgate.private_parts.PrivatePartMissing`: a
+    hop would be taken for the caller's input."""
+    try:
+        return req._traces
+    except AttributeError:
+        raise missing(REQUEST_TRACES) from None
 
 
 def _carries_credentials(resp: aiohttp.ClientResponse, location: str) -> bool:
@@ -844,8 +866,17 @@ def _check_peer(req: aiohttp.ClientRequest, what: str, private: IsPrivate) -> No
 
 
 def _resolver_of(session: aiohttp.ClientSession) -> aiohttp.abc.AbstractResolver | None:
-    """The resolver ``session``'s connections are made with (None: not a TCP connector)."""
-    return getattr(session.connector, "_resolver", None)
+    """The resolver ``session``'s connections are made with (None: not a TCP connector).
+    A TCP connector without it raises
+    :class:`~robotgate.private_parts.PrivatePartMissing` (aiohttp has no public way to
+    ask): every hop would be refused, and ``pace_by="ip"`` pace by name."""
+    connector = session.connector
+    if not isinstance(connector, aiohttp.TCPConnector):
+        return None
+    try:
+        return connector._resolver
+    except AttributeError:
+        raise missing(CONNECTOR_RESOLVER) from None
 
 
 def _resolve_with(session: aiohttp.ClientSession | None) -> Resolve:
@@ -871,7 +902,7 @@ def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None,
     the read as aiohttp does, and returns the body kept.  Any other is read in chunks."""
     content = resp.content
     if content.is_eof() and (max_bytes is None or content.total_bytes <= max_bytes):
-        if unheard:
+        if unheard and _BODY_KEPT:
             resp._body = content.read_nowait()
         return resp.read()
     if max_bytes is None:

@@ -1,0 +1,175 @@
+"""Other libraries' private parts robotgate leans on, in one list.
+
+Each :class:`PrivatePart` names the library, the attribute, the versions it was checked
+with, the robotgate module that uses it, what breaks if the library changes it, and
+what robotgate does then.  ``tests/test_private_parts.py`` holds a canary for each: it
+fails, naming the part, when the installed library lacks it (or no longer behaves as
+relied on).  Where a promise depends on a part (a request sent out of its turn, a hop
+taken for the caller's input, a server paced by the wrong key), the path that reads
+it fails closed: it raises :class:`PrivatePartMissing`, naming the library and its
+version, rather than send, or it takes a public way instead.
+
+Standard library only: the libraries are named, not imported.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+
+from .error_root import Error
+
+__all__ = ["PARTS", "PrivatePart", "PrivatePartMissing", "installed", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrivatePart:
+    """A private attribute of another library robotgate uses.
+
+    ``library``: its distribution name; ``name``: the attribute, as ``Class.attribute``
+    (or a private module's name); ``checked``: the versions it was checked with;
+    ``used_by``: robotgate's module; ``breaks``: what goes wrong if it changes;
+    ``if_missing``: what robotgate does then (``fails closed``: it raises
+    :class:`PrivatePartMissing`; ``public way``: it takes a public API instead;
+    ``silent``: nothing tells, only the canary test)."""
+
+    library: str
+    name: str
+    checked: str
+    used_by: str
+    breaks: str
+    if_missing: str
+
+
+def installed(library: str) -> str:
+    """The installed version of ``library`` ("not installed" if it is not)."""
+    if library == "python":
+        return platform.python_version()
+    try:
+        return version(library)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+class PrivatePartMissing(Error):
+    """A library robotgate leans on lacks a private part it relied on: the request was
+    not sent.  ``part``: the :class:`PrivatePart`; the message names the library, its
+    installed version and the versions checked."""
+
+    def __init__(self, part: PrivatePart) -> None:
+        super().__init__(
+            f"{part.library} {installed(part.library)} has no {part.name}, which robotgate "
+            f"relies on ({part.breaks}); checked with {part.library} {part.checked}. "
+            f"Nothing was sent: install a version robotgate was checked with")
+        self.part = part
+
+
+def missing(part: PrivatePart) -> PrivatePartMissing:
+    """The error a path that fails closed raises when ``part`` is missing."""
+    return PrivatePartMissing(part)
+
+
+# -- aiohttp: gate.fetch, gate.middleware, the robots.txt transport ----------------------
+
+RETRY_CONNECTION = PrivatePart(
+    "aiohttp", "ClientSession._retry_connection", "3.14.5", "robotgate.gate.aiohttp_client",
+    "the gate's own session would send a request again at once, out of its turn, after a "
+    "kept-alive connection dropped under it",
+    "public way: gate.fetch stops the resend with a middleware, as on a session of yours")
+REQUEST_TRACES = PrivatePart(
+    "aiohttp", "ClientRequest._traces", "3.14.5", "robotgate.gate.aiohttp_client",
+    "gate.middleware tells a redirect's hop by the aiohttp call it belongs to (the list "
+    "of traces every request of one call shares); without it a hop reads as your input, "
+    "its target not judged by the private-network rule",
+    "fails closed: gate.middleware raises PrivatePartMissing")
+CONNECTOR_RESOLVER = PrivatePart(
+    "aiohttp", "TCPConnector._resolver", "3.14.5", "robotgate.gate.aiohttp_client",
+    "redirect hops and pointers are looked up with the resolver the session connects "
+    "with, and pace_by='ip' paces by its first address; without it every hop is refused "
+    "and pace_by='ip' would pace by host name",
+    "fails closed: the look-up raises PrivatePartMissing")
+RESPONSE_BODY = PrivatePart(
+    "aiohttp", "ClientResponse._body", "3.14.5",
+    "robotgate.gate.aiohttp_client, robotgate.gate.directives",
+    "gate.fetch hands the body it read within max_bytes to the response (read() returns "
+    "it), and reads a page's meta robots tags from it",
+    "public way for a body within max_bytes (read()); fails closed for one read in "
+    "chunks; the meta tags: silent (the headers' directives only)")
+CONNECTOR_POOL = PrivatePart(
+    "aiohttp", "TCPConnector._get, _release, _create_connection, _cleanup, _conns, "
+    "_acquired", "3.14.5", "robotgate.gate.connections",
+    "the gate's session keeps its sockets within the open-file limit by overriding the "
+    "connector's pool methods",
+    "silent: the connections would not be bounded")
+
+# -- Scrapy and Twisted ------------------------------------------------------------------
+
+SCRAPY_HANDLER_POOL = PrivatePart(
+    "scrapy", "DownloadHandlers._get_handler, HTTP11DownloadHandler._pool",
+    "2.19.0 (Twisted 26.10.0)", "robotgate.integrations.scrapy.middleware",
+    "Twisted's connection pool sends a request again at once, out of its turn, when a "
+    "kept-alive connection dropped; the middleware turns that off through the handler's "
+    "pool",
+    "silent: read with getattr, the resend is not turned off")
+
+# -- crawl4ai ------------------------------------------------------------------------------
+
+CRAWL4AI_START = PrivatePart(
+    "crawl4ai", "BrowserManager._start_impl", "0.9.5", "robotgate.integrations.crawl4ai",
+    "robotgate launches crawl4ai's browser itself (a persistent context, attached to the "
+    "gate) by overriding it; renamed, crawl4ai's own start would launch a browser the "
+    "gate never sees",
+    "silent: the override would not be called")
+CRAWL4AI_FIELDS = PrivatePart(
+    "crawl4ai", "BrowserManager._using_cached_cdp, _launched_persistent, "
+    "_browser_endpoint_key, _compute_browser_endpoint_key, _global_pages_in_use", "0.9.5",
+    "robotgate.integrations.crawl4ai",
+    "the state crawl4ai's own start sets, set by robotgate's start so that crawl4ai "
+    "finds its browser as it would have made it",
+    "silent where set; an AttributeError where called")
+
+# -- Playwright ------------------------------------------------------------------------------
+
+PLAYWRIGHT_OPTIONS = PrivatePart(
+    "playwright", "Browser._impl_obj._options, BrowserContext._impl_obj._options, "
+    "_browser_type._playwright", "1.65.2", "robotgate.integrations.playwright",
+    "attach reads the options a browser was launched and a context made with (Playwright "
+    "lets them not be read) to refuse one with a network of its own or to take its proxy",
+    "silent: read with getattr and a default, the check sees no options")
+
+# -- crawlee ---------------------------------------------------------------------------------
+
+CRAWLEE_HTTP_CLIENT = PrivatePart(
+    "crawlee", "BasicCrawler._http_client", "1.11.0", "robotgate.integrations.crawlee",
+    "RobotGateHttpClient.attach checks that the crawler was built with it (crawlee's own "
+    "client would send context.send_request past the gate)",
+    "silent: a crawler without the attribute is not checked")
+CRAWLEE_VALIDATE_URL = PrivatePart(
+    "crawlee", "crawlee._utils.urls.validate_http_url", "1.11.0",
+    "robotgate.integrations.crawlee",
+    "a URL is checked as crawlee's own clients check it",
+    "loud: the import fails")
+
+# -- redis-py --------------------------------------------------------------------------------
+
+REDIS_CLUSTER_INITIALIZE = PrivatePart(
+    "redis", "RedisCluster._initialize", "8.1.0", "robotgate.store.redis.link",
+    "after a failed pipeline the cluster client is made to read the cluster's layout "
+    "again (redis-py does so only after a single command)",
+    "silent: checked with hasattr, the layout is not read again until redis-py does")
+
+# -- the standard library ----------------------------------------------------------------------
+
+CODEC_IS_TEXT = PrivatePart(
+    "python", "codecs.CodecInfo._is_text_encoding", "3.11", "robotgate.robots.body",
+    "a robots.txt charset naming a codec that is no text encoding (base64, rot13, zip) "
+    "is refused by it",
+    "silent: read with getattr, such a codec would decode the body")
+
+#: Every private part robotgate leans on.
+PARTS: tuple[PrivatePart, ...] = (
+    RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
+    SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
+    CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, REDIS_CLUSTER_INITIALIZE, CODEC_IS_TEXT,
+)

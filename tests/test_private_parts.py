@@ -1,0 +1,312 @@
+"""Other libraries' private parts (src/robotgate/private_parts.py): a canary for each,
+which fails naming the part when the installed library lacks it or no longer uses it
+as relied on; and the paths that fail closed when one is missing."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import importlib
+import inspect
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from yarl import URL
+
+from robotgate import RobotGate
+from robotgate.gate import aiohttp_client
+from robotgate.private_parts import (
+    CODEC_IS_TEXT,
+    CONNECTOR_POOL,
+    CONNECTOR_RESOLVER,
+    CRAWL4AI_FIELDS,
+    CRAWL4AI_START,
+    CRAWLEE_HTTP_CLIENT,
+    CRAWLEE_VALIDATE_URL,
+    PARTS,
+    PLAYWRIGHT_OPTIONS,
+    REDIS_CLUSTER_INITIALIZE,
+    REQUEST_TRACES,
+    RESPONSE_BODY,
+    RETRY_CONNECTION,
+    SCRAPY_HANDLER_POOL,
+    PrivatePart,
+    PrivatePartMissing,
+    installed,
+)
+
+AGENT = "PartsBot/1.0"
+
+
+def _source(owner: object) -> str:
+    return inspect.getsource(owner)  # type: ignore[arg-type]
+
+
+def _module(name: str) -> Any:
+    return pytest.importorskip(name, reason=f"{name} is not installed")
+
+
+# -- the canaries ----------------------------------------------------------------------------
+
+
+async def retry_connection() -> None:
+    # aiohttp still has the switch, and its request still reads it.
+    assert "_retry_connection" in aiohttp.ClientSession.ATTRS
+    async with aiohttp.ClientSession() as session:
+        assert session._retry_connection is True
+        assert aiohttp_client.resends_off(aiohttp_client.without_resends(session))
+    assert "self._retry_connection" in _source(aiohttp.ClientSession._request)
+
+
+async def request_traces() -> None:
+    # Every request of one call (its redirect hop here) carries the call's one list.
+    seen: list[object] = []
+
+    async def record(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
+        seen.append(req._traces)
+        return await handler(req)
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/from":
+            return web.Response(status=302, headers={"Location": "/to"})
+        return web.Response(text="done")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    try:
+        async with aiohttp.ClientSession(middlewares=(record,)) as session:
+            for _ in range(2):  # two calls: a list each
+                async with session.get(f"http://127.0.0.1:{port}/from") as resp:
+                    assert resp.status == 200
+    finally:
+        await runner.cleanup()
+    assert len(seen) == 4 and all(isinstance(traces, list) for traces in seen)
+    assert seen[0] is seen[1] and seen[2] is seen[3] and seen[0] is not seen[2]
+
+
+async def connector_resolver() -> None:
+    connector = aiohttp.TCPConnector()
+    try:
+        assert isinstance(connector._resolver, aiohttp.abc.AbstractResolver)
+    finally:
+        await connector.close()
+
+
+def response_body() -> None:
+    assert hasattr(aiohttp.ClientResponse, "_body")
+    assert "return self._body" in _source(aiohttp.ClientResponse.read)
+
+
+def connector_pool() -> None:
+    for method in ("_get", "_release", "_create_connection", "_cleanup"):
+        assert callable(getattr(aiohttp.TCPConnector, method, None)), method
+    init = _source(aiohttp.BaseConnector.__init__)
+    assert "self._conns" in init and "self._acquired" in init
+
+
+def scrapy_handler_pool() -> None:
+    handlers = _module("scrapy.core.downloader.handlers")
+    http11 = _module("scrapy.core.downloader.handlers.http11")
+    client = _module("twisted.web.client")
+    assert callable(getattr(handlers.DownloadHandlers, "_get_handler", None))
+    assert "self._pool" in _source(http11.HTTP11DownloadHandler.__init__)
+    assert hasattr(client.HTTPConnectionPool, "retryAutomatically")
+
+
+def _browser_manager() -> Any:
+    return _module("crawl4ai.browser_manager").BrowserManager
+
+
+def crawl4ai_start() -> None:
+    manager = _browser_manager()
+    assert callable(getattr(manager, "_start_impl", None))
+    assert "self._start_impl()" in _source(manager)  # crawl4ai's start still calls it
+
+
+def crawl4ai_fields() -> None:
+    manager = _browser_manager()
+    assert callable(getattr(manager, "_compute_browser_endpoint_key", None))
+    assert isinstance(manager._global_pages_in_use, dict)
+    source = _source(manager)
+    for field in ("self._using_cached_cdp", "self._launched_persistent",
+                  "self._browser_endpoint_key"):
+        assert field in source, field
+
+
+def _playwright_impl(name: str) -> Any:
+    """Playwright's implementation module ``name`` (``_impl.browser``; ``_impl._browser``
+    before 1.5x)."""
+    _module("playwright")
+    for module in (f"playwright._impl.{name}", f"playwright._impl._{name}"):
+        try:
+            return importlib.import_module(module)
+        except ModuleNotFoundError:
+            continue
+    raise AssertionError(f"no playwright._impl module {name}")
+
+
+def playwright_options() -> None:
+    browser = _playwright_impl("browser")
+    context = _playwright_impl("browser_context")
+    browser_type = _playwright_impl("browser_type")
+    assert "self._options" in _source(browser.Browser)
+    assert "self._browser_type" in _source(browser.Browser)
+    assert "self._options" in _source(context.BrowserContext)
+    assert "self._playwright" in _source(browser_type.BrowserType)
+    base = _module("playwright._impl._impl_to_api_mapping")
+    assert "_impl_obj" in _source(base)
+
+
+def crawlee_http_client() -> None:
+    crawlers = _module("crawlee.crawlers")
+    assert "self._http_client = " in _source(crawlers.BasicCrawler.__init__)
+
+
+def crawlee_validate_url() -> None:
+    urls = _module("crawlee._utils.urls")
+    assert callable(urls.validate_http_url)
+
+
+def redis_cluster_initialize() -> None:
+    cluster = _module("redis.asyncio.cluster")
+    source = _source(cluster.RedisCluster)
+    assert "self._initialize = True" in source and "if self._initialize" in source
+
+
+def codec_is_text() -> None:
+    assert codecs.lookup("base64")._is_text_encoding is False
+    assert codecs.lookup("rot13")._is_text_encoding is False
+    assert getattr(codecs.lookup("latin-1"), "_is_text_encoding", True) is True
+
+
+CANARIES: dict[PrivatePart, Callable[[], Any]] = {
+    RETRY_CONNECTION: retry_connection, REQUEST_TRACES: request_traces,
+    CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
+    CONNECTOR_POOL: connector_pool, SCRAPY_HANDLER_POOL: scrapy_handler_pool,
+    CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
+    PLAYWRIGHT_OPTIONS: playwright_options, CRAWLEE_HTTP_CLIENT: crawlee_http_client,
+    CRAWLEE_VALIDATE_URL: crawlee_validate_url,
+    REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize, CODEC_IS_TEXT: codec_is_text,
+}
+
+
+@pytest.mark.parametrize("part", PARTS, ids=[part.name.split(",")[0] for part in PARTS])
+async def test_the_installed_library_still_has_the_part(part: PrivatePart) -> None:
+    canary = CANARIES[part]  # a part listed without a canary fails here
+    try:
+        found = canary()
+        if inspect.isawaitable(found):
+            await found
+    except (AssertionError, AttributeError, OSError, TypeError) as changed:
+        pytest.fail(f"{part.library} {installed(part.library)} changed {part.name} "
+                    f"(checked with {part.checked}): {part.breaks}. {changed!r}")
+
+
+def test_each_part_names_a_module_of_robotgate_that_exists() -> None:
+    for part in PARTS:
+        for module in part.used_by.split(", "):
+            assert importlib.util.find_spec(module) is not None, part
+
+
+# -- the paths that fail closed --------------------------------------------------------------
+
+
+async def test_a_missing_call_identity_refuses_the_middlewares_request() -> None:
+    sent: list[object] = []
+
+    async def handler(req: Any) -> Any:
+        sent.append(req)
+        raise AssertionError("sent")
+
+    async with RobotGate(AGENT, delay=0) as gate:
+        request = SimpleNamespace(url=URL("http://127.0.0.1:9/page"))  # no _traces
+        with pytest.raises(PrivatePartMissing, match=r"aiohttp \d+\.\d+.* has no "
+                           r"ClientRequest\._traces") as missing:
+            await gate.middleware(request, handler)  # type: ignore[arg-type]
+    assert sent == [] and missing.value.part is REQUEST_TRACES
+    assert installed("aiohttp") in str(missing.value)
+
+
+async def test_a_connector_without_its_resolver_refuses_a_pointer() -> None:
+    sent: list[str] = []
+
+    async def record(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
+        sent.append(str(req.url))
+        return await handler(req)
+
+    connector = aiohttp.TCPConnector()
+    resolver = connector._resolver
+    del connector._resolver
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            session = aiohttp.ClientSession(
+                connector=connector, connector_owner=False,
+                middlewares=(gate.middleware_for("http://127.0.0.1/"), record))
+            try:
+                with pytest.raises(PrivatePartMissing, match=r"TCPConnector\._resolver"):
+                    await session.get("http://127.0.0.1:9/page")
+            finally:
+                await session.close()
+    finally:
+        connector._resolver = resolver
+        await connector.close()
+    assert sent == []
+
+
+async def test_a_body_read_in_chunks_that_cannot_be_handed_over_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    big = b"x" * (1 << 20)
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(body=big if request.path == "/big" else b"small")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    monkeypatch.setattr(aiohttp_client, "_BODY_KEPT", False)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            small = await gate.fetch(f"{base}/small")
+            assert await small.read() == b"small"  # read by aiohttp's public read()
+            with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
+                await gate.fetch(f"{base}/big", max_bytes=2 << 20)
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.slow
+async def test_without_the_switch_the_gates_own_session_resends_in_a_turn_of_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # An aiohttp whose session has no _retry_connection: the gate's session keeps
+    # resending by itself, and gate.fetch stops it with the middleware a session of
+    # yours gets; the resend waits the interval.
+    import itertools
+
+    from robotgate.gate import gate as gate_module
+    from tests.contract.test_provenance_paths import DroppingServer
+
+    monkeypatch.setattr(gate_module, "without_resends", lambda session: session)
+    server = await DroppingServer().start()
+    try:
+        async with RobotGate(AGENT, delay=0.5) as gate:
+            first = await asyncio.wait_for(gate.fetch(server.url("/page/1")), 10)
+            second = await asyncio.wait_for(gate.fetch(server.url("/drop")), 10)
+    finally:
+        await server.close()
+    assert first.status == second.status == 200 and server.dropped == 1
+    pages = [t for path, t in server.arrivals if path != "/robots.txt"]
+    assert len(pages) == 3  # /page/1, /drop dropped, /drop sent again
+    assert min(b - a for a, b in itertools.pairwise(pages)) >= 0.49, server.arrivals
