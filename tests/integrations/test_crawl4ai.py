@@ -4,6 +4,7 @@ and a refused page is crawl4ai's own failed result."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import itertools
@@ -271,8 +272,107 @@ async def test_a_refused_page_is_final(integration: ModuleType,
     assert "Error" not in printed.out + printed.err
 
 
+# Each page of a deep crawl's site: a disallowed page and a page of the private site.
+LINKS = '<a href="/private/x">private</a><a href="{private}/page/7">elsewhere</a>'
+ALLOW_BUT_PRIVATE = "User-agent: *\nDisallow: /private\n"
+
+
+async def test_a_deep_crawl_follows_each_link_as_a_pointer_of_its_page(
+        integration: ModuleType, tmp_path: Path) -> None:
+    from crawl4ai import BFSDeepCrawlStrategy
+
+    allow = "User-agent: *\nAllow: /\n"
+    async with Site(PRIVATE, robots=allow) as private, \
+            Site(PUBLIC, robots=ALLOW_BUT_PRIVATE, extra=LINKS) as public:
+        public.private = private.url("")
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
+                _browser(integration, gate, tmp_path / "profile") as crawler:
+            deep = BFSDeepCrawlStrategy(max_depth=3, include_external=True)
+            results = await crawler.arun(public.url("/page/1"),
+                                         config=_run(deep_crawl_strategy=deep))
+            reached_private = private.paths()
+            # The private site's own pages point where they like (the start: input).
+            streamed = [result async for result in await crawler.arun(
+                private.url("/page/1"), config=_run(
+                    deep_crawl_strategy=BFSDeepCrawlStrategy(max_depth=2), stream=True))]
+
+    by_url = {result.url: result for result in results}
+    assert sorted(by_url) == sorted([*(public.url(f"/page/{n}") for n in (1, 2, 3, 4)),
+                                     public.url("/private/x"), private.url("/page/7")])
+    for n in (1, 2, 3, 4):
+        page = by_url[public.url(f"/page/{n}")]
+        assert page.success, page.error_message
+        assert f"page {n} of the site" in page.html
+        assert page.metadata["depth"] == n - 1
+    disallowed, pointed = by_url[public.url("/private/x")], by_url[private.url("/page/7")]
+    assert not disallowed.success and "Disallow: /private" in disallowed.error_message
+    assert not pointed.success and pointed.error_message.startswith("refused by robotgate: ")
+    assert "private" in pointed.error_message
+    # Nothing disallowed reached the public site, and its links into the private one
+    # reached nothing there, not even robots.txt.
+    assert not [path for path in public.paths() if path.startswith("/private")]
+    assert public.paths().count("/robots.txt") == 1
+    assert reached_private == []
+    assert sorted(result.url for result in streamed) == [
+        private.url(f"/page/{n}") for n in (1, 2, 3)]
+    assert all(result.success for result in streamed), [r.error_message for r in streamed]
+    assert private.paths() == ["/robots.txt", "/page/1", "/page/2", "/page/3"]
+
+
+async def test_redirected_url_is_where_the_page_came_from(integration: ModuleType,
+                                                        tmp_path: Path) -> None:
+    from crawl4ai import HTTPCrawlerConfig
+
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0) as gate:
+        away = site.url("/away?to=/page/5")
+        async with _browser(integration, gate, tmp_path / "profile") as crawler:
+            browsed = await crawler.arun(away, config=_run())
+            direct = await crawler.arun(site.url("/page/6"), config=_run())
+        async with integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            fetched = await crawler.arun(away, config=_run())
+
+    for result in (browsed, fetched):
+        assert result.success, result.error_message
+        assert "page 5 of the site" in result.html
+        assert result.url == away
+        assert result.redirected_url == site.url("/page/5")
+    assert direct.success and direct.redirected_url == site.url("/page/6")
+
+
+def test_concurrent_runs_after_an_earlier_event_loop(integration: ModuleType,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from crawl4ai.browser_manager import BrowserManager
+
+    # crawl4ai's class-wide page lock, as crawl4ai's own crawler leaves it after an
+    # earlier asyncio.run: bound to that loop.  (The test's own, put back after it.)
+    monkeypatch.setattr(BrowserManager, "_global_pages_lock", None)
+
+    async def five_at_once() -> tuple[list[Any], list[str]]:
+        async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+                RobotGate(AGENT, delay=0) as gate, _browser(integration, gate) as crawler:
+            urls = [site.url(f"/page/{n}") for n in range(5)]
+            results = await asyncio.gather(*(crawler.arun(url, config=_run()) for url in urls))
+        return list(results), site.paths()
+
+    async def earlier() -> tuple[list[Any], list[str]]:
+        lock = BrowserManager._get_global_lock()
+
+        async def hold() -> None:
+            async with lock:
+                await asyncio.sleep(0)
+
+        await asyncio.gather(hold(), hold())  # the second waits: the lock takes this loop
+        return await five_at_once()
+
+    for results, paths in [asyncio.run(earlier()), asyncio.run(five_at_once())]:
+        assert [result.success for result in results] == [True] * 5, [
+            result.error_message for result in results]
+        assert sorted(paths) == sorted(["/robots.txt", *(f"/page/{n}" for n in range(5))])
+
+
 async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:
-    from crawl4ai import BFSDeepCrawlStrategy, BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
+    from crawl4ai import BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
 
     async with RobotGate(AGENT) as gate:
         for config, named in [(BrowserConfig(cdp_url="http://127.0.0.1:9/"), "cdp_url"),
@@ -285,8 +385,7 @@ async def test_settings_that_would_pass_the_gate_are_refused(integration: Module
         async with integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
             for setting, value in [("fetch_ssl_certificate", True),
                                    ("check_cache_freshness", True),
-                                   ("link_preview_config", LinkPreviewConfig()),
-                                   ("deep_crawl_strategy", BFSDeepCrawlStrategy(max_depth=1))]:
+                                   ("link_preview_config", LinkPreviewConfig())]:
                 with pytest.raises(integration.UnguardedConfig, match=setting):
                     await crawler.arun("http://127.0.0.1:9/", config=_run(**{setting: value}))
                 with pytest.raises(integration.UnguardedConfig, match=setting):

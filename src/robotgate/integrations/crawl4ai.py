@@ -33,10 +33,11 @@ crawl4ai's own robots.txt check (``check_robots_txt``) is left to the gate.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,16 @@ from crawl4ai.browser_manager import (  # type: ignore[import-untyped]
     apply_sandbox_policy,
 )
 from crawl4ai.models import CrawlResult, CrawlResultContainer  # type: ignore[import-untyped]
+from crawl4ai.utils import (  # type: ignore[import-untyped]
+    efficient_normalize_url_for_deep_crawl,
+    normalize_url_for_deep_crawl,
+)
 from playwright.async_api import BrowserContext, Page, Request, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import Disallowed, Error
 from ..gate.gate import RobotGate
+from ..policy.provenance import INPUT, Provenance, pointer_of
 from .playwright import (
     LAUNCH_ARGS,
     MAX_SUBRESOURCES,
@@ -84,9 +90,10 @@ _UNGUARDED = {
     "fetch_ssl_certificate": "it opens a TLS connection to the site itself",
     "check_cache_freshness": "it sends HEAD requests to validate its cache",
     "link_preview_config": "it fetches the heads of a page's links itself",
-    "deep_crawl_strategy": ("it sends a page's links as the caller's own URLs, so a public "
-                            "page could point the crawler into a private network"),
 }
+#: Who pointed at a URL no page of a deep crawl is known to link to (a resumed crawl's,
+#: one a strategy made up): a public page, which may not lead into a private network.
+_UNTOLD = pointer_of("")
 # The flags crawl4ai launches Chromium with that Playwright's own arguments set instead.
 _LAUNCH_OWN = ("--proxy-server", "--remote-debugging-port", "--user-data-dir", "--headless",
                "--window-size")
@@ -142,23 +149,37 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
                              max_subresources)
             strategy = _BrowserStrategy(launch, browser_config, options.get("logger"))
             super().__init__(crawler_strategy=strategy, config=browser_config, **options)
-        # crawl4ai wraps arun for its deep crawls, which send a page's links as the
-        # caller's own URLs past this class's arun: unwrapped, such a config is refused.
+        # crawl4ai wraps arun for its deep crawls, which would send a page's links as the
+        # caller's own URLs: this class's arun runs them itself (see _DeepCrawl).
         del self.arun
         self.on_refused = on_refused
+        # The deep crawls whose links are being crawled, by the config each handed
+        # arun_many for them (crawl4ai's dispatcher gives it to arun with each URL).
+        self._deep_crawls: dict[CrawlerRunConfig, _DeepCrawl] = {}
 
     async def arun(self, url: str, config: CrawlerRunConfig | None = None,
                    **kwargs: Any) -> Any:
         """crawl4ai's ``arun`` through the gate: a page the gate refused is crawl4ai's
-        failed result, with the gate's reason as its ``error_message``."""
+        failed result, with the gate's reason as its ``error_message``.  A config with
+        a ``deep_crawl_strategy`` runs crawl4ai's deep crawl, ``url`` the caller's own
+        and each link followed a pointer of the page it was found on."""
         config = config or CrawlerRunConfig()
         _check(config)
+        if config.deep_crawl_strategy is not None:
+            return await config.deep_crawl_strategy.arun(
+                crawler=_DeepCrawl(self, url), start_url=url, config=config)
+        deep_crawl = self._deep_crawls.get(config)
+        provenance = INPUT if deep_crawl is None else deep_crawl.provenance(url)
         # A run's own copy: the browser knows the run by it; the gate checks robots.txt.
         run = config.clone(check_robots_txt=False)
+        runs = self.crawler_strategy.runs
+        runs[run] = provenance
         try:
             return await super().arun(url, run, **kwargs)
         except _Refused as refused:
             refusal = refused.refusal
+        finally:
+            del runs[run]
         if self.on_refused is not None:
             self.on_refused(url, refusal)
         return CrawlResultContainer(CrawlResult(
@@ -174,6 +195,16 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
             if each is not None:
                 _check(each)
         return await super().arun_many(urls, config, *args, **kwargs)
+
+    @contextmanager
+    def _deep_crawl_level(self, config: CrawlerRunConfig, deep_crawl: _DeepCrawl
+                          ) -> Iterator[None]:
+        """While it lasts, the runs of ``config`` are URLs of ``deep_crawl``."""
+        self._deep_crawls[config] = deep_crawl
+        try:
+            yield
+        finally:
+            del self._deep_crawls[config]
 
     async def aseed_urls(self, *args: Any, **kwargs: Any) -> Any:
         """Refused: crawl4ai's URL seeder sends its requests itself, past the gate."""
@@ -202,6 +233,79 @@ def _refusal_in(failure: BaseException) -> Disallowed | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+# -- deep crawls --------------------------------------------------------------------
+
+
+class _DeepCrawl:
+    """The crawler one of crawl4ai's deep-crawl strategies is handed: its ``arun`` and
+    ``arun_many`` are the crawler's, the start URL the caller's input and every other
+    URL a pointer of the page it was found on (its links, as crawl4ai's strategies write
+    them, are noted as each page comes back).  A URL found on no page crawled so far (a
+    resumed crawl's, one the strategy made up) counts as a public page's pointer."""
+
+    def __init__(self, crawler: RobotGateCrawler, start: str) -> None:
+        self.crawler = crawler
+        self.start = start
+        # Each link of the pages crawled so far, and the URL of the first page it was
+        # found on (where that page came from, after its redirects).
+        self.found_on: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.crawler, name)  # what else a strategy reads (its logger)
+
+    def provenance(self, url: str) -> Provenance:
+        if url == self.start:
+            return INPUT
+        page = self.found_on.get(url)
+        return _UNTOLD if page is None else pointer_of(page)
+
+    async def arun(self, url: str, config: CrawlerRunConfig | None = None,
+                   **kwargs: Any) -> Any:
+        level = _level(config)
+        with self.crawler._deep_crawl_level(level, self):
+            result = await self.crawler.arun(url, level, **kwargs)
+        for page in result:
+            self._note_links(page)
+        return result
+
+    async def arun_many(self, urls: list[str], config: CrawlerRunConfig | None = None,
+                        *args: Any, **kwargs: Any) -> Any:
+        level = _level(config)
+        if level.stream:
+            return self._streamed(urls, level, *args, **kwargs)
+        with self.crawler._deep_crawl_level(level, self):
+            results = await self.crawler.arun_many(urls, level, *args, **kwargs)
+        for page in results:
+            self._note_links(page)
+        return results
+
+    async def _streamed(self, urls: list[str], level: CrawlerRunConfig, *args: Any,
+                        **kwargs: Any) -> AsyncIterator[Any]:
+        with self.crawler._deep_crawl_level(level, self):
+            async for page in await self.crawler.arun_many(urls, level, *args, **kwargs):
+                self._note_links(page)
+                yield page
+
+    def _note_links(self, result: Any) -> None:
+        if not result.success:
+            return
+        page = result.redirected_url or result.url
+        for kind in ("internal", "external"):
+            for link in (result.links or {}).get(kind, ()):
+                href = link.get("href")
+                if not href:
+                    continue
+                for written in (href, normalize_url_for_deep_crawl(href, result.url),
+                                efficient_normalize_url_for_deep_crawl(href, result.url)):
+                    self.found_on.setdefault(written, page)
+
+
+def _level(config: CrawlerRunConfig | None) -> CrawlerRunConfig:
+    """A deep crawl's call's own config: its runs are known by it, and it starts no deep
+    crawl of its own."""
+    return (config or CrawlerRunConfig()).clone(deep_crawl_strategy=None)
 
 
 # -- the browser ---------------------------------------------------------------------
@@ -255,6 +359,8 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self.on_refused = on_refused
         self.attachment: Attachment | None = None
         self._made_profile: str | None = None
+        # The lock get_page takes, and the event loop it is for.
+        self._pages_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     async def _start_impl(self) -> None:
         # crawl4ai's own start for a persistent context, with robotgate's launch.
@@ -292,6 +398,19 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self._browser_endpoint_key = self._compute_browser_endpoint_key()
         BrowserManager._global_pages_in_use.setdefault(self._browser_endpoint_key, set())
 
+    async def get_page(self, crawlerRunConfig: CrawlerRunConfig) -> tuple[Page, BrowserContext]:
+        # crawl4ai hands out the pages of every browser under one lock of its class's,
+        # bound to the event loop that first waited on it: a later asyncio.run's
+        # concurrent runs failed on it ("bound to a different event loop").  This
+        # browser is this manager's alone, so its runs take their pages one at a time
+        # under a lock of its own for the running loop, and never wait on crawl4ai's.
+        loop = asyncio.get_running_loop()
+        if self._pages_lock is None or self._pages_lock[0] is not loop:
+            self._pages_lock = (loop, asyncio.Lock())
+        async with self._pages_lock[1]:
+            page, context = await super().get_page(crawlerRunConfig)
+        return page, context
+
     async def release_page_with_context(self, page: Page) -> None:
         # crawl4ai closes a run's page after giving it back, and a run starting in
         # between would take that page and lose it mid-navigation: it is closed first.
@@ -311,7 +430,9 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
 
 class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
     """crawl4ai's Playwright strategy on robotgate's browser: a page of another context
-    is refused before it navigates, and a refused navigation is noted for its run."""
+    is refused before it navigates, a run's navigation is judged as a request of the
+    run's provenance, a refused one is noted for its run, and a run's
+    ``redirected_url`` is where the gate's redirects led."""
 
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
         super().__init__(browser_config=config, logger=logger)
@@ -320,42 +441,93 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
         self._refusals: dict[Any, Disallowed] = {}
         # Each page a run navigates, from its navigation on, and that run's config.
         self._navigating: dict[Page, Any] = {}
+        #: Who pointed at each run's URL, by the run's config, while the run lasts
+        #: (RobotGateCrawler.arun says); a run not known here is a public page's pointer.
+        self.runs: dict[Any, Provenance] = {}
+        # The attachment whose judging of navigations is steered here (_steer).
+        self._steered: Attachment | None = None
+        # The run page whose navigation each routed request is, by the task routing it
+        # (the attachment sends a request's every hop in that task), and the URL asked.
+        self._sending: dict[asyncio.Task[Any], tuple[Page, str]] = {}
+        # Each run page's last navigation: the URL the browser asked for, and the URL of
+        # the answer the gate handed it (after the redirects it followed).
+        self._landed: dict[Page, tuple[str, str]] = {}
 
     async def execute_hook(self, hook_type: str, *args: Any, **kwargs: Any) -> Any:
         if hook_type == "on_page_context_created":
             page, context = args[0], kwargs.get("context")
-            self._check_attached(page, context)
+            self._steer(self._check_attached(page, context))
         elif hook_type == "before_goto":
             self._navigating[args[0]] = kwargs.get("config")
         return await super().execute_hook(hook_type, *args, **kwargs)
 
-    def _check_attached(self, page: Page, context: BrowserContext | None) -> None:
+    def _check_attached(self, page: Page, context: BrowserContext | None) -> Attachment:
         attachment = self.browser_manager.attachment
         if attachment is None or context is not attachment.context \
                 or page.context is not attachment.context:
             raise UnsafeBrowser("crawl4ai gave a page of a browser context robotgate did not "
                                 "attach; it is not used")
+        return attachment
+
+    def _steer(self, attachment: Attachment) -> None:
+        """Have ``attachment`` judge a run's navigation as a request of the run's
+        provenance (crawl4ai's ``page.goto`` makes it the caller's input there), and note
+        the URL its answer came from (the browser keeps the URL it asked for).  The
+        attachment offers no hook for either: its own judging and its sending of each
+        hop are wrapped, once for each attachment."""
+        if attachment is self._steered:
+            return
+        judge, send = attachment._provenance, attachment._fetch
+
+        async def provenance(request: Request) -> Provenance:
+            judged = await judge(request)
+            page = self._run_page(request)
+            if page is None:
+                return judged
+            task = asyncio.current_task()
+            if task is not None:
+                self._sending[task] = (page, request.url)
+            if judged.is_input:
+                return self.runs.get(self._navigating[page], _UNTOLD)
+            return judged  # the page sent itself on: a pointer of its document
+
+        async def fetch(url: str, *args: Any, **kwargs: Any) -> Any:
+            sending = self._sending.get(asyncio.current_task())  # type: ignore[arg-type]
+            if sending is not None:
+                page, asked = sending
+                self._landed[page] = (asked, url)
+            return await send(url, *args, **kwargs)
+
+        attachment._provenance = provenance  # type: ignore[method-assign]
+        attachment._fetch = fetch  # type: ignore[method-assign]
+        self._steered = attachment
+
+    def _run_page(self, request: Request) -> Page | None:
+        """The run's page ``request`` navigates (None: a subresource's, a frame's, a
+        worker's, or a page no run is navigating)."""
+        if not request.is_navigation_request():
+            return None
+        try:
+            frame = request.frame
+        except PlaywrightError:
+            return None  # a worker's request: no page's navigation
+        if frame.parent_frame is not None or frame.page not in self._navigating:
+            return None
+        return frame.page
 
     def _refused(self, request: Request, refusal: Disallowed) -> None:
         """The gate refused one of the browser's requests: a navigation of a run's page
         (its URL, a redirect's hop, or the page sending itself on: Chromium shows its
         error page instead) is that run's refusal; a subresource or a frame's is not."""
-        if not request.is_navigation_request():
-            return
-        try:
-            frame = request.frame
-        except PlaywrightError:
-            return  # a worker's request: no page's navigation
-        if frame.parent_frame is not None:
-            return
-        run = self._navigating.get(frame.page)
-        if run is not None:
-            self._refusals.setdefault(run, refusal)
+        page = self._run_page(request)
+        if page is not None:
+            self._refusals.setdefault(self._navigating[page], refusal)
 
     async def crawl(self, url: str, config: CrawlerRunConfig | None = None,
                     **kwargs: Any) -> Any:
         response: Any = None
         failed: Exception | None = None
+        landed: tuple[str, str] | None = None
         try:
             response = await super().crawl(url, config, **kwargs)
         except Exception as error:
@@ -364,6 +536,16 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
             for page, run in list(self._navigating.items()):
                 if run is config:
                     del self._navigating[page]
+                    landed = self._landed.pop(page, None)
+                    for task, (sent, _) in list(self._sending.items()):
+                        if sent is page:
+                            del self._sending[task]
+        if response is not None and landed is not None:
+            asked, answered = landed
+            # crawl4ai gives the page's URL: the one the browser asked for, unless the
+            # page went on by itself since (a script, a fragment: kept as it is).
+            if response.redirected_url == asked:
+                response.redirected_url = answered
         refusal = self._refusals.pop(config, None)
         if refusal is not None:
             # Refused, or the page sent itself on and was refused: what crawl4ai read
@@ -379,14 +561,32 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
 
 class _GateSession:
     """What crawl4ai's HTTP crawler takes for its aiohttp session: each request sent by
-    ``gate.fetch`` (the gate's own session; it is not closed here)."""
+    ``gate.fetch`` (the gate's own session; it is not closed here), as a request of
+    the provenance of the run whose URL it is.  A URL no run is crawling, or one two
+    runs crawl pointed at by different pages, counts as a public page's pointer."""
 
     def __init__(self, gate: RobotGate) -> None:
         self.gate = gate
         self.closed = False
+        #: Who pointed at the URL of each run in flight, by that URL.
+        self.running: dict[str, list[Provenance]] = {}
 
     def request(self, method: str, url: str, **kwargs: Any) -> Any:
-        return self.gate.fetch(url, method=method, **kwargs)
+        pointed_by = set(self.running.get(url, ()))
+        provenance = pointed_by.pop() if len(pointed_by) == 1 else _UNTOLD
+        return self.gate.fetch(url, method=method, pointed_by=provenance, **kwargs)
+
+    @contextmanager
+    def run(self, url: str, provenance: Provenance) -> Iterator[None]:
+        """While it lasts, a run of ``provenance`` is crawling ``url``."""
+        self.running.setdefault(url, []).append(provenance)
+        try:
+            yield
+        finally:
+            running = self.running[url]
+            running.remove(provenance)
+            if not running:
+                del self.running[url]
 
     async def close(self) -> None:
         self.closed = True
@@ -401,6 +601,9 @@ class _HTTPStrategy(AsyncHTTPCrawlerStrategy):  # type: ignore[misc]
     def __init__(self, gate: RobotGate, config: HTTPCrawlerConfig) -> None:
         super().__init__(browser_config=config)
         self.gate = gate
+        #: Who pointed at each run's URL, by the run's config, while the run lasts
+        #: (RobotGateCrawler.arun says); a run not known here is a public page's pointer.
+        self.runs: dict[Any, Provenance] = {}
 
     async def start(self) -> None:
         if not self._session:
@@ -408,8 +611,10 @@ class _HTTPStrategy(AsyncHTTPCrawlerStrategy):  # type: ignore[misc]
 
     async def crawl(self, url: str, config: CrawlerRunConfig | None = None,
                     **kwargs: Any) -> Any:
+        await self.start()
         try:
-            return await super().crawl(url, config, **kwargs)
+            with self._session.run(url, self.runs.get(config, _UNTOLD)):
+                return await super().crawl(url, config, **kwargs)
         except Exception as failed:
             refusal = _refusal_in(failed)
             if refusal is None:
