@@ -319,6 +319,28 @@ async def test_a_deep_crawl_follows_each_link_as_a_pointer_of_its_page(
     assert private.paths() == ["/robots.txt", "/page/1", "/page/2", "/page/3"]
 
 
+async def test_the_http_crawlers_deep_crawl_follows_each_link_as_a_pointer_of_its_page(
+        integration: ModuleType) -> None:
+    from crawl4ai import BFSDeepCrawlStrategy, HTTPCrawlerConfig
+
+    allow = "User-agent: *\nAllow: /\n"
+    async with Site(PRIVATE, robots=allow) as private, \
+            Site(PUBLIC, robots=ALLOW_BUT_PRIVATE, extra=LINKS) as public:
+        public.private = private.url("")
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate, \
+                integration.RobotGateCrawler(gate, HTTPCrawlerConfig()) as crawler:
+            deep = BFSDeepCrawlStrategy(max_depth=2, include_external=True)
+            results = await crawler.arun(public.url("/page/1"),
+                                         config=_run(deep_crawl_strategy=deep))
+
+    outcome = {result.url: result.success for result in results}
+    assert outcome == {public.url("/page/1"): True, public.url("/page/2"): True,
+                       public.url("/page/3"): True, public.url("/private/x"): False,
+                       private.url("/page/7"): False}
+    assert not [path for path in public.paths() if path.startswith("/private")]
+    assert private.paths() == []
+
+
 async def test_redirected_url_is_where_the_page_came_from(integration: ModuleType,
                                                         tmp_path: Path) -> None:
     from crawl4ai import HTTPCrawlerConfig

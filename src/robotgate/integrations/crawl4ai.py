@@ -22,6 +22,13 @@ of robotgate's:
   with ``gate.fetch`` (the gate's session, redirects followed hop by hop, each judged
   and paced).
 
+A deep crawl (``CrawlerRunConfig(deep_crawl_strategy=...)``: crawl4ai's BFS, DFS and
+best-first strategies, their filters, scorers, limits and streaming) runs crawl4ai's
+strategy on this crawler: the start URL is the caller's input, and each link the
+strategy follows a pointer of the page it was found on (a URL found on no page crawled
+so far, as a resumed crawl's: a public page's pointer).  A run's ``redirected_url`` is
+the URL its page came from, after the redirects the gate followed.
+
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
 a site whose robots.txt cannot be fetched) comes back from ``arun`` and
 ``arun_many`` as crawl4ai's failed result: ``success=False``, ``error_message`` the
