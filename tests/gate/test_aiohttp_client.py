@@ -461,6 +461,23 @@ async def test_a_url_is_judged_as_aiohttp_sends_it(
     assert [p for p, _ in site.seen] == ["/robots.txt"]
 
 
+async def test_the_calls_params_are_judged_with_the_url() -> None:
+    # aiohttp adds params= to the URL it sends: robots.txt judges that URL, and a hop's
+    # Location is the whole next URL (no params added to it).
+    site = Site(robots="User-agent: *\nDisallow: /*secret\n")
+    runner = await serve(site)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            with pytest.raises(Disallowed):
+                await gate.fetch(site.url + "/page", params={"q": "secret"})
+            resp = await gate.fetch(site.url + "/hop", params={"q": "a b"})
+            assert resp.status == 200
+    finally:
+        await runner.cleanup()
+    assert [p for p, _ in site.seen] == ["/robots.txt", "/hop", "/page"]
+    assert str(resp.url) == site.url + "/page"
+
+
 @pytest.mark.parametrize("url", ["https://9[%]@?x", "http://u:p@[%]@h/x"])
 async def test_a_url_yarl_cannot_parse_is_invalid_url(url: str) -> None:
     # yarl raises IndexError on some authorities: gate.fetch raises InvalidURL.

@@ -374,7 +374,6 @@ class _FetchSender:
         self.hops += (resp,)
         self.method = hop.method
         kwargs = self._kwargs
-        kwargs.pop("params", None)  # the Location is the whole next URL (as aiohttp)
         if not hop.keeps_body:
             kwargs.pop("data", None)
             kwargs.pop("json", None)
@@ -611,6 +610,9 @@ class AiohttpClient:
         stream = call is not None and call._stream
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
+        params = kwargs.pop("params", None)
+        if params:
+            url = _with_params(url, params)  # robots.txt judges the URL sent
         sender = _FetchSender(self, method, kwargs, max_bytes, call)
         try:
             done = await exchange(self.requests, sender, url, provenance,
@@ -912,6 +914,20 @@ def _read(resp: aiohttp.ClientResponse, url: str, max_bytes: int | None,
 
 def _closed_reading(url: str) -> GateClosed:
     return GateClosed(f"the gate was closed while reading {redact(url)}")
+
+
+def _with_params(url: str, params: Any) -> str:
+    """``url`` with the query ``params`` added, as aiohttp adds them to the request it
+    sends (yarl's ``extend_query``)."""
+    with_params: str | None
+    try:
+        with_params = str(URL(url).extend_query(params))
+    except Exception:  # yarl's ValueError and TypeError, its IndexError on odd authorities
+        with_params = None
+    if with_params is None:  # raised out here, the client's error is no context of ours
+        split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
+        raise InvalidURL(url, "the HTTP client cannot add its params to it")
+    return with_params
 
 
 def _headers_without(headers: Any, dropped: frozenset[str]) -> CIMultiDict[str] | None:
