@@ -65,6 +65,9 @@ class Site(Noted):
             return web.Response(text=body.replace(
                 "<body>", '<body><script>location.href = "/private/z"</script>'),
                 content_type="text/html")
+        if path == "/forbidden":  # what crawl4ai's anti-bot check takes for a block
+            return web.Response(status=403, text="<html><body>No.</body></html>",
+                                content_type="text/html")
         if path == "/away":
             return web.Response(status=302, headers={"Location": request.query["to"]})
         n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
@@ -308,6 +311,10 @@ async def test_a_deep_crawl_follows_each_link_as_a_pointer_of_its_page(
     assert not disallowed.success and "Disallow: /private" in disallowed.error_message
     assert not pointed.success and pointed.error_message.startswith("refused by robotgate: ")
     assert "private" in pointed.error_message
+    # The refusal, and crawl4ai's own account of where the page stood in the crawl.
+    assert pointed.metadata[integration.REFUSED]["url"] == private.url("/page/7")
+    assert pointed.metadata["depth"] == 1
+    assert pointed.metadata["parent_url"] == public.url("/page/1")
     # Nothing disallowed reached the public site, and its links into the private one
     # reached nothing there, not even robots.txt.
     assert not [path for path in public.paths() if path.startswith("/private")]
@@ -339,6 +346,24 @@ async def test_the_http_crawlers_deep_crawl_follows_each_link_as_a_pointer_of_it
                        private.url("/page/7"): False}
     assert not [path for path in public.paths() if path.startswith("/private")]
     assert private.paths() == []
+
+
+async def test_a_refusal_is_told_from_crawl4ais_own_failure(integration: ModuleType,
+                                                           tmp_path: Path) -> None:
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0) as gate, \
+            _browser(integration, gate, tmp_path / "profile") as crawler:
+        refused, blocked = await crawler.arun_many(
+            [site.url("/private/x"), site.url("/forbidden")], config=_run())
+
+    assert not refused.success and not blocked.success
+    told = refused.metadata[integration.REFUSED]
+    assert told["url"] == site.url("/private/x")
+    assert "Disallow: /private" in told["reason"]
+    assert json.loads(json.dumps(told)) == told  # as crawl4ai's results are stored
+    # crawl4ai fetched this one and failed it itself: not the gate's refusal.
+    assert integration.REFUSED not in (blocked.metadata or {})
+    assert site.paths() == ["/robots.txt", "/forbidden"]
 
 
 async def test_redirected_url_is_where_the_page_came_from(integration: ModuleType,

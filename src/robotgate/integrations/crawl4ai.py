@@ -32,7 +32,8 @@ the URL its page came from, after the redirects the gate followed.
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
 a site whose robots.txt cannot be fetched) comes back from ``arun`` and
 ``arun_many`` as crawl4ai's failed result: ``success=False``, ``error_message`` the
-gate's reason, no status code (nothing was sent); crawl4ai neither retries it nor
+gate's reason, no status code (nothing was sent), and ``metadata[REFUSED]`` the
+refusal (a page crawl4ai itself failed has none); crawl4ai neither retries it nor
 calls its ``fallback_fetch_function`` for it.  Settings under which crawl4ai itself
 sends requests past the crawler strategy raise :class:`UnguardedConfig` naming them;
 crawl4ai's own robots.txt check (``check_robots_txt``) is left to the gate.
@@ -89,7 +90,7 @@ from .playwright import (
     preloading_off,
 )
 
-__all__ = ["RobotGateCrawler", "UnguardedConfig", "UnsafeBrowser"]
+__all__ = ["REFUSED", "RobotGateCrawler", "UnguardedConfig", "UnsafeBrowser"]
 
 #: ``CrawlerRunConfig`` settings under which crawl4ai sends requests of its own, past
 #: the crawler strategy (and so past the gate), with what to do instead.
@@ -98,6 +99,10 @@ _UNGUARDED = {
     "check_cache_freshness": "it sends HEAD requests to validate its cache",
     "link_preview_config": "it fetches the heads of a page's links itself",
 }
+#: The key of a refused run's ``CrawlResult.metadata`` that tells of the refusal: the
+#: URL refused (``url``: the run's, or a redirect's hop), the gate's ``reason`` and
+#: ``outcome`` (:class:`~robotgate.Decision`'s).  crawl4ai's own failures have none.
+REFUSED = "refused_by_robotgate"
 #: Who pointed at a URL no page of a deep crawl is known to link to (a resumed crawl's,
 #: one a strategy made up): a public page, which may not lead into a private network.
 _UNTOLD = pointer_of("")
@@ -189,9 +194,11 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
             del runs[run]
         if self.on_refused is not None:
             self.on_refused(url, refusal)
+        decision = refusal.decision
+        told = {"url": refusal.url, "reason": decision.reason, "outcome": decision.outcome}
         return CrawlResultContainer(CrawlResult(
             url=url, html="", success=False, status_code=None,
-            error_message=f"refused by robotgate: {refusal}"))
+            error_message=f"refused by robotgate: {refusal}", metadata={REFUSED: told}))
 
     async def arun_many(self, urls: Any,
                         config: CrawlerRunConfig | list[CrawlerRunConfig] | None = None,
