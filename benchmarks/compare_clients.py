@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import sys
@@ -212,11 +213,9 @@ async def _robotparser(urls: list[str]) -> str:
     """urllib.robotparser fetching each site's robots.txt itself, as its docs show."""
     def read(robots_url: str) -> urllib.robotparser.RobotFileParser:
         parser = urllib.robotparser.RobotFileParser(robots_url)
-        try:
+        # read() lets a connection error through; unread, its can_fetch() says False.
+        with contextlib.suppress(OSError):
             parser.read()
-        except OSError:  # what read() lets through: the caller must decide
-            parser.disallow_all = False
-            parser.allow_all = False
         return parser
 
     # It fetches no page: the figures of its rows are its verdicts, counted as fetches.
@@ -238,10 +237,10 @@ async def _parser_rows(tool: str) -> tuple[str, str, str]:
         rules = RobotsTxt.parse(body.encode())
         verdicts = {p: rules.allowed(f"http://a.test{p}", "MyBot") for p in EXPECTED}
         decision = rules.decide("/shop/a.html", "MyBot")
-        explained = bool(decision.reason) and "line" in decision.reason
+        has_line = bool(decision.reason) and "line" in decision.reason
         usage = RobotsTxt.parse(b"User-agent: *\nAllow: /\nContent-Usage: train-ai=n\n")
         aipref = "read and explained" if usage.decide("/x", "MyBot").usage else "no"
-        return _wildcards(verdicts), "yes" if explained else "no", aipref
+        return _wildcards(verdicts), "yes" if has_line else "no", aipref
     if tool == "protego" or tool == "crawlee":
         if tool == "protego":
             from protego import Protego
