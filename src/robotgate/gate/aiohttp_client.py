@@ -48,6 +48,9 @@ __all__ = ["MAX_BODY", "REFUSED", "AiohttpClient", "AiohttpConnections", "Aiohtt
 #: :class:`BodyTooLarge` (a gzip bomb inflates only as far as it is read).
 MAX_BODY = 64 << 20
 _CHUNK = 1 << 16
+#: Whether aiohttp keeps a response's body where gate.fetch can hand it the body it read
+#: (private_parts.RESPONSE_BODY).
+_BODY_KEPT = hasattr(aiohttp.ClientResponse, "_body")
 
 Handler = Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
 Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.ClientResponse]]
@@ -55,9 +58,6 @@ Middleware = Callable[[aiohttp.ClientRequest, Handler], Awaitable[aiohttp.Client
 # "%21", upper-cases the rest), what no URI holds as such, controls and non-ASCII
 # characters. Searched for as anything but the printable ASCII yarl keeps: a negated
 # class is one table test a character (every page's URL is searched).
-#: Whether aiohttp keeps a response's body where gate.fetch can hand it the body it read
-#: (private_parts.RESPONSE_BODY).
-_BODY_KEPT = hasattr(aiohttp.ClientResponse, "_body")
 _KEPT = "".join(c for c in map(chr, range(0x21, 0x7F)) if c != "%" and c not in NOT_IN_URIS)
 _REWRITTEN = re.compile(f"[^{re.escape(_KEPT)}]").search
 
