@@ -314,3 +314,16 @@ async def test_the_scrapy_middleware_leaves_scrapys_hop_as_it_is(hosts: Hosts) -
     assert differences(through_gate, own) == {}
     # Scrapy 2.19's own hop is the core's rule in every case.
     assert differences(own, {case: core(case) for case in CASES}) == {}
+
+
+@pytest.mark.parametrize("form", ["pairs", "multidict"])
+async def test_gate_fetch_drops_credentials_from_headers_in_any_form(hosts: Hosts,
+                                                                     form: str) -> None:
+    from multidict import CIMultiDict
+
+    pairs = [("authorization", "Bearer secret"), ("Cookie", "sid=42"), ("X-Custom", "mine")]
+    headers: Any = pairs if form == "pairs" else CIMultiDict(pairs)
+    case = Case("GET", 307, True)
+    async with open_gate() as gate:
+        await gate.fetch(hosts.start(case, form), headers=headers)
+    assert hosts.heard[f"{form}/{case.name}"] == Heard("GET", b"", None, None, "mine")
