@@ -32,8 +32,8 @@ from urllib.parse import urljoin
 
 from .urls import remove_dot_segments
 
-__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "PageLinks", "base_href", "link_resolver",
-           "page_links", "read_links"]
+__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "STEP_BYTES", "STEP_LINKS", "STEP_TAGS",
+           "LinkReader", "PageLinks", "base_href", "link_resolver", "page_links", "read_links"]
 
 #: Bytes of a page read for links (a longer page's links after that are not seen).
 MAX_PAGE_BYTES = 16 * 1024 * 1024
@@ -168,6 +168,111 @@ def read_links(body: bytes, base_url: str) -> PageLinks:
     return _resolved(hrefs, base, base_url, nofollow)
 
 
+#: What one :meth:`LinkReader.step` does at most: tags read, or links resolved
+#: (each a few milliseconds' work).
+STEP_TAGS = 2048
+STEP_LINKS = 8192
+STEP_BYTES = 256 * 1024
+
+
+class LinkReader:
+    """:func:`read_links` a piece at a time, for a caller that must not be held long
+    (an event loop): each :meth:`step` reads at most :data:`STEP_TAGS` tags of the
+    page (a stretch of :data:`_WINDOW` bytes without one counting as a quarter of
+    them), then resolves at most :data:`STEP_LINKS` of its links, of at most
+    :data:`STEP_BYTES` in all, so that however much a page weighs, no step takes
+    more than a few milliseconds (one tag is read whole: a tag of millions of
+    attributes takes as long as it is).
+
+    >>> reader = LinkReader(b'<base href="/d/"><a href=a>1</a>', "http://h.test/x")
+    >>> while not reader.step():
+    ...     pass
+    >>> reader.links().urls, reader.base
+    (['http://h.test/d/a'], 'http://h.test/d/')
+    """
+
+    def __init__(self, body: bytes, base_url: str) -> None:
+        page = bytes(body[:MAX_PAGE_BYTES])
+        self._nul = 0 in page  # a NUL is no character of a link: NULs part them
+        self._tags: Iterator[_Tag] | None = _tags(page)
+        self._base_url = base_url
+        self._hrefs: list[bytes] = []
+        self._base: bytes | None = None
+        self._nofollow = 0
+        self._resolved = 0  # hrefs resolved so far
+        self._urls: dict[str, None] = {}
+        self._other = 0
+        self._invalid = 0
+
+    @property
+    def base(self) -> str | None:
+        """The page's first ``<base href>``, as the links resolve against it (None: none,
+        or not read yet)."""
+        if self._base is None:
+            return None
+        root = _Resolver(self._base_url)(_text(self._base) or "")
+        return root if root is not None and _is_http(root) else None
+
+    def step(self) -> bool:
+        """Read a piece more; True once every link is read and resolved."""
+        tags = self._tags
+        if tags is not None:
+            piece = _Piece(tags)
+            found = _links_in(piece)
+            assert found is not None  # _tags reads every tag to its end
+            self._hrefs += found[0]
+            if self._base is None:
+                self._base = found[1]
+            self._nofollow += found[2]
+            if piece.last:
+                self._tags = None
+            return False
+        done = self._resolved
+        if done >= len(self._hrefs):
+            return True
+        hrefs = self._hrefs[done:done + STEP_LINKS]
+        size = 0
+        for count, raw in enumerate(hrefs, 1):  # and no more than STEP_BYTES of them
+            size += len(raw)
+            if size > STEP_BYTES:
+                del hrefs[count:]
+                break
+        self._resolved = done + len(hrefs)
+        if self._nul:
+            hrefs = [raw.replace(b"\0", b"") for raw in hrefs]
+        found_links = _resolved(hrefs, self._base, self._base_url, 0)
+        self._urls.update(dict.fromkeys(found_links.urls))
+        self._other += found_links.other_schemes
+        self._invalid += found_links.invalid
+        return self._resolved >= len(self._hrefs)
+
+    def links(self) -> PageLinks:
+        """What :func:`read_links` gives, once :meth:`step` said True."""
+        return PageLinks(list(self._urls), nofollow=self._nofollow,
+                         other_schemes=self._other, invalid=self._invalid)
+
+
+class _Piece:
+    """The tags of one :meth:`LinkReader.step`: at most :data:`STEP_TAGS`, a window
+    scanned through counting as :data:`_SCANNED_COST` of them; ``last`` once the
+    page's tags are all read."""
+
+    __slots__ = ("_tags", "last")
+
+    def __init__(self, tags: Iterator[_Tag]) -> None:
+        self._tags = tags
+        self.last = False
+
+    def __iter__(self) -> Iterator[_Tag]:
+        budget = STEP_TAGS
+        for tag in self._tags:
+            yield tag
+            budget -= _SCANNED_COST if tag is _SCANNED else 1
+            if budget <= 0:
+                return
+        self.last = True
+
+
 def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | None:
     """The ``href`` values of the a and area tags of ``tags`` but those ``rel=nofollow``,
     the first base's ``href``, and the nofollow count; None at a tag not read whole."""
@@ -207,27 +312,62 @@ def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | N
     return hrefs, base, nofollow
 
 
+#: What :func:`_tags` gives for a comment or raw text (no tag), and for a window
+#: of the page read through (told apart by identity).
+_SKIPPED: _Tag = (b"", b"", b"", b"", b"", b"", b"")
+_SCANNED: _Tag = (b"", b"", b"", b"", b"", b"", b"-")
+#: Bytes of a page scanned at once (a few milliseconds), and how near a window's end a
+#: match may have been cut short by it (longer than "<plaintext" and the byte after).
+_WINDOW = 256 * 1024
+_OVERLAP = 16
+#: What a window scanned through costs a step, in tags (a tag: a few microseconds).
+_SCANNED_COST = STEP_TAGS // 4
+
+
 def _tags(page: bytes) -> Iterator[_Tag]:
     """What ``_PAGE_RE.findall(page)`` gives, one at a time (tags' attributes as views
-    of the page), each tag read to its end however many values it has."""
+    of the page), each tag read to its end however many values it has; and, so that
+    :class:`LinkReader` can count its steps' work, :data:`_SKIPPED` for each comment
+    or raw text and :data:`_SCANNED` for each :data:`_WINDOW` bytes read through.
+
+    The page is scanned a window at a time, so that no call reads far for nothing.
+    A match that comes near a window's end may have been cut short there: it is read
+    again from its start in the next window (one as long as a window, on its own)."""
     view = memoryview(page)
+    size = len(page)
     pos = 0
     while True:
-        for found in _PAGE_RE.finditer(page, pos):
+        stop = min(size, pos + _WINDOW)
+        near = stop - _OVERLAP if stop < size else size + 1  # from here a match may be cut
+        following = max(pos, stop - _OVERLAP)  # where the next window starts
+        alone = False  # a match as long as a window, read on its own
+        for found in _PAGE_RE.finditer(page, pos, stop):
+            if found.end() >= near:
+                if found.start() > pos:
+                    following = found.start()  # read again, whole, in the next window
+                    break
+                whole = _PAGE_RE.match(page, pos)
+                assert whole is not None  # it matched a part of itself
+                found, alone = whole, True
             tag, double, single, bare, tail, closed = found.group(1, 3, 4, 5, 6, 7)
-            if not tag:
-                continue  # a comment or raw text
             end = found.end()
-            if closed or end == len(page):
+            following = max(following, end)
+            if not tag:
+                yield _SKIPPED  # a comment or raw text
+            elif closed or end == size:  # read whole
                 yield (tag, view[found.start(2):found.end(2)], double, single, bare, tail,
                        b">")
-                continue
-            values_end, end = _tag_end(page, end)
-            yield tag, view[found.start(2):values_end], b"", b"", b"", b"", b">"
-            pos = end
-            break  # the scan goes on after the tag
+            else:
+                values_end, following = _tag_end(page, end)
+                yield tag, view[found.start(2):values_end], b"", b"", b"", b"", b">"
+                break  # the scan goes on after the tag
+            if alone:
+                break  # windows again after it
         else:
-            return
+            if stop == size:
+                return
+            yield _SCANNED
+        pos = following
 
 
 def _tag_end(page: bytes, pos: int) -> tuple[int, int]:

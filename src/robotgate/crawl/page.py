@@ -16,7 +16,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Generic
 
-from ..links import base_href, link_resolver, read_links
+from ..links import LinkReader, link_resolver, read_links
+from ..links import PageLinks as FoundLinks
 from ..policy.fetch import LocalFailure, local_failure
 from ..politeness.robots_fetcher import open_file_limit
 from ..urls import redact
@@ -37,8 +38,9 @@ __all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links", "describe_e
 _TRANSIENT_NAMES = frozenset({"ClientConnectionError", "ClientPayloadError", "NetworkError",
                               "TimeoutException", "RemoteProtocolError"})
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-#: The longest page whose links are read on the event loop (a few milliseconds).
-_READ_ON_LOOP = 256 * 1024
+#: The longest page whose links are read at once (a few milliseconds); a longer one's
+#: are read a step at a time, the loop's other tasks running between the steps.
+_READ_AT_ONCE = 256 * 1024
 
 #: A URL this machine could not send (no file descriptor, memory or port) is asked
 #: again up to this many times, not counted against ``retries``: the pause before each
@@ -96,12 +98,11 @@ class PageReader(Generic[ResponseT]):
             if isinstance(links, (str, bytes)):
                 raise TypeError("the handler returned a string, not an iterable of URLs")
             body = head
+            base: str | None = None  # a long page's <base href>, once read
             if self.follow_links and 200 <= status < 300 and _is_html(resp):
                 body = body if body is not None else await _body_of(resp)
                 if body:
-                    # A long page is read in a thread: the loop's other hosts go on.
-                    found = (read_links(body, final) if len(body) <= _READ_ON_LOOP
-                             else await asyncio.to_thread(read_links, body, final))
+                    found, base = await _links_of(body, final)
                     summary = self.summary
                     summary.rel_nofollow += found.nofollow
                     summary.other_schemes += found.other_schemes + found.invalid
@@ -119,10 +120,26 @@ class PageReader(Generic[ResponseT]):
             record.not_followed = count_links(links, self.max_links)
             self.summary.not_followed += record.not_followed
             return (), None
-        if body is not None and len(body) > _READ_ON_LOOP:
-            # A long page's <base href> is looked for in a thread, as its links are read.
-            return links, link_resolver(final, None, await asyncio.to_thread(base_href, body))
+        if body is not None and len(body) > _READ_AT_ONCE:
+            # A long page's <base href> is looked for a step at a time, as its links are.
+            if base is None:
+                base = (await _links_of(body, final))[1]
+            return links, link_resolver(final, None, base or "")
         return links, link_resolver(final, body)
+
+
+async def _links_of(body: bytes, final: str) -> tuple[FoundLinks, str | None]:
+    """The links of the page ``body`` found at ``final`` and, for a long page, its
+    ``<base href>`` (None: none, or a short page).  A long page is read a step at a
+    time (:class:`~robotgate.links.LinkReader`: a few milliseconds each), the loop's
+    other requests going on between the steps: a pure-Python parse in a thread
+    would hold the interpreter as long."""
+    if len(body) <= _READ_AT_ONCE:
+        return read_links(body, final), None
+    reader = LinkReader(body, final)
+    while not reader.step():  # each step reads on: as many as the page is long
+        await asyncio.sleep(0)
+    return reader.links(), reader.base
 
 
 @contextlib.asynccontextmanager
