@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -32,6 +33,43 @@ def pytest_report_header(config: pytest.Config) -> str:
     cluster = os.environ.get(CLUSTER_ENV)
     where = f"cluster at {cluster}" if cluster else "cluster started per session"
     return f"redis-server: {binary} ({version}); {where}"
+
+
+#: A client a test may need -> the module it needs and the extra that installs it.  A test
+#: needs it when its ``driver`` or ``path`` parameter is the client's name (the contract
+#: tests' client paths; "browser" is Playwright's) or when its own name or its module's has
+#: the client's (``test_scrapy_...``).
+CLIENTS = {
+    "scrapy": ("scrapy", "Scrapy", "scrapy"),
+    "httpx": ("httpx", "httpx", "httpx"),
+    "crawlee": ("crawlee", "crawlee", "crawlee"),
+    "playwright": ("playwright", "Playwright", "playwright"),
+    "browser": ("playwright", "Playwright", "playwright"),
+    "crawl4ai": ("crawl4ai", "crawl4ai", "crawl4ai"),
+}
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    named = {params.get(argument) for argument in ("driver", "path")}
+    names = f"_{item.path.stem}_{getattr(item, 'originalname', item.name)}_"
+    return {client for client in CLIENTS
+            if client in named or (client != "browser" and f"_{client}_" in names)}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test of a client that is not installed skips, naming the extra, so that the core's
+    test extra runs every other client path of the same contract test."""
+    missing = {client: pytest.mark.skip(
+                   reason=f"{name} is not installed: pip install 'robotgate[{extra}]'")
+               for client, (module, name, extra) in CLIENTS.items()
+               if importlib.util.find_spec(module) is None}
+    if not missing:
+        return
+    for item in items:
+        for client in sorted(_needs(item) & missing.keys()):
+            item.add_marker(missing[client])
+            break
 
 
 def _need_redis_server() -> None:

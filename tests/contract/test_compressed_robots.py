@@ -36,7 +36,7 @@ from robotgate.crawl import CrawlResult
 from robotgate.decision import Decision, Rule
 
 httpx = pytest.importorskip("httpx")
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 from robotgate.integrations.httpx import RobotGateTransport  # noqa: E402
 
 AGENT = "CodingTest/1.0 (+https://example.com/bot)"

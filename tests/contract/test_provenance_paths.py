@@ -57,7 +57,7 @@ from tests.contract.test_request_paths import (
 from tests.support.browser import CHROMIUM_ARGS, chromium, chromium_path, shared_chromium
 
 httpx = pytest.importorskip("httpx")
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 
 from robotgate.integrations.httpx import POINTED_BY, RobotGateTransport  # noqa: E402
 

@@ -32,8 +32,8 @@ from robotgate import Disallowed, GateClosed, RobotGate
 from robotgate.crawl import CrawlResult
 from robotgate.policy.hops import REFUSED
 
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("scrapy")
+httpx = pytest.importorskip("httpx", reason="pip install 'robotgate[httpx]'")
+# Scrapy's cases skip without it (tests/conftest.py); the other clients' still run.
 
 from robotgate.integrations.httpx import RobotGateTransport  # noqa: E402
 

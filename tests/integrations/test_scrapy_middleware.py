@@ -24,7 +24,7 @@ from robotgate.store import MemoryStore, SQLiteStore
 from testbed.server import BenchServer, HostPlan, is_disallowed, page_paths
 from tests.support.hostile import HostileServer
 
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = "testbed.scrapy_crawl_runner"

@@ -11,7 +11,7 @@ from aiohttp import web
 from robotgate.policy.provenance import INPUT, Provenance, pointer_of
 from tests.integrations.test_scrapy_middleware import crawl
 
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 
 from scrapy import Request
 from scrapy.http import HtmlResponse

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 
 from twisted.internet.address import IPv4Address, IPv6Address
 

@@ -11,7 +11,7 @@ from robotgate.integrations.scrapy import RobotgateRobotParser
 from robotgate.integrations.scrapy.settings import read_settings
 from tests.integrations.test_scrapy_middleware import crawl
 
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 
 BROWSER = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
            "Chrome/120.0.0.0 Safari/537.36")
