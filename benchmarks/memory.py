@@ -1,14 +1,22 @@
-"""Memory per cached origin: RSS in a child process, less the parsed rules, and with them.
+"""Memory per cached origin, as cached and once asked: RSS and tracemalloc in child processes.
 
     python benchmarks/memory.py [--origins 100000] [--parse-all]
-        [--json benchmarks/results/memory.json]
+        [--asked-origins 20000] [--questions 10] [--json benchmarks/results/memory.json]
 
-100,000 origins installed through the gate's own path (entry_for_response, store.save_robots,
-RobotsCache._install) with corpus bodies cycled, each origin its own copy of the body; RSS
-before and after in a child process; the parsed rules measured apart with tracemalloc in another
-child and subtracted; a cached origin in all is that figure plus its own parsed rules.
+As cached: 100,000 origins installed through the gate's own path (entry_for_response,
+store.save_robots, RobotsCache._install) with corpus bodies cycled, each origin its own copy of
+the body; RSS before and after in a child process; the parsed rules measured apart with
+tracemalloc in another child and subtracted; a cached origin in all is that figure plus its own
+parsed rules.
 
-The two children are this script (``--memory-child N``, ``--rules-child N``: one JSON line).
+Once asked (what a crawler lives with): 20,000 origins installed the same way, each parsing its
+own body (the gate's cache of recent bodies shares a parse as it would in a crawl), then 10
+questions each, ``await gate.allowed(url)``, paths from the file's own rules and common ones;
+the bytes an origin holds, cached and then asked, by RSS in one child and by tracemalloc in
+another (tracemalloc's own bookkeeping would swell the RSS).  The figure is the larger.
+
+The children are this script (``--memory-child N``, ``--rules-child N``, ``--asked-child N``:
+one JSON line).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import asyncio
 import gc
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -47,6 +56,26 @@ def _rss() -> int:
 def _corpus_bodies(corpus: Path, max_bytes: int) -> list[bytes]:
     # What a fetch keeps: at most max_bytes of each body.
     return [(corpus / f).read_bytes()[:max_bytes] for f in sorted(os.listdir(corpus))]
+
+
+#: Paths every crawler asks about, after a file's own.
+COMMON_PATHS = ("/", "/index.html", "/search?q=shoes", "/about/", "/products/item-123.html",
+                "/blog/2024/01/a-post/", "/wp-admin/", "/cart?add=1", "/static/app.js",
+                "/ツ/%7Euser?x=%e3%83%84")
+_RULE_PATH = re.compile(rb"^[ \t]*(?:dis)?allow[ \t]*:[ \t]*([^\s#]+)",
+                        re.IGNORECASE | re.MULTILINE)
+
+
+def questions(body: bytes, k: int) -> list[str]:
+    """``k`` paths to ask about a file: up to half of them its own rules (spread over
+    the file, as paths: a star as "x", no final "$"), the rest :data:`COMMON_PATHS`."""
+    found = _RULE_PATH.findall(body)
+    own = found[:: max(1, len(found) // (k // 2 or 1))][: k // 2]
+    paths = []
+    for value in own:
+        path = value.decode("utf-8", "replace").replace("*", "x").rstrip("$")
+        paths.append(path if path.startswith("/") else "/" + path)
+    return (paths + list(COMMON_PATHS))[:k]
 
 
 
@@ -116,6 +145,60 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
 
 
 
+def asked_child(n: int, corpus: Path, k: int, trace: bool) -> dict[str, Any]:
+    """Cache ``n`` origins, each parsing its own body, then ask ``k`` questions of each
+    (``await gate.allowed(url)``); the bytes held, cached and asked: RSS, or with
+    ``trace`` tracemalloc's count (its own bookkeeping swells the RSS then)."""
+    import tracemalloc
+
+    from robotgate.policy import entry_for_response
+    from robotgate.records import HostState
+    from robotgate.urls import robots_url
+
+    policy = FetchPolicy()
+    bodies = _corpus_bodies(corpus, policy.max_bytes)
+    asks = [questions(body, k) for body in bodies]
+    files = len(bodies)
+    result: dict[str, Any] = {"origins": n, "questions": k, "traced": trace}
+
+    def held() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] if trace else _rss()
+
+    async def fill_and_ask() -> None:
+        gate = RobotGate(USER_AGENT, from_=FROM, delay=1.0, network=Network(max_origins=n))
+        cache = gate._cache
+        gc.collect()
+        if trace:
+            tracemalloc.start()
+        before = held()
+        now = time.time()
+        for i in range(n):
+            origin = f"https://site{i}.example"
+            body = bytes(bytearray(bodies[i % files]))  # a distinct object, as read
+            headers = {"Content-Type": "text/plain", "ETag": f'"{i:x}-{i % files}"',
+                       "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"}
+            entry = entry_for_response(origin, 200, headers, body, now, policy,
+                                       final_url=robots_url(origin))
+            await gate.store.save_robots(entry)
+            cache._install(origin, entry, HostState(origin))
+        result["cached"] = held() - before
+        allowed = 0
+        for i in range(n):
+            origin = f"https://site{i}.example"
+            for path in asks[i % files]:
+                allowed += await gate.allowed(origin + path)
+        result["asked"] = held() - before
+        result["allowed_share"] = allowed / (n * k or 1)
+        result["cached_origins"] = len(cache.sites())
+        if trace:
+            tracemalloc.stop()
+        await gate.close()
+
+    asyncio.run(fill_and_ask())
+    return result
+
+
 def rules_child(n: int, corpus: Path) -> dict[str, Any]:
     """Heap (tracemalloc) of the parsed rules of ``n`` origins with the corpus cycled.
 
@@ -180,14 +263,38 @@ async def memory(n: int, corpus: Path, progress: Progress, parse_all: bool = Fal
 
 
 
-async def run(origins: int, corpus: Path, parse_all: bool, progress: Progress) -> dict[str, Any]:
-    """The two children; the report."""
+async def asked(n: int, k: int, corpus: Path, progress: Progress) -> dict[str, Any]:
+    """An origin once asked ``k`` questions, and as cached before them: bytes by RSS and
+    by tracemalloc, each in its own child."""
+    if not corpus.is_dir():
+        return {"error": f"corpus not found: {corpus}"}
+    result: dict[str, Any] = {"origins": n, "questions": k}
+    for how in ("rss", "traced"):
+        progress.start(f"memory: {n:,} origins cached, {k} questions each ({how}, a child)")
+        args = ["--asked-child", str(n), "--questions", str(k), "--corpus", str(corpus)]
+        got = await child_json(SCRIPT, args + (["--trace"] if how == "traced" else []), 1800)
+        if "error" in got:
+            return got
+        result[f"{how}_cached"] = got["cached"] / (n or 1)
+        result[f"{how}_asked"] = got["asked"] / (n or 1)
+        result["allowed_share"] = got["allowed_share"]
+    result["asked_per_origin"] = max(result["rss_asked"], result["traced_asked"])
+    return result
+
+
+async def run(origins: int, corpus: Path, parse_all: bool, asked_origins: int, k: int,
+              progress: Progress) -> dict[str, Any]:
+    """The children; the report."""
 
     async def measure() -> dict[str, Any]:
-        return {"memory": await memory(origins, corpus, progress, parse_all)}
+        out = {"memory": await memory(origins, corpus, progress, parse_all)}
+        if asked_origins and k:
+            out["asked"] = await asked(asked_origins, k, corpus, progress)
+        return out
 
     return await measured(progress, {"origins": origins, "corpus": str(corpus),
-                                     "parse_all": parse_all}, measure)
+                                     "parse_all": parse_all, "asked_origins": asked_origins,
+                                     "questions": k}, measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:
@@ -221,6 +328,23 @@ def table_rows(report: dict[str, Any]) -> list[Row]:
             rows.append({"figure": "  after one visit (+ pacer), less rules",
                          "values": {"robotgate": f"{m['visited_less_rules']:,.0f} B"},
                          "goal": "", "pass": None})
+    if "asked" in report:
+        a = report["asked"]
+        if "error" in a:
+            rows.append({"section": "memory once asked"})
+            rows.append({"figure": "an origin once asked", "values": {"robotgate": a["error"]},
+                         "goal": "<= 5,000 B", "pass": False})
+        else:
+            rows.append({"section": f"memory: {a['origins']:,} origins, each its own parse, "
+                                    f"{a['questions']} questions each"})
+            rows.append({"figure": "an origin once asked (RSS, traced: the larger)",
+                         "values": {"robotgate": f"{a['asked_per_origin']:,.0f} B"},
+                         "goal": "<= 5,000 B", "pass": a["asked_per_origin"] <= 5000})
+            for how in ("rss", "traced"):
+                for when in ("cached", "asked"):
+                    rows.append({"figure": f"  {when}, {'RSS' if how == 'rss' else 'traced'}",
+                                 "values": {"robotgate": f"{a[f'{how}_{when}']:,.0f} B"},
+                                 "goal": "", "pass": None})
     return rows
 
 
@@ -231,12 +355,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--parse-all", action="store_true",
                     help="parse every cached origin's robots.txt (exact, ~1 min at 100,000) "
                          "instead of one shared parse per corpus file")
+    ap.add_argument("--asked-origins", type=int, default=20_000,
+                    help="origins cached, then asked (0: not measured)")
+    ap.add_argument("--questions", type=int, default=10, help="questions asked an origin")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="a directory of robots.txt files")
     ap.add_argument("--json", type=Path, default=RESULTS / "memory.json",
                     help="write the results here")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rules-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--asked-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     return ap
 
 
@@ -248,8 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rules_child is not None:
         print(json.dumps(rules_child(args.rules_child, args.corpus)))
         return 0
-    report = asyncio.run(run(args.origins, args.corpus, args.parse_all,
-                             Progress(enabled=not args.no_progress)))
+    if args.asked_child is not None:
+        print(json.dumps(asked_child(args.asked_child, args.corpus, args.questions, args.trace)))
+        return 0
+    report = asyncio.run(run(args.origins, args.corpus, args.parse_all, args.asked_origins,
+                             args.questions, Progress(enabled=not args.no_progress)))
     return finish(report, table_rows(report), "", args.json, argv, columns=("robotgate",))
 
 

@@ -44,7 +44,7 @@ from ..urls import remove_dot_segments
 from .bounded_search import MATCH_BUDGET, RULE_OVERHEAD, Search
 from .bounded_search import Wild as _Wild
 
-__all__ = ["MATCH_BUDGET", "RuleSet"]
+__all__ = ["MATCH_BUDGET", "RuleSet", "allows_uncompiled"]
 
 # Up to this many distinct first pieces, one startswith(tuple) call rules out
 # every wildcard rule of a path that starts with none of them.
@@ -312,6 +312,43 @@ class RuleSet:
         n = len(self._patterns)
         pattern = self._patterns[index] if index < n else self._wild[index - n][7]
         return Rule(bool(meta & 1), pattern, meta >> 1)
+
+
+def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int = -1
+                      ) -> bool | None:
+    """What ``RuleSet(rules)`` answers for ``path`` (``allows[match(path)]``), found
+    without building it: a scan of every rule, for a group asked too seldom to pay
+    for compiling (its tables hold a string and a slot a rule, where the packed
+    rules hold a character).  ``None`` when ``path`` is long enough for the rule
+    set's work bound to apply (its answer may then be a conservative one): compile.
+
+    The winner is the matching rule of highest rank (2 * length + allow), so only
+    the rank decides the verdict, whatever rule breaks a tie.  ``best``: the rank of
+    the best rule known to match already, among others (-1: none).
+    """
+    if "/." in path:
+        path = remove_dot_segments(path)
+    wild: list[tuple[int, str]] = []
+    # What _fast_lengths charges the plain loop for every wildcard rule (a duplicate
+    # too, so the length found is never above the rule set's own).
+    steps = 0
+    for allow, pattern, _ in rules:
+        if not pattern:
+            continue
+        prefix = pattern.rstrip("*")
+        rank = 2 * len(pattern) + allow
+        if "*" in prefix or pattern[-1] == "$":
+            wild.append((rank, pattern))
+            steps += 3 * (2 + pattern.count("*")) + (len(pattern) >> 2) + 1
+        elif rank > best and path.startswith(prefix):
+            best = rank
+    if wild:
+        if len(path) > max(0, _FAST_WORK - RULE_OVERHEAD * len(wild)) // steps:
+            return None
+        for rank, pattern in wild:
+            if rank > best and _wild_match(path, _compile_wild(pattern, 0)):
+                best = rank
+    return best < 0 or best & 1 == 1
 
 
 class _WildIndex:

@@ -9,13 +9,14 @@ import re
 import sys
 from array import array
 from collections.abc import Collection, Sequence
+from itertools import compress
 
 from ..agents import product_token
 from ..decision import Decision
-from ..urls import normalise_path, path_of, request_path
+from ..urls import normalise_path, path_of, remove_dot_segments, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
-from .patterns import RuleSet
+from .patterns import RuleSet, allows_uncompiled
 from .rules import DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
@@ -77,6 +78,11 @@ _WS = " \t\n\v\f\r"
 _URL_PREFIX = re.compile(r"(?i:https?)://[^/?#;]*/").match
 # At most this many User-Agent strings are remembered per file.
 _MEMO_MAX = 8
+# A file's first this many allowed() questions are answered from its packed rules,
+# the group compiled only after them: compiling costs a group's rules about as many
+# scans as this (a cold origin is asked a few times), and its tables hold a string
+# and a few slots a rule where the packed rules hold a character and two bytes.
+_UNCOMPILED_QUESTIONS = 32
 _COMMENTS = re.compile(r"#[^\n]*").sub
 _AFTER_NUL = re.compile(r"\x00[^\n]*").sub
 # "key value" without a colon: words apart by spaces or tabs, as Google reads them.
@@ -249,11 +255,51 @@ class _Group:
         """The product tokens this group names, in order, without duplicates."""
         return tuple(dict.fromkeys(a for a in self.agents if a))
 
+    def has_rules(self) -> bool:
+        """Whether the group has Allow or Disallow rules."""
+        compiled = self._compiled
+        return bool(compiled) if compiled is not None else any(self._packed()[1])
+
+    def _packed(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+        """The packed rules not compiled yet: the "\n"-joined values of each part,
+        and their ``line << 1 | allow``."""
+        return (self.patterns,), (self.meta,)
+
+    def _literals_first(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+        """:meth:`_packed`, each part's literal prefixes first (see _literals_first)."""
+        if _needs_sorting(self.patterns):
+            self.patterns, self.meta = _literals_first(self.patterns, self.meta)
+        return (self.patterns,), (self.meta,)
+
+    def allows_packed(self, path: str) -> bool | None:
+        """What the compiled rules would answer for ``path`` (normalised, see
+        :meth:`RuleSet.match`), read from the packed rules; None once compiled, or
+        when only the compiled rules' work bound can answer."""
+        if self._compiled is not None:
+            return None
+        if "/." in path:
+            path = remove_dot_segments(path)
+        best = -1  # the rank (2 * length + allow) of the best rule matching; -1: none
+        others: list[tuple[bool, str, int]] = []
+        parts, metas = self._literals_first()
+        for patterns, meta in zip(parts, metas, strict=True):
+            if not meta:
+                continue
+            values = patterns.split("\n")
+            n = values.index(_OTHERS) if _OTHERS in patterns else len(values)
+            # The literal prefixes that prefix the path, picked out by C loops.
+            for i in compress(range(n), map(path.startswith, values)):
+                rank = 2 * len(values[i]) + (meta[i] & 1)
+                if rank > best:
+                    best = rank
+            if n < len(values):
+                others += _normalised(values[n + 1 :], meta[n + 1 :])
+        return allows_uncompiled(others, path, best) if others else best < 0 or (best & 1) == 1
+
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            values = self.patterns.split("\n") if self.meta else []
-            compiled = self._compiled = RuleSet(_normalised(values, self.meta))
+            compiled = self._compiled = RuleSet(_unpacked(self.patterns, self.meta))
             # The RuleSet holds them now; a merged group holds its own references.
             self.patterns, self.meta = "", _NO_META
         return compiled
@@ -313,13 +359,23 @@ class _MergedGroup(_Group):
     def _pace_lists(self) -> tuple[list[tuple[int, str, int, frozenset[str]]], ...]:
         return self._pace_of_parts
 
+    def _packed(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+        return self._pattern_parts, self._meta_parts
+
+    def _literals_first(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+        if any(map(_needs_sorting, self._pattern_parts)):
+            parts = [_literals_first(p, m) if _needs_sorting(p) else (p, m)
+                     for p, m in zip(self._pattern_parts, self._meta_parts, strict=True)]
+            self._pattern_parts = tuple(p for p, _ in parts)
+            self._meta_parts = tuple(m for _, m in parts)
+        return self._pattern_parts, self._meta_parts
+
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
             parts = zip(self._pattern_parts, self._meta_parts, strict=True)
-            values = [v for p, m in parts if m for v in p.split("\n")]
-            meta = [x for m in self._meta_parts for x in m]
-            compiled = self._compiled = RuleSet(_normalised(values, meta))
+            rules = [r for p, m in parts for r in _unpacked(p, m)]
+            compiled = self._compiled = RuleSet(rules)
             self._pattern_parts, self._meta_parts = (), ()
         return compiled
 
@@ -334,8 +390,8 @@ class Rfc9309Rules(RobotsTxt):
     2.0
     """
 
-    __slots__ = ("_agent", "_agent_rules", "_agents", "_cut", "_deciders", "_memo", "_prefix",
-                 "_sitemaps", "_star")
+    __slots__ = ("_agent", "_agent_rules", "_agents", "_asked", "_cut", "_deciders", "_memo",
+                 "_prefix", "_sitemaps", "_star")
 
     DIALECT = "rfc9309"
     RESOLVES_DOT_SEGMENTS = True
@@ -354,10 +410,12 @@ class Rfc9309Rules(RobotsTxt):
         self._sitemaps: tuple[str, ...] = tuple(sitemaps) if sitemaps else ()
         # Query caches: rules of the first User-Agent asked about (a robot has one), of
         # others, and the "scheme://host/" last asked about (most often the only one, but
-        # origins that serve the same bytes may share one parse: see ORIGIN_FREE).
+        # origins that serve the same bytes may share one parse: see ORIGIN_FREE).  A
+        # group's rules are its group until compiled (see _UNCOMPILED_QUESTIONS).
         self._agent: str | None = None
-        self._agent_rules: RuleSet | None = None
-        self._memo: dict[str, RuleSet | None] = _NO_MEMO
+        self._agent_rules: RuleSet | _Group | None = None
+        self._memo: dict[str, RuleSet | _Group | None] = _NO_MEMO
+        self._asked = 0  # allowed() questions answered without compiling
         # Made on the first decide(): most files are only asked allowed().
         self._deciders: dict[str, Decider | None] = _NO_DECIDERS
         self._prefix: str | None = None
@@ -414,19 +472,34 @@ class Rfc9309Rules(RobotsTxt):
         if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
                 or "/." in path):
             path = _clean(path)
+        if not isinstance(rules, RuleSet):  # a group not compiled yet
+            allowed = rules.allows_packed(path) if self._asked < _UNCOMPILED_QUESTIONS else None
+            if allowed is not None:
+                self._asked += 1
+                return allowed or (path[:11] == "/robots.txt" and path[11:12] in ("", "?"))
+            rules = self._compiled(user_agent, rules)
         # RFC 9309 2.2.2: /robots.txt is always allowed (is_robots_path, inlined).
         return rules.allows[rules.match(path)] or (
             path[:11] == "/robots.txt" and path[11:12] in ("", "?")
         )
 
-    def _rules_for(self, user_agent: str) -> RuleSet | None:
+    def _compiled(self, user_agent: str, group: _Group) -> RuleSet:
+        """``group``'s rules compiled, and remembered as ``user_agent``'s."""
+        rules = group.ruleset()
+        if user_agent == self._agent:
+            self._agent_rules = rules
+        elif user_agent in self._memo:
+            self._memo[user_agent] = rules
+        return rules
+
+    def _rules_for(self, user_agent: str) -> RuleSet | _Group | None:
         memo = self._memo
         if user_agent in memo:
             return memo[user_agent]
         group = self._group(user_agent)
-        rules = group.ruleset() if group is not None else None
-        if rules is not None and not rules:
-            rules = None
+        rules: RuleSet | _Group | None = None
+        if group is not None and group.has_rules():
+            rules = group._compiled or group
         if self._agent is None:
             self._agent, self._agent_rules = user_agent, rules
         elif len(memo) < _MEMO_MAX:
@@ -637,11 +710,67 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
 
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
 _NO_DECIDERS: dict[str, Decider | None] = {}
-_NO_MEMO: dict[str, RuleSet | None] = {}
+_NO_MEMO: dict[str, RuleSet | _Group | None] = {}
 #: Read only, shared by every file that names no agent but "*".
 _NO_AGENTS: dict[str, _Group] = {}
 #: The rules of a group without any, or compiled (they live in its RuleSet): never written.
 _NO_META: array[int] = array("H")
+
+
+#: Where a group's literal prefixes end and its other values start, once asked about
+#: without compiling (see _literals_first); no value holds a NUL.
+_OTHERS = "\x00"
+
+
+def _needs_sorting(patterns: str) -> bool:
+    """Whether joined values hold some that are not literal prefixes, not yet sorted out."""
+    return (not patterns.isascii() or "%" in patterns or "*" in patterns or "$" in patterns
+            or "/index.htm" in patterns) and _OTHERS not in patterns
+
+
+def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
+    """A group's joined values and their ``meta``, the literal prefixes first, then
+    :data:`_OTHERS`, then the others (kept as written: normalising may decode a
+    newline): what a question without compiling reads, sorted out once."""
+    literals: list[str] = []
+    literal_meta: list[int] = []
+    odd: list[str] = []
+    odd_meta: list[int] = []
+    for value, m in zip(patterns.split("\n"), meta, strict=True):
+        if _is_special(value):
+            odd.append(value)
+            odd_meta.append(m)
+        else:
+            literals.append(value)
+            literal_meta.append(m)
+    return "\n".join([*literals, _OTHERS, *odd]), _small_ints([*literal_meta, 0, *odd_meta])
+
+
+def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]:
+    """A group's packed rules as ``(allow, normalised pattern, line)`` in file order
+    (which decides ties), as packed or as _literals_first sorted them out."""
+    if not meta:
+        return []
+    values = patterns.split("\n")
+    if _OTHERS not in patterns:
+        return _normalised(values, meta)
+    n = values.index(_OTHERS)
+    # Literal prefixes normalise to themselves.
+    rules = [((m & 1) == 1, v, m >> 1) for v, m in zip(values[:n], meta, strict=False)]
+    rules += _normalised(values[n + 1 :], meta[n + 1 :])
+    rules.sort(key=_line_of)  # stable: a rule Google adds stays after its own
+    return rules
+
+
+def _line_of(rule: tuple[bool, str, int]) -> int:
+    return rule[2]
+
+
+def _is_special(value: str) -> bool:
+    """Whether a rule's value is other than a literal prefix as written: normalised,
+    a wildcard, or an Allow of an index page (which adds a rule, see _normalised)."""
+    return (not value.isascii() or "%" in value or "*" in value or "$" in value
+            or "/index.htm" in value)
 
 
 def _clean(path: str) -> str:
