@@ -375,18 +375,16 @@ async def test_the_browser_sends_a_public_pages_https_pointer_to_the_address_it_
 
 @pytest.mark.slow
 @pytest.mark.parametrize("given", [True, False])
-async def test_robots_txt_goes_through_a_contexts_own_proxy_given_to_attach(
+async def test_the_pages_proxy_given_to_attach_carries_them_and_robots_txt(
         given: bool, public: Site) -> None:
-    # A context of its own proxy (new_context(proxy=...)): Playwright does not let attach
-    # read it.  Given to attach, robots.txt goes through it and the site, reachable only
-    # through the proxy, is crawled; not given, robots.txt asked direct is unreachable
-    # and no page is fetched without it.
+    # The browser's own proxy is the black hole: the pages' proxy goes to attach.
+    # Given, robots.txt and the page go through it and the site, reachable only through
+    # the proxy, is crawled; not given, robots.txt asked direct is unreachable and no
+    # page is fetched without it.
     url = f"http://web.invalid:{public.port}/page/1"
     async with forward_proxy(public) as proxy, chromium() as browser, RobotGate(
             contract.AGENT, delay=0) as gate:
-        launched = await browser.new_context(service_workers="block")
-        context = await launched.browser.new_context(service_workers="block",
-                                                     proxy={"server": proxy.url})
+        context = await browser.new_context(service_workers="block")
         with pytest.raises(UnsafeBrowser, match="socks5 proxy"):
             await attach(gate, context, proxy={"server": "socks5://127.0.0.1:1080"})
         await attach(gate, context, proxy={"server": proxy.url} if given else None)
@@ -399,11 +397,29 @@ async def test_robots_txt_goes_through_a_contexts_own_proxy_given_to_attach(
         decision = await gate.decide(url)
         await context.close()
     if given:
+        # The request client tunnels (CONNECT) even for http; the gate's client forwards.
         assert status == 200 and proxy.forwarded == ["/robots.txt"], (status, proxy)
+        assert proxy.tunnels == ["web.invalid"], proxy
         assert public.robots_hits == 1 and public.paths() == ["/page/1"]
     else:
         assert status is None and decision.outcome == "unreachable", decision
         assert proxy.forwarded == [] and public.paths() == [] and public.robots_hits == 0
+
+
+@pytest.mark.slow
+async def test_a_context_of_its_own_proxy_is_refused(public: Site) -> None:
+    # new_context(proxy=...) replaces the black hole for that context, and Playwright
+    # does not let attach read it: attach's probe (a request no route fulfils, to a
+    # listener of its own) goes through it, and the context is refused.
+    async with forward_proxy(public) as proxy, chromium() as browser, RobotGate(
+            contract.AGENT, delay=0) as gate:
+        launched = await browser.new_context(service_workers="block")
+        context = await launched.browser.new_context(service_workers="block",
+                                                     proxy={"server": proxy.url})
+        with pytest.raises(UnsafeBrowser, match=r"new_context\(proxy=...\)"):
+            await attach(gate, context)
+        await context.close()
+    assert public.paths() == [] and public.robots_hits == 0
 
 
 def test_a_proxys_route_is_the_request_clients() -> None:

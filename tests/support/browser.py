@@ -22,12 +22,11 @@ import pytest
 
 __all__ = ["CHROMIUM_ARGS", "Chromium", "chromium", "chromium_path", "shared_chromium"]
 
-#: Headless, and quiet on a closed network: no background fetches, updates or sync; no
-#: shared workers (their requests pass every route: robotgate's ``attach`` refuses them).
+#: Headless, and quiet on a closed network: no background fetches, updates or sync.
+#: ``attach`` needs the floor's switches too (``launch_options`` adds them).
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 "--disable-blink-features=SharedWorker"]
+                 "--disable-component-update", "--disable-sync"]
 
 
 def chromium_path() -> str:
@@ -40,7 +39,7 @@ def chromium_path() -> str:
 
 class Chromium:
     """The system Chromium, one browser a context: each context a persistent one on a
-    throwaway profile that preloads nothing (``attach`` refuses a browser that can)."""
+    throwaway profile, launched with ``launch_options`` (no network but the gate)."""
 
     def __init__(self, playwright: Any, path: str, where: str, shared: str | None) -> None:
         self.playwright = playwright
@@ -50,36 +49,42 @@ class Chromium:
         self.contexts: list[Any] = []
 
     async def new_context(self, **options: Any) -> Any:
-        """A ``BrowserContext`` made with ``options``: of a new Chromium, or, given a
-        shared one (and no proxy, which only a launch gives ``attach`` to read), a new
-        context of it."""
-        from robotgate.integrations.playwright import preloading_off
+        """A ``BrowserContext`` made with ``options`` (``args``: switches besides
+        ``CHROMIUM_ARGS``; ``floor=False``: launched without ``launch_options``): of a
+        new Chromium, or, given a shared one, a new context of it."""
+        from robotgate.integrations.playwright import launch_options, preloading_off
 
-        if self.shared is not None and "proxy" not in options:
+        floor = options.pop("floor", True)
+        args = [*CHROMIUM_ARGS, *options.pop("args", ())]
+        if self.shared is not None and floor and "proxy" not in options and len(args) == len(
+                CHROMIUM_ARGS):
             browser = await self.playwright.chromium.connect_over_cdp(self.shared)
             context = await browser.new_context(**options)
             self.contexts.append(context)
             return context
         profile = preloading_off(tempfile.mkdtemp(dir=self.where))
+        launch = launch_options(*args) if floor else {"args": args}
         context = await self.playwright.chromium.launch_persistent_context(
-            profile, executable_path=self.path, args=CHROMIUM_ARGS, **options)
+            profile, executable_path=self.path, **{**launch, **options})
         self.contexts.append(context)
         return context
 
 
 @contextmanager
 def shared_chromium() -> Iterator[str]:
-    """One system Chromium on a profile that preloads nothing, for many tests: its
-    DevTools endpoint, for :func:`chromium`."""
+    """One system Chromium on a profile that preloads nothing, with no network but the
+    gate, for many tests: its DevTools endpoint, for :func:`chromium`.  Started with
+    ``--enable-automation``, so that ``attach`` can ask it its switches."""
     pytest.importorskip("playwright.async_api",
                         reason="Playwright is not installed (pip install playwright)")
-    from robotgate.integrations.playwright import preloading_off
+    from robotgate.integrations.playwright import BLACK_HOLE, LAUNCH_ARGS, preloading_off
 
     path = chromium_path()
     with tempfile.TemporaryDirectory() as where:
         profile = preloading_off(Path(where) / "profile")
         process = subprocess.Popen(
-            [path, *CHROMIUM_ARGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
+            [path, *CHROMIUM_ARGS, f"--proxy-server={BLACK_HOLE}", *LAUNCH_ARGS,
+             "--enable-automation", "--remote-debugging-port=0", f"--user-data-dir={profile}",
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             port = profile / "DevToolsActivePort"

@@ -64,6 +64,7 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import time
 from base64 import b64encode
 from collections.abc import Awaitable, Callable, Sequence
@@ -80,7 +81,9 @@ try:  # the client comes with an extra: say which, not a bare ModuleNotFoundErro
 except ImportError as _exc:
     raise ImportError(f"{__name__} needs Playwright: pip install 'robotgate[playwright]'") from _exc
 
+from playwright._impl._async_base import mapping
 from playwright.async_api import (
+    APIRequest,
     APIRequestContext,
     APIResponse,
     BrowserContext,
@@ -127,7 +130,7 @@ _PROXIED_UDP_ONLY = "disable_non_proxied_udp"  # WebRTC: no UDP, TCP through the
 #: Chromium's switches of the floor (:func:`launch_options` adds them): loopback through
 #: the proxy too, and WebRTC only through the proxy.
 LAUNCH_ARGS = [f"--proxy-bypass-list={_LOOPBACK_TOO}",
-               f"--force-webrtc-ip-handling-policy={_PROXIED_UDP_ONLY}"]
+               f"--webrtc-ip-handling-policy={_PROXIED_UDP_ONLY}"]
 # Switches that would give Chromium a proxy (or none) other than the black hole.
 _OTHER_PROXY = ("--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect")
 # How deep a chain of popups (a popup's popup...) an attached page's route follows.
@@ -138,22 +141,12 @@ _MAX_POPUPS = 50
 # many times, then awaited.
 _CLOSE_AGAIN_AFTER = 1.0
 _CLOSE_AGAIN = 5
+# How long attach's probe of the floor waits for a request to fail (under the floor it
+# fails at once; a connection that reached the probe's listener hangs until then).
+_PROBE_TIMEOUT_MS = 3000
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
-# Chromium asks for /favicon.ico of a page that names no icon, past every route (Playwright
-# filters favicon requests out): a page is given an empty icon of its own instead, so that
-# no request leaves unjudged.
-_NO_DEFAULT_ICON = """
-document.addEventListener("DOMContentLoaded", () => {
-  if (!document.querySelector("link[rel~='icon']")) {
-    const icon = document.createElement("link");
-    icon.rel = "icon";
-    icon.href = "data:,";
-    (document.head || document.documentElement).appendChild(icon);
-  }
-});
-"""
 
 
 class UnsafeBrowser(Error, ValueError):
@@ -229,6 +222,11 @@ class Attachment:
         held, self._held = list(self._held), set()
         for route in held:
             await _finish(route.abort("blockedbyclient"))
+
+    async def _target_closed(self, page: Page) -> None:
+        """An attached page closed: its route and request client go (its popups'
+        requests, unrouted, reach nothing)."""
+        await self.detach()
 
     async def _dispose_client(self) -> None:
         api, self._api = self._api, None
@@ -613,22 +611,27 @@ def _same(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
 
-# What a page's script answers when the browser can still make requests no route sees.
-_UNSEEN = """() => [
-  typeof SharedWorker === "undefined" ? "" :
-    "shared workers (launch Chromium with args=LAUNCH_ARGS: "
-    + "--disable-blink-features=SharedWorker)",
-].filter(Boolean)"""
-_PRELOADING = ("preloading: speculation rules' prefetch and prerender, preconnect (launch "
-               "Chromium with playwright.chromium.launch_persistent_context(preloading_off(dir), "
-               "...): its 'Preload pages' setting off)")
+def launch_options(*args: str) -> dict[str, Any]:
+    """The keyword arguments that give Chromium no network but the gate, for
+    ``playwright.chromium.launch`` and ``launch_persistent_context``: its proxy
+    :data:`BLACK_HOLE` (loopback included) and WebRTC held to that proxy
+    (:data:`LAUNCH_ARGS`), so that a request no route fulfils reaches nothing.  ``args``:
+    Chromium switches of your own, put before the floor's (the last of a switch wins).
+    The pages' own proxy, if any, goes to :func:`attach` (``proxy=``).
+
+    >>> launch_options("--headless")["args"][0]
+    '--headless'
+    """
+    return {"proxy": {"server": BLACK_HOLE}, "args": [*args, *LAUNCH_ARGS]}
 
 
 def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
     """Make ``user_data_dir`` a Chromium profile whose browser preloads nothing (its
     "Preload pages" setting off: no speculation rules' prefetch or prerender, no
-    preconnect, which no route sees), keeping its other preferences; returns its path,
-    for ``playwright.chromium.launch_persistent_context``."""
+    preconnect, no DNS prefetch), keeping its other preferences; returns its path, for
+    ``playwright.chromium.launch_persistent_context``.  Not needed for the promises
+    (under :func:`launch_options` what no route sees reaches nothing): it spares the
+    black hole the attempts, and the system's resolver the names."""
     where = Path(user_data_dir)
     preferences = where / "Default" / "Preferences"
     preferences.parent.mkdir(parents=True, exist_ok=True)
@@ -644,49 +647,118 @@ def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
     return where
 
 
-async def _preloading_off(context: BrowserContext, probe: Page) -> bool:
-    """Whether Chromium says it preloads nothing for ``probe`` (False: it may, or it
-    cannot say: a browser other than Chromium)."""
-    try:
-        session = await context.new_cdp_session(probe)
-    except PlaywrightError:
-        return False
-    told: asyncio.Future[dict[str, bool]] = asyncio.get_running_loop().create_future()
-
-    def heard(state: dict[str, bool]) -> None:
-        if not told.done():
-            told.set_result(state)
-
-    session.on("Preload.preloadEnabledStateUpdated", heard)
-    try:
-        await session.send("Preload.enable")
-        state = await asyncio.wait_for(told, 10)
-    except (PlaywrightError, asyncio.TimeoutError):
-        return False
-    finally:
+async def _switches(context: BrowserContext) -> list[str]:
+    """Chromium's switches that set its network (the proxy's, WebRTC's): as Playwright
+    launched it (its proxy setting, then ``args``, as Playwright passes them), or, for
+    a browser launched without one (connected over CDP, say), as Chromium tells
+    (``Browser.getBrowserCommandLine``, answered only under ``--enable-automation``)."""
+    browser = context.browser
+    launched = getattr(getattr(browser, "_impl_obj", None), "_options", None)
+    launched = launched if isinstance(launched, dict) else {}
+    proxy = launched.get("proxy")
+    if isinstance(proxy, dict):
+        switches = [f"--proxy-server={_proxy_url(proxy)}"]  # type: ignore[arg-type]
+        if proxy.get("bypass"):
+            switches.append(f"--proxy-bypass-list={proxy['bypass']}")
+        return switches + [str(arg) for arg in launched.get("args") or ()]
+    if browser is not None:
         with suppress(PlaywrightError):
-            await session.detach()
-    return bool(state.get("disabledByPreference"))
+            session = await browser.new_browser_cdp_session()
+            try:
+                told = await session.send("Browser.getBrowserCommandLine")
+            finally:
+                await session.detach()
+            return [str(arg) for arg in told.get("arguments", ())]
+    return [str(arg) for arg in launched.get("args") or ()]
 
 
-async def _refuse_unseen(context: BrowserContext) -> None:
-    """Raise :class:`UnsafeBrowser` when ``context`` can make requests past its routes
-    (service workers, shared workers, preloading), naming the setting that closes each."""
-    unseen = []
+def _floor_missing(switches: Sequence[str]) -> list[str]:
+    """What Chromium launched with ``switches`` lacks of the floor, each as the setting
+    that gives it."""
+    last: dict[str, str] = {}
+    for switch in switches:
+        name, _, value = switch.partition("=")
+        last[name] = value.strip("'\"")
+    missing = []
+    server = last.get("--proxy-server")
+    if server is None or _proxy_url({"server": server}) != BLACK_HOLE:
+        missing.append(f"the proxy {BLACK_HOLE} (launch with **launch_options(); the pages' "
+                       "own proxy goes to attach(..., proxy=...))")
+    others = [name for name in _OTHER_PROXY if name in last]
+    if others:
+        missing.append("no " + " or ".join(others))
+    if last.get("--proxy-bypass-list") != _LOOPBACK_TOO:
+        missing.append(f"--proxy-bypass-list={_LOOPBACK_TOO} last (loopback through the "
+                       "proxy too: launch_options() puts it there)")
+    # (``--force-webrtc-ip-handling-policy``, a name seen in advice, does nothing: STUN
+    # still reached a private address under it.)
+    if last.get("--webrtc-ip-handling-policy") != _PROXIED_UDP_ONLY:
+        missing.append(f"--webrtc-ip-handling-policy={_PROXIED_UDP_ONLY} last "
+                       "(WebRTC through the proxy only: launch_options() puts it there)")
+    return missing
+
+
+async def _reaches(context: BrowserContext) -> bool:
+    """Whether a request of ``context`` that no route fulfils reaches anything (the
+    floor is not in place, whatever the switches say: a context's own
+    ``new_context(proxy=...)``, which Playwright does not let be read, a policy): tried
+    against a listener on loopback, it must fail to connect to the proxy."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        probe = await context.new_page()
+        failure = ""
+        try:
+            # Under the floor this fails at once; a connection that reached the
+            # listener is never answered, and fails by the timeout.
+            await probe.goto(f"http://127.0.0.1:{listener.getsockname()[1]}/",
+                             wait_until="commit", timeout=_PROBE_TIMEOUT_MS)
+        except PlaywrightError as failed:
+            failure = str(failed)
+        finally:
+            await probe.close()
+        try:
+            listener.accept()[0].close()
+        except BlockingIOError:
+            return "ERR_PROXY_CONNECTION_FAILED" not in failure
+        return True
+
+
+async def _refuse_unfloored(context: BrowserContext) -> None:
+    """Raise :class:`UnsafeBrowser` when a request of ``context`` no route fulfils
+    would reach anything, naming the settings that close it."""
+    missing = _floor_missing(await _switches(context))
     options = getattr(getattr(context, "_impl_obj", None), "_options", {})
     if options.get("serviceWorkers") != "block":
-        unseen.append("service workers (new_context or launch_persistent_context with "
-                      "service_workers='block')")
-    probe = await context.new_page()
-    try:
-        unseen += await probe.evaluate(_UNSEEN)
-        if not await _preloading_off(context, probe):
-            unseen.append(_PRELOADING)
-    finally:
-        await probe.close()
-    if unseen:
-        raise UnsafeBrowser("the browser can make requests no route sees: "
-                            + "; ".join(unseen))
+        # A service worker's requests carry no document to judge them by.
+        missing.append("service workers blocked (new_context or launch_persistent_context "
+                       "with service_workers='block')")
+    if not missing and await _reaches(context):
+        missing.append(f"no proxy of the context's own (new_context(proxy=...)): the "
+                       f"browser's is {BLACK_HOLE}, the pages' goes to attach(proxy=...)")
+    if missing:
+        raise UnsafeBrowser("the browser has a network of its own, past the gate: it needs "
+                            + "; ".join(missing))
+
+
+async def _request_client(context: BrowserContext,
+                          proxy: ProxySettings | None) -> APIRequestContext:
+    """A request client of Playwright's (the one that launched ``context``), through
+    ``proxy``, with the context's certificate errors setting and HTTP credentials."""
+    browser = getattr(context.browser, "_impl_obj", None)
+    driver = getattr(getattr(browser, "_browser_type", None), "_playwright", None)
+    if driver is None:
+        raise UnsafeBrowser("the browser context's Playwright cannot be found: attach a "
+                            "context of a browser launched or connected by Playwright")
+    own = getattr(getattr(context, "_impl_obj", None), "_options", {})
+    launched = getattr(browser, "_options", None) or {}
+    requests: APIRequest = mapping.from_impl(driver.request)
+    return await requests.new_context(
+        proxy=proxy,
+        ignore_https_errors=bool(own.get("ignoreHTTPSErrors")
+                                 or launched.get("ignore_https_errors")),
+        http_credentials=own.get("httpCredentials") or launched.get("http_credentials"))
 
 
 async def attach(gate: RobotGate, target: BrowserContext | Page, *,
@@ -708,20 +780,26 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     ``max_subresources`` are refused.  ``on_refused`` hears of each request aborted
     as disallowed, with the refusal's decision.
 
-    robots.txt is asked through the proxy the pages go through: ``proxy`` (Playwright's
-    proxy settings), else the one the browser was launched with.  A context made with
-    its own ``new_context(proxy=...)`` must be given it here: Playwright does not let
-    it be read from the context.
+    The browser must have no network but the gate: launched with
+    :func:`launch_options` (its proxy the black hole, loopback included, WebRTC held to
+    it) and its context with ``service_workers="block"``.  The requests the route is
+    given are sent by a request client of attach's own, through ``proxy`` (Playwright's
+    proxy settings: the pages' proxy, which robots.txt is asked through too; None:
+    direct), with the context's cookies, certificate errors setting and HTTP
+    credentials.  ``context.request`` and ``page.request`` go through the black hole:
+    they fail.
 
-    Raises :class:`UnsafeBrowser` for a context that can make requests past its
-    routes (service workers, shared workers), naming the setting that closes them,
-    and for a proxy robots.txt cannot be asked through (SOCKS).
+    Raises :class:`UnsafeBrowser` for a context whose requests past the route would
+    reach anything (a switch missing, a context's own proxy: a request no route
+    fulfils is tried against a loopback listener of attach's), naming the settings to
+    use, and for a proxy robots.txt cannot be asked through (SOCKS).
     """
     context = target if isinstance(target, BrowserContext) else target.context
-    proxied = _proxy_of(context, proxy)
-    await _refuse_unseen(context)
+    proxied = _checked_proxy(proxy)
+    await _refuse_unfloored(context)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
                             proxied)
+    attachment._api = await _request_client(context, proxied)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
@@ -730,7 +808,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
         context.on("page", attachment._watch)
     else:
         attachment._watch(target)  # its popups once they make a request (_ours)
-    await context.add_init_script(_NO_DEFAULT_ICON)
+        target.once("close", attachment._target_closed)
     await context.route(_ALL, attachment._route)
     attachment._guard_close()
     return attachment
