@@ -136,6 +136,9 @@ async def test_each_answer_event_names_its_own_request(path: str,
     answered = {e.url: e for e in heard if isinstance(e, ResponseAnswered)}
     assert sorted(answered) == sorted([slow, fast]), heard
     assert (answered[slow].status, answered[fast].status) == (200, 404)
-    assert answered[slow].seconds >= 0.35 and answered[fast].seconds < 0.3, answered
+    # Each event times its own request: the fast one, sent after the slow one and answered
+    # before it, took less (however long either took under load).
+    assert answered[slow].seconds >= 0.35, answered
+    assert answered[fast].seconds < answered[slow].seconds, answered
     assert answered[fast].time < answered[slow].time  # told as each answer came
     assert all(e.origin == public.url("") for e in answered.values())
