@@ -179,8 +179,9 @@ async def test_workers_never_wait_on_a_host_that_is_not_ready() -> None:
     for starts in gate.starts.values():
         gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) >= 0.08
-    # Hang guard only: the politeness bound is 4 intervals per host.
-    assert summary.elapsed < 3 * 4 * 0.08 + 1
+    # Hang guard only (the politeness bound is 4 intervals per host; gate.waited above is
+    # what shows no worker parked on a host).
+    assert summary.elapsed < 60
 
 
 async def test_a_robots_txt_request_that_counts_sends_the_worker_elsewhere() -> None:
