@@ -152,10 +152,12 @@ class Verdicts:
         if m is None or "@" in m[0]:
             return  # no password is kept
         origins = self._origins
-        if origins.get(m[0]) != origin:
+        spelt = m[0]
+        if origins.get(spelt) != origin:
             if len(origins) >= self._origins_max:
                 origins.clear()  # rare and cheap: refilled by the next slow verdicts
-            origins[m[0]] = origin
+            # Spelt as its origin (most URLs): one string for both, not two per origin.
+            origins[origin if spelt == origin else spelt] = origin
 
 
 def _path_of(url: str, cut: int) -> str:
