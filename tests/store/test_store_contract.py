@@ -412,7 +412,7 @@ async def test_wait_robots_sees_entry_saved_meanwhile(
     started = time.monotonic()
     waited, saved = await asyncio.gather(fleet.wait_robots(origin, 5), fetcher())
     assert waited == saved
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 2.5  # woken by the save, not its 5 s timeout
 
 
 async def test_wait_robots_replaces_stale_entry(store: Store, open_store: StoreFactory) -> None:
@@ -438,7 +438,7 @@ async def test_wait_robots_returns_fresh_entry_at_once(store: Store) -> None:
     await store.save_robots(saved)
     started = time.monotonic()
     assert await fleet.wait_robots(origin, 5) == saved
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.5  # at once, not after its 5 s timeout
 
 
 @pytest.mark.slow
