@@ -212,7 +212,9 @@ async def test_waiters_poll_without_sharded_pub_sub(
 
         got, saved = await asyncio.gather(waiter.wait_robots(origin, 10), save_soon())
         assert got is not None
-        assert time.monotonic() - saved < 0.8
+        # Found by polling, long before its 10 s timeout (how soon is the poll's period,
+        # which load stretches).
+        assert time.monotonic() - saved < 5.0
         assert not waiter.listening
 
 
