@@ -163,3 +163,25 @@ def test_the_sdist_holds_the_docs_examples_changelog_and_everything_the_tests_ne
             "tests/support/__init__.py", "testbed/server.py"} <= names
     assert not [name for name in names
                 if "__pycache__" in name or name.endswith((".pyc", ".so", ".sqlite3"))]
+
+
+@pytest.mark.slow  # a child process each
+@pytest.mark.parametrize("module, client, extra", [
+    ("robotgate.integrations.httpx", "httpx", "httpx"),
+    ("robotgate.integrations.scrapy.middleware", "scrapy", "scrapy"),
+    ("robotgate.integrations.scrapy.pointers", "scrapy", "scrapy"),
+    ("robotgate.integrations.scrapy.resolver", "twisted", "scrapy"),
+    ("robotgate.integrations.playwright", "playwright", "playwright"),
+    ("robotgate.integrations.crawlee", "crawlee", "crawlee"),
+    ("robotgate.integrations.crawl4ai", "crawl4ai", "crawl4ai"),
+])
+def test_an_integration_without_its_client_names_the_extra(module: str, client: str,
+                                                           extra: str) -> None:
+    # The client made unimportable, as where it is not installed (a None in sys.modules).
+    code = f"import sys; sys.modules[{client!r}] = None; import {module}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1
+    assert last.startswith(f"ImportError: {module} needs "), last
+    assert last.endswith(f": pip install 'robotgate[{extra}]'"), last
