@@ -194,3 +194,57 @@ def test_attach_refuses_a_crawler_with_another_http_client() -> None:
     crawler = PlaywrightCrawler(storage_client=MemoryStorageClient(), configure_logging=False)
     with pytest.raises(ValueError, match="http_client="):
         RobotGateHttpClient(RobotGate(AGENT)).attach(crawler)
+
+
+async def test_what_a_crawled_page_sends_past_its_route_reaches_nothing(tmp_path: Path) -> None:
+    # attach gives crawlee's browser no network but the gate (launch_options), on a plain
+    # profile: a download, a WebSocket to a private address and a keepalive fetch as
+    # crawlee closes the page reach nothing.
+    import asyncio
+
+    connections: list[int] = []
+    listener = await asyncio.start_server(lambda r, w: connections.append(1), PRIVATE, 0)
+    port = listener.sockets[0].getsockname()[1]
+    html = (f"<html><body><a id='go' href='/private/download.bin' download>x</a><script>"
+            f"new WebSocket('ws://{PRIVATE}:{port}/');"
+            "addEventListener('pagehide', () => fetch('/private/bye', {keepalive: true}))"
+            "</script></body></html>")
+    handled: list[str] = []
+    try:
+        async with PagesSite({"/robots.txt": ROBOTS, "/": Answer(html)}) as site, \
+                RobotGate(AGENT, delay=0) as gate:
+            client = RobotGateHttpClient(gate)
+            crawler = PlaywrightCrawler(
+                http_client=client, storage_client=MemoryStorageClient(), headless=True,
+                user_data_dir=str(tmp_path), use_incognito_pages=False,
+                browser_launch_options={"executable_path": chromium_path(),
+                                        "args": CHROMIUM_ARGS},
+                browser_new_context_options={"service_workers": "block"},
+                concurrency_settings=ConcurrencySettings(desired_concurrency=1,
+                                                         max_concurrency=1),
+                max_request_retries=0, configure_logging=False)
+            client.attach(crawler)
+
+            @crawler.router.default_handler
+            async def handler(context: PlaywrightCrawlingContext) -> None:
+                await context.page.click("#go")
+                await asyncio.sleep(1.5)  # what escaped arrived within a second before
+                handled.append(context.request.url)
+
+            await crawler.run([site.url("/")])
+            await asyncio.sleep(1.0)  # the keepalive fetch of the closed page
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert handled == [site.url("/")]
+    assert [path for path in site.hits if path.startswith("/private")] == []
+    assert connections == []
+
+
+def test_attach_refuses_a_browser_launched_with_a_proxy_of_its_own() -> None:
+    crawler = PlaywrightCrawler(
+        http_client=(client := RobotGateHttpClient(RobotGate(AGENT))),
+        storage_client=MemoryStorageClient(), configure_logging=False,
+        browser_launch_options={"proxy": {"server": "http://127.0.0.1:3128"}})
+    with pytest.raises(ValueError, match="black hole"):
+        client.attach(crawler)

@@ -367,12 +367,31 @@ class RobotGateHttpClient(HttpClient):
 
         ``crawler`` must be built with ``http_client=`` this client (ValueError if not):
         crawlee's own browser client would send ``context.send_request`` past the page's
-        routes."""
+        routes.  The browser is given no network but the gate: the launch options of
+        :func:`robotgate.integrations.playwright.launch_options` are added to each of
+        the crawler's Playwright browsers' ``browser_launch_options`` (ValueError for a
+        proxy of their own there), and each page's ``attach`` checks the floor."""
+        from .playwright import BLACK_HOLE, LAUNCH_ARGS
+
         # crawlee has no public accessor for its client; a crawlee without this
         # attribute is not checked.
         if getattr(crawler, "_http_client", self) is not self:
             raise ValueError("build the PlaywrightCrawler with http_client= this "
                              "RobotGateHttpClient before attaching it")
+        # crawlee launches the browser as the crawl starts, with each plugin's options
+        # (the mapping it hands out is the one it launches with).
+        pool = getattr(crawler, "_browser_pool", None)
+        for plugin in getattr(pool, "plugins", ()):
+            launch = getattr(plugin, "browser_launch_options", None)
+            if not isinstance(launch, dict):
+                continue  # not a Playwright plugin's: each page's attach refuses it
+            proxy = launch.get("proxy")
+            if proxy is not None and proxy.get("server") != BLACK_HOLE:
+                raise ValueError("browser_launch_options['proxy']: the browser's own proxy "
+                                 "must be robotgate's black hole (its pages' requests go "
+                                 "through the gate); leave it unset")
+            launch["proxy"] = {"server": BLACK_HOLE}
+            launch["args"] = [*launch.get("args", ()), *LAUNCH_ARGS]
         crawler.pre_navigation_hook(self._before_navigation)
         crawler.post_navigation_hook(self._after_navigation)
 
