@@ -3,7 +3,8 @@ its browser crawler's pages too.
 
 >>> client = RobotGateHttpClient(gate)                                    # doctest: +SKIP
 >>> crawler = BeautifulSoupCrawler(http_client=client)                    # doctest: +SKIP
->>> await client.enqueue_links(context)     # in a handler: the page's links  # doctest: +SKIP
+>>> await context.enqueue_links()    # in a handler: a public page's links  # doctest: +SKIP
+>>> await client.enqueue_links(context)     # or as the page's own, private or not  # doctest: +SKIP
 
 :class:`RobotGateHttpClient` implements crawlee's ``HttpClient`` interface
 (``crawl``, ``send_request``, ``stream``) over the gate, so that an ``HttpCrawler``,
@@ -307,7 +308,8 @@ class RobotGateHttpClient(HttpClient):
                             | None = None,
                             **kwargs: Any) -> None:
         """``context.enqueue_links(...)`` with each link carrying its page: the one way
-        a page's links reach this client as that page's pointers (see the module).
+        a page's links reach this client as that page's own pointers, which a private
+        page's need to go into its network (see the module).
         Nothing is enqueued from a page that says ``nofollow`` (:meth:`directives`).
 
         Takes crawlee's arguments (``selector``, ``strategy``, ``include``, ``label``,
