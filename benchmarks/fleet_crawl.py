@@ -2,17 +2,22 @@
 
     python benchmarks/fleet_crawl.py [--hosts 200] [--pages 25] [--workers 4] [--delay 0.2]
                                      [--margin 0.05] [--nice 10] [--cluster] [--kill]
-                                     [--restart]
+                                     [--restart] [--seeds first|all]
 
 starts a throwaway ``redis-server`` (with ``--cluster`` also a 3-master Redis Cluster)
 and the loopback server (``testbed/server.py``, every host ``allow``).  The workers
 (``testbed/fleet_crawl.py``) crawl the named crawl ``fleet`` under a fresh prefix; each
-seeds page 0 of its share of the hosts, and page 0 links to the host's other pages.
+seeds page 0 of its share of the hosts, and page 0 links to the host's other pages;
+with ``--seeds all`` every URL is given at the start instead, each worker seeding every
+``W``-th of them (all hosts' pages), and no page links to another.
 Each worker leases the servers it crawls and paces them itself.  From the server's
 records: URLs asked for more than once (``dup``), URLs never asked (``lost``), pacing
 violations (two page requests to one host closer than ``--delay``) and the smallest
 gap; from the workers: pages/s and Redis round trips per page (``RedisStore.round_trips``,
-everything included: robots.txt, host state, the crawl's reads and writes).
+everything included: robots.txt, host state, the crawl's reads and writes).  On a plain
+server the workers reach Redis through a counting proxy (``testbed/counting_proxy.py``):
+``wire RT/page`` is what the wire saw, start-up, connections' set-up and the
+subscribers' traffic included.
 
 ``--kill`` adds a run per Redis in which worker 0 is killed with SIGKILL once a third
 of the pages were asked for: the others take its servers over when its leases lapse
@@ -44,29 +49,37 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` and `testb
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness.report import command_line
+from testbed.counting_proxy import CountingProxy
 from testbed.fleet import pacing_violations
 from testbed.fleet_crawl import worker_processes
 from testbed.server import ServerProcess
 
 HEADERS = ["redis", "workers", "run", "pages", "dup", "lost", "violations", "min gap s",
-           "pages/s", "RT/page", "after event s", "said lost"]
+           "pages/s", "RT/page", "wire RT/page", "after event s", "said lost"]
 
 
 async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, cluster: bool,
-                  event: str, directory: Path, restart: Callable[[], None]) -> list[str]:
+                  event: str, directory: Path, restart: Callable[[], None],
+                  proxy: CountingProxy | None) -> list[str]:
     await server.reset()
+    wire_before = proxy.round_trips if proxy is not None else 0
     bases = server.base_urls
-    seeds = [f"{base}/page/0" for base in bases]
+    if args.seeds == "all":
+        seeds = [f"{base}/page/{page}" for page in range(args.pages) for base in bases]
+    else:
+        seeds = [f"{base}/page/0" for base in bases]
     prefix = f"fleetcrawl:{uuid.uuid4().hex[:8]}"
     options = ["--delay", str(args.delay), "--pages", str(args.pages),
                "--concurrency", str(args.concurrency), "--pacing-margin", str(args.margin),
                "--nice", str(args.nice), *(["--cluster"] if cluster else []),
-               *(["--again"] if event == "restart" else [])]
+               *(["--again"] if event == "restart" else []),
+               *(["--no-links"] if args.seeds == "all" else [])]
     total = len(bases) * args.pages
     after: float | None = None
     kill = event == "kill"
     async with worker_processes([seeds[w::args.workers] for w in range(args.workers)],
-                                directory, url, prefix, *options) as procs:
+                                directory, proxy.url if proxy is not None else url, prefix,
+                                *options) as procs:
         started = time.monotonic()
         runs = [asyncio.ensure_future(p.communicate(b"go\n")) for p in procs]
         if event != "shared":
@@ -84,6 +97,7 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
             with contextlib.suppress(Exception):
                 await runs[0]
         elapsed = time.monotonic() - started
+    wire = proxy.round_trips - wire_before if proxy is not None else None
     results = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outs]
     stats = await server.stats()
     hosts = stats["hosts"].values()
@@ -103,6 +117,7 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
         f"{distinct}/{total}", str(asked - distinct), str(total - distinct), str(violations),
         f"{min(gaps):.3f}" if gaps else "-", f"{distinct / elapsed:.0f}",
         f"{trips / distinct:.2f}" if distinct else "-",
+        f"{wire / distinct:.2f}" if wire is not None and distinct else "-",
         "-" if after is None else f"{after:.1f}",
         f"{said}/{len(results)}" if event == "restart" else "-",
     ]
@@ -118,6 +133,7 @@ async def bench(args: argparse.Namespace) -> list[list[str]]:
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="robotgate-fc-")))
         redis = stack.enter_context(RedisServer.start())
+        proxy = await CountingProxy(redis.host, redis.port).start()
         targets: list[tuple[str, bool, Callable[[], None]]] = [(redis.url, False, redis.restart)]
         if args.cluster:
             cluster = stack.enter_context(LocalCluster.start(tmp / "cluster", masters=3))
@@ -132,10 +148,11 @@ async def bench(args: argparse.Namespace) -> list[list[str]]:
                     directory = tmp / f"{int(is_cluster)}-{event}"
                     directory.mkdir()
                     rows.append(await one_run(args, server, url, is_cluster, event, directory,
-                                              restart))
+                                              restart, None if is_cluster else proxy))
                     sys.stderr.write("  ".join(rows[-1]) + "\n")
         finally:
             await server.close()
+            await proxy.close()
     return rows
 
 
@@ -160,6 +177,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="the gate's pacing_margin (one server process plays every host)")
     ap.add_argument("--nice", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--seeds", choices=("first", "all"), default="first",
+                    help="first: each host's page 0, which links to the rest; all: every URL")
     ap.add_argument("--cluster", action="store_true", help="also on a 3-master Redis Cluster")
     ap.add_argument("--kill", action="store_true", help="also a run with a worker killed")
     ap.add_argument("--restart", action="store_true",
@@ -172,10 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = asyncio.run(bench(args))
     print(table(rows))
     print(f"({args.hosts} hosts x {args.pages} pages, delay {args.delay:g} s,"
-          f" concurrency {args.concurrency} per worker)")
+          f" concurrency {args.concurrency} per worker, seeds: {args.seeds})")
     print(command_line(argv))
     bad = [r for r in rows if r[5] != "0" or r[6] != "0" or (r[2] == "shared" and r[4] != "0")
-           or (r[2] == "restart" and r[11] != f"{args.workers}/{args.workers}")]
+           or (r[2] == "restart" and r[12] != f"{args.workers}/{args.workers}")]
     return 1 if bad else 0
 
 

@@ -4,6 +4,7 @@ One worker process::
 
     python testbed/fleet_crawl.py --redis URL --prefix P --name N --seeds-file F
                                   [--cluster] [--delay 0.2] [--pages 25] [--concurrency 16]
+                                  [--no-links]
 
 a ``RobotGate`` on a ``RedisStore`` crawling the named crawl ``N`` from the seeds of
 the file (one a line; none is fine: it works on what the others seed).  Each page
@@ -54,7 +55,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     async def handler(url: str, resp: Any) -> list[str]:
         await resp.read()
-        return links_of(url, args.pages)
+        return [] if args.no_links else links_of(url, args.pages)
 
     await gate.open()
     try:
@@ -104,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--pages", type=int, default=25, help="pages per host (links of page 0)")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--pacing-margin", type=float, default=0.01)
+    ap.add_argument("--no-links", action="store_true",
+                    help="follow no links: the seeds are the whole crawl")
     ap.add_argument("--nice", type=int, default=0, help="lower this process's CPU priority")
     ap.add_argument("--wait", action="store_true")
     ap.add_argument("--again", action="store_true",

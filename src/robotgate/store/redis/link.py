@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import random
 import time
@@ -21,6 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
@@ -107,6 +109,19 @@ def closed_under_us(exc: BaseException) -> bool:
     return last is not None and last.tb_frame.f_code.co_filename.startswith(_INSIDE)
 
 
+def _without_client_info() -> dict[str, Any]:
+    """The connection options that skip ``CLIENT SETINFO``: ``driver_info=None`` where
+    redis-py takes it (6.3 and later, which warn of ``lib_name``), else ``lib_name``
+    and ``lib_version`` None."""
+    options = inspect.signature(AbstractConnection.__init__).parameters
+    if "driver_info" in options:
+        return {"driver_info": None}
+    return {"lib_name": None, "lib_version": None}
+
+
+_WITHOUT_CLIENT_INFO = _without_client_info()
+
+
 class Link:
     """One store's client (made lazily, or given), and the retry loop around it."""
 
@@ -132,6 +147,10 @@ class Link:
         self._given = client
         self._client: Client | None = client
         self._map_error = map_error
+        # Scripts this link has sent whole (EVAL): their first call sends the source
+        # instead of asking by hash first, which a server that has not seen it yet
+        # answers NOSCRIPT (a round trip lost per script and process).
+        self._sent: set[str] = set()
         # Calls queue here, first come first served, for one of the pool's connections:
         # a cluster client's pools do not queue (they raise when full), and a blocking
         # pool's wait ends in "No connection available" after its timeout however
@@ -150,7 +169,10 @@ class Link:
 
     def _make(self) -> Client:
         # Bounded socket timeouts so a hung server counts as unreachable; no
-        # redis-py retries: call() retries, within unavailable_timeout.
+        # redis-py retries: call() retries, within unavailable_timeout.  RESP2 and no
+        # CLIENT SETINFO: a RESP3 connection opens with HELLO and a notifications
+        # handshake, and SETINFO is one more; three round trips each of the pool's
+        # connections would cost, for nothing its replies need.
         timeout = self._socket_timeout()
         if self.cluster:
             return RedisCluster.from_url(
@@ -159,6 +181,8 @@ class Link:
                 socket_timeout=timeout,
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
+                protocol=2,
+                **_WITHOUT_CLIENT_INFO,
                 # Slots of live masters keep working while another is down.
                 require_full_coverage=False,
             )
@@ -169,6 +193,8 @@ class Link:
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
+            protocol=2,
+            **_WITHOUT_CLIENT_INFO,
         )
         return aioredis.Redis.from_pool(pool)
 
@@ -315,10 +341,15 @@ class Link:
         """One script call: ``EVALSHA``, and ``EVAL`` where the script is not cached."""
 
         async def attempt(client: Client) -> Any:
+            if script.sha not in self._sent:
+                reply = await client.eval(script.source, len(keys), *keys, *args)
+                self._sent.add(script.sha)
+                return reply
             try:
                 return await client.evalsha(script.sha, len(keys), *keys, *args)
             except NoScriptError:
-                # Not cached on this server (yet, or after a restart): EVAL caches it.
+                # Not cached on this server (after a restart, or another node): EVAL
+                # caches it.
                 self.round_trips += 1
                 return await client.eval(script.source, len(keys), *keys, *args)
 
@@ -383,13 +414,15 @@ class Link:
             # execute_command: redis-py's cluster pipeline refuses the evalsha()
             # method, as a script might cross slots; these never do, and the
             # pipeline routes EVAL/EVALSHA by their keys.
-            if cached:
+            if cached and script.sha in self._sent:
                 pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             else:
                 pipe.execute_command("EVAL", script.source, len(keys), *keys, *args)
         if not cached:
             self.round_trips += 1
         replies: list[Any] = await pipe.execute(raise_on_error=False)
+        self._sent.update(script.sha for (script, _, _), reply in zip(calls, replies, strict=True)
+                          if not isinstance(reply, BaseException))
         return replies
 
 
