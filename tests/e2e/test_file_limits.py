@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import itertools
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ import textwrap
 import pytest
 
 from robotgate import FetchPolicy, Network, RobotGate
+from robotgate.gate.connections import BoundedConnector
 from robotgate.policy.fetch import LocalFailure
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from testbed.children import child_env
@@ -63,13 +65,13 @@ async def test_a_shortage_of_descriptors_is_never_the_sites_verdict() -> None:
 
 
 async def test_a_fetch_that_runs_short_is_asked_again_when_the_resource_frees() -> None:
-    transport = ShortOfFiles(failures=3)
+    transport = ShortOfFiles(failures=2)
     gate = RobotGate("LimitBot/1.0", delay=0, network=Network(robots_transport=transport))
     async with gate:
         assert await asyncio.wait_for(gate.allowed("http://site.test/page"), 10)  # hang guard
         entry = await gate.store.load_robots("http://site.test")
         assert entry is not None and entry.outcome == "ok" and entry.failures == 0
-        assert len(transport.requests) == 4  # three short, then the answer
+        assert len(transport.requests) == 3  # two short, then the answer
 
 
 def _open_sockets() -> int:
@@ -101,6 +103,50 @@ async def test_idle_connections_are_bounded_however_many_origins() -> None:
                     break
                 await asyncio.sleep(0.01)
             assert held <= 2 * bound, f"{held} sockets open for {origins} origins"
+
+
+async def test_the_least_recently_used_idle_connection_is_closed_first() -> None:
+    async with (BenchServer([HostPlan("allow") for _ in range(3)]) as server,
+                RobotGate("LimitBot/1.0", delay=0,
+                          network=Network(max_connections=2)) as gate):
+        async def visit(i: int) -> None:
+            async with gate.fetch(server.url(i, "/page/0")) as resp:
+                await resp.read()
+
+        await visit(0)  # robots.txt, then the page, on one connection
+        await visit(1)
+        await visit(0)  # host 0's connection used again: host 1's is the older
+        connector = gate.session.connector
+        assert isinstance(connector, BoundedConnector)
+        assert connector.closed_for_room == 0
+        await visit(2)  # room for it: host 1's idle connection goes
+        assert connector.closed_for_room == 1 and connector.open_connections == 2
+        idle_hosts = {key.host for key in connector._conns}
+        assert idle_hosts == {server.hosts[0], server.hosts[2]}
+
+
+@pytest.mark.slow
+async def test_a_request_waits_for_a_connection_before_its_turn_not_after() -> None:
+    # One connection for three servers, each taking three requests at once and 0.1 s to
+    # answer a page: a request that waited for the connection after its server's turn
+    # would arrive closer to the next one than the interval.
+    delay = 0.15
+    async with (BenchServer([HostPlan("allow", page_delay=0.1) for _ in range(3)]) as server,
+                RobotGate("LimitBot/1.0", delay=delay, max_per_host=3,
+                          network=Network(max_connections=1)) as gate):
+        async def visit(i: int, page: int) -> None:
+            async with gate.fetch(server.url(i, f"/page/{page}")) as resp:
+                await resp.read()
+
+        await asyncio.wait_for(asyncio.gather(
+            *(visit(i, page) for i in range(3) for page in range(3))), 60)  # hang guard
+        for i in range(3):
+            stats = server.host_stats(i)
+            arrivals = sorted(stats.robots_times + stats.page_times)
+            assert len(arrivals) == 4
+            gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+            assert min(gaps) >= delay, (i, gaps)
+            assert stats.max_concurrent_pages == 1
 
 
 _CRAWL = textwrap.dedent("""
