@@ -57,16 +57,25 @@ def _needs(item: pytest.Item) -> set[str]:
             if client in named or (client != "browser" and f"_{client}_" in names)}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--soak", action="store_true",
+                     help="run the soaks too (tests marked soak; CI runs them every time)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test of a client that is not installed skips, naming the extra, so that the core's
-    test extra runs every other client path of the same contract test."""
+    test extra runs every other client path of the same contract test; a soak skips
+    without --soak, saying so."""
     missing = {client: pytest.mark.skip(
                    reason=f"{name} is not installed: pip install 'robotgate[{extra}]'")
                for client, (module, name, extra) in CLIENTS.items()
                if importlib.util.find_spec(module) is None}
-    if not missing:
-        return
+    soak = None if config.getoption("--soak") else pytest.mark.skip(
+        reason="a soak: run with --soak (CI runs every soak on every run)")
     for item in items:
+        if soak is not None and item.get_closest_marker("soak") is not None:
+            item.add_marker(soak)
+            continue
         for client in sorted(_needs(item) & missing.keys()):
             item.add_marker(missing[client])
             break

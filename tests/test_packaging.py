@@ -92,6 +92,7 @@ def _real_compiler() -> str | None:
     return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @needs_backend
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a shell script as the compiler")

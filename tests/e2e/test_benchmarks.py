@@ -76,6 +76,7 @@ def test_promises_hold_in_the_crawl_and_the_burst(tmp_path: Path) -> None:
     assert "FAIL" not in stdout
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
 def test_memory_per_origin_is_measured(tmp_path: Path) -> None:
     report, _ = run_benchmark(tmp_path, "memory.py", "--origins", "300")

@@ -422,6 +422,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
     assert all(entry is not None for entry in entries)
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> None:
     """One master of a 3-master cluster is killed (SIGKILL) mid-crawl, started again 2 s later.
 

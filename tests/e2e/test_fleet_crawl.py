@@ -51,6 +51,7 @@ async def finish(proc: asyncio.subprocess.Process, timeout: float = 60) -> dict[
     return result
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["server", "cluster"])
 async def test_four_workersfetch_every_url_of_one_crawl_once(

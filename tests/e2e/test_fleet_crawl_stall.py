@@ -22,6 +22,7 @@ LEASE = 6.0  # the crawl's lease (robotgate.store.redis.crawl.LEASE)
 CONCURRENCY = 8
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 async def test_a_worker_stopped_past_its_lease_sends_nothing_under_it_when_let_go(
         redis_url: str, prefix: str, tmp_path: Path) -> None:

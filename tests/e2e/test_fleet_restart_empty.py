@@ -20,6 +20,7 @@ from testbed.server import BenchServer, HostPlan, page_paths
 DELAY = 2.0
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 async def test_no_host_is_asked_sooner_than_the_delay_across_an_empty_restart(
         own_redis: RedisServer, tmp_path: Path) -> None:

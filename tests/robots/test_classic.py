@@ -1000,6 +1000,7 @@ def _synthetic_jobs(n: int) -> list[Job]:
     return jobs
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 @needs_perl
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no robots.txt corpus at {CORPUS}")

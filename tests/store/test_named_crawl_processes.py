@@ -170,6 +170,7 @@ async def test_of_two_processes_started_together_one_runs_the_other_is_refused(
     assert rows(path) == {2: TOTAL}
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_a_process_started_after_the_owner_was_killed_takes_the_crawl_over(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:

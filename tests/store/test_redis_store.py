@@ -352,6 +352,7 @@ async def test_keys_expire(target: Target, prefix: str, rawt: Any) -> None:
 # -- fleet pacing ------------------------------------------------------------
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 def test_gcra_pacing_across_processes(target: Target, prefix: str) -> None:
     workers, count, interval = 4, 20, 0.05

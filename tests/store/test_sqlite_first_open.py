@@ -52,6 +52,7 @@ async def open_at_once(tmp_path: Path, trials: int, src: Path = SRC) -> list[dic
     return answers
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 async def test_two_processes_opening_a_new_file_at_once_never_warn(tmp_path: Path) -> None:
     answers = await open_at_once(tmp_path, TRIALS)
