@@ -25,7 +25,9 @@ from testbed.redis_server import RedisServer
 from testbed.server import BenchServer, HostPlan
 
 AGENT = "TestBot/1.0"
-DELAY = 1.0
+# Long enough that the restart and the reconnection (0.64 s seen under load) fit in half of
+# it, so that the requests after them would come too soon if the loss were not noticed.
+DELAY = 2.0
 
 
 def requests_of(srv: BenchServer, i: int) -> list[float]:
