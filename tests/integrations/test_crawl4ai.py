@@ -442,3 +442,30 @@ async def test_settings_that_would_pass_the_gate_are_refused(integration: Module
                 await crawler.aseed_urls("127.0.0.1")
             with pytest.raises(integration.UnguardedConfig, match=r"gate\.sitemaps"):
                 await crawler.amap_domain("127.0.0.1")
+
+
+async def test_what_a_crawled_page_sends_past_its_route_reaches_nothing(
+        integration: ModuleType) -> None:
+    # robotgate launches crawl4ai's Chromium with no network but the gate: a popup its
+    # page writes into, a clicked download, a WebSocket to a private address and a
+    # keepalive fetch as the page closes reach nothing.
+    connections: list[int] = []
+    listener = await asyncio.start_server(lambda r, w: connections.append(1), PRIVATE, 0)
+    port = listener.sockets[0].getsockname()[1]
+    extra = ("<a id='go' href='/private/download.bin' download>x</a><script>"
+             f"new WebSocket('ws://{PRIVATE}:{port}/');"
+             "window.open('about:blank').document.write('<img src=\"/private/popup\">');"
+             "addEventListener('pagehide', () => fetch('/private/bye', {{keepalive: true}}))"
+             "</script>")
+    try:
+        async with Site(PUBLIC, extra=extra) as site, RobotGate(AGENT, delay=0) as gate, \
+                _browser(integration, gate) as crawler:
+            result = await crawler.arun(site.url("/page/1"), config=_run(
+                js_code="document.getElementById('go').click()"))
+            await asyncio.sleep(1.5)  # what escaped arrived within a second before
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert result.success, result.error_message
+    assert [path for path in site.paths() if path.startswith("/private")] == []
+    assert connections == []

@@ -75,13 +75,14 @@ from crawl4ai.utils import (  # type: ignore[import-untyped]
     efficient_normalize_url_for_deep_crawl,
     normalize_url_for_deep_crawl,
 )
-from playwright.async_api import BrowserContext, Page, Request, async_playwright
+from playwright.async_api import BrowserContext, Page, ProxySettings, Request, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import Disallowed, Error
 from ..gate.gate import RobotGate
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from .playwright import (
+    BLACK_HOLE,
     LAUNCH_ARGS,
     MAX_SUBRESOURCES,
     Attachment,
@@ -354,7 +355,8 @@ class _Launch:
 
 
 def _flags(config: BrowserConfig) -> list[str]:
-    """crawl4ai's Chromium flags, the caller's ``extra_args`` and LAUNCH_ARGS."""
+    """crawl4ai's Chromium flags, the caller's ``extra_args`` and LAUNCH_ARGS (the
+    floor's, last: the last of a switch wins)."""
     flags = [flag for flag in ManagedBrowser.build_browser_flags(config)
              if not flag.startswith(_LAUNCH_OWN)]
     return list(dict.fromkeys([*flags, *config.extra_args, *LAUNCH_ARGS]))
@@ -396,10 +398,14 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
             options["executable_path"] = str(launch.executable_path)
         if launch.channel is not None:
             options["channel"] = launch.channel
+        # The browser's own proxy is the black hole (no network but the gate); the
+        # pages' proxy carries the gate's requests for them.
+        options["proxy"] = {"server": BLACK_HOLE}
+        pages_proxy: ProxySettings | None = None
         if config.proxy_config:
             proxy = config.proxy_config
-            options["proxy"] = {"server": proxy.server, "username": proxy.username,
-                                "password": proxy.password}
+            pages_proxy = {"server": proxy.server, "username": proxy.username,
+                           "password": proxy.password}
         self._using_cached_cdp = False
         self.playwright = await async_playwright().start()
         context = await self.playwright.chromium.launch_persistent_context(
@@ -407,7 +413,8 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self.default_context, self.browser, self._launched_persistent = context, None, True
         self.attachment = await attach(
             launch.gate, context, pace_subresources=launch.pace_subresources,
-            on_refused=self.on_refused, max_subresources=launch.max_subresources)
+            on_refused=self.on_refused, max_subresources=launch.max_subresources,
+            proxy=pages_proxy)
         await self.setup_context(context)
         self._browser_endpoint_key = self._compute_browser_endpoint_key()
         BrowserManager._global_pages_in_use.setdefault(self._browser_endpoint_key, set())
