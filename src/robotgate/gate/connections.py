@@ -78,7 +78,8 @@ class BoundedConnector(aiohttp.TCPConnector):
 
     @property
     def open_connections(self) -> int:
-        """Sockets held: in use (or being opened) and idle."""
+        """Sockets held, in use (or being opened) and idle: an upper bound, since an idle
+        connection its server closed is forgotten only when it is next looked at."""
         return len(self._acquired) + len(self._idle)
 
     async def _get(self, key: Any, *args: Any) -> Any:
