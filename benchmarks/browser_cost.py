@@ -1,0 +1,316 @@
+"""What a page costs in CPU through the gate in a browser, beside the same browser without it.
+
+    python benchmarks/browser_cost.py [--pages 50] [--rounds 3] [--chromium /usr/bin/chromium]
+                                      [--only playwright,attach,crawl4ai,crawl4ai-gate]
+                                      [--before-src OLD/src]
+                                      [--json benchmarks/results/browser_cost.json]
+
+Each contender crawls the same loopback site (``--pages`` pages, each with two images, a
+style sheet and a script; robots.txt allows all) in a child process of its own, one page
+after another on one tab, in the system Chromium; the rounds interleave the contenders so
+that the machine's drift falls on all of them alike:
+
+- ``playwright``: plain Playwright (``page.goto``), no gate;
+- ``attach``: the same through ``robotgate.integrations.playwright.attach`` (a gate with
+  ``delay=0``), the browser launched with ``launch_options()``;
+- ``crawl4ai``: crawl4ai's ``AsyncWebCrawler.arun``, no gate;
+- ``crawl4ai-gate``: robotgate's ``RobotGateCrawler.arun``;
+- with ``--before-src``, ``attach`` and ``crawl4ai-gate`` again on an older tree's ``src/``
+  (as ``attach@before``, ``crawl4ai-gate@before``), launched as that tree asks
+  (``preloading_off``, ``LAUNCH_ARGS``) when it has no ``launch_options``.
+
+CPU per page: the CPU time (user + system) the crawl took, of the child's Python process
+and of every process under it (Playwright's driver, Chromium's processes), read from
+``/proc`` before the first page and after the last (so the browser's start is not
+counted; a process that ends during the crawl loses what it spent since the first read,
+which one tab on one site does not do), divided by the pages.  The site runs in this
+process and is not counted.  Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aiohttp import web
+
+from benchmarks.harness import RESULTS, ROOT
+from benchmarks.harness.report import command_line, write_json
+
+CONTENDERS = ("playwright", "attach", "crawl4ai", "crawl4ai-gate")
+# What each gated contender is measured against.
+BASE = {"attach": "playwright", "crawl4ai-gate": "crawl4ai"}
+AGENT = "BrowserCostBench/1.0 (+https://example.com/bot)"
+SWITCHES = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGE = ("<html><head><title>page {n}</title><link rel=stylesheet href=/style.css>"
+        "<script src=/app.js></script></head><body><h1>page {n}</h1>"
+        + "<p>Plain words about nothing in particular, for the benchmark.</p>" * 8
+        + '<img src="/img/a.png"><img src="/img/b.png"><a href="/page/{m}">next</a>'
+        "</body></html>")
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
+
+
+# -- the child: one contender's crawl ----------------------------------------------------
+
+
+def _label(pid: int) -> str:
+    """What the process is: Python, Playwright's driver (node), or Chromium's browser
+    process or one of its children by its ``--type``."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().decode(errors="replace").split("\0")
+    except OSError:
+        return "gone"
+    program = Path(argv[0]).name
+    if "python" in program:
+        return "python"
+    if program == "node":
+        return "driver"
+    kind = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--type=")), "browser")
+    if kind == "utility":
+        kind = next((arg.split("=", 1)[1].rsplit(".", 1)[-1] for arg in argv
+                     if arg.startswith("--utility-sub-type=")), kind)
+    return f"chromium {kind}"
+
+
+def _cpu_ticks(root: int) -> dict[int, int]:
+    """The CPU ticks (user + system) of ``root`` and every process under it."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    mine = {root}
+    for _ in range(64):  # the tree is a few levels deep
+        grown = mine | {pid for pid, parent in parents.items() if parent in mine}
+        if grown == mine:
+            break
+        mine = grown
+    return {pid: ticks[pid] for pid in mine if pid in ticks}
+
+
+def _spent(before: dict[int, int], after: dict[int, int]) -> dict[str, float]:
+    """CPU seconds spent between the two reads, by the processes of the second, by
+    what each process is."""
+    per_second = os.sysconf("SC_CLK_TCK")
+    spent: dict[str, float] = {}
+    for pid, ticks in after.items():
+        label = _label(pid)
+        spent[label] = spent.get(label, 0.0) + (ticks - before.get(pid, 0)) / per_second
+    return spent
+
+
+async def _crawl_playwright(kind: str, site: str, pages: int,
+                           chromium: str) -> dict[str, float]:
+    from playwright.async_api import async_playwright
+
+    from robotgate import RobotGate
+
+    gated = kind == "attach"
+    async with async_playwright() as playwright, RobotGate(AGENT, delay=0) as gate:
+        with tempfile.TemporaryDirectory() as profile:
+            launch: dict[str, Any] = {"args": SWITCHES}
+            if gated:
+                launch = _gated_launch(profile)
+            context = await playwright.chromium.launch_persistent_context(
+                launch.pop("profile", profile), executable_path=chromium,
+                service_workers="block", **launch)
+            if gated:
+                from robotgate.integrations.playwright import attach
+
+                await attach(gate, context)
+            page = await context.new_page()
+            await page.goto(f"{site}/page/0")  # robots.txt, the first connection
+            before = _cpu_ticks(os.getpid())
+            for n in range(1, pages + 1):
+                await page.goto(f"{site}/page/{n}")
+            spent = _spent(before, _cpu_ticks(os.getpid()))
+            await context.close()
+    return spent
+
+
+def _gated_launch(profile: str) -> dict[str, Any]:
+    """How the tree under test asks the browser to be launched for ``attach``."""
+    from robotgate.integrations import playwright as integration
+
+    launch_options = getattr(integration, "launch_options", None)
+    if launch_options is not None:
+        return dict(launch_options(*SWITCHES))
+    # An older tree: a profile that preloads nothing, its switches.
+    return {"args": [*SWITCHES, *integration.LAUNCH_ARGS],
+            "profile": integration.preloading_off(profile)}
+
+
+async def _crawl_crawl4ai(kind: str, site: str, pages: int,
+                          chromium: str) -> dict[str, float]:
+    from crawl4ai import AsyncWebCrawler, BrowserConfig, CacheMode, CrawlerRunConfig
+
+    from robotgate import RobotGate
+
+    run = CrawlerRunConfig(cache_mode=CacheMode.BYPASS, verbose=False)
+    config = BrowserConfig(headless=True, extra_args=SWITCHES, verbose=False)
+    async with RobotGate(AGENT, delay=0) as gate:
+        if kind == "crawl4ai-gate":
+            from robotgate.integrations.crawl4ai import RobotGateCrawler
+
+            crawler = RobotGateCrawler(gate, config, executable_path=chromium)
+        else:
+            from crawl4ai.browser_manager import BrowserManager
+
+            build = BrowserManager._build_browser_args
+
+            def on_the_same_chromium(manager: Any) -> dict[str, Any]:
+                launch = dict(build(manager))
+                launch["executable_path"] = chromium  # crawl4ai has no setting for it
+                return launch
+
+            BrowserManager._build_browser_args = on_the_same_chromium
+            crawler = AsyncWebCrawler(config=BrowserConfig(
+                headless=True, extra_args=SWITCHES, verbose=False, user_agent=AGENT))
+        async with crawler:
+            await crawler.arun(f"{site}/page/0", config=run)
+            before = _cpu_ticks(os.getpid())
+            for n in range(1, pages + 1):
+                result = await crawler.arun(f"{site}/page/{n}", config=run)
+                if not result.success:
+                    raise RuntimeError(f"{kind}: page {n} failed: {result.error_message}")
+            spent = _spent(before, _cpu_ticks(os.getpid()))
+    return spent
+
+
+def child(kind: str, site: str, pages: int, chromium: str) -> None:
+    crawl = _crawl_crawl4ai if kind.startswith("crawl4ai") else _crawl_playwright
+    spent = asyncio.run(crawl(kind, site, pages, chromium))
+    print(json.dumps({"kind": kind, "cpu_s": sum(spent.values()), "by_process": spent,
+                      "pages": pages}))
+
+
+# -- the parent: the site, the rounds, the report ------------------------------------------
+
+
+async def _serve() -> tuple[web.AppRunner, str]:
+    async def handle(request: web.Request) -> web.Response:
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if path.startswith("/page/"):
+            n = int(path.rsplit("/", 1)[1])
+            return web.Response(text=PAGE.format(n=n, m=n + 1), content_type="text/html")
+        if path.startswith("/img/"):
+            return web.Response(body=PNG, content_type="image/png")
+        if path == "/style.css":
+            return web.Response(text="h1 { color: #333 }", content_type="text/css")
+        if path == "/app.js":
+            return web.Response(text="window.loaded = 1;", content_type="text/javascript")
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+async def _one(kind: str, src: str, site: str,
+               args: argparse.Namespace) -> tuple[float, dict[str, float]]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--child", kind.split("@")[0], "--site", site,
+        "--pages", str(args.pages), "--chromium", args.chromium,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = await asyncio.wait_for(process.communicate(), 600)
+    if process.returncode != 0:
+        raise RuntimeError(f"{kind} failed:\n{err.decode(errors='replace')[-3000:]}")
+    told = json.loads(out.decode().strip().splitlines()[-1])
+    return (float(told["cpu_s"]) / args.pages,
+            {label: seconds / args.pages for label, seconds in told["by_process"].items()})
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    kinds = [kind for kind in CONTENDERS if kind in args.only]
+    runs: list[tuple[str, str]] = [(kind, str(ROOT / "src")) for kind in kinds]
+    if args.before_src:
+        runs += [(f"{kind}@before", args.before_src) for kind in kinds if kind in BASE]
+    runner, site = await _serve()
+    per_page: dict[str, list[float]] = {kind: [] for kind, _ in runs}
+    by_process: dict[str, dict[str, list[float]]] = {kind: {} for kind, _ in runs}
+    try:
+        for round_ in range(args.rounds):
+            for kind, src in runs:
+                cost, parts = await _one(kind, src, site, args)
+                per_page[kind].append(cost)
+                for label, seconds in parts.items():
+                    by_process[kind].setdefault(label, []).append(seconds)
+                print(f"round {round_ + 1}: {kind:22} {cost * 1000:7.1f} ms CPU a page",
+                      file=sys.stderr)
+    finally:
+        await runner.cleanup()
+    medians = {kind: statistics.median(costs) for kind, costs in per_page.items()}
+    ratios = {}
+    for kind in medians:
+        base = BASE.get(kind.split("@")[0])
+        if base in medians:
+            ratios[kind] = medians[kind] / medians[base]
+    return {"pages": args.pages, "rounds": args.rounds, "per_page_cpu_s": per_page,
+            "median_cpu_ms": {k: round(v * 1000, 2) for k, v in medians.items()},
+            "median_cpu_ms_by_process": {
+                kind: {label: round(statistics.median(costs) * 1000, 2)
+                       for label, costs in sorted(parts.items())}
+                for kind, parts in by_process.items()},
+            "ratio_to_plain": {k: round(v, 3) for k, v in ratios.items()},
+            "command": command_line(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--only", default=",".join(CONTENDERS))
+    parser.add_argument("--before-src", default="")
+    parser.add_argument("--json", type=Path, default=RESULTS / "browser_cost.json")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--site", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.site, args.pages, args.chromium)
+        return
+    args.only = args.only.split(",")
+    report = asyncio.run(measure(args))
+    print(f"CPU a page (median of {args.rounds} rounds, {args.pages} loopback pages each):")
+    for kind, ms in report["median_cpu_ms"].items():
+        ratio = report["ratio_to_plain"].get(kind)
+        print(f"  {kind:22} {ms:7.1f} ms" + (f"   {ratio:.2f}x its plain run" if ratio else ""))
+    print("by process (ms a page):")
+    for kind, parts in report["median_cpu_ms_by_process"].items():
+        print(f"  {kind:22} " + ", ".join(f"{label} {ms:.1f}" for label, ms in parts.items()
+                                          if ms >= 0.5))
+    print(f"command: {report['command']}")
+    write_json(args.json, report)
+    print(f"JSON: {args.json}")
+
+
+if __name__ == "__main__":
+    main()
