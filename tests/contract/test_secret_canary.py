@@ -42,7 +42,7 @@ from robotgate.events import Event
 from tests.contract.test_request_paths import AGENT, PUBLIC, ROOT, public_loopback_1
 
 httpx = pytest.importorskip("httpx")
-pytest.importorskip("scrapy")
+pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
 from robotgate.integrations.httpx import RobotGateTransport  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loopback servers, child processes, browsers
