@@ -37,8 +37,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 #: A client a test may need -> the module it needs and the extra that installs it.  A test
 #: needs it when its ``driver`` or ``path`` parameter is the client's name (the contract
-#: tests' client paths; "browser" is Playwright's) or when its own name or its module's has
-#: the client's (``test_scrapy_...``).
+#: tests' client paths; "browser" is Playwright's) or, in tests/contract and
+#: tests/integrations, when its own name or its module's has the client's (``test_scrapy_...``).
 CLIENTS = {
     "scrapy": ("scrapy", "Scrapy", "scrapy"),
     "httpx": ("httpx", "httpx", "httpx"),
@@ -52,7 +52,11 @@ CLIENTS = {
 def _needs(item: pytest.Item) -> set[str]:
     params = getattr(getattr(item, "callspec", None), "params", {})
     named = {params.get(argument) for argument in ("driver", "path")}
-    names = f"_{item.path.stem}_{getattr(item, 'originalname', item.name)}_"
+    # By name only among the clients' own tests: elsewhere a name may speak of a client
+    # without needing it (the Scrapy settings' store text, say).
+    where = item.path.parent.name
+    names = (f"_{item.path.stem}_{getattr(item, 'originalname', item.name)}_"
+             if where in ("contract", "integrations") else "")
     return {client for client in CLIENTS
             if client in named or (client != "browser" and f"_{client}_" in names)}
 
