@@ -424,7 +424,8 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         # bound to the event loop that first waited on it: a later asyncio.run's
         # concurrent runs failed on it ("bound to a different event loop").  This
         # browser is this manager's alone, so its runs take their pages one at a time
-        # under a lock of its own for the running loop, and never wait on crawl4ai's.
+        # under a lock of its own for the running loop: crawl4ai's is then free when
+        # they take it (only a wait binds an asyncio lock to a loop).
         loop = asyncio.get_running_loop()
         if self._pages_lock is None or self._pages_lock[0] is not loop:
             self._pages_lock = (loop, asyncio.Lock())
