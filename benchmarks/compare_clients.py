@@ -54,7 +54,8 @@ from testbed.crawl import USER_AGENT
 
 TOOLS = ("robotgate", "scrapy", "crawlee", "robotparser", "protego")
 HEADS = {"robotgate": "robotgate", "scrapy": "Scrapy (`RobotsTxtMiddleware`)",
-         "crawlee": "crawlee", "robotparser": "`urllib.robotparser`", "protego": "Protego"}
+         "crawlee": "crawlee (`ThrottlingRequestManager`)",
+         "robotparser": "`urllib.robotparser`", "protego": "Protego"}
 NOT_MEASURED = "not measured"
 ROBOTS_DELAY = 0.5
 RETRY_AFTER = 2
