@@ -159,6 +159,7 @@ def _import_every_module() -> None:
             continue
 
 
+@pytest.mark.slow  # imports every module, the clients' too
 def test_every_robotgate_logger_redacts_its_records() -> None:
     _import_every_module()
     loggers = {name: log for name, log in logging.root.manager.loggerDict.items()
