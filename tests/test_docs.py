@@ -7,7 +7,10 @@ itself runs with ``sphinx-build -W`` in CI.)"""
 from __future__ import annotations
 
 import inspect
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,38 @@ def test_every_client_is_in_the_reference_the_index_and_contributing() -> None:
         assert f":: robotgate.integrations.{name}." in api, name
         assert name in index, name
         assert f"{name}." in entry or f"{name}/" in entry, name
+
+
+def _readme_cells(title: str) -> list[str]:
+    """The cells of the README comparison table's row ``title``."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells and cells[0] == title:
+            return cells[1:]
+    raise AssertionError(f"no row {title!r} in the README's table")
+
+
+@pytest.mark.slow  # a loopback crawl with a Crawl-delay and a Retry-After
+def test_the_readme_table_says_what_compare_clients_measures_of_robotgate(tmp_path: Path) -> None:
+    out = tmp_path / "compare.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "compare_clients.py"), "--only",
+         "robotgate,robotparser", "--no-progress", "--json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "python benchmarks/compare_clients.py " in done.stdout
+    cells = json.loads(out.read_text())["tools"]["robotgate"]["cells"]
+    parser = json.loads(out.read_text())["tools"]["robotparser"]["cells"]
+    assert (cells["wildcards"], cells["explains"], cells["5xx"], cells["reset"]) == (
+        "yes", "yes", "disallow all", "disallow all")
+    assert cells["once"] == "1 fetch, 0 disallowed page(s) fetched"
+    assert cells["delay"].startswith("Crawl-delay: yes") and "Request-rate: yes" in cells["delay"]
+    assert cells["retry"].startswith("rests")
+    assert parser["5xx"] == "disallow all" and parser["wildcards"].startswith("no: ")
+    # The README says the same of robotgate (its first column) and of urllib.robotparser.
+    assert _readme_cells("robots.txt 5xx")[0] == _readme_cells("robots.txt 5xx")[3] == (
+        "disallow all")
+    assert _readme_cells("robots.txt connection reset")[0] == "disallow all"
+    assert _readme_cells("`*` and `$` wildcards, longest match")[0] == "yes"
+    assert _readme_cells("`Crawl-delay` / `Request-rate` applied")[0].startswith("both")
+    assert _readme_cells("429 with `Retry-After: 2`")[0].startswith("the host rests")
