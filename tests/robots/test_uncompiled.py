@@ -74,6 +74,9 @@ def test_a_file_answers_alike_before_and_after_compiling(
     packed, compiled = RobotsTxt.parse(body), compiled_file(body, agent)
     for path in paths:
         assert packed.allowed(path, agent) is compiled.allowed(path, agent), (body, path)
+    # Compiled from the packed rules as the questions sorted them out: the same rules.
+    for path in paths:
+        assert packed.decide(path, agent) == compiled.decide(path, agent), (body, path)
 
 
 def test_index_pages_percent_signs_and_wildcards_read_from_the_packed_rules() -> None:
@@ -87,6 +90,7 @@ def test_index_pages_percent_signs_and_wildcards_read_from_the_packed_rules() ->
     assert answers == [compiled.allowed(p, "bot") for p in paths]
     assert answers == [True, False, True, False, True, False, True, False, False, True,
                        False, True, True]
+    assert [packed.decide(p, "bot") for p in paths] == [compiled.decide(p, "bot") for p in paths]
 
 
 def test_a_long_path_against_many_wildcard_rules_is_left_to_the_compiled_rules() -> None:
@@ -123,10 +127,14 @@ def test_every_corpus_file_answers_alike_before_and_after_compiling() -> None:
         for agent in AGENTS:
             packed, compiled = RobotsTxt.parse(raw), RobotsTxt.parse(raw)
             compiled.decide("/", agent)
-            for k, path in enumerate(paths):
-                url = f"https://{p.name}{path}" if k % 2 else path
+            urls = [f"https://{p.name}{path}" if k % 2 else path for k, path in enumerate(paths)]
+            for url in urls:
                 if packed.allowed(url, agent) is not compiled.allowed(url, agent):
                     differ.append((p.name, agent, url))
+            # Then compiled from the packed rules as those questions left them.
+            for url in urls:
+                if packed.decide(url, agent) != compiled.decide(url, agent):
+                    differ.append((p.name, agent, f"decide {url}"))
     assert differ == []
 
 
