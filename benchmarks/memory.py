@@ -355,8 +355,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--parse-all", action="store_true",
                     help="parse every cached origin's robots.txt (exact, ~1 min at 100,000) "
                          "instead of one shared parse per corpus file")
-    ap.add_argument("--asked-origins", type=int, default=20_000,
-                    help="origins cached, then asked (0: not measured)")
+    ap.add_argument("--asked-origins", type=int,
+                    help="origins cached, then asked (default: --origins, at most 20,000; "
+                         "0: not measured)")
     ap.add_argument("--questions", type=int, default=10, help="questions asked an origin")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="a directory of robots.txt files")
     ap.add_argument("--json", type=Path, default=RESULTS / "memory.json",
@@ -380,7 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.asked_child is not None:
         print(json.dumps(asked_child(args.asked_child, args.corpus, args.questions, args.trace)))
         return 0
-    report = asyncio.run(run(args.origins, args.corpus, args.parse_all, args.asked_origins,
+    asked_origins = (min(args.origins, 20_000) if args.asked_origins is None
+                     else args.asked_origins)
+    report = asyncio.run(run(args.origins, args.corpus, args.parse_all, asked_origins,
                              args.questions, Progress(enabled=not args.no_progress)))
     return finish(report, table_rows(report), "", args.json, argv, columns=("robotgate",))
 
