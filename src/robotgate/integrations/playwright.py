@@ -143,7 +143,7 @@ _CLOSE_AGAIN_AFTER = 1.0
 _CLOSE_AGAIN = 5
 # How long attach's probe of the floor waits for a request to fail (under the floor it
 # fails at once; a connection that reached the probe's listener hangs until then).
-_PROBE_TIMEOUT_MS = 3000
+_PROBE_TIMEOUT = 3.0
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
@@ -698,43 +698,58 @@ def _floor_missing(switches: Sequence[str]) -> list[str]:
     return missing
 
 
-async def _reaches(context: BrowserContext) -> bool:
+async def _reaches(context: BrowserContext, page: Page | None) -> bool:
     """Whether a request of ``context`` that no route fulfils reaches anything (the
     floor is not in place, whatever the switches say: a context's own
-    ``new_context(proxy=...)``, which Playwright does not let be read, a policy): tried
-    against a listener on loopback, it must fail to connect to the proxy."""
+    ``new_context(proxy=...)``, which Playwright does not let be read, a policy): one
+    made through the DevTools protocol from ``page`` (else the context's first page, or
+    a new one) to a listener on loopback must fail to connect to the proxy.  (No page
+    is opened when there is one: crawlee takes a page it did not open for its own.)"""
+    probe = page or next(iter(context.pages), None)
+    opened = probe is None
+    if probe is None:
+        probe = await context.new_page()
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         listener.setblocking(False)
-        probe = await context.new_page()
-        failure = ""
         try:
-            # Under the floor this fails at once; a connection that reached the
-            # listener is never answered, and fails by the timeout.
-            await probe.goto(f"http://127.0.0.1:{listener.getsockname()[1]}/",
-                             wait_until="commit", timeout=_PROBE_TIMEOUT_MS)
-        except PlaywrightError as failed:
-            failure = str(failed)
+            session = await context.new_cdp_session(probe)
+            try:
+                frame = (await session.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
+                # Under the floor this fails at once; a connection that reached the
+                # listener is never answered, and fails by the timeout.
+                loaded = await asyncio.wait_for(session.send("Network.loadNetworkResource", {
+                    "frameId": frame, "url": f"http://127.0.0.1:{listener.getsockname()[1]}/",
+                    "options": {"disableCache": True, "includeCredentials": False}}),
+                    _PROBE_TIMEOUT)
+            finally:
+                with suppress(PlaywrightError):
+                    await session.detach()
+            failure = str(loaded.get("resource", {}).get("netErrorName"))
+        except (PlaywrightError, asyncio.TimeoutError, KeyError):
+            failure = ""  # it could not be told: as if it reached
         finally:
-            await probe.close()
+            if opened:
+                await probe.close()
         try:
             listener.accept()[0].close()
         except BlockingIOError:
-            return "ERR_PROXY_CONNECTION_FAILED" not in failure
+            return failure != "net::ERR_PROXY_CONNECTION_FAILED"
         return True
 
 
-async def _refuse_unfloored(context: BrowserContext) -> None:
+async def _refuse_unfloored(context: BrowserContext, page: Page | None) -> None:
     """Raise :class:`UnsafeBrowser` when a request of ``context`` no route fulfils
-    would reach anything, naming the settings that close it."""
+    would reach anything, naming the settings that close it (``page``: the one
+    attached, if one is)."""
     missing = _floor_missing(await _switches(context))
     options = getattr(getattr(context, "_impl_obj", None), "_options", {})
     if options.get("serviceWorkers") != "block":
         # A service worker's requests carry no document to judge them by.
         missing.append("service workers blocked (new_context or launch_persistent_context "
                        "with service_workers='block')")
-    if not missing and await _reaches(context):
+    if not missing and await _reaches(context, page):
         missing.append(f"no proxy of the context's own (new_context(proxy=...)): the "
                        f"browser's is {BLACK_HOLE}, the pages' goes to attach(proxy=...)")
     if missing:
@@ -796,7 +811,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     """
     context = target if isinstance(target, BrowserContext) else target.context
     proxied = _checked_proxy(proxy)
-    await _refuse_unfloored(context)
+    await _refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
                             proxied)
     attachment._api = await _request_client(context, proxied)
