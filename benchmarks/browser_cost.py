@@ -22,8 +22,8 @@ that the machine's drift falls on all of them alike:
 CPU per page: the CPU time (user + system) the crawl took, of the child's Python process
 and of every process under it (Playwright's driver, Chromium's processes), read from
 ``/proc`` before the first page and after the last (so the browser's start is not
-counted; a process that ends during the crawl loses what it spent since the first read,
-which one tab on one site does not do), divided by the pages.  The site runs in this
+counted), each process's own time and its reaped children's (a closed tab's renderer
+counts in its zygote's), divided by the pages; also by process.  The site runs in this
 process and is not counted.  Linux only.
 """
 
@@ -75,6 +75,8 @@ def _label(pid: int) -> str:
             argv = cmdline.read().decode(errors="replace").split("\0")
     except OSError:
         return "gone"
+    if len([arg for arg in argv if arg]) == 1:  # Chromium rewrites its title, spaced
+        argv = argv[0].split(" ")
     program = Path(argv[0]).name
     if "python" in program:
         return "python"
@@ -100,7 +102,9 @@ def _cpu_ticks(root: int) -> dict[int, int]:
         except OSError:
             continue  # ended meanwhile
         parents[int(entry)] = int(fields[1])
-        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+        # Its own user and system time, and that of its children it has reaped (a
+        # closed tab's renderer: its zygote's), so that no process that ends is lost.
+        ticks[int(entry)] = sum(int(value) for value in fields[11:15])
     mine = {root}
     for _ in range(64):  # the tree is a few levels deep
         grown = mine | {pid for pid, parent in parents.items() if parent in mine}
@@ -110,14 +114,17 @@ def _cpu_ticks(root: int) -> dict[int, int]:
     return {pid: ticks[pid] for pid in mine if pid in ticks}
 
 
-def _spent(before: dict[int, int], after: dict[int, int]) -> dict[str, float]:
-    """CPU seconds spent between the two reads, by the processes of the second, by
-    what each process is."""
+def _spent(before: dict[int, int], after: dict[int, int],
+           labels: dict[int, str]) -> dict[str, float]:
+    """CPU seconds spent between the two reads, by what each process is (a reaped
+    child's, its parent's)."""
     per_second = os.sysconf("SC_CLK_TCK")
     spent: dict[str, float] = {}
-    for pid, ticks in after.items():
-        label = _label(pid)
-        spent[label] = spent.get(label, 0.0) + (ticks - before.get(pid, 0)) / per_second
+    for read, sign in ((after, 1), (before, -1)):
+        for pid, ticks in read.items():
+            label = labels.get(pid) or _label(pid)
+            labels[pid] = label
+            spent[label] = spent.get(label, 0.0) + sign * ticks / per_second
     return spent
 
 
@@ -142,10 +149,11 @@ async def _crawl_playwright(kind: str, site: str, pages: int,
                 await attach(gate, context)
             page = await context.new_page()
             await page.goto(f"{site}/page/0")  # robots.txt, the first connection
+            labels: dict[int, str] = {}
             before = _cpu_ticks(os.getpid())
             for n in range(1, pages + 1):
                 await page.goto(f"{site}/page/{n}")
-            spent = _spent(before, _cpu_ticks(os.getpid()))
+            spent = _spent(before, _cpu_ticks(os.getpid()), labels)
             await context.close()
     return spent
 
@@ -190,12 +198,13 @@ async def _crawl_crawl4ai(kind: str, site: str, pages: int,
                 headless=True, extra_args=SWITCHES, verbose=False, user_agent=AGENT))
         async with crawler:
             await crawler.arun(f"{site}/page/0", config=run)
+            labels: dict[int, str] = {}
             before = _cpu_ticks(os.getpid())
             for n in range(1, pages + 1):
                 result = await crawler.arun(f"{site}/page/{n}", config=run)
                 if not result.success:
                     raise RuntimeError(f"{kind}: page {n} failed: {result.error_message}")
-            spent = _spent(before, _cpu_ticks(os.getpid()))
+            spent = _spent(before, _cpu_ticks(os.getpid()), labels)
     return spent
 
 
