@@ -871,7 +871,9 @@ async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> Non
                 store.wait_robots("https://new.example", 5),
                 return_exceptions=True,
             )
-            assert 1.4 <= time.monotonic() - started < 3.0
+            # After the 1.5 s Redis is given, not the 5 s the wait asked for (load may
+            # stretch the first, never shorten it).
+            assert 1.4 <= time.monotonic() - started < 4.5
             for failure in failures:
                 assert isinstance(failure, StoreError), failure
                 assert "unreachable for" in str(failure) and own_server.url in str(failure)
@@ -901,7 +903,7 @@ async def test_outage_fails_closed_then_recovers(own_server: RedisServer) -> Non
                 store.wait_robots("https://later.example", 5), save_soon()
             )
             assert waited is not None
-            assert time.monotonic() - started < 1.3
+            assert time.monotonic() - started < 2.5  # woken by the save, not its 5 s timeout
             assert store.round_trips - before <= 4
         finally:
             await other.close()
