@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import gc
 import hashlib
-import itertools
 import signal
 import sqlite3
 import sys
@@ -165,20 +164,24 @@ async def test_event_loop_keeps_running_during_writes(tmp_path: Path) -> None:
     gc.freeze()
     task = asyncio.create_task(ticker())
     store = SQLiteStore(tmp_path / "gate.sqlite3", flush_batch=100)
+    loop_cpu, all_cpu = time.thread_time(), time.process_time()
     try:
         for i in range(1000):
             origin = f"https://h{i}.example"
             await store.save_robots(entry(origin, origin.encode() * 50))
             await store.save_host(HostState(origin, visits=i))
         await store.flush()
+        loop_cpu, all_cpu = time.thread_time() - loop_cpu, time.process_time() - all_cpu
     finally:
         writing = False
         await task
         await store.close()
         gc.unfreeze()
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) >= 5, "the ticker never ran while writing"
-    assert max(gaps) < 0.2
+    # The writes run in the store's thread, not the loop's: the loop's thread spent well
+    # under the process's CPU (0.38 of it measured; all of it if SQLite ran on the loop).
+    # CPU time, not the ticker's gaps, which a loaded machine stretches however it writes.
+    assert loop_cpu < 0.7 * all_cpu, (loop_cpu, all_cpu)
 
 
 # -- another connection holding the write lock -------------------------------------
