@@ -126,10 +126,10 @@ async def test_close_ends_fetches_reading_a_trickling_body(site: Site) -> None:
         readers = [asyncio.ensure_future(gate.fetch(site.url(f"/slow?{i}"))) for i in range(3)]
         while site.count("/slow") < 3:
             await asyncio.sleep(0.05)
-        started = time.monotonic()
         await gate.close()
+        # Ended by the close within 5 s, long before the trickles (60 s) would end.
         done, pending = await asyncio.wait(readers, timeout=5)
-        assert not pending and time.monotonic() - started < 3
+        assert not pending
         for task in done:
             with pytest.raises(GateClosed, match="closed while reading"):
                 task.result()
