@@ -25,21 +25,22 @@ import brotli
 from aiohttp import web
 
 MIB = 1024 * 1024
-_ZEROS = b"\0" * MIB
 
 
 @lru_cache(maxsize=4)
-def gzip_bomb(mib: int) -> bytes:
-    """``mib`` MiB of zeros, gzip-compressed (about 1 KB per MiB)."""
+def gzip_bomb(mib: int, fill: bytes = b"\0") -> bytes:
+    """``mib`` MiB of ``fill`` (zeros), gzip-compressed (about 1 KB per MiB)."""
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
-    return b"".join(z.compress(_ZEROS) for _ in range(mib)) + z.flush()
+    block = fill * MIB
+    return b"".join(z.compress(block) for _ in range(mib)) + z.flush()
 
 
 @lru_cache(maxsize=4)
-def brotli_bomb(mib: int) -> bytes:
-    """``mib`` MiB of zeros, brotli-compressed (a few hundred bytes)."""
+def brotli_bomb(mib: int, fill: bytes = b"\0") -> bytes:
+    """``mib`` MiB of ``fill`` (zeros), brotli-compressed (a few hundred bytes)."""
     c = brotli.Compressor(quality=5)
-    return b"".join(c.process(_ZEROS) for _ in range(mib)) + c.finish()
+    block = fill * MIB
+    return b"".join(c.process(block) for _ in range(mib)) + c.finish()
 
 
 #: The rules every robots.txt of the server starts with.

@@ -48,7 +48,7 @@ from ..politeness.tdmrep_cache import PointedOrigins
 from ..politeness.verdicts import Verdicts
 from ..politeness.waits import ServerWait
 from ..records import HostState, RobotsEntry
-from ..redaction import logger
+from ..redaction import failure_text, logger
 from ..robots import DIALECTS, RobotsTxt
 from ..store.base import Store, crawl_store
 from ..store.crawl_state import CrawlCounts
@@ -823,5 +823,5 @@ async def _shut(gate: RobotGate) -> None:
     except Exception as exc:
         # A full disk costs the last host states, not the crawl: said, not raised.
         gate.close_error = (f"the store could not save its last writes on close "
-                            f"({type(exc).__name__}: {exc})")
+                            f"({failure_text(exc)})")
         log.warning("%s", gate.close_error)
