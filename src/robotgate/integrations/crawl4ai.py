@@ -86,6 +86,7 @@ from .playwright import (
     LAUNCH_ARGS,
     MAX_SUBRESOURCES,
     Attachment,
+    Document,
     UnsafeBrowser,
     attach,
     preloading_off,
@@ -369,10 +370,12 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
     playwright: Any  # crawl4ai's field: the Playwright driver, once started
 
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any,
-                 on_refused: Callable[[Request, Disallowed], object]) -> None:
+                 on_refused: Callable[[Request, Disallowed], object],
+                 navigation_provenance: Callable[[Page, str], Provenance | None]) -> None:
         super().__init__(browser_config=config, logger=logger)
         self.launch = launch
         self.on_refused = on_refused
+        self.navigation_provenance = navigation_provenance
         self.attachment: Attachment | None = None
         self._made_profile: str | None = None
         # The lock get_page takes, and the event loop it is for.
@@ -414,7 +417,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self.attachment = await attach(
             launch.gate, context, pace_subresources=launch.pace_subresources,
             on_refused=self.on_refused, max_subresources=launch.max_subresources,
-            proxy=pages_proxy)
+            proxy=pages_proxy, navigation_provenance=self.navigation_provenance)
         await self.setup_context(context)
         self._browser_endpoint_key = self._compute_browser_endpoint_key()
         BrowserManager._global_pages_in_use.setdefault(self._browser_endpoint_key, set())
@@ -458,7 +461,8 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
 
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
         super().__init__(browser_config=config, logger=logger)
-        self.browser_manager = _GatedBrowserManager(launch, config, self.logger, self._refused)
+        self.browser_manager = _GatedBrowserManager(launch, config, self.logger, self._refused,
+                                                    self._provenance_of)
         # The refusal of each run's page, by the run's config, until the run ends.
         self._refusals: dict[Any, Disallowed] = {}
         # Each page a run navigates, from its navigation on, and that run's config.
@@ -466,21 +470,20 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
         #: Who pointed at each run's URL, by the run's config, while the run lasts
         #: (RobotGateCrawler.arun says); a run not known here is a public page's pointer.
         self.runs: dict[Any, Provenance] = {}
-        # The attachment whose judging of navigations is steered here (_steer).
-        self._steered: Attachment | None = None
-        # The run page whose navigation each routed request is, by the task routing it
-        # (the attachment sends a request's every hop in that task), and the URL asked.
-        self._sending: dict[asyncio.Task[Any], tuple[Page, str]] = {}
-        # Each run page's last navigation: the URL the browser asked for, and the URL of
-        # the answer the gate handed it (after the redirects it followed).
-        self._landed: dict[Page, tuple[str, str]] = {}
+        # Where each run's page came from once its navigation was answered, by the run's
+        # config: the URL the browser asked for, and the one the gate's redirects ended at.
+        self._landed: dict[Any, Document | None] = {}
 
     async def execute_hook(self, hook_type: str, *args: Any, **kwargs: Any) -> Any:
         if hook_type == "on_page_context_created":
             page, context = args[0], kwargs.get("context")
-            self._steer(self._check_attached(page, context))
+            self._check_attached(page, context)
         elif hook_type == "before_goto":
             self._navigating[args[0]] = kwargs.get("config")
+        elif hook_type == "after_goto":
+            attachment = self.browser_manager.attachment
+            if attachment is not None:
+                self._landed[kwargs.get("config")] = attachment.document(args[0])
         return await super().execute_hook(hook_type, *args, **kwargs)
 
     def _check_attached(self, page: Page, context: BrowserContext | None) -> Attachment:
@@ -491,38 +494,12 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
                                 "attach; it is not used")
         return attachment
 
-    def _steer(self, attachment: Attachment) -> None:
-        """Have ``attachment`` judge a run's navigation as a request of the run's
-        provenance (crawl4ai's ``page.goto`` makes it the caller's input there), and note
-        the URL its answer came from (the browser keeps the URL it asked for).  The
-        attachment offers no hook for either: its own judging and its sending of each
-        hop are wrapped, once for each attachment."""
-        if attachment is self._steered:
-            return
-        judge, send = attachment._provenance, attachment._fetch
-
-        async def provenance(request: Request) -> Provenance:
-            judged = await judge(request)
-            page = self._run_page(request)
-            if page is None:
-                return judged
-            task = asyncio.current_task()
-            if task is not None:
-                self._sending[task] = (page, request.url)
-            if judged.is_input:
-                return self.runs.get(self._navigating[page], _UNTOLD)
-            return judged  # the page sent itself on: a pointer of its document
-
-        async def fetch(url: str, *args: Any, **kwargs: Any) -> Any:
-            sending = self._sending.get(asyncio.current_task())  # type: ignore[arg-type]
-            if sending is not None:
-                page, asked = sending
-                self._landed[page] = (asked, url)
-            return await send(url, *args, **kwargs)
-
-        attachment._provenance = provenance  # type: ignore[method-assign]
-        attachment._fetch = fetch  # type: ignore[method-assign]
-        self._steered = attachment
+    def _provenance_of(self, page: Page, url: str) -> Provenance | None:
+        """Who pointed at the URL a run sends its page to (crawl4ai's ``page.goto``, the
+        attachment's input otherwise): the run's provenance; None for a page no run
+        is navigating."""
+        run = self._navigating.get(page)
+        return None if run is None else self.runs.get(run, _UNTOLD)
 
     def _run_page(self, request: Request) -> Page | None:
         """The run's page ``request`` navigates (None: a subresource's, a frame's, a
@@ -549,7 +526,6 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
                     **kwargs: Any) -> Any:
         response: Any = None
         failed: Exception | None = None
-        landed: tuple[str, str] | None = None
         try:
             response = await super().crawl(url, config, **kwargs)
         except Exception as error:
@@ -558,16 +534,12 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
             for page, run in list(self._navigating.items()):
                 if run is config:
                     del self._navigating[page]
-                    landed = self._landed.pop(page, None)
-                    for task, (sent, _) in list(self._sending.items()):
-                        if sent is page:
-                            del self._sending[task]
-        if response is not None and landed is not None:
-            asked, answered = landed
-            # crawl4ai gives the page's URL: the one the browser asked for, unless the
-            # page went on by itself since (a script, a fragment: kept as it is).
-            if response.redirected_url == asked:
-                response.redirected_url = answered
+            landed = self._landed.pop(config, None)
+        # crawl4ai gives the page's URL: the one the browser asked for, unless the page
+        # went on by itself since (a script, a fragment: kept as it is).
+        if response is not None and landed is not None \
+                and response.redirected_url == landed.url:
+            response.redirected_url = landed.came_from
         refusal = self._refusals.pop(config, None)
         if refusal is not None:
             # Refused, or the page sent itself on and was refused: what crawl4ai read

@@ -112,7 +112,7 @@ if TYPE_CHECKING:
     from playwright._impl._api_structures import HttpHeader, SetCookieParam
 
 __all__ = ["BLACK_HOLE", "LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment",
-           "UnsafeBrowser", "attach", "launch_options", "preloading_off"]
+           "Document", "UnsafeBrowser", "attach", "launch_options", "preloading_off"]
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,16 @@ MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
 
 
+@dataclass(frozen=True)
+class Document:
+    """Where a page's current document came from (:meth:`Attachment.document`)."""
+
+    #: The URL the browser asked for, which it shows as ``page.url``.
+    url: str
+    #: The URL its answer came from, after the redirects the gate followed.
+    came_from: str
+
+
 class UnsafeBrowser(Error, ValueError):
     """:func:`attach` was given a context whose browser can make requests no route
     sees, or a proxy robots.txt cannot be asked through; the message names the
@@ -172,10 +182,16 @@ class Attachment:
     #: The proxy the context's requests go through, which robots.txt is asked through
     #: too (None: direct).
     proxy: ProxySettings | None = None
+    #: Who pointed at a URL the caller sends a page to (``page.goto``), given the page
+    #: and the URL: None (or no callable) makes it the caller's input.  A crawl of
+    #: links (crawl4ai's deep crawl) tells the page each link was found on this way.
+    navigation_provenance: Callable[[Page, str], Provenance | None] | None = None
     # Per page: the URLs the caller asked it to go to (``page.goto``), not yet requested.
     _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
     # Per page: the subresource requests of its current document.
     _made: dict[Page, int] = field(default_factory=dict, repr=False)
+    # Per page: where its current document came from.
+    _documents: dict[Page, Document] = field(default_factory=dict, repr=False)
     # The browser's requests held here until the gate's answer (their turn, robots.txt).
     # Chromium sends a held keepalive request (a beacon, a ping, a keepalive fetch) itself,
     # unrouted, when its route goes away: each is aborted before that can happen.
@@ -215,6 +231,7 @@ class Attachment:
                 del page.close
         self._asked.clear()
         self._made.clear()
+        self._documents.clear()
 
     async def _abort_held(self) -> None:
         """Abort every request held here and every one that comes from now on."""
@@ -297,6 +314,13 @@ class Attachment:
     def _forget(self, page: Page) -> None:
         self._asked.pop(page, None)
         self._made.pop(page, None)
+        self._documents.pop(page, None)
+
+    def document(self, page: Page) -> Document | None:
+        """Where ``page``'s current document came from: the URL the browser asked for
+        and the one the gate's redirects ended at (None: no navigation of the page has
+        been answered through the gate yet)."""
+        return self._documents.get(page)
 
     async def _provenance(self, request: Request) -> Provenance:
         """Input when the caller asked for this navigation (``page.goto``), else a
@@ -314,7 +338,9 @@ class Attachment:
                 key = _same(request.url)
                 if key in asked:
                     asked.remove(key)
-                    return INPUT
+                    told = self.navigation_provenance
+                    pointer = None if told is None else told(page, request.url)
+                    return INPUT if pointer is None else pointer
         # The document that made the request: a frame's, or, for a frame with no
         # document of its own yet (about:blank, srcdoc, data:), its parent's.
         document: Frame | None = frame
@@ -327,12 +353,14 @@ class Attachment:
             return pointer_of(opener.url)
         return pointer_of("")
 
-    def _new_document(self, request: Request) -> None:
-        """A navigation was answered: a page's new document counts its own subresources."""
+    def _new_document(self, request: Request, came_from: str) -> None:
+        """A navigation was answered (by ``came_from``, after the redirects): a page's
+        new document counts its own subresources, and where it came from is noted."""
         with suppress(PlaywrightError):
             frame = request.frame
             if frame.parent_frame is None:
                 self._made[frame.page] = 0
+                self._documents[frame.page] = Document(request.url, came_from)
 
     def _too_many(self, request: Request) -> Disallowed | None:
         """The refusal of a subresource past its document's cap (None: within it)."""
@@ -383,7 +411,7 @@ class Attachment:
             done.turn.release()  # the client has read the whole answer
             response = done.response
             if navigation:
-                self._new_document(request)
+                self._new_document(request, done.url)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
             await _finish(route.abort("blockedbyclient"))
@@ -781,6 +809,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
                  on_refused: Callable[[Request, Disallowed], object] | None = None,
                  max_subresources: int = MAX_SUBRESOURCES,
                  proxy: ProxySettings | None = None,
+                 navigation_provenance: Callable[[Page, str], Provenance | None] | None = None,
                  ) -> Attachment:
     """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
     through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
@@ -793,7 +822,10 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     wait while the server rests after a 429 or 503, and are not delayed, unless
     ``pace_subresources=True``.  A document's subresource requests past
     ``max_subresources`` are refused.  ``on_refused`` hears of each request aborted
-    as disallowed, with the refusal's decision.
+    as disallowed, with the refusal's decision.  ``navigation_provenance(page, url)``
+    says who pointed at a URL the caller sends a page to (None: the caller's input,
+    as without it); :meth:`Attachment.document` tells where a page's document came
+    from after the gate's redirects.
 
     The browser must have no network but the gate: launched with
     :func:`launch_options` (its proxy the black hole, loopback included, WebRTC held to
@@ -813,7 +845,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     proxied = _checked_proxy(proxy)
     await _refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
-                            proxied)
+                            proxied, navigation_provenance)
     attachment._api = await _request_client(context, proxied)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
