@@ -343,9 +343,9 @@ _POINT = {"browser": "u => { location = u }",
 class BrowserPath(ClientPath):
     """The system Chromium attached to the gate: the caller's URL a ``page.goto``; a
     pointer the pointing page's (loaded by its own ``page.goto``) own navigation
-    (``browser``) or ``fetch`` (``browser-subresource``).  A page's proxy is the
-    context's (its launch's), which ``attach`` reads.  A context without one is a new
-    context of the module's one Chromium (``shared``)."""
+    (``browser``) or ``fetch`` (``browser-subresource``).  The browser's own proxy is
+    the black hole (its launch's); a page's proxy is given to ``attach``.  A context is
+    a new Chromium's or, given ``shared``, a new context of the module's one Chromium."""
 
     pages_point = True
 
@@ -362,9 +362,8 @@ class BrowserPath(ClientPath):
         async with chromium(self.shared) as browser, RobotGate(AGENT,
                                                                is_private=public_loopback_1,
                                                     **options) as gate:
-            proxied = {"proxy": {"server": proxy}} if proxy is not None else {}
-            context = await browser.new_context(service_workers="block", **proxied)
-            await attach(gate, context,
+            context = await browser.new_context(service_workers="block")
+            await attach(gate, context, proxy={"server": proxy} if proxy is not None else None,
                          on_refused=lambda request, no: refusals.setdefault(request.url, no))
             # One page for the asks, leaving each page for the next (a new one after a
             # refusal or a failure: Chromium shows its error page there).
