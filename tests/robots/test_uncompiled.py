@@ -106,7 +106,7 @@ def test_a_long_path_against_many_wildcard_rules_is_left_to_the_compiled_rules()
 def test_a_file_asked_often_is_compiled() -> None:
     rules = RobotsTxt.parse("User-agent: *\nDisallow: /private\n")
     before = [rules.allowed(f"/private/{n}", "bot") for n in range(rfc9309._UNCOMPILED_QUESTIONS)]
-    assert not isinstance(rules._agent_rules, RuleSet)  # type: ignore[attr-defined]
+    assert rules._agent_rules is None  # type: ignore[attr-defined]
     assert rules.allowed("/public", "bot") and before == [False] * len(before)
     # The hot path from now on is the compiled matcher's.
     assert isinstance(rules._agent_rules, RuleSet)  # type: ignore[attr-defined]

@@ -411,10 +411,10 @@ class Rfc9309Rules(RobotsTxt):
         # Query caches: rules of the first User-Agent asked about (a robot has one), of
         # others, and the "scheme://host/" last asked about (most often the only one, but
         # origins that serve the same bytes may share one parse: see ORIGIN_FREE).  A
-        # group's rules are its group until compiled (see _UNCOMPILED_QUESTIONS).
+        # group not compiled yet is not remembered (see _UNCOMPILED_QUESTIONS).
         self._agent: str | None = None
-        self._agent_rules: RuleSet | _Group | None = None
-        self._memo: dict[str, RuleSet | _Group | None] = _NO_MEMO
+        self._agent_rules: RuleSet | None = None
+        self._memo: dict[str, RuleSet | None] = _NO_MEMO
         self._asked = 0  # allowed() questions answered without compiling
         # Made on the first decide(): most files are only asked allowed().
         self._deciders: dict[str, Decider | None] = _NO_DECIDERS
@@ -459,7 +459,9 @@ class Rfc9309Rules(RobotsTxt):
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
-        rules = self._agent_rules if user_agent == self._agent else self._rules_for(user_agent)
+        if user_agent != self._agent:
+            return self._allowed_otherwise(url, user_agent)
+        rules = self._agent_rules
         if rules is None:
             return True  # no group, or one without rules
         prefix = self._prefix
@@ -472,41 +474,63 @@ class Rfc9309Rules(RobotsTxt):
         if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
                 or "/." in path):
             path = _clean(path)
-        if not isinstance(rules, RuleSet):  # a group not compiled yet
-            allowed = rules.allows_packed(path) if self._asked < _UNCOMPILED_QUESTIONS else None
-            if allowed is not None:
-                self._asked += 1
-                return allowed or (path[:11] == "/robots.txt" and path[11:12] in ("", "?"))
-            rules = self._compiled(user_agent, rules)
         # RFC 9309 2.2.2: /robots.txt is always allowed (is_robots_path, inlined).
         return rules.allows[rules.match(path)] or (
             path[:11] == "/robots.txt" and path[11:12] in ("", "?")
         )
 
-    def _compiled(self, user_agent: str, group: _Group) -> RuleSet:
-        """``group``'s rules compiled, and remembered as ``user_agent``'s."""
-        rules = group.ruleset()
-        if user_agent == self._agent:
-            self._agent_rules = rules
-        elif user_agent in self._memo:
-            self._memo[user_agent] = rules
-        return rules
+    def _allowed_otherwise(self, url: str, user_agent: str) -> bool:
+        """:meth:`allowed` for an agent whose compiled rules are not the first remembered:
+        another agent, or a group not compiled yet (see _UNCOMPILED_QUESTIONS)."""
+        rules = self._rules_for(user_agent)
+        if rules is None:
+            return True  # no group, or one without rules
+        path = self._judged_path(url)
+        if not isinstance(rules, RuleSet):  # a group not compiled yet
+            allowed = rules.allows_packed(path) if self._asked < _UNCOMPILED_QUESTIONS else None
+            if allowed is not None:
+                self._asked += 1
+                return allowed or is_robots_path(path)
+            rules = rules.ruleset()
+            self._remember(user_agent, rules)
+        return rules.allows[rules.match(path)] or is_robots_path(path)
 
     def _rules_for(self, user_agent: str) -> RuleSet | _Group | None:
+        """The agent's compiled rules, remembered; its group while not compiled."""
         memo = self._memo
         if user_agent in memo:
             return memo[user_agent]
         group = self._group(user_agent)
-        rules: RuleSet | _Group | None = None
-        if group is not None and group.has_rules():
-            rules = group._compiled or group
+        if group is None or not group.has_rules():
+            self._remember(user_agent, None)
+            return None
+        rules = group._compiled
+        if rules is None:
+            return group  # not remembered: its questions count until it is compiled
+        self._remember(user_agent, rules)
+        return rules
+
+    def _remember(self, user_agent: str, rules: RuleSet | None) -> None:
         if self._agent is None:
             self._agent, self._agent_rules = user_agent, rules
-        elif len(memo) < _MEMO_MAX:
-            if memo is _NO_MEMO:
-                memo = self._memo = {}  # the shared empty one is never written
-            memo[user_agent] = rules
-        return rules
+        elif len(self._memo) < _MEMO_MAX and user_agent != self._agent:
+            if self._memo is _NO_MEMO:
+                self._memo = {}  # the shared empty one is never written
+            self._memo[user_agent] = rules
+
+    def _judged_path(self, url: str) -> str:
+        """What the rules judge of ``url``: its path, normalised (as inlined in allowed())."""
+        prefix = self._prefix
+        if prefix is not None and url.startswith(prefix):
+            path = url[self._cut - 1 :]
+        elif url[:1] != "/" or url[1:2] == "/":
+            path = self._path(url)
+        else:
+            path = url
+        if (not path.isascii() or "%" in path or "*" in path or "$" in path or "#" in path
+                or "/." in path):
+            path = _clean(path)
+        return path
 
     def _path(self, url: str) -> str:
         """The path of ``url``, not yet normalised; remembers its origin's prefix."""
@@ -710,7 +734,7 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
 
 _NO_GROUP = Decision(True, "allowed: no group names this agent and there is no '*' group")
 _NO_DECIDERS: dict[str, Decider | None] = {}
-_NO_MEMO: dict[str, RuleSet | _Group | None] = {}
+_NO_MEMO: dict[str, RuleSet | None] = {}
 #: Read only, shared by every file that names no agent but "*".
 _NO_AGENTS: dict[str, _Group] = {}
 #: The rules of a group without any, or compiled (they live in its RuleSet): never written.
