@@ -287,9 +287,8 @@ def _crawlee_request(ask: Ask) -> Any:
 class CrawleeBrowserPath(ClientPath):
     """crawlee's ``PlaywrightCrawler`` through ``RobotGateHttpClient.attach``, one page
     at a time (a second browser on one profile is refused), each ask a ``Request``
-    as :class:`CrawleePath` makes it."""
-
-    proxied = False
+    as :class:`CrawleePath` makes it; a page's proxy is the crawler's
+    ``proxy_configuration``."""
 
     async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
         pytest.importorskip("crawlee", reason="crawlee is not installed")
@@ -300,11 +299,13 @@ class CrawleeBrowserPath(ClientPath):
             PlaywrightCrawler,
             PlaywrightCrawlingContext,
         )
+        from crawlee.proxy_configuration import ProxyConfiguration
         from crawlee.storage_clients import MemoryStorageClient
 
         from robotgate.integrations.crawlee import RobotGateHttpClient
         from robotgate.integrations.playwright import LAUNCH_ARGS, preloading_off
 
+        [proxy] = {ask.proxy for ask in asks}
         answered: dict[str, Result] = {}
         with tempfile.TemporaryDirectory() as profile:
             async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
@@ -318,6 +319,8 @@ class CrawleeBrowserPath(ClientPath):
                     browser_new_context_options={"service_workers": "block"},
                     concurrency_settings=ConcurrencySettings(desired_concurrency=1,
                                                              max_concurrency=1),
+                    proxy_configuration=ProxyConfiguration(proxy_urls=[proxy])
+                    if proxy is not None else None,
                     max_request_retries=0, configure_logging=False)
                 client.attach(crawler)
 
@@ -612,12 +615,13 @@ class StreamServer:
 class ForwardProxy(StreamServer):
     """A loopback HTTP forward proxy: it alone knows ``web.invalid`` (the public site).
     Every request it forwards is recorded, and the host of each tunnel it opens
-    (``CONNECT``, as Playwright's request client asks for every URL); each connection
-    carries one request, or one tunnel."""
+    (``CONNECT``, as Playwright's request client asks for every URL), and the host of
+    each request it cannot forward; each connection carries one request, or one tunnel."""
 
     site_port: int = 0
     forwarded: list[str] = field(default_factory=list)
     tunnels: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -631,6 +635,7 @@ class ForwardProxy(StreamServer):
             host = (target if method == "CONNECT" else target.split("://", 1)[1]).split("/")[0]
             if not host.startswith("web.invalid:"):
                 # A name it does not know (a browser's own background request).
+                self.unknown.append(host)
                 writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
                 await writer.drain()
                 return

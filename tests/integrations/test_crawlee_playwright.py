@@ -13,6 +13,7 @@ import pytest
 from robotgate import Disallowed, RobotGate
 from robotgate.policy.hops import REFUSED, RULE
 from tests.contract.test_private_addresses import Names, names, system_names
+from tests.contract.test_provenance_paths import ForwardProxy
 from tests.contract.test_request_paths import PRIVATE, PUBLIC, public_loopback_1
 from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.pages_site import Answer, PagesSite
@@ -23,6 +24,7 @@ pytest.importorskip("browserforge", reason="crawlee's playwright extra is not in
 
 from crawlee import ConcurrencySettings, Request, RequestState
 from crawlee.crawlers import BasicCrawlingContext, PlaywrightCrawler, PlaywrightCrawlingContext
+from crawlee.proxy_configuration import ProxyConfiguration
 from crawlee.storage_clients import MemoryStorageClient
 
 from robotgate.integrations.crawlee import RobotGateHttpClient
@@ -51,7 +53,8 @@ class Run:
         self.failed: list[tuple[str, Exception]] = []
 
     def crawler(self, gate: RobotGate, max_request_retries: int = 3,
-                follow_redirects: bool = True) -> PlaywrightCrawler:
+                follow_redirects: bool = True,
+                proxy_configuration: ProxyConfiguration | None = None) -> PlaywrightCrawler:
         client = RobotGateHttpClient(
             gate, follow_redirects=follow_redirects,
             on_refused=lambda url, no: self.refused.append((url, no)))
@@ -66,7 +69,8 @@ class Run:
             # One page at a time: two pages starting at once may make crawlee launch a
             # second browser on the same profile, which Chromium refuses (ProcessSingleton).
             concurrency_settings=ConcurrencySettings(desired_concurrency=1, max_concurrency=1),
-            max_request_retries=max_request_retries, configure_logging=False)
+            max_request_retries=max_request_retries, proxy_configuration=proxy_configuration,
+            configure_logging=False)
         client.attach(crawler)
 
         @crawler.router.default_handler
@@ -106,6 +110,34 @@ async def test_a_refused_page_is_skipped_once_with_its_reason(
     assert all("Disallow: /private" in no.decision.reason for _, no in run.refused)
     assert asked.state == RequestState.SKIPPED
     assert run.failed == [] and _loud(caplog) == []
+
+
+async def test_a_proxy_configurations_proxy_carries_the_pages_and_their_robots_txt(
+        tmp_path: Path, system_names: Names) -> None:
+    # Only the proxy knows web.invalid: a request sent past it (robots.txt too) could
+    # not reach the site, and attach would refuse a browser given the proxy itself.
+    run = Run(tmp_path)
+    async with PagesSite({"/robots.txt": ROBOTS}) as site:
+        # The page's stylesheet, a public page's pointer, is sent to the address the
+        # gate's check found (names'), through the proxy, which does not know it.
+        system_names.answers["web.invalid"] = [[PUBLIC]]
+        site.answers.update({"/": Answer(_page(head="<link rel=stylesheet href=/s.css>")),
+                             "/s.css": Answer("b{}", content_type="text/css"),
+                             "/private/x": Answer("secret")})
+        proxy = await ForwardProxy(site.port).start()
+        try:
+            url = f"http://web.invalid:{site.port}"
+            async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+                await run.crawler(gate, max_request_retries=0, proxy_configuration=(
+                    ProxyConfiguration(proxy_urls=[proxy.url]))).run([f"{url}/",
+                                                                      f"{url}/private/x"])
+        finally:
+            await proxy.close()
+    assert run.handled == [f"{url}/"] and run.failed == []
+    assert [asked for asked, _ in run.refused] == [f"{url}/private/x"]
+    assert proxy.forwarded == ["/robots.txt", "/"] and site.hits["/robots.txt"] == 1
+    assert site.hits["/"] == 1 and site.hits["/private/x"] == 0
+    assert proxy.unknown == [f"{PUBLIC}:{site.port}"] and site.hits["/s.css"] == 0
 
 
 async def test_a_refused_redirect_hop_is_skipped_too(

@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from crawlee.proxy_configuration import ProxyInfo
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
-    from playwright.async_api import Page
+    from playwright.async_api import Page, ProxySettings
     from playwright.async_api import Response as BrowserResponse
     from playwright.async_api import Route as BrowserRoute
 
@@ -162,6 +162,15 @@ def provenance_of(request: Request) -> Provenance:
 
 def _stored(provenance: Provenance) -> dict[str, str | bool | None]:
     return {"page": provenance.page, "public": provenance.public}
+
+
+def _proxy_settings(proxy_info: ProxyInfo | None) -> ProxySettings | None:
+    """crawlee's proxy of a request as Playwright's settings (as crawlee's own browser
+    controller writes it)."""
+    if proxy_info is None:
+        return None
+    return {"server": f"{proxy_info.scheme}://{proxy_info.hostname}:{proxy_info.port}",
+            "username": proxy_info.username, "password": proxy_info.password}
 
 
 class _Navigation:
@@ -372,7 +381,10 @@ class RobotGateHttpClient(HttpClient):
         routes.  The browser is given no network but the gate: the launch options of
         :func:`robotgate.integrations.playwright.launch_options` are added to each of
         the crawler's Playwright browsers' ``browser_launch_options`` (ValueError for a
-        proxy of their own there), and each page's ``attach`` checks the floor."""
+        proxy of their own there), and each page's ``attach`` checks the floor.  A
+        ``proxy_configuration``'s proxy (each request's ``proxy_info``) carries the
+        page's requests and its robots.txt, through the gate; the browser is not given
+        it (its proxy stays the black hole)."""
         from .playwright import BLACK_HOLE, LAUNCH_ARGS
 
         # crawlee has no public accessor for its client; a crawlee without this
@@ -394,6 +406,19 @@ class RobotGateHttpClient(HttpClient):
                                  "through the gate); leave it unset")
             launch["proxy"] = {"server": BLACK_HOLE}
             launch["args"] = [*launch.get("args", ()), *LAUNCH_ARGS]
+        if pool is not None:
+            # crawlee makes a page's browser context with the request's proxy_info as its
+            # proxy, a network past the gate; that proxy goes to attach instead (the
+            # page's requests are sent through it), and the browser keeps the black hole.
+            # crawlee offers no seam for this but its pool's new_page.
+            new_page = pool.new_page
+
+            async def new_page_without_proxy(page_id: str | None = None,
+                                             browser_plugin: Any = None,
+                                             proxy_info: ProxyInfo | None = None) -> Any:
+                return await new_page(page_id=page_id, browser_plugin=browser_plugin)
+
+            pool.new_page = new_page_without_proxy
         crawler.pre_navigation_hook(self._before_navigation)
         crawler.post_navigation_hook(self._after_navigation)
 
@@ -411,7 +436,7 @@ class RobotGateHttpClient(HttpClient):
                     "BeautifulSoupCrawler, or context.send_request", outcome=_UNROUTED)))
             navigation = _Navigation(self, page, provenance, context.session,
                                      context.proxy_info)
-            await attach(self.gate, page)
+            await attach(self.gate, page, proxy=_proxy_settings(context.proxy_info))
             # Routes run newest first: the navigation's before attach's.
             await page.route(_EVERY_URL, navigation.route)
         except BaseException as failed:
