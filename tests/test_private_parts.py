@@ -18,7 +18,7 @@ from aiohttp import web
 from yarl import URL
 
 from robotgate import RobotGate
-from robotgate.gate import aiohttp_client
+from robotgate.gate import aiohttp_bodies, aiohttp_client
 from robotgate.private_parts import (
     CODEC_IS_TEXT,
     CONNECTOR_POOL,
@@ -276,7 +276,7 @@ async def test_a_body_read_in_chunks_that_cannot_be_handed_over_is_refused(
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    monkeypatch.setattr(aiohttp_client, "_BODY_KEPT", False)
+    monkeypatch.setattr(aiohttp_bodies, "_BODY_KEPT", False)
     try:
         async with RobotGate(AGENT, delay=0) as gate:
             small = await gate.fetch(f"{base}/small")

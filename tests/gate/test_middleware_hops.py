@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 
 from robotgate import Disallowed, RobotGate
-from robotgate.gate.aiohttp_client import _NESTED, Handler
+from robotgate.gate.aiohttp_middleware import _NESTED
+from robotgate.gate.aiohttp_peers import Handler
 
 AGENT = "HopBot/1.0"
 PUBLIC, PRIVATE = "127.0.0.1", "127.0.0.2"

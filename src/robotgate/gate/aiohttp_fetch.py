@@ -1,0 +1,350 @@
+"""``gate.fetch``'s request: the call (:class:`FetchCall`), its side of the core's
+exchange (one aiohttp request at a time, no redirect followed by aiohttp), the URL as
+aiohttp sends it, and no resend out of turn.  (The aiohttp adapter's modules:
+:mod:`robotgate.gate.aiohttp_client`.)"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Coroutine, Generator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import aiohttp
+from multidict import CIMultiDict
+from yarl import URL
+
+from ..policy.fetch_flow import REDIRECTS
+from ..policy.hops import redirect_location
+from ..policy.provenance import INPUT, Provenance
+from ..policy.redirect_hop import ORIGIN_SCOPED, NextHop
+from ..politeness.exchange import Answer, Resend, answer_of
+from ..politeness.fleet_slots import Slot
+from ..politeness.request_turn import RequestTurn
+from ..urls import NOT_IN_URIS, InvalidURL, split_origin
+from .aiohttp_bodies import _closed_reading, _read
+from .aiohttp_peers import Handler, _peer_guard
+
+if TYPE_CHECKING:
+    from .aiohttp_client import AiohttpClient
+
+__all__ = ["FetchCall", "check_slot", "for_aiohttp", "resends_off", "without_resends",
+           "yarl_form"]
+
+
+# What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
+# "%21", upper-cases the rest), what no URI holds as such, controls and non-ASCII
+# characters. Searched for as anything but the printable ASCII yarl keeps: a negated
+# class is one table test a character (every page's URL is searched).
+_KEPT = "".join(c for c in map(chr, range(0x21, 0x7F)) if c != "%" and c not in NOT_IN_URIS)
+_REWRITTEN = re.compile(f"[^{re.escape(_KEPT)}]").search
+
+
+def for_aiohttp(url: str) -> tuple[URL | str, str]:
+    """What to hand aiohttp for ``url``, and the URL as it goes out, which is what
+    robots.txt must judge: yarl encodes a space as ``%20`` (``+`` in the query),
+    decodes ``%41`` and ``%21``...  A URL yarl would rewrite goes as the yarl URL
+    (parsed once, not again by aiohttp); one it cannot parse raises
+    :class:`~robotgate.urls.InvalidURL`.
+
+    >>> for_aiohttp("http://example.com/%70rivate/a b")
+    (URL('http://example.com/private/a%20b'), 'http://example.com/private/a%20b')
+    """
+    if _REWRITTEN(url) is None:
+        return url, url
+    parsed: URL | None
+    try:
+        parsed = URL(url)
+    except Exception:  # yarl's ValueError, and its IndexError on some odd authorities
+        parsed = None
+    if parsed is None:  # raised out here, the client's error is no context of ours
+        split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
+        raise InvalidURL(url, "the HTTP client cannot parse it")
+    return parsed, str(parsed)
+
+
+def yarl_form(url: str) -> str:
+    """``url`` as aiohttp sends it (see :func:`for_aiohttp`).
+
+    >>> yarl_form("http://example.com/%70rivate/a b")
+    'http://example.com/private/a%20b'
+    """
+    return for_aiohttp(url)[1]
+
+
+class FetchCall:
+    """``await gate.fetch(url)`` or ``async with gate.fetch(url) as resp``.
+
+    With ``stream=True`` only ``async with`` works: the response comes back after
+    its headers and the server's slot is held until the block exits.  ``sent``: the
+    Unix time its request left (the first hop's), after any wait for its turn
+    (None until then); ``gate.crawl`` records it as the request's start.
+    """
+
+    __slots__ = ("_args", "_client", "_provenance", "_resp", "_stream", "_turn", "_url", "sent")
+
+    def __init__(self, client: AiohttpClient, url: str, method: str, kwargs: dict[str, Any],
+                 stream: bool, max_bytes: int | None, provenance: Provenance = INPUT) -> None:
+        self._client = client
+        self._url = url
+        self._args = (method, kwargs, max_bytes)
+        self._provenance = provenance
+        self._stream = stream
+        self._resp: aiohttp.ClientResponse | None = None
+        self._turn: RequestTurn | None = None
+        self.sent: float | None = None
+
+    def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
+        if self._stream:
+            raise TypeError("gate.fetch(url, stream=True) is used as 'async with'")
+        return self._client.fetch(self._url, *self._args, None, self._provenance).__await__()
+
+    def __aenter__(self) -> Coroutine[Any, Any, aiohttp.ClientResponse]:
+        method, kwargs, max_bytes = self._args
+        return self._client.fetch(self._url, method, kwargs, max_bytes, self, self._provenance)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        resp, turn = self._resp, self._turn
+        if resp is not None:
+            resp.release()
+        if turn is not None:
+            # Streamed: the response is still tracked and its turn holds the server's slot.
+            self._turn = None
+            if resp is not None:
+                self._client.forget(resp)
+            turn.release()
+
+    if not TYPE_CHECKING:  # at run time only: mypy still flags gate.fetch(url).status
+        def __getattr__(self, name: str) -> NoReturn:
+            # Only what a FetchCall lacks comes here: mostly a response's attribute read
+            # from the call itself, the await or the 'async with' forgotten.
+            hint = "" if name.startswith("_") else (
+                ": gate.fetch(url) is not the response yet; use"
+                " 'async with gate.fetch(url) as resp:' or 'resp = await gate.fetch(url)'")
+            raise AttributeError(f"'FetchCall' object has no attribute {name!r}{hint}",
+                                 name=name, obj=self)
+
+
+class _FetchSender:
+    """``gate.fetch``'s side of the exchange: one aiohttp request at a time through the
+    gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
+
+    __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_sending",
+                 "_target", "hops", "last", "method", "url")
+
+    def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
+                 max_bytes: int | None, call: FetchCall | None) -> None:
+        self._client = client
+        self._call = call  # told when its first request leaves
+        #: The method of the request being sent.
+        self.method = method
+        self._kwargs = kwargs
+        self._max_bytes = max_bytes
+        self._sending = client._sending(kwargs)
+        self._target: URL | str = ""  # the URL handed to aiohttp
+        #: The URL being sent, as the gate's errors name it.
+        self.url = ""
+        # What dropped the connection under the request being sent (see _sent_once).
+        self._dropped: BaseException | None = None
+        #: The redirect responses followed, and the last response (for aiohttp's
+        #: TooManyRedirects).
+        self.hops: tuple[aiohttp.ClientResponse, ...] = ()
+        self.last: aiohttp.ClientResponse | None = None
+
+    def prepare(self, url: str) -> str:
+        if _REWRITTEN(url) is None:  # most URLs: sent as they are (for_aiohttp's first case)
+            self._target = url
+            return url
+        self._target, url = for_aiohttp(url)
+        return url
+
+    def send(self, turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
+        client = self._client
+        # The trace hook's last look (only the owned session has it): a fleet slot
+        # found past as the headers go out raises LateSlot, nothing sent.
+        slot = turn.slot
+        kwargs = self._kwargs
+        extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and client.owned \
+            else kwargs
+        if self._call is not None and not self.hops:
+            self._call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
+        middlewares = self._sending
+        if turn.guard:
+            middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
+        self.url = turn.url
+        session = client.session()
+        if client.owned and resends_off(session):
+            return self._sent(session.request(
+                self.method, self._target, allow_redirects=False, middlewares=middlewares,
+                **extra))
+        # A user's session resends on its own (and the gate's, on an aiohttp without the
+        # switch): the resend is stopped where it starts, in the one coroutine a request
+        # of it takes here; its errors are made the gate's by the fetch
+        # (AiohttpClient.fetch).
+        self._dropped = None
+        return session.request(
+            self.method, self._target, allow_redirects=False,
+            middlewares=(self._sent_once, *middlewares), **extra)
+
+    async def _sent(self, sending: Awaitable[aiohttp.ClientResponse]
+                    ) -> aiohttp.ClientResponse:
+        """The gate's own session's request: a dropped connection's request is sent
+        again in a turn of its own (the session does not resend by itself)."""
+        client = self._client
+        try:
+            return await sending
+        except aiohttp.ClientError as exc:
+            if not client.closed and _dropped(exc) and self._resendable():
+                raise Resend(exc) from None
+            client._raise_ours(exc, self.url)
+
+    async def _sent_once(self, req: aiohttp.ClientRequest,
+                         handler: Handler) -> aiohttp.ClientResponse:
+        """A middleware that lets the request go out once: aiohttp sends a request again
+        at once when the connection dropped under it; that resend is a request of its
+        own, sent in a turn of its own (:class:`~robotgate.politeness.exchange.Resend`;
+        after the gate's close, that turn raises GateClosed)."""
+        if self._dropped is not None:
+            raise Resend(self._dropped)
+        try:
+            return await handler(req)
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError) as exc:
+            self._dropped = exc
+            raise
+
+    def _resendable(self) -> bool:
+        """Whether aiohttp would send this request again after a dropped connection (an
+        idempotent method; here, without a body to send again)."""
+        kwargs = self._kwargs
+        return (self.method.upper() in aiohttp.client.IDEMPOTENT_METHODS and "data" not in kwargs
+                and "json" not in kwargs)
+
+    def answer(self, resp: aiohttp.ClientResponse) -> Answer:
+        # The exchange asks as soon as the response came: tracked from here.
+        self._client._open.add(resp)
+        self.last = resp
+        status = resp.status
+        if status in REDIRECTS:
+            return Answer(status, None, redirect_location(resp.headers))
+        if status == 429 or status == 503:
+            return Answer(status, resp.headers.get("Retry-After"), None)
+        return answer_of(status)
+
+    async def redirected(self, resp: aiohttp.ClientResponse, hop: NextHop) -> None:
+        try:
+            await self.read(resp, str(resp.url))
+        finally:
+            self._client._open.discard(resp)
+        self.hops += (resp,)
+        self.method = hop.method
+        kwargs = self._kwargs
+        if not hop.keeps_body:
+            kwargs.pop("data", None)
+            kwargs.pop("json", None)
+        if hop.leaves_origin:
+            # The call's credentials, as aiohttp drops them on its own hops; a session's
+            # default Authorization or Cookie header is taken off the built request.
+            kwargs.pop("auth", None)
+            kwargs.pop("cookies", None)
+            if _scoped_defaults(self._client.session()):
+                self._sending = (*self._sending, _without_scoped)
+        if "headers" in kwargs and kwargs["headers"] is not self._client._call_headers:
+            kwargs["headers"] = _headers_without(kwargs["headers"], hop.dropped)
+
+    def drop(self, resp: aiohttp.ClientResponse) -> None:
+        self._client._drop(resp)
+
+    async def read(self, resp: aiohttp.ClientResponse, url: str) -> None:
+        """Read ``resp``'s body within ``max_bytes``; the client's errors as the gate's."""
+        try:
+            await _read(resp, url, self._max_bytes, self._client.body_unheard())
+        except BaseException as exc:
+            self.unread(resp, url, exc)
+        finally:
+            self._client._open.discard(resp)
+
+    def unread(self, resp: aiohttp.ClientResponse, url: str, exc: BaseException) -> NoReturn:
+        """Reading ``resp``'s body failed with ``exc``: it is closed, and the client's
+        error raised as the gate's."""
+        resp.close()
+        client = self._client
+        if client.closed:
+            raise _closed_reading(url) from None
+        if isinstance(exc, aiohttp.ClientError):
+            client._raise_ours(exc, url)
+        raise exc
+
+
+def _dropped(exc: aiohttp.ClientError) -> bool:
+    """Whether ``exc`` is a connection that dropped under a request sent (aiohttp's
+    reason to send it again), not one that could not be made."""
+    return (isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+            and not isinstance(exc, aiohttp.ClientConnectorError))
+
+
+def without_resends(session: aiohttp.ClientSession) -> aiohttp.ClientSession:
+    """The gate's own session, made not to send a request again by itself after a
+    dropped connection: ``gate.fetch`` sends it again in a turn of its own.  (aiohttp
+    has no public switch for it; its own test client turns it off so.)  An aiohttp
+    without the switch is left as it is: :func:`resends_off` tells, and gate.fetch then
+    stops the resend with a middleware."""
+    if hasattr(session, "_retry_connection"):  # private_parts.RETRY_CONNECTION
+        session._retry_connection = False
+    return session
+
+
+def resends_off(session: aiohttp.ClientSession) -> bool:
+    """Whether ``session`` is known to send no request again by itself (its switch
+    found, and off)."""
+    return getattr(session, "_retry_connection", True) is False
+
+
+async def check_slot(session: aiohttp.ClientSession, ctx: object,
+                     params: aiohttp.TraceRequestHeadersSentParams) -> None:
+    """Trace hook: a fleet slot's deadline is checked right before the first bytes go
+    out; the slot is the request's ``trace_request_ctx`` (see ``_send``)."""
+    slot = getattr(ctx, "trace_request_ctx", None)
+    if isinstance(slot, Slot):
+        slot.check(asyncio.get_running_loop().time())
+
+
+def _with_params(url: str, params: Any) -> str:
+    """``url`` with the query ``params`` added, as aiohttp adds them to the request it
+    sends (yarl's ``extend_query``)."""
+    with_params: str | None
+    try:
+        with_params = str(URL(url).extend_query(params))
+    except Exception:  # yarl's ValueError and TypeError, its IndexError on odd authorities
+        with_params = None
+    if with_params is None:  # raised out here, the client's error is no context of ours
+        split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
+        raise InvalidURL(url, "the HTTP client cannot add its params to it")
+    return with_params
+
+
+def _headers_without(headers: Any, dropped: frozenset[str]) -> CIMultiDict[str] | None:
+    """A call's ``headers`` (any form aiohttp takes) without the names in ``dropped``
+    (lower case)."""
+    if headers is None:
+        return None
+    items = headers.items() if hasattr(headers, "items") else headers
+    return CIMultiDict((name, value) for name, value in items
+                       if str(name).lower() not in dropped)
+
+
+def _scoped_defaults(session: aiohttp.ClientSession) -> bool:
+    """Whether ``session``'s default headers hold one that stays on its origin."""
+    return any(name.lower() in ORIGIN_SCOPED for name in session.headers)
+
+
+async def _without_scoped(req: aiohttp.ClientRequest,
+                          handler: Handler) -> aiohttp.ClientResponse:
+    """A middleware for a hop that left its origin: no Authorization,
+    Proxy-Authorization or Cookie header of the session's defaults goes with it (the
+    jar's cookies for the new origin go too then: stricter than aiohttp)."""
+    for name in ORIGIN_SCOPED:
+        req.headers.popall(name, None)
+    return await handler(req)

@@ -1,0 +1,155 @@
+"""The robots.txt transport over aiohttp: the robots.txt (and tdmrep.json) flow's
+requests through the gate's session, or the user's with its proxy (:class:`Route`).
+(The aiohttp adapter's modules: :mod:`robotgate.gate.aiohttp_client`.)"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import aiohttp
+from yarl import URL
+
+from ..errors import Disallowed
+from ..policy.content_coding import decode_capped
+from ..policy.fetch_flow import RobotsRequest, RobotsResponse
+from ..politeness.exchange import robots_reach
+from ..politeness.redirects import refused_answer
+from .aiohttp_bodies import _read_capped
+from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
+
+if TYPE_CHECKING:
+    from .aiohttp_client import AiohttpClient, AiohttpConnections
+
+__all__ = ["AiohttpRobotsTransport", "Route", "proxy_route"]
+
+
+class Route(NamedTuple):
+    """The way a page goes, which its origin's robots.txt is asked by too: the user's
+    session a ``gate.middleware`` request came through (None: the gate's), and the
+    proxy a request goes through (``proxy``, ``proxy_auth``, ``proxy_headers`` as
+    aiohttp takes them; None: none of its own)."""
+
+    session: aiohttp.ClientSession | None = None
+    proxy: str | URL | None = None
+    proxy_auth: aiohttp.BasicAuth | None = None
+    proxy_headers: Any = None
+
+    def proxy_kwargs(self) -> dict[str, Any]:
+        """The proxy as aiohttp's request takes it."""
+        return {"proxy": self.proxy, "proxy_auth": self.proxy_auth,
+                "proxy_headers": self.proxy_headers}
+
+
+_DIRECT = Route()
+
+
+def proxy_route(kwargs: dict[str, Any]) -> Route | None:
+    """The proxy a call's aiohttp arguments send it through (None: none of its own)."""
+    proxy = kwargs.get("proxy")
+    if proxy is None:
+        return None
+    return Route(None, proxy, kwargs.get("proxy_auth"), kwargs.get("proxy_headers"))
+
+
+class AiohttpRobotsTransport:
+    """Sends the robots.txt flow's requests through the gate's aiohttp session, or
+    through the user's session when a request of theirs (the middleware) asked."""
+
+    #: Each request ends at its deadline (aiohttp's own timer, which every request
+    #: has anyway): no second timer per robots.txt fetch.
+    enforces_deadline = True
+
+    def __init__(self, client: AiohttpConnections | AiohttpClient) -> None:
+        self.client = client
+
+    def send(self, request: RobotsRequest) -> Coroutine[Any, Any, RobotsResponse]:
+        """The request's coroutine: on the common path (a first request through the
+        gate's own session, no proxy) the GET itself, with no coroutine around it."""
+        if request.previous is None and request.via is None and not request.guard:
+            return _get(self.client.session(), request, self._headers(request))
+        return self._send(request)
+
+    def _headers(self, request: RobotsRequest) -> dict[str, str]:
+        client_headers = self.client.headers
+        return {**client_headers, **request.headers} if request.headers else client_headers
+
+    async def _send(self, request: RobotsRequest) -> RobotsResponse:
+        client = self.client
+        route = request.via if isinstance(request.via, Route) else _DIRECT
+        session = route.session
+        if session is None or session.closed:
+            session = client.session()
+        # The resolver has no timer of its own.
+        reach = await asyncio.wait_for(robots_reach(
+            request, client.refuse_private, _resolve_with(session), client.is_private),
+            _left(request))
+        if isinstance(reach, RobotsResponse):
+            return reach  # a hop refused: not sent
+        guard = (_peer_guard(client.is_private, reach.what),) if reach.guard else ()
+        try:
+            return await self._send_guarded(request, guard, route)
+        except Disallowed as no:  # the connection reached a private address: not sent
+            return refused_answer(request, no.decision)
+
+    async def _send_guarded(self, request: RobotsRequest, guard: tuple[Middleware, ...],
+                            route: Route) -> RobotsResponse:
+        client = self.client
+        headers = self._headers(request)
+        via = route.session
+        if via is not None and not via.closed:
+            try:
+                return await _get(via, request, headers, guard, route)
+            except aiohttp.ClientError:
+                if not via.closed:
+                    raise
+                # The user closed that session meanwhile: not the site's failure.
+        return await _get(client.session(), request, headers, guard, route)
+
+
+async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
+               headers: dict[str, str], guard: tuple[Middleware, ...] = (),
+               route: Route | None = None) -> RobotsResponse:
+    # Our own middleware list: the session's (gate.middleware among them) stays out.
+    left = _left(request)
+    timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
+    proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
+    # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
+    # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
+    async with session.get(request.url, headers=headers, allow_redirects=False,
+                           raise_for_status=False, middlewares=(_once(), *guard),
+                           timeout=timeout, auto_decompress=False, **proxy) as resp:
+        status = resp.status
+        body = None
+        if 200 <= status < 300:
+            content = resp.content
+            # Most robots.txt come whole with their headers: no coroutine to read them.
+            raw = (content.read_nowait(request.max_bytes) if content.is_eof()
+                   else await _read_capped(resp, request.max_bytes))
+            body = decode_capped(raw, resp.headers.getall("Content-Encoding", ()),
+                                 request.max_bytes)
+        return RobotsResponse(status, resp.headers, body, request.url)
+
+
+def _left(request: RobotsRequest) -> float | None:
+    """Seconds left until the request's deadline (None: no deadline)."""
+    if request.deadline is None:
+        return None
+    return max(request.deadline - time.time(), 0.001)
+
+
+def _once() -> Middleware:
+    """A middleware that lets a request go out once: aiohttp would silently retry
+    a GET after a dropped connection, a second robots.txt request we don't want."""
+    sent = False
+
+    async def middleware(req: aiohttp.ClientRequest, handler: Handler) -> aiohttp.ClientResponse:
+        nonlocal sent
+        if sent:
+            raise aiohttp.ServerDisconnectedError("connection dropped; not retried")
+        sent = True
+        return await handler(req)
+
+    return middleware
