@@ -73,25 +73,25 @@ def missing(part: PrivatePart) -> PrivatePartMissing:
 # -- aiohttp: gate.fetch, gate.middleware, the robots.txt transport ----------------------
 
 RETRY_CONNECTION = PrivatePart(
-    "aiohttp", "ClientSession._retry_connection", "3.14.5", "robotgate.gate.aiohttp_client",
+    "aiohttp", "ClientSession._retry_connection", "3.14.5", "robotgate.gate.aiohttp_fetch",
     "the gate's own session would send a request again at once, out of its turn, after a "
     "kept-alive connection dropped under it",
     "public way: gate.fetch stops the resend with a middleware, as on a session of yours")
 REQUEST_TRACES = PrivatePart(
-    "aiohttp", "ClientRequest._traces", "3.14.5", "robotgate.gate.aiohttp_client",
+    "aiohttp", "ClientRequest._traces", "3.14.5", "robotgate.gate.aiohttp_middleware",
     "gate.middleware tells a redirect's hop by the aiohttp call it belongs to (the list "
     "of traces every request of one call shares); without it a hop reads as your input, "
     "its target not judged by the private-network rule",
     "fails closed: gate.middleware raises PrivatePartMissing")
 CONNECTOR_RESOLVER = PrivatePart(
-    "aiohttp", "TCPConnector._resolver", "3.14.5", "robotgate.gate.aiohttp_client",
+    "aiohttp", "TCPConnector._resolver", "3.14.5", "robotgate.gate.aiohttp_peers",
     "redirect hops and pointers are looked up with the resolver the session connects "
     "with, and pace_by='ip' paces by its first address; without it every hop is refused "
     "and pace_by='ip' would pace by host name",
     "fails closed: the look-up raises PrivatePartMissing")
 RESPONSE_BODY = PrivatePart(
     "aiohttp", "ClientResponse._body", "3.14.5",
-    "robotgate.gate.aiohttp_client, robotgate.gate.directives",
+    "robotgate.gate.aiohttp_bodies, robotgate.gate.directives",
     "gate.fetch hands the body it read within max_bytes to the response (read() returns "
     "it), and reads a page's meta robots tags from it",
     "public way for a body within max_bytes (read()); fails closed for one read in "
