@@ -30,6 +30,7 @@ PUBLIC = {
     "Outcome",
     "Pacing",
     "PageDirectives",
+    "PrivatePartMissing",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -83,7 +84,7 @@ def test_every_exported_exception_derives_from_robotgate_error() -> None:
                   if isinstance(value := getattr(robotgate, name), type)
                   and issubclass(value, BaseException)}
     assert {"BodyTooLarge", "CrawlInUse", "Disallowed", "Error", "GateClosed", "InvalidURL",
-            "StoreError"} <= set(exceptions)
+            "PrivatePartMissing", "StoreError"} <= set(exceptions)
     for name, cls in exceptions.items():
         assert issubclass(cls, robotgate.Error), name
     # The built-in bases users' except clauses were written for stay.

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects
     from .gate import RobotGate
     from .gate.options import Network
+    from .private_parts import PrivatePartMissing
     from .robots.sitemap import SitemapEntry
     from .store import CrawlInUse, MemoryStore, SQLiteStore, Store, StoreError
     from .store.redis import RedisStore
@@ -50,6 +51,7 @@ __all__ = [
     "Outcome",
     "Pacing",
     "PageDirectives",
+    "PrivatePartMissing",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -76,6 +78,7 @@ _LAZY = {
     "GateClosed": ".errors",
     "RobotGate": ".gate",
     "Network": ".gate.options",
+    "PrivatePartMissing": ".private_parts",
     "MemoryStore": ".store",
     "SQLiteStore": ".store",
     "Store": ".store",
