@@ -152,7 +152,9 @@ async def _crawl_playwright(kind: str, site: str, pages: int,
             labels: dict[int, str] = {}
             before = _cpu_ticks(os.getpid())
             for n in range(1, pages + 1):
-                await page.goto(f"{site}/page/{n}")
+                response = await page.goto(f"{site}/page/{n}")
+                if response is None or not response.ok:
+                    raise RuntimeError(f"{kind}: page {n} failed")
             spent = _spent(before, _cpu_ticks(os.getpid()), labels)
             await context.close()
     return spent
@@ -218,12 +220,14 @@ def child(kind: str, site: str, pages: int, chromium: str) -> None:
 # -- the parent: the site, the rounds, the report ------------------------------------------
 
 
-async def _serve() -> tuple[web.AppRunner, str]:
+async def _serve(served: list[str]) -> tuple[web.AppRunner, str]:
+    """The site, on loopback; ``served``: the path of each page it answers."""
     async def handle(request: web.Request) -> web.Response:
         path = request.path
         if path == "/robots.txt":
             return web.Response(text="User-agent: *\nAllow: /\n")
         if path.startswith("/page/"):
+            served.append(path)
             n = int(path.rsplit("/", 1)[1])
             return web.Response(text=PAGE.format(n=n, m=n + 1), content_type="text/html")
         if path.startswith("/img/"):
@@ -262,7 +266,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     runs: list[tuple[str, str]] = [(kind, str(ROOT / "src")) for kind in kinds]
     if args.before_src:
         runs += [(f"{kind}@before", args.before_src) for kind in kinds if kind in BASE]
-    runner, site = await _serve()
+    served: list[str] = []
+    runner, site = await _serve(served)
     per_page: dict[str, list[float]] = {kind: [] for kind, _ in runs}
     by_process: dict[str, dict[str, list[float]]] = {kind: {} for kind, _ in runs}
     try:
@@ -272,8 +277,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 per_page[kind].append(cost)
                 for label, seconds in parts.items():
                     by_process[kind].setdefault(label, []).append(seconds)
-                print(f"round {round_ + 1}: {kind:22} {cost * 1000:7.1f} ms CPU a page",
-                      file=sys.stderr)
+                if not args.no_progress:
+                    print(f"round {round_ + 1}: {kind:22} {cost * 1000:7.1f} ms CPU a page",
+                          file=sys.stderr)
     finally:
         await runner.cleanup()
     medians = {kind: statistics.median(costs) for kind, costs in per_page.items()}
@@ -283,6 +289,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         if base in medians:
             ratios[kind] = medians[kind] / medians[base]
     return {"pages": args.pages, "rounds": args.rounds, "per_page_cpu_s": per_page,
+            # Each run's pages and its first (robots.txt, the first connection) answered.
+            "pages_served": len(served), "pages_asked": len(runs) * args.rounds * (args.pages + 1),
             "median_cpu_ms": {k: round(v * 1000, 2) for k, v in medians.items()},
             "median_cpu_ms_by_process": {
                 kind: {label: round(statistics.median(costs) * 1000, 2)
@@ -300,6 +308,8 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(CONTENDERS))
     parser.add_argument("--before-src", default="")
     parser.add_argument("--json", type=Path, default=RESULTS / "browser_cost.json")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no line on stderr as each run ends")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--site", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()

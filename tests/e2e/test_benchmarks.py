@@ -183,3 +183,21 @@ def test_decode_instructions_children_decode_each_body_whole() -> None:
         assert done.returncode == 0, done.stderr[-2000:]
         decoded[name] = json.loads(done.stdout.strip().splitlines()[-1])["decoded_bytes"]
     assert decoded == {"text 150 B": 150, "text 4 KiB": 4096, "gzip of 4 KiB": 4096}
+
+
+def test_browser_cost_measures_each_contender_on_every_page(tmp_path: Path) -> None:
+    from tests.support.browser import chromium_path
+
+    pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
+                        "(pip install 'robotgate[playwright]')")
+    pytest.importorskip("crawl4ai", reason="crawl4ai is not installed "
+                        "(pip install 'robotgate[crawl4ai]')")
+    report, stdout = run_benchmark(tmp_path, "browser_cost.py", "--pages", "2", "--rounds", "1",
+                                   "--chromium", chromium_path())
+    contenders = {"playwright", "attach", "crawl4ai", "crawl4ai-gate"}
+    assert set(report["per_page_cpu_s"]) == contenders
+    assert all(len(costs) == 1 and costs[0] > 0 for costs in report["per_page_cpu_s"].values())
+    # Every contender was answered every page: the figures are of pages loaded.
+    assert report["pages_served"] == report["pages_asked"] == 4 * 3
+    assert set(report["ratio_to_plain"]) == {"attach", "crawl4ai-gate"}
+    assert "its plain run" in stdout
