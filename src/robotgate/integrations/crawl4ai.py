@@ -7,13 +7,18 @@
 :class:`RobotGateCrawler` is crawl4ai's ``AsyncWebCrawler`` with a crawler strategy
 of robotgate's:
 
-- given a ``BrowserConfig`` (or nothing), its Chromium is launched by robotgate as
-  :func:`robotgate.integrations.playwright.attach` requires (a persistent context on
-  a :func:`~robotgate.integrations.playwright.preloading_off` profile,
-  :data:`~robotgate.integrations.playwright.LAUNCH_ARGS`,
-  ``service_workers="block"``) and attached before crawl4ai or a hook of its uses it:
-  every request the browser makes goes through the gate, the URL given to ``arun``
-  as input, everything else as a pointer of the page that made it.  A setting that
+- given a ``BrowserConfig`` (or nothing), its Chromium is launched by robotgate with
+  no network but the gate: its own proxy the black hole
+  (:data:`~robotgate.integrations.playwright.BLACK_HOLE`, loopback included) and
+  WebRTC held to it (:data:`~robotgate.integrations.playwright.LAUNCH_ARGS`), so that
+  a request no route fulfils reaches nothing; a persistent context (on a
+  :func:`~robotgate.integrations.playwright.preloading_off` profile) with
+  ``service_workers="block"``.  The ``BrowserConfig``'s ``proxy_config`` carries the
+  gate's requests for the pages (``attach(..., proxy=...)``, robots.txt's too), not the
+  browser's.  The context is attached before crawl4ai or a hook of its uses it (and
+  ``attach`` checks the floor): every request the browser makes goes through the gate,
+  the URL given to ``arun`` as input, everything else as a pointer of the page that
+  made it.  A setting that
   would give crawl4ai another browser (``cdp_url``, a ``browser_mode`` other than
   ``"dedicated"``, another ``browser_type``) raises
   :class:`~robotgate.integrations.playwright.UnsafeBrowser` naming it; a page of any
