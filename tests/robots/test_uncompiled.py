@@ -116,6 +116,7 @@ corpus_only = pytest.mark.skipif(not CORPUS.is_dir(),
                                  reason=f"the shared robots.txt corpus is not at {CORPUS}")
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 @corpus_only
 def test_every_corpus_file_answers_alike_before_and_after_compiling() -> None:
@@ -143,6 +144,7 @@ def test_every_corpus_file_answers_alike_before_and_after_compiling() -> None:
 ASKED_BYTES_A_FILE = 3_500
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 @pytest.mark.slow
 @corpus_only
 def test_a_corpus_file_asked_ten_questions_holds_at_most_3500_bytes() -> None:
