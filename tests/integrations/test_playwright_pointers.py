@@ -203,3 +203,37 @@ async def test_an_attached_pages_popups_are_judged_and_other_pages_reach_nothing
     assert refused == [to]
     assert private.paths() == [] and private.robots_hits == 0
     assert other.paths() == [] and other.robots_hits == 0
+
+
+async def test_a_navigation_the_caller_says_was_pointed_at_is_judged_as_that_pointer(
+        public: HtmlSite, private: HtmlSite, browser: Any) -> None:
+    # A link crawler's page.goto, told as a public page's link (navigation_provenance):
+    # into a private address it is refused, its own start URL is input, and the
+    # document's origin after the gate's redirects is told (Attachment.document).
+    from robotgate.policy.provenance import pointer_of
+
+    start, link = public.url("/start"), private.url("/secret/linked")
+    moved = public.url("/redirect?to=/start")
+    public.pages["/start"] = ("<html><body>start</body></html>", {})
+    told: list[str] = []
+
+    def found_on(page: Any, url: str) -> Any:
+        told.append(url)
+        return None if url == start else pointer_of(start)
+
+    async with RobotGate(AGENT, is_private=public_loopback_1, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        handle = await attach(gate, context, navigation_provenance=found_on)
+        page = await context.new_page()
+        await page.goto(start)
+        with pytest.raises(PlaywrightError):
+            await page.goto(link)
+        page = await context.new_page()
+        await page.goto(moved)
+        landed = handle.document(page)
+        await context.close()
+    assert private.paths() == [] and private.robots_hits == 0
+    assert told == [start, link, moved]
+    assert public.paths() == ["/start", "/redirect", "/start"]
+    # The browser keeps the URL it asked for; the document came from the redirect's end.
+    assert landed is not None and (landed.url, landed.came_from) == (moved, start)
