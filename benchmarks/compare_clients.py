@@ -201,9 +201,10 @@ async def _child(name: str, urls: list[str]) -> str:
         spec.write_text(json.dumps({"urls": urls, "user_agent": USER_AGENT, "delay": 0,
                                     "per_origin": 4, "concurrency": 32, "timeout": 5,
                                     "deadline": 60}))
+        # In the temporary directory: crawlee's throttling queues land in ./storage.
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "benchmarks" / "baselines.py"), name, str(spec), str(out),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            cwd=work, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
         _, err = await asyncio.wait_for(proc.communicate(), 90)
         if proc.returncode not in (0, 4):
             raise RuntimeError(f"{name} exited {proc.returncode}: {err.decode()[-500:]}")
