@@ -354,8 +354,11 @@ async def test_a_refusal_is_told_from_crawl4ais_own_failure(integration: ModuleT
     async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
             RobotGate(AGENT, delay=0) as gate, \
             _browser(integration, gate, tmp_path / "profile") as crawler:
-        refused, blocked = await crawler.arun_many(
+        results = await crawler.arun_many(
             [site.url("/private/x"), site.url("/forbidden")], config=_run())
+    # crawl4ai's dispatcher gives the results in the order the runs ended.
+    by_url = {result.url: result for result in results}
+    refused, blocked = by_url[site.url("/private/x")], by_url[site.url("/forbidden")]
 
     assert not refused.success and not blocked.success
     told = refused.metadata[integration.REFUSED]
