@@ -25,6 +25,7 @@ PUBLIC = {
     "HostSettings",
     "HostState",
     "InvalidURL",
+    "LocalFailure",
     "MemoryStore",
     "Network",
     "Outcome",
@@ -84,7 +85,7 @@ def test_every_exported_exception_derives_from_robotgate_error() -> None:
                   if isinstance(value := getattr(robotgate, name), type)
                   and issubclass(value, BaseException)}
     assert {"BodyTooLarge", "CrawlInUse", "Disallowed", "Error", "GateClosed", "InvalidURL",
-            "PrivatePartMissing", "StoreError"} <= set(exceptions)
+            "LocalFailure", "PrivatePartMissing", "StoreError"} <= set(exceptions)
     for name, cls in exceptions.items():
         assert issubclass(cls, robotgate.Error), name
     # The built-in bases users' except clauses were written for stay.

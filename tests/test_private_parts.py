@@ -25,6 +25,7 @@ from robotgate.private_parts import (
     CONNECTOR_RESOLVER,
     CRAWL4AI_FIELDS,
     CRAWL4AI_START,
+    CRAWLEE_BROWSER_POOL,
     CRAWLEE_HTTP_CLIENT,
     CRAWLEE_VALIDATE_URL,
     PARTS,
@@ -175,6 +176,14 @@ def crawlee_validate_url() -> None:
     assert callable(urls.validate_http_url)
 
 
+def crawlee_browser_pool() -> None:
+    crawlers = _module("crawlee.crawlers")
+    browsers = _module("crawlee.browsers")
+    assert "self._browser_pool = " in _source(crawlers.PlaywrightCrawler.__init__)
+    taken = inspect.signature(browsers.BrowserPool.new_page).parameters
+    assert {"page_id", "browser_plugin", "proxy_info"} <= set(taken)
+
+
 def redis_cluster_initialize() -> None:
     cluster = _module("redis.asyncio.cluster")
     source = _source(cluster.RedisCluster)
@@ -193,7 +202,7 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     CONNECTOR_POOL: connector_pool, SCRAPY_HANDLER_POOL: scrapy_handler_pool,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, CRAWLEE_HTTP_CLIENT: crawlee_http_client,
-    CRAWLEE_VALIDATE_URL: crawlee_validate_url,
+    CRAWLEE_VALIDATE_URL: crawlee_validate_url, CRAWLEE_BROWSER_POOL: crawlee_browser_pool,
     REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize, CODEC_IS_TEXT: codec_is_text,
 }
 

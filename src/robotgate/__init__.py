@@ -15,6 +15,7 @@ from .decision import Decision, Rule, UsageRule
 from .error_root import Error
 from .links import page_links
 from .policy import FetchPolicy
+from .policy.fetch import LocalFailure
 from .policy.host_settings import HostSettings
 from .policy.pacing import Pacing
 from .records import HostState, Outcome, RobotsEntry
@@ -46,6 +47,7 @@ __all__ = [
     "HostSettings",
     "HostState",
     "InvalidURL",
+    "LocalFailure",
     "MemoryStore",
     "Network",
     "Outcome",

@@ -23,6 +23,7 @@ __all__ = [
     "BackoffEased",
     "BackoffStarted",
     "Event",
+    "LocalShortage",
     "ResponseAnswered",
     "RobotsFetched",
     "StoreTrouble",
@@ -148,6 +149,18 @@ class BackoffEased(Event):
     """A success narrowed the server's back-off to ``extra`` seconds (0: gone)."""
 
     extra: float
+
+
+@dataclass(frozen=True, slots=True)
+class LocalShortage(Event):
+    """This machine ran out of ``resource`` (file descriptors, memory, ports) sending
+    the origin's robots.txt: the crawler's failure, not the site's (nothing is kept);
+    ``error`` says what to raise.  ``given_up``: the fetch's timeout passed, and the
+    caller is told (:class:`robotgate.LocalFailure`); else it is asked again."""
+
+    resource: str
+    error: str
+    given_up: bool
 
 
 @dataclass(frozen=True, slots=True)

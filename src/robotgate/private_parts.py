@@ -150,6 +150,12 @@ CRAWLEE_VALIDATE_URL = PrivatePart(
     "robotgate.integrations.crawlee",
     "a URL is checked as crawlee's own clients check it",
     "loud: the import fails")
+CRAWLEE_BROWSER_POOL = PrivatePart(
+    "crawlee", "PlaywrightCrawler._browser_pool, BrowserPool.new_page(proxy_info=)",
+    "1.11.0", "robotgate.integrations.crawlee",
+    "RobotGateHttpClient.attach sets the floor in each plugin's launch options and makes "
+    "pages without the request's proxy_info (the proxy goes to attach instead)",
+    "fails closed: a page whose context has a proxy of its own is refused by attach")
 
 # -- redis-py --------------------------------------------------------------------------------
 
@@ -171,5 +177,6 @@ CODEC_IS_TEXT = PrivatePart(
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
     SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
-    CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, REDIS_CLUSTER_INITIALIZE, CODEC_IS_TEXT,
+    CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
+    CODEC_IS_TEXT,
 )

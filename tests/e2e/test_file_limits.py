@@ -22,6 +22,7 @@ import textwrap
 import pytest
 
 from robotgate import FetchPolicy, Network, RobotGate
+from robotgate.events import Event, LocalShortage, RobotsFetched
 from robotgate.gate.connections import BoundedConnector
 from robotgate.policy.fetch import LocalFailure
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
@@ -50,8 +51,9 @@ class ShortOfFiles(FakeTransport):
 
 async def test_a_shortage_of_descriptors_is_never_the_sites_verdict() -> None:
     transport = ShortOfFiles(failures=1_000)  # more than the fetch's timeout lets it try
+    heard: list[Event] = []
     gate = RobotGate("LimitBot/1.0", delay=0, policy=FetchPolicy(timeout=0.3),
-                     network=Network(robots_transport=transport))
+                     network=Network(robots_transport=transport), on_event=heard.append)
     async with gate:
         with pytest.raises(LocalFailure) as raised:
             await asyncio.wait_for(gate.allowed("http://site.test/page"), 10)  # hang guard
@@ -59,6 +61,14 @@ async def test_a_shortage_of_descriptors_is_never_the_sites_verdict() -> None:
         assert "ulimit -n" in str(raised.value) and "site.test" in str(raised.value)
         assert len(transport.requests) > 1  # asked again while it lasted
         assert await gate.store.load_robots("http://site.test") is None  # nothing kept
+        # The crawler is told, each time, and when it gave up; no robots.txt was fetched.
+        shortages = [e for e in heard if isinstance(e, LocalShortage)]
+        assert len(shortages) == len(transport.requests)
+        assert all(e.origin == "http://site.test" and "EMFILE" in e.resource
+                   for e in shortages)
+        assert [e.given_up for e in shortages][-1:] == [True]
+        assert not any(e.given_up for e in shortages[:-1])
+        assert not any(isinstance(e, RobotsFetched) for e in heard)
         transport.failures = 0  # the descriptors free
         assert await gate.allowed("http://site.test/page")
         assert not await gate.allowed("http://site.test/private")

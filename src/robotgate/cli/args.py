@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..compiled import HOT_PATH, compiled_modules
 from ..crawl import DEFAULT_RETRIES
+from ..redaction import redact_text
 from ..robots import DIALECTS
 
 EXIT_OK = 0
@@ -48,9 +49,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def say(message: str) -> None:
-    """One ``robotgate: ...`` line on stderr (never fails: stderr may be gone)."""
+    """One ``robotgate: ...`` line on stderr, redacted (never fails: stderr may be gone)."""
     with contextlib.suppress(OSError, ValueError):
-        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+        print(f"{PROG}: {redact_text(message)}", file=sys.stderr, flush=True)
 
 
 def error(message: str) -> None:
@@ -59,9 +60,9 @@ def error(message: str) -> None:
 
 
 def say_block(text: str) -> None:
-    """Lines on stderr, as they are."""
+    """Lines on stderr, redacted."""
     with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(redact_text(text) + "\n")
         sys.stderr.flush()
 
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Generic
 from ..decision import Decision
 from ..errors import GateClosed
 from ..policy.provenance import INPUT, pointer_of
+from ..redaction import failure_text, redact_text
 from ..robots.sitemap import SitemapEntry
 from ..store.crawl_state import DONE, FAILED, SKIPPED, Added, CrawlState, Entry, MemoryCrawlState
 from ..store.leases import LapsedLease
@@ -63,7 +64,7 @@ from .options import (
     Handler,
     ScopeRule,
 )
-from .page import LocalRetries, PageLinks, PageReader, describe_error, is_transient, shortage_of
+from .page import LocalRetries, PageLinks, PageReader, is_transient, shortage_of
 from .results import CrawlResult, CrawlSummary
 
 if TYPE_CHECKING:
@@ -380,7 +381,7 @@ class Frontier(Generic[ResponseT]):
         self.summary.invalid += 1
         self.summary.invalid_links += discovered
         text = url if isinstance(url, str) else repr(url)
-        self._emit(CrawlResult(text, error=str(exc), discovered=discovered))
+        self._emit(CrawlResult(text, error=redact_text(str(exc)), discovered=discovered))
 
     def _load_soon(self) -> None:
         """A shared state may have URLs for this worker now: asked at once."""
@@ -464,7 +465,7 @@ class Frontier(Generic[ResponseT]):
             transient = True
             record.error = (
                 f"timed out: page not done within {self.timeout:g}s"
-                if self.timeout is not None else describe_error(exc)
+                if self.timeout is not None else failure_text(exc)
             )
         except Exception as exc:  # recorded, never raised out of the crawl
             decision = getattr(exc, "decision", None)  # Disallowed (a redirect), any fetch's
@@ -473,7 +474,7 @@ class Frontier(Generic[ResponseT]):
                 record.final_url = getattr(exc, "url", None)
             else:
                 transient = is_transient(exc)
-                record.error = describe_error(exc)
+                record.error = failure_text(exc)
                 shortage = shortage_of(exc, url)
                 if shortage is not None:  # this machine's, not the site's
                     record.error = self.summary.local_failure = str(shortage)
@@ -512,7 +513,7 @@ class Frontier(Generic[ResponseT]):
             try:
                 found = await self.discovery.judge(entry, links, resolve, record.final_url)
             except Exception as exc:  # an iterable of links that raises as it is read
-                record.error = describe_error(exc)
+                record.error = failure_text(exc)
         outcome = DONE if record.kind == "page" else SKIPPED if record.kind == "skipped" else FAILED
         # Once begun, the write of its outcome is seen to the end: a crawl stopped
         # meanwhile counts the page as done (wind-up waits for it), not cut short.

@@ -28,7 +28,7 @@ from .results import CrawlResult, CrawlSummary, Handled
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
 
-__all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links", "describe_error",
+__all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links",
            "is_transient", "shortage_of"]
 
 #: Errors retried by the name of a class they derive from: clients' connection
@@ -203,12 +203,6 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
         return True
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
-
-
-def describe_error(exc: BaseException) -> str:
-    text = str(exc)
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
 
 
 def shortage_of(exc: BaseException, url: str) -> LocalFailure | None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Literal
 
 from ..error_root import Error
-from ..events import RobotsFetched
+from ..events import LocalShortage, RobotsFetched
 from ..policy.fetch import LocalFailure
 from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
@@ -402,6 +402,10 @@ class RobotsCache:
                 self.local_failures += 1
                 left = give_up - time.monotonic()
                 _tell_shortage(shortage, self.local_failures, left)
+                events = self.events
+                if events is not None:
+                    events.emit(LocalShortage(time.time(), origin, events.key_of(origin),
+                                              shortage.resource, str(shortage), left <= 0))
                 if left <= 0:
                     raise
                 await asyncio.sleep(min(pause, left))
