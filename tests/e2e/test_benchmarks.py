@@ -201,3 +201,15 @@ def test_browser_cost_measures_each_contender_on_every_page(tmp_path: Path) -> N
     assert report["pages_served"] == report["pages_asked"] == 4 * 3
     assert set(report["ratio_to_plain"]) == {"attach", "crawl4ai-gate"}
     assert "its plain run" in stdout
+
+
+def test_million_origins_allows_and_fetches_every_origin_within_the_connection_bound(
+        tmp_path: Path) -> None:
+    report, _ = run_benchmark(tmp_path, "million_origins.py", "--origins", "200",
+                              "--samples", "2", "--concurrency", "16", "--max-origins", "50")
+    allowed, crawl = report["allowed"], report["crawl"]
+    assert (allowed["allowed"], allowed["robots_requests"]) == (200, 200)
+    assert (crawl["pages"], crawl["unreachable"], crawl["errors"]) == (200, 0, 0)
+    for part in (allowed, crawl):
+        assert part["nofile_limit"] == 1024
+        assert all(s["connections"] <= part["max_connections"] for s in part["samples"])
