@@ -319,3 +319,21 @@ async def test_without_the_switch_the_gates_own_session_resends_in_a_turn_of_its
     pages = [t for path, t in server.arrivals if path != "/robots.txt"]
     assert len(pages) == 3  # /page/1, /drop dropped, /drop sent again
     assert min(b - a for a, b in itertools.pairwise(pages)) >= 0.49, server.arrivals
+
+
+def test_twisteds_pool_not_where_it_was_refuses_the_scrapy_crawls_requests() -> None:
+    http11 = pytest.importorskip("scrapy.core.downloader.handlers.http11", reason=(
+        "Scrapy is not installed (pip install 'robotgate[scrapy]')"))
+    from robotgate.integrations.scrapy.middleware import _no_silent_resend
+
+    without_pool = object.__new__(http11.HTTP11DownloadHandler)  # no _pool: renamed
+    handlers = SimpleNamespace(_get_handler=lambda scheme: without_pool)
+    crawler: Any = SimpleNamespace(engine=SimpleNamespace(
+        downloader=SimpleNamespace(handlers=handlers)))
+    with pytest.raises(PrivatePartMissing, match=r"^scrapy .* has no DownloadHandlers"):
+        _no_silent_resend(crawler)
+    handlers._get_handler = lambda scheme: object()  # another client's handler: left alone
+    _no_silent_resend(crawler)
+    del handlers._get_handler  # Scrapy's handlers not where they were
+    with pytest.raises(PrivatePartMissing):
+        _no_silent_resend(crawler)

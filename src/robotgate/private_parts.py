@@ -111,7 +111,8 @@ SCRAPY_HANDLER_POOL = PrivatePart(
     "Twisted's connection pool sends a request again at once, out of its turn, when a "
     "kept-alive connection dropped; the middleware turns that off through the handler's "
     "pool",
-    "silent: read with getattr, the resend is not turned off")
+    "fails closed: PrivatePartMissing for each request (a handler of another client is "
+    "left alone)")
 
 # -- crawl4ai ------------------------------------------------------------------------------
 

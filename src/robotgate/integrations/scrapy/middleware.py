@@ -53,6 +53,7 @@ from ...politeness.exchange import robots_reach
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
+from ...private_parts import SCRAPY_HANDLER_POOL, missing
 from ...redaction import logger
 from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
@@ -210,16 +211,25 @@ def _no_silent_resend(crawler: Crawler) -> None:
     middlewares, when a kept-alive connection dropped before any answer: a request out
     of its turn.  Turned off for Scrapy's HTTP/1.1 handlers, such a request fails
     (``ResponseNeverReceived``); Scrapy's RetryMiddleware, when on, sends it again as a
-    new request, in a turn of its own."""
+    new request, in a turn of its own.  Where Scrapy's handlers or Twisted's pool are
+    not where they were (:data:`~robotgate.private_parts.SCRAPY_HANDLER_POOL`), nothing
+    is sent: :class:`~robotgate.private_parts.PrivatePartMissing`.  A handler of another
+    client (HTTP/2, a browser's) has no such pool and is left alone."""
+    from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
     engine = crawler.engine
     handlers = getattr(engine.downloader, "handlers", None) if engine is not None else None
     get = getattr(handlers, "_get_handler", None)
     if get is None:
-        return
+        raise missing(SCRAPY_HANDLER_POOL)
     for scheme in ("http", "https"):
-        pool = getattr(get(scheme), "_pool", None)
-        if pool is not None and hasattr(pool, "retryAutomatically"):
-            pool.retryAutomatically = False
+        handler = get(scheme)
+        if not isinstance(handler, HTTP11DownloadHandler):
+            continue
+        pool = getattr(handler, "_pool", None)
+        if pool is None or not hasattr(pool, "retryAutomatically"):
+            raise missing(SCRAPY_HANDLER_POOL)
+        pool.retryAutomatically = False
 
 
 def _require_asyncio() -> None:
