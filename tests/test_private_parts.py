@@ -5,7 +5,6 @@ as relied on; and the paths that fail closed when one is missing."""
 from __future__ import annotations
 
 import asyncio
-import codecs
 import importlib
 import inspect
 from collections.abc import Callable
@@ -17,10 +16,9 @@ import pytest
 from aiohttp import web
 from yarl import URL
 
-from robotgate import RobotGate
+from robotgate import Disallowed, RobotGate
 from robotgate.gate import aiohttp_bodies, aiohttp_client
 from robotgate.private_parts import (
-    CODEC_IS_TEXT,
     CONNECTOR_POOL,
     CONNECTOR_RESOLVER,
     CRAWL4AI_FIELDS,
@@ -111,6 +109,10 @@ def connector_pool() -> None:
         assert callable(getattr(aiohttp.TCPConnector, method, None)), method
     init = _source(aiohttp.BaseConnector.__init__)
     assert "self._conns" in init and "self._acquired" in init
+    # aiohttp's own pool still calls the methods the bounded connector overrides.
+    assert "self._get(" in _source(aiohttp.BaseConnector.connect)
+    assert "self._create_connection(" in _source(aiohttp.BaseConnector.connect)
+    assert "self._connector._release(" in _source(aiohttp.connector.Connection)
 
 
 def scrapy_handler_pool() -> None:
@@ -188,12 +190,8 @@ def redis_cluster_initialize() -> None:
     cluster = _module("redis.asyncio.cluster")
     source = _source(cluster.RedisCluster)
     assert "self._initialize = True" in source and "if self._initialize" in source
-
-
-def codec_is_text() -> None:
-    assert codecs.lookup("base64")._is_text_encoding is False
-    assert codecs.lookup("rot13")._is_text_encoding is False
-    assert getattr(codecs.lookup("latin-1"), "_is_text_encoding", True) is True
+    client = cluster.RedisCluster(host="127.0.0.1", port=9)  # connects on its first command
+    assert client._initialize is True
 
 
 CANARIES: dict[PrivatePart, Callable[[], Any]] = {
@@ -203,7 +201,7 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, CRAWLEE_HTTP_CLIENT: crawlee_http_client,
     CRAWLEE_VALIDATE_URL: crawlee_validate_url, CRAWLEE_BROWSER_POOL: crawlee_browser_pool,
-    REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize, CODEC_IS_TEXT: codec_is_text,
+    REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize,
 }
 
 
@@ -337,3 +335,187 @@ def test_twisteds_pool_not_where_it_was_refuses_the_scrapy_crawls_requests() -> 
     del handlers._get_handler  # Scrapy's handlers not where they were
     with pytest.raises(PrivatePartMissing):
         _no_silent_resend(crawler)
+
+
+# -- a part gone: its canary fails, and the path that reads it refuses -----------------------
+
+
+def _rename(monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> None:
+    """``cls.name`` gone, as if the library renamed it: from each class that defines it."""
+    for owner in cls.__mro__:
+        if name in vars(owner):
+            monkeypatch.delattr(owner, name)
+    assert not hasattr(cls, name)
+
+
+def _unset_after_init(monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> None:
+    """Instances of ``cls`` made without the attribute ``name`` their ``__init__`` sets."""
+    init = cls.__init__
+
+    def without(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        delattr(self, name)
+
+    monkeypatch.setattr(cls, "__init__", without)
+
+
+def _gone_connector_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    _rename(monkeypatch, aiohttp.TCPConnector, "_get")
+
+
+def _gone_crawl4ai_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    _rename(monkeypatch, _browser_manager(), "_start_impl")
+
+
+def _gone_crawl4ai_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    _rename(monkeypatch, _browser_manager(), "_compute_browser_endpoint_key")
+
+
+def _gone_crawlee_http_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    _unset_after_init(monkeypatch, _module("crawlee.crawlers").BasicCrawler, "_http_client")
+
+
+def _gone_redis_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
+    _unset_after_init(monkeypatch, _module("redis.asyncio.cluster").RedisCluster, "_initialize")
+
+
+GONE: dict[PrivatePart, Callable[[pytest.MonkeyPatch], None]] = {
+    CONNECTOR_POOL: _gone_connector_pool, CRAWL4AI_START: _gone_crawl4ai_start,
+    CRAWL4AI_FIELDS: _gone_crawl4ai_fields, CRAWLEE_HTTP_CLIENT: _gone_crawlee_http_client,
+    REDIS_CLUSTER_INITIALIZE: _gone_redis_initialize,
+}
+
+
+def crawlee_http_client_made() -> None:
+    # The client a crawler was built with, where attach looks for it.
+    crawlers = _module("crawlee.crawlers")
+    storage = _module("crawlee.storage_clients")
+    client = object()
+    crawler = crawlers.BasicCrawler(http_client=client, configure_logging=False,
+                                    storage_client=storage.MemoryStorageClient())
+    assert crawler._http_client is client
+
+
+@pytest.mark.parametrize("part", list(GONE), ids=[part.name.split(",")[0] for part in GONE])
+async def test_a_canary_fails_when_its_part_is_gone(part: PrivatePart,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    canaries = [CANARIES[part]]
+    if part is CRAWLEE_HTTP_CLIENT:
+        canaries.append(crawlee_http_client_made)  # the source's text cannot be renamed here
+    for canary in canaries:
+        canary()  # here now
+    GONE[part](monkeypatch)
+    with pytest.raises((AssertionError, AttributeError)):
+        for canary in canaries:
+            canary()
+
+
+async def test_aiohttps_pool_renamed_refuses_the_gates_requests(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    arrivals: list[str] = []
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        arrivals.append(request.path)
+        return web.Response(text="User-agent: *\nAllow: /\n")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    _gone_connector_pool(monkeypatch)
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            # robots.txt first: it cannot be asked, so the page is refused as unreachable.
+            with pytest.raises(Disallowed, match=r"robots.txt could not be fetched "
+                               r"\(PrivatePartMissing: aiohttp .* has no TCPConnector\._get"):
+                await gate.fetch(f"{base}/page")
+    finally:
+        await runner.cleanup()
+    assert arrivals == []
+
+
+def _crawl4ai() -> Any:
+    _module("crawl4ai")
+    return importlib.import_module("robotgate.integrations.crawl4ai")
+
+
+@pytest.mark.parametrize("part", [CRAWL4AI_START, CRAWL4AI_FIELDS],
+                         ids=["start", "fields"])
+def test_crawl4ais_manager_without_its_parts_makes_no_crawler(
+        part: PrivatePart, monkeypatch: pytest.MonkeyPatch) -> None:
+    integration = _crawl4ai()
+    GONE[part](monkeypatch)
+    with pytest.raises(PrivatePartMissing, match=r"^crawl4ai \S+ has no BrowserManager") as no:
+        integration.RobotGateCrawler(RobotGate(AGENT), executable_path="/nonexistent")
+    assert no.value.part is part
+
+
+async def test_a_crawl4ai_start_that_skips_robotgates_launch_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    integration = _crawl4ai()
+    manager = _browser_manager()
+    started: list[object] = []
+
+    async def start_of_its_own(self: Any) -> None:  # a start no longer through _start_impl
+        started.append(self)
+
+    monkeypatch.setattr(manager, "start", start_of_its_own)
+    async with RobotGate(AGENT, delay=0) as gate:
+        crawler = integration.RobotGateCrawler(gate, executable_path="/nonexistent")
+        with pytest.raises(PrivatePartMissing, match=r"BrowserManager\._start_impl"):
+            await crawler.start()
+        await crawler.close()
+    assert len(started) == 1
+
+
+def test_a_crawlee_crawler_keeping_its_client_elsewhere_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _module("crawlee")
+    from crawlee.crawlers import PlaywrightCrawler
+    from crawlee.storage_clients import MemoryStorageClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    client = RobotGateHttpClient(RobotGate(AGENT))
+    _gone_crawlee_http_client(monkeypatch)
+    crawler = PlaywrightCrawler(http_client=client, storage_client=MemoryStorageClient(),
+                                configure_logging=False)
+    hooks = len(crawler._pre_navigation_hooks)
+    with pytest.raises(PrivatePartMissing, match=r"^crawlee \S+ has no BasicCrawler\._http"):
+        client.attach(crawler)
+    assert len(crawler._pre_navigation_hooks) == hooks  # its pages not left half attached
+
+
+async def test_a_redis_cluster_client_without_its_layout_flag_makes_no_store(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _module("redis.asyncio.cluster")
+    from robotgate.store.redis import RedisStore
+
+    _gone_redis_initialize(monkeypatch)
+    given = cluster.RedisCluster(host="127.0.0.1", port=9)
+    with pytest.raises(PrivatePartMissing, match=r"^redis \S+ has no RedisCluster\._init"):
+        RedisStore(cluster=True, client=given)
+    store = RedisStore("redis://127.0.0.1:9/0", cluster=True, unavailable_timeout=0.1)
+    with pytest.raises(PrivatePartMissing, match=r"RedisCluster\._initialize"):
+        await store.open()  # its client made as it is first used, before any command
+    await store.close()
+
+
+@pytest.mark.slow  # starts a Chromium
+@pytest.mark.parametrize("owner", ["browser", "context"])
+async def test_playwrights_options_not_where_they_were_refuse_attach(
+        owner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _module("playwright")
+    from robotgate.integrations.playwright import attach
+    from tests.support.browser import chromium
+
+    async with chromium() as browser, RobotGate(AGENT, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        made = context.browser if owner == "browser" else context
+        monkeypatch.delattr(made._impl_obj, "_options")
+        with pytest.raises(PrivatePartMissing, match=r"^playwright \S+ has no Browser\._impl"):
+            await attach(gate, context)
+        monkeypatch.undo()
+        await (await attach(gate, context)).detach()  # with them, the same context attaches

@@ -32,7 +32,8 @@ class PrivatePart:
     ``used_by``: robotgate's module; ``breaks``: what goes wrong if it changes;
     ``if_missing``: what robotgate does then (``fails closed``: it raises
     :class:`PrivatePartMissing`; ``public way``: it takes a public API instead;
-    ``silent``: nothing tells, only the canary test)."""
+    ``loud``: an import fails; ``silent``: nothing tells but the canary, for a part no
+    promise rests on)."""
 
     library: str
     name: str
@@ -100,8 +101,9 @@ CONNECTOR_POOL = PrivatePart(
     "aiohttp", "TCPConnector._get, _release, _create_connection, _cleanup, _conns, "
     "_acquired", "3.14.5", "robotgate.gate.connections",
     "the gate's session keeps its sockets within the open-file limit by overriding the "
-    "connector's pool methods",
-    "silent: the connections would not be bounded")
+    "connector's pool methods; renamed, the bound would silently not hold",
+    "fails closed: the gate's connector is not made (PrivatePartMissing as the gate "
+    "opens its session)")
 
 # -- Scrapy and Twisted ------------------------------------------------------------------
 
@@ -121,14 +123,15 @@ CRAWL4AI_START = PrivatePart(
     "robotgate launches crawl4ai's browser itself (a persistent context, attached to the "
     "gate) by overriding it; renamed, crawl4ai's own start would launch a browser the "
     "gate never sees",
-    "silent: the override would not be called")
+    "fails closed: RobotGateCrawler is not made without it, and a start that did not "
+    "go through it closes what it started and raises PrivatePartMissing")
 CRAWL4AI_FIELDS = PrivatePart(
     "crawl4ai", "BrowserManager._using_cached_cdp, _launched_persistent, "
     "_browser_endpoint_key, _compute_browser_endpoint_key, _global_pages_in_use", "0.9.5",
     "robotgate.integrations.crawl4ai",
     "the state crawl4ai's own start sets, set by robotgate's start so that crawl4ai "
     "finds its browser as it would have made it",
-    "silent where set; an AttributeError where called")
+    "fails closed: RobotGateCrawler is not made without them (PrivatePartMissing)")
 
 # -- Playwright ------------------------------------------------------------------------------
 
@@ -137,7 +140,7 @@ PLAYWRIGHT_OPTIONS = PrivatePart(
     "_browser_type._playwright", "1.65.2", "robotgate.integrations.playwright",
     "attach reads the options a browser was launched and a context made with (Playwright "
     "lets them not be read) to refuse one with a network of its own or to take its proxy",
-    "silent: read with getattr and a default, the check sees no options")
+    "fails closed: attach raises PrivatePartMissing, nothing routed or sent")
 
 # -- crawlee ---------------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ CRAWLEE_HTTP_CLIENT = PrivatePart(
     "crawlee", "BasicCrawler._http_client", "1.11.0", "robotgate.integrations.crawlee",
     "RobotGateHttpClient.attach checks that the crawler was built with it (crawlee's own "
     "client would send context.send_request past the gate)",
-    "silent: a crawler without the attribute is not checked")
+    "fails closed: RobotGateHttpClient.attach raises PrivatePartMissing")
 CRAWLEE_VALIDATE_URL = PrivatePart(
     "crawlee", "crawlee._utils.urls.validate_http_url", "1.11.0",
     "robotgate.integrations.crawlee",
@@ -164,20 +167,13 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
     "redis", "RedisCluster._initialize", "8.1.0", "robotgate.store.redis.link",
     "after a failed pipeline the cluster client is made to read the cluster's layout "
     "again (redis-py does so only after a single command)",
-    "silent: checked with hasattr, the layout is not read again until redis-py does")
-
-# -- the standard library ----------------------------------------------------------------------
-
-CODEC_IS_TEXT = PrivatePart(
-    "python", "codecs.CodecInfo._is_text_encoding", "3.11", "robotgate.robots.body",
-    "a robots.txt charset naming a codec that is no text encoding (base64, rot13, zip) "
-    "is refused by it",
-    "silent: read with getattr, such a codec would decode the body")
+    "fails closed: the Redis Cluster store is not made (PrivatePartMissing); "
+    "redis-py's public ways do not serve (aclose() closes the connections other "
+    "calls are using, initialize() reads the layout only once the flag is set)")
 
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
     SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
-    CODEC_IS_TEXT,
 )

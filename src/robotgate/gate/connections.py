@@ -24,6 +24,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 
 from ..politeness.robots_fetcher import open_file_limit
+from ..private_parts import CONNECTOR_POOL, missing
 
 __all__ = ["BoundedConnector", "bounded_connector", "connection_budget"]
 
@@ -70,6 +71,7 @@ class BoundedConnector(aiohttp.TCPConnector):
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections!r}")
         super().__init__(limit=max_connections, limit_per_host=0, **kwargs)
+        _check_pool(self)
         self.max_connections = max_connections
         #: The idle connections, least recently released first (a value: its key).
         self._idle: OrderedDict[Any, Any] = OrderedDict()
@@ -127,6 +129,21 @@ class BoundedConnector(aiohttp.TCPConnector):
             pool = conns.get(key)
             if not pool or all(item[0] is not protocol for item in pool):
                 del self._idle[protocol]
+
+
+#: aiohttp's pool methods this connector overrides: renamed, the override would not run.
+_POOL_METHODS = ("_get", "_release", "_create_connection", "_cleanup")
+
+
+def _check_pool(connector: aiohttp.TCPConnector) -> None:
+    """PrivatePartMissing unless aiohttp's connector still has the pool this one reaches
+    into (the methods it overrides, the mappings it reads): else the bound would not
+    hold and nothing would tell."""
+    base = aiohttp.TCPConnector
+    if not (all(callable(getattr(base, name, None)) for name in _POOL_METHODS)
+            and isinstance(getattr(connector, "_conns", None), dict)
+            and hasattr(connector, "_acquired")):
+        raise missing(CONNECTOR_POOL)
 
 
 def bounded_connector(max_connections: int,

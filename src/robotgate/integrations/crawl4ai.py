@@ -86,6 +86,7 @@ from playwright.async_api import Error as PlaywrightError
 from ..errors import Disallowed, Error
 from ..gate.gate import RobotGate
 from ..policy.provenance import INPUT, Provenance, pointer_of
+from ..private_parts import CRAWL4AI_FIELDS, CRAWL4AI_START, missing
 from .playwright import (
     BLACK_HOLE,
     LAUNCH_ARGS,
@@ -368,6 +369,22 @@ def _flags(config: BrowserConfig) -> list[str]:
     return list(dict.fromkeys([*flags, *config.extra_args, *LAUNCH_ARGS]))
 
 
+#: The fields of crawl4ai's BrowserManager robotgate's start sets, as crawl4ai's would.
+_MANAGER_FIELDS = ("_using_cached_cdp", "_launched_persistent", "_browser_endpoint_key")
+
+
+def _check_browser_manager(manager: BrowserManager) -> None:
+    """PrivatePartMissing unless crawl4ai's BrowserManager still has the start robotgate
+    overrides (renamed, crawl4ai's own would launch a browser the gate never sees) and
+    the fields that start sets (renamed, crawl4ai would not find its browser)."""
+    if not callable(getattr(BrowserManager, "_start_impl", None)):
+        raise missing(CRAWL4AI_START)
+    if not (all(hasattr(manager, field) for field in _MANAGER_FIELDS)
+            and callable(getattr(BrowserManager, "_compute_browser_endpoint_key", None))
+            and isinstance(getattr(BrowserManager, "_global_pages_in_use", None), dict)):
+        raise missing(CRAWL4AI_FIELDS)
+
+
 class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
     """crawl4ai's browser manager with the browser launched by robotgate: a persistent
     context as ``attach`` requires, attached before anything uses it."""
@@ -378,6 +395,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
                  on_refused: Callable[[Request, Disallowed], object],
                  navigation_provenance: Callable[[Page, str], Provenance | None]) -> None:
         super().__init__(browser_config=config, logger=logger)
+        _check_browser_manager(self)
         self.launch = launch
         self.on_refused = on_refused
         self.navigation_provenance = navigation_provenance
@@ -385,6 +403,12 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self._made_profile: str | None = None
         # The lock get_page takes, and the event loop it is for.
         self._pages_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+    async def start(self) -> None:
+        await super().start()
+        if self.attachment is None:  # crawl4ai's start no longer goes through ours
+            await self.close()
+            raise missing(CRAWL4AI_START)
 
     async def _start_impl(self) -> None:
         # crawl4ai's own start for a persistent context, with robotgate's launch.
@@ -442,10 +466,15 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         return page, context
 
     async def release_page_with_context(self, page: Page) -> None:
-        # crawl4ai closes a run's page after giving it back, and a run starting in
-        # between would take that page and lose it mid-navigation: it is closed first.
-        with suppress(PlaywrightError):
-            await page.close()
+        # The context's last page is kept for the next run, as crawl4ai keeps it:
+        # closing Chromium's last tab closes its window, and each run's new page then
+        # opened a window of its own, with a renderer for its omnibox popup (3x a
+        # page's CPU).  Another page is closed before it is given back: crawl4ai
+        # closes it after, and a run starting in between would take it and lose it
+        # mid-navigation.
+        if len(page.context.pages) > 1:
+            with suppress(PlaywrightError):
+                await page.close()
         await super().release_page_with_context(page)
 
     async def close(self) -> None:

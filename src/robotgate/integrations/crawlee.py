@@ -83,6 +83,7 @@ from ..policy.hops import REFUSED
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, Exchanged, NextHop
 from ..politeness.request_turn import RequestTurn
+from ..private_parts import CRAWLEE_HTTP_CLIENT, missing
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
@@ -387,9 +388,11 @@ class RobotGateHttpClient(HttpClient):
         it (its proxy stays the black hole)."""
         from .playwright import BLACK_HOLE, LAUNCH_ARGS
 
-        # crawlee has no public accessor for its client; a crawlee without this
-        # attribute is not checked.
-        if getattr(crawler, "_http_client", self) is not self:
+        # crawlee has no public accessor for its client: a crawlee that keeps it
+        # elsewhere is refused, its client not known to be this one.
+        if not hasattr(crawler, "_http_client"):
+            raise missing(CRAWLEE_HTTP_CLIENT)
+        if crawler._http_client is not self:
             raise ValueError("build the PlaywrightCrawler with http_client= this "
                              "RobotGateHttpClient before attaching it")
         # crawlee launches the browser as the crawl starts, with each plugin's options

@@ -76,10 +76,22 @@ def _text_codec(charset: str) -> str | None:
         info = codecs.lookup(charset)
     except (LookupError, ValueError, TypeError):
         return None
-    # rot13, base64, zip, hex...: registered codecs that are not text encodings.
-    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+    if info.name in _NOT_CHARSETS or not _decodes_text(info.name):
         return None
     return "utf-8" if info.name in _UTF8_NAMES else info.name
+
+
+def _decodes_text(name: str) -> bool:
+    """Whether ``bytes.decode`` takes the codec ``name``: it refuses, with LookupError,
+    the registered codecs that are not text encodings (rot13, base64, zip, hex).  (An
+    empty body is decoded without a look at the codec: hence a byte.)"""
+    try:
+        b"a".decode(name, "ignore")
+    except LookupError:
+        return False
+    except ValueError:  # a text encoding that will not take this byte or handler
+        pass
+    return True
 
 
 def _cap(body: bytes, max_bytes: int, unit: int = 1) -> tuple[bytes, bool]:

@@ -40,6 +40,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ...private_parts import REDIS_CLUSTER_INITIALIZE, missing
 from ...timeouts import bounded
 from ..base import StoreError
 from .scripts import Script
@@ -122,6 +123,19 @@ def _without_client_info() -> dict[str, Any]:
 _WITHOUT_CLIENT_INFO = _without_client_info()
 
 
+def _layout_flag_checked(client: Client) -> Client:
+    """``client``, once a cluster client is known to have the flag :meth:`Link.refresh`
+    sets (redis-py's ``RedisCluster._initialize``); PrivatePartMissing if it has not,
+    rather than a cluster client that never reads a changed layout after a failed
+    pipeline.  (redis-py's public ways do not serve: ``aclose()`` closes the
+    connections other calls are using too, and ``initialize()`` reads the layout
+    only while this flag is set.)"""
+    if isinstance(client, RedisCluster) and not isinstance(
+            getattr(client, "_initialize", None), bool):
+        raise missing(REDIS_CLUSTER_INITIALIZE)
+    return client
+
+
 class Link:
     """One store's client (made lazily, or given), and the retry loop around it."""
 
@@ -144,8 +158,8 @@ class Link:
         #: Requests sent to Redis so far (each command, script call or pipeline
         #: per node, retries included).
         self.round_trips = 0
-        self._given = client
-        self._client: Client | None = client
+        self._given = _layout_flag_checked(client) if client is not None else None
+        self._client: Client | None = self._given
         self._map_error = map_error
         # Scripts this link has sent whole (EVAL): their first call sends the source
         # instead of asking by hash first, which a server that has not seen it yet
@@ -175,7 +189,7 @@ class Link:
         # connections would cost, for nothing its replies need.
         timeout = self._socket_timeout()
         if self.cluster:
-            return RedisCluster.from_url(
+            return _layout_flag_checked(RedisCluster.from_url(
                 self.url,
                 max_connections=self.max_connections,
                 socket_timeout=timeout,
@@ -185,7 +199,7 @@ class Link:
                 **_WITHOUT_CLIENT_INFO,
                 # Slots of live masters keep working while another is down.
                 require_full_coverage=False,
-            )
+            ))
         pool = aioredis.BlockingConnectionPool.from_url(
             self.url,
             max_connections=self.max_connections,
@@ -242,7 +256,7 @@ class Link:
         # After an unavailable error the cluster's layout may have changed (a
         # failover, a node back): re-read it before the next try.  redis-py does
         # this itself after a failed single command, but not after a pipeline.
-        if isinstance(client, RedisCluster) and hasattr(client, "_initialize"):
+        if isinstance(client, RedisCluster):  # its _initialize checked as it came
             self._remember(client)
             client._initialize = True
             if client is not self._given and not client.nodes_manager.startup_nodes:
