@@ -212,3 +212,98 @@ def test_a_crawl_of_many_origins_at_ulimit_256() -> None:
     assert seen["ok"] == origins and seen["pages"] == origins, seen
     assert seen["private"] == 0 and seen["skipped"] == origins, seen
     assert seen["allowed"] == origins, seen
+
+
+_SCRAPY_CRAWL = textwrap.dedent("""
+    import asyncio, errno, json, logging, os, resource, sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), hard))
+    warm_up, *urls = json.loads(sys.argv[2])
+    seen = {"pages": [], "dropped": [], "told": []}
+
+    class Told(logging.Handler):
+        def emit(self, record):
+            seen["told"].append(record.getMessage())
+
+    logging.getLogger("robotgate.robots").addHandler(Told(logging.WARNING))
+    hog = []
+
+    def run_short():
+        # Every descriptor left is taken: the robots.txt fetch's socket cannot be made.
+        while True:
+            try:
+                hog.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError as exc:
+                assert exc.errno == errno.EMFILE, exc
+                return
+
+    def free():
+        while hog:
+            os.close(hog.pop())
+
+    class Site(scrapy.Spider):
+        name = "site"
+
+        async def start(self):
+            # A first page, so that what a download imports on its first use is loaded.
+            yield scrapy.Request(warm_up, callback=self.short, errback=self.failed)
+
+        def short(self, response):
+            run_short()
+            asyncio.get_running_loop().call_later(float(sys.argv[3]), free)
+            return [scrapy.Request(url, callback=self.parse, errback=self.failed)
+                    for url in urls]  # a list: Scrapy reads a generator's source
+
+        def parse(self, response):
+            seen["pages"].append(response.url)
+
+        def failed(self, failure):
+            decision = getattr(failure.value, "decision", None)
+            seen["dropped"].append([type(failure.value).__name__, str(failure.value),
+                                    getattr(decision, "outcome", None)])
+
+    process = CrawlerProcess(settings={
+        "ROBOTSTXT_OBEY": True, "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "ERROR",
+        "USER_AGENT": "LimitBot/1.0", "ROBOTGATE_DELAY": 0,
+        "DOWNLOADER_MIDDLEWARES": {
+            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+            "robotgate.integrations.scrapy.RobotGateMiddleware": 100}})
+    process.crawl(Site)
+    process.start()
+    free()
+    print(json.dumps(seen))
+""")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs resource.setrlimit")
+async def test_scrapys_robots_txt_fetch_out_of_descriptors_is_the_crawlers_failure() -> None:
+    # Twisted's connection errors carry no cause chain: the errno is in their osError.
+    # Old code read the shortage as the site's "robots.txt unreachable" and dropped
+    # the page; now the fetch is asked again once the descriptors free.
+    pytest.importorskip("scrapy", reason="Scrapy is not installed")
+    async with BenchServer([HostPlan("partial") for _ in range(3)]) as server:
+        urls = [server.url(i, "/page/0") for i in range(1, 3)]
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _SCRAPY_CRAWL, "128",
+            json.dumps([server.url(0, "/page/0"), *urls]), "1.0",
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=child_env())
+        try:
+            out, err = await asyncio.wait_for(child.communicate(), 60)  # hang guard
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+        robots = [server.host_stats(i).robots_requests for i in range(1, 3)]
+    assert child.returncode == 0, err.decode()[-3000:]
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert seen["dropped"] == [], seen
+    assert sorted(seen["pages"]) == sorted(urls), seen
+    assert robots == [1, 1]  # the shortages never reached the server
+    # The crawler is told, naming the limit and what to raise.
+    assert seen["told"], seen
+    assert all("EMFILE, ulimit -n 128" in line and "raise the limit" in line
+               for line in seen["told"]), seen["told"]

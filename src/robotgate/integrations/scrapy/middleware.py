@@ -24,6 +24,7 @@ Needs Scrapy's asyncio reactor (the default since Scrapy 2.13).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import weakref
 from collections import deque
@@ -41,11 +42,13 @@ from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
+from twisted.internet.error import ConnectError
 
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
+from ...policy.fetch import LocalFailure, local_failure
 from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
 from ...policy.provenance import Provenance, pointer_of
@@ -53,6 +56,7 @@ from ...politeness.exchange import robots_reach
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
+from ...politeness.robots_fetcher import open_file_limit
 from ...private_parts import SCRAPY_HANDLER_POOL, missing
 from ...redaction import logger
 from ...robots.usage import combine_usage, usage_from_headers
@@ -251,6 +255,31 @@ def _require_asyncio() -> None:
             "and do not install another reactor first")
 
 
+#: How deep an error's causes are looked through for Twisted's (Scrapy wraps one deep).
+_CAUSE_DEPTH = 8
+
+
+def shortage_of(exc: BaseException, what: str) -> LocalFailure | None:
+    """The :class:`~robotgate.LocalFailure` a download error is (``what``: the request):
+    this machine out of file descriptors, memory or ports.  Twisted's connection errors
+    carry no cause chain: a :class:`~twisted.internet.error.ConnectError` (and each of
+    its kinds, e.g. ``ConnectBindError`` for a socket that could not be made) keeps the
+    system's errno in its public ``osError``, which is read here; Scrapy's own errors
+    wrap Twisted's as their cause.  None: no shortage of this machine's."""
+    seen: BaseException | None = exc
+    for _ in range(_CAUSE_DEPTH):
+        if seen is None:
+            break
+        code = seen.osError if isinstance(seen, ConnectError) else None
+        system = (code if isinstance(code, OSError)
+                  else OSError(code, os.strerror(code)) if isinstance(code, int) else seen)
+        shortage = local_failure(system, what, open_file_limit())
+        if shortage is not None:
+            return shortage
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class ScrapyRobotsTransport:
     """Sends the robots.txt flow's requests through Scrapy's engine.
 
@@ -297,10 +326,13 @@ class ScrapyRobotsTransport:
             self.names.guard(host)
         try:
             resp = await self._download(req)
-        except Exception:
+        except Exception as exc:
             screened = self.names.refusal(host, what) if what is not None and guarded else None
             if screened is not None:
                 return refused_answer(request, screened)
+            shortage = shortage_of(exc, redact(request.url))
+            if shortage is not None:  # this machine's, not the site's: asked again
+                raise shortage from exc
             raise
         finally:
             if guarded:
