@@ -17,7 +17,10 @@ gap; from the workers: pages/s and Redis round trips per page (``RedisStore.roun
 everything included: robots.txt, host state, the crawl's reads and writes).  On a plain
 server the workers reach Redis through a counting proxy (``testbed/counting_proxy.py``):
 ``wire RT/page`` is what the wire saw, start-up, connections' set-up and the
-subscribers' traffic included.
+subscribers' traffic included.  ``--breakdown`` prints, after each run on a plain
+server, the wire's round trips by what they carried (a command, a script by name, a
+pipeline's calls joined by ``+``) and phase (``start``: the workers connecting, up to
+their go; ``run``: the rest).
 
 ``--kill`` adds a run per Redis in which worker 0 is killed with SIGKILL once a third
 of the pages were asked for: the others take its servers over when its leases lapse
@@ -42,6 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -58,11 +62,29 @@ HEADERS = ["redis", "workers", "run", "pages", "dup", "lost", "violations", "min
            "pages/s", "RT/page", "wire RT/page", "after event s", "said lost"]
 
 
+def script_names() -> dict[str, str]:
+    """Every Lua script of the Redis store: name -> source (for the breakdown)."""
+    from robotgate.store.redis import crawl_scripts, scripts
+
+    return {name: value.source for module in (scripts, crawl_scripts)
+            for name, value in vars(module).items() if isinstance(value, scripts.Script)}
+
+
+def breakdown(kinds: Counter[str], pages: int) -> str:
+    """The round trips of a run by kind, most first, with their share a page."""
+    total = sum(kinds.values())
+    lines = [f"  {n:6d}  {n / pages:5.3f}/page  {kind}" for kind, n in kinds.most_common()]
+    return "\n".join([*lines, f"  {total:6d}  {total / pages:5.3f}/page  (all)"])
+
+
 async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, cluster: bool,
                   event: str, directory: Path, restart: Callable[[], None],
                   proxy: CountingProxy | None) -> list[str]:
     await server.reset()
     wire_before = proxy.round_trips if proxy is not None else 0
+    kinds_before = Counter(proxy.kinds) if proxy is not None else Counter[str]()
+    if proxy is not None:
+        proxy.phase = "start "
     bases = server.base_urls
     if args.seeds == "all":
         seeds = [f"{base}/page/{page}" for page in range(args.pages) for base in bases]
@@ -80,6 +102,8 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
     async with worker_processes([seeds[w::args.workers] for w in range(args.workers)],
                                 directory, proxy.url if proxy is not None else url, prefix,
                                 *options) as procs:
+        if proxy is not None:
+            proxy.phase = "run "
         started = time.monotonic()
         runs = [asyncio.ensure_future(p.communicate(b"go\n")) for p in procs]
         if event != "shared":
@@ -98,6 +122,14 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, url: str, clu
                 await runs[0]
         elapsed = time.monotonic() - started
     wire = proxy.round_trips - wire_before if proxy is not None else None
+    if proxy is not None and args.breakdown:
+        kinds = Counter(proxy.kinds)
+        kinds.subtract(kinds_before)
+        sys.stderr.write(breakdown(+kinds, max(1, total)) + "\n")
+    if args.breakdown:
+        sys.stderr.write("  pages by worker: "
+                         + " ".join(str(json.loads(out.decode().strip().splitlines()[-1])["pages"])
+                                    for out, _ in outs) + "\n")
     results = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outs]
     stats = await server.stats()
     hosts = stats["hosts"].values()
@@ -134,6 +166,7 @@ async def bench(args: argparse.Namespace) -> list[list[str]]:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="robotgate-fc-")))
         redis = stack.enter_context(RedisServer.start())
         proxy = await CountingProxy(redis.host, redis.port).start()
+        proxy.name_scripts(script_names())
         targets: list[tuple[str, bool, Callable[[], None]]] = [(redis.url, False, redis.restart)]
         if args.cluster:
             cluster = stack.enter_context(LocalCluster.start(tmp / "cluster", masters=3))
@@ -180,6 +213,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--seeds", choices=("first", "all"), default="first",
                     help="first: each host's page 0, which links to the rest; all: every URL")
     ap.add_argument("--cluster", action="store_true", help="also on a 3-master Redis Cluster")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="print the wire's round trips by command and phase after each run")
     ap.add_argument("--kill", action="store_true", help="also a run with a worker killed")
     ap.add_argument("--restart", action="store_true",
                     help="also a run with Redis restarted empty mid-crawl")

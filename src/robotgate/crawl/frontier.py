@@ -174,6 +174,7 @@ class Frontier(Generic[ResponseT]):
         summary = self.summary
         summary.started = time.monotonic()
         before = await self.state.open()
+        self.state.will_take(min(_LOAD, self.window))
         summary.done_before = before.finished
         summary.queued_before = before.queued
         self._count_queued()

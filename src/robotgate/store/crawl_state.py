@@ -126,6 +126,11 @@ class CrawlState(abc.ABC):
         """``entry`` ended with ``outcome`` (DONE, SKIPPED, FAILED); its page gave
         ``links``, queued in the same step where new."""
 
+    def will_take(self, most: int) -> None:  # noqa: B027 - nothing to prepare by default
+        """The frontier's first :meth:`take` will ask for up to ``most`` entries: a shared
+        state that hands entries out along with its writes may take them along with
+        the input's first write, sparing that take a request of its own."""
+
     def write_now(self) -> None:  # noqa: B027 - written at once by default
         """Every visit of the crawl waits for its outcome's write, and no other can
         start: a state that holds writes back to share them sends them now."""

@@ -58,8 +58,11 @@ _MAX_SERVERS = 64
 #: place in ``concurrency`` meanwhile, so a killed or stalled worker's pages fetched and
 #: not yet written, fetched again, stay within it), and a write that queues URLs (links,
 #: input): those may be for this worker's servers.  None waits once every place of
-#: the crawl waits for it (:meth:`RedisCrawlState.write_now`).
-LINGER = 0.2
+#: the crawl waits for it (:meth:`RedisCrawlState.write_now`).  Waiting costs no
+#: pace: a visit starts while any place is free, and with none free the write goes.
+#: At 0.2 s a worker pacing 5 servers 0.2 s apart wrote 5 pages a call, at 0.5 s 8
+#: (its ``concurrency``): the fleet's writes fell from 0.17 to 0.12 round trips a page.
+LINGER = 0.5
 LINGER_LINKS = 0.05
 #: A page's links and pages per write call at most (a script's arguments stay small).
 _WRITE_ARGS = 30_000
@@ -216,7 +219,11 @@ class RedisCrawlState(CrawlState):
 
     async def open(self) -> CrawlCounts:
         store = self.store
-        reply = await store.run_script(CRAWL_OPEN, [self.base], [LAYOUT, repr(time.time())])
+        names = _names_key(store)
+        # On one server the crawl is named in the same call; a cluster keeps the names
+        # in another slot.
+        keys = [self.base] if store.cluster else [self.base, names]
+        reply = await store.run_script(CRAWL_OPEN, keys, [LAYOUT, repr(time.time()), self.name])
         layout = int(reply[0])
         if layout > LAYOUT:
             raise StoreError(
@@ -225,8 +232,8 @@ class RedisCrawlState(CrawlState):
                 " or crawl under another name")
         if layout < LAYOUT:
             raise StoreError(_older_layout(self.name, store.prefix, layout))
-        names = _names_key(store)
-        await store.call(lambda client: client.sadd(names, self.name), [names])
+        if store.cluster:
+            await store.call(lambda client: client.sadd(names, self.name), [names])
         self._fleet = _counts(reply[1])
         self._created = reply[2]
         self.gone = False
@@ -447,6 +454,10 @@ class RedisCrawlState(CrawlState):
         if along:
             with contextlib.suppress(StoreError):  # the next call says it
                 self._handed += await self._synced_reply(self._checked(replies[1]), asked)
+
+    def will_take(self, most: int) -> None:
+        if not self._out and not self._handed:
+            self._want = most
 
     def write_now(self) -> None:
         self._hurry.set()

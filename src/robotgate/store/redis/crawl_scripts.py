@@ -48,13 +48,17 @@ local function counts()
 end
 """
 
-# KEYS[1] base; ARGV layout, created.  The crawl made if new; its layout, counts
-# and ``created`` (the crawl's identity: one made again after a loss has another).
+# KEYS[1] base, KEYS[2] the set of crawl names (one server only: on a cluster it
+# lives in another slot, and is added to apart); ARGV layout, created, the crawl's
+# name.  The crawl made if new, and named in KEYS[2] if it is in this layout; its
+# layout, counts and ``created`` (the crawl's identity: one made again after a loss
+# has another).
 CRAWL_OPEN = Script.of("""
 local b = KEYS[1]
 redis.call('HSETNX', b .. ':meta', 'v', ARGV[1])
 redis.call('HSETNX', b .. ':meta', 'created', ARGV[2])
 local m = redis.call('HMGET', b .. ':meta', 'v', 'created')
+if KEYS[2] and m[1] == ARGV[1] then redis.call('SADD', KEYS[2], ARGV[3]) end
 local c = redis.call('HMGET', b .. ':n', 'q', 'f', 'd', 's', 'x')
 for i = 1, 5 do c[i] = tonumber(c[i] or 0) end
 return {m[1], c, m[2]}

@@ -24,6 +24,7 @@ __all__ = [
     "LOCK",
     "LOCK_LOAD",
     "OPEN",
+    "OPEN_EPOCH",
     "PAUSE",
     "PEEK",
     "RESERVE",
@@ -54,6 +55,20 @@ if not v then
   return ARGV[1]
 end
 return v
+""")
+
+# KEYS[1] meta, KEYS[2] epoch; ARGV[1] the meta value to create, ARGV[2] a new token.
+# OPEN, then, where the meta value is this code's, EPOCH: a store's opening on one
+# server in one round trip.  Returns {the stored meta value, the epoch or false}.
+OPEN_EPOCH = Script.of("""
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1])
+  v = ARGV[1]
+end
+if v ~= ARGV[1] then return {v, false} end
+redis.call('SET', KEYS[2], ARGV[2], 'NX')
+return {v, redis.call('GET', KEYS[2])}
 """)
 
 # KEYS[1] epoch; ARGV[1] a new token.  The data's epoch, made now if there is none.

@@ -46,6 +46,7 @@ from .codec import (
 from .crawl import LEASE
 from .link import Client, Link
 from .notify import ChannelNotifier, Notifier, Publisher, ShardNotifier, wait_for_entry
+from .together import Together
 
 if TYPE_CHECKING:
     from ..crawl_state import CrawlState
@@ -66,6 +67,9 @@ _HORIZON = LEASE
 # Host states read ahead are used for this long (s), and this many kept at most.
 _AHEAD_KEEP = 5.0
 _AHEAD_MAX = 10_000
+# Seconds a robots.txt look (with its fetch lock) or save waits for others to share its
+# request: a crawl's visits ask several new origins, and their fetches end, within it.
+ROBOTS_WINDOW = 0.01
 
 _log = logging.getLogger(__name__)
 
@@ -186,6 +190,7 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         )
         self._notifier: Notifier | None = None
         self._publisher = Publisher(self._link, self._keys, cluster)
+        self._robots = Together(self.run_scripts, ROBOTS_WINDOW)
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
         # The data's epoch this store saw (one server): another, or none, is lost data.
@@ -228,6 +233,7 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
             await notifier.close()
         await self._publisher.settle()
         try:
+            await self._robots.close()
             await self._hosts.close()
         finally:
             self._opened = False
@@ -243,12 +249,18 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
             if self._opened:
                 return
             meta = self._keys.meta
-            found = await self._link.script(scripts.OPEN, [meta], [f"{APP}/{FORMAT_VERSION}"])
-            self._keys.check_meta(found)
-            if not self.cluster and self._epoch is None:
-                epoch = await self._link.script(
-                    scripts.EPOCH, [self._keys.epoch], [secrets.token_hex(8)])
-                self._epoch = text(epoch)
+            if self.cluster:
+                found = await self._link.script(scripts.OPEN, [meta], [f"{APP}/{FORMAT_VERSION}"])
+                self._keys.check_meta(found)
+            else:
+                # The format's check and the data's epoch in one round trip; the epoch is
+                # made only under a meta value of this code's.
+                found, epoch = await self._link.script(
+                    scripts.OPEN_EPOCH, [meta, self._keys.epoch],
+                    [f"{APP}/{FORMAT_VERSION}", secrets.token_hex(8)])
+                self._keys.check_meta(found)
+                if self._epoch is None:
+                    self._epoch = text(epoch)
             self._opened = True
 
     # -- calls and errors ----------------------------------------------------
@@ -294,7 +306,7 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         key = self._keys.robots(entry.origin)
         body = entry.body
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
-        wanted = await self.run_script(
+        wanted = await self._robots.run(
             scripts.SAVE_UNLOCK,
             [key, self._keys.lock(entry.origin), *self._publisher.flag_keys(entry.origin)],
             [robots_header(entry), b"0" if body is None else b"1", body or b"", ttl,
@@ -436,8 +448,8 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         round trip."""
         token = secrets.token_hex(16)
         robots_key = self._keys.robots(origin)
-        reply = await self.run_script(scripts.LOAD_OR_LOCK, [self._keys.lock(origin), robots_key],
-                                   [token, ms(ttl)])
+        reply = await self._robots.run(scripts.LOAD_OR_LOCK,
+                                       [self._keys.lock(origin), robots_key], [token, ms(ttl)])
         try:
             raw, got = reply
         except (TypeError, ValueError):
