@@ -86,6 +86,7 @@ from playwright.async_api import (
     APIRequest,
     APIRequestContext,
     APIResponse,
+    Browser,
     BrowserContext,
     Frame,
     Page,
@@ -104,6 +105,7 @@ from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
 from ..politeness.request_turn import RequestTurn
+from ..private_parts import PLAYWRIGHT_OPTIONS, PrivatePartMissing
 from ..urls import InvalidURL
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
@@ -454,15 +456,18 @@ class Attachment:
         if host is not None:
             headers = {**headers, "host": host}
         # The request client has a cookie jar of its own: the context's cookies for the
-        # name go with the request (the browser leaves them out of a route's headers),
-        # and the answer's are kept in the context for the name, none in the client
-        # (its jar would send them again, past the context's own expiry and deletions).
+        # URL go with the request, in place of the Cookie header the browser handed the
+        # route (its jar's for the first URL, which a hop to the same origin kept: sent
+        # too, each cookie went twice), as the browser's own hop takes its jar's for
+        # each URL; the answer's are kept in the context for the name, none in the
+        # client (its jar would send them again, past the context's own expiry and
+        # deletions).
         context = self.context
         jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
                         for cookie in await context.cookies(url))
+        headers = {name: value for name, value in headers.items() if name != "cookie"}
         if jar:
-            mine = headers.get("cookie")
-            headers = {**headers, "cookie": f"{mine}; {jar}" if mine else jar}
+            headers["cookie"] = jar
         api = self.api
         response = await api.fetch(sent, method=method, headers=headers, data=body,
                                    max_redirects=0)
@@ -675,14 +680,23 @@ def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
     return where
 
 
+def _made_with(owner: Browser | BrowserContext) -> dict[str, Any]:
+    """The options Playwright launched a browser or made a context with, kept on its
+    implementation object (Playwright does not let them be read): PrivatePartMissing
+    where it keeps them no more, rather than a check that sees no options."""
+    options = getattr(getattr(owner, "_impl_obj", None), "_options", None)
+    if not isinstance(options, dict):
+        raise PrivatePartMissing(PLAYWRIGHT_OPTIONS)
+    return options
+
+
 async def _switches(context: BrowserContext) -> list[str]:
     """Chromium's switches that set its network (the proxy's, WebRTC's): as Playwright
     launched it (its proxy setting, then ``args``, as Playwright passes them), or, for
     a browser launched without one (connected over CDP, say), as Chromium tells
     (``Browser.getBrowserCommandLine``, answered only under ``--enable-automation``)."""
     browser = context.browser
-    launched = getattr(getattr(browser, "_impl_obj", None), "_options", None)
-    launched = launched if isinstance(launched, dict) else {}
+    launched = _made_with(browser) if browser is not None else {}
     proxy = launched.get("proxy")
     if isinstance(proxy, dict):
         switches = [f"--proxy-server={_proxy_url(proxy)}"]  # type: ignore[arg-type]
@@ -772,8 +786,7 @@ async def _refuse_unfloored(context: BrowserContext, page: Page | None) -> None:
     would reach anything, naming the settings that close it (``page``: the one
     attached, if one is)."""
     missing = _floor_missing(await _switches(context))
-    options = getattr(getattr(context, "_impl_obj", None), "_options", {})
-    if options.get("serviceWorkers") != "block":
+    if _made_with(context).get("serviceWorkers") != "block":
         # A service worker's requests carry no document to judge them by.
         missing.append("service workers blocked (new_context or launch_persistent_context "
                        "with service_workers='block')")
@@ -789,13 +802,14 @@ async def _request_client(context: BrowserContext,
                           proxy: ProxySettings | None) -> APIRequestContext:
     """A request client of Playwright's (the one that launched ``context``), through
     ``proxy``, with the context's certificate errors setting and HTTP credentials."""
+    if context.browser is None:
+        raise UnsafeBrowser("the browser context's Playwright cannot be found: attach a "
+                            "context of a browser launched or connected by Playwright")
+    launched, own = _made_with(context.browser), _made_with(context)
     browser = getattr(context.browser, "_impl_obj", None)
     driver = getattr(getattr(browser, "_browser_type", None), "_playwright", None)
     if driver is None:
-        raise UnsafeBrowser("the browser context's Playwright cannot be found: attach a "
-                            "context of a browser launched or connected by Playwright")
-    own = getattr(getattr(context, "_impl_obj", None), "_options", {})
-    launched = getattr(browser, "_options", None) or {}
+        raise PrivatePartMissing(PLAYWRIGHT_OPTIONS)
     requests: APIRequest = mapping.from_impl(driver.request)
     return await requests.new_context(
         proxy=proxy,
