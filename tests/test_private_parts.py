@@ -27,6 +27,7 @@ from robotgate.private_parts import (
     CRAWLEE_HTTP_CLIENT,
     CRAWLEE_VALIDATE_URL,
     PARTS,
+    PLAYWRIGHT_MAPPING,
     PLAYWRIGHT_OPTIONS,
     REDIS_CLUSTER_INITIALIZE,
     REQUEST_TRACES,
@@ -168,6 +169,11 @@ def playwright_options() -> None:
     assert "_impl_obj" in _source(base)
 
 
+def playwright_mapping() -> None:
+    # (attach's own use of it, a request client made, is run by every browser test.)
+    assert callable(_module("playwright._impl._async_base").mapping.from_impl)
+
+
 def crawlee_http_client() -> None:
     crawlers = _module("crawlee.crawlers")
     assert "self._http_client = " in _source(crawlers.BasicCrawler.__init__)
@@ -199,7 +205,8 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
     CONNECTOR_POOL: connector_pool, SCRAPY_HANDLER_POOL: scrapy_handler_pool,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
-    PLAYWRIGHT_OPTIONS: playwright_options, CRAWLEE_HTTP_CLIENT: crawlee_http_client,
+    PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,
+    CRAWLEE_HTTP_CLIENT: crawlee_http_client,
     CRAWLEE_VALIDATE_URL: crawlee_validate_url, CRAWLEE_BROWSER_POOL: crawlee_browser_pool,
     REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize,
 }
@@ -379,10 +386,14 @@ def _gone_redis_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
     _unset_after_init(monkeypatch, _module("redis.asyncio.cluster").RedisCluster, "_initialize")
 
 
+def _gone_playwright_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
+    _rename(monkeypatch, type(_module("playwright._impl._async_base").mapping), "from_impl")
+
+
 GONE: dict[PrivatePart, Callable[[pytest.MonkeyPatch], None]] = {
     CONNECTOR_POOL: _gone_connector_pool, CRAWL4AI_START: _gone_crawl4ai_start,
     CRAWL4AI_FIELDS: _gone_crawl4ai_fields, CRAWLEE_HTTP_CLIENT: _gone_crawlee_http_client,
-    REDIS_CLUSTER_INITIALIZE: _gone_redis_initialize,
+    REDIS_CLUSTER_INITIALIZE: _gone_redis_initialize, PLAYWRIGHT_MAPPING: _gone_playwright_mapping,
 }
 
 

@@ -142,6 +142,14 @@ PLAYWRIGHT_OPTIONS = PrivatePart(
     "lets them not be read) to refuse one with a network of its own or to take its proxy",
     "fails closed: attach raises PrivatePartMissing, nothing routed or sent")
 
+PLAYWRIGHT_MAPPING = PrivatePart(
+    "playwright", "playwright._impl._async_base.mapping.from_impl", "1.65.2",
+    "robotgate.integrations.playwright",
+    "attach makes its request client from the context's Playwright driver, whose "
+    "request factory it wraps as Playwright's API does (no public way leads from a "
+    "context to it: context.request goes through the browser's black hole)",
+    "loud: the import fails")
+
 # -- crawlee ---------------------------------------------------------------------------------
 
 CRAWLEE_HTTP_CLIENT = PrivatePart(
@@ -174,6 +182,6 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
-    SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
+    SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS, PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
 )

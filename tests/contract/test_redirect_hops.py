@@ -492,7 +492,7 @@ async def browser_table(hosts: Hosts, run: str, context: Any,
     pytest.param("fetch-to-another-origin", marks=pytest.mark.xfail(strict=True, reason=(
         "the route adds the context's cookies for the other origin: it cannot tell a "
         "fetch()'s credentials mode ('same-origin' by default), which keeps them off "
-        "such a hop in Chromium (a finding, filed)")))])
+        "such a hop in Chromium (a finding of these rows, left to an issue of its own)")))])
 async def test_the_browser_route_follows_by_the_cores_rule(
         hosts: Hosts, chromiums: tuple[str, str], way: str) -> None:
     from playwright.async_api import async_playwright
