@@ -14,6 +14,8 @@ worker alike.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 from collections.abc import Callable, Iterable
 
 from ..policy.hops import IsPrivate, literal_address
@@ -26,10 +28,26 @@ from .options import ScopeRule
 from .page import count_links
 from .results import CrawlSummary
 
-__all__ = ["Discovery"]
+__all__ = ["Discovery", "digest_key"]
 
 #: A page's links handed to the state at once while they are read.
 _CHUNK = 4096
+#: Bytes of a key's digest an unnamed crawl remembers: 120 bits, 20 characters of
+#: base64 (a 64-byte string object, as small as a 16-character one).  Two of a
+#: billion keys share one with a chance of about 4e-19.
+_DIGEST_BYTES = 15
+
+
+def digest_key(key: str) -> str:
+    """``key`` as an unnamed crawl remembers it: its BLAKE2b digest, fixed in size
+    whatever the URL's length (the crawl's state keeps nothing else of a URL done).
+
+    >>> len(digest_key("http://example.com/" + "a" * 2000))
+    20
+    """
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"),
+                             digest_size=_DIGEST_BYTES).digest()
+    return base64.b64encode(digest).decode("ascii")
 
 
 class Discovery:
@@ -37,14 +55,16 @@ class Discovery:
 
     ``invalid(url, error, discovered)`` records what is no URL; ``counted(added,
     links)`` counts links written to the state.  ``keeps_pointers``: the fetch takes
-    ``pointed_by``, so each link is asked as its page's pointer."""
+    ``pointed_by``, so each link is asked as its page's pointer.  ``digests``: the
+    state knows each URL by its key's digest (:func:`digest_key`: an unnamed crawl's
+    memory, where no key is read back), not by the key itself."""
 
     def __init__(self, state: CrawlState, summary: CrawlSummary, *,
                  url_key: Callable[[str], str], scope: str | ScopeRule,
                  max_depth: int | None, max_links: int, is_private: IsPrivate,
                  keeps_pointers: bool,
                  invalid: Callable[[object, BaseException, bool], None],
-                 counted: Callable[[Added, int], None]) -> None:
+                 counted: Callable[[Added, int], None], digests: bool = False) -> None:
         self.state = state
         self.summary = summary
         self.url_key = url_key
@@ -55,6 +75,7 @@ class Discovery:
         self.invalid = invalid
         self.counted = counted
         self.keeps_pointers = keeps_pointers
+        self.digests = digests
 
     async def judge(self, page: Entry, links: Iterable[str],
                     resolve: Callable[[str], str | None] | None = None,
@@ -175,7 +196,7 @@ class Discovery:
             key = self.url_key(url)
             if not isinstance(key, str):
                 raise TypeError(f"url_key returned {type(key).__name__}, not str")
-        return key, host
+        return (digest_key(key) if self.digests else key), host
 
     def _private(self, host: str) -> bool:
         """Whether ``host`` spells a private address (or is ``localhost``): no DNS."""

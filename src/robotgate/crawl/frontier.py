@@ -142,6 +142,9 @@ class Frontier(Generic[ResponseT]):
         self.pages = PageReader(gate, handler, fetch, self.summary, retried=self._will_retry,
                                 follow_links=follow_links, record_directives=record_directives,
                                 obey_nofollow=obey_nofollow, max_links=max_links)
+        # An unnamed crawl's own state remembers each URL by its key's digest, fixed in
+        # size whatever the URL's length: no key of it is ever read back.
+        digests = state is None
         if state is None:
             state = MemoryCrawlState(max_seen=max(1, max_seen), max_pending=self.max_queued)
         self.state = state
@@ -149,7 +152,7 @@ class Frontier(Generic[ResponseT]):
             state, self.summary, url_key=url_key if url_key is not None else resource_key,
             scope=scope, max_depth=max_depth, max_links=max_links, is_private=gate.is_private,
             keeps_pointers="pointed_by" in inspect.signature(fetch).parameters,
-            invalid=self._invalid, counted=self._counted)
+            invalid=self._invalid, counted=self._counted, digests=digests)
         # Host queues hold this many URLs taken from the state at most.
         self.window = self.max_queued if state.bounded else min(self.max_queued, 20_000)
         self._adding: asyncio.Future[None] | None = None  # the input's batch being added
@@ -343,9 +346,7 @@ class Frontier(Generic[ResponseT]):
             url = url.url
         try:
             text = text_url(url)
-            key = resource_key(text)  # InvalidURL for what is no http(s) URL
-            if self.discovery.url_key is not resource_key:
-                key = self.discovery.key_of(text)[0]
+            key = self.discovery.key_of(text)[0]  # InvalidURL for what is no http(s) URL
             # A sitemap's entry carries the sitemap as its page, kept with it.
             batch.append(Entry(key, text, provenance=pointer_of(sitemap) if sitemap else INPUT))
         except (ValueError, TypeError) as exc:  # InvalidURL is a ValueError

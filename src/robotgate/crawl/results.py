@@ -136,6 +136,16 @@ class HostSummary:
         self.last_start = when
         self.starts += 1
 
+    def add(self, other: HostSummary) -> None:
+        """Count ``other``'s URLs and request starts in this tally (its intervals are
+        not: a sum of hosts has none)."""
+        self.pages += other.pages
+        self.skipped += other.skipped
+        self.errors += other.errors
+        self.failed += other.failed
+        self.unreachable += other.unreachable
+        self.starts += other.starts
+
 
 @dataclass(slots=True)
 class CrawlSummary:
@@ -176,6 +186,14 @@ class CrawlSummary:
     descriptors, memory or ports: the crawler's failure, not the sites'); their URLs
     are asked again, and ``local_failure`` tells the last such failure, naming the
     limit and what to raise.
+
+    Bounded whatever the number of hosts: ``hosts`` keeps the tallies of the
+    ``max_hosts`` hosts (politeness keys) most recently busy; the tally of a host
+    pushed out is added to ``other_hosts`` (``hosts_folded`` counts the tallies added:
+    a host busy again gets a tally afresh, which may be pushed out in turn), so the
+    per-host tallies and ``other_hosts`` always sum to the totals.  ``skipped_origins``
+    keeps the first ``max_hosts`` origins skipped as a whole; ``skipped_origins_more``
+    counts the skipped URLs of origins beyond them.
     """
 
     pages: int = 0
@@ -215,6 +233,10 @@ class CrawlSummary:
     hosts: dict[str, HostSummary] = field(default_factory=dict)
     skipped_origins: dict[str, str] = field(default_factory=dict)
     local_failure: str = ""
+    max_hosts: int = 10_000
+    other_hosts: HostSummary = field(default_factory=HostSummary)
+    hosts_folded: int = 0
+    skipped_origins_more: int = 0
 
     @property
     def done(self) -> int:
@@ -236,11 +258,7 @@ class CrawlSummary:
                 self.skipped += 1
                 tally.skipped += 1
             if decision is not None and decision.outcome is not None:
-                try:
-                    origin = split_origin(record.url)[0]
-                except InvalidURL:
-                    origin = record.url
-                self.skipped_origins.setdefault(origin, str(decision.reason))
+                self._skipped_origin(record.url, str(decision.reason))
         elif kind == "error":
             self.errors += 1
             tally.errors += 1
@@ -284,9 +302,28 @@ class CrawlSummary:
             groups.setdefault(reason, []).append(origin)
         return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
+    def _skipped_origin(self, url: str, reason: str) -> None:
+        try:
+            origin = split_origin(url)[0]
+        except InvalidURL:
+            origin = url
+        kept = self.skipped_origins
+        if origin in kept:
+            return
+        if len(kept) < self.max_hosts:
+            kept[origin] = reason
+        else:
+            self.skipped_origins_more += 1
+
     def host(self, key: str) -> HostSummary:
-        """The tally of ``key`` (created on first use)."""
-        tally = self.hosts.get(key)
+        """The tally of ``key`` (created on first use; the least recently used one is
+        added to ``other_hosts`` when ``max_hosts`` are kept)."""
+        hosts = self.hosts
+        tally = hosts.pop(key, None)
         if tally is None:
-            tally = self.hosts[key] = HostSummary()
+            tally = HostSummary()
+            if len(hosts) >= max(1, self.max_hosts):
+                self.other_hosts.add(hosts.pop(next(iter(hosts))))
+                self.hosts_folded += 1
+        hosts[key] = tally  # the most recently used last
         return tally
