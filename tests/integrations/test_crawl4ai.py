@@ -422,6 +422,28 @@ def test_concurrent_runs_after_an_earlier_event_loop(integration: ModuleType,
         assert sorted(paths) == sorted(["/robots.txt", *(f"/page/{n}" for n in range(5))])
 
 
+async def test_runs_keep_the_browser_window_open(integration: ModuleType) -> None:
+    # Closing Chromium's last tab closes its window: a run that closed its page left
+    # the next run to open a window, with a renderer for its omnibox popup, each time
+    # (3x a page's CPU).  Runs one after another keep the launch's tab; the pages of
+    # runs at once are closed down to one.
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0) as gate, _browser(integration, gate) as crawler:
+        context = crawler.crawler_strategy.browser_manager.default_context
+        opened: list[Any] = []
+        context.on("page", lambda page: opened.append(page))
+        one_by_one = [await crawler.arun(site.url(f"/page/{n}"), config=_run())
+                      for n in range(4)]
+        opened_one_by_one = len(opened)
+        at_once = await asyncio.gather(*(crawler.arun(site.url(f"/page/{n}"), config=_run())
+                                         for n in range(4, 8)))
+        pages_left = len(context.pages)
+    assert [result.success for result in [*one_by_one, *at_once]] == [True] * 8
+    assert opened_one_by_one == 0
+    assert len(opened) == 3  # runs at once took the kept tab and three new ones
+    assert pages_left == 1
+
+
 async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:
     from crawl4ai import BrowserConfig, HTTPCrawlerConfig, LinkPreviewConfig
 

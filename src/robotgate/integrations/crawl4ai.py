@@ -401,7 +401,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self.navigation_provenance = navigation_provenance
         self.attachment: Attachment | None = None
         self._made_profile: str | None = None
-        # The lock get_page takes, and the event loop it is for.
+        # The lock runs take and give back pages under (_pages), and its event loop.
         self._pages_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     async def start(self) -> None:
@@ -458,12 +458,17 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         # browser is this manager's alone, so its runs take their pages one at a time
         # under a lock of its own for the running loop: crawl4ai's is then free when
         # they take it (only a wait binds an asyncio lock to a loop).
+        async with self._pages():
+            page, context = await super().get_page(crawlerRunConfig)
+        return page, context
+
+    def _pages(self) -> asyncio.Lock:
+        """The lock under which runs take and give back the context's pages, for the
+        running event loop."""
         loop = asyncio.get_running_loop()
         if self._pages_lock is None or self._pages_lock[0] is not loop:
             self._pages_lock = (loop, asyncio.Lock())
-        async with self._pages_lock[1]:
-            page, context = await super().get_page(crawlerRunConfig)
-        return page, context
+        return self._pages_lock[1]
 
     async def release_page_with_context(self, page: Page) -> None:
         # The context's last page is kept for the next run, as crawl4ai keeps it:
@@ -471,11 +476,14 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         # opened a window of its own, with a renderer for its omnibox popup (3x a
         # page's CPU).  Another page is closed before it is given back: crawl4ai
         # closes it after, and a run starting in between would take it and lose it
-        # mid-navigation.
-        if len(page.context.pages) > 1:
-            with suppress(PlaywrightError):
-                await page.close()
-        await super().release_page_with_context(page)
+        # mid-navigation.  Under the pages' lock, so that runs ending at once count
+        # no page another is closing (they closed every page), and crawl4ai, counting
+        # right after, finds the kept page alone.
+        async with self._pages():
+            if len(page.context.pages) > 1:
+                with suppress(PlaywrightError):
+                    await page.close()
+            await super().release_page_with_context(page)
 
     async def close(self) -> None:
         try:
