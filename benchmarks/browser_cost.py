@@ -1,7 +1,8 @@
 """What a page costs in CPU through the gate in a browser, beside the same browser without it.
 
     python benchmarks/browser_cost.py [--pages 50] [--rounds 3] [--chromium /usr/bin/chromium]
-                                      [--only playwright,attach,crawl4ai,crawl4ai-gate]
+                                      [--only playwright,attach,crawl4ai,crawl4ai-gate,
+                                              crawl4ai-persistent]
                                       [--before-src OLD/src]
                                       [--json benchmarks/results/browser_cost.json]
 
@@ -15,6 +16,10 @@ that the machine's drift falls on all of them alike:
   ``delay=0``), the browser launched with ``launch_options()``;
 - ``crawl4ai``: crawl4ai's ``AsyncWebCrawler.arun``, no gate;
 - ``crawl4ai-gate``: robotgate's ``RobotGateCrawler.arun``;
+- ``crawl4ai-persistent`` (only when ``--only`` names it): crawl4ai's ``AsyncWebCrawler``
+  in its own persistent-context mode (``use_persistent_context=True``, the mode
+  ``RobotGateCrawler`` runs crawl4ai in), no gate: the like-for-like base, beside
+  ``crawl4ai``'s default mode (a new tab a page), which the aim is measured against;
 - with ``--before-src``, ``attach`` and ``crawl4ai-gate`` again on an older tree's ``src/``
   (as ``attach@before``, ``crawl4ai-gate@before``), launched as that tree asks
   (``preloading_off``, ``LAUNCH_ARGS``) when it has no ``launch_options``.
@@ -50,8 +55,12 @@ from benchmarks.harness import RESULTS, ROOT
 from benchmarks.harness.report import command_line, write_json
 
 CONTENDERS = ("playwright", "attach", "crawl4ai", "crawl4ai-gate")
-# What each gated contender is measured against.
+# Run only when --only names them.
+OPTIONAL = ("crawl4ai-persistent",)
+# What each gated contender is measured against; and, where it differs, the same client
+# in the same mode without the gate.
 BASE = {"attach": "playwright", "crawl4ai-gate": "crawl4ai"}
+SAME_MODE = {"crawl4ai-gate": "crawl4ai-persistent"}
 AGENT = "BrowserCostBench/1.0 (+https://example.com/bot)"
 SWITCHES = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -174,6 +183,12 @@ def _gated_launch(profile: str) -> dict[str, Any]:
 
 async def _crawl_crawl4ai(kind: str, site: str, pages: int,
                           chromium: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as profile:
+        return await _crawl4ai_pages(kind, site, pages, chromium, profile)
+
+
+async def _crawl4ai_pages(kind: str, site: str, pages: int, chromium: str,
+                          profile: str) -> dict[str, float]:
     from crawl4ai import AsyncWebCrawler, BrowserConfig, CacheMode, CrawlerRunConfig
 
     from robotgate import RobotGate
@@ -185,6 +200,20 @@ async def _crawl_crawl4ai(kind: str, site: str, pages: int,
             from robotgate.integrations.crawl4ai import RobotGateCrawler
 
             crawler = RobotGateCrawler(gate, config, executable_path=chromium)
+        elif kind == "crawl4ai-persistent":
+            from playwright.async_api import BrowserType
+
+            launch_persistent = BrowserType.launch_persistent_context
+
+            async def on_chromium(self: BrowserType, user_data_dir: Any, **options: Any) -> Any:
+                return await launch_persistent(self, user_data_dir, executable_path=chromium,
+                                               **options)
+
+            # crawl4ai has no setting for the executable in this mode either
+            BrowserType.launch_persistent_context = on_chromium  # type: ignore[method-assign]
+            crawler = AsyncWebCrawler(config=BrowserConfig(
+                headless=True, extra_args=SWITCHES, verbose=False, user_agent=AGENT,
+                use_persistent_context=True, user_data_dir=profile))
         else:
             from crawl4ai.browser_manager import BrowserManager
 
@@ -262,7 +291,7 @@ async def _one(kind: str, src: str, site: str,
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    kinds = [kind for kind in CONTENDERS if kind in args.only]
+    kinds = [kind for kind in (*CONTENDERS, *OPTIONAL) if kind in args.only]
     runs: list[tuple[str, str]] = [(kind, str(ROOT / "src")) for kind in kinds]
     if args.before_src:
         runs += [(f"{kind}@before", args.before_src) for kind in kinds if kind in BASE]
@@ -283,11 +312,14 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await runner.cleanup()
     medians = {kind: statistics.median(costs) for kind, costs in per_page.items()}
-    ratios = {}
+    ratios, same_mode = {}, {}
     for kind in medians:
         base = BASE.get(kind.split("@")[0])
         if base in medians:
             ratios[kind] = medians[kind] / medians[base]
+        base = SAME_MODE.get(kind.split("@")[0])
+        if base in medians:
+            same_mode[kind] = medians[kind] / medians[base]
     return {"pages": args.pages, "rounds": args.rounds, "per_page_cpu_s": per_page,
             # Each run's pages and its first (robots.txt, the first connection) answered.
             "pages_served": len(served), "pages_asked": len(runs) * args.rounds * (args.pages + 1),
@@ -297,6 +329,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                        for label, costs in sorted(parts.items())}
                 for kind, parts in by_process.items()},
             "ratio_to_plain": {k: round(v, 3) for k, v in ratios.items()},
+            "ratio_to_same_mode": {k: round(v, 3) for k, v in same_mode.items()},
             "command": command_line(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
@@ -321,7 +354,9 @@ def main() -> None:
     print(f"CPU a page (median of {args.rounds} rounds, {args.pages} loopback pages each):")
     for kind, ms in report["median_cpu_ms"].items():
         ratio = report["ratio_to_plain"].get(kind)
-        print(f"  {kind:22} {ms:7.1f} ms" + (f"   {ratio:.2f}x its plain run" if ratio else ""))
+        same = report["ratio_to_same_mode"].get(kind)
+        print(f"  {kind:22} {ms:7.1f} ms" + (f"   {ratio:.2f}x its plain run" if ratio else "")
+              + (f", {same:.2f}x {SAME_MODE[kind.split('@')[0]]}" if same else ""))
     print("by process (ms a page):")
     for kind, parts in report["median_cpu_ms_by_process"].items():
         print(f"  {kind:22} " + ", ".join(f"{label} {ms:.1f}" for label, ms in parts.items()
