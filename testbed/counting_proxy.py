@@ -9,8 +9,8 @@ says of itself.
 It also reads the commands each round trip carries (RESP arrays) and counts the round
 trips by what they carried (:attr:`CountingProxy.kinds`): ``EVALSHA``/``EVAL`` by the
 name :attr:`CountingProxy.scripts` gives the script's SHA-1, a pipeline as its
-commands joined by ``+``, each prefixed with :attr:`CountingProxy.phase` as it was
-when the round trip opened.
+commands joined by ``+`` (``x n``: one repeated n times), each prefixed with
+:attr:`CountingProxy.phase` as it was when the round trip opened.
 """
 
 from __future__ import annotations
@@ -99,7 +99,15 @@ class CountingProxy:
 
     def _close_trip(self, exchange: _Exchange) -> None:
         if exchange.commands:
-            self.kinds[f"{exchange.phase}{'+'.join(exchange.commands)}"] += 1
+            # A pipeline of one script called n times reads "EVALSHA NAME x n".
+            runs: list[tuple[str, int]] = []
+            for command in exchange.commands:
+                if runs and runs[-1][0] == command:
+                    runs[-1] = (command, runs[-1][1] + 1)
+                else:
+                    runs.append((command, 1))
+            carried = "+".join(c if n == 1 else f"{c} x{n}" for c, n in runs)
+            self.kinds[f"{exchange.phase}{carried}"] += 1
             exchange.commands = []
 
     def _read_commands(self, exchange: _Exchange, data: bytes) -> None:

@@ -832,6 +832,8 @@ async def test_foreign_older_or_newer_meta(
         with pytest.raises(StoreError, match=message):
             await store.save_robots(entry("https://x.example"))
         assert await raw.exists(f"{prefix}:robots:{{https://x.example}}") == 0
+        # Nor did opening: the data's epoch is made only under this code's meta.
+        assert await raw.exists(f"{prefix}:epoch") == 0
     finally:
         await store.close()
     assert await raw.get(f"{prefix}:meta") == meta.encode()
@@ -1032,3 +1034,59 @@ async def test_a_robots_txt_fetch_costs_two_round_trips_per_origin(
     await store._publisher.settle()
     assert store.round_trips - before == 3
     assert len(transport.requests) == 32
+
+
+async def test_robots_txt_of_origins_asked_at_once_shares_requests(
+    target: Target, stores: list[RedisStore]
+) -> None:
+    # A crawl's visits ask several new origins at once: their looks (each taking its
+    # fetch lock) go in one request, and their saves, ending together, in another.
+    # One request each cost two round trips an origin.
+    from robotgate.policy.fetch import FetchPolicy
+    from robotgate.policy.fetch_flow import RobotsResponse
+    from robotgate.policy.site import Interpretation
+    from robotgate.politeness.robots_cache import RobotsCache
+    from robotgate.politeness.robots_fetcher import RobotsFetcher
+    from tests.support.transports import FakeTransport
+
+    store, other = stores
+    transport = FakeTransport(RobotsResponse(200, {}, b"User-agent: *\nDisallow: /x\n"))
+    cache = RobotsCache(RobotsFetcher(transport, FetchPolicy()), store, Interpretation("Bot"),
+                        fleet=store.fleet(), host_state=HostState)
+    for i in range(30):  # the scripts get cached on the server (every cluster node)
+        await cache.get(f"https://warm{i}.example")
+    await store._publisher.settle()
+    origins = [f"https://together{i}.example" for i in range(6)]
+    before = store.round_trips
+    sites = await asyncio.gather(*(cache.get(origin) for origin in origins))
+    await store._publisher.settle()
+    # One request per node that owns some of the origins, for the looks and the saves.
+    assert store.round_trips - before <= (6 if target.cluster else 2)
+    assert all(not site.allowed("/x", "Bot") for site in sites)
+    assert len(transport.requests) == 36  # each fetched once
+    for origin in origins:  # each saved, each lock released
+        assert await other.load_robots(origin) is not None
+        assert await other.lock_fetch(origin, 5) is not None
+
+
+async def test_a_call_sent_with_others_fails_alone_and_a_cancelled_one_is_not_sent(
+    target: Target, stores: list[RedisStore], rawt: Any, prefix: str
+) -> None:
+    store, other = stores
+    await rawt.set(f"{prefix}:robots:{{https://foreign.example}}", "not a hash")
+    good = store.load_or_lock("https://good.example", 30)
+    bad = store.load_or_lock("https://foreign.example", 30)
+    dropped = asyncio.ensure_future(store.load_or_lock("https://dropped.example", 30))
+    await asyncio.sleep(0)  # its call waits for the others
+    dropped.cancel()
+    answers = await asyncio.gather(good, bad, return_exceptions=True)
+    assert not isinstance(answers[0], BaseException)
+    found, token = answers[0]
+    assert found is None and token is not None
+    assert isinstance(answers[1], StoreError)
+    assert "https://foreign.example" in str(answers[1])
+    with pytest.raises(asyncio.CancelledError):
+        await dropped
+    # The cancelled look never took its lock: another worker takes it.
+    assert await other.lock_fetch("https://dropped.example", 5) is not None
+    assert await other.lock_fetch("https://good.example", 5) is None
