@@ -1,7 +1,7 @@
 """A million origins in one process: time per origin, RSS and open descriptors as it goes.
 
     python benchmarks/million_origins.py [--origins 1000000] [--concurrency 256]
-        [--max-origins 100000] [--nofile 1024] [--samples 20] [--json FILE]
+        [--max-origins 100000] [--max-seen N] [--nofile 1024] [--samples 20] [--json FILE]
 
 Each origin is its own host name, ``o123456.test``, which a resolver of the benchmark's
 maps onto a few loopback addresses (``127.0.2.1``...) where a server in a process of its
@@ -16,10 +16,18 @@ crawl     ``gate.crawl`` over one page per origin (``http://cN.test:PORT/page``)
           robots.txt fetch and the page each.
 
 As it goes, ``--samples`` times, each part notes the origins done, the seconds per
-origin since the last sample, the process's RSS and its open file descriptors (and the
-connections the gate's session holds): past ``max_origins`` the gate's tables stop
-growing, and the connections never pass their bound, so RSS and descriptors stay flat.
-Every origin must be allowed (none "unreachable") and every page fetched.
+origin since the last sample, the process's RSS, the memory blocks Python holds
+(``sys.getallocatedblocks()``: objects, not the allocator's free pages) and its open
+file descriptors (and the connections the gate's session holds): past ``max_origins``
+the gate's tables stop growing, and the connections never pass their bound, so RSS and
+descriptors stay flat.  The crawl's own memory has bounds of its own: the URLs it has
+seen, a 20-character digest each, up to ``max_seen`` (``--max-seen``; the crawl's
+default, 100,000), the host tallies of its summary up to ``max_hosts`` (10,000); and
+the parsed origins robotgate caches (65,536 at most).  Every origin must be allowed
+(none "unreachable") and every page fetched.
+
+The harness keeps nothing per origin: the names resolve by arithmetic (no table), the
+results are counted, not kept, and the samples are ``--samples`` rows.
 
 The resolver is put in place of aiohttp's default before the gate makes its session
 (the gate's own session takes no resolver), so that what is measured is the gate as a
@@ -137,7 +145,8 @@ class Samples:
         self.rows.append({
             "origins": done, "seconds": round(now - self.began, 2),
             "us_per_origin": round((now - self.last) / max(1, done - self.last_done) * 1e6, 1),
-            "rss_mb": round(rss_mb(), 1), "descriptors": open_descriptors(),
+            "rss_mb": round(rss_mb(), 1), "blocks": sys.getallocatedblocks(),
+            "descriptors": open_descriptors(),
             "connections": getattr(connector, "open_connections", None)})
         self.last, self.last_done = now, done
 
@@ -174,9 +183,10 @@ def crawl_urls(origins: int, port: int) -> Iterator[str]:
 
 
 async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int | None,
-                     samples: int) -> dict[str, Any]:
+                     samples: int, max_seen: int | None = None) -> dict[str, Any]:
     from robotgate import Network, RobotGate
     from robotgate.crawl import CrawlResult
+    from robotgate.crawl.options import CrawlOptions
 
     network = Network() if max_origins is None else Network(max_origins=max_origins)
     async with RobotGate("MillionBot/1.0", delay=0, network=network) as gate:
@@ -195,9 +205,11 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
         async def handler(url: str, resp: aiohttp.ClientResponse) -> None:
             await resp.read()
 
+        options: CrawlOptions = {"on_result": on_result, "max_queued": concurrency * 8}
+        if max_seen is not None:
+            options["max_seen"] = max_seen
         summary = await gate.crawl(crawl_urls(origins, port), handler,
-                                   concurrency=concurrency, on_result=on_result,
-                                   max_queued=concurrency * 8)
+                                   concurrency=concurrency, **options)
         bound = getattr(gate.session.connector, "max_connections", None)
     return {"origins": origins, "pages": summary.pages, "unreachable": summary.unreachable,
             "errors": summary.errors, "local_failures": summary.local_failures,
@@ -208,10 +220,10 @@ def child_main(args: argparse.Namespace) -> int:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if args.nofile:  # a machine's default limit, as users have it
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(args.nofile, hard), hard))
-    aiohttp.DefaultResolver = LoopbackNames  # type: ignore[misc,assignment]
-    part = part_allowed if args.child == "allowed" else part_crawl
-    figures = asyncio.run(part(args.origins, args.port, args.concurrency, args.max_origins,
-                               args.samples))
+    aiohttp.DefaultResolver = LoopbackNames  # type: ignore[assignment]
+    sizes = (args.origins, args.port, args.concurrency, args.max_origins, args.samples)
+    figures = asyncio.run(part_allowed(*sizes) if args.child == "allowed"
+                          else part_crawl(*sizes, max_seen=args.max_seen))
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, 1)
     figures["nofile_limit"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     print(json.dumps(figures))
@@ -227,6 +239,8 @@ def run_part(name: str, args: argparse.Namespace, port: int) -> dict[str, Any]:
                "--samples", str(args.samples), "--nofile", str(args.nofile)]
     if args.max_origins is not None:
         command += ["--max-origins", str(args.max_origins)]
+    if args.max_seen is not None:
+        command += ["--max-seen", str(args.max_seen)]
     env = dict(child_env(), MILLION_ADDRESSES=str(args.addresses))
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -243,10 +257,11 @@ def show(name: str, figures: dict[str, Any]) -> None:
           f"{figures['nofile_limit']:,}, connections held to {figures['max_connections']:,}, "
           f"peak RSS {figures['peak_rss_mb']:,} MB")
     print(f"  {'origins':>10} {'seconds':>8} {'us/origin':>10} {'RSS MB':>8} "
-          f"{'fds':>6} {'conns':>6}")
+          f"{'blocks':>9} {'fds':>6} {'conns':>6}")
     for row in figures["samples"]:
         print(f"  {row['origins']:>10,} {row['seconds']:>8} {row['us_per_origin']:>10} "
-              f"{row['rss_mb']:>8} {row['descriptors']:>6} {row['connections']!s:>6}")
+              f"{row['rss_mb']:>8} {row.get('blocks', '')!s:>9} {row['descriptors']:>6} "
+              f"{row['connections']!s:>6}")
     outcome = {k: figures[k] for k in ("allowed", "robots_requests", "pages", "unreachable",
                                        "errors", "local_failures") if k in figures}
     print("  " + ", ".join(f"{k} {v:,}" for k, v in outcome.items()))
@@ -259,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--max-origins", type=int, default=None,
                     help="the gate's Network(max_origins=...) (default: the gate's own)")
+    ap.add_argument("--max-seen", type=int, default=None,
+                    help="the crawl's max_seen, URLs remembered (default: the crawl's own)")
     ap.add_argument("--addresses", type=int, default=64,
                     help="loopback addresses the names map onto")
     ap.add_argument("--samples", type=int, default=20)
