@@ -432,3 +432,31 @@ async def test_an_entry_robotgate_never_writes_is_refused(redis_url: str, prefix
         await state.close()
     finally:
         await store.close()
+
+
+async def test_the_last_pages_write_goes_when_nothing_more_can_join(
+        redis_url: str, prefix: str) -> None:
+    # Pages finishing wait for others to share their write (up to the linger, here
+    # far longer than the crawl); once every visit waits for its write and no URL is
+    # queued, none can join: the write goes at once.
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = RedisCrawlState(store, "tail", linger=600.0)
+        told: list[int] = []
+        write_now = state.write_now
+
+        def record() -> None:
+            told.append(len(frontier._visits))
+            write_now()
+
+        state.write_now = record  # type: ignore[method-assign]
+        urls = [f"http://h0.example/p{p}" for p in range(1, 5)]
+        frontier = Frontier(LinkGate(latency=0.002), urls, site(1, 5), concurrency=8,
+                            state=state)
+        summary = await asyncio.wait_for(frontier.run(), 60)  # a hang guard only
+        assert summary.pages == 4
+        assert told == [4]  # told once, by the last of the four visits to finish
+        counts = await store.crawl_state("tail").counts()
+        assert (counts.done, counts.queued, counts.in_flight) == (4, 0, 0)
+    finally:
+        await store.close()

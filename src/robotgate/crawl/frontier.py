@@ -521,8 +521,12 @@ class Frontier(Generic[ResponseT]):
         # meanwhile counts the page as done (wind-up waits for it), not cut short.
         finishing = asyncio.ensure_future(self.state.finish(entry, outcome, found))
         self._writing += 1
-        if self._writing >= self.concurrency:
-            self.state.write_now()  # every place waits for it: nothing more can join
+        if self._writing >= self.concurrency or (
+                self._writing >= len(self._visits) and not self.queues.window
+                and not self.state.ready):
+            # Every place waits for it, or every visit does and none is queued here:
+            # nothing more can join.
+            self.state.write_now()
         try:
             added = await asyncio.shield(finishing)
         except asyncio.CancelledError:
