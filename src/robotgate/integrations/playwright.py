@@ -40,7 +40,13 @@ browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
   robots.txt, and a public site's hop into a private address refused) before it is
   sent; the browser gets the last answer as the answer to the URL it asked for, so
   ``page.url`` keeps that URL.  (Playwright does not route the hops of a redirect the
-  browser follows itself: they would go out unchecked.)  The client would look a
+  browser follows itself: they would go out unchecked.)  Each hop is the one
+  :func:`~robotgate.policy.redirect_hop.next_hop` gives (the Fetch standard's method
+  and body, Authorization off another origin), with the context's cookies for its own
+  URL.  A script's request (fetch, XHR, EventSource, a beacon) is not followed to
+  another origin, and fails: Chromium would make it a CORS request there (a preflight,
+  cookies by its credentials mode, an answer the page may not read), none of which a
+  route handing the page the answer as its first URL's can keep.  The client would look a
   hop's host up again, and might find a private address there (DNS rebinding): a
   hop from a public site goes to the address its check found public, ``http`` and
   ``https`` alike (the Host header and the context's cookies for the name kept; the
@@ -106,7 +112,7 @@ from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
 from ..politeness.request_turn import RequestTurn
 from ..private_parts import PLAYWRIGHT_OPTIONS, PrivatePartMissing
-from ..urls import InvalidURL
+from ..urls import InvalidURL, redact
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
 
@@ -407,7 +413,8 @@ class Attachment:
                 raise refused
             done = await self.gate.exchange(
                 _Sender(self, route, request.method, lower(request.headers),
-                        request.post_data_buffer),
+                        request.post_data_buffer,
+                        navigation or request.resource_type in _MARKUP),
                 request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
                 paced=paced, via=_via(self.proxy, request.url))
             done.turn.release()  # the client has read the whole answer
@@ -483,15 +490,20 @@ class Attachment:
 
 class _Sender:
     """One browser request sent hop by hop through the context's request client (the
-    exchange's sender): the method, headers and body of the hop being sent."""
+    exchange's sender): the method, headers and body of the hop being sent.
+    ``leaves_origin``: whether a redirect may take it to another origin (a navigation's
+    or a markup subresource's may)."""
 
     def __init__(self, attachment: Attachment, route: Route, method: str,
-                 headers: dict[str, str], body: bytes | None) -> None:
+                 headers: dict[str, str], body: bytes | None, leaves_origin: bool) -> None:
         self.attachment = attachment
         self.route = route
         self.method = method
         self.headers = headers
         self.body = body
+        self.leaves_origin = leaves_origin
+        #: The other origin a redirect took a script's request to (not sent there).
+        self.crossed: str | None = None
         self.url = ""
 
     def prepare(self, url: str) -> str:
@@ -501,6 +513,10 @@ class _Sender:
         if self.route not in self.attachment._held:
             # Aborted while it waited for its turn (the context is closing): not sent.
             raise PlaywrightError("the browser context is closing")
+        if self.crossed is not None:
+            # Judged as every hop is (robots.txt, the private-network rule), not sent.
+            raise PlaywrightError(f"a script's request redirected to another origin "
+                                  f"({redact(self.crossed)}) is not followed")
         self.url = turn.url
         return await self.attachment._fetch(turn.url, self.method,
                                             {**self.headers, **lower(turn.headers)},
@@ -512,6 +528,14 @@ class _Sender:
 
     async def redirected(self, response: APIResponse, hop: NextHop) -> None:
         await response.dispose()
+        if hop.leaves_origin and not self.leaves_origin:
+            # A script's request (fetch, XHR, EventSource, a beacon) redirected to another
+            # origin is a CORS request there: a preflight first unless it is a simple
+            # one, cookies only if its credentials mode says so, and an answer the page
+            # may read only if that origin allows it.  The route, which hands the page the
+            # last answer as its first URL's, can keep none of it: the hop fails as it
+            # would be sent, as a failed CORS check fails it in Chromium.
+            self.crossed = hop.url
         self.method, self.headers, self.body = (hop.method, hop.headers(self.headers),
                                                 hop.body(self.body))
 
