@@ -23,7 +23,7 @@ from ..errors import Disallowed, GateClosed, TooManyRedirects
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import exchange
-from ..politeness.request_turn import Requests, sent_in_turn
+from ..politeness.request_turn import Requests, answered_in_turn
 from ..urls import InvalidURL, redact
 from .aiohttp_bodies import MAX_BODY, _read, read_body
 from .aiohttp_fetch import (
@@ -284,7 +284,6 @@ class AiohttpClient:
         request its call sends after a redirect this let through is that redirect's
         hop, a pointer of the URL redirected (see :class:`_Followed`)."""
         url = str(req.url)
-        session = getattr(req, "session", None)
         followed = self._followed
         call = _call_of(req)
         what = A_POINTER
@@ -293,15 +292,16 @@ class AiohttpClient:
             provenance, what = pointer_of(redirect.source), A_REDIRECT
             if redirect.credentials:
                 req.headers.popall("Authorization", None)  # never credentials from a Location
-        turn = self.requests.turn(
-            url, provenance, None if provenance.is_input else _resolve_with(session), what=what)
-        # robots.txt is asked through the user's session, and its proxy if any.
-        turn.via = Route(session, req.proxy, req.proxy_auth, req.proxy_headers)
-
+        # A pointer's target is looked up as the session connects (the input's never is).
+        resolve = None if provenance is INPUT else _resolve_with(getattr(req, "session", None))
+        # robots.txt is asked through the user's session, and its proxy if any: the
+        # request is its route, read when its origin's robots.txt is asked (aiohttp_robots).
+        turn = self.requests.turn(url, provenance, resolve, what=what, via=req)
         try:
-            resp = await sent_in_turn(turn, _Passed(req, handler, self.is_private))
+            resp, _ = await answered_in_turn(turn, _Passed(req, handler, self.is_private))
         except Disallowed as refused:
             raise _refusal(refused) from None
+        turn.release()  # answered: the response is the user's call's now
         followed.answered(call, url, resp)
         return resp
 

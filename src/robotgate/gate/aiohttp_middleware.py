@@ -116,10 +116,14 @@ def _carries_credentials(resp: aiohttp.ClientResponse, location: str) -> bool:
 
 
 def _heard(resp: aiohttp.ClientResponse) -> Answer:
-    """The answer's status and the Retry-After of a 429/503."""
-    retry_after = _retry_after(resp)
-    return answer_of(resp.status) if retry_after is None else Answer(resp.status, retry_after,
-                                                                     None)
+    """The answer's status and the Retry-After of a 429/503 (the only answers whose
+    wait it sets)."""
+    status = resp.status
+    if status == 429 or status == 503:
+        retry_after = resp.headers.get("Retry-After")
+        if retry_after is not None:
+            return Answer(status, retry_after, None)
+    return answer_of(status)
 
 
 class _Passed:
@@ -145,9 +149,3 @@ class _Passed:
 
     def drop(self, resp: aiohttp.ClientResponse) -> None:
         """Nothing: the response belongs to the user's aiohttp call."""
-
-
-def _retry_after(resp: aiohttp.ClientResponse) -> str | None:
-    """The Retry-After of a 429/503 (the only answers whose wait it sets)."""
-    status = resp.status
-    return resp.headers.get("Retry-After") if status == 429 or status == 503 else None

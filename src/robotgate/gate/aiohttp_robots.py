@@ -46,6 +46,20 @@ class Route(NamedTuple):
 _DIRECT = Route()
 
 
+def _route_of(via: object) -> Route:
+    """The way a robots.txt request goes: ``via`` itself, or the way of the
+    ``gate.middleware`` request it is (that request's session and proxy, read here, once
+    an origin, rather than copied from every page); None: the gate's session, no proxy."""
+    if via is None:
+        return _DIRECT
+    if isinstance(via, Route):
+        return via
+    if isinstance(via, aiohttp.ClientRequest):
+        return Route(getattr(via, "session", None), via.proxy, via.proxy_auth,
+                     via.proxy_headers)
+    raise TypeError(f"no robots.txt route from {type(via).__name__}")  # never sent by guess
+
+
 def proxy_route(kwargs: dict[str, Any]) -> Route | None:
     """The proxy a call's aiohttp arguments send it through (None: none of its own)."""
     proxy = kwargs.get("proxy")
@@ -78,14 +92,16 @@ class AiohttpRobotsTransport:
 
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
-        route = request.via if isinstance(request.via, Route) else _DIRECT
+        route = _route_of(request.via)
         session = route.session
         if session is None or session.closed:
             session = client.session()
-        # The resolver has no timer of its own.
-        reach = await asyncio.wait_for(robots_reach(
-            request, client.refuse_private, _resolve_with(session), client.is_private),
-            _left(request))
+        asked = robots_reach(request, client.refuse_private, _resolve_with(session),
+                             client.is_private)
+        # Only a redirect hop's target is looked up, and the resolver has no timer of its
+        # own; a first request is judged at once (a timer would cost it a task of its own).
+        reach = await (asyncio.wait_for(asked, _left(request)) if request.previous is not None
+                       else asked)
         if isinstance(reach, RobotsResponse):
             return reach  # a hop refused: not sent
         guard = (_peer_guard(client.is_private, reach.what),) if reach.guard else ()

@@ -348,7 +348,12 @@ class RobotsCache:
                               again.outcome)
                     return self._install(origin, again, host)
                 began = time.monotonic()
-                entry = await self._fetch(origin, previous, hooks, flight)
+                try:
+                    entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
+                                                     flight.checked, flight.via)
+                except LocalFailure as shortage:
+                    entry = await self._fetch_again(origin, previous, hooks, flight, shortage,
+                                                    began + self.how.fetch.timeout)
                 events = self.events
                 if events is not None:
                     events.emit(RobotsFetched(
@@ -386,30 +391,34 @@ class RobotsCache:
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
 
-    async def _fetch(self, origin: str, previous: RobotsEntry | None,
-                     hooks: PacingHooks | None, flight: _Flight) -> RobotsEntry:
-        """The fetcher's entry.  A shortage of this machine's (:class:`LocalFailure`: no
-        file descriptor, memory or port to send with) is no answer of the site's: the
-        fetch is asked again as the resource frees, pausing longer each time, for up to
-        the fetch's timeout; then the failure is raised, and nothing is kept."""
+    async def _fetch_again(self, origin: str, previous: RobotsEntry | None,
+                           hooks: PacingHooks | None, flight: _Flight,
+                           shortage: LocalFailure, give_up: float) -> RobotsEntry:
+        """The fetcher's entry after its fetch met ``shortage``.  A shortage of this
+        machine's (:class:`LocalFailure`: no file descriptor, memory or port to send with)
+        is no answer of the site's: the fetch is asked again as the resource frees,
+        pausing longer each time, until ``give_up`` (the first fetch's start plus the
+        fetch's timeout, on the monotonic clock); then the failure is raised, and nothing
+        is kept.  (Only a fetch that met one comes here: the others take no coroutine
+        for it.)"""
         pause = _SHORTAGE_PAUSE
-        give_up = time.monotonic() + self.how.fetch.timeout
         while True:
+            self.local_failures += 1
+            left = give_up - time.monotonic()
+            _tell_shortage(shortage, self.local_failures, left)
+            events = self.events
+            if events is not None:
+                events.emit(LocalShortage(time.time(), origin, events.key_of(origin),
+                                          shortage.resource, str(shortage), left <= 0))
+            if left <= 0:
+                raise shortage
+            await asyncio.sleep(min(pause, left))
+            pause = min(2 * pause, _SHORTAGE_PAUSE_MAX)
             try:
                 return await self.fetcher.fetch(origin, previous, hooks, flight.guard,
                                                 flight.checked, flight.via)
-            except LocalFailure as shortage:
-                self.local_failures += 1
-                left = give_up - time.monotonic()
-                _tell_shortage(shortage, self.local_failures, left)
-                events = self.events
-                if events is not None:
-                    events.emit(LocalShortage(time.time(), origin, events.key_of(origin),
-                                              shortage.resource, str(shortage), left <= 0))
-                if left <= 0:
-                    raise
-                await asyncio.sleep(min(pause, left))
-                pause = min(2 * pause, _SHORTAGE_PAUSE_MAX)
+            except LocalFailure as again:
+                shortage = again
 
     async def _lock(self, fleet: Fleet, origin: str, stored: RobotsEntry | None, recheck: bool
                     ) -> tuple[str | None, RobotsEntry | None]:
