@@ -413,3 +413,32 @@ async def test_a_redirect_chain_ends_in_scrapys_own_max_redirections_each_hop_pa
     assert [path for path, _ in arrived] == ["/robots.txt", "/r/0", "/r/1", "/r/2", "/r/3"]
     times = [at for _, at in arrived]
     assert min(b - a for a, b in itertools.pairwise(times)) >= 0.3
+
+
+def test_twisted_errors_that_are_this_machines_shortage_are_recognised() -> None:
+    import errno
+
+    from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
+    from twisted.internet import error
+
+    from robotgate.integrations.scrapy.middleware import shortage_of
+
+    # No socket could be made: Twisted keeps the errno in osError, with no cause.
+    made = shortage_of(error.ConnectBindError(errno.EMFILE, "Too many open files"),
+                       "http://site.test/robots.txt")
+    assert made is not None and made.errno == errno.EMFILE
+    assert str(made).startswith("http://site.test/robots.txt: this machine ran out of open files")
+    # Wrapped by Scrapy (its own error, Twisted's as the cause).
+    try:
+        try:
+            raise error.ConnectError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+        except error.ConnectError as cause:
+            raise CannotResolveHostError("wrapped") from cause
+    except CannotResolveHostError as wrapped:
+        ports = shortage_of(wrapped, "x")
+    assert ports is not None and "local ports" in ports.resource
+    # The site's failures stay the site's.
+    refused = error.ConnectionRefusedError(errno.ECONNREFUSED, "refused")
+    assert shortage_of(refused, "x") is None
+    assert shortage_of(DownloadConnectionRefusedError("refused"), "x") is None
+    assert shortage_of(error.DNSLookupError("site.test"), "x") is None
