@@ -47,6 +47,7 @@ crawl4ai's own robots.txt check (``check_robots_txt``) is left to the gate.
 from __future__ import annotations
 
 import asyncio
+import copy
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -191,7 +192,10 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
         deep_crawl = self._deep_crawls.get(config)
         provenance = INPUT if deep_crawl is None else deep_crawl.provenance(url)
         # A run's own copy: the browser knows the run by it; the gate checks robots.txt.
-        run = config.clone(check_robots_txt=False)
+        # A shallow copy, as clone's would be, without clone's new __init__ (each field
+        # it sets reads __init__'s signature: 10-30 ms a run).
+        run = copy.copy(config)
+        run.check_robots_txt = False
         runs = self.crawler_strategy.runs
         runs[run] = provenance
         try:
