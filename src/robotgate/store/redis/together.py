@@ -37,9 +37,14 @@ class Together:
     async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         """The reply of ``script`` on ``keys`` with ``args``, sent with the others."""
         loop = asyncio.get_running_loop()
+        sender = self._sender
+        if sender is not None and sender.get_loop() is not loop:
+            # The store is used from another event loop now: the calls of the one
+            # before have nobody to answer.
+            self._waiting, sender = [], None
         reply: asyncio.Future[Any] = loop.create_future()
         self._waiting.append(((script, keys, args), reply))
-        if self._sender is None or self._sender.done():
+        if sender is None or sender.done():
             self._sender = loop.create_task(self._send_all())
         return await reply
 
