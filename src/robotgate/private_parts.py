@@ -102,8 +102,9 @@ CONNECTOR_POOL = PrivatePart(
     "_acquired", "3.14.5", "robotgate.gate.connections",
     "the gate's session keeps its sockets within the open-file limit by overriding the "
     "connector's pool methods; renamed, the bound would silently not hold",
-    "fails closed: the gate's connector is not made (PrivatePartMissing as the gate "
-    "opens its session)")
+    "fails closed: the gate's own session is not made (PrivatePartMissing): its first "
+    "request, a robots.txt's, fails, and gate.fetch refuses the page as its robots.txt "
+    "unreachable, the reason naming the part")
 
 # -- Scrapy and Twisted ------------------------------------------------------------------
 

@@ -347,10 +347,12 @@ async def test_gate_fetch_drops_credentials_from_headers_in_any_form(hosts: Host
 # hands Chromium the last hop's answer, so Chromium never sees the redirect: the route's
 # hop is compared with what Chromium sends following the same redirect itself, in a
 # Chromium without robotgate.  Cases a page cannot make: a Cookie header of its own
-# (fetch() drops it, and Chromium sends its jar's in place of an extra header's); a
-# fetch() with Authorization, the custom header or PUT redirected to another origin
-# (the hop turns into a CORS request, and Chromium sends a preflight OPTIONS there
-# first, which the target does not allow: the request never reaches it).
+# (fetch() drops it, and Chromium sends its jar's in place of an extra header's); HEAD or
+# PUT as a navigation or a form's; a fetch() to another origin as a table's row (the hop
+# turns into a CORS request: a PUT or one with Authorization or the custom header is
+# preflighted, and the OPTIONS alone reaches the target, which allows no other origin;
+# a simple one goes without the jar's cookies).  The route follows no script's request
+# to another origin (the last test here shows what each sends).
 
 
 def _devtools_port(profile: Path) -> str:
