@@ -23,7 +23,7 @@ from ..errors import Disallowed, GateClosed, TooManyRedirects
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import exchange
-from ..politeness.request_turn import Requests, answered_in_turn
+from ..politeness.request_turn import Requests, RequestTurn, answered_in_turn
 from ..urls import InvalidURL, redact
 from .aiohttp_bodies import MAX_BODY, _read, read_body
 from .aiohttp_fetch import (
@@ -36,7 +36,7 @@ from .aiohttp_fetch import (
     without_resends,
     yarl_form,
 )
-from .aiohttp_middleware import _call_of, _Followed, _Passed
+from .aiohttp_middleware import _Followed, _Passed
 from .aiohttp_peers import Handler, Middleware, _resolve_with, _resolver_of
 from .aiohttp_robots import AiohttpRobotsTransport, Route, proxy_route
 
@@ -285,9 +285,8 @@ class AiohttpClient:
         hop, a pointer of the URL redirected (see :class:`_Followed`)."""
         url = str(req.url)
         followed = self._followed
-        call = _call_of(req)
+        call, redirect = followed.hop_of(req)
         what = A_POINTER
-        redirect = followed.by(call)
         if redirect is not None:
             provenance, what = pointer_of(redirect.source), A_REDIRECT
             if redirect.credentials:
@@ -296,7 +295,7 @@ class AiohttpClient:
         resolve = None if provenance is INPUT else _resolve_with(getattr(req, "session", None))
         # robots.txt is asked through the user's session, and its proxy if any: the
         # request is its route, read when its origin's robots.txt is asked (aiohttp_robots).
-        turn = self.requests.turn(url, provenance, resolve, what=what, via=req)
+        turn = RequestTurn(self.requests, url, provenance, resolve, what, req)
         try:
             resp, _ = await answered_in_turn(turn, _Passed(req, handler, self.is_private))
         except Disallowed as refused:

@@ -23,7 +23,7 @@ __all__: list[str] = []  # the adapter's own: see aiohttp_client
 
 class _Redirect(NamedTuple):
     """A redirect the middleware let through: the aiohttp call that got it (see
-    :func:`_call_of`; held, so that its identity stays its own), the URL redirected,
+    :meth:`_Followed.hop_of`; held, so that its identity stays its own), the URL redirected,
     and whether the Location carried credentials (aiohttp would send them)."""
 
     call: object
@@ -51,14 +51,24 @@ class _Followed:
     def __init__(self) -> None:
         self._by_task: dict[asyncio.Task[Any], dict[int, _Redirect]] = {}
 
-    def by(self, call: object) -> _Redirect | None:
-        """The redirect whose hop ``call``'s request is (None: it follows none)."""
+    def hop_of(self, req: aiohttp.ClientRequest) -> tuple[object, _Redirect | None]:
+        """The aiohttp call ``req`` belongs to, and the redirect whose hop ``req`` is
+        (None: it follows none).
+
+        The call is the list of traces aiohttp makes once a call and hands to every
+        request it sends for it (its redirect hops, its resends).  An aiohttp without
+        it raises :class:`~robotgate.private_parts.PrivatePartMissing`, every request
+        alike: a hop would be taken for the caller's input."""
+        try:
+            call = req._traces
+        except AttributeError:
+            raise missing(REQUEST_TRACES) from None
         by_task = self._by_task
         if not by_task:  # no redirect anywhere: every request's case but a hop's
-            return None
+            return call, None
         calls = by_task.get(_task())
         redirect = calls.get(id(call)) if calls is not None else None
-        return redirect if redirect is not None and redirect.call is call else None
+        return call, redirect if redirect is not None and redirect.call is call else None
 
     def answered(self, call: object, url: str, resp: aiohttp.ClientResponse) -> None:
         """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next."""
@@ -92,17 +102,6 @@ def _task() -> asyncio.Task[Any]:
     if task is None:  # aiohttp's own timer needs one too
         raise RuntimeError("gate.middleware runs inside an asyncio task")
     return task
-
-
-def _call_of(req: aiohttp.ClientRequest) -> object:
-    """The aiohttp call ``req`` belongs to: the list of traces aiohttp makes once a call
-    and hands to every request it sends for it (its redirect hops, its resends).  An
-    aiohttp without it raises :class:`~robotgate.private_parts.PrivatePartMissing`: a
-    hop would be taken for the caller's input."""
-    try:
-        return req._traces
-    except AttributeError:
-        raise missing(REQUEST_TRACES) from None
 
 
 def _carries_credentials(resp: aiohttp.ClientResponse, location: str) -> bool:

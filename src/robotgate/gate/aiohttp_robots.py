@@ -96,12 +96,16 @@ class AiohttpRobotsTransport:
         session = route.session
         if session is None or session.closed:
             session = client.session()
-        asked = robots_reach(request, client.refuse_private, _resolve_with(session),
-                             client.is_private)
-        # Only a redirect hop's target is looked up, and the resolver has no timer of its
-        # own; a first request is judged at once (a timer would cost it a task of its own).
-        reach = await (asyncio.wait_for(asked, _left(request)) if request.previous is not None
-                       else asked)
+        if request.previous is None:
+            # A first request is judged at once: nothing is looked up, so it needs no
+            # resolver and no timer (which would cost it a task of its own).
+            reach = await robots_reach(request, client.refuse_private, _looks_up_nothing,
+                                       client.is_private)
+        else:
+            # A redirect hop's target is looked up, and the resolver has no timer of its own.
+            reach = await asyncio.wait_for(robots_reach(
+                request, client.refuse_private, _resolve_with(session), client.is_private),
+                _left(request))
         if isinstance(reach, RobotsResponse):
             return reach  # a hop refused: not sent
         guard = (_peer_guard(client.is_private, reach.what),) if reach.guard else ()
@@ -147,6 +151,10 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
             body = decode_capped(raw, resp.headers.getall("Content-Encoding", ()),
                                  request.max_bytes)
         return RobotsResponse(status, resp.headers, body, request.url)
+
+
+async def _looks_up_nothing(host: str) -> list[str]:
+    return []  # a name it is asked for reaches nothing: refused, never sent by guess
 
 
 def _left(request: RobotsRequest) -> float | None:
