@@ -33,9 +33,10 @@ interval (see :class:`RequestTurn`).
 :func:`answered_in_turn` drives steps 1 to 4 around a client's :class:`TurnSender`
 (its send, how it hears an answer, its drop), for the exchange
 (:mod:`robotgate.politeness.exchange`: ``gate.fetch``, the httpx transport and the
-other :class:`~robotgate.politeness.exchange.Sender` adapters) and, through
-:func:`sent_in_turn` (which releases too), ``gate.middleware``.  The Scrapy middleware
-drives the steps itself: its request and its response come in separate callbacks.
+other :class:`~robotgate.politeness.exchange.Sender` adapters) and ``gate.middleware``
+(which releases the turn once answered: aiohttp follows the redirects itself);
+:func:`sent_in_turn` does both in one call.  The Scrapy middleware drives the steps
+itself: its request and its response come in separate callbacks.
 """
 
 from __future__ import annotations
