@@ -530,3 +530,30 @@ async def test_playwrights_options_not_where_they_were_refuse_attach(
             await attach(gate, context)
         monkeypatch.undo()
         await (await attach(gate, context)).detach()  # with them, the same context attaches
+
+
+async def test_a_page_whose_body_aiohttp_keeps_elsewhere_has_its_directives_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    page = b'<html><head><meta name="robots" content="nofollow"></head></html>'
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        return web.Response(body=page, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with RobotGate(AGENT, delay=0) as gate:
+            resp = await gate.fetch(f"{base}/page")
+            assert gate.directives(resp).nofollow  # read from the body aiohttp keeps
+            monkeypatch.delattr(aiohttp.ClientResponse, "_body")
+            with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
+                gate.directives(resp)  # not read as a page without meta tags
+            assert gate.directives(resp, page).nofollow  # a body passed needs no part
+    finally:
+        await runner.cleanup()

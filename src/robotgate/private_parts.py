@@ -96,7 +96,8 @@ RESPONSE_BODY = PrivatePart(
     "gate.fetch hands the body it read within max_bytes to the response (read() returns "
     "it), and reads a page's meta robots tags from it",
     "public way for a body within max_bytes (read()); fails closed for one read in "
-    "chunks; the meta tags: silent (the headers' directives only)")
+    "chunks, and gate.directives(response) of an aiohttp response without a body "
+    "passed raises PrivatePartMissing")
 CONNECTOR_POOL = PrivatePart(
     "aiohttp", "TCPConnector._get, _release, _create_connection, _cleanup, _conns, "
     "_acquired", "3.14.5", "robotgate.gate.connections",

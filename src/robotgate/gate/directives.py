@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
+
+from ..private_parts import RESPONSE_BODY, missing
 from ..robots.directives import PageDirectives, page_directives
 
 __all__ = ["directives_of", "headers_directives"]
@@ -16,8 +19,12 @@ __all__ = ["directives_of", "headers_directives"]
 def directives_of(response: Any, agent: str, body: bytes | None = None) -> PageDirectives:
     """The directives of ``response`` for ``agent``: ``body`` if given, else the body
     the response has already read (``gate.fetch`` reads it; a streamed one has none)."""
-    if body is None:
-        read = getattr(response, "_body", None)  # aiohttp keeps the body read() returned
+    if body is None and isinstance(response, aiohttp.ClientResponse):
+        # aiohttp keeps the body read() returned there; without it a page's meta tags
+        # (its nofollow) would go unread, so it is refused rather than read as none.
+        if not hasattr(aiohttp.ClientResponse, "_body"):
+            raise missing(RESPONSE_BODY)
+        read = response._body
         body = read if isinstance(read, bytes) else None
     return headers_directives(getattr(response, "headers", None) or {}, agent, body)
 
