@@ -91,3 +91,18 @@ def test_digests_differ_for_keys_that_share_a_long_prefix() -> None:
     prefix = "http://example.com/" + "a" * 5000
     digests = {digest_key(prefix + str(i)) for i in range(10_000)}
     assert len(digests) == 10_000 and {len(d) for d in digests} == {20}
+
+
+def test_the_printed_summary_says_when_hosts_were_summed() -> None:
+    from robotgate.cli.report import summary_text
+
+    summary = CrawlSummary(max_hosts=1)
+    no = Decision(False, "robots.txt answered 503", outcome="unreachable")
+    for url in ("http://a.example/1", "http://b.example/1", "http://b.example/2"):
+        summary.finished(CrawlResult(url, key=url.rsplit("/", 1)[0], decision=no))
+    text = summary_text(summary, interrupted=False)
+    assert "skipped origins (1): the whole site" in text
+    assert "(and 2 URLs of origins not listed)" in text
+    assert "1 tallies of less recently busy hosts, summed: 0 fetched" in text
+    assert "1 unreachable" in text
+    assert text.endswith("; 1 host listed, the most recently busy (others summed above)")

@@ -311,6 +311,12 @@ def host_table(summary: CrawlSummary, rows: int = _SUMMARY_ROWS) -> list[str]:
                      + f"  {interval:>13}")
     if len(tallies) > len(shown):
         lines.append(f"... and {len(tallies) - len(shown)} more hosts")
+    if summary.hosts_folded:  # the summary keeps the max_hosts most recently busy
+        others = summary.other_hosts
+        lines.append(f"... and {summary.hosts_folded:,} tallies of less recently busy hosts, "
+                     f"summed: {others.pages:,} fetched, {others.failed:,} failed, "
+                     f"{others.skipped:,} refused, {others.unreachable:,} unreachable, "
+                     f"{others.errors:,} errors")
     return lines
 
 
@@ -326,6 +332,8 @@ def skipped_origins(summary: CrawlSummary) -> list[str]:
         return []
     count = len(summary.skipped_origins)
     lines = [f"skipped origins ({count}): the whole site, because of its robots.txt"]
+    if summary.skipped_origins_more:  # past max_hosts origins only their URLs are counted
+        lines[0] += f" (and {summary.skipped_origins_more:,} URLs of origins not listed)"
     for reason, origins in groups.items():
         names = ", ".join(origins[:_REASON_ORIGINS])
         if len(origins) > _REASON_ORIGINS:
@@ -354,7 +362,10 @@ def summary_text(summary: CrawlSummary, interrupted: bool) -> str:
     if summary.retried:
         total += f"; {summary.retried:,} attempt{'' if summary.retried == 1 else 's'} retried"
     hosts = len(summary.hosts)
-    lines.append(total + f"; {hosts} host{'' if hosts == 1 else 's'}")
+    said = f"; {hosts:,} host{'' if hosts == 1 else 's'}"
+    if summary.hosts_folded:
+        said += " listed, the most recently busy (others summed above)"
+    lines.append(total + said)
     return redact_text("\n".join(lines))  # the reasons it groups by may quote an error
 
 
