@@ -355,39 +355,14 @@ async def test_gate_fetch_drops_credentials_from_headers_in_any_form(hosts: Host
 # to another origin (the last test here shows what each sends).
 
 
-def _devtools_port(profile: Path) -> str:
-    port = profile / "DevToolsActivePort"
-    for _ in range(300):  # Chromium writes its port once it listens
-        if port.is_file() and port.read_text().strip():
-            return f"http://127.0.0.1:{port.read_text().split()[0]}"
-        import time
-        time.sleep(0.05)
-    raise RuntimeError("Chromium did not open its DevTools port in 15 s")
-
-
 @pytest.fixture(scope="module")
 def chromiums() -> Iterator[tuple[str, str]]:
     """Two system Chromiums for the module (their DevTools endpoints): one with no
     network but the gate (attach's), one plain, reaching the loopback servers itself."""
-    import subprocess
-    import tempfile
+    from tests.support.browser import plain_chromium, shared_chromium
 
-    from tests.support.browser import CHROMIUM_ARGS, chromium_path, shared_chromium
-
-    with shared_chromium() as floored, tempfile.TemporaryDirectory() as where:
-        process = subprocess.Popen(
-            [chromium_path(), *CHROMIUM_ARGS, "--remote-debugging-port=0",
-             f"--user-data-dir={where}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            yield floored, _devtools_port(Path(where))
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with shared_chromium() as floored, plain_chromium() as plain:
+        yield floored, plain
 
 
 #: The context's cookies, one for each origin: what a hop to it carries.

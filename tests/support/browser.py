@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM_ARGS", "Chromium", "chromium", "chromium_path", "shared_chromium"]
+__all__ = ["CHROMIUM_ARGS", "Chromium", "chromium", "chromium_path", "plain_chromium",
+           "shared_chromium"]
 
 #: Headless, and quiet on a closed network: no background fetches, updates or sync.
 #: ``attach`` needs the floor's switches too (``launch_options`` adds them).
@@ -79,29 +80,46 @@ def shared_chromium() -> Iterator[str]:
                         reason="Playwright is not installed (pip install playwright)")
     from robotgate.integrations.playwright import BLACK_HOLE, LAUNCH_ARGS, preloading_off
 
-    path = chromium_path()
     with tempfile.TemporaryDirectory() as where:
         profile = preloading_off(Path(where) / "profile")
-        process = subprocess.Popen(
-            [path, *CHROMIUM_ARGS, f"--proxy-server={BLACK_HOLE}", *LAUNCH_ARGS,
-             "--enable-automation", "--remote-debugging-port=0", f"--user-data-dir={profile}",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with _devtools_chromium(profile, f"--proxy-server={BLACK_HOLE}", *LAUNCH_ARGS,
+                                "--enable-automation") as endpoint:
+            yield endpoint
+
+
+@contextmanager
+def plain_chromium() -> Iterator[str]:
+    """A system Chromium without robotgate's floor, reaching the network itself (to
+    compare with what the gate does): its DevTools endpoint."""
+    pytest.importorskip("playwright.async_api",
+                        reason="Playwright is not installed (pip install playwright)")
+    with tempfile.TemporaryDirectory() as where, _devtools_chromium(Path(where)) as endpoint:
+        yield endpoint
+
+
+@contextmanager
+def _devtools_chromium(profile: Path, *switches: str) -> Iterator[str]:
+    """The system Chromium on ``profile`` with ``switches``: its DevTools endpoint."""
+    process = subprocess.Popen(
+        [chromium_path(), *CHROMIUM_ARGS, *switches, "--remote-debugging-port=0",
+         f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port = profile / "DevToolsActivePort"
+        for _ in range(300):  # Chromium writes its port once it listens
+            if port.is_file() and port.read_text().strip():
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("Chromium did not open its DevTools port in 15 s")
+        yield f"http://127.0.0.1:{port.read_text().split()[0]}"
+    finally:
+        process.terminate()
         try:
-            port = profile / "DevToolsActivePort"
-            for _ in range(300):  # Chromium writes its port once it listens
-                if port.is_file() and port.read_text().strip():
-                    break
-                time.sleep(0.05)
-            else:
-                raise RuntimeError("Chromium did not open its DevTools port in 15 s")
-            yield f"http://127.0.0.1:{port.read_text().split()[0]}"
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @asynccontextmanager
