@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -62,6 +63,22 @@ async def retry_connection() -> None:
     assert "self._retry_connection" in _source(aiohttp.ClientSession._request)
 
 
+
+@asynccontextmanager
+async def _serving(answer: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                   ) -> AsyncIterator[str]:
+    """``answer`` served on loopback for every GET: its base URL."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
 async def request_traces() -> None:
     # Every request of one call (its redirect hop here) carries the call's one list.
     seen: list[object] = []
@@ -75,19 +92,10 @@ async def request_traces() -> None:
             return web.Response(status=302, headers={"Location": "/to"})
         return web.Response(text="done")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = runner.addresses[0][1]
-    try:
-        async with aiohttp.ClientSession(middlewares=(record,)) as session:
-            for _ in range(2):  # two calls: a list each
-                async with session.get(f"http://127.0.0.1:{port}/from") as resp:
-                    assert resp.status == 200
-    finally:
-        await runner.cleanup()
+    async with _serving(answer) as base, aiohttp.ClientSession(middlewares=(record,)) as session:
+        for _ in range(2):  # two calls: a list each
+            async with session.get(f"{base}/from") as resp:
+                assert resp.status == 200
     assert len(seen) == 4 and all(isinstance(traces, list) for traces in seen)
     assert seen[0] is seen[1] and seen[2] is seen[3] and seen[0] is not seen[2]
 
@@ -284,21 +292,12 @@ async def test_a_body_read_in_chunks_that_cannot_be_handed_over_is_refused(
             return web.Response(text="User-agent: *\nAllow: /\n")
         return web.Response(body=big if request.path == "/big" else b"small")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
     monkeypatch.setattr(aiohttp_bodies, "_BODY_KEPT", False)
-    try:
-        async with RobotGate(AGENT, delay=0) as gate:
-            small = await gate.fetch(f"{base}/small")
-            assert await small.read() == b"small"  # read by aiohttp's public read()
-            with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
-                await gate.fetch(f"{base}/big", max_bytes=2 << 20)
-    finally:
-        await runner.cleanup()
+    async with _serving(answer) as base, RobotGate(AGENT, delay=0) as gate:
+        small = await gate.fetch(f"{base}/small")
+        assert await small.read() == b"small"  # read by aiohttp's public read()
+        with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
+            await gate.fetch(f"{base}/big", max_bytes=2 << 20)
 
 
 @pytest.mark.slow
@@ -429,21 +428,12 @@ async def test_aiohttps_pool_renamed_refuses_the_gates_requests(
         arrivals.append(request.path)
         return web.Response(text="User-agent: *\nAllow: /\n")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
     _gone_connector_pool(monkeypatch)
-    try:
-        async with RobotGate(AGENT, delay=0) as gate:
-            # robots.txt first: it cannot be asked, so the page is refused as unreachable.
-            with pytest.raises(Disallowed, match=r"robots.txt could not be fetched "
-                               r"\(PrivatePartMissing: aiohttp .* has no TCPConnector\._get"):
-                await gate.fetch(f"{base}/page")
-    finally:
-        await runner.cleanup()
+    async with _serving(answer) as base, RobotGate(AGENT, delay=0) as gate:
+        # robots.txt first: it cannot be asked, so the page is refused as unreachable.
+        with pytest.raises(Disallowed, match=r"robots.txt could not be fetched "
+                           r"\(PrivatePartMissing: aiohttp .* has no TCPConnector\._get"):
+            await gate.fetch(f"{base}/page")
     assert arrivals == []
 
 
@@ -541,19 +531,10 @@ async def test_a_page_whose_body_aiohttp_keeps_elsewhere_has_its_directives_refu
             return web.Response(text="User-agent: *\nAllow: /\n")
         return web.Response(body=page, content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
-        async with RobotGate(AGENT, delay=0) as gate:
-            resp = await gate.fetch(f"{base}/page")
-            assert gate.directives(resp).nofollow  # read from the body aiohttp keeps
-            monkeypatch.delattr(aiohttp.ClientResponse, "_body")
-            with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
-                gate.directives(resp)  # not read as a page without meta tags
-            assert gate.directives(resp, page).nofollow  # a body passed needs no part
-    finally:
-        await runner.cleanup()
+    async with _serving(answer) as base, RobotGate(AGENT, delay=0) as gate:
+        resp = await gate.fetch(f"{base}/page")
+        assert gate.directives(resp).nofollow  # read from the body aiohttp keeps
+        monkeypatch.delattr(aiohttp.ClientResponse, "_body")
+        with pytest.raises(PrivatePartMissing, match=r"ClientResponse\._body"):
+            gate.directives(resp)  # not read as a page without meta tags
+        assert gate.directives(resp, page).nofollow  # a body passed needs no part
