@@ -20,6 +20,7 @@ import aiohttp
 from multidict import CIMultiDict
 
 from ..errors import Disallowed, GateClosed, TooManyRedirects
+from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import exchange
@@ -297,11 +298,12 @@ class AiohttpClient:
         # request is its route, read when its origin's robots.txt is asked (aiohttp_robots).
         turn = RequestTurn(self.requests, url, provenance, resolve, what, req)
         try:
-            resp, _ = await answered_in_turn(turn, _Passed(req, handler, self.is_private))
+            resp, _ = await answered_in_turn(turn, _Passed((req, handler, self.is_private)))
         except Disallowed as refused:
             raise _refusal(refused) from None
         turn.release()  # answered: the response is the user's call's now
-        followed.answered(call, url, resp)
+        if redirect is not None or resp.status in REDIRECTS:  # a hop's answer, or a redirect
+            followed.answered(call, url, resp)
         return resp
 
     # -- the end -------------------------------------------------------------------

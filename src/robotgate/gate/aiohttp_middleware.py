@@ -71,15 +71,15 @@ class _Followed:
         return call, redirect if redirect is not None and redirect.call is call else None
 
     def answered(self, call: object, url: str, resp: aiohttp.ClientResponse) -> None:
-        """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next."""
+        """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next.
+        Told of a hop's answer (its redirect is followed) and of every redirect; any
+        other answer changes nothing here, and need not be told."""
         by_task = self._by_task
-        location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
-        if location is None and not by_task:
-            return
         task = _task()
         calls = by_task.get(task)
         if calls is not None:
             calls.pop(id(call), None)
+        location = redirect_location(resp.headers) if resp.status in REDIRECTS else None
         if location is None:
             return
         if calls is None:  # kept until the task is done: one callback a task
@@ -125,24 +125,20 @@ def _heard(resp: aiohttp.ClientResponse) -> Answer:
     return answer_of(status)
 
 
-class _Passed:
+class _Passed(tuple[aiohttp.ClientRequest, Handler, IsPrivate]):
     """``gate.middleware``'s side of a request's turn: the request aiohttp is sending,
-    passed on down the session's middlewares."""
+    passed on down the session's middlewares (its handler), and the private-address
+    rule its connection is held to.  A tuple: made once a request, with no frame of
+    its own."""
 
-    __slots__ = ("_handler", "_is_private", "_req")
-
-    def __init__(self, req: aiohttp.ClientRequest, handler: Handler,
-                 is_private: IsPrivate) -> None:
-        self._req = req
-        self._handler = handler
-        self._is_private = is_private
+    __slots__ = ()
 
     def send(self, turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
-        req = self._req
+        req, handler, is_private = self
         req.headers.update(turn.headers)  # each name's values replaced, as setting would
         if turn.guard:
-            _check_peer(req, turn.what, self._is_private)
-        return self._handler(req)
+            _check_peer(req, turn.what, is_private)
+        return handler(req)
 
     answer = staticmethod(_heard)
 

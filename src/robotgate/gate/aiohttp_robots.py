@@ -93,9 +93,7 @@ class AiohttpRobotsTransport:
     async def _send(self, request: RobotsRequest) -> RobotsResponse:
         client = self.client
         route = _route_of(request.via)
-        session = route.session
-        if session is None or session.closed:
-            session = client.session()
+        via = route.session  # the user's session, or None: the gate's
         if request.previous is None:
             # A first request is judged at once: nothing is looked up, so it needs no
             # resolver and no timer (which would cost it a task of its own).
@@ -104,29 +102,25 @@ class AiohttpRobotsTransport:
         else:
             # A redirect hop's target is looked up, and the resolver has no timer of its own.
             reach = await asyncio.wait_for(robots_reach(
-                request, client.refuse_private, _resolve_with(session), client.is_private),
+                request, client.refuse_private,
+                _resolve_with(via if via is not None and not via.closed else client.session()),
+                client.is_private),
                 _left(request))
         if isinstance(reach, RobotsResponse):
             return reach  # a hop refused: not sent
         guard = (_peer_guard(client.is_private, reach.what),) if reach.guard else ()
+        headers = self._headers(request)
         try:
-            return await self._send_guarded(request, guard, route)
+            if via is not None and not via.closed:
+                try:
+                    return await _get(via, request, headers, guard, route)
+                except aiohttp.ClientError:
+                    if not via.closed:
+                        raise
+                    # The user closed that session meanwhile: not the site's failure.
+            return await _get(client.session(), request, headers, guard, route)
         except Disallowed as no:  # the connection reached a private address: not sent
             return refused_answer(request, no.decision)
-
-    async def _send_guarded(self, request: RobotsRequest, guard: tuple[Middleware, ...],
-                            route: Route) -> RobotsResponse:
-        client = self.client
-        headers = self._headers(request)
-        via = route.session
-        if via is not None and not via.closed:
-            try:
-                return await _get(via, request, headers, guard, route)
-            except aiohttp.ClientError:
-                if not via.closed:
-                    raise
-                # The user closed that session meanwhile: not the site's failure.
-        return await _get(client.session(), request, headers, guard, route)
 
 
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
