@@ -72,8 +72,9 @@ class _Followed:
 
     def answered(self, call: object, url: str, resp: aiohttp.ClientResponse) -> None:
         """``call``'s request to ``url`` got ``resp``: a redirect aiohttp may follow next.
-        Told of a hop's answer (its redirect is followed) and of every redirect; any
-        other answer changes nothing here, and need not be told."""
+        Told of a hop's answer (its redirect, followed, goes) and of every redirect; no
+        other answer changes anything here: a request that is no hop has no redirect
+        kept for its call (one kept holds its call, whose id no other call can share)."""
         by_task = self._by_task
         task = _task()
         calls = by_task.get(task)
