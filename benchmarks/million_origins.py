@@ -193,12 +193,19 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
         notes = Samples(origins // samples, gate)
         notes.note(0)
         finished = 0
+        unreachable: dict[str, int] = {}
+        unreachable_at: list[int] = []  # the count of URLs done when each came
 
         def on_result(record: CrawlResult) -> None:
             nonlocal finished
             if record.retried:
                 return
             finished += 1
+            if record.decision is not None and record.decision.unreachable:
+                # Why, and when: a run's "unreachable" must be explained, not only counted.
+                reason = record.decision.reason
+                unreachable[reason] = unreachable.get(reason, 0) + 1
+                unreachable_at.append(finished)
             if finished % notes.every == 0:
                 notes.note(finished)
 
@@ -213,6 +220,7 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
         bound = getattr(gate.session.connector, "max_connections", None)
     return {"origins": origins, "pages": summary.pages, "unreachable": summary.unreachable,
             "errors": summary.errors, "local_failures": summary.local_failures,
+            "unreachable_reasons": unreachable, "unreachable_at": unreachable_at[:1000],
             "max_connections": bound, "samples": notes.rows}
 
 
@@ -265,6 +273,8 @@ def show(name: str, figures: dict[str, Any]) -> None:
     outcome = {k: figures[k] for k in ("allowed", "robots_requests", "pages", "unreachable",
                                        "errors", "local_failures") if k in figures}
     print("  " + ", ".join(f"{k} {v:,}" for k, v in outcome.items()))
+    for reason, count in figures.get("unreachable_reasons", {}).items():
+        print(f"  unreachable x {count:,}: {reason}")
 
 
 def main(argv: list[str] | None = None) -> int:
