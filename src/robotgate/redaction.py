@@ -12,7 +12,12 @@ any client reads safe:
   goes, the user name stays; a user name standing alone goes too, since it is
   often a token (as :func:`robotgate.urls.redact` does for one URL);
 - the value of an ``Authorization``, ``Proxy-Authorization``, ``Cookie`` or
-  ``Set-Cookie`` header, as a header line, a mapping's repr or a header pair.
+  ``Set-Cookie`` header, as a header line, a mapping's repr or a header pair;
+- a query parameter's value (``?token=...``, ``;jsessionid=...``) when its name says
+  it holds a credential (``access_token``, ``X-Amz-Signature``, ``apiKey``,
+  ``PHPSESSID``...), or when the value looks like one whatever its name: 32
+  characters or more of a token's alphabet, letters and digits both (a hash, a
+  JWT, a UUID).  The name stays, so the URL still says what it asked.
 
 Pure: standard library only, no I/O.  Every robotgate logger (:data:`LOGGERS`)
 carries :class:`RedactingFilter`: each record's message, arguments and traceback
@@ -43,8 +48,9 @@ _HEADER = re.compile(
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every URL's user information secret and every credential
-    header's value replaced by ``***``.  Anything else is returned as it is.
+    """``text`` with every URL's user information secret, every credential header's
+    value and every credential a query carries replaced by ``***``.  Anything else
+    is returned as it is.
 
     >>> redact_text("407, message='Proxy Authentication Required', "
     ...             "url='http://user:CANARY@127.0.0.1:3128'")
@@ -55,6 +61,10 @@ def redact_text(text: str) -> str:
     "<CIMultiDict('Host': 'a', 'Authorization': '***')>"
     >>> redact_text("disallowed by 'Disallow: /cookie:x' (line 2)")
     "disallowed by 'Disallow: /cookie:x' (line 2)"
+    >>> redact_text("skipped https://example.com/private?page=2&access_token=CANARY")
+    'skipped https://example.com/private?page=2&access_token=***'
+    >>> redact_text("disallowed by 'Disallow: /*?sessionid=*' (line 3)")
+    "disallowed by 'Disallow: /*?sessionid=*' (line 3)"
     """
     if text.__class__ is not str:
         text = str(text)
@@ -63,10 +73,45 @@ def redact_text(text: str) -> str:
     lowered = text.lower()  # a tenth of a case-blind search's time: most texts name none
     if "authoriz" in lowered or "cookie" in lowered:
         text = _HEADER.sub(_HIDE_VALUE, text)
+    if "=" in text:
+        text = _PARAMETER.sub(_without_credential, text)
     return text
 
 
 _HIDE_VALUE = r"\1" + HIDDEN
+
+# A query parameter in a URL (after "?", "&" or a path's ";"), up to where the URL or
+# the parameter ends in a text (a URL's last ":", "," or ")" is the text's).
+_PARAMETER = re.compile(r"([?&;][^=&#;?\s'\"<>]{1,100}=)([^&#;?\s'\"<>]*[^&#;?\s'\"<>:,)])")
+# A parameter name's words: "X-Amz-Signature", "access_token", "apiKey", "PHPSESSID".
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SECRET_WORDS = frozenset({
+    "token", "secret", "password", "passwd", "pass", "pwd", "passcode", "auth", "key",
+    "apikey", "authkey", "sig", "signature", "session", "sessionid", "sid", "credential",
+    "credentials", "jwt", "ticket", "otp", "code", "csrf", "xsrf"})
+_SECRET_STEMS = ("token", "secret", "passw", "sessid", "session", "apikey", "signature",
+                 "credential")
+# A value that reads as a credential whatever its name: base64, base64url or hex, as
+# sent (a "/" or "=" percent-encoded).  Not a path or an encoded URL ("/", "%3A").
+_OPAQUE = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])"
+                     r"(?:[A-Za-z0-9_.~+=-]|%2[Ff]|%3[Dd]){32,}")
+
+
+def _secret_name(name: str) -> bool:
+    for word in _NAME_WORD.findall(name):
+        word = word.lower()
+        if word in _SECRET_WORDS or any(stem in word for stem in _SECRET_STEMS):
+            return True
+    return False
+
+
+def _without_credential(found: re.Match[str]) -> str:
+    name, value = found.group(1), found.group(2)
+    if "*" in value or value.endswith("$"):
+        return found.group(0)  # a robots.txt rule's pattern, not a value
+    if _secret_name(name[1:-1]) or _OPAQUE.fullmatch(value):
+        return name + HIDDEN
+    return found.group(0)
 
 
 def _without_secret(found: re.Match[str]) -> str:

@@ -151,7 +151,8 @@ def redact(url: str) -> str:
 
     The password goes, the user name stays; a user name without a password
     goes too, since it is often a token (``https://TOKEN@host/``).  Anything
-    without user information is returned as it is.  Never raises.
+    without user information or a credential in its query is returned as
+    it is.  Never raises.
 
     >>> redact("http://user:secret@example.com/x")
     'http://user:***@example.com/x'
@@ -160,11 +161,17 @@ def redact(url: str) -> str:
     >>> redact("http://example.com/a@b")
     'http://example.com/a@b'
 
-    A URL quoted inside it (``?next=http://u:pw@host/``) loses its secret too: the
-    rest goes through :func:`robotgate.redaction.redact_text`, the one redactor.
+    A credential in its query goes too, and a URL quoted inside it
+    (``?next=http://u:pw@host/``) loses its secret: the rest goes through
+    :func:`robotgate.redaction.redact_text`, the one redactor.
+
+    >>> redact("https://example.com/file?X-Amz-Signature=CANARY&part=2")
+    'https://example.com/file?X-Amz-Signature=***&part=2'
     """
-    if not isinstance(url, str) or "@" not in url:
+    if not isinstance(url, str):
         return url
+    if "@" not in url:
+        return redact_text(url) if "=" in url else url  # a credential in its query
     span = _userinfo(url)
     if span is None:
         # Read as urlsplit reads it (outer whitespace, tabs and newlines gone), its

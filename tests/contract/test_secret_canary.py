@@ -161,14 +161,18 @@ class World:
 
     def pages(self) -> list[str]:
         """URLs holding the secrets, direct: a page, a disallowed page, a redirect whose
-        target (holding the password) is disallowed, one allowed, and a page of a port
-        refusing connections (robots.txt unreachable, the client's error said)."""
+        target (holding the password) is disallowed, one allowed, a page of a port
+        refusing connections (robots.txt unreachable, the client's error said), and the
+        token in a query: a disallowed page's, an allowed page's, a redirect target's."""
         site = self.site
         site.targets = [site.url("/no/hop", f"user:{PASSWORD}@"),
-                        site.url("/page/2", f"{TOKEN}@")]
+                        site.url("/page/2", f"{TOKEN}@"),
+                        site.url(f"/no/signed?X-Amz-Signature={TOKEN}&part=1")]
         dead_site = self.dead + "/page"  # with the password, on the refusing port
         return [site.url("/page/1", f"user:{PASSWORD}@"), site.url("/no/x", f"{TOKEN}@"),
-                site.url("/redirect/0"), site.url("/redirect/1"), dead_site]
+                site.url("/redirect/0"), site.url("/redirect/1"), dead_site,
+                site.url(f"/no/q?token={TOKEN}"), site.url(f"/page/3?access_token={TOKEN}"),
+                site.url("/redirect/2")]
 
     def proxied(self) -> list[tuple[str, str]]:
         """(URL, proxy URL): an https origin of its own per proxy, asked through it (the
