@@ -18,13 +18,15 @@ crawl     ``gate.crawl`` over one page per origin (``http://cN.test:PORT/page``)
 As it goes, ``--samples`` times, each part notes the origins done, the seconds per
 origin since the last sample, the process's RSS, the memory blocks Python holds
 (``sys.getallocatedblocks()``: objects, not the allocator's free pages) and its open
-file descriptors (and the connections the gate's session holds): past ``max_origins``
+file descriptors (and the connections the gate's session holds), and writes the row to
+stderr as it goes (a run cut short still tells): past ``max_origins``
 the gate's tables stop growing, and the connections never pass their bound, so RSS and
 descriptors stay flat.  The crawl's own memory has bounds of its own: the URLs it has
 seen, a 20-character digest each, up to ``max_seen`` (``--max-seen``; the crawl's
 default, 100,000), the host tallies of its summary up to ``max_hosts`` (10,000); and
 the parsed origins robotgate caches (65,536 at most).  Every origin must be allowed
-(none "unreachable") and every page fetched.
+(none "unreachable") and every page fetched; each origin that is not is counted by
+its reason, and when it came.
 
 The harness keeps nothing per origin: the names resolve by arithmetic (no table), the
 results are counted, not kept, and the samples are ``--samples`` rows.
@@ -149,6 +151,7 @@ class Samples:
             "descriptors": open_descriptors(),
             "connections": getattr(connector, "open_connections", None)})
         self.last, self.last_done = now, done
+        print(json.dumps(self.rows[-1]), file=sys.stderr, flush=True)  # a run cut short still tells
 
 
 async def part_allowed(origins: int, port: int, concurrency: int, max_origins: int | None,
@@ -158,6 +161,8 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
     network = Network() if max_origins is None else Network(max_origins=max_origins)
     numbers = iter(range(origins))
     done = allowed = 0
+    refused: dict[str, int] = {}
+    refused_at: list[int] = []  # the count of URLs done when each came
     async with RobotGate("MillionBot/1.0", delay=0, network=network) as gate:
         notes = Samples(origins // samples, gate)
         notes.note(0)
@@ -165,9 +170,14 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
         async def worker() -> None:
             nonlocal done, allowed
             for n in numbers:  # shared: each number taken once
-                answer = await gate.allowed(f"http://o{n}.test:{port}/page")
+                url = f"http://o{n}.test:{port}/page"
+                answer = await gate.allowed(url)
                 allowed += answer  # counted after the await: the workers share it
                 done += 1
+                if not answer:  # why, and when: the cached verdict's reason
+                    reason = (await gate.decide(url)).reason
+                    refused[reason] = refused.get(reason, 0) + 1
+                    refused_at.append(done)
                 if done % notes.every == 0:
                     notes.note(done)
 
@@ -175,7 +185,8 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
         stats = gate.stats
         bound = getattr(gate.session.connector, "max_connections", None)
     return {"origins": origins, "allowed": allowed, "robots_requests": stats["robots_requests"],
-            "max_connections": bound, "samples": notes.rows}
+            "max_connections": bound, "samples": notes.rows,
+            "unreachable_reasons": refused, "unreachable_at": refused_at[:1000]}
 
 
 def crawl_urls(origins: int, port: int) -> Iterator[str]:
@@ -250,9 +261,10 @@ def run_part(name: str, args: argparse.Namespace, port: int) -> dict[str, Any]:
     if args.max_seen is not None:
         command += ["--max-seen", str(args.max_seen)]
     env = dict(child_env(), MILLION_ADDRESSES=str(args.addresses))
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    # Its stderr is passed on: each sample as it is taken, and any traceback.
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env, check=False)
     if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-3:]}
+        return {"error": f"exit status {done.returncode} (its stderr is above)"}
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
