@@ -24,7 +24,7 @@ from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import exchange
-from ..politeness.request_turn import Requests, RequestTurn, answered_in_turn
+from ..politeness.request_turn import Requests, answered_in_turn
 from ..urls import InvalidURL, redact
 from .aiohttp_bodies import MAX_BODY, _read, read_body
 from .aiohttp_fetch import (
@@ -296,7 +296,8 @@ class AiohttpClient:
         resolve = None if provenance is INPUT else _resolve_with(getattr(req, "session", None))
         # robots.txt is asked through the user's session, and its proxy if any: the
         # request is its route, read when its origin's robots.txt is asked (aiohttp_robots).
-        turn = RequestTurn(self.requests, url, provenance, resolve, what, req)
+        # Positional: a keyword call into the compiled core costs more than the turn.
+        turn = self.requests.turn(url, provenance, resolve, True, what, req)
         try:
             resp, _ = await answered_in_turn(turn, _Passed((req, handler, self.is_private)))
         except Disallowed as refused:
