@@ -21,6 +21,7 @@ from aiohttp import web
 from robotgate.decision import Decision
 from robotgate.integrations.scrapy.settings import make_store, read_settings
 from robotgate.store import MemoryStore, SQLiteStore
+from testbed.children import child_env
 from testbed.server import BenchServer, HostPlan, is_disallowed, page_paths
 from tests.support.hostile import HostileServer
 
@@ -442,3 +443,33 @@ def test_twisted_errors_that_are_this_machines_shortage_are_recognised() -> None
     assert shortage_of(refused, "x") is None
     assert shortage_of(DownloadConnectionRefusedError("refused"), "x") is None
     assert shortage_of(error.DNSLookupError("site.test"), "x") is None
+
+
+_LOOKUP_OUT_OF_DESCRIPTORS = """
+import json, resource, socket
+from twisted.internet import error
+from robotgate.integrations.scrapy.middleware import shortage_of
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while len(held) < 100:  # bounded: the limit is 64
+        held.append(socket.socket())
+except OSError:
+    pass
+short = shortage_of(error.DNSLookupError("no results for hostname lookup: site.test"), "x")
+while held:
+    held.pop().close()
+print(json.dumps([None if short is None else short.resource,
+                  shortage_of(error.DNSLookupError("site.test"), "x") is None]))
+"""
+
+
+def test_a_name_lookup_failing_while_descriptors_are_out_is_this_machines_shortage() -> None:
+    # Twisted's DNSLookupError keeps no errno: a socket made at once tells the shortage.
+    done = subprocess.run([sys.executable, "-c", _LOOKUP_OUT_OF_DESCRIPTORS],
+                          capture_output=True, text=True, env=child_env(), timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    resource, site_again = json.loads(done.stdout.strip().splitlines()[-1])
+    assert resource is not None and "EMFILE" in resource, resource
+    assert site_again  # descriptors free again: a failed lookup is the site's

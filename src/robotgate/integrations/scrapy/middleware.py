@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 import weakref
 from collections import deque
@@ -42,7 +43,7 @@ from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
-from twisted.internet.error import ConnectError
+from twisted.internet.error import ConnectError, DNSLookupError
 
 from ...decision import Decision
 from ...errors import Disallowed, GateClosed
@@ -265,18 +266,31 @@ def shortage_of(exc: BaseException, what: str) -> LocalFailure | None:
     carry no cause chain: a :class:`~twisted.internet.error.ConnectError` (and each of
     its kinds, e.g. ``ConnectBindError`` for a socket that could not be made) keeps the
     system's errno in its public ``osError``, which is read here; Scrapy's own errors
-    wrap Twisted's as their cause.  None: no shortage of this machine's."""
+    wrap Twisted's as their cause.  A failed name lookup keeps no errno at all
+    (``DNSLookupError``): this process then makes a socket, and what stops it is the
+    shortage.  None: no shortage of this machine's."""
     seen: BaseException | None = exc
     for _ in range(_CAUSE_DEPTH):
         if seen is None:
             break
         code = seen.osError if isinstance(seen, ConnectError) else None
+        if isinstance(seen, DNSLookupError):
+            code = _socket_refused()
         system = (code if isinstance(code, OSError)
                   else OSError(code, os.strerror(code)) if isinstance(code, int) else seen)
         shortage = local_failure(system, what, open_file_limit())
         if shortage is not None:
             return shortage
         seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _socket_refused() -> OSError | None:
+    """Why this process cannot make a socket now (None: it can)."""
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+    except OSError as refused:
+        return refused
     return None
 
 
