@@ -908,7 +908,7 @@ def _crawl_details(cg: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def _host_pair(text: str) -> tuple[int, int]:
+def host_pair(text: str) -> tuple[int, int]:
     try:
         a, b = (int(x) for x in text.split(","))
     except ValueError:
@@ -947,7 +947,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="requests per instruction under valgrind: the marginal instructions "
                          "between cold crawls of --cg-hosts new hosts x --pages pages, against "
                          "plain aiohttp (slow: minutes a run)")
-    ap.add_argument("--cg-hosts", type=_host_pair, default=d.cg_hosts, metavar="A,B",
+    ap.add_argument("--cg-hosts", type=host_pair, default=d.cg_hosts, metavar="A,B",
                     help="with --callgrind-crawl: the two crawl sizes in hosts (default "
                          "%(default)s)")
     ap.add_argument("--cg-repeats", type=int, default=d.cg_repeats,
