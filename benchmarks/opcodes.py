@@ -35,12 +35,12 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
 
 from benchmarks import overhead
 from benchmarks.harness import RESULTS
-from benchmarks.harness.children import child_json, raise_nofile
+from benchmarks.harness.children import raise_nofile
 from benchmarks.harness.report import command_line, machine, write_json
 from testbed.server import HostPlan, ServerProcess
 
 SCRIPT = Path(__file__).resolve()
-BEFORE = " (before)"
+BEFORE = overhead.BEFORE
 
 
 # -- the counter: this script, wrapping the overhead child -------------------------------
@@ -88,14 +88,10 @@ async def opcode_run(server: ServerProcess, name: str, src: Path | None, hosts: 
                      pages: int, tasks: int, workdir: Path) -> dict[str, Any]:
     """One cold crawl of ``name`` over ``hosts`` new hosts under the counter: its opcodes
     by function and the requests the server counted; or ``{"error": ...}``."""
-    spec = workdir / f"spec-{hosts}.json"
-    spec.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": pages,
-                                "concurrency": tasks}))
     counted = workdir / "opcodes.json"
-    await server.reset()
-    child = await child_json(
-        overhead.SCRIPT, ["--child", name.removesuffix(BEFORE), "--spec", str(spec)], 3600,
-        src, wrap=[sys.executable, str(SCRIPT), "--count", str(counted)])
+    child = await overhead.wrapped_crawl(
+        server, name, src, hosts, pages, tasks, workdir,
+        [sys.executable, str(SCRIPT), "--count", str(counted)], timeout=3600)
     if "error" in child:
         return {"error": child["error"]}
     if child["ok"] != child["pages"]:

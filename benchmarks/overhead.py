@@ -569,6 +569,22 @@ async def callgrind_overhead(
 
 
 
+async def wrapped_crawl(
+    server: ServerProcess, name: str, src: Path | None, hosts: int, pages: int,
+    concurrency: int, workdir: Path, wrap: Sequence[str], timeout: float = 1800,
+) -> dict[str, Any]:
+    """One cold crawl of a contender over the server's first ``hosts`` hosts, in a child
+    run under ``wrap`` (a counter's command: callgrind, benchmarks/opcodes.py): the
+    child's report, or ``{"error": ...}``."""
+    spec_path = workdir / f"cg-spec-{hosts}-{pages}-{concurrency}.json"
+    spec_path.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": pages,
+                                     "concurrency": concurrency}))
+    await server.reset()
+    return await child_json(
+        SCRIPT, ["--child", name.removesuffix(BEFORE), "--spec", str(spec_path)], timeout, src,
+        wrap=wrap)
+
+
 async def callgrind_run(
     server: ServerProcess, name: str, src: Path | None, hosts: int, pages: int,
     concurrency: int, workdir: Path, cache_sim: bool = False,
@@ -576,14 +592,9 @@ async def callgrind_run(
     """One cold run of a contender over the server's first ``hosts`` hosts under callgrind:
     :func:`parse_callgrind`'s counts, the requests the server counted (robots.txt included),
     the pages fetched; or ``{"error": ...}``."""
-    spec_path = workdir / f"cg-spec-{hosts}-{pages}-{concurrency}.json"
-    spec_path.write_text(json.dumps({"base_urls": server.base_urls[:hosts], "pages": pages,
-                                     "concurrency": concurrency}))
     cg_file = workdir / "cg.out"
-    await server.reset()
-    child = await child_json(
-        SCRIPT, ["--child", name.removesuffix(BEFORE), "--spec", str(spec_path)], 1800, src,
-        wrap=valgrind(cg_file, cache_sim))
+    child = await wrapped_crawl(server, name, src, hosts, pages, concurrency, workdir,
+                                valgrind(cg_file, cache_sim))
     if "error" in child:
         return {"error": child["error"]}
     counts = parse_callgrind(cg_file)
