@@ -558,7 +558,9 @@ CANARY = "CanaryPW-31337"
     ("http://h/?author=ann&keyword=key&design=2&sidebar=1&postcode=N1&page=2", None),
     ("http://h/?next=/a/rather/long/path/to/somewhere/page12345", None),
     ("http://h/?u=https%3A%2F%2Fexample.com%2Fa%2Frather%2Flong%2Fpath1", None),
-    ("disallowed by 'Disallow: /*?sessionid=*' (line 3), 'Allow: /*?token=$'", None),
+    # a robots.txt rule quoted in a reason: a path, public text
+    ("disallowed by 'Disallow: /?sid=7198470&nid=210' (line 13), 'Allow: /*?token=$'", None),
+    ("'Disallow: /x.pdf?id=b6322a80-f285-11e3-ac10-0800200c9a66' (line 5)", None),
     ("http://@host/ and http://user:@host/", None),
     ("disallowed by 'Disallow: /cookie:x' (line 2); the Authorization header is dropped", None),
 ])

@@ -13,11 +13,12 @@ any client reads safe:
   often a token (as :func:`robotgate.urls.redact` does for one URL);
 - the value of an ``Authorization``, ``Proxy-Authorization``, ``Cookie`` or
   ``Set-Cookie`` header, as a header line, a mapping's repr or a header pair;
-- a query parameter's value (``?token=...``, ``;jsessionid=...``) when its name says
-  it holds a credential (``access_token``, ``X-Amz-Signature``, ``apiKey``,
-  ``PHPSESSID``...), or when the value looks like one whatever its name: 32
-  characters or more of a token's alphabet, letters and digits both (a hash, a
-  JWT, a UUID).  The name stays, so the URL still says what it asked.
+- in a URL (``scheme://...``), a query parameter's value (``?token=...``,
+  ``;jsessionid=...``) when its name says it holds a credential (``access_token``,
+  ``X-Amz-Signature``, ``apiKey``, ``PHPSESSID``...), or when the value looks like one
+  whatever its name: 32 characters or more of a token's alphabet, letters and digits
+  both (a hash, a JWT, a UUID).  The name stays, so the URL still says what it asked;
+  a path alone (a robots.txt rule quoted in a reason: public text) is left as it is.
 
 Pure: standard library only, no I/O.  Every robotgate logger (:data:`LOGGERS`)
 carries :class:`RedactingFilter`: each record's message, arguments and traceback
@@ -63,8 +64,8 @@ def redact_text(text: str) -> str:
     "disallowed by 'Disallow: /cookie:x' (line 2)"
     >>> redact_text("skipped https://example.com/private?page=2&access_token=CANARY")
     'skipped https://example.com/private?page=2&access_token=***'
-    >>> redact_text("disallowed by 'Disallow: /*?sessionid=*' (line 3)")
-    "disallowed by 'Disallow: /*?sessionid=*' (line 3)"
+    >>> redact_text("disallowed by 'Disallow: /?sid=7198470' (line 3)")
+    "disallowed by 'Disallow: /?sid=7198470' (line 3)"
     """
     if text.__class__ is not str:
         text = str(text)
@@ -73,13 +74,15 @@ def redact_text(text: str) -> str:
     lowered = text.lower()  # a tenth of a case-blind search's time: most texts name none
     if "authoriz" in lowered or "cookie" in lowered:
         text = _HEADER.sub(_HIDE_VALUE, text)
-    if "=" in text:
-        text = _PARAMETER.sub(_without_credential, text)
+    if "=" in text and "://" in text:
+        text = _URL.sub(_url_without_credentials, text)
     return text
 
 
 _HIDE_VALUE = r"\1" + HIDDEN
 
+# A URL with its scheme, up to where it ends in a text.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 # A query parameter in a URL (after "?", "&" or a path's ";"), up to where the URL or
 # the parameter ends in a text (a URL's last ":", "," or ")" is the text's).
 _PARAMETER = re.compile(r"([?&;][^=&#;?\s'\"<>]{1,100}=)([^&#;?\s'\"<>]*[^&#;?\s'\"<>:,)])")
@@ -105,10 +108,13 @@ def _secret_name(name: str) -> bool:
     return False
 
 
+def _url_without_credentials(found: re.Match[str]) -> str:
+    url = found.group(0)
+    return _PARAMETER.sub(_without_credential, url) if "=" in url else url
+
+
 def _without_credential(found: re.Match[str]) -> str:
     name, value = found.group(1), found.group(2)
-    if "*" in value or value.endswith("$"):
-        return found.group(0)  # a robots.txt rule's pattern, not a value
     if _secret_name(name[1:-1]) or _OPAQUE.fullmatch(value):
         return name + HIDDEN
     return found.group(0)

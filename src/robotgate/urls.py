@@ -183,7 +183,7 @@ def redact(url: str) -> str:
     if not (password if colon else user):
         return redact_text(url)  # nothing secret here: "http://@host/", "http://user:@host/"
     kept = f"{user}:***" if colon else "***"
-    return url[:start] + kept + redact_text(url[at:])
+    return redact_text(url[:start] + kept + url[at:])
 
 
 def scrub(text: str, url: str) -> str:
