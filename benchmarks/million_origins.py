@@ -154,6 +154,26 @@ class Samples:
         print(json.dumps(self.rows[-1]), file=sys.stderr, flush=True)  # a run cut short still tells
 
 
+class Reasons:
+    """Why origins were not allowed or fetched, and when: each reason's count, and the
+    count of URLs done when each of the first :data:`KEPT` came (bounded, as the rest
+    of the harness)."""
+
+    KEPT = 1000
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.at: list[int] = []
+
+    def note(self, reason: str, done: int) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        if len(self.at) < self.KEPT:
+            self.at.append(done)
+
+    def figures(self) -> dict[str, Any]:
+        return {"unreachable_reasons": self.counts, "unreachable_at": self.at}
+
+
 async def part_allowed(origins: int, port: int, concurrency: int, max_origins: int | None,
                        samples: int) -> dict[str, Any]:
     from robotgate import Network, RobotGate
@@ -161,8 +181,7 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
     network = Network() if max_origins is None else Network(max_origins=max_origins)
     numbers = iter(range(origins))
     done = allowed = 0
-    refused: dict[str, int] = {}
-    refused_at: list[int] = []  # the count of URLs done when each came
+    refused = Reasons()
     async with RobotGate("MillionBot/1.0", delay=0, network=network) as gate:
         notes = Samples(origins // samples, gate)
         notes.note(0)
@@ -175,9 +194,7 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
                 allowed += answer  # counted after the await: the workers share it
                 done += 1
                 if not answer:  # why, and when: the cached verdict's reason
-                    reason = (await gate.decide(url)).reason
-                    refused[reason] = refused.get(reason, 0) + 1
-                    refused_at.append(done)
+                    refused.note((await gate.decide(url)).reason, done)
                 if done % notes.every == 0:
                     notes.note(done)
 
@@ -185,8 +202,7 @@ async def part_allowed(origins: int, port: int, concurrency: int, max_origins: i
         stats = gate.stats
         bound = getattr(gate.session.connector, "max_connections", None)
     return {"origins": origins, "allowed": allowed, "robots_requests": stats["robots_requests"],
-            "max_connections": bound, "samples": notes.rows,
-            "unreachable_reasons": refused, "unreachable_at": refused_at[:1000]}
+            "max_connections": bound, "samples": notes.rows, **refused.figures()}
 
 
 def crawl_urls(origins: int, port: int) -> Iterator[str]:
@@ -204,8 +220,7 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
         notes = Samples(origins // samples, gate)
         notes.note(0)
         finished = 0
-        unreachable: dict[str, int] = {}
-        unreachable_at: list[int] = []  # the count of URLs done when each came
+        unreachable = Reasons()
 
         def on_result(record: CrawlResult) -> None:
             nonlocal finished
@@ -214,9 +229,7 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
             finished += 1
             if record.decision is not None and record.decision.unreachable:
                 # Why, and when: a run's "unreachable" must be explained, not only counted.
-                reason = record.decision.reason
-                unreachable[reason] = unreachable.get(reason, 0) + 1
-                unreachable_at.append(finished)
+                unreachable.note(record.decision.reason, finished)
             if finished % notes.every == 0:
                 notes.note(finished)
 
@@ -231,8 +244,7 @@ async def part_crawl(origins: int, port: int, concurrency: int, max_origins: int
         bound = getattr(gate.session.connector, "max_connections", None)
     return {"origins": origins, "pages": summary.pages, "unreachable": summary.unreachable,
             "errors": summary.errors, "local_failures": summary.local_failures,
-            "unreachable_reasons": unreachable, "unreachable_at": unreachable_at[:1000],
-            "max_connections": bound, "samples": notes.rows}
+            "max_connections": bound, "samples": notes.rows, **unreachable.figures()}
 
 
 def child_main(args: argparse.Namespace) -> int:
