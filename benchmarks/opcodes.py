@@ -1,7 +1,7 @@
 """Where a request's interpreted work goes: Python opcodes by function, two trees side by side.
 
     python benchmarks/opcodes.py --before-src OLD/src [--only middleware]
-        [--cg-hosts 100,300] [--top 25] [--json FILE]
+        [--cg-hosts 100,300] [--top 25] [--json FILE] [--no-progress]
 
 The cold crawls of ``overhead.py --callgrind-crawl`` (every host new, two sizes, one child
 process a crawl), each run under an opcode counter (``sys.settrace`` with opcode events)
@@ -123,7 +123,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for name, src in contenders:
                 sizes = []
                 for h in hosts:
-                    print(f"opcodes: {name}, {h} hosts x 5 pages", file=sys.stderr, flush=True)
+                    if not args.no_progress:
+                        print(f"opcodes: {name}, {h} hosts x 5 pages", file=sys.stderr,
+                              flush=True)
                     sizes.append(await opcode_run(server, name, src, h, 5, tasks, Path(tmp)))
                 failed = [s["error"] for s in sizes if "error" in s]
                 if failed:
@@ -165,6 +167,7 @@ def main() -> int:
                     help="the two crawl sizes in hosts (default 100,300)")
     ap.add_argument("--top", type=int, default=25, help="functions shown (default 25)")
     ap.add_argument("--json", type=Path, default=RESULTS / "opcodes.json")
+    ap.add_argument("--no-progress", action="store_true", help="no line a crawl on stderr")
     args = ap.parse_args()
     unknown = [n for n in args.only if n not in ("gate.fetch", "middleware")]
     if unknown:

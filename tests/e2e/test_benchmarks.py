@@ -213,3 +213,19 @@ def test_million_origins_allows_and_fetches_every_origin_within_the_connection_b
     for part in (allowed, crawl):
         assert part["nofile_limit"] == 1024
         assert all(s["connections"] <= part["max_connections"] for s in part["samples"])
+
+
+def test_opcodes_counts_each_trees_functions_of_a_request(tmp_path: Path) -> None:
+    src = str(BENCHMARKS.parent / "src")
+    report, out = run_benchmark(tmp_path, "opcodes.py", "--before-src", src,
+                                "--cg-hosts", "2,4", "--only", "middleware,gate.fetch")
+    for name in ("middleware", "gate.fetch"):
+        for tree in (name, name + " (before)"):
+            counts = report["per_request"][tree]
+            # start-up cancels out between the sizes: the client is made once in each
+            assert counts["robotgate/gate/aiohttp_client.py:__init__"] == 0, tree
+            # the adapters' Python functions, named alike in either tree, are counted
+            # (a compiled wheel's modules are not)
+            assert any(n.startswith("robotgate/gate/") and c > 0 for n, c in counts.items())
+            assert sum(counts.values()) > 1000, tree
+        assert f"{name}: " in out
