@@ -75,8 +75,3 @@ class HostState:
     # group or another worker of the fleet starts from it, not from the plain interval.
     backoff: float = 0.0
     backoff_peak: float = 0.0
-
-    def copy(self) -> HostState:
-        """A copy: a store keeps its own, and the scheduler goes on writing its."""
-        return HostState(self.origin, self.visits, self.last_visit, self.next_allowed,
-                         self.visits_since_check, self.backoff, self.backoff_peak)

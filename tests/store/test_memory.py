@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import fields
 
 from robotgate import MemoryStore
 from robotgate.records import HostState
@@ -36,3 +37,21 @@ def test_eviction_never_takes_the_state_just_stored() -> None:
     store.put_host(HostState("host:b", next_allowed=now + 60))
     store.put_host(HostState("host:c"))  # new: due at once, yet the one kept
     assert store.get_host("host:c") is not None
+
+
+def test_a_host_state_is_kept_as_a_value_with_every_field() -> None:
+    def given() -> HostState:
+        return HostState("host:v", visits=7, last_visit=1.5, next_allowed=2.5,
+                         visits_since_check=3, backoff=4.5, backoff_peak=5.5)
+
+    state = given()
+    # None at its default: a field the store forgot would come back as its default.
+    assert all(getattr(state, f.name) != f.default for f in fields(HostState))
+    store = MemoryStore()
+    store.put_host(state)
+    state.visits = 99  # the scheduler goes on changing its own
+    got = store.get_host("host:v")
+    assert got == given()
+    assert got is not None
+    got.next_allowed = 0.0  # and the one handed out is the caller's
+    assert store.get_host("host:v") == given()

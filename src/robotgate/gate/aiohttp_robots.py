@@ -15,7 +15,7 @@ from yarl import URL
 from ..errors import Disallowed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
-from ..politeness.exchange import robots_reach
+from ..politeness.exchange import Reach, first_reach, robots_reach
 from ..politeness.redirects import refused_answer
 from .aiohttp_bodies import _read_capped
 from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
@@ -97,8 +97,7 @@ class AiohttpRobotsTransport:
         if request.previous is None:
             # A first request is judged at once: nothing is looked up, so it needs no
             # resolver and no timer (which would cost it a task of its own).
-            reach = await robots_reach(request, client.refuse_private, _looks_up_nothing,
-                                       client.is_private)
+            reach: Reach | RobotsResponse = first_reach(request)
         else:
             # A redirect hop's target is looked up, and the resolver has no timer of its own.
             reach = await asyncio.wait_for(robots_reach(
@@ -145,10 +144,6 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
             body = decode_capped(raw, resp.headers.getall("Content-Encoding", ()),
                                  request.max_bytes)
         return RobotsResponse(status, resp.headers, body, request.url)
-
-
-async def _looks_up_nothing(host: str) -> list[str]:
-    return []  # a name it is asked for reaches nothing: refused, never sent by guess
 
 
 def _left(request: RobotsRequest) -> float | None:

@@ -91,7 +91,7 @@ from .request_turn import (
 )
 
 __all__ = ["RESENDS", "Answer", "Exchanged", "NextHop", "Reach", "Resend", "Sender",
-           "answer_of", "exchange", "robots_reach"]
+           "answer_of", "exchange", "first_reach", "robots_reach"]
 
 #: What a client's send returns (its response).
 R = TypeVar("R")
@@ -243,11 +243,17 @@ async def robots_reach(request: RobotsRequest, refuse_private: bool, resolve: Re
     the client's ``resolve``; the first request of an origin a public page pointed to
     (``request.guard``) must reach a public address too, whatever the look-up found.
     Every robots.txt transport asks this before it sends."""
-    if request.previous is not None:
-        verdict = await robots_hop(request, refuse_private, resolve, private)
-        if verdict.refused is not None:
-            return refused_answer(request, verdict.refused)
-        return Reach(verdict.guard, verdict.addresses, A_REDIRECT)
+    if request.previous is None:
+        return first_reach(request)
+    verdict = await robots_hop(request, refuse_private, resolve, private)
+    if verdict.refused is not None:
+        return refused_answer(request, verdict.refused)
+    return Reach(verdict.guard, verdict.addresses, A_REDIRECT)
+
+
+def first_reach(request: RobotsRequest) -> Reach:
+    """:func:`robots_reach` of a flow's first request (``request.previous`` None):
+    judged at once, nothing looked up, so a transport needs no coroutine for it."""
     if request.guard:
         return Reach(True, request.checked, A_POINTER)
     return _UNGUARDED
