@@ -3,13 +3,23 @@ client's Sender, each request in its own turn, with its provenance; no network."
 
 from __future__ import annotations
 
+from ipaddress import ip_address
+
 import pytest
 
 from robotgate import Disallowed, Network, RobotGate, TooManyRedirects
-from robotgate.policy.fetch_flow import RobotsResponse
-from robotgate.policy.hops import REFUSED
+from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
+from robotgate.policy.hops import A_POINTER, REFUSED
 from robotgate.policy.provenance import INPUT, Provenance, pointer_of
-from robotgate.politeness.exchange import Answer, NextHop, Resend, answer_of
+from robotgate.politeness.exchange import (
+    Answer,
+    NextHop,
+    Reach,
+    Resend,
+    answer_of,
+    first_reach,
+    robots_reach,
+)
 from robotgate.politeness.request_turn import RequestTurn
 from tests.support.transports import FakeTransport
 
@@ -166,3 +176,16 @@ def test_an_answer_of_a_status_alone_is_made_once_per_status() -> None:
     # Most answers say only their status: the sender hands out one value per status.
     assert answer_of(200) == Answer(200, None, None)
     assert answer_of(200) is answer_of(200) and answer_of(404) is not answer_of(200)
+
+
+async def test_a_first_robots_txt_request_is_judged_at_once_as_robots_reach_judges_it() -> None:
+    async def looks_up(host: str) -> list[str]:
+        raise AssertionError("a first request looks nothing up")
+
+    plain = RobotsRequest("http://a.example/robots.txt")
+    pointed = RobotsRequest("http://a.example/robots.txt", guard=True,
+                            checked=(ip_address(PUBLIC_ADDRESS),))
+    for request in (plain, pointed):
+        assert first_reach(request) == await robots_reach(request, True, looks_up)
+    assert first_reach(plain) == Reach()
+    assert first_reach(pointed) == Reach(True, pointed.checked, A_POINTER)
