@@ -16,7 +16,9 @@ requests. ``127.0.0.1`` on the same port answers the control endpoints
 A request's time is when its bytes reached the socket, as the kernel stamped
 them (``SO_TIMESTAMPNS``, read with ``recvmsg``), not when this process got
 round to reading them: a busy server loop does not shorten the spacing it
-records.  Where the kernel gives no stamp, the time the bytes were read.
+records.  The server is ready once the kernel stamps on arrival (it turns
+stamps on a moment after they are first asked for).  Where the kernel gives no
+stamp, the time the bytes were read.
 
 Use it in-process (``async with BenchServer(...) as srv``) or as a separate
 process::
@@ -55,6 +57,7 @@ from aiohttp.web_protocol import RequestHandler
 
 __all__ = [
     "SCENARIOS",
+    "SO_TIMESTAMPNS",
     "BenchServer",
     "HostPlan",
     "HostStats",
@@ -62,9 +65,11 @@ __all__ = [
     "RobotsRecord",
     "host_addresses",
     "is_disallowed",
+    "kernel_time",
     "mixed_plans",
     "page_paths",
     "robots_body",
+    "stamps_on_arrival",
 ]
 
 #: Every robots.txt scenario a host can play, in a stable order.
@@ -489,6 +494,43 @@ def kernel_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
     return None
 
 
+async def stamps_on_arrival() -> None:
+    """Return once the kernel stamps packets as they arrive.
+
+    Linux turns receive stamps on for the whole machine when a first socket asks for
+    them (here, the listeners just bound), but from a work queue: until that runs, a
+    packet gets no stamp on arrival and is stamped when read, which on a busy machine
+    can be a while (0.3 s once in CI).  A datagram to itself shows when they are on.
+    A kernel that gives no stamp at all is not waited for: its records are read times.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        probe.bind(("127.0.0.1", 0))
+        probe.setblocking(False)
+        deadline = time.monotonic() + _STAMPS_WAIT
+        while True:
+            probe.sendto(b"?", probe.getsockname())
+            await asyncio.sleep(_PROBE_WAIT)
+            try:
+                _, ancillary, _, _ = probe.recvmsg(1, _STAMP_SPACE)
+            except BlockingIOError:
+                ancillary = None
+            read = time.monotonic()
+            if ancillary is not None:
+                stamp = kernel_time(ancillary)
+                if stamp is None or read - stamp >= _PROBE_WAIT / 2:
+                    return
+            if read > deadline:
+                raise RuntimeError(f"the kernel stamped no packet on arrival in {_STAMPS_WAIT} s:"
+                                   " the records would be read times")
+
+
+#: How long a probe datagram waits to be read, and how long the kernel may take to
+#: turn its receive stamps on.
+_PROBE_WAIT = 0.005
+_STAMPS_WAIT = 10.0
+
+
 class _StampedSocket(socket.socket):
     """An accepted connection that reads with ``recvmsg`` and keeps the kernel's
     receive time of the latest bytes (:attr:`arrived`)."""
@@ -675,6 +717,12 @@ class BenchServer:
                 self.ports.append(more[0].getsockname()[1])
                 socks += more
         except OSError:
+            for sock in socks:
+                sock.close()
+            raise
+        try:
+            await stamps_on_arrival()  # the listeners asked for stamps: wait till they come
+        except BaseException:
             for sock in socks:
                 sock.close()
             raise
