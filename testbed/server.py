@@ -69,6 +69,7 @@ __all__ = [
     "mixed_plans",
     "page_paths",
     "robots_body",
+    "stamp_probe",
     "stamps_on_arrival",
 ]
 
@@ -494,6 +495,24 @@ def kernel_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
     return None
 
 
+#: How long a probe datagram waits to be read, and how long the kernel may take to
+#: turn its receive stamps on.
+_PROBE_WAIT = 0.005
+_STAMPS_WAIT = 10.0
+
+
+def stamp_probe() -> socket.socket:
+    """A loopback UDP socket that asks for receive stamps, to send itself datagrams."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        probe.bind(("127.0.0.1", 0))
+    except OSError:
+        probe.close()
+        raise
+    return probe
+
+
 async def stamps_on_arrival() -> None:
     """Return once the kernel stamps packets as they arrive.
 
@@ -503,9 +522,7 @@ async def stamps_on_arrival() -> None:
     can be a while (0.3 s once in CI).  A datagram to itself shows when they are on.
     A kernel that gives no stamp at all is not waited for: its records are read times.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        probe.bind(("127.0.0.1", 0))
+    with stamp_probe() as probe:
         probe.setblocking(False)
         deadline = time.monotonic() + _STAMPS_WAIT
         while True:
@@ -523,12 +540,6 @@ async def stamps_on_arrival() -> None:
             if read > deadline:
                 raise RuntimeError(f"the kernel stamped no packet on arrival in {_STAMPS_WAIT} s:"
                                    " the records would be read times")
-
-
-#: How long a probe datagram waits to be read, and how long the kernel may take to
-#: turn its receive stamps on.
-_PROBE_WAIT = 0.005
-_STAMPS_WAIT = 10.0
 
 
 class _StampedSocket(socket.socket):

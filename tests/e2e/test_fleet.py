@@ -44,6 +44,7 @@ from testbed.server import (
     is_disallowed,
     kernel_time,
     page_paths,
+    stamp_probe,
     stamps_on_arrival,
 )
 
@@ -261,9 +262,7 @@ async def test_the_server_records_when_the_kernel_received_a_request() -> None:
 
 def _stamped_on_arrival() -> bool:
     """Whether a datagram sent now is stamped when it arrives (not when it is read)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        probe.bind(("127.0.0.1", 0))
+    with stamp_probe() as probe:
         probe.sendto(b"?", probe.getsockname())
         time.sleep(0.05)
         _, ancillary, _, _ = probe.recvmsg(1, socket.CMSG_SPACE(16))
