@@ -44,6 +44,7 @@ PUBLIC = {
     "StoreError",
     "TooManyRedirects",
     "UsageRule",
+    "WaitsOnItself",
     "page_directives",
     "page_links",
 }

@@ -25,7 +25,7 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .crawl.results import CrawlResult, CrawlSummary, Handled
-    from .errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects
+    from .errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects, WaitsOnItself
     from .gate import RobotGate
     from .gate.options import Network
     from .private_parts import PrivatePartMissing
@@ -66,6 +66,7 @@ __all__ = [
     "StoreError",
     "TooManyRedirects",
     "UsageRule",
+    "WaitsOnItself",
     "page_directives",
     "page_links",
 ]
@@ -89,6 +90,7 @@ _LAZY = {
     "RedisStore": ".store.redis",
     "SitemapEntry": ".robots.sitemap",
     "TooManyRedirects": ".errors",
+    "WaitsOnItself": ".errors",
 }
 
 
