@@ -37,7 +37,7 @@ from .aiohttp_fetch import (
     without_resends,
     yarl_form,
 )
-from .aiohttp_middleware import _Followed, _Passed
+from .aiohttp_middleware import _Followed, _Passed, without_foreign_credentials
 from .aiohttp_peers import Handler, Middleware, _resolve_with, _resolver_of
 from .aiohttp_robots import AiohttpRobotsTransport, Route, proxy_route
 
@@ -306,8 +306,7 @@ class AiohttpClient:
         what = A_POINTER
         if redirect is not None:
             provenance, what = pointer_of(redirect.source), A_REDIRECT
-            if redirect.credentials:
-                req.headers.popall("Authorization", None)  # never credentials from a Location
+            without_foreign_credentials(req, redirect.source, redirect.credentials)
         # A pointer's target is looked up as the session connects (the input's never is).
         resolve = None if provenance is INPUT else _resolve_with(getattr(req, "session", None))
         # robots.txt is asked through the user's session, and its proxy if any: the
