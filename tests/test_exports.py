@@ -32,6 +32,7 @@ PUBLIC = {
     "Pacing",
     "PageDirectives",
     "PrivatePartMissing",
+    "ProxyFailed",
     "RedisStore",
     "RequestRate",
     "RobotGate",

@@ -25,7 +25,14 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .crawl.results import CrawlResult, CrawlSummary, Handled
-    from .errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects, WaitsOnItself
+    from .errors import (
+        BodyTooLarge,
+        Disallowed,
+        GateClosed,
+        ProxyFailed,
+        TooManyRedirects,
+        WaitsOnItself,
+    )
     from .gate import RobotGate
     from .gate.options import Network
     from .private_parts import PrivatePartMissing
@@ -54,6 +61,7 @@ __all__ = [
     "Pacing",
     "PageDirectives",
     "PrivatePartMissing",
+    "ProxyFailed",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -91,6 +99,7 @@ _LAZY = {
     "SitemapEntry": ".robots.sitemap",
     "TooManyRedirects": ".errors",
     "WaitsOnItself": ".errors",
+    "ProxyFailed": ".errors",
 }
 
 

@@ -17,8 +17,8 @@ from .error_root import Error
 from .redaction import redact_text
 from .urls import redact
 
-__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "TooManyRedirects",
-           "WaitsOnItself"]
+__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "ProxyFailed",
+           "TooManyRedirects", "WaitsOnItself"]
 
 
 class Disallowed(Error):
@@ -90,3 +90,20 @@ class WaitsOnItself(Error, RuntimeError):
             " request to that server is in flight (a middleware after gate.middleware"
             " that makes its own request through the session? put it before"
             " gate.middleware)")
+
+
+class ProxyFailed(Error):
+    """The proxy the requests go through failed: it refused its credentials (407), or
+    could not be reached (connection refused, unreachable).  The crawler's set-up
+    failed, not the site: it is no answer of any site's, so no robots.txt verdict is
+    made of it, nothing is cached or stored for the site, and ``gate.crawl`` stops with
+    it rather than skip every site.  ``proxy``: the proxy, without its password;
+    ``url``: the request it failed (without its password).  The aiohttp paths raise it
+    as an ``aiohttp.ClientConnectionError`` too."""
+
+    def __init__(self, proxy: str, url: str, why: str) -> None:
+        self.proxy = redact(proxy)
+        self.url = redact(url)
+        super().__init__(redact_text(
+            f"{self.url}: the proxy {self.proxy} failed ({why}); no answer of the site's,"
+            " and not kept as one"))
