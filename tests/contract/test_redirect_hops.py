@@ -1,7 +1,10 @@
 """The redirect contract: the request a redirect is followed with, on every client path,
 is its client's own hop, and where robotgate follows the redirect (the core's exchange:
 ``gate.fetch``, crawlee) it is the core's one rule
-(:func:`robotgate.policy.redirect_hop.next_hop`).
+(:func:`robotgate.policy.redirect_hop.next_hop`).  Credentials, in whatever form they
+were given (``auth=`` per call or per session, credential headers, a URL's userinfo),
+go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
+``gate.crawl``, the httpx transport; see "credentials in every form" below).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
@@ -351,12 +354,17 @@ async def aiohttp_credentials(hosts: Hosts, form: str, path: str) -> dict[Case, 
                         with_userinfo(hosts.start(case, run), form), **call_kwargs), 10)
         else:
             async with aiohttp.ClientSession(**session_kwargs) as session, open_gate(
-                    session=session if path == "fetch-yours" else None) as gate:
+                    session=session if path in ("fetch-yours", "crawl") else None) as gate:
+                if path == "crawl":  # gate.crawl over your session, its URLs as given
+                    summary = await asyncio.wait_for(gate.crawl(
+                        [with_userinfo(hosts.start(case, run), form)
+                         for case in CREDENTIAL_CASES], _no_links, retries=0), 20)
+                    assert summary.pages == len(CREDENTIAL_CASES)
                 if path == "middleware":
                     session = aiohttp.ClientSession(middlewares=(gate.middleware,),
                                                     **session_kwargs)
                 async with session:
-                    for case in CREDENTIAL_CASES:
+                    for case in CREDENTIAL_CASES if path != "crawl" else ():
                         url = with_userinfo(hosts.start(case, run), form)
                         if path == "fetch-yours":
                             await asyncio.wait_for(gate.fetch(url, **call_kwargs), 10)
@@ -380,10 +388,16 @@ async def test_plain_aiohttps_credentials_across_origins(hosts: Hosts, form: str
     assert own == expected
 
 
-@pytest.mark.parametrize("path", ["fetch-owned", "fetch-yours", "middleware"])
+async def _no_links(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
+    return ()
+
+
+@pytest.mark.parametrize("path", ["fetch-owned", "fetch-yours", "middleware", "crawl"])
 @pytest.mark.parametrize("form", CREDENTIAL_FORMS)
 async def test_aiohttp_paths_send_credentials_only_to_their_origin(
         hosts: Hosts, form: str, path: str) -> None:
+    if path == "crawl" and form.startswith("call-"):
+        pytest.skip("gate.crawl takes URLs, not a call's arguments")
     if path == "fetch-owned" and form.startswith("session-"):
         pytest.skip("the gate's own session has no credentials of its own")
     through_gate = await aiohttp_credentials(hosts, form, path)
