@@ -32,6 +32,7 @@ PUBLIC = {
     "Pacing",
     "PageDirectives",
     "PrivatePartMissing",
+    "ProxyFailed",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -44,6 +45,7 @@ PUBLIC = {
     "StoreError",
     "TooManyRedirects",
     "UsageRule",
+    "WaitsOnItself",
     "page_directives",
     "page_links",
 }

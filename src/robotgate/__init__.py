@@ -25,7 +25,14 @@ from .urls import InvalidURL
 
 if TYPE_CHECKING:
     from .crawl.results import CrawlResult, CrawlSummary, Handled
-    from .errors import BodyTooLarge, Disallowed, GateClosed, TooManyRedirects
+    from .errors import (
+        BodyTooLarge,
+        Disallowed,
+        GateClosed,
+        ProxyFailed,
+        TooManyRedirects,
+        WaitsOnItself,
+    )
     from .gate import RobotGate
     from .gate.options import Network
     from .private_parts import PrivatePartMissing
@@ -54,6 +61,7 @@ __all__ = [
     "Pacing",
     "PageDirectives",
     "PrivatePartMissing",
+    "ProxyFailed",
     "RedisStore",
     "RequestRate",
     "RobotGate",
@@ -66,6 +74,7 @@ __all__ = [
     "StoreError",
     "TooManyRedirects",
     "UsageRule",
+    "WaitsOnItself",
     "page_directives",
     "page_links",
 ]
@@ -89,6 +98,8 @@ _LAZY = {
     "RedisStore": ".store.redis",
     "SitemapEntry": ".robots.sitemap",
     "TooManyRedirects": ".errors",
+    "WaitsOnItself": ".errors",
+    "ProxyFailed": ".errors",
 }
 
 

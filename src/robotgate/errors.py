@@ -17,7 +17,8 @@ from .error_root import Error
 from .redaction import redact_text
 from .urls import redact
 
-__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "TooManyRedirects"]
+__all__ = ["BodyTooLarge", "Disallowed", "Error", "GateClosed", "ProxyFailed",
+           "TooManyRedirects", "WaitsOnItself"]
 
 
 class Disallowed(Error):
@@ -67,3 +68,42 @@ class TooManyRedirects(Error):
 
     def __str__(self) -> str:
         return f"{self.url}: redirected more than {self.limit} times"
+
+
+class WaitsOnItself(Error, RuntimeError):
+    """A request would wait for its server's turn, which the task that made it holds:
+    it was made, in the same asyncio task, while that task's own request to the same
+    server (politeness key) is in flight, and that request holds every slot the server
+    has (``max_per_host``).  It could never start, so it is refused at once, nothing
+    sent.  The usual cause: a middleware after ``gate.middleware`` in a session's chain
+    that makes a request of its own through the session (a token refresh, a log call);
+    put it before ``gate.middleware``, whose turn then comes after it (docs/gate.md,
+    "Where the gate goes in a middleware chain").  The URL is shown and kept without its
+    password.  The aiohttp paths raise it as an ``aiohttp.ClientError`` too."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.url = redact(url)
+        self.key = key
+        super().__init__(
+            f"{self.url}: this task already holds the turn of its server ({key}), so the"
+            " request would wait on itself for good; it was made while the same task's"
+            " request to that server is in flight (a middleware after gate.middleware"
+            " that makes its own request through the session? put it before"
+            " gate.middleware)")
+
+
+class ProxyFailed(Error):
+    """The proxy the requests go through failed: it refused its credentials (407), or
+    could not be reached (connection refused, unreachable).  The crawler's set-up
+    failed, not the site: it is no answer of any site's, so no robots.txt verdict is
+    made of it, nothing is cached or stored for the site, and ``gate.crawl`` stops with
+    it rather than skip every site.  ``proxy``: the proxy, without its password;
+    ``url``: the request it failed (without its password).  The aiohttp paths raise it
+    as an ``aiohttp.ClientConnectionError`` too."""
+
+    def __init__(self, proxy: str, url: str, why: str) -> None:
+        self.proxy = redact(proxy)
+        self.url = redact(url)
+        super().__init__(redact_text(
+            f"{self.url}: the proxy {self.proxy} failed ({why}); no answer of the site's,"
+            " and not kept as one"))

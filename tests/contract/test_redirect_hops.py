@@ -1,7 +1,10 @@
 """The redirect contract: the request a redirect is followed with, on every client path,
 is its client's own hop, and where robotgate follows the redirect (the core's exchange:
 ``gate.fetch``, crawlee) it is the core's one rule
-(:func:`robotgate.policy.redirect_hop.next_hop`).
+(:func:`robotgate.policy.redirect_hop.next_hop`).  Credentials, in whatever form they
+were given (``auth=`` per call or per session, credential headers, a URL's userinfo),
+go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
+``gate.crawl``, the httpx transport; see "credentials in every form" below).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
@@ -20,8 +23,10 @@ cases a browser can make, against Chromium following the same redirects itself (
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,6 +292,150 @@ async def test_gate_fetch_drops_the_calls_cookies_as_aiohttp_does(
     own, through_gate = (hosts.heard[f"{run}/{case.name}"] for run in ("plain-auth", "fetch-auth"))
     assert through_gate == own
     assert (own.cookie is None) is other_origin
+
+
+# -- credentials in every form: they go only to the origin they were given for -----------
+#
+# The rule (the core's, :data:`~robotgate.policy.redirect_hop.ORIGIN_SCOPED`): a hop to
+# another origin carries no credentials of the caller's, whatever form they were given
+# in; a hop to the same origin carries them as the client does.  aiohttp 3.14 drops a
+# call's ``auth=``, a URL's userinfo and the credential headers on a hop to another
+# origin, but sends a session's ``auth=`` again to it (``ClientSession._request`` takes
+# the session's default for any origin when it has no ``base_url``): robotgate's paths
+# drop it there too, the one difference from plain aiohttp, asserted as such.
+
+BASIC = "Basic dXNlcjpwYXNz"  # user:pass
+CREDENTIAL_FORMS = ("call-auth", "session-auth", "userinfo", "session-headers", "call-headers")
+
+
+@contextlib.contextmanager
+def deprecated_auth() -> Iterator[None]:
+    """aiohttp 3.14 deprecates ``auth=BasicAuth``; its users still pass it."""
+    with warnings.catch_warnings():
+        for message in ("The 'auth' parameter is deprecated", "BasicAuth is deprecated"):
+            warnings.filterwarnings("ignore", message, DeprecationWarning)
+        yield
+
+
+def credentials(form: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The session's and the call's keyword arguments that give ``form``'s credentials."""
+    auth = aiohttp.BasicAuth("user", "pass")
+    return {
+        "call-auth": ({}, {"auth": auth}),
+        "session-auth": ({"auth": auth}, {}),
+        "userinfo": ({}, {}),
+        "session-headers": ({"headers": {"Authorization": BASIC}}, {}),
+        "call-headers": ({}, {"headers": {"Authorization": BASIC}}),
+    }[form]
+
+
+def with_userinfo(url: str, form: str) -> str:
+    return url.replace("http://", "http://user:pass@") if form == "userinfo" else url
+
+
+def credential_rule(case: Case) -> str | None:
+    """The Authorization the target hears by the core's rule."""
+    return None if case.other_origin else BASIC
+
+
+CREDENTIAL_CASES = [Case("GET", 302, other) for other in (False, True)]
+
+
+async def aiohttp_credentials(hosts: Hosts, form: str, path: str) -> dict[Case, str | None]:
+    """What each target heard, the request sent by ``path``: plain aiohttp,
+    ``gate.fetch`` (the gate's session or yours) or ``gate.middleware``."""
+    run = f"credentials-{path}-{form}"
+    with deprecated_auth():
+        session_kwargs, call_kwargs = credentials(form)
+        if path == "fetch-owned":  # the gate's own session: a call's credentials only
+            async with open_gate() as gate:
+                for case in CREDENTIAL_CASES:
+                    await asyncio.wait_for(gate.fetch(
+                        with_userinfo(hosts.start(case, run), form), **call_kwargs), 10)
+        else:
+            async with aiohttp.ClientSession(**session_kwargs) as session, open_gate(
+                    session=session if path in ("fetch-yours", "crawl") else None) as gate:
+                if path == "crawl":  # gate.crawl over your session, its URLs as given
+                    summary = await asyncio.wait_for(gate.crawl(
+                        [with_userinfo(hosts.start(case, run), form)
+                         for case in CREDENTIAL_CASES], _no_links, retries=0), 20)
+                    assert summary.pages == len(CREDENTIAL_CASES)
+                if path == "middleware":
+                    session = aiohttp.ClientSession(middlewares=(gate.middleware,),
+                                                    **session_kwargs)
+                async with session:
+                    for case in CREDENTIAL_CASES if path != "crawl" else ():
+                        url = with_userinfo(hosts.start(case, run), form)
+                        if path == "fetch-yours":
+                            await asyncio.wait_for(gate.fetch(url, **call_kwargs), 10)
+                            continue
+                        async with session.get(url, **call_kwargs) as resp:
+                            await resp.read()
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CREDENTIAL_CASES}
+    assert all(got is not None for got in heard.values()), f"{run}: a hop went nowhere"
+    first = [hosts.sent[f"{run}/{case.name}"].authorization for case in CREDENTIAL_CASES]
+    assert first == [BASIC, BASIC], f"{run}: the first request went without its credentials"
+    return {case: got.authorization for case, got in heard.items() if got is not None}
+
+
+@pytest.mark.parametrize("form", CREDENTIAL_FORMS)
+async def test_plain_aiohttps_credentials_across_origins(hosts: Hosts, form: str) -> None:
+    own = await aiohttp_credentials(hosts, form, "plain")
+    expected = {case: credential_rule(case) for case in CREDENTIAL_CASES}
+    if form == "session-auth":
+        # aiohttp sends the session's auth= to the other origin: the one difference.
+        expected[Case("GET", 302, True)] = BASIC
+    assert own == expected
+
+
+async def _no_links(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
+    return ()
+
+
+@pytest.mark.parametrize("path", ["fetch-owned", "fetch-yours", "middleware", "crawl"])
+@pytest.mark.parametrize("form", CREDENTIAL_FORMS)
+async def test_aiohttp_paths_send_credentials_only_to_their_origin(
+        hosts: Hosts, form: str, path: str) -> None:
+    if path == "crawl" and form.startswith("call-"):
+        pytest.skip("gate.crawl takes URLs, not a call's arguments")
+    if path == "fetch-owned" and form.startswith("session-"):
+        pytest.skip("the gate's own session has no credentials of its own")
+    through_gate = await aiohttp_credentials(hosts, form, path)
+    assert through_gate == {case: credential_rule(case) for case in CREDENTIAL_CASES}
+
+
+HTTPX_CREDENTIAL_FORMS = ("client-auth", "call-auth", "userinfo", "client-headers",
+                          "call-headers")
+
+
+async def httpx_credentials(hosts: Hosts, form: str, gate: RobotGate | None
+                            ) -> dict[Case, str | None]:
+    run = f"credentials-httpx-{gate is not None}-{form}"
+    client_kwargs: dict[str, Any] = {
+        "client-auth": {"auth": ("user", "pass")},
+        "client-headers": {"headers": {"Authorization": BASIC}}}.get(form, {})
+    call_kwargs: dict[str, Any] = {
+        "call-auth": {"auth": ("user", "pass")},
+        "call-headers": {"headers": {"Authorization": BASIC}}}.get(form, {})
+    transport = RobotGateTransport(gate) if gate is not None else None
+    async with httpx.AsyncClient(transport=transport, follow_redirects=True,
+                                 **client_kwargs) as client:
+        for case in CREDENTIAL_CASES:
+            await asyncio.wait_for(client.get(with_userinfo(hosts.start(case, run), form),
+                                              **call_kwargs), 10)
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CREDENTIAL_CASES}
+    assert all(got is not None for got in heard.values()), f"{run}: a hop went nowhere"
+    return {case: got.authorization for case, got in heard.items() if got is not None}
+
+
+@pytest.mark.parametrize("form", HTTPX_CREDENTIAL_FORMS)
+async def test_the_httpx_transport_sends_credentials_only_to_their_origin(
+        hosts: Hosts, form: str) -> None:
+    own = await httpx_credentials(hosts, form, None)
+    assert own == {case: credential_rule(case) for case in CREDENTIAL_CASES}
+    async with open_gate() as gate:
+        through_gate = await httpx_credentials(hosts, form, gate)
+    assert through_gate == own
 
 
 # -- Scrapy: its RedirectMiddleware follows, by its own rule ------------------------------

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 import sys
 from base64 import b64encode
 from collections.abc import AsyncIterator, Iterator
@@ -40,6 +39,7 @@ from robotgate import Disallowed, RobotGate
 from robotgate.crawl import CrawlResult
 from robotgate.events import Event
 from tests.contract.test_request_paths import AGENT, PUBLIC, ROOT, public_loopback_1
+from tests.support.proxies import FailingProxy, closed_port
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("scrapy", reason="Scrapy is not installed: pip install 'robotgate[scrapy]'")
@@ -104,51 +104,13 @@ class Site:
         return web.Response(text="<html><body>a page</body></html>", content_type="text/html")
 
 
-@dataclass
-class Proxy:
-    """A loopback proxy answering ``status`` to every request (forwarded or CONNECT), and
-    recording each request's target."""
-
-    status: int
-    targets: list[str] = field(default_factory=list)
-    port: int = 0
-    _server: asyncio.Server | None = None
-
-    async def start(self) -> Proxy:
-        self._server = await asyncio.start_server(self._serve, PUBLIC, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    @property
-    def url(self) -> str:
-        return f"http://user:{PASSWORD}@{PUBLIC}:{self.port}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            for _ in range(20):  # requests on one connection, bounded
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-                self.targets.append(head.split(b" ", 2)[1].decode("latin-1"))
-                extra = (b"Proxy-Authenticate: Basic realm=\"canary\"\r\n"
-                         if self.status == 407 else b"")
-                writer.write(b"HTTP/1.1 %d Proxy Says No\r\n%sContent-Length: 0\r\n\r\n"
-                             % (self.status, extra))
-                await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, TimeoutError):
-            pass
-        finally:
-            writer.close()
+def canary_proxy(status: int) -> FailingProxy:
+    """A loopback proxy answering ``status``, its URL with the canary password."""
+    return FailingProxy(status, PUBLIC, PASSWORD)
 
 
 def refusing_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket() as sock:
-        sock.bind((PUBLIC, 0))
-        return int(sock.getsockname()[1])
+    return closed_port(PUBLIC)
 
 
 @dataclass
@@ -156,7 +118,7 @@ class World:
     """The site, the proxies and the URLs a path is asked for."""
 
     site: Site
-    proxies: dict[str, Proxy]
+    proxies: dict[str, FailingProxy]
     dead: str  # a proxy URL with the password, on a port refusing connections
 
     def pages(self) -> list[str]:
@@ -184,7 +146,7 @@ class World:
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
     site = await Site().start()
-    proxies = {"400": await Proxy(400).start(), "407": await Proxy(407).start()}
+    proxies = {"400": await canary_proxy(400).start(), "407": await canary_proxy(407).start()}
     yield World(site, proxies, f"http://user:{PASSWORD}@{PUBLIC}:{refusing_port()}")
     for proxy in proxies.values():
         await proxy.close()
@@ -554,7 +516,7 @@ async def test_robots_txt_a_proxy_answers_407_for_is_unreachable_on_every_proxie
         proxied_path: Any, site: Site) -> None:
     from tests.contract.test_provenance_paths import Ask
 
-    proxy = await Proxy(407).start()
+    proxy = await canary_proxy(407).start()
     try:
         results = await proxied_path.run([Ask(site.url("/page/1"), proxy=proxy.url),
                                           Ask(site.url("/no/private"), proxy=proxy.url)],

@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +30,7 @@ from tests.support.transports import FakeTransport
 AGENT = "CacheBot/1.0"
 SITE = "http://site.example"
 RULES = b"User-agent: *\nDisallow: /x\n"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Transport(FakeTransport):
@@ -643,3 +648,20 @@ async def test_a_refused_guarded_fetch_leaves_robots_txt_unavailable() -> None:
     site = await cache.fetched(SITE, True, CHECKED)
     assert site.entry.outcome == Outcome.UNAVAILABLE
     assert "refused a pointer" in site.entry.detail
+
+
+
+# -- a KeyboardInterrupt while robots.txt is read ------------------------------------------
+
+
+def test_a_keyboard_interrupt_reaches_the_asker_and_a_later_ask_fetches_again() -> None:
+    """In a child process (tests/support/children/robots_interrupt.py): a KeyboardInterrupt
+    that escaped to the event loop would stop the loop, and leave the interpreter that
+    ran it unfit to report the failure."""
+    done = subprocess.run([sys.executable, "-m", "tests.support.children.robots_interrupt"],
+                          capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "caught": ["asker"], "other_waiter": "answered", "later_ask": "answered",
+        "requests": 2, "inflight": 0}

@@ -46,7 +46,7 @@ from collections.abc import AsyncIterable, Callable, Iterable
 from typing import TYPE_CHECKING, Generic
 
 from ..decision import Decision
-from ..errors import GateClosed
+from ..errors import GateClosed, ProxyFailed
 from ..policy.provenance import INPUT, pointer_of
 from ..redaction import failure_text, redact_text
 from ..robots.sitemap import SitemapEntry
@@ -456,8 +456,10 @@ class Frontier(Generic[ResponseT]):
                     final = record.final_url or url
                     record.tdm = await gate.tdm(final, record.directives,
                                                 pointed_by=pointed_by if final == url else url)
-        except GateClosed as exc:
-            self.halt(exc)  # no URL can be fetched any more: the crawl ends with it
+        except (GateClosed, ProxyFailed) as exc:
+            # No URL can be fetched any more (the gate closed, or the proxy every
+            # request goes through failed: no site's fault): the crawl ends with it.
+            self.halt(exc)
             return
         except LapsedLease:
             # Not sent: this URL and its server's others were handed out with a lease

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import aiohttp
 from multidict import CIMultiDict
 
-from ..errors import Disallowed, GateClosed, TooManyRedirects
+from ..errors import Disallowed, GateClosed, TooManyRedirects, WaitsOnItself
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
@@ -37,7 +37,7 @@ from .aiohttp_fetch import (
     without_resends,
     yarl_form,
 )
-from .aiohttp_middleware import _Followed, _Passed
+from .aiohttp_middleware import _Followed, _Passed, without_foreign_credentials
 from .aiohttp_peers import Handler, Middleware, _resolve_with, _resolver_of
 from .aiohttp_robots import AiohttpRobotsTransport, Route, proxy_route
 
@@ -49,6 +49,7 @@ __all__ = [
     "AiohttpDisallowed",
     "AiohttpRobotsTransport",
     "AiohttpTooManyRedirects",
+    "AiohttpWaitsOnItself",
     "FetchCall",
     "Handler",
     "Middleware",
@@ -84,6 +85,19 @@ class AiohttpTooManyRedirects(TooManyRedirects, aiohttp.TooManyRedirects):
         aiohttp.TooManyRedirects.__init__(self, request_info, history)
         self.url = redact(url)
         self.limit = limit
+
+
+class AiohttpWaitsOnItself(WaitsOnItself, aiohttp.ClientError):
+    """:class:`~robotgate.WaitsOnItself` as ``gate.fetch`` and ``gate.middleware`` raise
+    it: also an ``aiohttp.ClientError``.  Nothing was sent."""
+
+
+def _self_wait(waits: WaitsOnItself) -> AiohttpWaitsOnItself:
+    """The core's refusal of a request that would wait on itself, as aiohttp's caller
+    gets it."""
+    if isinstance(waits, AiohttpWaitsOnItself):
+        return waits
+    return AiohttpWaitsOnItself(waits.url, waits.key).with_traceback(waits.__traceback__)
 
 
 def _refusal(refused: Disallowed) -> AiohttpDisallowed:
@@ -194,6 +208,8 @@ class AiohttpClient:
                                   via=proxy_route(kwargs) if "proxy" in kwargs else None)
         except Disallowed as refused:
             raise _refusal(refused) from None
+        except WaitsOnItself as waits:
+            raise _self_wait(waits) from None
         except TooManyRedirects as many:
             last = sender.last
             assert last is not None
@@ -290,8 +306,7 @@ class AiohttpClient:
         what = A_POINTER
         if redirect is not None:
             provenance, what = pointer_of(redirect.source), A_REDIRECT
-            if redirect.credentials:
-                req.headers.popall("Authorization", None)  # never credentials from a Location
+            without_foreign_credentials(req, redirect.source, redirect.credentials)
         # A pointer's target is looked up as the session connects (the input's never is).
         resolve = None if provenance is INPUT else _resolve_with(getattr(req, "session", None))
         # robots.txt is asked through the user's session, and its proxy if any: the
@@ -302,6 +317,8 @@ class AiohttpClient:
             resp, _ = await answered_in_turn(turn, _Passed((req, handler, self.is_private)))
         except Disallowed as refused:
             raise _refusal(refused) from None
+        except WaitsOnItself as waits:
+            raise _self_wait(waits) from None
         turn.release()  # answered: the response is the user's call's now
         if redirect is not None or resp.status in REDIRECTS:  # a hop's answer, or a redirect
             followed.answered(call, url, resp)

@@ -133,7 +133,7 @@ class _FetchSender:
     gate's or the user's session, no redirect followed by aiohttp (the exchange does)."""
 
     __slots__ = ("_call", "_client", "_dropped", "_kwargs", "_max_bytes", "_sending",
-                 "_target", "hops", "last", "method", "url")
+                 "_target", "_userinfo", "hops", "last", "method", "url")
 
     def __init__(self, client: AiohttpClient, method: str, kwargs: dict[str, Any],
                  max_bytes: int | None, call: FetchCall | None) -> None:
@@ -145,6 +145,9 @@ class _FetchSender:
         self._max_bytes = max_bytes
         self._sending = client._sending(kwargs)
         self._target: URL | str = ""  # the URL handed to aiohttp
+        # The first URL's userinfo, which aiohttp sends again on a hop within its origin
+        # (None: none, or the hops left that origin).
+        self._userinfo: tuple[str | None, str | None] | None = None
         #: The URL being sent, as the gate's errors name it.
         self.url = ""
         # What dropped the connection under the request being sent (see _sent_once).
@@ -155,10 +158,26 @@ class _FetchSender:
         self.last: aiohttp.ClientResponse | None = None
 
     def prepare(self, url: str) -> str:
+        if "@" in url or self._userinfo is not None:
+            return self._prepare_credentials(url)
         if _REWRITTEN(url) is None:  # most URLs: sent as they are (for_aiohttp's first case)
             self._target = url
             return url
         self._target, url = for_aiohttp(url)
+        return url
+
+    def _prepare_credentials(self, url: str) -> str:
+        """:meth:`prepare` for a URL with userinfo, or a hop within the origin of the
+        first URL's: the hop carries that userinfo, as aiohttp's own hop does (the
+        credentials a Location names were stripped by the hop's check)."""
+        target, url = for_aiohttp(url)
+        parsed = target if isinstance(target, URL) else URL(target)
+        if not self.hops and (parsed.raw_user is not None or parsed.raw_password is not None):
+            self._userinfo = (parsed.user, parsed.password)
+        elif self._userinfo is not None and parsed.raw_user is None:
+            user, password = self._userinfo
+            parsed = parsed.with_user(user).with_password(password)
+        self._target = parsed
         return url
 
     def send(self, turn: RequestTurn) -> Awaitable[aiohttp.ClientResponse]:
@@ -246,11 +265,18 @@ class _FetchSender:
             kwargs.pop("json", None)
         if hop.leaves_origin:
             # The call's credentials, as aiohttp drops them on its own hops; a session's
-            # default Authorization or Cookie header is taken off the built request.
+            # default Authorization or Cookie header, or its auth= (which aiohttp would
+            # send again), is taken off the built request.
             kwargs.pop("auth", None)
             kwargs.pop("cookies", None)
-            if _scoped_defaults(self._client.session()):
-                self._sending = (*self._sending, _without_scoped)
+            self._userinfo = None
+            session = self._client.session()
+            sending = self._sending
+            if _scoped_defaults(session):
+                if _without_scoped not in sending:
+                    self._sending = (*sending, _without_scoped)
+            elif session.auth is not None and _without_authorization not in sending:
+                self._sending = (*sending, _without_authorization)
         if "headers" in kwargs and kwargs["headers"] is not self._client._call_headers:
             kwargs["headers"] = _headers_without(kwargs["headers"], hop.dropped)
 
@@ -338,6 +364,14 @@ def _headers_without(headers: Any, dropped: frozenset[str]) -> CIMultiDict[str] 
 def _scoped_defaults(session: aiohttp.ClientSession) -> bool:
     """Whether ``session``'s default headers hold one that stays on its origin."""
     return any(name.lower() in ORIGIN_SCOPED for name in session.headers)
+
+
+async def _without_authorization(req: aiohttp.ClientRequest,
+                                 handler: Handler) -> aiohttp.ClientResponse:
+    """A middleware for a hop that left its origin: no Authorization of the session's
+    ``auth=`` goes with it (the jar's cookies for the new origin still do)."""
+    req.headers.popall("Authorization", None)
+    return await handler(req)
 
 
 async def _without_scoped(req: aiohttp.ClientRequest,

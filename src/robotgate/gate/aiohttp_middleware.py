@@ -13,12 +13,22 @@ from yarl import URL
 
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import IsPrivate, redirect_location
+from ..policy.redirect_hop import leaves_origin
 from ..politeness.exchange import Answer, answer_of
 from ..politeness.request_turn import RequestTurn
 from ..private_parts import REQUEST_TRACES, missing
 from .aiohttp_peers import Handler, _check_peer
 
 __all__: list[str] = []  # the adapter's own: see aiohttp_client
+
+
+def without_foreign_credentials(req: aiohttp.ClientRequest, source: str,
+                                location_credentials: bool) -> None:
+    """A redirect's hop ``req`` from ``source`` as aiohttp built it, without the
+    Authorization the hop may not carry: none named by a Location, and none on a hop to
+    another origin (aiohttp drops the call's, but adds its session's ``auth=`` again)."""
+    if location_credentials or leaves_origin(source, str(req.url)):
+        req.headers.popall("Authorization", None)
 
 
 class _Redirect(NamedTuple):

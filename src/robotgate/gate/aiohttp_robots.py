@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import aiohttp
 from yarl import URL
 
-from ..errors import Disallowed
+from ..errors import Disallowed, ProxyFailed
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.exchange import Reach, first_reach, robots_reach
@@ -23,7 +23,7 @@ from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
 if TYPE_CHECKING:
     from .aiohttp_client import AiohttpClient, AiohttpConnections
 
-__all__ = ["AiohttpRobotsTransport", "Route", "proxy_route"]
+__all__ = ["AiohttpProxyFailed", "AiohttpRobotsTransport", "Route", "proxy_route"]
 
 
 class Route(NamedTuple):
@@ -66,6 +66,35 @@ def proxy_route(kwargs: dict[str, Any]) -> Route | None:
     if proxy is None:
         return None
     return Route(None, proxy, kwargs.get("proxy_auth"), kwargs.get("proxy_headers"))
+
+
+class AiohttpProxyFailed(ProxyFailed, aiohttp.ClientConnectionError):
+    """:class:`~robotgate.ProxyFailed` as the aiohttp paths raise it: also an
+    ``aiohttp.ClientConnectionError`` (the base of aiohttp's own
+    ``ClientProxyConnectionError``), raised from the proxy's error when there was one."""
+
+
+async def _proxy_watch(req: aiohttp.ClientRequest,
+                       handler: Handler) -> aiohttp.ClientResponse:
+    """A robots.txt request's middleware: the failure of the proxy it goes through (the
+    call's, the session's, the environment's: aiohttp's request knows which) raised as
+    the proxy's, never read as the site's answer."""
+    proxy = req.proxy
+    if proxy is None:
+        return await handler(req)
+    try:
+        resp = await handler(req)
+    except aiohttp.ClientHttpProxyError as exc:  # the tunnel (CONNECT) refused
+        why = f"it answered {exc.status} to the tunnel's request"
+        raise AiohttpProxyFailed(str(proxy), str(req.url), why) from exc
+    except aiohttp.ClientProxyConnectionError as exc:
+        why = f"it could not be reached ({exc.os_error.strerror or 'connection failed'})"
+        raise AiohttpProxyFailed(str(proxy), str(req.url), why) from exc
+    if resp.status == 407:  # a plain-http request goes to the proxy, which answers it
+        resp.release()
+        raise AiohttpProxyFailed(str(proxy), str(req.url),
+                                 "it answered 407: it refused its credentials")
+    return resp
 
 
 class AiohttpRobotsTransport:
@@ -132,7 +161,8 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
     # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,
-                           raise_for_status=False, middlewares=(_once(), *guard),
+                           raise_for_status=False,
+                           middlewares=(_once(), _proxy_watch, *guard),
                            timeout=timeout, auto_decompress=False, **proxy) as resp:
         status = resp.status
         body = None

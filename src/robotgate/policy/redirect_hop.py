@@ -20,7 +20,13 @@ its body goes again, and the headers it goes without.  Each rule follows a clien
   Proxy-Authorization, the three aiohttp drops (browsers drop Authorization; their
   cookies come from the jar, for the new origin).  A cookie jar's cookies for the new
   origin are the client's to add.  Credentials a Location names are never sent: the
-  private-network check strips them (:func:`~robotgate.policy.hops.parse_hop`).
+  private-network check strips them (:func:`~robotgate.policy.hops.parse_hop`).  This
+  holds for credentials in every form the caller gives them (a client's ``auth=``, its
+  session's default ``auth=`` or headers, a URL's userinfo: each adapter drops its
+  forms where :attr:`NextHop.leaves_origin`), stricter than aiohttp 3.14 in one case:
+  it sends a session's ``auth=`` again to the new origin; robotgate's paths do not.
+  A proxy's credentials (``proxy_auth=``, a proxy URL's userinfo) go to the proxy
+  alone, on every hop, as the clients send them.
 
 The address a hop is sent to is not here: the hop's turn checks it
 (:class:`~robotgate.politeness.request_turn.RequestTurn`'s ``guard`` and ``checked``).
@@ -35,7 +41,7 @@ from typing import TypeVar
 
 from ..urls import InvalidURL, split_origin
 
-__all__ = ["BODY_HEADERS", "ORIGIN_SCOPED", "NextHop", "next_hop"]
+__all__ = ["BODY_HEADERS", "ORIGIN_SCOPED", "NextHop", "leaves_origin", "next_hop"]
 
 #: Headers that only go with the origin they were set for (lower-case names).
 ORIGIN_SCOPED = frozenset({"authorization", "cookie", "proxy-authorization"})
@@ -85,6 +91,18 @@ def _origin(url: str) -> str | None:
         return None
 
 
+def leaves_origin(from_url: str, to_url: str) -> bool:
+    """Whether a hop from ``from_url`` to ``to_url`` goes to another origin (one that
+    cannot be read counts as another): the hop that goes without the credentials.
+
+    >>> leaves_origin("http://a.test/", "http://a.test:80/b"), leaves_origin(
+    ...     "http://a.test/", "http://a.test:8080/")
+    (False, True)
+    """
+    origin = _origin(from_url)
+    return origin is None or origin != _origin(to_url)
+
+
 def next_hop(status: int, method: str, from_url: str, to_url: str) -> NextHop:
     """The request that follows the redirect (``status``) of a ``method`` request to
     ``from_url`` to ``to_url`` (see the module for which client each rule follows).
@@ -102,8 +120,7 @@ def next_hop(status: int, method: str, from_url: str, to_url: str) -> NextHop:
         method, keeps_body, dropped = "GET", False, BODY_HEADERS
     else:
         keeps_body, dropped = True, frozenset()
-    origin = _origin(from_url)
-    leaves_origin = origin is None or origin != _origin(to_url)
-    if leaves_origin:
+    other = leaves_origin(from_url, to_url)
+    if other:
         dropped = dropped | ORIGIN_SCOPED
-    return NextHop(to_url, method, keeps_body, leaves_origin, dropped)
+    return NextHop(to_url, method, keeps_body, other, dropped)

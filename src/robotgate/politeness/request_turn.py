@@ -45,10 +45,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Coroutine, Mapping
 from functools import lru_cache
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import urljoin
 
-from ..errors import Disallowed, GateClosed
+from ..errors import Disallowed, GateClosed, WaitsOnItself
 from ..events import ResponseAnswered, TurnWaited
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_REDIRECT, REFUSED, Address, IsPrivate, Resolve, is_private, parse_hop
@@ -111,8 +111,8 @@ class RequestTurn:
     teach nothing (the pages' answers ease the back-off and feed ``latency_factor``).
     """
 
-    __slots__ = ("_judged", "_requests", "_resolve", "_waiting", "checked", "group", "guard",
-                 "paced", "provenance", "sent_at", "slot", "url", "via", "what")
+    __slots__ = ("_holder", "_judged", "_requests", "_resolve", "_waiting", "checked", "group",
+                 "guard", "paced", "provenance", "sent_at", "slot", "url", "via", "what")
 
     def __init__(self, requests: Requests, url: str, provenance: Provenance,
                  resolve: Resolve | None = None, what: str = A_REDIRECT,
@@ -146,6 +146,9 @@ class RequestTurn:
         #: turn was started with, or the next one after a miss.
         self.slot: Slot | None = None
         self._waiting: Awaitable[Started] | None = None  # the wait begin() gave
+        # The task the turn holds its server's slot for (a request it makes to that
+        # server meanwhile would wait on itself: refused, see _wait).
+        self._holder: asyncio.Task[Any] | None = None
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -164,10 +167,17 @@ class RequestTurn:
             return self._begin_hop()
         got = self._admit()
         if isinstance(got, Group):
-            self.group = got
+            self._held(got)
             return None
         self._waiting = got
         return self._started(got)
+
+    def _held(self, group: Group) -> None:
+        """The turn holds a slot of ``group``, for the task it runs in."""
+        self.group = group
+        task = self._holder = asyncio.current_task()
+        if task is not None:
+            self._requests.servers.scheduler.hold(group, task)
 
     def _admit(self) -> Group | Awaitable[Started]:
         """The verdict, then the server's turn: the started Group when the request is
@@ -198,6 +208,8 @@ class RequestTurn:
         requests = self._requests
         verdicts, servers = requests.verdicts, requests.servers
         origin, rest = split_origin(url)
+        # Before any wait (robots.txt's fetch is a request to the server too).
+        self._not_on_itself(url, servers.group_now(origin))
         if site is None:
             # A pointer's origin: its robots.txt request must reach a public address too.
             site = await verdicts.fetched(origin, self.guard, self.checked, self.via)
@@ -205,6 +217,7 @@ class RequestTurn:
             if not site.allowed(path, verdicts.agent):
                 raise verdicts.refuse(url, path, site)
         group = await servers.server_of(origin)
+        self._not_on_itself(url, group)
         if not self.paced:
             return await self._wait_unpaced(url, origin, group)
         if servers.fleet is None:
@@ -222,6 +235,13 @@ class RequestTurn:
         if waited > 0:
             events.emit(TurnWaited(time.time(), origin, group.key, url, waited, reason))
         return group, slot
+
+    def _not_on_itself(self, url: str, group: Group | None) -> None:
+        """Raise :class:`~robotgate.errors.WaitsOnItself` when this task's own requests
+        hold every slot of ``group``: the wait for it could never end."""
+        if group is not None and group.holders is not None and \
+                self._requests.servers.scheduler.waits_on_itself(group, asyncio.current_task()):
+            raise WaitsOnItself(url, group.key)
 
     async def _wait_unpaced(self, url: str, origin: str, group: Group) -> Started:
         """An unpaced request's start: while its server rests, and for a cap slot."""
@@ -245,7 +265,8 @@ class RequestTurn:
 
     async def _started(self, turn: Awaitable[Started]) -> None:
         self._waiting = None
-        self.group, self.slot = await turn
+        group, self.slot = await turn
+        self._held(group)
 
     async def _begin_hop(self) -> None:
         requests = self._requests
@@ -262,9 +283,10 @@ class RequestTurn:
             self.guard, self.checked = verdict.guard, verdict.addresses
         got = self._admit()
         if isinstance(got, Group):
-            self.group = got
+            self._held(got)
         else:
-            self.group, self.slot = await got
+            group, self.slot = await got
+            self._held(group)
 
     def abandon(self, pending: Awaitable[None]) -> None:
         """The request will not wait for the turn :meth:`begin` gave as ``pending``
@@ -351,7 +373,8 @@ class RequestTurn:
         group, self.group = self.group, None
         self.slot = None
         if group is not None:
-            self._requests.servers.done(group)
+            holder, self._holder = self._holder, None
+            self._requests.servers.done(group, holder)
 
 
 class Answer(NamedTuple):

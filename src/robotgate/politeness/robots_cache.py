@@ -241,18 +241,42 @@ class RobotsCache:
             for waiter in flight.waiters:
                 waiter.cancel()
             raise
-        except BaseException as exc:
+        except Exception as exc:
             self._land(origin, flight)
             for waiter in flight.waiters:
                 if not waiter.done():
                     waiter.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt, SystemExit: the loop's too
+            return
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit: raised in the asker's task, where its try
+            # sees it (raised from this task, it would stop the loop past every try).
+            # One asker gets it, as a signal has one target; the others ask again.
+            self._land(origin, flight)
+            self._interrupted(origin, flight, exc)
             return
         self._land(origin, flight)
         for waiter in flight.waiters:
             if not waiter.done():
                 waiter.set_result(site)
+
+    def _interrupted(self, origin: str, flight: _Flight, exc: BaseException) -> None:
+        """``flight`` ended with ``exc``, no Exception: the first waiter still waiting
+        gets it; the others join a fetch of their own (or one started meanwhile)."""
+        waiting = [waiter for waiter in flight.waiters if not waiter.done()]
+        if not waiting:
+            return
+        waiting[0].set_exception(exc)
+        if len(waiting) == 1:
+            return
+        if self._closed:
+            for waiter in waiting[1:]:
+                waiter.set_exception(CacheClosed(_CLOSED_DURING))
+            return
+        again = self._inflight.get(origin)
+        if again is None:
+            again = self._inflight[origin] = _Flight(flight.guard, flight.checked, flight.via)
+            again.task = asyncio.get_running_loop().create_task(self._fly(origin, again))
+        again.waiters.extend(waiting[1:])
 
     def _land(self, origin: str, flight: _Flight) -> None:
         if self._inflight.get(origin) is flight:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import GateClosed
+from ..errors import GateClosed, ProxyFailed
 from ..policy.fetch import FetchPolicy, entry_for_error, local_failure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, robots_flow
 from ..policy.hops import Address
@@ -58,9 +58,11 @@ class RobotsFetcher:
     """Fetches one origin's robots.txt through ``transport``: always returns an entry.
 
     Timeouts, network errors and bugs in the transport become an
-    "unreachable" entry (RFC 9309 2.3.1.4); only cancellation and this machine's
+    "unreachable" entry (RFC 9309 2.3.1.4); only cancellation, this machine's
     own shortages (:class:`~robotgate.policy.fetch.LocalFailure`: out of file
-    descriptors, memory or ports) propagate: those say nothing of the site.
+    descriptors, memory or ports) and a proxy's failure
+    (:class:`~robotgate.errors.ProxyFailed`, which the transport raises) propagate:
+    those say nothing of the site.
     """
 
     def __init__(self, transport: RobotsTransport, policy: FetchPolicy,
@@ -121,8 +123,8 @@ class RobotsFetcher:
                     break
         except asyncio.TimeoutError:
             why = f"{self.name} did not answer within {policy.timeout:g}s"
-        except (asyncio.CancelledError, GateClosed):
-            raise  # the gate's own end is no answer of the server's
+        except (asyncio.CancelledError, GateClosed, ProxyFailed):
+            raise  # the gate's own end, or its proxy's failure, is no answer of the server's
         except Exception as exc:  # every waiter must still get an answer
             shortage = local_failure(exc, f"{origin}{path}", open_file_limit())
             if shortage is not None:

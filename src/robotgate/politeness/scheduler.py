@@ -20,7 +20,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GateClosed
 from ..policy.fetch import parse_retry_after
@@ -99,8 +99,8 @@ class Group(Slots):
     """Pacing state of one server (politeness key), and its cap: the group is its
     own :class:`Slots` (one object less per server)."""
 
-    __slots__ = ("active", "backoff", "interval", "key", "last", "paused_until", "state",
-                 "waiting")
+    __slots__ = ("active", "backoff", "holders", "interval", "key", "last", "paused_until",
+                 "state", "waiting")
 
     def __init__(self, key: str, state: HostState, cap: int, paused_until: float) -> None:
         super().__init__(cap)
@@ -112,6 +112,8 @@ class Group(Slots):
         self.interval = 0.0  # interval of the last request (for describe and host_wait)
         self.active = 0
         self.waiting = 0
+        # The tasks whose requests hold its slots, one entry a slot (made by the first).
+        self.holders: list[asyncio.Task[Any]] | None = None
 
     def idle(self) -> bool:
         return self.active == 0 and self.waiting == 0
@@ -521,8 +523,30 @@ class Scheduler:
         group.state.next_allowed = wall + max(gap, group.paused_until - now)
         return None
 
-    def done(self, group: Group) -> None:
-        """The request no longer holds its slots (answered, failed or cancelled)."""
+    @staticmethod
+    def hold(group: Group, task: asyncio.Task[Any]) -> None:
+        """A request of ``task`` holds one of ``group``'s slots (until :meth:`done`)."""
+        holders = group.holders
+        if holders is None:
+            group.holders = [task]
+        else:
+            holders.append(task)
+
+    @staticmethod
+    def waits_on_itself(group: Group, task: asyncio.Task[Any] | None) -> bool:
+        """Whether a request of ``task`` could never start in ``group``: the task's
+        own requests hold every one of its slots (they end only once it goes on)."""
+        holders = group.holders
+        return (task is not None and holders is not None
+                and holders.count(task) >= group.size)
+
+    def done(self, group: Group, holder: asyncio.Task[Any] | None = None) -> None:
+        """The request no longer holds its slots (answered, failed or cancelled);
+        ``holder``: its task, if :meth:`hold` was told."""
+        if holder is not None:
+            holders = group.holders
+            if holders is not None:
+                holders.remove(holder)
         group.active -= 1
         group.give()
         glob = self.global_slots

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..events import BackoffEased, BackoffStarted
 from ..policy.host_settings import HostTable
@@ -320,9 +321,10 @@ class Servers:
         elif group.backoff.extra < extra:
             events.emit(BackoffEased(now, origin, group.key, group.backoff.extra))
 
-    def done(self, group: Group) -> None:
-        """A request let go of ``group``'s slot."""
-        self.scheduler.done(group)
+    def done(self, group: Group, holder: asyncio.Task[Any] | None = None) -> None:
+        """A request (of the task ``holder``, if it held the slot as one) let go of
+        ``group``'s slot."""
+        self.scheduler.done(group, holder)
 
     def close(self) -> None:
         """No request starts from now on: the waits for a turn end with GateClosed."""
