@@ -129,7 +129,11 @@ def main() -> int:
                 failed = True
                 continue
             for mode in modes:
-                wrapped = run(root, mode, floor, deps, work / f"{client}-{mode}.json")
+                # A test whose failure would stop the whole run is left out, saying why.
+                left_out = {test for test, why in expected.get(mode, {}).items()
+                            if why.startswith("not run:")}
+                wrapped = run(root, mode, [test for test in floor if test not in left_out],
+                              deps, work / f"{client}-{mode}.json")
                 got = wrapped["outcomes"]
                 assert isinstance(got, dict)
                 missing = [test for test in floor if got.get(test) != "passed"]
