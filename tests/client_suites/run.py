@@ -1,7 +1,7 @@
 """The clients' own test suites through robotgate: each must pass wrapped what it
 passes plain, but for the tests named in ``expected_failures.txt`` with their reasons.
 
-    python tests/client_suites/run.py        (CI runs it: .ci/run)
+    python tests/client_suites/run.py [aiohttp] [httpx]     (CI runs both: .ci/run)
 
 For the installed aiohttp and httpx it downloads their sdists from PyPI (``pip
 download --no-deps --no-binary``), unpacks their tests into a temporary directory
@@ -116,6 +116,8 @@ def main() -> int:
         deps = work / "deps"
         pip("install", "--no-deps", "--target", str(deps), *SUITE_DEPS)
         for client, (paths, args, modes) in SUITES.items():
+            if sys.argv[1:] and client not in sys.argv[1:]:
+                continue  # run.py [CLIENT...]: those suites only
             root = unpack_tests(client, work)
             plain = run(root, "record", [*args, *paths], deps, work / f"{client}-plain.json")
             outcomes = plain["outcomes"]
