@@ -311,7 +311,9 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
     public site into a private address; a
     redirect to a URL that is not http(s), or not valid, raises the
     ``httpx.TransportError`` plain httpx gives (``UnsupportedProtocol``,
-    ``RemoteProtocolError``).
+    ``RemoteProtocolError``); a URL of the caller's that robotgate cannot send,
+    :class:`HttpxInvalidURL` (an ``httpx.UnsupportedProtocol`` too).  ``async with
+    client`` enters and exits ``inner``.
     """
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
