@@ -6,8 +6,11 @@ client's error, so that the ``except`` clauses written for the client catch it:
 :class:`~robotgate.gate.aiohttp_client.AiohttpDisallowed` (an ``aiohttp.ClientError``),
 the httpx transport :class:`~robotgate.integrations.httpx.HttpxDisallowed` (an
 ``httpx.RequestError``), Scrapy's middleware and Crawlee's adapter their own
-``RobotsDisallowed`` (an ``IgnoreRequest``, a pipeline interruption).  Those classes
-live with their adapters: the core imports no client.
+``RobotsDisallowed`` (an ``IgnoreRequest``, a pipeline interruption).  So is an
+invalid URL: ``AiohttpInvalidURL`` / ``AiohttpNonHttpURL`` (aiohttp's
+``InvalidUrlClientError`` / ``NonHttpUrlClientError``) and ``HttpxInvalidURL`` (an
+``httpx.UnsupportedProtocol``) are robotgate's :class:`~robotgate.urls.InvalidURL` too.
+Those classes live with their adapters: the core imports no client.
 """
 
 from __future__ import annotations

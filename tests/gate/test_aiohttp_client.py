@@ -511,6 +511,25 @@ async def test_a_url_the_client_refuses_is_invalid_url_without_its_password(
         await server.close()
 
 
+@pytest.mark.parametrize(("url", "kind"), [
+    ("ftp://user:s3cret@127.0.0.1/x", aiohttp.NonHttpUrlClientError),
+    ("http://user:s3cret@127.0.0.1:99999/x", aiohttp.InvalidUrlClientError),
+    ("https://user:s3cret@[%]@h/x", aiohttp.InvalidUrlClientError),
+])
+async def test_a_bad_url_is_aiohttps_own_error_too(url: str, kind: type[Exception]) -> None:
+    # What plain aiohttp raises for the URL (`except aiohttp.ClientError` catches it),
+    # and robotgate's InvalidURL, the password hidden.
+    async with RobotGate("T/1", delay=0) as gate:
+        for params in (None, {"q": "1"}):
+            with pytest.raises(kind) as info:
+                await gate.fetch(url, params=params)
+            assert isinstance(info.value, InvalidURL)
+            assert isinstance(info.value, aiohttp.InvalidURL)
+            assert "s3cret" not in str(info.value) and "s3cret" not in str(info.value.url)
+        with pytest.raises(aiohttp.InvalidURL, match="not a string"):
+            gate.fetch(None)  # type: ignore[arg-type]
+
+
 async def test_pointed_by_is_a_url_a_provenance_or_none() -> None:
     async with RobotGate(AGENT, delay=0) as gate:
         with pytest.raises(TypeError, match="pointed_by is a page's URL, a Provenance or None"):

@@ -322,6 +322,39 @@ async def test_a_redirect_to_an_unusable_url_raises_what_plain_httpx_raises() ->
         # httpx.HTTPError handles, as without the gate.
         with pytest.raises(httpx.UnsupportedProtocol, match=r"ftp://93\.184\.216\.34/file"):
             await client.get("http://93.184.216.34/start")
-        # The caller's own URL is the caller's error, as everywhere in robotgate.
+        # The caller's own URL is the caller's error, as everywhere in robotgate (and
+        # httpx's UnsupportedProtocol, as plain httpx raises).
         with pytest.raises(InvalidURL, match=r"ftp://93\.184\.216\.34/x"):
             await client.get("ftp://93.184.216.34/x")
+
+
+@pytest.mark.parametrize("url", ["ftp://user:s3cret@127.0.0.1/x", "http://user:s3cret@127.0.0.1:99999/x"])
+async def test_the_callers_bad_url_is_httpxs_unsupported_protocol_too(url: str) -> None:
+    # Plain httpx raises UnsupportedProtocol from its transport for a URL it cannot
+    # send: an `except httpx.HTTPError` written for it catches the gate's error too.
+    async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate, httpx.MockTransport(
+                lambda request: httpx.Response(200)))) as client:
+        with pytest.raises(httpx.UnsupportedProtocol) as info:
+            await client.get(url)
+    assert isinstance(info.value, InvalidURL)  # and robotgate's, as before
+    assert info.value.request.url == httpx.URL(url)
+    assert "s3cret" not in str(info.value) and "s3cret" not in str(info.value.url)
+
+
+async def test_async_with_client_enters_and_exits_the_inner_transport() -> None:
+    seen: list[str] = []
+
+    class Inner(httpx.AsyncBaseTransport):
+        async def __aenter__(self) -> Inner:
+            seen.append("enter")
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            seen.append("exit")
+
+    async with RobotGate(AGENT) as gate:
+        async with httpx.AsyncClient(transport=RobotGateTransport(gate, Inner())):
+            assert seen == ["enter"]
+        assert seen == ["enter", "exit"]
+        assert not gate._closed

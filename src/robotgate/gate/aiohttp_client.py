@@ -47,6 +47,8 @@ __all__ = [
     "AiohttpClient",
     "AiohttpConnections",
     "AiohttpDisallowed",
+    "AiohttpInvalidURL",
+    "AiohttpNonHttpURL",
     "AiohttpRobotsTransport",
     "AiohttpTooManyRedirects",
     "AiohttpWaitsOnItself",
@@ -100,6 +102,45 @@ def _self_wait(waits: WaitsOnItself) -> AiohttpWaitsOnItself:
     return AiohttpWaitsOnItself(waits.url, waits.key).with_traceback(waits.__traceback__)
 
 
+class AiohttpInvalidURL(InvalidURL, aiohttp.InvalidUrlClientError):
+    """A URL ``gate.fetch`` or ``gate.middleware`` cannot send: robotgate's
+    :class:`~robotgate.urls.InvalidURL` (a ``ValueError``; the message and ``url``
+    without the password) and the ``aiohttp.InvalidUrlClientError`` plain aiohttp
+    raises, so that ``except aiohttp.InvalidURL`` or ``except aiohttp.ClientError``
+    catches it."""
+
+    def __init__(self, url: object, why: str) -> None:
+        InvalidURL.__init__(self, url, why)
+        self._description = self.why
+
+    @property  # aiohttp's is read-only; robotgate's InvalidURL sets it
+    def url(self) -> Any:
+        return self._url
+
+    @url.setter
+    def url(self, url: Any) -> None:
+        self._url = url
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)  # robotgate's message, not aiohttp's "url - why"
+
+
+class AiohttpNonHttpURL(AiohttpInvalidURL, aiohttp.NonHttpUrlClientError):
+    """:class:`AiohttpInvalidURL` for a URL that is not http(s): the
+    ``aiohttp.NonHttpUrlClientError`` plain aiohttp raises for it."""
+
+
+def client_invalid_url(bad: InvalidURL) -> AiohttpInvalidURL:
+    """robotgate's :class:`~robotgate.urls.InvalidURL` as aiohttp's caller gets it."""
+    if isinstance(bad, AiohttpInvalidURL):
+        return bad
+    url = bad.url
+    kind = AiohttpInvalidURL
+    if isinstance(url, str) and not url.lower().startswith(("http://", "https://")):
+        kind = AiohttpNonHttpURL
+    return kind(url, bad.why).with_traceback(bad.__traceback__)
+
+
 def _refusal(refused: Disallowed) -> AiohttpDisallowed:
     """The core's refusal as aiohttp's caller gets it (its traceback kept)."""
     if isinstance(refused, AiohttpDisallowed):
@@ -113,7 +154,7 @@ def _ours(exc: aiohttp.ClientError, url: str, closed: bool) -> Exception:
     show the password)."""
     if closed:
         return GateClosed(f"the gate was closed while requesting {redact(url)}")
-    return InvalidURL(url, "the HTTP client refuses it")
+    return client_invalid_url(InvalidURL(url, "the HTTP client refuses it"))
 
 
 class AiohttpConnections:
@@ -198,8 +239,14 @@ class AiohttpClient:
         follow = kwargs.pop("allow_redirects", True)
         max_redirects = kwargs.pop("max_redirects", 10)
         params = kwargs.pop("params", None)
-        if params:
-            url = _with_params(url, params)  # robots.txt judges the URL sent
+        invalid: AiohttpInvalidURL | None = None  # raised out of the handlers: no context
+        try:
+            if params:
+                url = _with_params(url, params)  # robots.txt judges the URL sent
+        except InvalidURL as bad:
+            invalid = client_invalid_url(bad)
+        if invalid is not None:
+            raise invalid
         sender = _FetchSender(self, method, kwargs, max_bytes, call)
         try:
             done = await exchange(self.requests, sender, url, provenance,
@@ -210,6 +257,8 @@ class AiohttpClient:
             raise _refusal(refused) from None
         except WaitsOnItself as waits:
             raise _self_wait(waits) from None
+        except InvalidURL as bad:
+            invalid = client_invalid_url(bad)
         except TooManyRedirects as many:
             last = sender.last
             assert last is not None
@@ -217,6 +266,8 @@ class AiohttpClient:
                                           (*sender.hops, last)) from None
         except aiohttp.ClientError as exc:  # a user's session's request (see _FetchSender.send)
             self._raise_ours(exc, sender.url)
+        if invalid is not None:
+            raise invalid
         resp, turn = done.response, done.turn
         if stream:
             # The response holds the server's slot: the caller reads it and lets go.
@@ -313,12 +364,17 @@ class AiohttpClient:
         # request is its route, read when its origin's robots.txt is asked (aiohttp_robots).
         # Positional: a keyword call into the compiled core costs more than the turn.
         turn = self.requests.turn(url, provenance, resolve, True, what, req)
+        invalid: AiohttpInvalidURL | None = None  # raised out of the handlers: no context
         try:
             resp, _ = await answered_in_turn(turn, _Passed((req, handler, self.is_private)))
         except Disallowed as refused:
             raise _refusal(refused) from None
         except WaitsOnItself as waits:
             raise _self_wait(waits) from None
+        except InvalidURL as bad:
+            invalid = client_invalid_url(bad)
+        if invalid is not None:
+            raise invalid
         turn.release()  # answered: the response is the user's call's now
         if redirect is not None or resp.status in REDIRECTS:  # a hop's answer, or a redirect
             followed.answered(call, url, resp)

@@ -54,7 +54,7 @@ from ..store.base import Store, crawl_store
 from ..store.crawl_state import CrawlCounts
 from ..store.leases import Leases
 from ..store.memory import MemoryStore
-from ..urls import as_sent, split_origin, text_url
+from ..urls import InvalidURL, as_sent, split_origin, text_url
 from .aiohttp_client import (
     MAX_BODY,
     AiohttpClient,
@@ -62,6 +62,7 @@ from .aiohttp_client import (
     AiohttpRobotsTransport,
     FetchCall,
     check_slot,
+    client_invalid_url,
     without_resends,
 )
 from .connections import bounded_connector, connection_budget
@@ -642,7 +643,14 @@ class RobotGate:
         ...     first = await resp.content.read(65536)
         """
         if url.__class__ is not str:
-            url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
+            invalid = None
+            try:
+                url = str(url) if isinstance(url, URL) else text_url(url)  # a URL as it is sent
+            except InvalidURL as bad:
+                invalid = client_invalid_url(bad)  # raised out here: no context
+            if invalid is not None:
+                raise invalid
+            assert isinstance(url, str)
         return FetchCall(self._client, url, method, kwargs, stream, max_bytes,
                          provenance_of(pointed_by))
 

@@ -22,6 +22,7 @@ The interval to the next request counts from the arrival of the headers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
@@ -46,8 +47,8 @@ from ._hops import first_address, resolve, robots_headers
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxRobotsTransport",
-           "RobotGateTransport"]
+__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxInvalidURL",
+           "HttpxRobotsTransport", "RobotGateTransport"]
 
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
@@ -77,6 +78,19 @@ class HttpxDisallowed(Disallowed, httpx.RequestError):
     def __init__(self, url: str, decision: Decision, *,
                  request: httpx.Request | None = None) -> None:
         super().__init__(url, decision)
+        self._request = request
+
+
+class HttpxInvalidURL(InvalidURL, httpx.UnsupportedProtocol):
+    """A URL :class:`RobotGateTransport` cannot send (not http(s), no host, a port out
+    of range): robotgate's :class:`~robotgate.urls.InvalidURL` (a ``ValueError``; the
+    message and ``url`` without the password) and the ``httpx.UnsupportedProtocol``
+    plain httpx raises for a URL its transport cannot send, so that ``except
+    httpx.HTTPError`` (or ``httpx.TransportError``) catches it; ``request``: the
+    request, nothing sent."""
+
+    def __init__(self, url: object, why: str, *, request: httpx.Request | None = None) -> None:
+        InvalidURL.__init__(self, url, why)
         self._request = request
 
 
@@ -297,7 +311,9 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
     public site into a private address; a
     redirect to a URL that is not http(s), or not valid, raises the
     ``httpx.TransportError`` plain httpx gives (``UnsupportedProtocol``,
-    ``RemoteProtocolError``).
+    ``RemoteProtocolError``); a URL of the caller's that robotgate cannot send,
+    :class:`HttpxInvalidURL` (an ``httpx.UnsupportedProtocol`` too).  ``async with
+    client`` enters and exits ``inner``.
     """
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
@@ -330,8 +346,8 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
                                             str(request.url), provenance, resolve=resolve,
                                             follow=False)
         except InvalidURL as exc:
-            if not isinstance(came_from, str):
-                raise  # the caller's own URL
+            if not isinstance(came_from, str):  # the caller's own URL
+                raise HttpxInvalidURL(exc.url, exc.why, request=request) from None
             # A Location the server sent: the error plain httpx gives for it.
             kind = (httpx.UnsupportedProtocol if request.url.scheme not in ("http", "https")
                     else httpx.RemoteProtocolError)
@@ -356,6 +372,17 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
                 held = _HeadKept(held, extensions.kept_head)
             resp.stream = held
         return resp
+
+    async def __aenter__(self) -> RobotGateTransport:
+        """``async with client`` enters the inner transport too, as httpx enters its own."""
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None = None,
+                        exc: BaseException | None = None,
+                        tb: TracebackType | None = None) -> None:
+        """Exit the inner transport (the gate stays open: it is yours)."""
+        await self.inner.__aexit__(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """Close the inner transport (the gate stays open)."""

@@ -1,0 +1,150 @@
+"""A pytest plugin for a client's own test suite (run by ``run.py``, not collected here).
+
+``ROBOTGATE_SUITE_WRAP`` says what it does to the clients the suite makes:
+
+- ``record``: nothing; it notes which tests made one (the plain run);
+- ``aiohttp-first`` / ``aiohttp-last``: every ``aiohttp.ClientSession`` gets a gate's
+  ``gate.middleware`` first / last in its middlewares;
+- ``httpx``: every ``httpx.AsyncClient``'s transports (its own and its mounts') are
+  wrapped in a ``RobotGateTransport``.
+
+Each client gets a gate of its own, as a user's would be: no pacing (``delay=0``),
+redirects into loopback allowed (the suites' servers are all on loopback), the client's
+own User-Agent (the gate sends its agent on every request), closed with the client.
+``ROBOTGATE_SUITE_OUT``: the JSON file it writes each test's outcome and whether the
+test made a client to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import weakref
+from typing import Any
+
+import pytest
+
+from robotgate import Network, RobotGate
+
+MODE = os.environ.get("ROBOTGATE_SUITE_WRAP", "record")
+_outcomes: dict[str, str] = {}
+_made: set[str] = set()
+_current: list[str] = []
+_gates: weakref.WeakKeyDictionary[Any, list[RobotGate]] = weakref.WeakKeyDictionary()
+
+
+def _gate(agent: str) -> RobotGate:
+    return RobotGate(agent, delay=0, network=Network(allow_private_redirects=True))
+
+
+async def _close(client: Any) -> None:
+    for gate in _gates.pop(client, []):
+        await gate.close()
+
+
+def _made_one() -> None:
+    if _current:
+        _made.add(_current[-1])
+
+
+def _patch_aiohttp() -> None:
+    import aiohttp
+    from aiohttp.http import SERVER_SOFTWARE
+
+    init, close = aiohttp.ClientSession.__init__, aiohttp.ClientSession.close
+
+    def wrapped_init(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> None:
+        _made_one()
+        if MODE.startswith("aiohttp-"):
+            gate = _gate(SERVER_SOFTWARE)
+            theirs = tuple(kwargs.get("middlewares") or ())
+            kwargs["middlewares"] = ((gate.middleware, *theirs) if MODE == "aiohttp-first"
+                                     else (*theirs, gate.middleware))
+            init(self, *args, **kwargs)
+            _gates[self] = [gate]
+        else:
+            init(self, *args, **kwargs)
+
+    async def wrapped_close(self: aiohttp.ClientSession) -> None:
+        try:
+            await close(self)
+        finally:
+            await _close(self)
+
+    aiohttp.ClientSession.__init__ = wrapped_init  # type: ignore[method-assign]
+    aiohttp.ClientSession.close = wrapped_close  # type: ignore[method-assign]
+
+
+def _patch_httpx() -> None:
+    import httpx
+
+    init = httpx.AsyncClient.__init__
+    aexit, aclose = httpx.AsyncClient.__aexit__, httpx.AsyncClient.aclose
+
+    def wrapped_init(self: httpx.AsyncClient, *args: Any, **kwargs: Any) -> None:
+        _made_one()
+        init(self, *args, **kwargs)
+        if MODE != "httpx":
+            return
+        from robotgate.integrations.httpx import RobotGateTransport
+
+        gates = _gates[self] = []
+
+        def wrap(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+            gate = _gate(f"python-httpx/{httpx.__version__}")
+            gates.append(gate)
+            return RobotGateTransport(gate, inner)
+
+        self._transport = wrap(self._transport)
+        self._mounts = {pattern: None if transport is None else wrap(transport)
+                        for pattern, transport in self._mounts.items()}
+
+    async def wrapped_aexit(self: httpx.AsyncClient, *exc: Any) -> None:
+        try:
+            await aexit(self, *exc)
+        finally:
+            await _close(self)
+
+    async def wrapped_aclose(self: httpx.AsyncClient) -> None:
+        try:
+            await aclose(self)
+        finally:
+            await _close(self)
+
+    httpx.AsyncClient.__init__ = wrapped_init  # type: ignore[method-assign]
+    httpx.AsyncClient.__aexit__ = wrapped_aexit  # type: ignore[method-assign]
+    httpx.AsyncClient.aclose = wrapped_aclose  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for patch in (_patch_aiohttp, _patch_httpx):
+        with contextlib.suppress(ImportError):
+            patch()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    _current.append(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        _current.pop()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "passed" and report.when != "call":
+        _outcomes.setdefault(report.nodeid, "passed")
+    elif report.outcome == "passed":
+        if _outcomes.get(report.nodeid, "passed") == "passed":
+            _outcomes[report.nodeid] = "passed"
+    else:  # a failure in any phase fails the test; a skip skips it
+        if _outcomes.get(report.nodeid) != "failed":
+            _outcomes[report.nodeid] = "failed" if report.outcome == "failed" else "skipped"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = os.environ.get("ROBOTGATE_SUITE_OUT")
+    if out:
+        with open(out, "w") as file:
+            json.dump({"outcomes": _outcomes, "made_client": sorted(_made)}, file, indent=1)
