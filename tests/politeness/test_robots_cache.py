@@ -468,6 +468,9 @@ class SharedStore(MemoryStore, Fleet):
         return self
 
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        if self.lock is None or self.lock[0] != token:
+            return False  # let go, or taken by another since it expired
+        self.lock = (token, self.now[0] + ttl)
         return True
 
     async def pause(self, origin: str, until: float) -> None:
@@ -497,6 +500,63 @@ async def test_one_fetch_per_fleet_when_the_lock_holder_waits_for_its_turn() -> 
     held.set()
     await asyncio.wait_for(waiting, 10)
     assert len(transport.requests) == 1
+
+
+class WaitForSave(SharedStore):
+    """SharedStore whose wait for another's fetch ends when an entry is saved."""
+
+    def __init__(self, now: list[float]) -> None:
+        super().__init__(now)
+        self.saved = asyncio.Event()
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        await super().save_robots(entry)
+        self.saved.set()
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        await asyncio.wait_for(self.saved.wait(), 10)
+        return await self.load_robots(origin)
+
+
+@pytest.mark.parametrize("taker", ["fetching", "done"])
+async def test_a_holder_stalled_past_its_lock_does_not_fetch_over_the_new_holder(
+    taker: str,
+) -> None:
+    # The fleet's failure under load: a worker took the fetch lock, then waited (its
+    # server's turn; a starved process) while no renewal ran; the lock expired and a
+    # second worker took it.  When the first's turn comes it must not fetch as well:
+    # it looks at the lock before its request leaves, and waits for the new holder
+    # ("fetching") or uses its entry ("done").
+    now = [0.0]
+    store = WaitForSave(now)
+    turn = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def stalled_turn(origin: str) -> AsyncIterator[None]:
+        await turn.wait()
+        yield
+
+    first_sent, second_sent = Transport(), Transport(held=taker == "fetching")
+    first, _ = make(first_sent, store, paced_by=stalled_turn, clock=lambda: now[0])
+    second, _ = make(second_sent, store, clock=lambda: now[0])
+    stalled = asyncio.ensure_future(first.get(SITE))
+    await settle()
+    assert store.lock is not None and store.lock[0] == "token1"
+    now[0] += first._lease() + 1  # the holder's lock expires unrenewed
+    taking = asyncio.ensure_future(second.get(SITE))
+    if taker == "done":
+        await asyncio.wait_for(taking, 10)  # fetched, saved and let go
+        assert store.lock is None and len(second_sent.requests) == 1
+    else:
+        await settle()
+        assert store.lock is not None and store.lock[0] == "token2"
+    turn.set()  # the stalled holder's turn comes
+    await settle()
+    second_sent.release.set()
+    await asyncio.wait_for(asyncio.gather(stalled, taking), 10)
+    assert len(first_sent.requests) == 0
+    assert len(second_sent.requests) == 1
+    assert not (await stalled).allowed("/x", AGENT)
 
 
 async def test_the_memory_store_answers_without_an_await_and_a_subclass_is_awaited() -> None:

@@ -378,6 +378,29 @@ async def test_lock_expires(store: Store, open_store: StoreFactory) -> None:
     assert await fleet.lock_fetch(origin, 30) is None
 
 
+@pytest.mark.slow
+async def test_a_holder_whose_lock_was_taken_saves_nothing(
+    store: Store, open_store: StoreFactory
+) -> None:
+    # Its lock expired under it (a starved worker) and another worker took it: that
+    # one's fetch is saved, and its lock stays.
+    fleet = fleet_of(store)
+    other = fleet_of(await other_handle(store, open_store))
+    origin = "https://lost-lock.example"
+    token = await fleet.lock_fetch(origin, 0.2)
+    assert token is not None
+    await asyncio.sleep(0.3)
+    taken = await other.lock_fetch(origin, 30)
+    assert taken is not None
+    assert await fleet.renew_fetch(origin, token, 30) is False
+    assert await fleet.save_robots_unlock(entry(origin, status=203), token) is False
+    assert await store.load_robots(origin) is None
+    assert await fleet.lock_fetch(origin, 30) is None  # still the other's
+    assert await other.save_robots_unlock(entry(origin, status=204), taken) is True
+    saved = await store.load_robots(origin)
+    assert saved is not None and saved.status == 204
+
+
 async def test_renewed_lock_outlives_its_first_ttl(store: Store, open_store: StoreFactory) -> None:
     fleet = fleet_of(store)
     other = fleet_of(await other_handle(store, open_store))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -41,6 +42,12 @@ _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 #: A fleet fetch lock lasts this long (s) and is renewed every third of it while
 #: the fetch goes on: the lock of a worker killed mid-fetch holds others up no longer.
 _LOCK_LEASE = 10.0
+#: A fetch that finds its lock taken by another worker waits for that one's fetch, this
+#: many times at most; then it fetches all the same.
+_LOCK_ROUNDS = 3
+#: Looks, at most, that the lock is ours before the request leaves (again while each
+#: answer comes too late to be sure of).
+_CONFIRM_TRIES = 3
 
 #: The first pause (s) before a fetch this machine could not send is asked again,
 #: doubling up to the second.
@@ -101,6 +108,22 @@ class _Flight:
         self.via = via
 
 
+class _Held:
+    """A fleet fetch lock this worker holds: its token, and when (on the cache's
+    monotonic clock) a request that took or renewed it was sent: the lock is ours
+    for a whole lease from then."""
+
+    __slots__ = ("confirmed", "token")
+
+    def __init__(self, token: str, confirmed: float) -> None:
+        self.token = token
+        self.confirmed = confirmed
+
+
+class _LockLost(Exception):
+    """The fetch lock turned out to be another worker's before the request left."""
+
+
 class CacheClosed(Error, RuntimeError):
     """The cache was closed while a task was waiting for it."""
 
@@ -112,7 +135,8 @@ class RobotsCache:
     (its politeness group's); ``paced_by(origin)`` is held around each robots.txt
     request, which is a request to the server like any other.  ``fleet``: the
     store's fleet part (None: one process uses it), whose fetch lock makes one
-    worker fetch for all; ``at_once``: the store's answers without an await.
+    worker fetch for all; ``at_once``: the store's answers without an await;
+    ``clock``: the monotonic clock that times the fetch lock's life.
     """
 
     def __init__(
@@ -130,6 +154,7 @@ class RobotsCache:
         events: Emitter | None = None,
         host_setting: Callable[[str], HostSettings | None] | None = None,
         trouble: StoreTrouble | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.fetcher = fetcher
         self.store = store
@@ -155,6 +180,8 @@ class RobotsCache:
         #: robots.txt fetches that could not be sent for a shortage of this machine's
         #: (:class:`LocalFailure`), each attempt counted.
         self.local_failures = 0
+        #: The monotonic clock the fleet's fetch lock is timed by.
+        self._clock = clock
 
     # -- the hot path -------------------------------------------------------------
 
@@ -323,7 +350,7 @@ class RobotsCache:
         if not isinstance(host, HostState):
             host = await host
         token: str | None = None
-        locked_at = time.monotonic()
+        locked_at = self._clock()
         if mem is not None:
             stored = _intact(mem.get_robots(origin))
         elif fleet is not None:
@@ -343,26 +370,49 @@ class RobotsCache:
             log.debug("%s: robots.txt checked again after %d visits", origin,
                       host.visits_since_check)
         previous = stored if stored is not None else (site.entry if site is not None else None)
-        lease: asyncio.Task[None] | None = None
-        if fleet is not None:
-            # Other workers may fetch it: one does, the others use its entry.
-            if token is None:
-                locked_at = time.monotonic()
+        rounds = 0
+        while True:
+            rounds += 1
+            if fleet is not None and token is None:
+                # Other workers may fetch it: one does, the others use its entry.
+                locked_at = self._clock()
                 token, got = await self._lock(fleet, origin, stored, recheck)
                 if got is not None:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               got.outcome)
                     return self._install(origin, got, host)
-            if token is not None:
-                lease = asyncio.get_running_loop().create_task(
-                    self._keep_lock(fleet, origin, token))
+            held = _Held(token, locked_at) if token is not None else None
+            try:
+                return await self._fetch_held(origin, site, stored, previous, host, flight,
+                                              held, rounds >= _LOCK_ROUNDS)
+            except _LockLost:
+                # Our lock expired while this worker waited (for the server's turn, or
+                # for the CPU) and another worker took it: it fetches, we wait for it.
+                log.debug("%s: the robots.txt fetch lock expired under this worker and"
+                          " another took it; waiting for its fetch", origin)
+                token = None
+
+    async def _fetch_held(self, origin: str, site: SiteRules | None,
+                          stored: RobotsEntry | None, previous: RobotsEntry | None,
+                          host: HostState, flight: _Flight, held: _Held | None,
+                          last: bool) -> SiteRules:
+        """Fetch in the server's turn, holding the fleet's fetch lock ``held`` (None: in
+        no fleet, or without the lock), and save: the rules installed.  Raises
+        :class:`_LockLost`, having sent nothing, when the lock turns out to be another
+        worker's just before the request would leave (unless ``last``: then it fetches
+        all the same, and saves nothing over the holder's)."""
+        store, fleet, mem = self.store, self.fleet, self._mem
+        lease: asyncio.Task[None] | None = None
+        if held is not None and fleet is not None:
+            lease = asyncio.get_running_loop().create_task(self._keep_lock(fleet, origin, held))
         try:
             pacing = self._paced_by(origin) if self._paced_by is not None else _unpaced()
             async with pacing as hooks:
-                # Before a renewal was due the lock is surely ours: nobody else fetched.
-                lapsed = time.monotonic() - locked_at >= self._lease() / 3
-                again = (_intact(await store.load_robots(origin))
-                         if fleet is not None and (token is None or lapsed) else None)
+                again: RobotsEntry | None = None
+                if held is not None and fleet is not None:
+                    again = await self._confirm(fleet, origin, held, last)
+                elif fleet is not None:
+                    again = _intact(await store.load_robots(origin))
                 if again is not None and again.is_fresh(time.time()) and (
                     stored is None or again.fetched_at > stored.fetched_at
                 ):
@@ -394,26 +444,59 @@ class RobotsCache:
                 kept = site.rules
             elif mem is not None:
                 mem.put_robots(entry)
-            elif token is not None and fleet is not None:
+            elif held is not None and fleet is not None:
                 # The lock ends with the save, in one request: no renewal may take it again.
                 await _stop(lease)
                 lease = None
-                if await self._save_unlock(fleet, entry, token):
-                    token = None
+                saved = await self._save_unlock(fleet, entry, held.token)
+                if saved is not None:
+                    held = None  # released, or another's: nothing to let go
+                if saved is False:
+                    log.debug("%s: robots.txt fetched, but the fetch lock had expired and"
+                              " another worker took it: its entry is saved, not ours", origin)
             else:
                 await self._save(entry)
         finally:
             await _stop(lease)
-            if token is not None and fleet is not None:
+            if held is not None and fleet is not None:
                 self._releasing.add(origin)  # close() lets this end: other workers wait on it
                 try:
-                    await self._unlock(fleet, origin, token)
+                    await self._unlock(fleet, origin, held.token)
                 finally:
                     self._releasing.discard(origin)
         if host.visits_since_check:
             Scheduler.rechecked(host)
             await self._save_host(host)  # or the next start would recheck again
         return self._install(origin, entry, host, kept)
+
+    async def _confirm(self, fleet: Fleet, origin: str, held: _Held, last: bool
+                       ) -> RobotsEntry | None:
+        """Make sure, as the fetch's request is about to leave, that the fetch lock is
+        still ours: the entry stored meanwhile, if one was read; :class:`_LockLost` if
+        another worker holds the lock (unless ``last``).  A lock renewed (or taken)
+        within a third of its life is ours without a look: it has two thirds left."""
+        lease = self._lease()
+        again: RobotsEntry | None = None
+        for _ in range(_CONFIRM_TRIES):
+            if self._clock() - held.confirmed < lease / 3:
+                break
+            asked = self._clock()
+            try:
+                ours, found = await fleet.confirm_fetch(origin, held.token, lease)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.store_trouble("renew the robots.txt fetch lock", exc)
+                break  # the store cannot say: fetch, as without the lock
+            again = _intact(found)
+            if not ours:
+                if not last:
+                    raise _LockLost
+                break
+            # Renewed for a whole lease from before it was asked: if its answer came
+            # late (a starved process), the loop looks again.
+            held.confirmed = asked
+        return again
 
     async def _fetch_again(self, origin: str, previous: RobotsEntry | None,
                            hooks: PacingHooks | None, flight: _Flight,
@@ -471,18 +554,24 @@ class RobotsCache:
     def _lease(self) -> float:
         return min(self.fetcher.policy.timeout * 2 + 5, _LOCK_LEASE)
 
-    async def _keep_lock(self, fleet: Fleet, origin: str, token: str) -> None:
-        """Renew the fetch lock until cancelled (the fetch ended), or until it is lost."""
+    async def _keep_lock(self, fleet: Fleet, origin: str, held: _Held) -> None:
+        """Renew the fetch lock a third of its life after it was last renewed (or
+        taken), until cancelled (the fetch ended), or until it is lost."""
         lease = self._lease()
         while True:
-            await asyncio.sleep(lease / 3)
+            await asyncio.sleep(max(held.confirmed + lease / 3 - self._clock(), lease / 30))
+            asked = self._clock()
             try:
-                if not await fleet.renew_fetch(origin, token, lease):
-                    return  # expired, maybe taken: the fetch goes on, and so may another's
+                if not await fleet.renew_fetch(origin, held.token, lease):
+                    # Expired: the fetch looks again before its request leaves.
+                    held.confirmed = -math.inf
+                    return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self.store_trouble("renew the robots.txt fetch lock", exc)
+                continue
+            held.confirmed = max(held.confirmed, asked)
 
     async def _take_lock(self, fleet: Fleet, origin: str, ttl: float
                          ) -> tuple[str | Literal[False] | None, RobotsEntry | None]:
@@ -509,17 +598,17 @@ class RobotsCache:
         except Exception as exc:
             self.store_trouble("save robots.txt", exc)
 
-    async def _save_unlock(self, fleet: Fleet, entry: RobotsEntry, token: str) -> bool:
-        """Save the entry and release the fetch lock; False if that failed (the lock
-        is then released on its own)."""
+    async def _save_unlock(self, fleet: Fleet, entry: RobotsEntry, token: str) -> bool | None:
+        """Save the entry and release the fetch lock: True; False when the lock was
+        another worker's (nothing saved); None if the store failed (the lock is then
+        released on its own)."""
         try:
-            await fleet.save_robots_unlock(entry, token)
+            return await fleet.save_robots_unlock(entry, token)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self.store_trouble("save robots.txt", exc)
-            return False
-        return True
+            return None
 
     async def _save_host(self, host: HostState) -> None:
         try:

@@ -140,6 +140,11 @@ class Store(abc.ABC):
         return None
 
 
+#: Seconds the default :meth:`Fleet.save_robots_unlock` holds the lock it checked
+#: while it saves.
+_SAVE_WITHIN = 5.0
+
+
 class Fleet(abc.ABC):
     """A store that processes share, as they use it together: a robots.txt fetch lock
     taken in the store, a wait for another's fetch, and a pause (Retry-After) that
@@ -177,11 +182,24 @@ class Fleet(abc.ABC):
         token = await self.lock_fetch(origin, ttl)
         return token, await self.load_robots(origin)
 
-    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> bool:
         """:meth:`save_robots`, then :meth:`unlock_fetch` of ``entry.origin``'s lock
-        (a store may do both in one request)."""
+        (a store may do both in one request, and should check the lock in it).  False,
+        with nothing saved, when the lock is no longer ours: it expired under us and
+        another worker took it, whose fetch saves."""
+        if not await self.renew_fetch(entry.origin, token, _SAVE_WITHIN):
+            return False
         await self.save_robots(entry)
         await self.unlock_fetch(entry.origin, token)
+        return True
+
+    async def confirm_fetch(self, origin: str, token: str, ttl: float
+                            ) -> tuple[bool, RobotsEntry | None]:
+        """Just before the fetch's request leaves: :meth:`renew_fetch` (False: the lock
+        is another worker's now, and this one must not fetch), then
+        :meth:`load_robots` (a store may do both in one request)."""
+        held = await self.renew_fetch(origin, token, ttl)
+        return held, await self.load_robots(origin)
 
     @abc.abstractmethod
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:

@@ -11,6 +11,7 @@ unavailable error the cluster client re-reads the topology before the next try.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import os
@@ -169,7 +170,8 @@ class Link:
         # a cluster client's pools do not queue (they raise when full), and a blocking
         # pool's wait ends in "No connection available" after its timeout however
         # healthy Redis is.  A wait here has no timeout: each call ahead is bounded.
-        self._gate: asyncio.Semaphore | None = None
+        # Urgent calls (a fetch lock's renewal) go ahead of the others.
+        self._gate: _Gate | None = None
         # Cluster nodes our client has used, by identity: a topology refresh may
         # drop one with a connection still open, which close() then closes.
         self._nodes: dict[int, Any] = {}
@@ -266,8 +268,10 @@ class Link:
 
     # -- calls ---------------------------------------------------------------
 
-    async def call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str]) -> _T:
+    async def call(self, attempt: Callable[[Client], Awaitable[_T]], keys: Sequence[str],
+                   *, urgent: bool = False) -> _T:
         """Run ``attempt`` until it answers; fail closed after ``unavailable_timeout``.
+        ``urgent``: it waits for a connection ahead of the calls that are not.
 
         A try that neither answers nor fails (redis-py waiting on something with
         no timer of its own) is cut off once the time is up, plus two socket
@@ -282,7 +286,7 @@ class Link:
             failure: BaseException
             try:
                 bound = self.unavailable_timeout - (time.monotonic() - started) + slack
-                return await self._try(client, attempt, bound)
+                return await self._try(client, attempt, bound, urgent)
             except ResponseError as exc:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
@@ -317,7 +321,7 @@ class Link:
         return await self._try(self.client(), attempt, bound)
 
     async def _try(self, client: Client, attempt: Callable[[Client], Awaitable[_T]],
-                   bound: float) -> _T:
+                   bound: float, urgent: bool = False) -> _T:
         """One try, cut off after ``bound`` seconds (counted from when a connection is
         free), within the connection cap (see :meth:`connections`).  A cancellation
         that redis-py swallowed (one landing as a connect or a read completes) is
@@ -326,9 +330,13 @@ class Link:
         cancels = _cancels(task)
         try:
             if self._gate is None:
-                self._gate = asyncio.Semaphore(self.connections(client))
-            async with self._gate:
+                self._gate = _Gate(self.connections(client))
+            gate = self._gate
+            await gate.acquire(urgent)
+            try:
                 return await bounded(attempt(client), bound)
+            finally:
+                gate.release()
         finally:
             if _cancels(task) > cancels:
                 raise asyncio.CancelledError
@@ -351,8 +359,10 @@ class Link:
         plain server's subscriber holds (a cluster's subscribers have their own)."""
         return max(1, self.pool_size(client) - (0 if self.cluster else 1))
 
-    async def script(self, script: Script, keys: list[str], args: list[Any]) -> Any:
-        """One script call: ``EVALSHA``, and ``EVAL`` where the script is not cached."""
+    async def script(self, script: Script, keys: list[str], args: list[Any], *,
+                     urgent: bool = False) -> Any:
+        """One script call: ``EVALSHA``, and ``EVAL`` where the script is not cached;
+        ``urgent`` as :meth:`call`."""
 
         async def attempt(client: Client) -> Any:
             if script.sha not in self._sent:
@@ -367,7 +377,7 @@ class Link:
                 self.round_trips += 1
                 return await client.eval(script.source, len(keys), *keys, *args)
 
-        return await self.call(attempt, keys)
+        return await self.call(attempt, keys, urgent=urgent)
 
     async def scripts(self, script: Script, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
         """Several calls of one script in one pipeline (per node, on a cluster).
@@ -438,6 +448,41 @@ class Link:
         self._sent.update(script.sha for (script, _, _), reply in zip(calls, replies, strict=True)
                           if not isinstance(reply, BaseException))
         return replies
+
+
+class _Gate:
+    """A semaphore of ``size`` whose urgent waiters are served first (each kind first
+    come, first served)."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._urgent: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._others: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self, urgent: bool) -> None:
+        if self._free > 0 and not self._urgent and (urgent or not self._others):
+            self._free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        (self._urgent if urgent else self._others).append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release()  # handed over as we were cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # a release may have passed it by
+                    (self._urgent if urgent else self._others).remove(turn)
+            raise
+
+    def release(self) -> None:
+        for queue in (self._urgent, self._others):
+            while queue:
+                turn = queue.popleft()
+                if not turn.done():
+                    turn.set_result(None)  # the slot passes to it
+                    return
+        self._free += 1
 
 
 def _cancels(task: asyncio.Task[Any] | None) -> int:

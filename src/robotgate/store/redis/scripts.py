@@ -27,6 +27,7 @@ __all__ = [
     "OPEN_EPOCH",
     "PAUSE",
     "PEEK",
+    "RENEW",
     "RESERVE",
     "SAVE_ROBOTS",
     "SAVE_UNLOCK",
@@ -90,6 +91,17 @@ end
 return 0
 """)
 
+# KEYS[1] lock; ARGV token, ttl_ms.  1 if the caller's lock was still held, and is
+# extended; 0 if it expired (another worker may have taken it, fetched and let go
+# meanwhile: the holder must look again before it fetches).
+RENEW = Script.of("""
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+""")
+
 # KEYS[1] lock, KEYS[2] robots; ARGV as LOCK.  {1 or 0 as LOCK, the entry (flat
 # field/value list)}: the fetch lock and the look under it in one round trip.
 LOCK_LOAD = Script.of("""
@@ -108,8 +120,9 @@ return {got, redis.call('HGETALL', KEYS[2])}
 """)
 
 # KEYS[1] lock, KEYS[2] robots; ARGV as LOCK.  {the entry (flat field/value
-# list), 1 if the lock was taken}: with no entry stored a fetch is due, so the
-# first look takes the fetch lock too.
+# list), 1 if the caller holds the lock now}: with no entry stored a fetch is due,
+# so the first look takes the fetch lock too.  As LOCK, a lock the caller's token
+# already holds is its own: a batch resent after a lost reply gets its token.
 LOAD_OR_LOCK = Script.of("""
 local t = redis.call('TYPE', KEYS[2])['ok']
 if t ~= 'none' and t ~= 'hash' then
@@ -117,6 +130,10 @@ if t ~= 'none' and t ~= 'hash' then
 end
 if t == 'hash' then return {redis.call('HGETALL', KEYS[2]), 0} end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {{}, 1} end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {{}, 1}
+end
 return {{}, 0}
 """)
 
@@ -165,9 +182,14 @@ return wanted(2)
 # KEYS[1] robots, KEYS[2] lock, KEYS[3] wait flag (cluster); ARGV as SAVE_ROBOTS, then
 # the lock's token.  The end of a fetch in one round trip: the entry is saved and our
 # own lock deleted (one "saved" message wakes the waiters: the entry is there, the
-# lock gone).  Returns wanted.
-SAVE_UNLOCK = Script.of(_WANTED + _WRITE_ROBOTS + """
-if redis.call('GET', KEYS[2]) == ARGV[7] then redis.call('DEL', KEYS[2]) end
+# lock gone).  Returns wanted; or -1, writing nothing, when another token holds the
+# lock: ours expired under us and another worker fetches now, whose entry is saved
+# (a resend after a lost reply finds our lock gone, and saves the same entry again).
+SAVE_UNLOCK = Script.of(_WANTED + """
+local holder = redis.call('GET', KEYS[2])
+if holder and holder ~= ARGV[7] then return -1 end
+""" + _WRITE_ROBOTS + """
+if holder then redis.call('DEL', KEYS[2]) end
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return wanted(3)
 """)

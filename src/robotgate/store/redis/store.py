@@ -301,8 +301,9 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         if wanted == 1:
             self._publisher.after("saved", entry.origin)
 
-    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> None:
-        """:meth:`save_robots` and :meth:`unlock_fetch` in one round trip."""
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> bool:
+        """:meth:`save_robots` and :meth:`unlock_fetch` in one round trip, if the lock
+        is ours or nobody's; False, saving nothing, if another worker holds it."""
         key = self._keys.robots(entry.origin)
         body = entry.body
         ttl = ms(max(0.0, entry.fresh_until - time.time()) + self.keep_stale)
@@ -314,6 +315,7 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         )
         if wanted == 1:
             self._publisher.after("saved", entry.origin)
+        return bool(wanted != -1)
 
     # -- host state (batched) ----------------------------------------------
 
@@ -457,10 +459,28 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         return decode_robots(self._keys, origin, robots_key, raw), (token if got == 1 else None)
 
     async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
-        """Extend the lock to ``ttl`` s from now if ``token`` still holds it (or takes it
-        again, if it expired and no other worker took it)."""
-        got = await self.run_script(scripts.LOCK, [self._keys.lock(origin)], [token, ms(ttl)])
+        """Extend the lock to ``ttl`` s from now if ``token`` still holds it: False once it
+        expired, even if nobody took it since (someone may have fetched meanwhile).  Sent
+        ahead of the calls queued for a connection: a renewal that waited behind a busy
+        worker's crawl would come after the lock expired."""
+        await self._ensure_open()
+        got = await self._link.script(scripts.RENEW, [self._keys.lock(origin)],
+                                      [token, ms(ttl)], urgent=True)
         return bool(got == 1)
+
+    async def confirm_fetch(self, origin: str, token: str, ttl: float
+                            ) -> tuple[bool, RobotsEntry | None]:
+        """:meth:`renew_fetch` and :meth:`load_robots` in one round trip (LOCK_LOAD with
+        the holder's token), sent ahead of the queued calls as a renewal is."""
+        await self._ensure_open()
+        robots_key = self._keys.robots(origin)
+        reply = await self._link.script(scripts.LOCK_LOAD, [self._keys.lock(origin), robots_key],
+                                        [token, ms(ttl)], urgent=True)
+        try:
+            got, raw = reply
+        except (TypeError, ValueError):
+            raise StoreError(f"Redis at {self._link.label} gave an odd reply {reply!r}") from None
+        return got == 1, decode_robots(self._keys, origin, robots_key, raw)
 
     async def unlock_fetch(self, origin: str, token: str) -> None:
         """Release the lock if ``token`` still holds it; wakes the waiters."""
