@@ -54,6 +54,14 @@ def for_aiohttp(url: str) -> tuple[URL | str, str]:
     """
     if _REWRITTEN(url) is None:
         return url, url
+    parsed = yarl_parsed(url)
+    return parsed, str(parsed)
+
+
+def yarl_parsed(url: str) -> URL:
+    """``url`` parsed by yarl; one it cannot parse raises
+    :class:`~robotgate.urls.InvalidURL` (with no yarl error as its context: that
+    names the password)."""
     parsed: URL | None
     try:
         parsed = URL(url)
@@ -62,7 +70,7 @@ def for_aiohttp(url: str) -> tuple[URL | str, str]:
     if parsed is None:  # raised out here, the client's error is no context of ours
         split_origin(url)  # robotgate's InvalidURL, saying what is wrong, if it sees it
         raise InvalidURL(url, "the HTTP client cannot parse it")
-    return parsed, str(parsed)
+    return parsed
 
 
 def yarl_form(url: str) -> str:
@@ -171,7 +179,7 @@ class _FetchSender:
         first URL's: the hop carries that userinfo, as aiohttp's own hop does (the
         credentials a Location names were stripped by the hop's check)."""
         target, url = for_aiohttp(url)
-        parsed = target if isinstance(target, URL) else URL(target)
+        parsed = target if isinstance(target, URL) else yarl_parsed(target)
         if not self.hops and (parsed.raw_user is not None or parsed.raw_password is not None):
             self._userinfo = (parsed.user, parsed.password)
         elif self._userinfo is not None and parsed.raw_user is None:
