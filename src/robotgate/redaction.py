@@ -237,9 +237,7 @@ def _fields_hidden(text: str) -> str:
         lowered = name.lower()
         if lowered in HARMLESS_HEADERS or lowered in _ROBOTS_KEYS:
             continue
-        if "-" not in name and not (
-                name[0].isupper() and (name[1:].islower() or len(name) == 1)
-                and lowered not in _OWN_WORDS and _opens_line(text, start)):
+        if "-" not in name and not _one_word_field(name, lowered, text, start):
             continue
         end = _line_end(text, found.end(), text[start - 1] if start else "")
         value = text[found.end():end]
@@ -252,6 +250,19 @@ def _fields_hidden(text: str) -> str:
         return text
     out.append(text[pos:])
     return "".join(out)
+
+
+def _one_word_field(name: str, lowered: str, text: str, start: int) -> bool:
+    """Whether a name without a hyphen opens a header line: Capitalised (``Cookie``) where
+    a line opens, or in lower case (``cookie``, as HTTP/2 writes it) after a line break;
+    never a word that opens robotgate's own lines (``Exception: ...``)."""
+    if lowered in _OWN_WORDS:
+        return False
+    if name == lowered:
+        before = text[max(0, start - 2):start]
+        return start > 0 and (text[start - 1] in "\r\n" or before in ("\\n", "\\r"))
+    return name[0].isupper() and (len(name) == 1 or name[1:].islower()) and _opens_line(
+        text, start)
 
 
 def _opens_line(text: str, start: int) -> bool:
