@@ -56,8 +56,10 @@ _ROBOTS_KEYS = frozenset({
     "allow", "disallow", "user-agent", "useragent", "crawl-delay", "crawldelay",
     "request-rate", "visit-time", "sitemap", "site-map", "content-usage",
     "content-signal", "clean-param", "noindex"})
-# Words that open robotgate's own lines ("Exception: ...", failure_text's prefix).
-_OWN_WORDS = frozenset({"error", "exception", "warning", "disallowed"})
+# Words that open robotgate's own lines ("robotgate: ...", "allowed: ...", "note: ...",
+# failure_text's "Exception: ..."), never a header's name.
+_OWN_WORDS = frozenset({"allowed", "disallowed", "error", "exception", "interrupted",
+                        "note", "robotgate", "warning"})
 
 _KEY = secrets.token_bytes(16)
 _DIGEST = re.compile(r"~[0-9a-f]{6}")
@@ -214,9 +216,9 @@ def _mapping_without_secret(found: re.Match[str]) -> str:
 
 
 # A header line's name and colon ("X-Api-Key: ", "Set-Cookie:"), not inside a word, a
-# path or a URL's query; "scheme://" is no header.
+# path or a URL's query; "scheme://" and "net::ERR_..." are no header.
 _FIELD = re.compile(r"(?:(?<=\\[nr])|(?<![\w/.@%?&=#;~\\-]))"
-                    r"([A-Za-z][A-Za-z0-9_-]{0,99})[ \t]*:(?!//)[ \t]*")
+                    r"([A-Za-z][A-Za-z0-9_-]{0,99})[ \t]*:(?![/:])[ \t]*")
 # Where a one-word header name (no hyphen) opens a line: the text's start, a line
 # break (or one escaped in a repr), a quote or bracket, or after a prefix's ": ".
 _LINE_OPENERS = "\r\n'\"([{<"
@@ -253,16 +255,14 @@ def _fields_hidden(text: str) -> str:
 
 
 def _one_word_field(name: str, lowered: str, text: str, start: int) -> bool:
-    """Whether a name without a hyphen opens a header line: Capitalised (``Cookie``) where
-    a line opens, or in lower case (``cookie``, as HTTP/2 writes it) after a line break;
-    never a word that opens robotgate's own lines (``Exception: ...``)."""
+    """Whether a name without a hyphen opens a header line: Capitalised (``Cookie``) or in
+    lower case (``cookie``, as HTTP/2 writes it) where a line opens; never a class's name
+    (``OSError: ...``) or a word that opens robotgate's own lines (``allowed: ...``)."""
     if lowered in _OWN_WORDS:
         return False
-    if name == lowered:
-        before = text[max(0, start - 2):start]
-        return start > 0 and (text[start - 1] in "\r\n" or before in ("\\n", "\\r"))
-    return name[0].isupper() and (len(name) == 1 or name[1:].islower()) and _opens_line(
-        text, start)
+    if name != lowered and not (name[0].isupper() and name[1:] == lowered[1:]):
+        return False  # "OSError", "InvalidURL": a class's name, failure_text's prefix
+    return _opens_line(text, start)
 
 
 def _opens_line(text: str, start: int) -> bool:

@@ -738,3 +738,95 @@ async def test_robots_txt_a_proxy_answers_407_for_is_unreachable_on_every_proxie
     assert site.paths == [], site.paths
     assert [r.refused for r in results] == ["unreachable", "unreachable"], results
     assert "the proxy answered 407" in results[1].reason, results
+
+
+# -- the random canary, run after run --------------------------------------------------------
+
+#: The soak's runs: each a random canary of its own, from seeds drawn from this run's.
+RUNS = 100
+
+
+def said_forms(canary: RandomCanary, url: str) -> list[str]:
+    """Every form a foreign text may quote the canary in: header lines, a mapping's repr,
+    JSON, pairs, a raw request, the URLs."""
+    (name, value), quoted = canary.header, canary.quoted
+    cookie = canary.headers["Cookie"]
+    digest = canary.headers["Authorization"]
+    return [
+        f"{name}: {value}", f"ValueError: {name}: {value}\nmore", f"Cookie: {cookie}",
+        f"Set-Cookie: {quoted[0]}=\"{quoted[1]}\"; Path=/", f"Authorization: {digest}",
+        repr({name: value, "Cookie": cookie, "Authorization": digest}),
+        json.dumps({name: value, "Set-Cookie": f'{quoted[0]}="{quoted[1]}"'}),
+        repr([(name.lower().encode(), value.encode()), (b"cookie", cookie.encode())]),
+        repr(f"GET / HTTP/1.1\r\nHost: h\r\n{name}: {value}\r\nCookie: {cookie}\r\n\r\n"
+             .encode()),
+        f"failed {url}: reset", f"URL('{url}')", f"see <{url}>.",
+    ]
+
+
+def sweep_said(canary: RandomCanary, url: str) -> list[tuple[str, str]]:
+    """The canary's forms through each way robotgate says a foreign text: the redactor,
+    an exception's text, a decision, an event, a log record, a refusal."""
+    from robotgate.decision import Decision
+    from robotgate.events import UrlSkipped
+    from robotgate.redaction import RedactingFilter, failure_text, redact_text
+
+    said: list[tuple[str, str]] = []
+    for text in said_forms(canary, url):
+        decision = Decision(False, f"could not ({text})", outcome="unreachable", error=text)
+        record = logging.LogRecord("robotgate", logging.INFO, __file__, 1, "%s", (text,), None)
+        RedactingFilter().filter(record)
+        said += [("redact_text", redact_text(text)),
+                 ("failure_text", failure_text(OSError(text))),
+                 ("decision", repr(decision)),
+                 ("event", repr(UrlSkipped(0.0, "http://h", "", url, text, "x", text))),
+                 ("log", record.getMessage()),
+                 ("refusal", repr(Disallowed(url, decision)) + str(Disallowed(url, decision)))]
+    return said
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_a_random_canary_is_never_said_and_always_returned(run: int, site: Site) -> None:
+    """Run after run, a canary made at random: never in what robotgate says (each form a
+    foreign text may take, then a crawl of pages holding it: its logs, events, decisions,
+    errors), and every URL returned whole.  A failure names the seed that replays it."""
+    seed = random.Random(SEED).randrange(2**32) + run
+    canary = RandomCanary.make(seed)
+    user, password = canary.userinfo
+    site.targets = [site.url("/landed" + canary.url_tail().partition("#")[0])]
+    pages = [site.url("/page/6" + canary.url_tail()), site.url("/no/r" + canary.url_tail()),
+             site.url("/page/7", f"{user}:{password}@"), site.url("/redirect/0")]
+    sweep = Sweep()
+    for surface, text in sweep_said(canary, pages[0]) + sweep_said(canary, pages[2]):
+        sweep.note(surface, text)
+    root = logging.getLogger("robotgate")
+    level = root.level
+    root.setLevel(logging.DEBUG)
+    root.addHandler(sweep)
+    results: list[CrawlResult] = []
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0,
+                             on_event=sweep.events.append) as gate:
+            async def handler(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
+                return ()
+
+            def fetch(url: str, **options: Any) -> Any:
+                return gate.fetch(url, headers=headers_for(url, None, canary), **options)
+
+            await gate.crawl(pages, handler, fetch=fetch, retries=0, on_result=results.append)
+    finally:
+        root.removeHandler(sweep)
+        root.setLevel(level)
+    for result in results:
+        sweep.note("result error", result.error)
+        if result.decision is not None:
+            sweep.decision(result.decision)
+    sweep.check("log", "event", "decision reason", "redact_text",
+                secrets=canary.secrets, seed=seed)
+    replay = f"replay with ROBOTGATE_CANARY_SEED={seed}"
+    assert sorted(r.url for r in results) == sorted(pages), replay
+    finals = {r.url: r.final_url for r in results}
+    assert finals[pages[0]] == pages[0] and finals[pages[2]] == pages[2], (finals, replay)
+    assert finals[pages[3]] == site.targets[0], (finals, replay)
+    assert finals[pages[1]] is None or finals[pages[1]] == pages[1], (finals, replay)
