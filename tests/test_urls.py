@@ -539,7 +539,7 @@ C = CANARY
      "407, message='Proxy Authentication Required', url='http://user:***@127.0.0.1:9'"),
     (f"URL('http://{C}@127.0.0.1:9/x')", "URL('http://***@127.0.0.1:9/x')"),
     (f"proxy http://u:p@{C}@h:1 refused", "proxy http://u:***@h:1 refused"),
-    (f"split: http://u:pa\t{C}@h/", "split: http://u:***@h/"),
+    (f"split at http://u:pa\t{C}@h/", "split at http://u:***@h/"),
     # a mapping's values are hidden whatever its keys: it may be a header mapping
     (f'{{"url": "https://u:{C}@h/", "n": 1}}', '{"url": "***", "n": 1}'),
     # every header's value, as a header line, a mapping's repr and a pair, quoted or not
