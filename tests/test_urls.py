@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from robotgate import Disallowed, InvalidURL, RobotsTxt
-from robotgate.decision import Decision
+from robotgate.decision import Decision, Rule
 from robotgate.events import RobotsFetched, UrlSkipped
 from robotgate.redaction import digest as D
 from robotgate.redaction import failure_text, redact_text
@@ -699,3 +699,21 @@ def test_escaped_and_raw_control_characters_are_one_key_and_line_breaks_differ()
     assert resource_key("http://example.com/a%0A") != resource_key("http://example.com/a%0D")
     # What keys decoded before still decodes: unreserved characters, spaces.
     assert resource_key("http://example.com/%7e%20x") == "http://example.com/~ x"
+
+
+def test_a_decision_leaves_its_robots_txt_rule_whole_and_redacts_the_rest() -> None:
+    """The rule a reason quotes is the site's public text, a URL in it too; the reason's
+    other URLs are the caller's, and lose their values."""
+    rule = Rule(False, "http://h/x?token=public", 3)
+    reason = (f"disallowed by 'Disallow: http://h/x?token=public' (line 3), asked for "
+              f"http://h/x?token={CANARY}")
+    decision = Decision(False, reason, rule)
+    assert decision.reason == (f"disallowed by 'Disallow: http://h/x?token=public' (line 3), "
+                               f"asked for http://h/x?token={D(CANARY)}")
+
+
+def test_every_header_value_of_a_random_name_is_hidden_but_a_harmless_ones() -> None:
+    said = redact_text(f"<CIMultiDictProxy('X-Qz-Vw': '{CANARY}', 'Content-Length': '12', "
+                       f"'qzvw': 'a\"{CANARY}\"', 'Retry-After': '5')>")
+    assert said == ("<CIMultiDictProxy('X-Qz-Vw': '***', 'Content-Length': '12', "
+                    "'qzvw': '***', 'Retry-After': '5')>")
