@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from robotgate import Disallowed, InvalidURL, RobotsTxt
-from robotgate.decision import Decision
+from robotgate.decision import Decision, Rule
 from robotgate.events import RobotsFetched, UrlSkipped
+from robotgate.redaction import digest as D
 from robotgate.redaction import failure_text, redact_text
 from robotgate.urls import (
     _origin_slow,
@@ -497,15 +498,16 @@ def test_longest_dns_names_are_valid() -> None:
         ("http://@host/", "http://@host/"),
         ("https://token@host/x", "https://***@host/x"),
         ("http://:secret@host", "http://:***@host"),
-        ("http://u:p@ss@host/x?y@z", "http://u:***@host/x?y@z"),
+        ("http://u:p@ss@host/x?y@z", f"http://u:***@host/x?{D('y@z')}"),
         ("HTTP://u:p@host:8080/", "HTTP://u:***@host:8080/"),
         ("  http://u:p@host/", "  http://u:***@host/"),
         ("//u:p@host/", "//u:***@host/"),
         ("ftp://u:p@host/", "ftp://u:***@host/"),
         ("http://host/a@b", "http://host/a@b"),
-        ("http://host/?mail=a@b", "http://host/?mail=a@b"),
-        ("http://host/x?access_token=tok&n=1", "http://host/x?access_token=***&n=1"),
-        ("http://u:p@host/x?sig=abc", "http://u:***@host/x?sig=***"),
+        ("http://host/?mail=a@b", f"http://host/?mail={D('a@b')}"),
+        ("http://host/x?access_token=tok&n=1", f"http://host/x?access_token={D('tok')}&n={D('1')}"),
+        ("http://host/a;sid=7/b?k=#top", f"http://host/a;sid={D('7')}/b?k=#{D('top')}"),
+        ("http://u:p@host/x?sig=abc", f"http://u:***@host/x?sig={D('abc')}"),
         ("mailto:someone@example.com", "mailto:someone@example.com"),
         ("http://host/", "http://host/"),
         ("", ""),
@@ -517,9 +519,10 @@ def test_redact(url: str, shown: str) -> None:
 
 
 def test_redact_hides_a_url_quoted_in_the_url() -> None:
+    # The whole value is a digest; the secret of the URL inside went first.
     assert (redact("http://host/?next=http://u:pw@other/")
-            == "http://host/?next=http://u:***@other/")
-    assert redact("http://u:p@host/?n=https://tok@x/") == "http://u:***@host/?n=https://***@x/"
+            == f"http://host/?next={D('http://u:***@other/')}")
+    assert redact("http://u:p@host/?n=https://tok@x/") == f"http://u:***@host/?n={D('https://***@x/')}"
 
 
 # -- the one text redactor -------------------------------------------------------------------
@@ -527,40 +530,59 @@ def test_redact_hides_a_url_quoted_in_the_url() -> None:
 CANARY = "CanaryPW-31337"
 
 
+C = CANARY
+
+
 @pytest.mark.parametrize(("text", "shown"), [
     # aiohttp's ClientHttpProxyError, as str() gives it
-    (f"407, message='Proxy Authentication Required', url='http://user:{CANARY}@127.0.0.1:9'",
+    (f"407, message='Proxy Authentication Required', url='http://user:{C}@127.0.0.1:9'",
      "407, message='Proxy Authentication Required', url='http://user:***@127.0.0.1:9'"),
-    (f"URL('http://{CANARY}@127.0.0.1:9/x')", "URL('http://***@127.0.0.1:9/x')"),
-    (f"proxy http://u:p@{CANARY}@h:1 refused", "proxy http://u:***@h:1 refused"),
-    (f"split: http://u:pa\t{CANARY}@h/", "split: http://u:***@h/"),
-    (f'{{"url": "https://u:{CANARY}@h/", "n": 1}}', '{"url": "https://u:***@h/", "n": 1}'),
-    # credential headers, as a header line, a mapping's repr and a pair
-    (f"Authorization: Bearer {CANARY}\nHost: h", "Authorization: ***\nHost: h"),
-    (f"<CIMultiDictProxy('Host': 'h', 'Cookie': 'sid={CANARY}; a=1')>",
+    (f"URL('http://{C}@127.0.0.1:9/x')", "URL('http://***@127.0.0.1:9/x')"),
+    (f"proxy http://u:p@{C}@h:1 refused", "proxy http://u:***@h:1 refused"),
+    (f"split at http://u:pa\t{C}@h/", "split at http://u:***@h/"),
+    # a mapping's values are hidden whatever its keys: it may be a header mapping
+    (f'{{"url": "https://u:{C}@h/", "n": 1}}', '{"url": "***", "n": 1}'),
+    # every header's value, as a header line, a mapping's repr and a pair, quoted or not
+    (f"Authorization: Bearer {C}\nHost: h", "Authorization: ***\nHost: h"),
+    (f"<CIMultiDictProxy('Host': 'h', 'Cookie': 'sid={C}; a=1')>",
      "<CIMultiDictProxy('Host': 'h', 'Cookie': '***')>"),
-    (f"[(b'proxy-authorization', b'Basic {CANARY}')]", "[(b'proxy-authorization', b'***')]"),
-    (f'{{"Set-Cookie": "s={CANARY}"}}', '{"Set-Cookie": "***"}'),
-    # a query's credential: by the parameter's name, or by the value's form
-    (f"skipped https://h/private/x?token={CANARY}: disallowed",
-     "skipped https://h/private/x?token=***: disallowed"),
-    (f"'http://h/f?part=2&X-Amz-Signature={CANARY}&X-Amz-Expires=60'",
-     "'http://h/f?part=2&X-Amz-Signature=***&X-Amz-Expires=60'"),
-    (f"http://h/a;jsessionid={CANARY}?apiKey={CANARY}&oauth_token={CANARY}#top",
-     "http://h/a;jsessionid=***?apiKey=***&oauth_token=***#top"),
-    (f"http://h/?PHPSESSID={CANARY}&client_secret={CANARY}&code={CANARY}",
-     "http://h/?PHPSESSID=***&client_secret=***&code=***"),
-    ("http://h/?t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig&p=1",
-     "http://h/?t=***&p=1"),
-    ("http://h/?id=550e8400-e29b-41d4-a716-446655440000", "http://h/?id=***"),
+    (f"[(b'proxy-authorization', b'Basic {C}')]", "[(b'proxy-authorization', b'***')]"),
+    (f'{{"Set-Cookie": "s={C}"}}', '{"Set-Cookie": "***"}'),
+    (f'Cookie: sid="{C}"; b=1', "Cookie: ***"),
+    (f"ValueError: Set-Cookie: sid=\"{C}\"; Path=/", "ValueError: Set-Cookie: ***"),
+    (f"<CIMultiDictProxy('Set-Cookie': 'sid=\"{C}\"; Path=/', 'Server': 'x')>",
+     "<CIMultiDictProxy('Set-Cookie': '***', 'Server': 'x')>"),
+    (f'Authorization: Digest username="u", realm="r", response="{C}"', "Authorization: ***"),
+    (f"X-Api-Key: {C}", "X-Api-Key: ***"),
+    (f"failed (x-auth-token: {C})", "failed (x-auth-token: ***"),
+    (f"b'GET / HTTP/1.1\\r\\nX-Zq-Wv: {C}\\r\\nHost: h\\r\\n'",
+     "b'GET / HTTP/1.1\\r\\nX-Zq-Wv: ***\\r\\nHost: h\\r\\n'"),
+    # a URL's query, fragment and path parameters: every value a digest, names kept
+    (f"skipped https://h/private/x?token={C}: disallowed",
+     f"skipped https://h/private/x?token={D(C)}: disallowed"),
+    (f"'http://h/f?part=2&X-Amz-Signature={C}&X-Amz-Expires=60'",
+     f"'http://h/f?part={D('2')}&X-Amz-Signature={D(C)}&X-Amz-Expires={D('60')}'"),
+    (f"http://h/a;jsessionid={C}?apiKey={C}&oauth_token={C}#top",
+     f"http://h/a;jsessionid={D(C)}?apiKey={D(C)}&oauth_token={D(C)}#{D('top')}"),
+    (f"http://h/cb#access_token={C}&token_type=bearer",
+     f"http://h/cb#access_token={D(C)}&token_type={D('bearer')}"),
+    ("http://h/?authorization=a1&privatekey=b2&hash=c3&hmac=d4&bearer=e5&k=f6",
+     f"http://h/?authorization={D('a1')}&privatekey={D('b2')}&hash={D('c3')}"
+     f"&hmac={D('d4')}&bearer={D('e5')}&k={D('f6')}"),
+    (f"see http://h/?{C}.", f"see http://h/?{D(C)}."),
+    # two ids stay tellable apart
+    ("http://h/?id=550e8400-e29b-41d4-a716-446655440000 http://h/?id=0",
+     f"http://h/?id={D('550e8400-e29b-41d4-a716-446655440000')} http://h/?id={D('0')}"),
     # left alone: no secret
     ("mail bot@example.com about http://example.com/a@b", None),
-    ("http://h/?author=ann&keyword=key&design=2&sidebar=1&postcode=N1&page=2", None),
-    ("http://h/?next=/a/rather/long/path/to/somewhere/page12345", None),
-    ("http://h/?u=https%3A%2F%2Fexample.com%2Fa%2Frather%2Flong%2Fpath1", None),
-    # a robots.txt rule quoted in a reason: a path, public text
+    ("OSError: [Errno 111] Connect call failed ('127.0.0.1', 9)", None),
+    ("Exception: boom; robotgate: error: note: x; InvalidURL: invalid URL 'x'", None),
+    ("http://h/robots.txt: ok (robots.txt answered 200), host:h", None),
+    ("Content-Type: text/html; Retry-After: 5; 'Server': 'nginx'", None),
+    # a robots.txt rule quoted in a reason: the site's public text
     ("disallowed by 'Disallow: /?sid=7198470&nid=210' (line 13), 'Allow: /*?token=$'", None),
     ("'Disallow: /x.pdf?id=b6322a80-f285-11e3-ac10-0800200c9a66' (line 5)", None),
+    ("'Crawl-delay: 600' (line 2), 'Content-Usage: /a/ train-ai=n' (line 3)", None),
     ("http://@host/ and http://user:@host/", None),
     ("disallowed by 'Disallow: /cookie:x' (line 2); the Authorization header is dropped", None),
 ])
@@ -677,3 +699,21 @@ def test_escaped_and_raw_control_characters_are_one_key_and_line_breaks_differ()
     assert resource_key("http://example.com/a%0A") != resource_key("http://example.com/a%0D")
     # What keys decoded before still decodes: unreserved characters, spaces.
     assert resource_key("http://example.com/%7e%20x") == "http://example.com/~ x"
+
+
+def test_a_decision_leaves_its_robots_txt_rule_whole_and_redacts_the_rest() -> None:
+    """The rule a reason quotes is the site's public text, a URL in it too; the reason's
+    other URLs are the caller's, and lose their values."""
+    rule = Rule(False, "http://h/x?token=public", 3)
+    reason = (f"disallowed by 'Disallow: http://h/x?token=public' (line 3), asked for "
+              f"http://h/x?token={CANARY}")
+    decision = Decision(False, reason, rule)
+    assert decision.reason == (f"disallowed by 'Disallow: http://h/x?token=public' (line 3), "
+                               f"asked for http://h/x?token={D(CANARY)}")
+
+
+def test_every_header_value_of_a_random_name_is_hidden_but_a_harmless_ones() -> None:
+    said = redact_text(f"<CIMultiDictProxy('X-Qz-Vw': '{CANARY}', 'Content-Length': '12', "
+                       f"'qzvw': 'a\"{CANARY}\"', 'Retry-After': '5')>")
+    assert said == ("<CIMultiDictProxy('X-Qz-Vw': '***', 'Content-Length': '12', "
+                    "'qzvw': '***', 'Retry-After': '5')>")

@@ -95,8 +95,9 @@ class Decision:
     the catch-all group, ``None`` when no group applied); ``outcome`` is set
     when the verdict comes from how fetching robots.txt went (for example
     ``"unreachable"``) rather than from a rule.  ``reason`` and ``error`` never hold
-    a password, a token or a credential header (:func:`robotgate.redaction.redact_text`
-    as the decision is made).  :attr:`unreachable` tells a site
+    a password, a query's or fragment's value or a header's
+    (:func:`robotgate.redaction.redact_text` as the decision is made); the robots.txt
+    rule quoted stays whole, the site's public text.  :attr:`unreachable` tells a site
     that could not be asked (a dead host, a DNS failure, a 5xx: disallowed, as
     RFC 9309 says) from one whose rules refuse; ``error`` then says what went wrong.
 
@@ -134,7 +135,13 @@ class Decision:
     def __post_init__(self) -> None:
         # The one constructor of every decision: its texts, which may quote a foreign
         # exception or a URL, leave without a secret (robotgate.redaction).
-        reason = redact_text(self.reason)
+        rule = self.rule
+        if rule is not None and "//" in self.reason:
+            # The rule it quotes is the site's public text, not a URL of the caller's.
+            quoted = repr(f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}")
+            reason = redact_text(self.reason, public=quoted)
+        else:
+            reason = redact_text(self.reason)
         if reason is not self.reason:
             object.__setattr__(self, "reason", reason)
         if self.error is not None:

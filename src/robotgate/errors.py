@@ -28,13 +28,13 @@ class Disallowed(Error):
     """robots.txt forbids this URL; ``decision`` says which rule or fetch outcome.
 
     LWP::RobotUA answered such requests with "403 Forbidden by robots.txt".
-    The URL is shown and kept without its password, and the message holds no secret
-    (:func:`robotgate.redaction.redact_text`).
+    The message (and so the repr) holds no secret (:func:`robotgate.redaction.redact_text`);
+    :attr:`url` is the URL refused as it was asked for (or as a redirect named it), whole:
+    returned to whoever asked, as ``CrawlResult.final_url`` (docs/secrets.md).
     """
 
     def __init__(self, url: str, decision: Decision) -> None:
-        url = redact(url)
-        super().__init__(redact_text(f"{url}: {decision.reason}"))
+        super().__init__(redact_text(f"{redact(url)}: {decision.reason}"))
         self.url = url
         self.decision = decision
 

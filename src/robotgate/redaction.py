@@ -1,24 +1,27 @@
-"""The one redactor every text robotgate makes from a foreign exception or URL
-passes before it leaves: reasons, exception messages, events, log records, the
-CLI's output and report.
+"""The one redactor every text robotgate *says* passes before it leaves: decisions'
+reasons and errors, exceptions' messages, events, log records, metric labels, the
+CLI's stderr and summaries.  What robotgate *returns* to whoever asked (a crawl's
+results, ``robotgate fetch``'s JSON lines, the stores' data) is not said: it keeps
+each URL as given or as the server redirected (docs/secrets.md).
 
-A secret can hide anywhere in such a text: a proxy's password in aiohttp's
-``ClientHttpProxyError`` (``url='http://user:PASSWORD@proxy:3128'``), a token
-as a URL's user name, a header shown in a request's repr.  :func:`redact_text`
-finds them by their form, not by knowing the URL they came from, so a text from
-any client reads safe:
+The redactor decides by a text's structure, never by a list of secret names, so
+it hides what no list foresaw:
 
-- a URL's user information, wherever the URL stands in the text: the password
-  goes, the user name stays; a user name standing alone goes too, since it is
-  often a token (as :func:`robotgate.urls.redact` does for one URL);
-- the value of an ``Authorization``, ``Proxy-Authorization``, ``Cookie`` or
-  ``Set-Cookie`` header, as a header line, a mapping's repr or a header pair;
-- in a URL (``scheme://...``), a query parameter's value (``?token=...``,
-  ``;jsessionid=...``) when its name says it holds a credential (``access_token``,
-  ``X-Amz-Signature``, ``apiKey``, ``PHPSESSID``...), or when the value looks like one
-  whatever its name: 32 characters or more of a token's alphabet, letters and digits
-  both (a hash, a JWT, a UUID).  The name stays, so the URL still says what it asked;
-  a path alone (a robots.txt rule quoted in a reason: public text) is left as it is.
+- a URL's user information (``//user:PASSWORD@host``: the password goes, the user
+  name stays; a user name standing alone goes, since it is often a token);
+- in a URL (``scheme://...``), every query and fragment *value* and every path
+  parameter's (``;jsessionid=...``): each becomes a short digest (``~3f9a1c``), the
+  same for the same value within a process, so two URLs stay tellable apart; the
+  names stay (``?token=~3f9a1c&page=~0b51e2``), so the URL still says what it asked;
+- every header's value but those of :data:`HARMLESS_HEADERS`, as a header line
+  (``X-Api-Key: ...``, ``Cookie: sid="..."``), a mapping's repr (``'Cookie': '...'``,
+  ``"Authorization": "..."``) or a pair (``(b'cookie', b'...')``): it becomes ``***``.
+
+A robots.txt line is the site's public text, not a header: its keys (``Disallow``,
+``Crawl-delay``...) are never read as header names, and a decision leaves the rule it
+quotes whole (:class:`robotgate.decision.Decision`).  A digest is keyed with a
+random key drawn as the process starts: it cannot be reversed by trying values, and
+it is stable within one process only.
 
 Pure: standard library only, no I/O.  Every robotgate logger (:data:`LOGGERS`)
 carries :class:`RedactingFilter`: each record's message, arguments and traceback
@@ -27,105 +30,257 @@ are redacted as the record is made, before any handler sees it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import secrets
 import traceback
 
-__all__ = ["LOGGERS", "RedactingFilter", "failure_text", "logger", "redact_text"]
+__all__ = ["HARMLESS_HEADERS", "LOGGERS", "RedactingFilter", "digest", "failure_text",
+           "logger", "redact_text", "redact_url"]
 
 HIDDEN = "***"
+
+#: Headers whose values say nothing secret, shown as they are (a URL among them
+#: still loses its secrets, as every URL said): a message about a page's answer
+#: stays readable.  Every other header's value is hidden.
+HARMLESS_HEADERS = frozenset({
+    "accept", "accept-encoding", "accept-language", "accept-ranges", "age",
+    "cache-control", "connection", "content-encoding", "content-language",
+    "content-length", "content-type", "date", "etag", "expires", "host",
+    "last-modified", "location", "retry-after", "server", "transfer-encoding",
+    "user-agent", "vary", "x-robots-tag"})
+
+# robots.txt's keys: the site's public lines that reasons and logs quote, never headers.
+_ROBOTS_KEYS = frozenset({
+    "allow", "disallow", "user-agent", "useragent", "crawl-delay", "crawldelay",
+    "request-rate", "visit-time", "sitemap", "site-map", "content-usage",
+    "content-signal", "clean-param", "noindex"})
+# Words that open robotgate's own lines ("robotgate: ...", "allowed: ...", "note: ...",
+# failure_text's "Exception: ..."), never a header's name.
+_OWN_WORDS = frozenset({"allowed", "disallowed", "error", "exception", "interrupted",
+                        "note", "robotgate", "warning"})
+
+_KEY = secrets.token_bytes(16)
+_DIGEST = re.compile(r"~[0-9a-f]{6}")
+
+
+def digest(value: str) -> str:
+    """The short digest that stands for ``value`` in what robotgate says: ``~`` and
+    six hex digits, keyed per process (the same value, the same digest, in this
+    process only; no value can be found from it by trying)."""
+    data = value.encode("utf-8", "surrogatepass")
+    return "~" + hashlib.blake2b(data, key=_KEY, digest_size=3).hexdigest()
+
+
+def redact_text(text: str, public: str = "") -> str:
+    """``text`` with every URL's user information and query and fragment values, and
+    every header value but a harmless one's, hidden (see the module's docstring).
+    ``public``: a part of the text that is the site's public text (a robots.txt rule
+    a reason quotes), left whole wherever it stands.
+
+    >>> redact_text("407, message='Proxy Authentication Required', "
+    ...             "url='http://user:CANARY@127.0.0.1:3128'")
+    "407, message='Proxy Authentication Required', url='http://user:***@127.0.0.1:3128'"
+    >>> redact_text("<CIMultiDict('Host': 'a', 'X-Api-Key': 'CANARY')>")
+    "<CIMultiDict('Host': 'a', 'X-Api-Key': '***')>"
+    >>> redact_text("disallowed by 'Disallow: /?sid=7198470' (line 3)")
+    "disallowed by 'Disallow: /?sid=7198470' (line 3)"
+    >>> redact_text("skipped https://example.com/p?access_token=CANARY") == (
+    ...     "skipped https://example.com/p?access_token=" + digest("CANARY"))
+    True
+    """
+    if text.__class__ is not str:
+        text = str(text)
+    if public and public in text:
+        return public.join(redact_text(part) for part in text.split(public))
+    if "//" in text:
+        if "@" in text:
+            text = _USERINFO.sub(_without_secret, text)
+        if "://" in text:
+            text = _URL.sub(_url_in_text, text)
+    quoted = "'" in text or '"' in text
+    if quoted and "(" in text and "," in text:
+        text = _PAIR.sub(_mapping_without_secret, text)
+    if ":" in text:
+        if quoted:
+            text = _MAPPING.sub(_mapping_without_secret, text)
+        text = _fields_hidden(text)
+    return text
+
+
+def redact_url(url: str) -> str:
+    """One URL as robotgate says it: its user information's secret hidden, and each
+    value of its query, fragment and path parameters a digest (the names kept).
+
+    >>> redact_url("http://user:pw@example.com/a;sid=1?q=x&flag#top") == (
+    ...     "http://user:***@example.com/a;sid={}?q={}&{}#{}".format(
+    ...         digest("1"), digest("x"), digest("flag"), digest("top")))
+    True
+    """
+    if "@" in url and "//" in url:
+        url = _USERINFO.sub(_without_secret, url)
+    start = url.find("//")
+    start = start + 2 if start >= 0 else 0
+    cut = _first_of(url, "/?#;", start)
+    if cut < 0:
+        return url
+    head, rest = url[:cut], url[cut:]
+    rest, hash_, fragment = rest.partition("#")
+    path, mark, query = rest.partition("?")
+    if ";" in path:
+        path = _PATH_PARAMETER.sub(_parameter_without_value, path)
+    if query:
+        query = _values_hidden(query)
+    if fragment:
+        fragment = _values_hidden(fragment)
+    return f"{head}{path}{mark}{query}{hash_}{fragment}"
+
+
+def _first_of(text: str, chars: str, start: int) -> int:
+    found = [i for i in (text.find(c, start) for c in chars) if i >= 0]
+    return min(found) if found else -1
+
+
+def _hidden(value: str) -> str:
+    """A value's digest (a digest or ``***`` already is one: said again as it is)."""
+    if value == HIDDEN or _DIGEST.fullmatch(value):
+        return value
+    return digest(value)
+
+
+def _values_hidden(query: str) -> str:
+    """``name=value&...`` (a query or a fragment) with each value a digest; a part
+    without ``=`` is a value too (``?TOKEN``, ``#section``)."""
+    parts = []
+    for part in query.split("&"):
+        name, equals, value = part.partition("=")
+        if equals:
+            parts.append(f"{name}={_hidden(value)}" if value else part)
+        else:
+            parts.append(_hidden(part) if part else part)
+    return "&".join(parts)
+
+
+# ";name=value" in a path (";jsessionid=..."), up to the segment's end.
+_PATH_PARAMETER = re.compile(r";([^;=/?#]*)=([^;/?#]*)")
+
+
+def _parameter_without_value(found: re.Match[str]) -> str:
+    value = found.group(2)
+    return f";{found.group(1)}={_hidden(value)}" if value else found.group(0)
+
 
 # "//", then an authority up to its last "@" (a password may hold one).  Tabs and
 # newlines are taken in as URL parsers drop them (a password split by one still goes);
 # a space, a quote or an angle bracket ends the URL as it ends one in a text.
 _USERINFO = re.compile(r"//([^/?# \f\v'\"<>\\]*)@")
-# A header's value as a header line ("Cookie: a=1"), a mapping's repr ("'Cookie':
-# 'a=1'", "\"Cookie\": \"a=1\"") or a pair ("(b'cookie', b'a=1')"), up to its quote
-# or the line's end.  Not the word in a path ("/cookie:x") or without a colon ("a cookie").
-_HEADER = re.compile(
-    r"(?<![\w/.-])((?-i:b)?['\"]?(?:proxy-authorization|authorization|set-cookie|cookie)"
-    r"(?:['\"]?[ \t]*:[ \t]*|['\"][ \t]*,[ \t]*)(?-i:b)?['\"]?)[^'\"\r\n]+",
-    re.IGNORECASE)
-
-
-def redact_text(text: str) -> str:
-    """``text`` with every URL's user information secret, every credential header's
-    value and every credential a query carries replaced by ``***``.  Anything else
-    is returned as it is.
-
-    >>> redact_text("407, message='Proxy Authentication Required', "
-    ...             "url='http://user:CANARY@127.0.0.1:3128'")
-    "407, message='Proxy Authentication Required', url='http://user:***@127.0.0.1:3128'"
-    >>> redact_text("see https://ghp_token@example.com/x and mail bot@example.com")
-    'see https://***@example.com/x and mail bot@example.com'
-    >>> redact_text("<CIMultiDict('Host': 'a', 'Authorization': 'Bearer CANARY')>")
-    "<CIMultiDict('Host': 'a', 'Authorization': '***')>"
-    >>> redact_text("disallowed by 'Disallow: /cookie:x' (line 2)")
-    "disallowed by 'Disallow: /cookie:x' (line 2)"
-    >>> redact_text("skipped https://example.com/private?page=2&access_token=CANARY")
-    'skipped https://example.com/private?page=2&access_token=***'
-    >>> redact_text("disallowed by 'Disallow: /?sid=7198470' (line 3)")
-    "disallowed by 'Disallow: /?sid=7198470' (line 3)"
-    """
-    if text.__class__ is not str:
-        text = str(text)
-    if "@" in text and "//" in text:
-        text = _USERINFO.sub(_without_secret, text)
-    lowered = text.lower()  # a tenth of a case-blind search's time: most texts name none
-    if "authoriz" in lowered or "cookie" in lowered:
-        text = _HEADER.sub(_HIDE_VALUE, text)
-    if "=" in text and "://" in text:
-        text = _URL.sub(_url_without_credentials, text)
-    return text
-
-
-_HIDE_VALUE = r"\1" + HIDDEN
-
 # A URL with its scheme, up to where it ends in a text.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-# A query parameter in a URL (after "?", "&" or a path's ";"), up to where the URL or
-# the parameter ends in a text (a URL's last ":", "," or ")" is the text's).
-_PARAMETER = re.compile(r"([?&;][^=&#;?\s'\"<>]{1,100}=)([^&#;?\s'\"<>]*[^&#;?\s'\"<>:,)])")
-# A parameter name's words: "X-Amz-Signature", "access_token", "apiKey", "PHPSESSID".
-_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_SECRET_WORDS = frozenset({
-    "token", "secret", "password", "passwd", "pass", "pwd", "passcode", "auth", "key",
-    "apikey", "authkey", "sig", "signature", "session", "sessionid", "sid", "credential",
-    "credentials", "jwt", "ticket", "otp", "code", "csrf", "xsrf"})
-_SECRET_STEMS = ("token", "secret", "passw", "sessid", "session", "apikey", "signature",
-                 "credential")
-# A value that reads as a credential whatever its name: base64, base64url or hex, as
-# sent (a "/" or "=" percent-encoded).  Not a path or an encoded URL ("/", "%3A").
-_OPAQUE = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])"
-                     r"(?:[A-Za-z0-9_.~+=-]|%2[Ff]|%3[Dd]){32,}")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# What ends a sentence after a URL, not the URL: "see http://h/x?a=1." or "(http://h/)".
+_TRAILING = ".,:;!?)]}"
 
 
-def _secret_name(name: str) -> bool:
-    for word in _NAME_WORD.findall(name):
-        word = word.lower()
-        if word in _SECRET_WORDS or any(stem in word for stem in _SECRET_STEMS):
-            return True
-    return False
-
-
-def _url_without_credentials(found: re.Match[str]) -> str:
+def _url_in_text(found: re.Match[str]) -> str:
     url = found.group(0)
-    return _PARAMETER.sub(_without_credential, url) if "=" in url else url
-
-
-def _without_credential(found: re.Match[str]) -> str:
-    name, value = found.group(1), found.group(2)
-    if _secret_name(name[1:-1]) or _OPAQUE.fullmatch(value):
-        return name + HIDDEN
-    return found.group(0)
+    end = len(url)
+    while end > 0 and url[end - 1] in _TRAILING:
+        end -= 1
+    return redact_url(url[:end]) + url[end:]
 
 
 def _without_secret(found: re.Match[str]) -> str:
     userinfo = found.group(1)
     user, colon, password = userinfo.partition(":")
-    if not (password if colon else user):
-        return found.group(0)  # nothing secret: "//@host", "//user:@host"
+    if not (password if colon else user) or (password if colon else user) == HIDDEN:
+        return found.group(0)  # nothing secret: "//@host", "//user:@host", hidden already
     return f"//{user}:{HIDDEN}@" if colon else f"//{HIDDEN}@"
+
+
+# A header in a mapping's repr or JSON: a quoted name, ":", a quoted value (escapes
+# and the other quote inside it taken in: 'sid="S"').
+_MAPPING = re.compile(
+    r"""(?<![\w\\])(b?(['"])([A-Za-z0-9][A-Za-z0-9_.-]{0,99})\2[ \t]*:[ \t]*b?(['"]))"""
+    r"""((?:\\.|(?!\4)[^\\\r\n])*)(\4)""")
+# A header as a pair, a tuple's repr: "(b'cookie', b'sid=S')", "('X-Api-Key', 'S')".
+_PAIR = re.compile(
+    r"""(?<=\()(\s*b?(['"])([A-Za-z0-9][A-Za-z0-9_.-]{0,99})\2[ \t]*,[ \t]*b?(['"]))"""
+    r"""((?:\\.|(?!\4)[^\\\r\n])*)(\4)(?=\s*\))""")
+
+
+def _mapping_without_secret(found: re.Match[str]) -> str:
+    name, value = found.group(3), found.group(5)
+    if not value or value == HIDDEN or name.lower() in HARMLESS_HEADERS:
+        return found.group(0)
+    return f"{found.group(1)}{HIDDEN}{found.group(6)}"
+
+
+# A header line's name and colon ("X-Api-Key: ", "Set-Cookie:"), not inside a word, a
+# path or a URL's query; "scheme://" and "net::ERR_..." are no header.
+_FIELD = re.compile(r"(?:(?<=\\[nr])|(?<![\w/.@%?&=#;~\\-]))"
+                    r"([A-Za-z][A-Za-z0-9_-]{0,99})[ \t]*:(?![/:])[ \t]*")
+# Where a one-word header name (no hyphen) opens a line: the text's start, a line
+# break (or one escaped in a repr), a quote or bracket, or after a prefix's ": ".
+_LINE_OPENERS = "\r\n'\"([{<"
+
+
+def _fields_hidden(text: str) -> str:
+    """``text`` with the value of each header line hidden, up to the line's end (or
+    the quote that opened it).  A name with a hyphen is a header name wherever it
+    stands (``X-Api-Key: ``); one word is, Capitalised (``Cookie: ``), where a line
+    opens; robots.txt's keys and the words of robotgate's own lines never are."""
+    out: list[str] = []
+    pos = 0
+    for found in _FIELD.finditer(text):
+        start = found.start()
+        if start < pos:
+            continue  # inside a value hidden already
+        name = found.group(1)
+        lowered = name.lower()
+        if lowered in HARMLESS_HEADERS or lowered in _ROBOTS_KEYS:
+            continue
+        if "-" not in name and not _one_word_field(name, lowered, text, start):
+            continue
+        end = _line_end(text, found.end(), text[start - 1] if start else "")
+        value = text[found.end():end]
+        if not value or value == HIDDEN:
+            continue
+        out.append(text[pos:found.end()])
+        out.append(HIDDEN)
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _one_word_field(name: str, lowered: str, text: str, start: int) -> bool:
+    """Whether a name without a hyphen opens a header line: Capitalised (``Cookie``) or in
+    lower case (``cookie``, as HTTP/2 writes it) where a line opens; never a class's name
+    (``OSError: ...``) or a word that opens robotgate's own lines (``allowed: ...``)."""
+    if lowered in _OWN_WORDS:
+        return False
+    if name != lowered and not (name[0].isupper() and name[1:] == lowered[1:]):
+        return False  # "OSError", "InvalidURL": a class's name, failure_text's prefix
+    return _opens_line(text, start)
+
+
+def _opens_line(text: str, start: int) -> bool:
+    if start == 0 or text[start - 1] in _LINE_OPENERS:
+        return True
+    before = text[max(0, start - 2):start]
+    return before in ("\\n", "\\r", ": ", "b'", 'b"')
+
+
+def _line_end(text: str, start: int, opener: str) -> int:
+    """Where a header line's value ends: the line's end (a line break, or one escaped
+    in a repr), or the quote that opened the line."""
+    ends = [text.find(c, start) for c in "\r\n"]
+    ends += [text.find(escaped, start) for escaped in ("\\r", "\\n")]
+    if opener in ("'", '"'):
+        ends.append(text.find(opener, start))
+    found = [i for i in ends if i >= 0]
+    return min(found) if found else len(text)
 
 
 def failure_text(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ from ipaddress import IPv6Address
 from urllib.parse import urlsplit
 
 from .error_root import Error
-from .redaction import redact_text
+from .redaction import HIDDEN, redact_text, redact_url
 
 __all__ = [
     "MAX_HOST_LENGTH",
@@ -147,12 +147,14 @@ def text_url(url: object) -> str:
 
 
 def redact(url: str) -> str:
-    """``url`` with the secret of its user information replaced by ``***``.
+    """``url`` as robotgate says it (in a message, a log line, an event): the secret of
+    its user information replaced by ``***``, and each value of its query, fragment
+    and path parameters by a short digest (:func:`robotgate.redaction.redact_url`).
 
     The password goes, the user name stays; a user name without a password
-    goes too, since it is often a token (``https://TOKEN@host/``).  Anything
-    without user information or a credential in its query is returned as
-    it is.  Never raises.
+    goes too, since it is often a token (``https://TOKEN@host/``).  A parameter's
+    name stays, so the URL still says what it asked.  Never raises.  What robotgate
+    returns to whoever asked (a crawl's results) keeps the URL whole instead.
 
     >>> redact("http://user:secret@example.com/x")
     'http://user:***@example.com/x'
@@ -160,30 +162,28 @@ def redact(url: str) -> str:
     'https://***@example.com/'
     >>> redact("http://example.com/a@b")
     'http://example.com/a@b'
-
-    A credential in its query goes too, and a URL quoted inside it
-    (``?next=http://u:pw@host/``) loses its secret: the rest goes through
-    :func:`robotgate.redaction.redact_text`, the one redactor.
-
-    >>> redact("https://example.com/file?X-Amz-Signature=CANARY&part=2")
-    'https://example.com/file?X-Amz-Signature=***&part=2'
+    >>> from robotgate.redaction import digest
+    >>> redact("https://example.com/f?X-Amz-Signature=CANARY") == (
+    ...     "https://example.com/f?X-Amz-Signature=" + digest("CANARY"))
+    True
     """
     if not isinstance(url, str):
         return url
-    if "@" not in url:
-        return redact_text(url) if "=" in url else url  # a credential in its query
-    span = _userinfo(url)
-    if span is None:
-        # Read as urlsplit reads it (outer whitespace, tabs and newlines gone), its
-        # user information may be found: then the URL is shown in that form.
-        clean = as_sent(url.strip())
-        return redact(clean) if clean != url else redact_text(url)
-    start, at = span
-    user, colon, password = url[start:at].partition(":")
-    if not (password if colon else user):
-        return redact_text(url)  # nothing secret here: "http://@host/", "http://user:@host/"
-    kept = f"{user}:***" if colon else "***"
-    return redact_text(url[:start] + kept + url[at:])
+    if "@" in url:
+        span = _userinfo(url)
+        if span is None:
+            # Read as urlsplit reads it (outer whitespace, tabs and newlines gone), its
+            # user information may be found: then the URL is shown in that form.
+            clean = as_sent(url.strip())
+            if clean != url:
+                return redact(clean)
+        else:
+            start, at = span
+            user, colon, password = url[start:at].partition(":")
+            secret = password if colon else user
+            if secret and secret != HIDDEN:  # not "http://@host/", "http://user:@host/"
+                url = url[:start] + (f"{user}:{HIDDEN}" if colon else HIDDEN) + url[at:]
+    return redact_url(url)
 
 
 def scrub(text: str, url: str) -> str:

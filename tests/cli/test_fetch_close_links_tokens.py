@@ -3,6 +3,7 @@ symlinked host directory under ``--save-dir``, a token in a URL's user informati
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,11 @@ async def test_a_dangling_symlinked_host_directory_is_not_followed(
     assert not missing.exists()
 
 
-async def test_a_token_as_user_information_is_never_printed(
+async def test_a_token_as_user_information_is_never_said_and_the_lines_keep_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """stderr and ``check``'s output say no token; fetch's JSON lines return each URL as
+    given, so that it can be matched to its input and fetched again (docs/secrets.md)."""
     token = "ghp_t0k3nXYZ"
     async with HostileServer() as srv:
         base = f"http://{token}@127.0.0.1:{srv.port}"
@@ -91,8 +94,12 @@ async def test_a_token_as_user_information_is_never_printed(
             ["check", srv.url("/robots.txt"), base + "/private/2", "--json"], capsys
         )
     assert code == 2 and check_code == 1 and json_code == 1
-    for text in (out, err, check_out, check_err, json_out, json_err):
+    for text in (err, check_out, check_err, json_out, json_err):
         assert token not in text
     urls = {str(r["url"]) for r in json_lines(out)}
-    assert f"http://***@127.0.0.1:{srv.port}/page/1" in urls
+    assert urls == {base + "/page/1", base + "/private/2", f"http://{token}@127.0.0.1:1/x",
+                    f"http://{token}@[bad/"}
+    for record in json_lines(out):  # what robotgate says in a line: no token
+        assert token not in json.dumps({k: v for k, v in record.items()
+                                        if k not in ("url", "final_url")}), record
     assert json_lines(json_out)[0]["url"] == f"http://***@127.0.0.1:{srv.port}/private/2"

@@ -1,16 +1,26 @@
-"""A canary secret never leaves robotgate, on any client path, through any output.
+"""A canary secret never leaves robotgate in what it *says*, on any client path, through
+any output; every URL comes back whole in what it *returns* (docs/secrets.md).
 
 The secrets: a unique password and token in page URLs, in the URL of a proxy
 (``http://user:PASSWORD@127.0.0.1:port``, one answering 400, one answering 407, one
 refusing connections), in a redirect's target, and in request headers
-(``Authorization``, ``Cookie``, ``Proxy-Authorization``).  The outputs swept: each
-exception's str and repr, each decision's reason and error, every record of every
-``robotgate`` logger at DEBUG (message and traceback), every event, the metrics'
-data points, and the CLI's stdout, stderr, JSON lines and HTML report.  The paths:
-``gate.fetch``, ``gate.middleware``, the httpx transport, ``gate.crawl``, crawlee's
-client, Scrapy's middleware (a child process: its robotgate log lines and results),
-a Playwright context and crawl4ai's crawler (in the system Chromium; skipped without
-one), and the CLI.
+(``Authorization``: Bearer or Digest ``response="..."``, ``Cookie`` with a quoted value,
+``Proxy-Authorization``, ``X-Api-Key``, ``X-Auth-Token``); a fragment
+(``#access_token=...&token_type=bearer``); short values under ``?authorization=``,
+``?privatekey=``, ``?hash=``, ``?hmac=``, ``?bearer=``, ``?k=``; the site's
+``Set-Cookie: sid="..."``; and a canary made at random for each run
+(:class:`RandomCanary`: a random name and a random value format in each place, a
+header, a query, a fragment, a cookie, a quoted cookie, Digest, user information;
+``ROBOTGATE_CANARY_SEED`` replays a run, and a failure names its seed).  The outputs
+swept: each exception's str and repr, each decision's reason and error, every record
+of every ``robotgate`` logger at DEBUG (message and traceback), every event, the
+metrics' data points, and the CLI's stdout, stderr, HTML report and the texts of its
+JSON lines.  The paths: ``gate.fetch``, ``gate.middleware``, the httpx transport,
+``gate.crawl``, crawlee's client, Scrapy's middleware (a child process: its robotgate
+log lines and results), a Playwright context and crawl4ai's crawler (in the system
+Chromium; skipped without one), and the CLI.  What is returned: ``gate.crawl``'s
+``CrawlResult.url`` and ``final_url``, and ``robotgate fetch``'s ``url`` and
+``final_url``, each the URL given or the redirect's target, whole.
 
 Then a proxy's answer is not the site's: robots.txt asked through a proxy answering
 407 is unreachable, so ``/no/`` (disallowed by the real robots.txt) is never asked
@@ -23,7 +33,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import random
+import re
+import string
 import sys
+import uuid
 from base64 import b64encode
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -49,18 +64,126 @@ pytestmark = pytest.mark.slow  # loopback servers, child processes, browsers
 
 PASSWORD = "CanaryPw-88c4f1"
 TOKEN = "CanaryTok-88c4f1"
+QUOTED = "CanaryQuo-88c4f1"  # a cookie's quoted value
+DIGEST = "CanaryDig-88c4f1"  # Digest Authorization's response
+API_KEY, AUTH_TOKEN = "CanaryKey-88c4f1", "CanaryAuth-88c4f1"
+FRAGMENT = "CanaryFrag-88c4f1"  # #access_token=...
+SESSION = "CanarySes-88c4f1"  # a redirect's target's query: /landed?session=...
+SET_COOKIE = "CanarySet-88c4f1"  # the site's Set-Cookie: sid="..."
+#: Short values under parameters no list of names foresaw.
+SHORT = {"authorization": "q7Zk", "privatekey": "w3Xp", "hash": "j5Vb", "hmac": "t2Hd",
+         "bearer": "m8Rc", "k": "y4Ln"}
+BASIC = b64encode(f"user:{PASSWORD}".encode()).decode()
 #: What must never show: the secrets, and the Basic credentials made of them.
-SECRETS = (PASSWORD, TOKEN, b64encode(f"user:{PASSWORD}".encode()).decode())
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "Cookie": f"sid={PASSWORD}",
-           "Proxy-Authorization": f"Basic {SECRETS[2]}"}
+FIXED = (PASSWORD, TOKEN, QUOTED, DIGEST, API_KEY, AUTH_TOKEN, FRAGMENT, SESSION,
+         SET_COOKIE, BASIC, *SHORT.values())
 ROBOTS = "User-agent: *\nDisallow: /no/\n"
 
 
-def headers_for(url: str, proxy: str | None) -> dict[str, str]:
-    """The secret headers a request can carry: aiohttp refuses an Authorization header
-    beside a URL's credentials (a redirect's target's too), and a Proxy-Authorization
-    beside a proxy's."""
-    return {name: value for name, value in HEADERS.items()
+def _word(rng: random.Random, low: int, high: int) -> str:
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(low, high)))
+
+
+def _random_name(rng: random.Random, header: bool) -> str:
+    """A name as a header or a parameter may be written: ``X-Qbz-Trk``, ``qbz-trk``,
+    ``Qbztrk``, ``qbz_trk``..."""
+    words = [_word(rng, 3, 8) for _ in range(rng.randint(1, 3))]
+    if header:
+        style = rng.choice(["Title", "lower", "X-Title"])
+        if style == "lower":
+            return "-".join(words)
+        name = "-".join(w.capitalize() for w in words)
+        return "X-" + name if style == "X-Title" else name
+    return rng.choice(["_", "-", ""]).join(words) if len(words) > 1 else words[0]
+
+
+def _random_value(rng: random.Random) -> str:
+    """A secret in one of the formats secrets come in, unique enough to be looked for:
+    hex, base64url, a UUID, digits, a JWT's three parts, words, a prefixed token."""
+    kind = rng.choice(["hex", "b64", "uuid", "digits", "jwt", "words", "prefixed"])
+    if kind == "hex":
+        return "".join(rng.choice("0123456789abcdef") for _ in range(rng.randint(10, 40)))
+    b64 = string.ascii_letters + string.digits + "-_"
+    if kind == "b64":
+        return "".join(rng.choice(b64) for _ in range(rng.randint(10, 43)))
+    if kind == "uuid":
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    if kind == "digits":
+        return str(rng.randint(10**11, 10**16))
+    if kind == "jwt":
+        return ".".join("".join(rng.choice(b64) for _ in range(rng.randint(8, 20)))
+                        for _ in range(3))
+    if kind == "words":
+        return "-".join(_word(rng, 4, 9) for _ in range(3))
+    return rng.choice(["ghp_", "sk-", "xoxb-", "AKIA"]) + "".join(
+        rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(12, 30)))
+
+
+@dataclass(frozen=True)
+class RandomCanary:
+    """A random name and a random value in each place a secret goes; ``seed`` makes it
+    again (``ROBOTGATE_CANARY_SEED=seed``)."""
+
+    seed: int
+    header: tuple[str, str]
+    query: tuple[str, str]
+    fragment: tuple[str, str]
+    cookie: tuple[str, str]
+    quoted: tuple[str, str]
+    digest: str
+    userinfo: tuple[str, str]
+
+    @classmethod
+    def make(cls, seed: int) -> RandomCanary:
+        rng = random.Random(seed)
+
+        def pair(header: bool = False) -> tuple[str, str]:
+            return _random_name(rng, header), _random_value(rng)
+
+        return cls(seed, pair(True), pair(), pair(), pair(), pair(), _random_value(rng),
+                   (_word(rng, 3, 9), _random_value(rng)))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.header[1], self.query[1], self.fragment[1], self.cookie[1],
+                self.quoted[1], self.digest, self.userinfo[1])
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {self.header[0]: self.header[1],
+                "Cookie": f'{self.cookie[0]}={self.cookie[1]}; {self.quoted[0]}="{self.quoted[1]}"',
+                "Authorization": f'Digest username="user", realm="canary", '
+                                 f'uri="/", response="{self.digest}"'}
+
+    def url_tail(self) -> str:
+        return f"?{self.query[0]}={self.query[1]}#{self.fragment[0]}={self.fragment[1]}"
+
+
+def run_seed() -> int:
+    """This run's seed: ``ROBOTGATE_CANARY_SEED`` if set (to replay a failure), else drawn."""
+    given = os.environ.get("ROBOTGATE_CANARY_SEED", "")
+    return int(given) if given else random.SystemRandom().randrange(2**32)
+
+
+SEED = run_seed()
+CANARY = RandomCanary.make(SEED)
+SECRETS = (*FIXED, *CANARY.secrets)
+REPLAY = f"replay with ROBOTGATE_CANARY_SEED={SEED}"
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Cookie": f'sid="{QUOTED}"; a={PASSWORD}',
+           "Proxy-Authorization": f"Basic {BASIC}", "X-Api-Key": API_KEY,
+           "X-Auth-Token": AUTH_TOKEN}
+
+
+def headers_for(url: str, proxy: str | None, canary: RandomCanary = CANARY) -> dict[str, str]:
+    """The secret headers a request can carry (the random canary's too; Digest
+    Authorization for a URL with a query, Bearer for the others): aiohttp refuses an
+    Authorization header beside a URL's credentials (a redirect's target's too), and a
+    Proxy-Authorization beside a proxy's."""
+    headers = {**HEADERS, **canary.headers}
+    headers["Cookie"] = f"{HEADERS['Cookie']}; {canary.headers['Cookie']}"
+    headers["Authorization"] = (f'Digest username="user", realm="r", nonce="n", uri="/", '
+                                f'response="{DIGEST}"' if "?" in url else HEADERS["Authorization"])
+    return {name: value for name, value in headers.items()
             if not (name == "Authorization" and ("@" in url or "/redirect/" in url))
             and not (name == "Proxy-Authorization" and proxy is not None)}
 
@@ -101,7 +224,10 @@ class Site:
         if request.path.startswith("/redirect/"):
             target = self.targets[int(request.path.rsplit("/", 1)[1])]
             return web.Response(status=302, headers={"Location": target})
-        return web.Response(text="<html><body>a page</body></html>", content_type="text/html")
+        response = web.Response(text="<html><body>a page</body></html>",
+                                content_type="text/html")
+        response.headers["Set-Cookie"] = f'sid="{SET_COOKIE}"; Path=/; HttpOnly'
+        return response
 
 
 def canary_proxy(status: int) -> FailingProxy:
@@ -120,21 +246,42 @@ class World:
     site: Site
     proxies: dict[str, FailingProxy]
     dead: str  # a proxy URL with the password, on a port refusing connections
+    canary: RandomCanary = CANARY
 
     def pages(self) -> list[str]:
         """URLs holding the secrets, direct: a page, a disallowed page, a redirect whose
         target (holding the password) is disallowed, one allowed, a page of a port
         refusing connections (robots.txt unreachable, the client's error said), and the
-        token in a query: a disallowed page's, an allowed page's, a redirect target's."""
-        site = self.site
+        token in a query: a disallowed page's, an allowed page's, a redirect target's; a
+        redirect to ``/landed?session=...``; short values under parameters; a token in
+        a fragment; two pages told apart by their ids; the random canary's query,
+        fragment and user information."""
+        site, canary = self.site, self.canary
+        user, password = canary.userinfo
         site.targets = [site.url("/no/hop", f"user:{PASSWORD}@"),
                         site.url("/page/2", f"{TOKEN}@"),
-                        site.url(f"/no/signed?X-Amz-Signature={TOKEN}&part=1")]
+                        site.url(f"/no/signed?X-Amz-Signature={TOKEN}&part=1"),
+                        site.url(f"/landed?session={SESSION}")]
         dead_site = self.dead + "/page"  # with the password, on the refusing port
+        short = "&".join(f"{name}={value}" for name, value in SHORT.items())
         return [site.url("/page/1", f"user:{PASSWORD}@"), site.url("/no/x", f"{TOKEN}@"),
                 site.url("/redirect/0"), site.url("/redirect/1"), dead_site,
                 site.url(f"/no/q?token={TOKEN}"), site.url(f"/page/3?access_token={TOKEN}"),
-                site.url("/redirect/2")]
+                site.url("/redirect/2"), site.url("/redirect/3"),
+                site.url(f"/page/4?{short}"), site.url(f"/no/s?{short}"),
+                site.url(f"/page/5#access_token={FRAGMENT}&token_type=bearer"),
+                site.url(f"/page/8?id={uuid.UUID(int=SEED, version=4)}"),
+                site.url(f"/page/9?id={uuid.UUID(int=SEED + 1, version=4)}"),
+                site.url("/page/6" + canary.url_tail()), site.url("/no/r" + canary.url_tail()),
+                site.url("/page/7", f"{user}:{password}@")]
+
+    def final_hop(self, url: str) -> str:
+        """Where ``url`` ends: its redirect's target, or itself."""
+        site = self.site
+        for n, target in enumerate(site.targets):
+            if url == site.url(f"/redirect/{n}"):
+                return target
+        return url
 
     def proxied(self) -> list[tuple[str, str]]:
         """(URL, proxy URL): an https origin of its own per proxy, asked through it (the
@@ -184,16 +331,17 @@ class Sweep(logging.Handler):
         self.note("decision error", decision.error)
         self.note("decision", decision)
 
-    def check(self, *surfaces: str) -> None:
+    def check(self, *surfaces: str, secrets: tuple[str, ...] = SECRETS,
+              seed: int = SEED) -> None:
         """No secret anywhere, and each of ``surfaces`` said something (so that the
-        sweep could have found one)."""
+        sweep could have found one).  A failure names the random canary's seed."""
         for event in self.events:
             self.note("event", repr(event))
         said = {surface for surface, text in self.texts if text and text != "None"}
         assert set(surfaces) <= said, (surfaces, said)
-        leaks = [(surface, text) for surface, text in self.texts
-                 if any(secret in text for secret in SECRETS)]
-        assert leaks == [], leaks
+        leaks = [(surface, [secret for secret in secrets if secret in text], text)
+                 for surface, text in self.texts if any(secret in text for secret in secrets)]
+        assert leaks == [], f"replay with ROBOTGATE_CANARY_SEED={seed}: {leaks}"
 
 
 @pytest.fixture
@@ -290,11 +438,29 @@ async def _crawl(gate: RobotGate, sweep: Sweep, world: World) -> None:
     async def handler(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
         return ()
 
-    await gate.crawl(world.pages(), handler, retries=0, scope="any", on_result=results.append)
+    pages = world.pages()
+    await gate.crawl(pages, handler, retries=0, scope="any", on_result=results.append)
     for result in results:
         sweep.note("result error", result.error)
         if result.decision is not None:
             sweep.decision(result.decision)
+    assert_returned_whole(world, [(r.url, r.final_url) for r in results], pages)
+
+
+def assert_returned_whole(world: World, returned: list[tuple[str, str | None]],
+                          pages: list[str]) -> None:
+    """What robotgate returned: each URL given, whole, once; each final URL the URL
+    itself, whole, or its redirect's target as the server wrote it, but for the user
+    information of a target, which the client drops (aiohttp takes it out of the URL)."""
+    assert sorted(url for url, _ in returned) == sorted(pages), REPLAY
+    for url, final in returned:
+        if final is None:
+            continue
+        hop = world.final_hop(url)
+        dropped = {re.sub("//[^/@]*@", "//", hop)} if hop != url else set()
+        assert final in {hop, *dropped}, (url, final, REPLAY)
+    landed = [final for url, final in returned if url == world.site.url("/redirect/3")]
+    assert landed == [world.site.targets[3]], (landed, REPLAY)  # ?session=... whole
 
 
 @pytest.mark.parametrize("path", ["fetch", "middleware", "httpx", "crawlee", "crawl"])
@@ -387,7 +553,11 @@ async def test_no_secret_leaves_the_cli(world: World, sweep: Sweep, tmp_path: Pa
     reported = capsys.readouterr()
     sweep.note("cli stdout", fetched.out + reported.out)
     sweep.note("cli stderr", fetched.err + reported.err)
-    sweep.note("cli JSON lines", lines.read_text())
+    records = [json.loads(line) for line in lines.read_text().splitlines()]
+    # What fetch returns: each line's url and final_url, whole; the rest it says.
+    returned = [(record.pop("url"), record.pop("final_url", None)) for record in records]
+    assert_returned_whole(world, returned, world.pages())
+    sweep.note("cli JSON lines", "\n".join(json.dumps(record) for record in records))
     sweep.note("cli report", html.read_text())
     assert "/no/x" not in world.site.paths and "/no/hop" not in world.site.paths
     sweep.check("cli stderr", "cli JSON lines", "cli report")
@@ -530,3 +700,95 @@ async def test_robots_txt_a_proxy_answers_407_for_is_unreachable_on_every_proxie
     assert site.paths == [], site.paths
     assert [r.refused for r in results] == ["unreachable", "unreachable"], results
     assert "the proxy answered 407" in results[1].reason, results
+
+
+# -- the random canary, run after run --------------------------------------------------------
+
+#: The soak's runs: each a random canary of its own, from seeds drawn from this run's.
+RUNS = 100
+
+
+def said_forms(canary: RandomCanary, url: str) -> list[str]:
+    """Every form a foreign text may quote the canary in: header lines, a mapping's repr,
+    JSON, pairs, a raw request, the URLs."""
+    (name, value), quoted = canary.header, canary.quoted
+    cookie = canary.headers["Cookie"]
+    digest = canary.headers["Authorization"]
+    return [
+        f"{name}: {value}", f"ValueError: {name}: {value}\nmore", f"Cookie: {cookie}",
+        f"Set-Cookie: {quoted[0]}=\"{quoted[1]}\"; Path=/", f"Authorization: {digest}",
+        repr({name: value, "Cookie": cookie, "Authorization": digest}),
+        json.dumps({name: value, "Set-Cookie": f'{quoted[0]}="{quoted[1]}"'}),
+        repr([(name.lower().encode(), value.encode()), (b"cookie", cookie.encode())]),
+        repr(f"GET / HTTP/1.1\r\nHost: h\r\n{name}: {value}\r\nCookie: {cookie}\r\n\r\n"
+             .encode()),
+        f"failed {url}: reset", f"URL('{url}')", f"see <{url}>.",
+    ]
+
+
+def sweep_said(canary: RandomCanary, url: str) -> list[tuple[str, str]]:
+    """The canary's forms through each way robotgate says a foreign text: the redactor,
+    an exception's text, a decision, an event, a log record, a refusal."""
+    from robotgate.decision import Decision
+    from robotgate.events import UrlSkipped
+    from robotgate.redaction import RedactingFilter, failure_text, redact_text
+
+    said: list[tuple[str, str]] = []
+    for text in said_forms(canary, url):
+        decision = Decision(False, f"could not ({text})", outcome="unreachable", error=text)
+        record = logging.LogRecord("robotgate", logging.INFO, __file__, 1, "%s", (text,), None)
+        RedactingFilter().filter(record)
+        said += [("redact_text", redact_text(text)),
+                 ("failure_text", failure_text(OSError(text))),
+                 ("decision", repr(decision)),
+                 ("event", repr(UrlSkipped(0.0, "http://h", "", url, text, "x", text))),
+                 ("log", record.getMessage()),
+                 ("refusal", repr(Disallowed(url, decision)) + str(Disallowed(url, decision)))]
+    return said
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_a_random_canary_is_never_said_and_always_returned(run: int, site: Site) -> None:
+    """Run after run, a canary made at random: never in what robotgate says (each form a
+    foreign text may take, then a crawl of pages holding it: its logs, events, decisions,
+    errors), and every URL returned whole.  A failure names the seed that replays it."""
+    seed = random.Random(SEED).randrange(2**32) + run
+    canary = RandomCanary.make(seed)
+    user, password = canary.userinfo
+    site.targets = [site.url("/landed" + canary.url_tail().partition("#")[0])]
+    pages = [site.url("/page/6" + canary.url_tail()), site.url("/no/r" + canary.url_tail()),
+             site.url("/page/7", f"{user}:{password}@"), site.url("/redirect/0")]
+    sweep = Sweep()
+    for surface, text in sweep_said(canary, pages[0]) + sweep_said(canary, pages[2]):
+        sweep.note(surface, text)
+    root = logging.getLogger("robotgate")
+    level = root.level
+    root.setLevel(logging.DEBUG)
+    root.addHandler(sweep)
+    results: list[CrawlResult] = []
+    try:
+        async with RobotGate(AGENT, is_private=public_loopback_1, delay=0,
+                             on_event=sweep.events.append) as gate:
+            async def handler(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
+                return ()
+
+            def fetch(url: str, **options: Any) -> Any:
+                return gate.fetch(url, headers=headers_for(url, None, canary), **options)
+
+            await gate.crawl(pages, handler, fetch=fetch, retries=0, on_result=results.append)
+    finally:
+        root.removeHandler(sweep)
+        root.setLevel(level)
+    for result in results:
+        sweep.note("result error", result.error)
+        if result.decision is not None:
+            sweep.decision(result.decision)
+    sweep.check("log", "event", "decision reason", "redact_text",
+                secrets=canary.secrets, seed=seed)
+    replay = f"replay with ROBOTGATE_CANARY_SEED={seed}"
+    assert sorted(r.url for r in results) == sorted(pages), replay
+    finals = {r.url: r.final_url for r in results}
+    assert finals[pages[0]] == pages[0] and finals[pages[2]] == pages[2], (finals, replay)
+    assert finals[pages[3]] == site.targets[0], (finals, replay)
+    assert finals[pages[1]] is None or finals[pages[1]] == pages[1], (finals, replay)

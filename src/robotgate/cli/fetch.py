@@ -94,7 +94,8 @@ def run_fetch(args: argparse.Namespace) -> int:
                 ) from None
         if args.out and args.out != "-":
             try:
-                out = open(args.out, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+                out = open(args.out, "w", encoding="utf-8", newline="\n",  # noqa: SIM115
+                           opener=owner_only)
             except OSError as exc:
                 raise UsageError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
         run = _FetchRun(args, sources, store, out or sys.stdout, save_dir)
@@ -103,6 +104,12 @@ def run_fetch(args: argparse.Namespace) -> int:
         close_sources(sources)
         if out is not None:
             out.close()
+
+
+def owner_only(path: str, flags: int) -> int:
+    """Open ``path`` as ``open`` would, a new file readable by its owner only (0600): the
+    lines hold the URLs as given, a password or a token in them too."""
+    return os.open(path, flags, 0o600)
 
 
 def failed(summary: CrawlSummary) -> bool:

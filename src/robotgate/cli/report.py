@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from ..crawl import CrawlResult, CrawlSummary
 from ..redaction import redact_text
-from ..urls import redact, scrub
+from ..urls import scrub
 from .args import PROG
 from .check import rule_text
 
@@ -46,9 +46,12 @@ class OutputBroken(Exception):
 
 
 def record_json(result: CrawlResult) -> dict[str, Any]:
-    """The JSON line of one URL; a password in the URL is never written."""
+    """The JSON line of one URL: what ``robotgate fetch`` returns, so ``url`` is the URL
+    as given and ``final_url`` as the server redirected, whole (the line can be matched
+    to its input and fetched again); what robotgate says in it (``reason``, ``error``)
+    holds no secret (docs/secrets.md)."""
     url = result.url
-    record: dict[str, Any] = {"url": redact(url)}
+    record: dict[str, Any] = {"url": url}
     kind = result.kind
     if kind == "invalid":
         record["error"] = scrub(str(result.error), url)
@@ -63,11 +66,11 @@ def record_json(result: CrawlResult) -> dict[str, Any]:
         if decision.outcome is not None:
             record["outcome"] = decision.outcome
         if result.final_url is not None and result.final_url != url:
-            record["final_url"] = redact(result.final_url)  # a redirect led there
+            record["final_url"] = result.final_url  # a redirect led there
     else:
         if result.status is not None:
             record["status"] = result.status
-            record["final_url"] = redact(result.final_url or url)
+            record["final_url"] = result.final_url or url
             if result.bytes is not None:
                 record["bytes"] = result.bytes
             record.update(result.info)
@@ -113,9 +116,9 @@ class Output:
         self.shares_terminal = stream is sys.stdout and isatty(stream)
 
     def write(self, record: dict[str, Any]) -> None:
-        """Write one line; raises :class:`OutputBroken` when the stream fails.  The line
-        passes the one redactor whole: no field, whatever it quotes, shows a secret."""
-        line = redact_text(json.dumps(record)) + "\n"
+        """Write one line; raises :class:`OutputBroken` when the stream fails.  Its URLs
+        are the user's, written whole; its texts were redacted as they were made."""
+        line = json.dumps(record) + "\n"
         progress = self.progress if self.shares_terminal else None
         if progress is not None:
             progress.clear()

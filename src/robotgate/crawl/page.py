@@ -23,7 +23,7 @@ from ..politeness.robots_fetcher import open_file_limit
 from ..urls import redact
 from .gate_interface import CrawlGate, CrawlResponse, Opening, ResponseT
 from .options import Handler, Links
-from .results import CrawlResult, CrawlSummary, Handled
+from .results import CrawlResult, CrawlSummary, Handled, final_url_of
 
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
@@ -82,7 +82,8 @@ class PageReader(Generic[ResponseT]):
         async with _sent(call, record) as resp:
             record.answered = time.time()
             record.status = status = int(resp.status)
-            record.final_url = final = str(resp.url)
+            final = str(resp.url)
+            record.final_url = final_url_of(url, resp)  # returned whole (docs/secrets.md)
             record.usage = dict(self.gate.usage(url, resp.headers))
             if self.retried(record):
                 return (), None  # the handler sees the answer that counts, not the 429 before

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 from ..urls import InvalidURL, split_origin
 
@@ -18,7 +19,33 @@ if TYPE_CHECKING:
     from ..policy.tdm import TdmVerdict
     from ..robots.directives import PageDirectives
 
-__all__ = ["CrawlResult", "CrawlSummary", "Handled", "HostSummary"]
+__all__ = ["CrawlResult", "CrawlSummary", "Handled", "HostSummary", "final_url_of"]
+
+
+def final_url_of(url: str, response: object) -> str:
+    """The URL a page's answer came from, as :attr:`CrawlResult.final_url` returns it:
+    ``url`` as given when the answer came from it (a client's response drops its user
+    information and fragment), else where a redirect led: the last target as the server
+    wrote it (``Location``, resolved against the URL it answered) when the client kept
+    the hops in ``history``, else the response's ``url`` (a client drops a target's
+    user information: the gate's own redirects are followed that way).
+    """
+    answered = str(getattr(response, "url", url))
+    history = getattr(response, "history", None)
+    if not history:  # none, or redirects the gate followed itself, hop by hop
+        return url if _same_page(url, answered) else answered
+    last = history[-1]
+    location = getattr(last, "headers", {}).get("Location")
+    if not isinstance(location, str) or not location:
+        return answered
+    return urljoin(str(getattr(last, "url", answered)), location)
+
+
+def _same_page(given: str, answered: str) -> bool:
+    """Whether ``answered`` is ``given`` without its user information and fragment."""
+    parts = urlsplit(given)
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2], fragment="")
+    return bare.geturl() == answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +78,12 @@ class CrawlResult:
     headers and tags), ``not_followed`` the links its ``nofollow`` kept out of
     the frontier (``directives.explain()`` says why), ``tdm`` whether TDM rights
     are reserved for it (a gate with ``tdmrep=True``).
+
+    What the crawl returns keeps the caller's URLs whole (docs/secrets.md): ``url`` is
+    the URL as given, ``final_url`` the URL as given or, after redirects, the last
+    target as the server wrote it (:func:`final_url_of`; for a redirect robots.txt
+    refused, that target), user information, query and fragment included.  ``error``
+    and the decision's texts are said, and hold no secret.
 
     The story of its request: ``started`` and ``answered`` (Unix times: the
     request sent, its answer's headers come), ``waited`` (seconds it waited for

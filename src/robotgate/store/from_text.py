@@ -57,7 +57,8 @@ def store_from_text(text: str, *, prefix: str | None = None,
     else:
         file = Path(os.path.expanduser(path))
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        # A directory made here is its owner's only, as the file will be (0700).
+        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise BadStoreText(f"cannot create {str(file.parent)!r} for the store: "
                            f"{exc.strerror or exc}") from None

@@ -46,6 +46,7 @@ from .sqlite_schema import (
     check_one_name,
     check_sound,
     create_new,
+    create_owner_only,
     fresh_hint,
     immediate,
     move_aside,
@@ -526,6 +527,10 @@ class SQLiteStore(Store, Fleet, Crawls):
         created = create_new(self.path)
         check_one_name(self.path)  # before SQLite writes a log beside a second name
         emptied = not created and _empty_file(self.path)
+        if not created and self.path not in ("", ":memory:") and not os.path.lexists(self.path):
+            # No store linked into place (no links here): made in place, owner only.
+            with contextlib.suppress(OSError):  # sqlite3 says why it cannot
+                create_owner_only(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=_BUSY_SLICE, isolation_level=None)
         except sqlite3.Error as exc:

@@ -263,6 +263,7 @@ def create_new(path: str) -> bool:
     folder, name = os.path.split(os.path.abspath(path))
     temporary = os.path.join(folder, f".{name}.new-{os.getpid()}-{secrets.token_hex(4)}")
     try:
+        create_owner_only(temporary)
         conn = sqlite3.connect(temporary, isolation_level=None)
         try:
             # Kept in the file's header: every opener finds it in WAL mode already.
@@ -278,6 +279,23 @@ def create_new(path: str) -> bool:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(OSError):
                 os.remove(temporary + suffix)
+    return True
+
+
+def create_owner_only(path: str) -> bool:
+    """Make an empty file at ``path``, readable and writable by its owner only (0600),
+    for SQLite to build a store in; whether this call made it (False: one is there).
+
+    A store holds the URLs it was given as given (a password, a token in a query), so
+    no other user may read it; SQLite gives the write-ahead log and its index (``-wal``,
+    ``-shm``) the mode of the file they belong to.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
     return True
 
 
