@@ -11,9 +11,12 @@ request no route fulfils (a popup's ``document.write``, a download, a keepalive
 ``fetch`` as a page closes, a WebSocket, WebRTC, a worker, the DevTools protocol)
 reaches nothing, whatever made it.  :func:`attach` routes every http(s) request of
 ``context`` (``context.route``) to a handler that sends it itself, through a request
-client of its own (Playwright's, through ``attach``'s ``proxy``, with the context's
-cookies read before and the answer's written back), and hands the answer to the
-browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
+client of its own (Playwright's, through ``attach``'s ``proxy``, with the Cookie
+header Chromium computed for the request), and hands the answer to the browser with
+``route.fulfill``, its ``Set-Cookie`` headers for Chromium to keep or refuse as its
+own (a redirect's hops, which Chromium never sees, by its rules restated in
+:mod:`robotgate.integrations.browser_network.cookies`).  The floor and those rules
+live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt forbids is aborted with
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
 ``await gate.decide(url)`` says why.
 
@@ -43,8 +46,9 @@ browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
   browser follows itself: they would go out unchecked.)  Each hop is the one
   :func:`~robotgate.policy.redirect_hop.next_hop` gives (the Fetch standard's method
   and body, Authorization off another origin), with the context's cookies for its own
-  URL.  A script's request (fetch, XHR, EventSource, a beacon) is not followed to
-  another origin, and fails: Chromium would make it a CORS request there (a preflight,
+  URL that Chromium would send there (``SameSite``, the credentials mode).  A
+  script's request (fetch, XHR, EventSource, a beacon) is not followed to another origin,
+  and fails: Chromium would make it a CORS request there (a preflight,
   cookies by its credentials mode, an answer the page may not read), none of which a
   route handing the page the answer as its first URL's can keep.  The client would look a
   hop's host up again, and might find a private address there (DNS rebinding): a
@@ -187,7 +191,7 @@ class Attachment:
     @property
     def api(self) -> APIRequestContext:
         """The request client the browser's requests are sent with: Playwright's,
-        through :attr:`proxy`, the context's cookies read and written by the handler."""
+        through :attr:`proxy`; the cookies are the context's (none kept in the client)."""
         if self._api is None:
             raise GateClosed("the attachment is detached")
         return self._api
@@ -465,7 +469,7 @@ class Attachment:
         if kept.add:
             await context.add_cookies(kept.add)
 
-    async def _cookie_header(self, url: str, method: str, scope: _CookieScope) -> str:
+    async def _cookie_header(self, url: str, scope: _CookieScope) -> str:
         """The Cookie header a hop to ``url`` carries: the context's cookies for it, by
         the rules Chromium sends them by (SameSite, the credentials mode)."""
         context = self.context
@@ -474,30 +478,11 @@ class Attachment:
             # would send: its credentials mode is "omit".
             scope.omitted = scope.script and not scope.chromium_cookie and bool(sent_cookies(
                 await context.cookies(scope.first_url), scope.first_url,
-                cross_site=scope.cross_site(scope.first_url), top_level_navigation=False,
-                safe_method=True))
+                cross_site=scope.cross_site(scope.first_url), top_level_navigation=False))
         if scope.omitted:
             return ""
-        return sent_cookies(await self._jar(url, scope.page), url,
-                            cross_site=scope.cross_site(url),
-                            top_level_navigation=scope.top_level,
-                            safe_method=method in ("GET", "HEAD", "OPTIONS", "TRACE"))
-
-
-    async def _jar(self, url: str, page: Page | None) -> Sequence[Any]:
-        """The context's cookies for ``url``, as Chromium tells them over CDP from
-        ``page`` (a cookie set without SameSite has none, which ``context.cookies()``
-        reports as "Lax"), else as Playwright does."""
-        if page is not None:
-            with suppress(PlaywrightError):
-                session = await self.context.new_cdp_session(page)
-                try:
-                    told = await session.send("Network.getCookies", {"urls": [url]})
-                finally:
-                    with suppress(PlaywrightError):
-                        await session.detach()
-                return list(told.get("cookies", ()))
-        return await self.context.cookies(url)
+        return sent_cookies(await context.cookies(url), url, cross_site=scope.cross_site(url),
+                            top_level_navigation=scope.top_level)
 
 
 @dataclass
@@ -512,8 +497,6 @@ class _CookieScope:
     script: bool
     initiator: str | None
     top_url: str | None
-    #: The page that made it (None: a worker's).
-    page: Page | None = None
     #: Whether its credentials mode is "omit" (None: not known yet).
     omitted: bool | None = None
     #: Whether a URL of its redirect chain so far was cross-site.
@@ -532,12 +515,11 @@ class _CookieScope:
 
 
 def _cookie_scope(request: Request, provenance: Provenance) -> _CookieScope:
-    top_level, top_url, page = request.is_navigation_request(), None, None
+    top_level, top_url = request.is_navigation_request(), None
     try:
         frame = request.frame
         top_level = top_level and frame.parent_frame is None
-        page = frame.page
-        top_url = page.main_frame.url
+        top_url = frame.page.main_frame.url
     except PlaywrightError:
         pass  # a worker's request: its document is not known
     if top_url is not None and not top_url.startswith(("http://", "https://")):
@@ -546,7 +528,7 @@ def _cookie_scope(request: Request, provenance: Provenance) -> _CookieScope:
     return _CookieScope(request.url, request.headers.get("cookie"), top_level,
                         not request.is_navigation_request()
                         and request.resource_type not in _MARKUP,
-                        initiator, top_url, page)
+                        initiator, top_url)
 
 
 class _Sender:
@@ -588,7 +570,7 @@ class _Sender:
             # Chromium computed the first URL's Cookie header (it came with the request);
             # a hop's, which it never sees, is computed here by its rules.
             headers.pop("cookie", None)
-            cookie = await self.attachment._cookie_header(turn.url, self.method, self.scope)
+            cookie = await self.attachment._cookie_header(turn.url, self.scope)
             if cookie:
                 headers["cookie"] = cookie
         return await self.attachment._fetch(turn.url, self.method, headers, self.body,

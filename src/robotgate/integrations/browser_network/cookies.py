@@ -187,19 +187,17 @@ def kept_cookies(url: str, headers: Iterable[str], *, cross_site: bool,
 
 
 def sent_cookies(jar: Sequence[Mapping[str, Any]], url: str, *, cross_site: bool,
-                 top_level_navigation: bool, safe_method: bool) -> str:
+                 top_level_navigation: bool) -> str:
     """The ``Cookie`` header a hop to ``url`` carries, from ``jar`` (the context's
-    cookies for ``url``, which hold its domain, path and ``Secure``; a cookie set
-    without SameSite has no ``sameSite``): cross-site, none ``SameSite=Strict``, a
-    ``Lax`` one only on a top-level navigation by a safe method, one without SameSite
-    on any top-level navigation (Chromium's "Lax allowing unsafe", which it keeps for a
-    cookie's first two minutes: an older one is not told apart here)."""
+    cookies for ``url``, which hold its domain, path and ``Secure``): cross-site, no
+    ``SameSite=Strict`` cookie, and a ``Lax`` one only on a top-level navigation.
+    (Playwright tells a cookie set without SameSite as "Lax", which Chromium sends on
+    a cross-site top-level POST in its first two minutes: a Lax one goes on any
+    top-level navigation's hop here, an explicit Lax on a POST's too.)"""
     sent = []
     for cookie in jar:
-        kind = cookie.get("sameSite")
-        if cross_site and (kind == "Strict" or (
-                kind == "Lax" and not (top_level_navigation and safe_method))
-                or (kind is None and not top_level_navigation)):
+        kind = cookie.get("sameSite", "Lax")
+        if cross_site and (kind == "Strict" or (kind == "Lax" and not top_level_navigation)):
             continue
         sent.append(f"{cookie.get('name', '')}={cookie.get('value', '')}"
                     if cookie.get("name") else cookie.get("value", ""))
