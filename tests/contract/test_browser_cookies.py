@@ -398,6 +398,16 @@ async def run_in(browser: Any, sites: Sites, run: str, steps: list[tuple[str, ..
     return Outcome(sorted(sites.heard.get(run, [])), values, cookies)
 
 
+def less_than_chromium(row: str, heard: Heard) -> Heard:
+    """What the gate sends where it sends less than Chromium, on purpose: a script's
+    request to another origin of the same site with ``credentials: "include"`` carries
+    no cookie (the route cannot tell that mode from the default, "same-origin", in
+    which Chromium sends none)."""
+    if row == "samesite-same-site-names" and heard.path == "/fetch-include":
+        return heard._replace(cookie=())
+    return heard
+
+
 @pytest.mark.parametrize("row", list(ROWS))
 async def test_the_browser_keeps_cookies_as_chromium_alone(
         sites: Sites, chromiums: tuple[str, str], gate_names: None, row: str) -> None:
@@ -410,6 +420,8 @@ async def test_the_browser_keeps_cookies_as_chromium_alone(
                            f"chromium/{row}", ROWS[row], None)
         ours = await run_in(await playwright.chromium.connect_over_cdp(floored), sites,
                             f"gate/{row}", ROWS[row], gate)
-    assert ours == own, f"{row}:\n  gate     {ours}\n  chromium {own}"
+    expected = Outcome(sorted(less_than_chromium(row, heard) for heard in own.heard),
+                       own.values, own.cookies)
+    assert ours == expected, f"{row}:\n  gate     {ours}\n  chromium {own}"
     # The issue's cookies: Chromium alone keeps neither (nor does the route now).
     assert not any(cookie[0] in ("planted", "tld") for cookie in own.cookies), own

@@ -106,7 +106,7 @@ from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL, redact
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
-from .browser_network.cookies import kept_cookies, same_site, sent_cookies
+from .browser_network.cookies import kept_cookies, same_origin, same_site, sent_cookies
 from .browser_network.floor import (
     BLACK_HOLE,
     LAUNCH_ARGS,
@@ -390,10 +390,13 @@ class Attachment:
             provenance = await self._provenance(request)
             if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
-            sender = _Sender(self, route, request.method, lower(request.headers),
+            scope = _cookie_scope(request, provenance)
+            headers = lower(request.headers)
+            if not scope.may_carry_cookies(request.url):
+                headers.pop("cookie", None)
+            sender = _Sender(self, route, request.method, headers,
                              request.post_data_buffer,
-                             navigation or request.resource_type in _MARKUP,
-                             _cookie_scope(request, provenance))
+                             navigation or request.resource_type in _MARKUP, scope)
             done = await self.gate.exchange(
                 sender, request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
                 paced=paced, via=via(self.proxy, request.url))
@@ -461,6 +464,8 @@ class Attachment:
     async def _keep_cookies(self, url: str, setting: list[str], scope: _CookieScope) -> None:
         """Keep in the context the cookies an answer to ``url`` sets, by Chromium's rules
         (an answer Chromium never sees: a redirect's hop, or one after a hop)."""
+        if not scope.top_level and scope.cross_site(url):
+            return  # a third party's: Chromium blocks its cookies
         kept = kept_cookies(url, setting, cross_site=scope.cross_site(url),
                             top_level_navigation=scope.top_level)
         context = self.context
@@ -479,7 +484,7 @@ class Attachment:
             scope.omitted = scope.script and not scope.chromium_cookie and bool(sent_cookies(
                 await context.cookies(scope.first_url), scope.first_url,
                 cross_site=scope.cross_site(scope.first_url), top_level_navigation=False))
-        if scope.omitted:
+        if scope.omitted or not scope.may_carry_cookies(url):
             return ""
         return sent_cookies(await context.cookies(url), url, cross_site=scope.cross_site(url),
                             top_level_navigation=scope.top_level)
@@ -501,6 +506,17 @@ class _CookieScope:
     omitted: bool | None = None
     #: Whether a URL of its redirect chain so far was cross-site.
     crossed: bool = False
+
+    def may_carry_cookies(self, url: str) -> bool:
+        """Whether a request to ``url`` in this chain may carry cookies at all, where
+        Chromium's Cookie header as the route is handed it still has them: no
+        third-party cookie (a cross-site request but a top-level navigation), and none
+        on a script's request to another origin (its credentials mode, "same-origin"
+        by default, cannot be told from "include": the one that gives less)."""
+        if not self.top_level and self.cross_site(url):
+            return False
+        return not (self.script and self.initiator is not None
+                    and not same_origin(self.initiator, url))
 
     def cross_site(self, url: str) -> bool:
         """Whether a request to ``url`` in this chain is cross-site (a chain that was

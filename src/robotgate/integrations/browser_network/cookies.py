@@ -27,7 +27,8 @@ from publicsuffixlist import PublicSuffixList
 if TYPE_CHECKING:
     from playwright._impl._api_structures import SetCookieParam
 
-__all__ = ["Kept", "kept_cookies", "same_site", "sent_cookies", "site_of", "trustworthy"]
+__all__ = ["Kept", "kept_cookies", "same_origin", "same_site", "sent_cookies", "site_of",
+           "trustworthy"]
 
 SameSite = Literal["Strict", "Lax", "None"]
 
@@ -84,6 +85,20 @@ def site_of(url: str) -> tuple[str, str]:
 def same_site(url: str, other: str) -> bool:
     """Whether two URLs are the same schemeful site."""
     return site_of(url) == site_of(other)
+
+
+def same_origin(url: str, other: str) -> bool:
+    """Whether two URLs are the same origin (scheme, host, port)."""
+    def origin(of: str) -> tuple[str, str, int | None]:
+        parts = urlsplit(of)
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, (parts.hostname or "").lower(), port
+
+    return origin(url) == origin(other)
 
 
 def _default_path(path: str) -> str:
