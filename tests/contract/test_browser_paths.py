@@ -51,7 +51,8 @@ pytest.importorskip("playwright.async_api", reason="Playwright is not installed 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request
 
-from robotgate.integrations.playwright import UnsafeBrowser, _via, attach
+from robotgate.integrations.browser_network.floor import via
+from robotgate.integrations.playwright import UnsafeBrowser, attach
 
 # The contract's servers and name tables, as this module's fixtures.
 __all__ = ["names", "private", "public", "system_names"]
@@ -427,11 +428,11 @@ def test_a_proxys_route_is_the_request_clients() -> None:
     # the name and every name under it.
     proxy: Any = {"server": "127.0.0.1:3128", "bypass": "intranet.test, .corp",
                   "username": "u", "password": "p"}
-    assert _via(proxy, "http://intranet.test/x") is None
-    assert _via(proxy, "http://wiki.intranet.test/x") is None
-    assert _via(proxy, "https://a.corp/") is None
-    via = _via(proxy, "http://example.com/")
-    assert via is not None and via.proxy == "http://127.0.0.1:3128"
-    assert via.proxy_headers == {"Proxy-Authorization": "Basic dTpw"}  # u:p
-    assert _via(proxy, "http://notintranet.test/") is not None
-    assert _via(None, "http://example.com/") is None
+    assert via(proxy, "http://intranet.test/x") is None
+    assert via(proxy, "http://wiki.intranet.test/x") is None
+    assert via(proxy, "https://a.corp/") is None
+    route = via(proxy, "http://example.com/")
+    assert route is not None and route.proxy == "http://127.0.0.1:3128"
+    assert route.proxy_headers == {"Proxy-Authorization": "Basic dTpw"}  # u:p
+    assert via(proxy, "http://notintranet.test/") is not None
+    assert via(None, "http://example.com/") is None

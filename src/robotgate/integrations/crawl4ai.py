@@ -88,9 +88,8 @@ from ..errors import Disallowed, Error
 from ..gate.gate import RobotGate
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..private_parts import CRAWL4AI_FIELDS, CRAWL4AI_START, missing
+from .browser_network.floor import LAUNCH_ARGS, floor_launch
 from .playwright import (
-    BLACK_HOLE,
-    LAUNCH_ARGS,
     MAX_SUBRESOURCES,
     Attachment,
     Document,
@@ -439,7 +438,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
             options["channel"] = launch.channel
         # The browser's own proxy is the black hole (no network but the gate); the
         # pages' proxy carries the gate's requests for them.
-        options["proxy"] = {"server": BLACK_HOLE}
+        floor_launch(options)  # the floor's proxy and switches, last
         pages_proxy: ProxySettings | None = None
         if config.proxy_config:
             proxy = config.proxy_config

@@ -386,7 +386,7 @@ class RobotGateHttpClient(HttpClient):
         ``proxy_configuration``'s proxy (each request's ``proxy_info``) carries the
         page's requests and its robots.txt, through the gate; the browser is not given
         it (its proxy stays the black hole)."""
-        from .playwright import BLACK_HOLE, LAUNCH_ARGS
+        from .browser_network.floor import floor_launch
 
         # crawlee has no public accessor for its client: a crawlee that keeps it
         # elsewhere is refused, its client not known to be this one.
@@ -402,13 +402,7 @@ class RobotGateHttpClient(HttpClient):
             launch = getattr(plugin, "browser_launch_options", None)
             if not isinstance(launch, dict):
                 continue  # not a Playwright plugin's: each page's attach refuses it
-            proxy = launch.get("proxy")
-            if proxy is not None and proxy.get("server") != BLACK_HOLE:
-                raise ValueError("browser_launch_options['proxy']: the browser's own proxy "
-                                 "must be robotgate's black hole (its pages' requests go "
-                                 "through the gate); leave it unset")
-            launch["proxy"] = {"server": BLACK_HOLE}
-            launch["args"] = [*launch.get("args", ()), *LAUNCH_ARGS]
+            floor_launch(launch)  # ValueError for a proxy of its own
         if pool is not None:
             # crawlee makes a page's browser context with the request's proxy_info as its
             # proxy, a network past the gate; that proxy goes to attach instead (the

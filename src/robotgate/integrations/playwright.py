@@ -11,9 +11,12 @@ request no route fulfils (a popup's ``document.write``, a download, a keepalive
 ``fetch`` as a page closes, a WebSocket, WebRTC, a worker, the DevTools protocol)
 reaches nothing, whatever made it.  :func:`attach` routes every http(s) request of
 ``context`` (``context.route``) to a handler that sends it itself, through a request
-client of its own (Playwright's, through ``attach``'s ``proxy``, with the context's
-cookies read before and the answer's written back), and hands the answer to the
-browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
+client of its own (Playwright's, through ``attach``'s ``proxy``, with the Cookie
+header Chromium computed for the request), and hands the answer to the browser with
+``route.fulfill``, its ``Set-Cookie`` headers for Chromium to keep or refuse as its
+own (a redirect's hops, which Chromium never sees, by its rules restated in
+:mod:`robotgate.integrations.browser_network.cookies`).  The floor and those rules
+live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt forbids is aborted with
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
 ``await gate.decide(url)`` says why.
 
@@ -43,8 +46,9 @@ browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
   browser follows itself: they would go out unchecked.)  Each hop is the one
   :func:`~robotgate.policy.redirect_hop.next_hop` gives (the Fetch standard's method
   and body, Authorization off another origin), with the context's cookies for its own
-  URL.  A script's request (fetch, XHR, EventSource, a beacon) is not followed to
-  another origin, and fails: Chromium would make it a CORS request there (a preflight,
+  URL that Chromium would send there (``SameSite``, the credentials mode).  A
+  script's request (fetch, XHR, EventSource, a beacon) is not followed to another origin,
+  and fails: Chromium would make it a CORS request there (a preflight,
   cookies by its credentials mode, an answer the page may not read), none of which a
   route handing the page the answer as its first URL's can keep.  The client would look a
   hop's host up again, and might find a private address there (DNS rebinding): a
@@ -67,19 +71,11 @@ browser with ``route.fulfill``.  A request robots.txt forbids is aborted with
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
-import socket
-import time
-from base64 import b64encode
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from http.cookies import CookieError, SimpleCookie
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
@@ -87,12 +83,9 @@ try:  # the client comes with an extra: say which, not a bare ModuleNotFoundErro
 except ImportError as _exc:
     raise ImportError(f"{__name__} needs Playwright: pip install 'robotgate[playwright]'") from _exc
 
-from playwright._impl._async_base import mapping
 from playwright.async_api import (
-    APIRequest,
     APIRequestContext,
     APIResponse,
-    Browser,
     BrowserContext,
     Frame,
     Page,
@@ -104,20 +97,27 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from ..decision import Decision
-from ..errors import Disallowed, Error, GateClosed, TooManyRedirects
-from ..gate.aiohttp_client import Route as Via
+from ..errors import Disallowed, GateClosed, TooManyRedirects
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
 from ..politeness.request_turn import RequestTurn
-from ..private_parts import PLAYWRIGHT_OPTIONS, PrivatePartMissing
 from ..urls import InvalidURL, redact
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
-
-if TYPE_CHECKING:
-    from playwright._impl._api_structures import HttpHeader, SetCookieParam
+from .browser_network.cookies import kept_cookies, same_origin, same_site, sent_cookies
+from .browser_network.floor import (
+    BLACK_HOLE,
+    LAUNCH_ARGS,
+    UnsafeBrowser,
+    checked_proxy,
+    launch_options,
+    preloading_off,
+    refuse_unfloored,
+    request_client,
+    via,
+)
 
 __all__ = ["BLACK_HOLE", "LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment",
            "Document", "UnsafeBrowser", "attach", "launch_options", "preloading_off"]
@@ -129,18 +129,6 @@ _ALL = "**/*"
 #: request turn, held to its server's delay; a type Playwright does not name is one too.
 _MARKUP = frozenset({"image", "media", "font", "script", "stylesheet", "texttrack",
                      "manifest", "prefetch"})
-#: The browser's proxy: nothing can listen on port 0 (binding it picks another port), so
-#: a connection to it is refused at once, and no later listener can take it over (a
-#: closed port could be bound again; a listener that never accepts would hang pages).
-BLACK_HOLE = "http://127.0.0.1:0"
-_LOOPBACK_TOO = "<-loopback>"  # Chromium sends loopback past its proxy unless told
-_PROXIED_UDP_ONLY = "disable_non_proxied_udp"  # WebRTC: no UDP, TCP through the proxy only
-#: Chromium's switches of the floor (:func:`launch_options` adds them): loopback through
-#: the proxy too, and WebRTC only through the proxy.
-LAUNCH_ARGS = [f"--proxy-bypass-list={_LOOPBACK_TOO}",
-               f"--webrtc-ip-handling-policy={_PROXIED_UDP_ONLY}"]
-# Switches that would give Chromium a proxy (or none) other than the black hole.
-_OTHER_PROXY = ("--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect")
 # How deep a chain of popups (a popup's popup...) an attached page's route follows.
 _MAX_POPUPS = 50
 # Chromium can acknowledge a page's close without closing it when the close meets a
@@ -149,9 +137,6 @@ _MAX_POPUPS = 50
 # many times, then awaited.
 _CLOSE_AGAIN_AFTER = 1.0
 _CLOSE_AGAIN = 5
-# How long attach's probe of the floor waits for a request to fail (under the floor it
-# fails at once; a connection that reached the probe's listener hangs until then).
-_PROBE_TIMEOUT = 3.0
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
@@ -165,12 +150,6 @@ class Document:
     url: str
     #: The URL its answer came from, after the redirects the gate followed.
     came_from: str
-
-
-class UnsafeBrowser(Error, ValueError):
-    """:func:`attach` was given a context whose browser can make requests no route
-    sees, or a proxy robots.txt cannot be asked through; the message names the
-    setting to use."""
 
 
 @dataclass
@@ -212,7 +191,7 @@ class Attachment:
     @property
     def api(self) -> APIRequestContext:
         """The request client the browser's requests are sent with: Playwright's,
-        through :attr:`proxy`, the context's cookies read and written by the handler."""
+        through :attr:`proxy`; the cookies are the context's (none kept in the client)."""
         if self._api is None:
             raise GateClosed("the attachment is detached")
         return self._api
@@ -411,14 +390,24 @@ class Attachment:
             provenance = await self._provenance(request)
             if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
+            scope = _cookie_scope(request, provenance)
+            headers = lower(request.headers)
+            if not scope.may_carry_cookies(request.url):
+                headers.pop("cookie", None)
+            sender = _Sender(self, route, request.method, headers,
+                             request.post_data_buffer,
+                             navigation or request.resource_type in _MARKUP, scope)
             done = await self.gate.exchange(
-                _Sender(self, route, request.method, lower(request.headers),
-                        request.post_data_buffer,
-                        navigation or request.resource_type in _MARKUP),
-                request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
-                paced=paced, via=_via(self.proxy, request.url))
+                sender, request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
+                paced=paced, via=via(self.proxy, request.url))
             done.turn.release()  # the client has read the whole answer
             response = done.response
+            setting = [header["value"] for header in response.headers_array
+                       if header["name"].lower() == "set-cookie"]
+            if setting and sender.hops:
+                # Chromium sees no redirect: an answer of another URL than the one it
+                # asked for has its cookies kept here, for its own URL.
+                await self._keep_cookies(done.url, setting, sender.scope)
             if navigation:
                 self._new_document(request, done.url)
         except Disallowed as refused:
@@ -440,21 +429,22 @@ class Attachment:
         if not held:
             await _finish(response.dispose())
             return  # aborted while the gate answered: the context is closing
-        # The client stored the answers' cookies in the context already, each for the
-        # URL that set it: the browser is not to set them again for the first URL.  A
-        # redirect that ends here (to no usable http(s) URL) keeps no Location: the
+        # The answer to the URL the browser asked for goes with its Set-Cookie headers:
+        # Chromium keeps them as it would its own (Domain, SameSite, Secure, prefixes).
+        # A redirect that ends here (to no usable http(s) URL) keeps no Location: the
         # browser would follow it unrouted.
         headers = {name: value for name, value in response.headers.items()
                    if name != "set-cookie" and not (name == "location"
                                                     and 300 <= response.status < 400)}
+        if setting and not sender.hops:
+            headers["set-cookie"] = "\n".join(setting)
         await _finish(route.fulfill(response=response, headers=headers))
         await _finish(response.dispose())  # the client keeps each body until told
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
-        """Send one request with the context's cookies for ``url``, and keep the
-        answer's in the context; a public page's pointer (``checked``: the addresses
-        its check found public) goes to the first of them."""
+        """Send one request (its Cookie header as given); a public page's pointer
+        (``checked``: the addresses its check found public) goes to the first of them."""
         # The request client names the server by the Host header in TLS too (SNI, the
         # certificate's check): an https pointer goes to the checked address as well,
         # its certificate still checked for the name (the only guard left in a context
@@ -462,30 +452,99 @@ class Attachment:
         sent, host = pinned(url, checked, https=True)
         if host is not None:
             headers = {**headers, "host": host}
-        # The request client has a cookie jar of its own: the context's cookies for the
-        # URL go with the request, in place of the Cookie header the browser handed the
-        # route (its jar's for the first URL, which a hop to the same origin kept: sent
-        # too, each cookie went twice), as the browser's own hop takes its jar's for
-        # each URL; the answer's are kept in the context for the name, none in the
-        # client (its jar would send them again, past the context's own expiry and
-        # deletions).
-        context = self.context
-        jar = "; ".join(f"{cookie.get('name', '')}={cookie.get('value', '')}"
-                        for cookie in await context.cookies(url))
-        headers = {name: value for name, value in headers.items() if name != "cookie"}
-        if jar:
-            headers["cookie"] = jar
         api = self.api
         response = await api.fetch(sent, method=method, headers=headers, data=body,
                                    max_redirects=0)
-        setting = [header for header in response.headers_array
-                   if header["name"].lower() == "set-cookie"]
-        if setting:
+        if any(header["name"].lower() == "set-cookie" for header in response.headers_array):
+            # The request client keeps cookies of its own: none is to be sent again by it
+            # (the browser's jar, the context, is the one jar).
             await api.clear_cookies()
-            kept = _set_cookies(url, setting)
-            if kept:
-                await context.add_cookies(kept)
         return response
+
+    async def _keep_cookies(self, url: str, setting: list[str], scope: _CookieScope) -> None:
+        """Keep in the context the cookies an answer to ``url`` sets, by Chromium's rules
+        (an answer Chromium never sees: a redirect's hop, or one after a hop)."""
+        if not scope.top_level and scope.cross_site(url):
+            return  # a third party's: Chromium blocks its cookies
+        kept = kept_cookies(url, setting, cross_site=scope.cross_site(url),
+                            top_level_navigation=scope.top_level)
+        context = self.context
+        for name, domain, path in kept.delete:
+            await context.clear_cookies(name=name, domain=domain, path=path)
+        if kept.add:
+            await context.add_cookies(kept.add)
+
+    async def _cookie_header(self, url: str, scope: _CookieScope) -> str:
+        """The Cookie header a hop to ``url`` carries: the context's cookies for it, by
+        the rules Chromium sends them by (SameSite, the credentials mode)."""
+        context = self.context
+        if scope.omitted is None:
+            # A script's request whose first URL Chromium sent none of the cookies it
+            # would send: its credentials mode is "omit".
+            scope.omitted = scope.script and not scope.chromium_cookie and bool(sent_cookies(
+                await context.cookies(scope.first_url), scope.first_url,
+                cross_site=scope.cross_site(scope.first_url), top_level_navigation=False))
+        if scope.omitted or not scope.may_carry_cookies(url):
+            return ""
+        return sent_cookies(await context.cookies(url), url, cross_site=scope.cross_site(url),
+                            top_level_navigation=scope.top_level)
+
+
+@dataclass
+class _CookieScope:
+    """Where one browser request stands for cookies: what Chromium's rules for the hops
+    it never sees need.  ``initiator``: the URL of the document that made the request
+    (None: the caller's ``page.goto``); ``top_url``: its page's top document's."""
+
+    first_url: str
+    chromium_cookie: str | None
+    top_level: bool
+    script: bool
+    initiator: str | None
+    top_url: str | None
+    #: Whether its credentials mode is "omit" (None: not known yet).
+    omitted: bool | None = None
+    #: Whether a URL of its redirect chain so far was cross-site.
+    crossed: bool = False
+
+    def may_carry_cookies(self, url: str) -> bool:
+        """Whether a request to ``url`` in this chain may carry cookies at all, where
+        Chromium's Cookie header as the route is handed it still has them: no
+        third-party cookie (a cross-site request but a top-level navigation), and none
+        on a script's request to another origin (its credentials mode, "same-origin"
+        by default, cannot be told from "include": the one that gives less)."""
+        if not self.top_level and self.cross_site(url):
+            return False
+        return not (self.script and self.initiator is not None
+                    and not same_origin(self.initiator, url))
+
+    def cross_site(self, url: str) -> bool:
+        """Whether a request to ``url`` in this chain is cross-site (a chain that was
+        stays so, as Chromium has it)."""
+        here = False
+        if self.initiator is not None and not same_site(self.initiator, url):
+            here = True
+        if not self.top_level and self.top_url is not None and not same_site(self.top_url, url):
+            here = True
+        self.crossed = self.crossed or here
+        return self.crossed
+
+
+def _cookie_scope(request: Request, provenance: Provenance) -> _CookieScope:
+    top_level, top_url = request.is_navigation_request(), None
+    try:
+        frame = request.frame
+        top_level = top_level and frame.parent_frame is None
+        top_url = frame.page.main_frame.url
+    except PlaywrightError:
+        pass  # a worker's request: its document is not known
+    if top_url is not None and not top_url.startswith(("http://", "https://")):
+        top_url = None
+    initiator = provenance.page or None
+    return _CookieScope(request.url, request.headers.get("cookie"), top_level,
+                        not request.is_navigation_request()
+                        and request.resource_type not in _MARKUP,
+                        initiator, top_url)
 
 
 class _Sender:
@@ -495,8 +554,12 @@ class _Sender:
     or a markup subresource's may)."""
 
     def __init__(self, attachment: Attachment, route: Route, method: str,
-                 headers: dict[str, str], body: bytes | None, leaves_origin: bool) -> None:
+                 headers: dict[str, str], body: bytes | None, leaves_origin: bool,
+                 scope: _CookieScope) -> None:
         self.attachment = attachment
+        self.scope = scope
+        #: The redirects followed so far.
+        self.hops = 0
         self.route = route
         self.method = method
         self.headers = headers
@@ -518,16 +581,28 @@ class _Sender:
             raise PlaywrightError(f"a script's request redirected to another origin "
                                   f"({redact(self.crossed)}) is not followed")
         self.url = turn.url
-        return await self.attachment._fetch(turn.url, self.method,
-                                            {**self.headers, **lower(turn.headers)},
-                                            self.body, turn.checked if turn.guard else ())
+        headers = {**self.headers, **lower(turn.headers)}
+        if self.hops:
+            # Chromium computed the first URL's Cookie header (it came with the request);
+            # a hop's, which it never sees, is computed here by its rules.
+            headers.pop("cookie", None)
+            cookie = await self.attachment._cookie_header(turn.url, self.scope)
+            if cookie:
+                headers["cookie"] = cookie
+        return await self.attachment._fetch(turn.url, self.method, headers, self.body,
+                                            turn.checked if turn.guard else ())
 
     def answer(self, response: APIResponse) -> Answer:
         headers = response.headers
         return Answer(response.status, headers.get("retry-after"), headers.get("location"))
 
     async def redirected(self, response: APIResponse, hop: NextHop) -> None:
+        setting = [header["value"] for header in response.headers_array
+                   if header["name"].lower() == "set-cookie"]
         await response.dispose()
+        if setting:
+            await self.attachment._keep_cookies(self.url, setting, self.scope)
+        self.hops += 1
         if hop.leaves_origin and not self.leaves_origin:
             # A script's request (fetch, XHR, EventSource, a beacon) redirected to another
             # origin is a CORS request there: a preflight first unless it is a simple
@@ -541,80 +616,6 @@ class _Sender:
 
     def drop(self, response: APIResponse) -> Awaitable[None]:
         return response.dispose()
-
-
-def _set_cookies(url: str, headers: list[HttpHeader]) -> list[SetCookieParam]:
-    """The cookies an answer to ``url`` sets (its ``Set-Cookie`` headers), for the
-    browser context to keep for ``url``'s host; one it cannot read is left out."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    default_path = parts.path.rsplit("/", 1)[0] or "/"  # RFC 6265 5.1.4
-    found: list[SetCookieParam] = []
-    for header in headers:
-        if header["name"].lower() != "set-cookie":
-            continue
-        read: SimpleCookie = SimpleCookie()
-        try:
-            read.load(header["value"])
-        except CookieError:
-            continue
-        for name, morsel in read.items():
-            cookie: SetCookieParam = {"name": name, "value": morsel.value,
-                                      "domain": morsel["domain"] or host,
-                                      "path": morsel["path"] or default_path}
-            try:
-                if morsel["max-age"]:
-                    cookie["expires"] = time.time() + int(morsel["max-age"])
-                elif morsel["expires"]:
-                    cookie["expires"] = parsedate_to_datetime(morsel["expires"]).timestamp()
-            except (ValueError, TypeError, OverflowError):
-                pass  # a session cookie, as a browser reads an unreadable date
-            if morsel["httponly"]:
-                cookie["httpOnly"] = True
-            if morsel["secure"]:
-                cookie["secure"] = True
-            same_site = str(morsel["samesite"]).capitalize()
-            if same_site in ("Strict", "Lax", "None"):
-                cookie["sameSite"] = same_site  # type: ignore[typeddict-item]
-            found.append(cookie)
-    return found
-
-
-def _checked_proxy(proxy: ProxySettings | None) -> ProxySettings | None:
-    """``proxy``, the one the pages go through (None: direct); raises
-    :class:`UnsafeBrowser` for one robots.txt cannot be asked through."""
-    if proxy is None:
-        return None
-    scheme = _proxy_url(proxy).split("://", 1)[0].lower()
-    if scheme not in ("http", "https"):
-        raise UnsafeBrowser(
-            f"robots.txt cannot be asked through the context's {scheme} proxy (the gate's "
-            "client speaks to http and https proxies only): use an http(s) proxy")
-    return proxy
-
-
-def _proxy_url(proxy: ProxySettings) -> str:
-    """The proxy's server as a URL (Playwright takes ``host:port`` as ``http://``)."""
-    server = proxy.get("server", "").strip()
-    return server if "://" in server else "http://" + server
-
-
-def _via(proxy: ProxySettings | None, url: str) -> Via | None:
-    """The route a request to ``url`` takes, robots.txt's too: through ``proxy`` unless
-    its ``bypass`` names the host (the rule of Playwright's request client: a name ends
-    with one of the comma-separated domains)."""
-    if proxy is None:
-        return None
-    host = "." + (urlsplit(url).hostname or "")
-    for domain in (proxy.get("bypass") or "").split(","):
-        domain = domain.strip()
-        if domain and host.endswith(domain if domain.startswith(".") else "." + domain):
-            return None
-    username = proxy.get("username")
-    if not username:
-        return Via(None, _proxy_url(proxy))
-    token = b64encode(f"{username}:{proxy.get('password') or ''}".encode()).decode("ascii")
-    return Via(None, _proxy_url(proxy), proxy_headers={"Proxy-Authorization": f"Basic {token}"})
 
 
 async def _finish(step: Awaitable[None]) -> None:
@@ -668,178 +669,6 @@ def _same(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
 
-def launch_options(*args: str) -> dict[str, Any]:
-    """The keyword arguments that give Chromium no network but the gate, for
-    ``playwright.chromium.launch`` and ``launch_persistent_context``: its proxy
-    :data:`BLACK_HOLE` (loopback included) and WebRTC held to that proxy
-    (:data:`LAUNCH_ARGS`), so that a request no route fulfils reaches nothing.  ``args``:
-    Chromium switches of your own, put before the floor's (the last of a switch wins).
-    The pages' own proxy, if any, goes to :func:`attach` (``proxy=``).
-
-    >>> launch_options("--headless")["args"][0]
-    '--headless'
-    """
-    return {"proxy": {"server": BLACK_HOLE}, "args": [*args, *LAUNCH_ARGS]}
-
-
-def preloading_off(user_data_dir: str | os.PathLike[str]) -> Path:
-    """Make ``user_data_dir`` a Chromium profile whose browser preloads nothing (its
-    "Preload pages" setting off: no speculation rules' prefetch or prerender, no
-    preconnect, no DNS prefetch), keeping its other preferences; returns its path, for
-    ``playwright.chromium.launch_persistent_context``.  Not needed for the promises
-    (under :func:`launch_options` what no route sees reaches nothing): it spares the
-    black hole the attempts, and the system's resolver the names."""
-    where = Path(user_data_dir)
-    preferences = where / "Default" / "Preferences"
-    preferences.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        kept = json.loads(preferences.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        kept = {}
-    if not isinstance(kept, dict):
-        kept = {}
-    net = kept.get("net")
-    kept["net"] = {**(net if isinstance(net, dict) else {}), "network_prediction_options": 2}
-    preferences.write_text(json.dumps(kept), encoding="utf-8")
-    return where
-
-
-def _made_with(owner: Browser | BrowserContext) -> dict[str, Any]:
-    """The options Playwright launched a browser or made a context with, kept on its
-    implementation object (Playwright does not let them be read): PrivatePartMissing
-    where it keeps them no more, rather than a check that sees no options."""
-    options = getattr(getattr(owner, "_impl_obj", None), "_options", None)
-    if not isinstance(options, dict):
-        raise PrivatePartMissing(PLAYWRIGHT_OPTIONS)
-    return options
-
-
-async def _switches(context: BrowserContext) -> list[str]:
-    """Chromium's switches that set its network (the proxy's, WebRTC's): as Playwright
-    launched it (its proxy setting, then ``args``, as Playwright passes them), or, for
-    a browser launched without one (connected over CDP, say), as Chromium tells
-    (``Browser.getBrowserCommandLine``, answered only under ``--enable-automation``)."""
-    browser = context.browser
-    launched = _made_with(browser) if browser is not None else {}
-    proxy = launched.get("proxy")
-    if isinstance(proxy, dict):
-        switches = [f"--proxy-server={_proxy_url(proxy)}"]  # type: ignore[arg-type]
-        if proxy.get("bypass"):
-            switches.append(f"--proxy-bypass-list={proxy['bypass']}")
-        return switches + [str(arg) for arg in launched.get("args") or ()]
-    if browser is not None:
-        with suppress(PlaywrightError):
-            session = await browser.new_browser_cdp_session()
-            try:
-                told = await session.send("Browser.getBrowserCommandLine")
-            finally:
-                await session.detach()
-            return [str(arg) for arg in told.get("arguments", ())]
-    return [str(arg) for arg in launched.get("args") or ()]
-
-
-def _floor_missing(switches: Sequence[str]) -> list[str]:
-    """What Chromium launched with ``switches`` lacks of the floor, each as the setting
-    that gives it."""
-    last: dict[str, str] = {}
-    for switch in switches:
-        name, _, value = switch.partition("=")
-        last[name] = value.strip("'\"")
-    missing = []
-    server = last.get("--proxy-server")
-    if server is None or _proxy_url({"server": server}) != BLACK_HOLE:
-        missing.append(f"the proxy {BLACK_HOLE} (launch with **launch_options(); the pages' "
-                       "own proxy goes to attach(..., proxy=...))")
-    others = [name for name in _OTHER_PROXY if name in last]
-    if others:
-        missing.append("no " + " or ".join(others))
-    if last.get("--proxy-bypass-list") != _LOOPBACK_TOO:
-        missing.append(f"--proxy-bypass-list={_LOOPBACK_TOO} last (loopback through the "
-                       "proxy too: launch_options() puts it there)")
-    # (``--force-webrtc-ip-handling-policy``, a name seen in advice, does nothing: STUN
-    # still reached a private address under it.)
-    if last.get("--webrtc-ip-handling-policy") != _PROXIED_UDP_ONLY:
-        missing.append(f"--webrtc-ip-handling-policy={_PROXIED_UDP_ONLY} last "
-                       "(WebRTC through the proxy only: launch_options() puts it there)")
-    return missing
-
-
-async def _reaches(context: BrowserContext, page: Page | None) -> bool:
-    """Whether a request of ``context`` that no route fulfils reaches anything (the
-    floor is not in place, whatever the switches say: a context's own
-    ``new_context(proxy=...)``, which Playwright does not let be read, a policy): one
-    made through the DevTools protocol from ``page`` (else the context's first page, or
-    a new one) to a listener on loopback must fail to connect to the proxy.  (No page
-    is opened when there is one: crawlee takes a page it did not open for its own.)"""
-    probe = page or next(iter(context.pages), None)
-    opened = probe is None
-    if probe is None:
-        probe = await context.new_page()
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        listener.setblocking(False)
-        try:
-            session = await context.new_cdp_session(probe)
-            try:
-                frame = (await session.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
-                # Under the floor this fails at once; a connection that reached the
-                # listener is never answered, and fails by the timeout.
-                loaded = await asyncio.wait_for(session.send("Network.loadNetworkResource", {
-                    "frameId": frame, "url": f"http://127.0.0.1:{listener.getsockname()[1]}/",
-                    "options": {"disableCache": True, "includeCredentials": False}}),
-                    _PROBE_TIMEOUT)
-            finally:
-                with suppress(PlaywrightError):
-                    await session.detach()
-            failure = str(loaded.get("resource", {}).get("netErrorName"))
-        except (PlaywrightError, asyncio.TimeoutError, KeyError):
-            failure = ""  # it could not be told: as if it reached
-        finally:
-            if opened:
-                await probe.close()
-        try:
-            listener.accept()[0].close()
-        except BlockingIOError:
-            return failure != "net::ERR_PROXY_CONNECTION_FAILED"
-        return True
-
-
-async def _refuse_unfloored(context: BrowserContext, page: Page | None) -> None:
-    """Raise :class:`UnsafeBrowser` when a request of ``context`` no route fulfils
-    would reach anything, naming the settings that close it (``page``: the one
-    attached, if one is)."""
-    missing = _floor_missing(await _switches(context))
-    if _made_with(context).get("serviceWorkers") != "block":
-        # A service worker's requests carry no document to judge them by.
-        missing.append("service workers blocked (new_context or launch_persistent_context "
-                       "with service_workers='block')")
-    if not missing and await _reaches(context, page):
-        missing.append(f"no proxy of the context's own (new_context(proxy=...)): the "
-                       f"browser's is {BLACK_HOLE}, the pages' goes to attach(proxy=...)")
-    if missing:
-        raise UnsafeBrowser("the browser has a network of its own, past the gate: it needs "
-                            + "; ".join(missing))
-
-
-async def _request_client(context: BrowserContext,
-                          proxy: ProxySettings | None) -> APIRequestContext:
-    """A request client of Playwright's (the one that launched ``context``), through
-    ``proxy``, with the context's certificate errors setting and HTTP credentials."""
-    if context.browser is None:
-        raise UnsafeBrowser("the browser context's Playwright cannot be found: attach a "
-                            "context of a browser launched or connected by Playwright")
-    launched, own = _made_with(context.browser), _made_with(context)
-    browser = getattr(context.browser, "_impl_obj", None)
-    driver = getattr(getattr(browser, "_browser_type", None), "_playwright", None)
-    if driver is None:
-        raise PrivatePartMissing(PLAYWRIGHT_OPTIONS)
-    requests: APIRequest = mapping.from_impl(driver.request)
-    return await requests.new_context(
-        proxy=proxy,
-        ignore_https_errors=bool(own.get("ignoreHTTPSErrors")
-                                 or launched.get("ignore_https_errors")),
-        http_credentials=own.get("httpCredentials") or launched.get("http_credentials"))
 
 
 async def attach(gate: RobotGate, target: BrowserContext | Page, *,
@@ -880,11 +709,11 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     use, and for a proxy robots.txt cannot be asked through (SOCKS).
     """
     context = target if isinstance(target, BrowserContext) else target.context
-    proxied = _checked_proxy(proxy)
-    await _refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
+    proxied = checked_proxy(proxy)
+    await refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
                             proxied, navigation_provenance)
-    attachment._api = await _request_client(context, proxied)
+    attachment._api = await request_client(context, proxied)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
