@@ -205,6 +205,8 @@ class Attachment:
     # unrouted, when its route goes away: each is aborted before that can happen.
     _held: set[Route] = field(default_factory=set, repr=False)
     _closing: bool = field(default=False, repr=False)
+    # The browser's requests being sent by the request client, each done when answered.
+    _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
     # context's own (``context.request``) goes through the black hole.
     _api: APIRequestContext | None = field(default=None, repr=False)
@@ -323,6 +325,22 @@ class Attachment:
         self._asked.pop(page, None)
         self._made.pop(page, None)
         self._documents.pop(page, None)
+        self._drop_held(page)
+
+    def _drop_held(self, page: Page) -> None:
+        """A closed page's requests still waiting for their turn (its timers', a beacon
+        as it went) are not sent: each fails as its turn comes."""
+        self._held = {route for route in self._held if _page_of(route.request) is not page}
+
+    async def page_closed(self, page: Page) -> None:
+        """Return once no request of ``page``, closed, can reach a server any more: those
+        waiting for their turn are not sent, those being sent have been answered (a
+        crawl's run ends so: nothing of its page leaves after it)."""
+        self._drop_held(page)
+        sending = [sent for route, sent in self._sending.items()
+                   if _page_of(route.request) is page]
+        if sending:
+            await asyncio.wait(sending)
 
     def document(self, page: Page) -> Document | None:
         """Where ``page``'s current document came from: the URL the browser asked for
@@ -518,9 +536,15 @@ class _Sender:
             raise PlaywrightError(f"a script's request redirected to another origin "
                                   f"({redact(self.crossed)}) is not followed")
         self.url = turn.url
-        return await self.attachment._fetch(turn.url, self.method,
-                                            {**self.headers, **lower(turn.headers)},
-                                            self.body, turn.checked if turn.guard else ())
+        sending = self.attachment._sending
+        sent = sending[self.route] = asyncio.get_running_loop().create_future()
+        try:
+            return await self.attachment._fetch(turn.url, self.method,
+                                                {**self.headers, **lower(turn.headers)},
+                                                self.body, turn.checked if turn.guard else ())
+        finally:
+            del sending[self.route]
+            sent.set_result(None)
 
     def answer(self, response: APIResponse) -> Answer:
         headers = response.headers
@@ -615,6 +639,14 @@ def _via(proxy: ProxySettings | None, url: str) -> Via | None:
         return Via(None, _proxy_url(proxy))
     token = b64encode(f"{username}:{proxy.get('password') or ''}".encode()).decode("ascii")
     return Via(None, _proxy_url(proxy), proxy_headers={"Proxy-Authorization": f"Basic {token}"})
+
+
+def _page_of(request: Request) -> Page | None:
+    """The page that made ``request`` (None: a service worker's, or not known)."""
+    try:
+        return request.frame.page
+    except PlaywrightError:
+        return None
 
 
 async def _finish(step: Awaitable[None]) -> None:
