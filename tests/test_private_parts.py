@@ -146,7 +146,6 @@ def crawl4ai_start() -> None:
 def crawl4ai_fields() -> None:
     manager = _browser_manager()
     assert callable(getattr(manager, "_compute_browser_endpoint_key", None))
-    assert callable(getattr(manager, "_apply_stealth_to_page", None))
     assert isinstance(manager._global_pages_in_use, dict)
     source = _source(manager)
     for field in ("self._using_cached_cdp", "self._launched_persistent",

@@ -129,12 +129,10 @@ CRAWL4AI_START = PrivatePart(
     "go through it closes what it started and raises PrivatePartMissing")
 CRAWL4AI_FIELDS = PrivatePart(
     "crawl4ai", "BrowserManager._using_cached_cdp, _launched_persistent, "
-    "_browser_endpoint_key, _compute_browser_endpoint_key, _global_pages_in_use, "
-    "_apply_stealth_to_page", "0.9.5",
+    "_browser_endpoint_key, _compute_browser_endpoint_key, _global_pages_in_use", "0.9.5",
     "robotgate.integrations.crawl4ai",
     "the state crawl4ai's own start sets, set by robotgate's start so that crawl4ai "
-    "finds its browser as it would have made it; and the stealth crawl4ai gives each "
-    "page it opens, given the blank page robotgate opens for the next run",
+    "finds its browser as it would have made it",
     "fails closed: RobotGateCrawler is not made without them (PrivatePartMissing)")
 
 # -- Playwright ------------------------------------------------------------------------------

@@ -385,9 +385,33 @@ def _check_browser_manager(manager: BrowserManager) -> None:
         raise missing(CRAWL4AI_START)
     if not (all(hasattr(manager, field) for field in _MANAGER_FIELDS)
             and callable(getattr(BrowserManager, "_compute_browser_endpoint_key", None))
-            and callable(getattr(BrowserManager, "_apply_stealth_to_page", None))
             and isinstance(getattr(BrowserManager, "_global_pages_in_use", None), dict)):
         raise missing(CRAWL4AI_FIELDS)
+
+
+# What a kept page's documents forget of a run, in each frame: its timers (their ids
+# count up from 1: each one is cleared), its sessionStorage, the tab's window.name.
+_FORGET = """() => {
+    const last = setTimeout(() => {}, 0);
+    for (let id = 1; id <= last; id++) { clearTimeout(id); clearInterval(id); }
+    try { sessionStorage.clear(); } catch (e) {}
+    if (window === window.top) { window.name = ""; }
+}"""
+
+
+async def _forget_run(page: Page) -> bool:
+    """Make ``page`` forget its run: each document's timers and sessionStorage, the
+    tab's window.name, cleared, then the page sent to about:blank (what else of the run
+    runs ends: workers, sockets, animation frames).  False when it could not be done
+    (the page is then closed)."""
+    try:
+        for frame in page.frames:
+            if frame.url.startswith(("http://", "https://")):
+                await frame.evaluate(_FORGET)
+        await page.goto("about:blank")
+    except PlaywrightError:
+        return False
+    return True
 
 
 class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
@@ -398,12 +422,15 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
 
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any,
                  on_refused: Callable[[Request, Disallowed], object],
-                 navigation_provenance: Callable[[Page, str], Provenance | None]) -> None:
+                 navigation_provenance: Callable[[Page, str], Provenance | None],
+                 reusable: Callable[[Page], bool]) -> None:
         super().__init__(browser_config=config, logger=logger)
         _check_browser_manager(self)
         self.launch = launch
         self.on_refused = on_refused
         self.navigation_provenance = navigation_provenance
+        # Whether a run's page, as the run ends, may serve the next run.
+        self.reusable = reusable
         self.attachment: Attachment | None = None
         self._made_profile: str | None = None
         # The lock runs take and give back pages under (_pages), and its event loop.
@@ -477,24 +504,25 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
 
     async def release_page_with_context(self, page: Page) -> None:
         # A run's page (crawl4ai releases none of a session's) ends with its run: its
-        # timers, its sessionStorage and window.name would go on into the next run's,
-        # its requests past arun's return.  It is closed here, and the run ends once
-        # none of its requests can leave (Attachment.page_closed); when it is the
-        # context's last, a blank page is opened first and kept for the next run, as
-        # closing Chromium's last tab closes its window (each run's new page then
-        # opened a window of its own, with a renderer for its omnibox popup: 3x a
-        # page's CPU).  Under the pages' lock, so that runs ending at once count no
-        # page another is closing, and crawl4ai, counting right after, finds pages
-        # left.
+        # timers, sessionStorage and window.name went on into the next run's, its
+        # requests past arun's return.  The context's last page is kept for the next
+        # run, as crawl4ai keeps it, once it has forgotten its run (see _forget_run):
+        # closing Chromium's last tab closes its window, and each run's new page then
+        # opened a window of its own, with a renderer for its omnibox popup (3x a
+        # page's CPU).  Another page, or one whose run failed (see
+        # _BrowserStrategy._reusable), or one that cannot forget, is closed before it
+        # is given back: crawl4ai closes it after, and a run starting in between would
+        # take it and lose it mid-navigation.  The run ends once no request of its page
+        # can leave (Attachment.settle).  Under the pages' lock, so that runs ending at
+        # once count no page another is closing (they closed every page), and crawl4ai,
+        # counting right after, finds the kept page alone.
         async with self._pages():
-            context = page.context
-            if len(context.pages) == 1:
+            if len(page.context.pages) > 1 or not self.reusable(page) \
+                    or not await _forget_run(page):
                 with suppress(PlaywrightError):
-                    await self._apply_stealth_to_page(await context.new_page())
-            with suppress(PlaywrightError):
-                await page.close()
+                    await page.close()
             if self.attachment is not None:
-                await self.attachment.page_closed(page)
+                await self.attachment.settle(page)
             await super().release_page_with_context(page)
 
     async def close(self) -> None:
@@ -516,7 +544,7 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
     def __init__(self, launch: _Launch, config: BrowserConfig, logger: Any) -> None:
         super().__init__(browser_config=config, logger=logger)
         self.browser_manager = _GatedBrowserManager(launch, config, self.logger, self._refused,
-                                                    self._provenance_of)
+                                                    self._provenance_of, self._reusable)
         # The refusal of each run's page, by the run's config, until the run ends.
         self._refusals: dict[Any, Disallowed] = {}
         # Each page a run navigates, from its navigation on, and that run's config.
@@ -547,6 +575,13 @@ class _BrowserStrategy(AsyncPlaywrightCrawlerStrategy):  # type: ignore[misc]
             raise UnsafeBrowser("crawl4ai gave a page of a browser context robotgate did not "
                                 "attach; it is not used")
         return attachment
+
+    def _reusable(self, page: Page) -> bool:
+        """Whether ``page`` may serve the next run as its run ends: not when the run's
+        navigation failed or a navigation of it was refused (Chromium then commits its
+        error page into it, soon, and would cut the next run's navigation short)."""
+        run = self._navigating.get(page)
+        return run is None or (run in self._landed and run not in self._refusals)
 
     def _provenance_of(self, page: Page, url: str) -> Provenance | None:
         """Who pointed at the URL a run sends its page to (crawl4ai's ``page.goto``, the

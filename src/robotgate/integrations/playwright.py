@@ -332,10 +332,11 @@ class Attachment:
         as it went) are not sent: each fails as its turn comes."""
         self._held = {route for route in self._held if _page_of(route.request) is not page}
 
-    async def page_closed(self, page: Page) -> None:
-        """Return once no request of ``page``, closed, can reach a server any more: those
-        waiting for their turn are not sent, those being sent have been answered (a
-        crawl's run ends so: nothing of its page leaves after it)."""
+    async def settle(self, page: Page) -> None:
+        """Return once no request ``page`` made so far can reach a server any more: those
+        waiting for their turn are not sent, those being sent have been answered.  For
+        a page closed, or sent to about:blank, whose work is over (a crawl's run ends
+        so: nothing of its page leaves after it)."""
         self._drop_held(page)
         sending = [sent for route, sent in self._sending.items()
                    if _page_of(route.request) is page]
