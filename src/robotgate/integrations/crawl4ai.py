@@ -400,15 +400,15 @@ _FORGET = """() => {
 
 
 async def _forget_run(page: Page) -> bool:
-    """Make ``page`` forget its run: each document's timers and sessionStorage, the
-    tab's window.name, cleared, then the page sent to about:blank (what else of the run
-    runs ends: workers, sockets, animation frames).  False when it could not be done
-    (the page is then closed)."""
+    """Make ``page`` forget its run: each document's timers and sessionStorage, and the
+    tab's window.name, cleared; the next run's navigation ends the rest.  (Sending the
+    page to about:blank, or freezing it, would end the rest at once: 1.3-2x a crawl4ai
+    page's CPU, 1.25x, measured.)  False when it could not be done (the page is then
+    closed)."""
     try:
         for frame in page.frames:
             if frame.url.startswith(("http://", "https://")):
                 await frame.evaluate(_FORGET)
-        await page.goto("about:blank")
     except PlaywrightError:
         return False
     return True
