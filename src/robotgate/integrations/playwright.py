@@ -335,8 +335,8 @@ class Attachment:
     async def settle(self, page: Page) -> None:
         """Return once no request ``page`` made so far can reach a server any more: those
         waiting for their turn are not sent, those being sent have been answered.  For
-        a page closed, or sent to about:blank, whose work is over (a crawl's run ends
-        so: nothing of its page leaves after it)."""
+        a page whose work is over, closed or kept for more (a crawl's run ends so:
+        nothing it asked of its page leaves after it)."""
         self._drop_held(page)
         sending = [sent for route, sent in self._sending.items()
                    if _page_of(route.request) is page]
