@@ -34,6 +34,13 @@ strategy follows a pointer of the page it was found on (a URL found on no page c
 so far, as a resumed crawl's: a public page's pointer).  A run's ``redirected_url`` is
 the URL its page came from, after the redirects the gate followed.
 
+A run's page leaves nothing behind: ``arun`` returns once none of its requests can reach
+a server (those still waiting for their turn are not sent, those being sent are
+answered), and the page kept for the next run has forgotten the run (its documents'
+timers and sessionStorage, the tab's ``window.name``); another run's page is closed.  A
+``session_id``'s page is kept as crawl4ai keeps it, state and all, until
+``kill_session``.
+
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
 a site whose robots.txt cannot be fetched) comes back from ``arun`` and
 ``arun_many`` as crawl4ai's failed result: ``success=False``, ``error_message`` the
