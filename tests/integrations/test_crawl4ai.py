@@ -70,6 +70,9 @@ class Site(Noted):
                                 content_type="text/html")
         if path == "/away":
             return web.Response(status=302, headers={"Location": request.query["to"]})
+        if path == "/stateful":
+            return web.Response(text=PAGE.format(n=0, m=1, extra=STATEFUL),
+                                content_type="text/html")
         n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
         extra = self.extra.format(private=self.private)
         return web.Response(text=PAGE.format(n=n, m=n + 1, extra=extra),
@@ -118,6 +121,17 @@ def _run(*, cached: bool = False, **options: Any) -> Any:
 
     mode = CacheMode.ENABLED if cached else CacheMode.BYPASS
     return CrawlerRunConfig(cache_mode=mode, verbose=False, **options)
+
+
+# A page that tells what an earlier page of the tab left (sessionStorage, window.name),
+# leaves some itself, and sends a request every 50 ms and a beacon as it goes.
+STATEFUL = ('<p id="seen"></p><script>document.getElementById("seen").textContent = '
+            '"left:" + sessionStorage.getItem("left") + "," + window.name + ";";'
+            'sessionStorage.setItem("left", "stored"); window.name = "named";'
+            'let n = 0; setInterval(() => fetch("/tick/" + n++), 50);'
+            'addEventListener("pagehide", () => navigator.sendBeacon("/tick/bye"));</script>')
+NOTHING_LEFT = "left:null,;"
+LEFT = "left:stored,named;"
 
 
 def _gaps(times: list[float]) -> list[float]:
@@ -515,3 +529,46 @@ async def test_what_a_crawled_page_sends_past_its_route_reaches_nothing(
     assert result.success, result.error_message
     assert [path for path in site.paths() if path.startswith("/private")] == []
     assert connections == []
+
+
+async def test_a_runs_page_leaves_nothing_behind(integration: ModuleType) -> None:
+    # The tab a run used sent requests on after arun returned (its timers), and the
+    # next run read its sessionStorage and window.name.
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0.05) as gate, _browser(integration, gate) as crawler:
+        first = await crawler.arun(site.url("/stateful"), config=_run())
+        during = site.paths()
+        await asyncio.sleep(2)
+        after = site.paths()[len(during):]
+        second = await crawler.arun(site.url("/stateful"), config=_run())
+    assert first.success and second.success, (first.error_message, second.error_message)
+    assert [path for path in during if path.startswith("/tick/")]  # the timer ran
+    assert after == []
+    assert NOTHING_LEFT in first.html
+    assert NOTHING_LEFT in second.html
+
+
+async def test_a_sessions_page_keeps_its_state_as_crawl4ai_keeps_it(
+        integration: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A session_id asks crawl4ai for the same tab again: its state is kept, through the
+    # gate as without it (crawl4ai alone, on the same Chromium).
+    from crawl4ai import AsyncWebCrawler, BrowserConfig
+    from crawl4ai.browser_manager import BrowserManager
+
+    build = BrowserManager._build_browser_args
+    monkeypatch.setattr(BrowserManager, "_build_browser_args", lambda manager: {
+        **build(manager), "executable_path": chromium_path()})
+    seen: dict[str, list[str]] = {}
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0) as gate:
+        alone = AsyncWebCrawler(config=BrowserConfig(headless=True, extra_args=CHROMIUM_ARGS,
+                                                     verbose=False))
+        for name, crawler in [("gate", _browser(integration, gate)), ("alone", alone)]:
+            async with crawler:
+                results = [await crawler.arun(site.url("/stateful"),
+                                              config=_run(session_id="kept"))
+                           for _ in range(2)]
+            assert all(result.success for result in results), name
+            seen[name] = [LEFT if LEFT in result.html else result.html for result in results]
+    assert seen["gate"] == seen["alone"]
+    assert seen["gate"][1] == LEFT

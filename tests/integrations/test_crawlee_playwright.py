@@ -280,3 +280,54 @@ def test_attach_refuses_a_browser_launched_with_a_proxy_of_its_own() -> None:
         browser_launch_options={"proxy": {"server": "http://127.0.0.1:3128"}})
     with pytest.raises(ValueError, match="black hole"):
         client.attach(crawler)
+
+
+
+# A page that tells what an earlier page of the tab left (sessionStorage, window.name),
+# leaves some itself, and sends a request every 50 ms and a beacon as it goes to another
+# site ({ticks}: its origin, where they wait for their turns apart from the pages'), each
+# named by the page's query.
+STATEFUL = ('<html><body><p id="seen"></p><script>document.getElementById("seen")'
+            '.textContent = "left:" + sessionStorage.getItem("left") + "," + window.name + ";";'
+            'sessionStorage.setItem("left", "stored"); window.name = "named";'
+            'const at = "{ticks}/tick/" + location.search.slice(1); let n = 0;'
+            'setInterval(() => fetch(at + "/" + n++, {{mode: "no-cors"}}), 50);'
+            'addEventListener("pagehide", () => navigator.sendBeacon(at + "/bye"));'
+            '</script></body></html>')
+
+
+async def test_a_requests_page_leaves_nothing_behind(tmp_path: Path) -> None:
+    # Each request's page is closed after its handler: none of its requests (its
+    # timers' waiting for their turn, its beacon) leaves after, and the next request's
+    # page reads none of its sessionStorage and window.name.
+    import asyncio
+
+    seen: list[str] = []
+    ticks_of_the_first: list[int] = []
+    run = Run(tmp_path)
+
+    async with PagesSite({}, host="127.0.0.3") as ticks, \
+            PagesSite({"/robots.txt": ROBOTS}) as site, RobotGate(AGENT, delay=0.3) as gate:
+        page = Answer(STATEFUL.format(ticks=ticks.origin))
+        site.answers.update({"/?a": page, "/?b": page})
+        crawler = run.crawler(gate)
+
+        def sent_by_the_first() -> int:
+            return sum(hits for path, hits in ticks.hits.items() if path.startswith("/tick/a/"))
+
+        @crawler.router.handler("stateful")
+        async def handler(context: PlaywrightCrawlingContext) -> None:
+            seen.append(await context.page.inner_text("#seen"))
+            if context.request.url.endswith("?a"):
+                await asyncio.sleep(1)  # the timer runs, its requests wait their turns
+            else:  # the first request's page closed: what it sends from now on
+                ticks_of_the_first.append(sent_by_the_first())
+                await asyncio.sleep(2)
+                ticks_of_the_first.append(sent_by_the_first())
+
+        await crawler.run([Request.from_url(site.url("/?a"), label="stateful"),
+                           Request.from_url(site.url("/?b"), label="stateful")])
+    assert run.failed == []
+    assert seen == ["left:null,;", "left:null,;"]
+    assert ticks_of_the_first[0] > 0
+    assert ticks_of_the_first[0] == ticks_of_the_first[1]

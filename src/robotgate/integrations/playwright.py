@@ -184,6 +184,8 @@ class Attachment:
     # unrouted, when its route goes away: each is aborted before that can happen.
     _held: set[Route] = field(default_factory=set, repr=False)
     _closing: bool = field(default=False, repr=False)
+    # The browser's requests being sent by the request client, each done when answered.
+    _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
     # context's own (``context.request``) goes through the black hole.
     _api: APIRequestContext | None = field(default=None, repr=False)
@@ -302,6 +304,23 @@ class Attachment:
         self._asked.pop(page, None)
         self._made.pop(page, None)
         self._documents.pop(page, None)
+        self._drop_held(page)
+
+    def _drop_held(self, page: Page) -> None:
+        """A closed page's requests still waiting for their turn (its timers', a beacon
+        as it went) are not sent: each fails as its turn comes."""
+        self._held = {route for route in self._held if _page_of(route.request) is not page}
+
+    async def settle(self, page: Page) -> None:
+        """Return once no request ``page`` made so far can reach a server any more: those
+        waiting for their turn are not sent, those being sent have been answered.  For
+        a page whose work is over, closed or kept for more (a crawl's run ends so:
+        nothing it asked of its page leaves after it)."""
+        self._drop_held(page)
+        sending = [sent for route, sent in self._sending.items()
+                   if _page_of(route.request) is page]
+        if sending:
+            await asyncio.wait(sending)
 
     def document(self, page: Page) -> Document | None:
         """Where ``page``'s current document came from: the URL the browser asked for
@@ -589,8 +608,14 @@ class _Sender:
             cookie = await self.attachment._cookie_header(turn.url, self.scope)
             if cookie:
                 headers["cookie"] = cookie
-        return await self.attachment._fetch(turn.url, self.method, headers, self.body,
-                                            turn.checked if turn.guard else ())
+        sending = self.attachment._sending
+        sent = sending[self.route] = asyncio.get_running_loop().create_future()
+        try:
+            return await self.attachment._fetch(turn.url, self.method, headers, self.body,
+                                                turn.checked if turn.guard else ())
+        finally:
+            del sending[self.route]
+            sent.set_result(None)
 
     def answer(self, response: APIResponse) -> Answer:
         headers = response.headers
@@ -616,6 +641,14 @@ class _Sender:
 
     def drop(self, response: APIResponse) -> Awaitable[None]:
         return response.dispose()
+
+
+def _page_of(request: Request) -> Page | None:
+    """The page that made ``request`` (None: a service worker's, or not known)."""
+    try:
+        return request.frame.page
+    except PlaywrightError:
+        return None
 
 
 async def _finish(step: Awaitable[None]) -> None:
