@@ -682,7 +682,13 @@ def proxied_path(request: pytest.FixtureRequest) -> Any:
     return PATHS[request.param](request.param)
 
 
-async def test_robots_txt_a_proxy_answers_407_for_is_unreachable_on_every_proxied_path(
+# The paths whose robots.txt goes over the gate's own aiohttp transport raise the proxy's
+# failure as the proxy's (ProxyFailed); Scrapy and httpx ask robots.txt over their own
+# clients and still count it as the site's robots.txt unreachable (issue 97: not yet).
+PROXY_FAILURE_RAISED = {"fetch", "middleware", "crawlee", "browser"}
+
+
+async def test_robots_txt_a_proxy_answers_407_for_is_never_the_sites_answer(
         proxied_path: Any, site: Site) -> None:
     from tests.contract.test_provenance_paths import Ask
 
@@ -694,12 +700,17 @@ async def test_robots_txt_a_proxy_answers_407_for_is_unreachable_on_every_proxie
     finally:
         await proxy.close()
     # robots.txt was asked through the proxy, which answered 407: the site was never
-    # asked, so nothing it disallows may be fetched; each page is refused, unreachable.
+    # asked, so nothing it disallows may be fetched.
     assert any(target.endswith("/robots.txt") for target in proxy.targets), proxy.targets
     assert not [t for t in proxy.targets if "/no/" in t], proxy.targets
     assert site.paths == [], site.paths
-    assert [r.refused for r in results] == ["unreachable", "unreachable"], results
-    assert "the proxy answered 407" in results[1].reason, results
+    if proxied_path.name in PROXY_FAILURE_RAISED:
+        # The proxy's failure, no verdict on the site: no refusal, each page failed.
+        assert [r.refused for r in results] == [None, None], results
+        assert all(r.error for r in results), results
+    else:
+        assert [r.refused for r in results] == ["unreachable", "unreachable"], results
+        assert "the proxy answered 407" in results[1].reason, results
 
 
 # -- the random canary, run after run --------------------------------------------------------

@@ -97,7 +97,7 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from ..decision import Decision
-from ..errors import Disallowed, GateClosed, TooManyRedirects
+from ..errors import Disallowed, GateClosed, ProxyFailed, TooManyRedirects
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
@@ -434,6 +434,12 @@ class Attachment:
             await _finish(route.abort("blockedbyclient"))
             if self.on_refused is not None:
                 self.on_refused(request, refused)
+            return
+        except ProxyFailed as proxy_failed:
+            # The crawler's set-up failed, not the site: the page's request fails as a
+            # proxy's would in Chromium alone, and nothing is kept of the site.
+            log.warning("%s", proxy_failed)
+            await _finish(route.abort("connectionfailed"))
             return
         except (GateClosed, InvalidURL, TooManyRedirects, PlaywrightError) as failed:
             log.info("failed %s: %s", request.url, failed)
