@@ -100,7 +100,7 @@ RESPONSE_BODY = PrivatePart(
     "passed raises PrivatePartMissing")
 CONNECTOR_POOL = PrivatePart(
     "aiohttp", "TCPConnector._get, _release, _create_connection, _cleanup, _conns, "
-    "_acquired", "3.14.5", "robotgate.gate.connections",
+    "_acquired, _factory", "3.14.5", "robotgate.gate.connections",
     "the gate's session keeps its sockets within the open-file limit by overriding the "
     "connector's pool methods; renamed, the bound would silently not hold",
     "fails closed: the gate's own session is not made (PrivatePartMissing): its first "

@@ -17,11 +17,13 @@ same number, a backstop for anything sent around the turns.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
+from aiohttp.client_proto import ResponseHandler
 
 from ..politeness.robots_fetcher import open_file_limit
 from ..private_parts import CONNECTOR_POOL, missing
@@ -77,6 +79,26 @@ class BoundedConnector(aiohttp.TCPConnector):
         self._idle: OrderedDict[Any, Any] = OrderedDict()
         #: Idle connections closed to make room (how often the bound was reached).
         self.closed_for_room = 0
+        #: Every connection whose socket is open, closing ones included, and how many
+        #: are being opened (their sockets made before their protocol).
+        self._sockets: set[_CountedHandler] = set()
+        self._opening = 0
+        self._socket_closed = asyncio.Event()
+        self._factory = self._new_protocol
+
+    def _new_protocol(self) -> ResponseHandler:
+        return _CountedHandler(self, loop=self._loop)
+
+    def _forget(self, protocol: _CountedHandler) -> None:
+        """``protocol``'s socket is closing now (the loop closes it as this returns)."""
+        self._sockets.discard(protocol)
+        self._socket_closed.set()
+
+    @property
+    def open_sockets(self) -> int:
+        """Sockets this connector holds open: connections in use, idle or closing, and
+        those being opened."""
+        return len(self._sockets) + self._opening
 
     @property
     def open_connections(self) -> int:
@@ -100,7 +122,17 @@ class BoundedConnector(aiohttp.TCPConnector):
     async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
         # The new connection's placeholder is already among the acquired.
         self._make_room(self.max_connections)
-        return await super()._create_connection(req, traces, timeout)
+        while self.open_sockets >= self.max_connections:
+            # Closed ones whose sockets the loop has yet to close: gone on its next pass
+            # (aiohttp's connect timeout bounds the wait).
+            self._socket_closed.clear()
+            await self._socket_closed.wait()
+            self._make_room(self.max_connections)
+        self._opening += 1
+        try:
+            return await super()._create_connection(req, traces, timeout)
+        finally:
+            self._opening -= 1
 
     def _make_room(self, most: int) -> None:
         """Close the least recently used idle connections until at most ``most``
@@ -131,6 +163,23 @@ class BoundedConnector(aiohttp.TCPConnector):
                 del self._idle[protocol]
 
 
+class _CountedHandler(ResponseHandler):
+    """aiohttp's protocol, telling its connector when its socket opens and closes (made
+    once connected: a TLS handshake that fails is no connection, counted as opening)."""
+
+    def __init__(self, connector: BoundedConnector, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._connector = connector
+
+    def connection_made(self, transport: Any) -> None:
+        self._connector._sockets.add(self)
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._connector._forget(self)
+        super().connection_lost(exc)
+
+
 #: aiohttp's pool methods this connector overrides: renamed, the override would not run.
 _POOL_METHODS = ("_get", "_release", "_create_connection", "_cleanup")
 
@@ -142,7 +191,8 @@ def _check_pool(connector: aiohttp.TCPConnector) -> None:
     base = aiohttp.TCPConnector
     if not (all(callable(getattr(base, name, None)) for name in _POOL_METHODS)
             and isinstance(getattr(connector, "_conns", None), dict)
-            and hasattr(connector, "_acquired")):
+            and hasattr(connector, "_acquired")
+            and callable(getattr(connector, "_factory", None))):
         raise missing(CONNECTOR_POOL)
 
 
