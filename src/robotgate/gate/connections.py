@@ -18,17 +18,21 @@ same number, a backstop for anything sent around the turns.
 from __future__ import annotations
 
 import asyncio
+import functools
+import socket
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
 
+from ..policy.fetch import ROUTE_ERRNOS, NoRoute
 from ..politeness.robots_fetcher import open_file_limit
 from ..private_parts import CONNECTOR_POOL, missing
 
-__all__ = ["BoundedConnector", "bounded_connector", "connection_budget"]
+__all__ = ["BoundedConnector", "NoRouteError", "bounded_connector", "connection_budget"]
 
 #: Descriptors left to everything else a process opens (its store, log files, the
 #: loop's own, a browser's pipes): a quarter of the limit, within these bounds.
@@ -84,7 +88,7 @@ class BoundedConnector(aiohttp.TCPConnector):
         self._sockets: set[_CountedHandler] = set()
         self._opening = 0
         self._socket_closed = asyncio.Event()
-        self._factory = self._new_protocol
+        self._factory = functools.partial(self._new_protocol)
 
     def _new_protocol(self) -> ResponseHandler:
         return _CountedHandler(self, loop=self._loop)
@@ -134,6 +138,19 @@ class BoundedConnector(aiohttp.TCPConnector):
         finally:
             self._opening -= 1
 
+    async def _wrap_create_connection(self, *args: Any, addr_infos: Any, req: Any,
+                                      **kwargs: Any) -> Any:
+        # aiohttp tries the addresses in turn (happy eyeballs); this runs once they all
+        # failed, or the rest are tried next.
+        try:
+            return await super()._wrap_create_connection(
+                *args, addr_infos=addr_infos, req=req, **kwargs)
+        except aiohttp.ClientConnectorError as exc:
+            unroutable = _without_route(exc.os_error, [info[4] for info in addr_infos])
+            if unroutable is None:
+                raise
+            raise NoRouteError(req.connection_key, unroutable) from exc
+
     def _make_room(self, most: int) -> None:
         """Close the least recently used idle connections until at most ``most``
         sockets are held (a connection aiohttp closed itself is only forgotten)."""
@@ -163,6 +180,38 @@ class BoundedConnector(aiohttp.TCPConnector):
                 del self._idle[protocol]
 
 
+class NoRouteError(aiohttp.ClientConnectorError, NoRoute):
+    """None of the site's addresses can be reached from this machine, which has no
+    address or route of their family: the site's unreachability, not a shortage."""
+
+
+def _without_route(error: OSError, addresses: Sequence[Any]) -> OSError | None:
+    """The error to report when ``error`` (a connect error) means this machine has no
+    address or route for any of ``addresses``; None when it may mean something else
+    (an EADDRNOTAVAIL on a route the machine has: its ports ran out).
+
+    A UDP socket's connect picks the route and source address, sending nothing."""
+    if error.errno not in ROUTE_ERRNOS:
+        return None
+    reasons: list[str] = []
+    for address in addresses:
+        family = socket.AF_INET6 if len(address) == 4 else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect(address)
+        except OSError as exc:
+            if exc.errno not in ROUTE_ERRNOS:
+                return None  # no answer (out of descriptors?): not known to be unroutable
+            kind = "IPv6" if family == socket.AF_INET6 else "IPv4"
+            reasons.append(f"{kind} {address[0]} ({exc.strerror})")
+            continue
+        return None  # this one has a route
+    if not reasons:
+        return None
+    return OSError(error.errno, "this machine has no address or route for "
+                   + ", ".join(reasons))
+
+
 class _CountedHandler(ResponseHandler):
     """aiohttp's protocol, telling its connector when its socket opens and closes (made
     once connected: a TLS handshake that fails is no connection, counted as opening)."""
@@ -181,7 +230,8 @@ class _CountedHandler(ResponseHandler):
 
 
 #: aiohttp's pool methods this connector overrides: renamed, the override would not run.
-_POOL_METHODS = ("_get", "_release", "_create_connection", "_cleanup")
+_POOL_METHODS = ("_get", "_release", "_create_connection", "_wrap_create_connection",
+                 "_cleanup")
 
 
 def _check_pool(connector: aiohttp.TCPConnector) -> None:
