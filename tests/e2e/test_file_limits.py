@@ -18,7 +18,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
+import aiohttp
 import pytest
 
 from robotgate import FetchPolicy, Network, RobotGate
@@ -387,3 +389,25 @@ def test_gate_fetch_holds_the_connection_bound(limit: int, origins: int,
     assert seen["budget"] == limit - limit // 4, seen
     assert seen["errors"] == {} and seen["ok"] == origins, seen
     assert seen["most"] <= seen["budget"], seen
+
+
+class OutOfFiles(aiohttp.TCPConnector):
+    """A connector whose every connection fails as aiohttp's does out of descriptors."""
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        raise aiohttp.ClientConnectorError(req.connection_key,
+                                           OSError(errno.EMFILE, "Too many open files"))
+
+
+async def test_a_page_gate_fetch_could_not_send_is_a_local_failure() -> None:
+    # Not aiohttp's bare ClientConnectorError [Too many open files], which a crawler
+    # would count as the site's failure and drop the page (issue 97).
+    transport = FakeTransport(RobotsResponse(200, {"Content-Type": "text/plain"}, RULES))
+    async with (aiohttp.ClientSession(connector=OutOfFiles()) as session,
+                RobotGate("LimitBot/1.0", delay=0, session=session,
+                          network=Network(robots_transport=transport)) as gate):
+        with pytest.raises(LocalFailure) as raised:
+            await gate.fetch("http://127.0.0.1:9/page")
+        assert raised.value.errno == errno.EMFILE
+        assert "127.0.0.1:9/page" in str(raised.value) and "ulimit -n" in str(raised.value)
+        assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands
