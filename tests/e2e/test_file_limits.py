@@ -359,6 +359,7 @@ _FETCH = textwrap.dedent("""
 """)
 
 
+@pytest.mark.soak  # 3,000 origins in children: CI runs it every time
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
 @pytest.mark.parametrize(("limit", "origins", "concurrency"),
