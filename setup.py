@@ -124,6 +124,9 @@ def hot_path_extensions() -> list[Extension]:
         return []
     hot = runpy.run_path(str(HERE / "src" / "robotgate" / "compiled.py"))["HOT_PATH"]
     paths = ["src/" + name.replace(".", "/") + ".py" for name in hot]
+    # pip shows this with -v (pip -q hides a build's output): a long build says why.
+    print(f"robotgate: compiling the hot path ({len(paths)} modules) with mypyc, then C: "
+          f"about two minutes on 2 cores; {PURE_HINT}", file=sys.stderr, flush=True)
     # The build runs without the runtime dependencies (aiohttp, redis...): their types
     # are unknown there, and the strict checks (mypy --strict src, in CI) stay out.
     flags = ["--config-file=", "--ignore-missing-imports"]

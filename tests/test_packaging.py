@@ -108,6 +108,8 @@ def test_a_compiler_failing_on_the_hot_path_ends_in_one_line_naming_the_pure_bui
            "ROBOTGATE_COMPILE": ""}
     built = _run_backend(tree, "build_wheel", env)
     assert built.returncode != 0
+    # The build said what it was doing before the long part began.
+    assert "robotgate: compiling the hot path (" in built.stderr
     last = built.stderr.strip().splitlines()[-1]
     assert last.startswith("robotgate: compiling the hot path failed")
     assert "ROBOTGATE_PURE=1" in last

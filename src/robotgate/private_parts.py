@@ -99,8 +99,8 @@ RESPONSE_BODY = PrivatePart(
     "chunks, and gate.directives(response) of an aiohttp response without a body "
     "passed raises PrivatePartMissing")
 CONNECTOR_POOL = PrivatePart(
-    "aiohttp", "TCPConnector._get, _release, _create_connection, _cleanup, _conns, "
-    "_acquired", "3.14.5", "robotgate.gate.connections",
+    "aiohttp", "TCPConnector._get, _release, _create_connection, _wrap_create_connection, "
+    "_cleanup, _conns, _acquired, _factory", "3.14.5", "robotgate.gate.connections",
     "the gate's session keeps its sockets within the open-file limit by overriding the "
     "connector's pool methods; renamed, the bound would silently not hold",
     "fails closed: the gate's own session is not made (PrivatePartMissing): its first "

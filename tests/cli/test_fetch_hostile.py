@@ -78,6 +78,7 @@ def test_a_bad_max_bytes_is_a_usage_error(
     assert "--max-bytes" in one_error_line(err)
 
 
+@pytest.mark.soak  # two 500 MiB bombs made and read: CI runs it every time
 @pytest.mark.slow
 async def test_peak_memory_stays_bounded_whatever_the_server_sends(tmp_path: Path) -> None:
     # 500 MiB of zeros each, a few hundred KB (gzip) or bytes (brotli) on the wire.  They are

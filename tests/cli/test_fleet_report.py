@@ -25,6 +25,7 @@ WORKERS = 3
 DELAY = 0.25
 
 
+@pytest.mark.soak  # a fleet of processes: CI runs it every time
 async def test_merged_logs_of_a_fleet_show_no_false_short_gap(
         tmp_path: Path, own_redis: RedisServer) -> None:
     plans = [HostPlan("allow", crawl_delay=0.0)] * 2

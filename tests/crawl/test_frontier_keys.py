@@ -84,6 +84,7 @@ async def test_a_url_key_that_raises_makes_the_url_invalid_not_the_crawl() -> No
     assert [r.kind for r in results].count("invalid") == 1
 
 
+@pytest.mark.soak  # 200,000 links: CI runs it every time
 @pytest.mark.slow
 async def test_a_page_of_many_links_is_fully_counted() -> None:
     n = 200_000  # past every bound that turned links away uncounted (benchmarks: a million)

@@ -94,6 +94,7 @@ async def test_a_stopped_named_crawl_resumes_and_fetches_nothing_done_again(
     await again.close()
 
 
+@pytest.mark.soak  # a crawl killed and restarted: CI runs it every time
 @pytest.mark.slow
 async def test_three_kill_9s_of_a_600_page_sqlite_crawl_lose_nothing(tmp_path: Path) -> None:
     figures = await asyncio.to_thread(
@@ -483,6 +484,7 @@ async def test_an_intranet_crawl_stopped_then_resumed_through_the_gate_fetches_e
     assert set(asked) == {f"/p{i}" for i in range(pages)}
 
 
+@pytest.mark.soak  # a crawl killed and resumed: CI runs it every time
 @pytest.mark.slow
 async def test_an_intranet_crawl_killed_then_resumed_through_the_gate_fetches_every_page(
         tmp_path: Path) -> None:

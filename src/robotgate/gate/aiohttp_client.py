@@ -20,11 +20,13 @@ import aiohttp
 from multidict import CIMultiDict
 
 from ..errors import Disallowed, GateClosed, TooManyRedirects, WaitsOnItself
+from ..policy.fetch import local_failure
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import exchange
 from ..politeness.request_turn import Requests, answered_in_turn
+from ..politeness.robots_fetcher import open_file_limit
 from ..urls import InvalidURL, redact
 from .aiohttp_bodies import MAX_BODY, _read, read_body
 from .aiohttp_fetch import (
@@ -297,11 +299,15 @@ class AiohttpClient:
 
     def _raise_ours(self, exc: aiohttp.ClientError, url: str) -> NoReturn:
         """Raise the client's error ``exc`` sending ``url`` as the gate's, where it
-        is the gate's doing (closed) or would show the URL (its password)."""
+        is the gate's doing (closed) or would show the URL (its password), and as
+        :class:`~robotgate.LocalFailure` where this machine could not send it."""
         if self.closed:
             raise _ours(exc, url, True) from exc
         if isinstance(exc, aiohttp.InvalidURL):
             raise _ours(exc, url, False) from None
+        shortage = local_failure(exc, redact(url), open_file_limit())
+        if shortage is not None:  # never sent: this machine's failure, not the site's
+            raise shortage from exc
         raise exc
 
     def _drop(self, resp: aiohttp.ClientResponse) -> None:

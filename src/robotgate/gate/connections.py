@@ -17,16 +17,22 @@ same number, a backstop for anything sent around the turns.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import socket
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
+from aiohttp.client_proto import ResponseHandler
 
+from ..policy.fetch import ROUTE_ERRNOS, NoRoute
 from ..politeness.robots_fetcher import open_file_limit
 from ..private_parts import CONNECTOR_POOL, missing
 
-__all__ = ["BoundedConnector", "bounded_connector", "connection_budget"]
+__all__ = ["BoundedConnector", "NoRouteError", "bounded_connector", "connection_budget"]
 
 #: Descriptors left to everything else a process opens (its store, log files, the
 #: loop's own, a browser's pipes): a quarter of the limit, within these bounds.
@@ -77,6 +83,26 @@ class BoundedConnector(aiohttp.TCPConnector):
         self._idle: OrderedDict[Any, Any] = OrderedDict()
         #: Idle connections closed to make room (how often the bound was reached).
         self.closed_for_room = 0
+        #: Every connection whose socket is open, closing ones included, and how many
+        #: are being opened (their sockets made before their protocol).
+        self._sockets: set[_CountedHandler] = set()
+        self._opening = 0
+        self._socket_closed = asyncio.Event()
+        self._factory = functools.partial(self._new_protocol)
+
+    def _new_protocol(self) -> ResponseHandler:
+        return _CountedHandler(self, loop=self._loop)
+
+    def _forget(self, protocol: _CountedHandler) -> None:
+        """``protocol``'s socket is closing now (the loop closes it as this returns)."""
+        self._sockets.discard(protocol)
+        self._socket_closed.set()
+
+    @property
+    def open_sockets(self) -> int:
+        """Sockets this connector holds open: connections in use, idle or closing, and
+        those being opened."""
+        return len(self._sockets) + self._opening
 
     @property
     def open_connections(self) -> int:
@@ -100,7 +126,30 @@ class BoundedConnector(aiohttp.TCPConnector):
     async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
         # The new connection's placeholder is already among the acquired.
         self._make_room(self.max_connections)
-        return await super()._create_connection(req, traces, timeout)
+        while self.open_sockets >= self.max_connections:
+            # Closed ones whose sockets the loop has yet to close: gone on its next pass
+            # (aiohttp's connect timeout bounds the wait).
+            self._socket_closed.clear()
+            await self._socket_closed.wait()
+            self._make_room(self.max_connections)
+        self._opening += 1
+        try:
+            return await super()._create_connection(req, traces, timeout)
+        finally:
+            self._opening -= 1
+
+    async def _wrap_create_connection(self, *args: Any, addr_infos: Any, req: Any,
+                                      **kwargs: Any) -> Any:
+        # aiohttp tries the addresses in turn (happy eyeballs); this runs once they all
+        # failed, or the rest are tried next.
+        try:
+            return await super()._wrap_create_connection(
+                *args, addr_infos=addr_infos, req=req, **kwargs)
+        except aiohttp.ClientConnectorError as exc:
+            unroutable = _without_route(exc.os_error, [info[4] for info in addr_infos])
+            if unroutable is None:
+                raise
+            raise NoRouteError(req.connection_key, unroutable) from exc
 
     def _make_room(self, most: int) -> None:
         """Close the least recently used idle connections until at most ``most``
@@ -131,8 +180,58 @@ class BoundedConnector(aiohttp.TCPConnector):
                 del self._idle[protocol]
 
 
+class NoRouteError(aiohttp.ClientConnectorError, NoRoute):
+    """None of the site's addresses can be reached from this machine, which has no
+    address or route of their family: the site's unreachability, not a shortage."""
+
+
+def _without_route(error: OSError, addresses: Sequence[Any]) -> OSError | None:
+    """The error to report when ``error`` (a connect error) means this machine has no
+    address or route for any of ``addresses``; None when it may mean something else
+    (an EADDRNOTAVAIL on a route the machine has: its ports ran out).
+
+    A UDP socket's connect picks the route and source address, sending nothing."""
+    if error.errno not in ROUTE_ERRNOS:
+        return None
+    reasons: list[str] = []
+    for address in addresses:
+        family = socket.AF_INET6 if len(address) == 4 else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect(address)
+        except OSError as exc:
+            if exc.errno not in ROUTE_ERRNOS:
+                return None  # no answer (out of descriptors?): not known to be unroutable
+            kind = "IPv6" if family == socket.AF_INET6 else "IPv4"
+            reasons.append(f"{kind} {address[0]} ({exc.strerror})")
+            continue
+        return None  # this one has a route
+    if not reasons:
+        return None
+    return OSError(error.errno, "this machine has no address or route for "
+                   + ", ".join(reasons))
+
+
+class _CountedHandler(ResponseHandler):
+    """aiohttp's protocol, telling its connector when its socket opens and closes (made
+    once connected: a TLS handshake that fails is no connection, counted as opening)."""
+
+    def __init__(self, connector: BoundedConnector, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._connector = connector
+
+    def connection_made(self, transport: Any) -> None:
+        self._connector._sockets.add(self)
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._connector._forget(self)
+        super().connection_lost(exc)
+
+
 #: aiohttp's pool methods this connector overrides: renamed, the override would not run.
-_POOL_METHODS = ("_get", "_release", "_create_connection", "_cleanup")
+_POOL_METHODS = ("_get", "_release", "_create_connection", "_wrap_create_connection",
+                 "_cleanup")
 
 
 def _check_pool(connector: aiohttp.TCPConnector) -> None:
@@ -142,7 +241,8 @@ def _check_pool(connector: aiohttp.TCPConnector) -> None:
     base = aiohttp.TCPConnector
     if not (all(callable(getattr(base, name, None)) for name in _POOL_METHODS)
             and isinstance(getattr(connector, "_conns", None), dict)
-            and hasattr(connector, "_acquired")):
+            and hasattr(connector, "_acquired")
+            and callable(getattr(connector, "_factory", None))):
         raise missing(CONNECTOR_POOL)
 
 

@@ -34,8 +34,10 @@ from ..records import Outcome, RobotsEntry
 from ..urls import redact
 
 __all__ = [
+    "ROUTE_ERRNOS",
     "FetchPolicy",
     "LocalFailure",
+    "NoRoute",
     "entry_for_error",
     "entry_for_not_modified",
     "entry_for_response",
@@ -385,6 +387,17 @@ class LocalFailure(Error, OSError):
         self.remedy = remedy
 
 
+class NoRoute(Exception):
+    """A connect error meaning this machine has no address or route of the family of
+    any of the site's addresses (IPv6 disabled, no default route): the site is
+    unreachable from this machine, which is no shortage of it.  A mark the adapter
+    that connects adds to its client's error, having tried every address."""
+
+
+#: The connect errors that may mean the machine lacks the destination's address family
+#: or route (EADDRNOTAVAIL also means its ports ran out: the adapter tells them apart).
+ROUTE_ERRNOS = frozenset({errno.EADDRNOTAVAIL, errno.ENETUNREACH, errno.EAFNOSUPPORT})
+
 #: What each local errno means ran out, and what to raise.
 _LOCAL_ERRNOS: dict[int, tuple[str, str]] = {
     errno.EMFILE: ("open files for this process (EMFILE{limit})",
@@ -419,6 +432,8 @@ def local_failure(exc: BaseException, what: str,
             return None
         if isinstance(seen, LocalFailure):
             return seen
+        if isinstance(seen, NoRoute):
+            return None  # the site's unreachability for this machine
         if isinstance(seen, MemoryError):
             return LocalFailure(what, "memory (MemoryError)",
                                 "give the process more memory or lower max_origins", None)
