@@ -239,7 +239,7 @@ def _fields_hidden(text: str) -> str:
         lowered = name.lower()
         if lowered in HARMLESS_HEADERS or lowered in _ROBOTS_KEYS:
             continue
-        if "-" not in name and not _one_word_field(name, lowered, text, start):
+        if "-" not in name and not _one_word_field(name, lowered, text, start, found):
             continue
         end = _line_end(text, found.end(), text[start - 1] if start else "")
         value = text[found.end():end]
@@ -254,15 +254,23 @@ def _fields_hidden(text: str) -> str:
     return "".join(out)
 
 
-def _one_word_field(name: str, lowered: str, text: str, start: int) -> bool:
+def _one_word_field(name: str, lowered: str, text: str, start: int,
+                    found: re.Match[str]) -> bool:
     """Whether a name without a hyphen opens a header line: Capitalised (``Cookie``) or in
     lower case (``cookie``, as HTTP/2 writes it) where a line opens; never a class's name
-    (``OSError: ...``) or a word that opens robotgate's own lines (``allowed: ...``)."""
+    (``OSError: ...``) or a word that opens robotgate's own lines (``allowed: ...``).
+    After a quote or bracket the colon needs a space after it: ``'mailto:a@b'`` and
+    ``(sqlite:PATH)`` are a URL's scheme, not a header."""
     if lowered in _OWN_WORDS:
         return False
     if name != lowered and not (name[0].isupper() and name[1:] == lowered[1:]):
         return False  # "OSError", "InvalidURL": a class's name, failure_text's prefix
-    return _opens_line(text, start)
+    if not _opens_line(text, start):
+        return False
+    if start == 0 or text[start - 1] in "\r\n" \
+            or text[max(0, start - 2):start] in ("\\n", "\\r", "b'", 'b"'):
+        return True  # a line's start, or raw bytes': a header line without the space
+    return found.group(0)[-1] in " \t"
 
 
 def _opens_line(text: str, start: int) -> bool:
