@@ -239,7 +239,8 @@ def _fields_hidden(text: str) -> str:
         lowered = name.lower()
         if lowered in HARMLESS_HEADERS or lowered in _ROBOTS_KEYS:
             continue
-        if "-" not in name and not _one_word_field(name, lowered, text, start):
+        if "-" not in name and (text[found.end() - 1] not in " \t"  # "mailto:x", "redis:x"
+                                or not _one_word_field(name, lowered, text, start)):
             continue
         end = _line_end(text, found.end(), text[start - 1] if start else "")
         value = text[found.end():end]
