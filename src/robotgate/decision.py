@@ -40,6 +40,9 @@ class _Nothing(Mapping[str, bool]):
 
 
 _NOTHING: Mapping[str, bool] = _Nothing()
+# Reasons as said (redacted), by reason as made: bounded, emptied when full.
+_SAID: dict[str, str] = {}
+_SAID_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +138,18 @@ class Decision:
     def __post_init__(self) -> None:
         # The one constructor of every decision: its texts, which may quote a foreign
         # exception or a URL, leave without a secret (robotgate.redaction).
-        rule = self.rule
-        if rule is not None and "//" in self.reason:
-            # The rule it quotes is the site's public text, not a URL of the caller's.
-            quoted = repr(f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}")
-            reason = redact_text(self.reason, public=quoted)
-        else:
-            reason = redact_text(self.reason)
+        reason = _SAID.get(self.reason)
+        if reason is None:  # the parser makes a few reasons over and over: each said once
+            rule = self.rule
+            if rule is not None and "//" in self.reason:
+                # The rule it quotes is the site's public text, not a URL of the caller's.
+                quoted = repr(f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}")
+                reason = redact_text(self.reason, public=quoted)
+            else:
+                reason = redact_text(self.reason)
+            if len(_SAID) >= _SAID_MAX:
+                _SAID.clear()
+            _SAID[self.reason] = reason
         if reason is not self.reason:
             object.__setattr__(self, "reason", reason)
         if self.error is not None:

@@ -26,6 +26,7 @@ from robotgate.events import (
     UrlSkipped,
 )
 from robotgate.politeness.emitter import Emitter, listener_of
+from robotgate.redaction import digest
 from robotgate.store.memory import MemoryStore
 from tests.contract.test_request_paths import (
     AGENT,
@@ -101,7 +102,9 @@ async def test_one_gate_fetch_tells_its_story(public: Site) -> None:  # noqa: F8
         (origin, key, "ok", 200)]
     assert fetched[0].size == len(public.robots.encode()) and fetched[0].seconds >= 0
     answers = [(e.url, e.status, e.key) for e in heard if isinstance(e, ResponseAnswered)]
-    assert answers == [(public.url("/a"), 200, key), (public.url("/status/503?ra=1"), 503, key)]
+    # An event's url is said: its query's values are digests (docs/secrets.md).
+    assert answers == [(public.url("/a"), 200, key),
+                       (public.url(f"/status/503?ra={digest('1')}"), 503, key)]
     [backoff] = [e for e in heard if isinstance(e, BackoffStarted)]
     assert backoff.status == 503 and 0.5 < backoff.seconds <= 1.0  # its Retry-After
     [skipped] = [e for e in heard if isinstance(e, UrlSkipped)]
