@@ -21,9 +21,11 @@ from robotgate.crawl import Frontier
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+# The clients, each an extra: browser_network is no client but the browser clients'
+# shared network (the floor and the route's cookie rules).
 INTEGRATIONS = sorted(
     path.stem for path in (ROOT / "src" / "robotgate" / "integrations").iterdir()
-    if not path.name.startswith("_")
+    if not path.name.startswith("_") and path.name != "browser_network"
 )
 
 

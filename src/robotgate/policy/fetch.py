@@ -387,7 +387,7 @@ class LocalFailure(Error, OSError):
         self.remedy = remedy
 
 
-class NoRoute(Exception):
+class NoRoute(Error):
     """A connect error meaning this machine has no address or route of the family of
     any of the site's addresses (IPv6 disabled, no default route): the site is
     unreachable from this machine, which is no shortage of it.  A mark the adapter
