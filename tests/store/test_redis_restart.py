@@ -53,10 +53,12 @@ async def test_workers_keep_intervals_across_a_redis_restarted_empty(
         for store in stores:
             await store.load_robots("https://warm.example")  # connected again
         assert time.monotonic() - asked < DELAY / 2  # the next requests would be too soon
-        # Both ask every host again at once, then once more.
+        # Both ask every host again at once, then once more.  By design this takes about
+        # 12 s (no slot before the 6 s horizon, then robots.txt and two pages 2 s apart);
+        # the bound only ends a hang (15 s was passed under CI's load: no speed is asserted).
         await asyncio.wait_for(asyncio.gather(
             *(gate.fetch(srv.url(i, f"/page/{p}"))
-              for i in range(n) for gate, p in ((two, 2), (one, 3)))), 15)
+              for i in range(n) for gate, p in ((two, 2), (one, 3)))), 90)
         for i in range(n):
             times = requests_of(srv, i)
             gaps = [b - a for a, b in itertools.pairwise(times)]
