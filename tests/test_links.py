@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robotgate import RobotGate, links, page_links
-from robotgate.links import MAX_HREF_BYTES, link_resolver, read_links
+from robotgate.links import MAX_HREF_BYTES, LinkReader, link_resolver, read_links
 
 PAGE = "http://h.example/dir/page.html?q=1"
 
@@ -158,7 +158,7 @@ class _Counted:
 
 
 @pytest.mark.parametrize("hostile", [
-    b"<a href" + b"=" * 3_000_000,  # issue 77: 1.8 GB
+    b"<a href" + b"=" * 3_000_000 + b">",  # issue 77: 1.8 GB
     b"<a " + b"x=1 " * 2_000_000 + b"href=/late>",  # 1.45 GB
     b"<a " * 3_000_000,  # 363 MB
     b"<a >" * 1_000_000,  # a million tags: none held at once
@@ -324,3 +324,26 @@ def test_a_rel_after_an_href_given_first_is_read_as_an_attribute() -> None:
     found = read_links(body, PAGE)
     assert found.urls == ["http://h.example/x", "http://h.example/y", "http://h.example/w"]
     assert found.nofollow == 1
+
+
+# A hostile tag over MAX_TAG_BYTES is skipped, and reading it costs a bounded number of
+# steps: each _SCANNED is one window of the page read through, so the count is linear.
+@pytest.mark.parametrize("tag", [
+    b"<a href" + b"=" * 3_000_000 + b">",
+    b"<a " + b"x=1 " * 700_000 + b"href=/late>",
+    b"<a " + b"x='' " * 300_000 + b"href=/late>",
+    b"<a x" + b" =" * 1_000_000 + b"href=/late>",
+])
+def test_a_hostile_tag_is_skipped_in_steps_linear_in_its_size(tag: bytes) -> None:
+    from robotgate.links import _TAG_WINDOW, _tags
+
+    page = tag + b'<a href="/after">'
+    pieces = list(_tags(page))
+    assert len(pieces) <= 2 * len(page) // _TAG_WINDOW + 4
+    assert page_links(page, "http://h.test/") == ["http://h.test/after"]
+    reader = LinkReader(page, "http://h.test/")
+    steps = 0
+    while not reader.step():
+        steps += 1
+        assert steps < 1000
+    assert reader.links().urls == ["http://h.test/after"]

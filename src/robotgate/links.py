@@ -11,13 +11,14 @@ joined all at once (a pass in C over all of a page's links for each common shape
 paths from the root or the base's directory, ``../``, ``?query``), the rest one
 at a time.
 
-Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read and
-:data:`MAX_HREF_BYTES` of each ``href``; every pattern runs in time linear in
-its input; a page over 256 KiB has its tags taken one at a time, and a long tag
-(thousands of attributes) is read a chunk of them at a time, so that memory stays
-within about a copy of the page whatever the markup.  Links are stripped of C0
-controls and spaces at their ends, and of tabs and newlines inside, as the WHATWG
-URL parser does.
+Bounded: at most :data:`MAX_PAGE_BYTES` of a page are read, :data:`MAX_HREF_BYTES`
+of each ``href`` and :data:`MAX_TAG_BYTES` of each tag's attributes (a longer
+``<a>``, ``<area>`` or ``<base>`` is skipped: its end is found, its links are not
+read); every pattern runs in time linear in its input; a page over 256 KiB has its
+tags taken one at a time, and a long tag or comment is read through a window at a
+time, so that memory stays within about a copy of the page whatever the markup.
+Links are stripped of C0 controls and spaces at their ends, and of tabs and
+newlines inside, as the WHATWG URL parser does.
 
 Pure, standard library only, no I/O.
 """
@@ -25,20 +26,25 @@ Pure, standard library only, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from html import unescape
 from urllib.parse import urljoin
 
 from .urls import remove_dot_segments
 
-__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "STEP_BYTES", "STEP_LINKS", "STEP_TAGS",
-           "LinkReader", "PageLinks", "base_href", "link_resolver", "page_links", "read_links"]
+__all__ = ["MAX_HREF_BYTES", "MAX_PAGE_BYTES", "MAX_TAG_BYTES", "STEP_BYTES", "STEP_LINKS",
+           "STEP_TAGS", "LinkReader", "PageLinks", "base_href", "link_resolver", "page_links",
+           "read_links"]
 
 #: Bytes of a page read for links (a longer page's links after that are not seen).
 MAX_PAGE_BYTES = 16 * 1024 * 1024
 #: Bytes of one ``href`` read (a longer one is no link).
 MAX_HREF_BYTES = 8 * 1024
+#: Bytes of one tag's attributes read: a longer ``<a>``, ``<area>`` or ``<base>`` is
+#: skipped whole (no page a person writes has one; reading one would cost as much as
+#: the rest of the page).
+MAX_TAG_BYTES = 64 * 1024
 
 _RAW = rb"script|style|textarea|title|xmp|iframe|noembed|noframes"
 _END_OF_NAME = rb"(?=[\t\n\f\r />])"
@@ -55,7 +61,7 @@ _TAG_REST = rb"[^>=]*" + _MORE_VALUES
 # tags a, area and base with their attributes.  Each part either runs to a literal
 # the engine skips to or always matches, so the scan stays linear; the look-ahead
 # turns most tags (end tags, div, p, li) away at their first character.  A tag
-# whose last group is empty short of the page's end goes on: _TAG_MORE_RE reads on.
+# whose last group is empty short of the page's end goes on: _tag_end reads on.
 _HREF_FIRST = (
     rb"[\t\n\f\r /]*(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]*"
     rb"(?:\"([^\"]*)\"|'([^']*)'|([^\t\n\f\r >=\"']+)(?=[\t\n\f\r >]))"
@@ -68,7 +74,9 @@ _PAGE_RE = re.compile(
     rb"|((?i:a|area|base))[\t\n\f\r /]((?:" + _HREF_FIRST + rb")?(" + _TAG_REST + rb"))(>?))",
     re.DOTALL,
 )
-_TAG_MORE_RE = re.compile(_MORE_VALUES + rb"(>?)")
+# The spaces around a tag's "="; an end tag of raw text.
+_SPACES = b"\t\n\f\r "
+_RAW_END_RE = re.compile(rb"</(?i:" + _RAW + rb")" + _END_OF_NAME)
 # One attribute of a tag: its name and its value, quoted or not.
 _ATTRIBUTE_RE = re.compile(
     rb"([^\t\n\f\r />][^\t\n\f\r />=]*)"
@@ -178,11 +186,11 @@ STEP_BYTES = 256 * 1024
 class LinkReader:
     """:func:`read_links` a piece at a time, for a caller that must not be held long
     (an event loop): each :meth:`step` reads at most :data:`STEP_TAGS` tags of the
-    page (a stretch of :data:`_WINDOW` bytes without one counting as a quarter of
-    them), then resolves at most :data:`STEP_LINKS` of its links, of at most
-    :data:`STEP_BYTES` in all, so that however much a page weighs, no step takes
-    more than a few milliseconds (one tag is read whole: a tag of millions of
-    attributes takes as long as it is).
+    page (a stretch of :data:`_WINDOW` bytes read through counting as a quarter of
+    them, and a tag one more for each 64 bytes of its attributes), then resolves at
+    most :data:`STEP_LINKS` of its links, of at most :data:`STEP_BYTES` in all, so that
+    however much a page weighs and whatever its markup, no step takes more than a few
+    tens of milliseconds.
 
     >>> reader = LinkReader(b'<base href="/d/"><a href=a>1</a>', "http://h.test/x")
     >>> while not reader.step():
@@ -267,7 +275,7 @@ class _Piece:
         budget = STEP_TAGS
         for tag in self._tags:
             yield tag
-            budget -= _SCANNED_COST if tag is _SCANNED else 1
+            budget -= _SCANNED_COST if tag is _SCANNED else 1 + len(tag[1]) // _TAG_BYTES_COST
             if budget <= 0:
                 return
         self.last = True
@@ -281,8 +289,8 @@ def _links_in(tags: Iterable[_Tag]) -> tuple[list[bytes], bytes | None, int] | N
     base: bytes | None = None
     nofollow = 0
     for tag, rest, double, single, bare, tail, closed in tags:
-        if not tag:
-            continue  # a comment or raw text
+        if not tag or len(rest) > MAX_TAG_BYTES:
+            continue  # a comment or raw text, or a tag too long to read
         if not closed:
             return None  # it goes on past what the match read (or to the page's end)
         if len(tag) != 4 or tag[0] not in b"bB":  # a or area
@@ -322,17 +330,24 @@ _WINDOW = 256 * 1024
 _OVERLAP = 16
 #: What a window scanned through costs a step, in tags (a tag: a few microseconds).
 _SCANNED_COST = STEP_TAGS // 4
+#: Bytes of a long tag read through at once (a quote in it costs a Python step).
+_TAG_WINDOW = _WINDOW // 4
+#: A tag's attributes cost a step one tag more for each this many bytes (reading them
+#: is some hundred nanoseconds a byte at worst: a step reads at most 128 KiB of them).
+_TAG_BYTES_COST = 64
 
 
 def _tags(page: bytes) -> Iterator[_Tag]:
     """What ``_PAGE_RE.findall(page)`` gives, one at a time (tags' attributes as views
     of the page), each tag read to its end however many values it has; and, so that
-    :class:`LinkReader` can count its steps' work, :data:`_SKIPPED` for each comment
-    or raw text and :data:`_SCANNED` for each :data:`_WINDOW` bytes read through.
+    :class:`LinkReader` can count its steps' work, :data:`_SKIPPED` for each comment,
+    raw text or tag over :data:`MAX_TAG_BYTES`, and :data:`_SCANNED` for each
+    :data:`_WINDOW` bytes read through.
 
     The page is scanned a window at a time, so that no call reads far for nothing.
     A match that comes near a window's end may have been cut short there: it is read
-    again from its start in the next window (one as long as a window, on its own)."""
+    again from its start in the next window; one that starts the window (as long as a
+    window, or longer) is read to its end by a plain search a window at a time."""
     view = memoryview(page)
     size = len(page)
     pos = 0
@@ -340,29 +355,34 @@ def _tags(page: bytes) -> Iterator[_Tag]:
         stop = min(size, pos + _WINDOW)
         near = stop - _OVERLAP if stop < size else size + 1  # from here a match may be cut
         following = max(pos, stop - _OVERLAP)  # where the next window starts
-        alone = False  # a match as long as a window, read on its own
         for found in _PAGE_RE.finditer(page, pos, stop):
-            if found.end() >= near:
-                if found.start() > pos:
-                    following = found.start()  # read again, whole, in the next window
-                    break
-                whole = _PAGE_RE.match(page, pos)
-                assert whole is not None  # it matched a part of itself
-                found, alone = whole, True
-            tag, double, single, bare, tail, closed = found.group(1, 3, 4, 5, 6, 7)
             end = found.end()
-            following = max(following, end)
-            if not tag:
-                yield _SKIPPED  # a comment or raw text
-            elif closed or end == size:  # read whole
-                yield (tag, view[found.start(2):found.end(2)], double, single, bare, tail,
-                       b">")
+            cut = end >= near
+            if cut and found.start() > pos:
+                following = found.start()  # read again, whole, in the next window
+                break
+            tag, double, single, bare, tail, closed = found.group(1, 3, 4, 5, 6, 7)
+            if not tag:  # a comment or raw text
+                if cut:
+                    following = yield from _markup_end(page, found.start())
+                    yield _SKIPPED
+                    break
+                following = max(following, end)
+                yield _SKIPPED
+                continue
+            if (closed and not cut) or end == size:  # read whole
+                following = max(following, end)
+                yield (tag, view[found.start(2):found.end(2)], double, single, bare,
+                       tail, b">")
+                continue
+            # A tag of more values than the pattern reads at once, or cut by the window.
+            values = found.start(2)
+            values_end, following = yield from _tag_end(page, values)
+            if values_end - values > MAX_TAG_BYTES:
+                yield _SKIPPED
             else:
-                values_end, following = _tag_end(page, end)
-                yield tag, view[found.start(2):values_end], b"", b"", b"", b"", b">"
-                break  # the scan goes on after the tag
-            if alone:
-                break  # windows again after it
+                yield tag, view[values:values_end], b"", b"", b"", b"", b">"
+            break  # windows again after it
         else:
             if stop == size:
                 return
@@ -370,15 +390,63 @@ def _tags(page: bytes) -> Iterator[_Tag]:
         pos = following
 
 
-def _tag_end(page: bytes, pos: int) -> tuple[int, int]:
-    """Where the values of the tag that go on at ``pos`` (an "=") end, and the tag:
-    at its ">" and after it, or at the page's end."""
+def _markup_end(page: bytes, start: int) -> Generator[_Tag, None, int]:
+    """Where the comment, raw text or plaintext at ``start`` ends (as ``_PAGE_RE`` reads
+    it), found a window at a time: :data:`_SCANNED` for each."""
+    size = len(page)
+    if page.startswith(b"<!--", start):
+        end = page.find(b"-->", start + 4)
+        return size if end < 0 else end + 3
+    if page[start + 1:start + 10].lower() == b"plaintext":
+        return size
+    pos = start + 1  # raw text ends at the first end tag of a raw-text element
     while True:
-        more = _TAG_MORE_RE.match(page, pos)
-        assert more is not None  # every part of it may match nothing
-        pos = more.end()
-        if more[1] or pos == len(page):
-            return more.start(1), pos
+        stop = min(size, pos + _WINDOW)
+        found = _RAW_END_RE.search(page, pos, min(size, stop + _OVERLAP))
+        if found is not None:
+            return found.end()
+        if stop == size:
+            return size
+        pos = stop
+        yield _SCANNED
+
+
+def _tag_end(page: bytes, pos: int) -> Generator[_Tag, None, tuple[int, int]]:
+    """Where the values of the tag that go on at ``pos`` end, and the tag: at its ">"
+    and after it, or at the page's end; read as ``_PAGE_RE`` reads them (a quote opens a
+    value only after "=" and spaces, and only if it is closed), a window at a time:
+    :data:`_SCANNED` for each.  Linear, in C: finds of ">" and of each quote, each
+    position found once; only quotes cost a step in Python."""
+    size = len(page)
+    after_equals = False  # the last byte before pos but spaces is an "="
+    while True:
+        stop = min(size, pos + _TAG_WINDOW)
+        close = page.find(b">", pos, stop)
+        limit = stop if close < 0 else close
+        double = page.find(b'"', pos, limit)
+        single = page.find(b"'", pos, limit)
+        while double >= 0 or single >= 0:
+            quote = double if single < 0 or 0 <= double < single else single
+            before = page[pos:quote].rstrip(_SPACES)
+            opens = before[-1:] == b"=" if before else after_equals
+            end = page.find(page[quote:quote + 1], quote + 1) if opens else -1
+            pos = quote + 1 if end < 0 else end + 1
+            after_equals = False
+            if pos > limit:
+                break  # a quoted value went on past the ">" or the window: look again
+            if 0 <= double < pos:
+                double = page.find(b'"', pos, limit)
+            if 0 <= single < pos:
+                single = page.find(b"'", pos, limit)
+        else:
+            if close >= 0:
+                return close, close + 1
+            rest = page[pos:stop].rstrip(_SPACES)
+            after_equals = rest[-1:] == b"=" if rest else after_equals
+            pos = stop
+            if stop == size:
+                return size, size
+        yield _SCANNED
 
 
 def _href_and_rel(rest: bytes | memoryview) -> tuple[bytes | None, bytes | None]:
