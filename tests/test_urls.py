@@ -509,6 +509,9 @@ def test_longest_dns_names_are_valid() -> None:
         ("http://host/a;sid=7/b?k=#top", f"http://host/a;sid={D('7')}/b?k=#{D('top')}"),
         ("http://u:p@host/x?sig=abc", f"http://u:***@host/x?sig={D('abc')}"),
         ("mailto:someone@example.com", "mailto:someone@example.com"),
+        ("http://;=:@a.example/p@q", "http://;=:@a.example/p@q"),  # ";=" is the user's
+        ("http://host;x=1/p;s=2", f"http://host;x=1/p;s={D('2')}"),
+        ("a;sid=7", f"a;sid={D('7')}"),
         ("http://host/", "http://host/"),
         ("", ""),
     ],

@@ -120,9 +120,10 @@ def redact_url(url: str) -> str:
     """
     if "@" in url and "//" in url:
         url = _USERINFO.sub(_without_secret, url)
-    start = url.find("//")
-    start = start + 2 if start >= 0 else 0
-    cut = _first_of(url, "/?#;", start)
+    authority = url.find("//")
+    # An authority ends at "/?#" only: a ";" or "=" in it is the user's or the host's
+    # own ("http://u;=:@h/"); without one, a ";" starts the path's parameter.
+    cut = _first_of(url, "/?#", authority + 2) if authority >= 0 else _first_of(url, "/?#;", 0)
     if cut < 0:
         return url
     head, rest = url[:cut], url[cut:]
