@@ -159,6 +159,7 @@ def test_httpx_pool_counts_the_turns_a_robots_txt_connection_waits(tmp_path: Pat
         assert sum(turns.values()) == 6 and "0" not in turns, (kind, turns)
 
 
+@pytest.mark.soak
 def test_httpx_instructions_children_fetch_the_same_pages() -> None:
     # Without valgrind (a run under it takes minutes): the child each count rests on.
     fetched = {}
@@ -215,6 +216,7 @@ def test_million_origins_allows_and_fetches_every_origin_within_the_connection_b
         assert all(s["connections"] <= part["max_connections"] for s in part["samples"])
 
 
+@pytest.mark.soak
 def test_opcodes_counts_each_trees_functions_of_a_request(tmp_path: Path) -> None:
     src = str(BENCHMARKS.parent / "src")
     report, out = run_benchmark(tmp_path, "opcodes.py", "--before-src", src,

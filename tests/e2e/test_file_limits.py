@@ -186,6 +186,7 @@ _CRAWL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs resource.setrlimit")
 def test_a_crawl_of_many_origins_at_ulimit_256() -> None:

@@ -132,6 +132,7 @@ async def wait_until(predicate: Any, timeout: float, what: str) -> None:
 # -- the fleet under load -------------------------------------------------------
 
 
+@pytest.mark.soak
 async def test_four_workers_share_one_budget(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -172,6 +173,7 @@ async def test_four_workers_share_one_budget(
         assert summary["fetched"] > 0
 
 
+@pytest.mark.soak
 async def test_three_workers_thirty_origins_on_a_cluster(
     redis_cluster: str, prefix: str, tmp_path: Path
 ) -> None:
@@ -340,6 +342,7 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
 # -- a dead lock holder ---------------------------------------------------------
 
 
+@pytest.mark.soak
 async def test_lock_holder_killed_mid_fetch(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -410,6 +413,7 @@ def assert_outage_survived(srv: BenchServer, quitting: dict[str, Any],
     return failed
 
 
+@pytest.mark.soak
 async def test_redis_stopped_and_restarted_mid_crawl(
     persistent_redis: RedisServer, tmp_path: Path
 ) -> None:

@@ -82,6 +82,7 @@ async def test_four_workersfetch_every_url_of_one_crawl_once(
         assert trips / (hosts * pages) < 0.8, (trips, results)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 async def test_a_worker_killed_mid_crawl_loses_nothing(
         redis_url: str, prefix: str, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from tests.e2e.test_fleet_crawl import finish, pages_asked, requests_by_page
 DELAY = 0.5
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 async def test_workers_say_redis_lost_the_crawl_and_keep_every_interval(
         own_redis: RedisServer, tmp_path: Path) -> None:

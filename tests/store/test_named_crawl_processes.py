@@ -127,6 +127,7 @@ def assert_names_holder(refusal: str, holder_pid: int) -> None:
     assert f"kill {holder_pid}" in refusal and "take it over" in refusal
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_a_process_started_late_is_refused_on_sqlite_and_joins_on_redis(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:

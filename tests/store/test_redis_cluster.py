@@ -221,6 +221,7 @@ async def test_waiters_poll_without_sharded_pub_sub(
 # -- a master fails over to its replica ------------------------------------------
 
 
+@pytest.mark.soak
 async def test_failover_of_a_master(own_cluster: Callable[[int], LocalCluster]) -> None:
     cluster = await asyncio.to_thread(own_cluster, 1)
     master, replica = cluster.nodes[0], cluster.nodes[3]

@@ -35,6 +35,7 @@ def requests_of(srv: BenchServer, i: int) -> list[float]:
     return sorted(stats.robots_times + stats.page_times)
 
 
+@pytest.mark.soak
 @pytest.mark.slow
 async def test_workers_keep_intervals_across_a_redis_restarted_empty(
     own_redis: RedisServer, caplog: pytest.LogCaptureFixture,
