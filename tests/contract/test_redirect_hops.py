@@ -52,6 +52,7 @@ METHODS = ("GET", "HEAD", "POST", "PUT")
 STATUSES = (301, 302, 303, 307, 308)
 BODY = b"the request's body"
 HEADERS = {"Authorization": "Bearer secret", "Cookie": "sid=42", "X-Custom": "mine"}
+NON_HTTP_LOCATION = "ftp://user:FtpPw-31c@127.0.0.1/file"
 
 
 class Case(NamedTuple):
@@ -108,6 +109,8 @@ async def hosts() -> AsyncIterator[Hosts]:
             return web.Response(text="User-agent: *\nAllow: /\n")
         if path == "/page":
             return web.Response(text="<html><body></body></html>", content_type="text/html")
+        if path == "/to-ftp":
+            return web.Response(status=302, headers={"Location": NON_HTTP_LOCATION})
         if not path.startswith(("/from/", "/to/")):
             raise web.HTTPNotFound()  # a browser's own (/favicon.ico)
         body = await request.read()
@@ -225,6 +228,43 @@ async def test_gate_middleware_leaves_aiohttps_hop_as_it_is(hosts: Hosts) -> Non
 
         through_gate = await run_table(hosts, "middleware", send)
     assert differences(through_gate, own) == {}
+
+
+# -- a redirect to a URL that is not http(s): each path raises its client's own error -----
+
+@pytest.mark.parametrize("path", ["aiohttp", "fetch-owned", "fetch-yours", "middleware"])
+async def test_a_redirect_to_ftp_raises_aiohttps_own_error(hosts: Hosts, path: str) -> None:
+    """Plain aiohttp raises ``NonHttpUrlRedirectClientError``; so does every aiohttp path
+    (gate.fetch's a robotgate ``InvalidURL`` too), rather than return the 3xx."""
+    from robotgate.urls import InvalidURL
+
+    url = hosts.url(HERE, "/to-ftp")
+    async with aiohttp.ClientSession() as yours, open_gate(
+            session=yours if path == "fetch-yours" else None) as gate:
+        with pytest.raises(aiohttp.NonHttpUrlRedirectClientError) as raised:
+            if path.startswith("fetch"):
+                await gate.fetch(url)
+            else:
+                middlewares = (gate.middleware,) if path == "middleware" else ()
+                async with aiohttp.ClientSession(middlewares=middlewares) as session, \
+                        session.get(url) as resp:
+                    await resp.read()
+    if path.startswith("fetch"):
+        assert isinstance(raised.value, InvalidURL)
+        assert "ftp://user:***@127.0.0.1/file" in str(raised.value)
+        assert "FtpPw-31c" not in str(raised.value)
+
+
+async def test_the_httpx_transport_raises_httpxs_own_error_for_a_redirect_to_ftp(
+        hosts: Hosts) -> None:
+    url = hosts.url(HERE, "/to-ftp")
+    async with httpx.AsyncClient(follow_redirects=True) as plain:
+        with pytest.raises(httpx.UnsupportedProtocol):
+            await plain.get(url)
+    async with open_gate() as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate), follow_redirects=True) as client:
+        with pytest.raises(httpx.UnsupportedProtocol):
+            await client.get(url)
 
 
 # -- httpx: httpx follows redirects above the transport, by its own rule ------------------
