@@ -32,6 +32,7 @@ except ImportError as _exc:
 
 from ..decision import Decision
 from ..errors import Disallowed, ProxyFailed
+from ..gate.connections import connection_budget
 from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
@@ -327,6 +328,12 @@ class _HttpxSender:
         return resp.aclose()
 
 
+def _default_limits(budget: int) -> httpx.Limits:
+    """httpx's pool limits for the transport's own inner transport: at most ``budget``
+    sockets, every one of them kept alive when idle."""
+    return httpx.Limits(max_connections=budget, max_keepalive_connections=budget)
+
+
 def _pinned(request: httpx.Request, checked: Sequence[Address],
             inner: httpx.AsyncBaseTransport) -> httpx.Request:
     """The request as sent: a public page's pointer to a name goes to the address its
@@ -363,7 +370,11 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.gate = gate
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        # The default pool holds the gate's socket budget (three quarters of the open-file
+        # limit), keep-alive ones included: httpx's own 100 made pages wait past its
+        # pool timeout, and a budget above the limit would run out of descriptors.
+        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(
+            limits=_default_limits(connection_budget()))
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private
