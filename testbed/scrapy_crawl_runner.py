@@ -9,7 +9,8 @@ Config keys: ``urls`` (requested in order), ``settings`` (Scrapy settings),
 ``follow`` (follow links in pages), ``copy_meta`` (followed links made with
 ``meta=response.meta``), ``robotgate`` (enable RobotGateMiddleware
 instead of Scrapy's RobotsTxtMiddleware; default true), ``probe`` (``[url, agent]``
-pairs to ask each parser that ``robots_parsed`` announces).
+pairs to ask each parser that ``robots_parsed`` announces), ``meta`` (each
+start request's meta, e.g. its ``proxy``).
 The output holds Scrapy's numeric stats, the pages seen (with their
 ``robotgate_usage`` meta) and the requests dropped (with the robotgate
 decision when there is one).
@@ -43,7 +44,8 @@ def main(argv: list[str]) -> int:
         async def start(self) -> Any:
             for url in config["urls"]:
                 yield scrapy.Request(url, callback=self.parse, errback=self.failed,
-                                     dont_filter=bool(config.get("dont_filter")))
+                                     dont_filter=bool(config.get("dont_filter")),
+                                     meta=dict(config.get("meta", {})))
 
         def parse(self, response: Any) -> Any:
             seen["pages"].append([response.url, response.status])
@@ -58,7 +60,8 @@ def main(argv: list[str]) -> int:
             exc = failure.value
             decision = getattr(exc, "decision", None)
             entry = {"url": failure.request.url, "error": type(exc).__name__,
-                     "message": str(exc)}
+                     "message": str(exc),
+                     "kinds": [f"{k.__module__}.{k.__qualname__}" for k in type(exc).__mro__]}
             if decision is not None:
                 entry["outcome"] = decision.outcome
                 entry["line"] = decision.line

@@ -27,6 +27,7 @@ from robotgate.private_parts import (
     CRAWLEE_BROWSER_POOL,
     CRAWLEE_HTTP_CLIENT,
     CRAWLEE_VALIDATE_URL,
+    HTTPX_PROXY_URL,
     PARTS,
     PLAYWRIGHT_MAPPING,
     PLAYWRIGHT_OPTIONS,
@@ -124,6 +125,14 @@ def connector_pool() -> None:
     assert "self._connector._release(" in _source(aiohttp.connector.Connection)
 
 
+def httpx_proxy_url() -> None:
+    httpx = _module("httpx")
+    transport = httpx.AsyncHTTPTransport(proxy="http://127.0.0.1:9")
+    url = transport._pool._proxy_url
+    assert (url.host, url.port) == (b"127.0.0.1", 9)
+    assert not hasattr(httpx.AsyncHTTPTransport()._pool, "_proxy_url")
+
+
 def scrapy_handler_pool() -> None:
     handlers = _module("scrapy.core.downloader.handlers")
     http11 = _module("scrapy.core.downloader.handlers.http11")
@@ -211,7 +220,8 @@ def redis_cluster_initialize() -> None:
 CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     RETRY_CONNECTION: retry_connection, REQUEST_TRACES: request_traces,
     CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
-    CONNECTOR_POOL: connector_pool, SCRAPY_HANDLER_POOL: scrapy_handler_pool,
+    CONNECTOR_POOL: connector_pool, HTTPX_PROXY_URL: httpx_proxy_url,
+    SCRAPY_HANDLER_POOL: scrapy_handler_pool,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,
     CRAWLEE_HTTP_CLIENT: crawlee_http_client,

@@ -107,6 +107,16 @@ CONNECTOR_POOL = PrivatePart(
     "request, a robots.txt's, fails, and gate.fetch refuses the page as its robots.txt "
     "unreachable, the reason naming the part")
 
+# -- httpx ---------------------------------------------------------------------------------
+
+HTTPX_PROXY_URL = PrivatePart(
+    "httpx", "AsyncHTTPTransport._pool, httpcore's AsyncHTTPProxy/AsyncSOCKSProxy._proxy_url",
+    "0.28.1 (httpcore 1.0.9)", "robotgate.integrations.httpx",
+    "the httpx transport tells a proxy's failure (unreachable, refusing its credentials) "
+    "from the site's by the proxy the inner transport sends through",
+    "silent: with no proxy found, a proxy's failure while robots.txt is asked reads as "
+    "the site's (robots.txt unreachable), as before")
+
 # -- Scrapy and Twisted ------------------------------------------------------------------
 
 SCRAPY_HANDLER_POOL = PrivatePart(
@@ -184,6 +194,7 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
-    SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS, PLAYWRIGHT_MAPPING,
+    HTTPX_PROXY_URL, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
+    PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
 )

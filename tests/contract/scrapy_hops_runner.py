@@ -7,7 +7,8 @@ subprocess so that each run gets a fresh reactor::
 
 Scrapy's ``RedirectMiddleware`` follows each redirect; the server records what the
 redirect's target heard.  ``gate``: robotgate's middleware in place of Scrapy's
-robots.txt middleware (else neither: Scrapy's own hop).
+robots.txt middleware (else neither: Scrapy's own hop); ``settings``: Scrapy settings
+of the run's own (``HTTPAUTH_USER``...).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def main(argv: list[str]) -> int:
         "ROBOTGATE_DELAY": 0,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
         "ROBOTGATE_IS_PRIVATE": "tests.contract.test_redirect_hops.nothing_private",
+        **config.get("settings", {}),
     })
     process.crawl(Hops)
     process.start()

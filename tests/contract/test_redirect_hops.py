@@ -4,7 +4,8 @@ is its client's own hop, and where robotgate follows the redirect (the core's ex
 (:func:`robotgate.policy.redirect_hop.next_hop`).  Credentials, in whatever form they
 were given (``auth=`` per call or per session, credential headers, a URL's userinfo),
 go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
-``gate.crawl``, the httpx transport; see "credentials in every form" below).
+``gate.crawl``, the httpx transport; see "credentials in every form" below; Scrapy's
+Authorization header and HttpAuthMiddleware's settings, as Scrapy alone sends them).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
@@ -52,6 +53,7 @@ METHODS = ("GET", "HEAD", "POST", "PUT")
 STATUSES = (301, 302, 303, 307, 308)
 BODY = b"the request's body"
 HEADERS = {"Authorization": "Bearer secret", "Cookie": "sid=42", "X-Custom": "mine"}
+NON_HTTP_LOCATION = "ftp://user:FtpPw-31c@127.0.0.1/file"
 
 
 class Case(NamedTuple):
@@ -108,6 +110,8 @@ async def hosts() -> AsyncIterator[Hosts]:
             return web.Response(text="User-agent: *\nAllow: /\n")
         if path == "/page":
             return web.Response(text="<html><body></body></html>", content_type="text/html")
+        if path == "/to-ftp":
+            return web.Response(status=302, headers={"Location": NON_HTTP_LOCATION})
         if not path.startswith(("/from/", "/to/")):
             raise web.HTTPNotFound()  # a browser's own (/favicon.ico)
         body = await request.read()
@@ -225,6 +229,43 @@ async def test_gate_middleware_leaves_aiohttps_hop_as_it_is(hosts: Hosts) -> Non
 
         through_gate = await run_table(hosts, "middleware", send)
     assert differences(through_gate, own) == {}
+
+
+# -- a redirect to a URL that is not http(s): each path raises its client's own error -----
+
+@pytest.mark.parametrize("path", ["aiohttp", "fetch-owned", "fetch-yours", "middleware"])
+async def test_a_redirect_to_ftp_raises_aiohttps_own_error(hosts: Hosts, path: str) -> None:
+    """Plain aiohttp raises ``NonHttpUrlRedirectClientError``; so does every aiohttp path
+    (gate.fetch's a robotgate ``InvalidURL`` too), rather than return the 3xx."""
+    from robotgate.urls import InvalidURL
+
+    url = hosts.url(HERE, "/to-ftp")
+    async with aiohttp.ClientSession() as yours, open_gate(
+            session=yours if path == "fetch-yours" else None) as gate:
+        with pytest.raises(aiohttp.NonHttpUrlRedirectClientError) as raised:
+            if path.startswith("fetch"):
+                await gate.fetch(url)
+            else:
+                middlewares = (gate.middleware,) if path == "middleware" else ()
+                async with aiohttp.ClientSession(middlewares=middlewares) as session, \
+                        session.get(url) as resp:
+                    await resp.read()
+    if path.startswith("fetch"):
+        assert isinstance(raised.value, InvalidURL)
+        assert "ftp://user:***@127.0.0.1/file" in str(raised.value)
+        assert "FtpPw-31c" not in str(raised.value)
+
+
+async def test_the_httpx_transport_raises_httpxs_own_error_for_a_redirect_to_ftp(
+        hosts: Hosts) -> None:
+    url = hosts.url(HERE, "/to-ftp")
+    async with httpx.AsyncClient(follow_redirects=True) as plain:
+        with pytest.raises(httpx.UnsupportedProtocol):
+            await plain.get(url)
+    async with open_gate() as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate), follow_redirects=True) as client:
+        with pytest.raises(httpx.UnsupportedProtocol):
+            await client.get(url)
 
 
 # -- httpx: httpx follows redirects above the transport, by its own rule ------------------
@@ -446,16 +487,22 @@ def nothing_private(address: object) -> bool:
     return False
 
 
-async def scrapy_table(hosts: Hosts, run: str, gate: bool) -> dict[Case, Heard]:
-    requests = [[case.method, hosts.start(case, run), HEADERS,
-                 BODY.decode() if case.method in ("POST", "PUT") else None] for case in CASES]
-    config = json.dumps({"requests": requests, "gate": gate})
+async def run_scrapy(requests: list[list[Any]], gate: bool,
+                     settings: dict[str, Any] | None = None) -> None:
+    """Send ``requests`` ([method, url, headers, body]) through Scrapy in a child."""
+    config = json.dumps({"requests": requests, "gate": gate, "settings": settings or {}})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.contract.scrapy_hops_runner", config, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 60)  # a hang guard
     assert proc.returncode == 0, err.decode()[-3000:]
-    assert json.loads(out.decode().splitlines()[-1]) == len(CASES), err.decode()[-3000:]
+    assert json.loads(out.decode().splitlines()[-1]) == len(requests), err.decode()[-3000:]
+
+
+async def scrapy_table(hosts: Hosts, run: str, gate: bool) -> dict[Case, Heard]:
+    await run_scrapy([[case.method, hosts.start(case, run), HEADERS,
+                       BODY.decode() if case.method in ("POST", "PUT") else None]
+                      for case in CASES], gate)
 
     async def nothing_to_send(method: str, url: str, headers: dict[str, str],
                               body: bytes | None) -> None:
@@ -471,6 +518,37 @@ async def test_the_scrapy_middleware_leaves_scrapys_hop_as_it_is(hosts: Hosts) -
     assert differences(through_gate, own) == {}
     # Scrapy 2.19's own hop is the core's rule in every case.
     assert differences(own, {case: core(case) for case in CASES}) == {}
+
+
+#: Scrapy's forms: an Authorization header, HttpAuthMiddleware's settings (restricted to
+#: the first origin's host, as Scrapy 2.19 requires a domain).  No userinfo: Scrapy 2.19
+#: alone refuses such a URL (ValueError: invalid hostname), so there is no hop to compare.
+SCRAPY_CREDENTIAL_FORMS = ("headers", "httpauth")
+
+
+@pytest.mark.parametrize("form", SCRAPY_CREDENTIAL_FORMS)
+async def test_the_scrapy_middleware_sends_credentials_as_scrapy_alone(
+        hosts: Hosts, form: str) -> None:
+    """Scrapy 2.19 alone drops Authorization on a hop to another origin (scheme, host or
+    port: its RedirectMiddleware) and HttpAuthMiddleware adds it again only within
+    HTTPAUTH_DOMAIN; it sends no userinfo as Authorization.  Through the gate: the same."""
+    pytest.importorskip("scrapy")
+    # Scrapy matches HTTPAUTH_DOMAIN against the URL's netloc, port included.
+    domain = f"{HERE}:{hosts.ports[HERE]}"
+    settings = ({"HTTPAUTH_USER": "user", "HTTPAUTH_PASS": "pass", "HTTPAUTH_DOMAIN": domain}
+                if form == "httpauth" else {})
+    headers = {"Authorization": BASIC} if form == "headers" else {}
+    heard: dict[str, dict[Case, str | None]] = {}
+    for run, gate in ((f"scrapy-cred-{form}", False), (f"scrapy-gate-cred-{form}", True)):
+        await run_scrapy([["GET", with_userinfo(hosts.start(case, run), form), headers, None]
+                          for case in CREDENTIAL_CASES], gate, settings)
+        heard[run] = {case: hosts.heard[f"{run}/{case.name}"].authorization
+                      for case in CREDENTIAL_CASES}
+    alone, gated = heard.values()
+    assert gated == alone
+    expected = {case: None if form == "userinfo" else credential_rule(case)
+                for case in CREDENTIAL_CASES}
+    assert alone == expected  # Scrapy's own rule: the credentials stay on their origin
 
 
 @pytest.mark.parametrize("form", ["pairs", "multidict"])

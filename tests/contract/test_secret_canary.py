@@ -682,10 +682,9 @@ def proxied_path(request: pytest.FixtureRequest) -> Any:
     return PATHS[request.param](request.param)
 
 
-# The paths whose robots.txt goes over the gate's own aiohttp transport raise the proxy's
-# failure as the proxy's (ProxyFailed); Scrapy and httpx ask robots.txt over their own
-# clients and still count it as the site's robots.txt unreachable (issue 97: not yet).
-PROXY_FAILURE_RAISED = {"fetch", "middleware", "crawlee", "browser"}
+# Every path raises the proxy's failure as the proxy's (ProxyFailed), never the site's
+# robots.txt unreachable: the gate's aiohttp transport, httpx's and Scrapy's alike.
+PROXY_FAILURE_RAISED = {"fetch", "middleware", "httpx", "scrapy", "crawlee", "browser"}
 
 
 async def test_robots_txt_a_proxy_answers_407_for_is_never_the_sites_answer(

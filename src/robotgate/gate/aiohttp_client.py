@@ -15,6 +15,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 from multidict import CIMultiDict
@@ -50,6 +51,7 @@ __all__ = [
     "AiohttpConnections",
     "AiohttpDisallowed",
     "AiohttpInvalidURL",
+    "AiohttpNonHttpRedirect",
     "AiohttpNonHttpURL",
     "AiohttpRobotsTransport",
     "AiohttpTooManyRedirects",
@@ -130,6 +132,28 @@ class AiohttpInvalidURL(InvalidURL, aiohttp.InvalidUrlClientError):
 class AiohttpNonHttpURL(AiohttpInvalidURL, aiohttp.NonHttpUrlClientError):
     """:class:`AiohttpInvalidURL` for a URL that is not http(s): the
     ``aiohttp.NonHttpUrlClientError`` plain aiohttp raises for it."""
+
+
+class AiohttpNonHttpRedirect(AiohttpNonHttpURL, aiohttp.NonHttpUrlRedirectClientError):
+    """A redirect ``gate.fetch`` follows whose ``Location`` is not http(s) (``ftp:``,
+    ``mailto:``): the ``aiohttp.NonHttpUrlRedirectClientError`` plain aiohttp raises
+    for it, and robotgate's :class:`~robotgate.urls.InvalidURL`; ``url``: the Location
+    (the message without its password).  Nothing was sent to it; the 3xx is closed."""
+
+
+def non_http_location(url: str, resp: aiohttp.ClientResponse) -> str | None:
+    """The Location of a redirect ``resp`` (the answer to ``url``) that aiohttp would
+    refuse to follow as not http(s) (None: no redirect, or one to http(s))."""
+    if resp.status not in REDIRECTS:
+        return None
+    location = resp.headers.get("Location")
+    if not location:
+        return None
+    try:
+        scheme = urlsplit(urljoin(url, location.strip())).scheme.lower()
+    except ValueError:
+        return None  # aiohttp's other error, for a Location that is no URL: not this one
+    return location if scheme not in ("", "http", "https") else None
 
 
 def client_invalid_url(bad: InvalidURL) -> AiohttpInvalidURL:
@@ -271,6 +295,12 @@ class AiohttpClient:
         if invalid is not None:
             raise invalid
         resp, turn = done.response, done.turn
+        foreign = non_http_location(done.url, resp) if follow else None
+        if foreign is not None:  # aiohttp alone raises for it; the core returned the 3xx
+            resp.close()
+            self._open.discard(resp)
+            turn.release()
+            raise AiohttpNonHttpRedirect(foreign, "a redirect to a URL that is not http(s)")
         if stream:
             # The response holds the server's slot: the caller reads it and lets go.
             assert call is not None

@@ -31,7 +31,8 @@ except ImportError as _exc:
     raise ImportError(f"{__name__} needs httpx: pip install 'robotgate[httpx]'") from _exc
 
 from ..decision import Decision
-from ..errors import Disallowed
+from ..errors import Disallowed, ProxyFailed
+from ..gate.connections import connection_budget
 from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
@@ -47,8 +48,8 @@ from ._hops import first_address, resolve, robots_headers
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxInvalidURL",
-           "HttpxRobotsTransport", "RobotGateTransport"]
+__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxInvalidURL", "HttpxProxyFailed",
+           "HttpxProxyUnreachable", "HttpxRobotsTransport", "RobotGateTransport"]
 
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
@@ -94,6 +95,37 @@ class HttpxInvalidURL(InvalidURL, httpx.UnsupportedProtocol):
         self._request = request
 
 
+class HttpxProxyFailed(ProxyFailed, httpx.ProxyError):
+    """:class:`~robotgate.ProxyFailed` as the httpx transport raises it: the proxy the
+    inner transport sends through refused its credentials (407) or the tunnel, while
+    robots.txt was asked; also the ``httpx.ProxyError`` plain httpx raises for a tunnel
+    refused, so that ``except httpx.TransportError`` catches it.  ``request``: the caller's request
+    (httpx sets it); ``url``: the robots.txt URL the proxy failed."""
+
+    def __init__(self, proxy: str, url: str, why: str, *,
+                 request: httpx.Request | None = None) -> None:
+        ProxyFailed.__init__(self, proxy, url, why)
+        self._request = request
+
+
+class HttpxProxyUnreachable(HttpxProxyFailed, httpx.ConnectError):
+    """The proxy could not be reached (refused, unreachable, timed out): also the
+    ``httpx.ConnectError`` plain httpx raises then."""
+
+
+def _proxy_of(inner: httpx.AsyncBaseTransport) -> str | None:
+    """The proxy httpx's own transport sends every request through (None: none, or a
+    transport of another kind, whose proxy robotgate cannot see)."""
+    pool = inner._pool if isinstance(inner, httpx.AsyncHTTPTransport) else None
+    url = getattr(pool, "_proxy_url", None)  # private_parts.HTTPX_PROXY_URL
+    if url is None:
+        return None
+    try:
+        return f"{url.scheme.decode()}://{url.host.decode()}:{url.port}"
+    except (AttributeError, UnicodeDecodeError):
+        return None
+
+
 def _refusal(refused: Disallowed, request: httpx.Request) -> HttpxDisallowed:
     """The core's refusal as httpx's caller gets it (its traceback kept)."""
     if isinstance(refused, HttpxDisallowed):
@@ -127,7 +159,21 @@ class HttpxRobotsTransport:
         # A hop goes to the address its check found; the first request of an origin a
         # public page pointed to, to the address the pointer check found.
         pinned = _pinned(req, reach.checked if reach.guard else (), self.inner)
-        resp = await self.inner.handle_async_request(pinned)
+        proxy = _proxy_of(self.inner)
+        try:
+            resp = await self.inner.handle_async_request(pinned)
+        except (httpx.ProxyError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            if proxy is None:
+                raise  # the site's: the flow judges it
+            # Through a proxy every connection is the proxy's: its failure is no site's.
+            kind = (HttpxProxyFailed if isinstance(exc, httpx.ProxyError)
+                    else HttpxProxyUnreachable)
+            raise kind(proxy, request.url, f"{type(exc).__name__}: {exc}",
+                       request=req) from exc
+        if proxy is not None and resp.status_code == 407:
+            await resp.aclose()
+            raise HttpxProxyFailed(proxy, request.url,
+                                   "it answered 407: it refused its credentials", request=req)
         try:
             status = resp.status_code
             body = None
@@ -282,6 +328,12 @@ class _HttpxSender:
         return resp.aclose()
 
 
+def _default_limits(budget: int) -> httpx.Limits:
+    """httpx's pool limits for the transport's own inner transport: at most ``budget``
+    sockets, every one of them kept alive when idle."""
+    return httpx.Limits(max_connections=budget, max_keepalive_connections=budget)
+
+
 def _pinned(request: httpx.Request, checked: Sequence[Address],
             inner: httpx.AsyncBaseTransport) -> httpx.Request:
     """The request as sent: a public page's pointer to a name goes to the address its
@@ -318,7 +370,11 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, gate: RobotGate, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.gate = gate
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        # The default pool holds the gate's socket budget (three quarters of the open-file
+        # limit), keep-alive ones included: httpx's own 100 made pages wait past its
+        # pool timeout, and a budget above the limit would run out of descriptors.
+        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(
+            limits=_default_limits(connection_budget()))
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private

@@ -38,7 +38,15 @@ except ImportError as _exc:
     raise ImportError(f"{__name__} needs Scrapy: pip install 'robotgate[scrapy]'") from _exc
 
 from scrapy import Request, signals
-from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured, StopDownload
+from scrapy.core.downloader.handlers.http11 import TunnelError
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DontCloseSpider,
+    DownloadConnectionRefusedError,
+    IgnoreRequest,
+    NotConfigured,
+    StopDownload,
+)
 from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -46,7 +54,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet.error import ConnectError, DNSLookupError
 
 from ...decision import Decision
-from ...errors import Disallowed, GateClosed
+from ...errors import Disallowed, GateClosed, ProxyFailed
 from ...gate.gate import RobotGate
 from ...policy.content_coding import decode_capped
 from ...policy.fetch import LocalFailure, local_failure
@@ -73,6 +81,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["CARRIED_HOPS", "POINTED_BY", "RobotGateMiddleware", "RobotsDisallowed",
+           "ScrapyProxyFailed", "ScrapyProxyTunnelRefused", "ScrapyProxyUnreachable",
            "ScrapyRobotsTransport", "provenance_of_request"]
 
 log = logger("robotgate.scrapy")
@@ -121,6 +130,39 @@ class RobotsDisallowed(Disallowed, IgnoreRequest):
     def __init__(self, url: str, decision: Decision) -> None:
         super().__init__(url, decision)
         self.args = (f"Forbidden by robots.txt: {self.url}: {decision.reason}",)
+
+
+class ScrapyProxyFailed(ProxyFailed):
+    """:class:`~robotgate.ProxyFailed` as the middleware raises it to the request's
+    errback: the proxy the page goes through (its ``meta["proxy"]``, or the environment's
+    through Scrapy's ``HttpProxyMiddleware``) failed while its robots.txt was asked, so
+    no verdict of the site's was made; raised as the base for a 407 answer, else as
+    the kind below that Scrapy alone raises for the same failure."""
+
+
+class ScrapyProxyUnreachable(ScrapyProxyFailed, DownloadConnectionRefusedError):
+    """The proxy refused the connection or could not be looked up: also the
+    ``DownloadConnectionRefusedError`` Scrapy alone gives a page's errback then (retried
+    by ``RetryMiddleware`` alike)."""
+
+
+class ScrapyProxyTunnelRefused(ScrapyProxyFailed, TunnelError):
+    """The proxy refused the CONNECT tunnel (an https robots.txt): also Scrapy's own
+    ``TunnelError``."""
+
+
+#: What Scrapy raises when the proxy cannot be reached; through a proxy every
+#: connection is the proxy's, so it is no site's failure.
+_PROXY_UNREACHABLE = (DownloadConnectionRefusedError, CannotResolveHostError, ConnectError)
+
+
+def proxy_failure(exc: BaseException, proxy: str, url: str) -> ScrapyProxyFailed | None:
+    """The proxy's failure a download error is (None: none of the proxy's)."""
+    if isinstance(exc, TunnelError):
+        return ScrapyProxyTunnelRefused(proxy, url, f"it refused the tunnel: {exc}")
+    if isinstance(exc, _PROXY_UNREACHABLE):
+        return ScrapyProxyUnreachable(proxy, url, f"it could not be reached: {exc}")
+    return None
 
 
 def _gone() -> None:
@@ -347,6 +389,11 @@ class ScrapyRobotsTransport:
             shortage = shortage_of(exc, redact(request.url))
             if shortage is not None:  # this machine's, not the site's: asked again
                 raise shortage from exc
+            proxy = req.meta.get("proxy")
+            failed = (proxy_failure(exc, proxy, request.url) if isinstance(proxy, str)
+                      else None)
+            if failed is not None:
+                raise failed from exc
             raise
         finally:
             if guarded:
@@ -361,6 +408,10 @@ class ScrapyRobotsTransport:
         status = resp.status
         if stats is not None:
             stats.inc_value(f"robotgate/robots/response_status_count/{status}")
+        proxy = req.meta.get("proxy")
+        if status == 407 and isinstance(proxy, str):
+            raise ScrapyProxyFailed(proxy, request.url,
+                                    "it answered 407: it refused its credentials")
         body = None
         if 200 <= status < 300:
             codings = [value.decode("latin-1") for value in resp.headers.getlist(_CODING)]
