@@ -65,7 +65,7 @@ class Sampler(threading.Thread):
     def driver(self) -> Any:
         for child in self.psutil.Process(os.getpid()).children(recursive=True):
             try:
-                if child.name() == "node":
+                if Path(child.cmdline()[0]).name == "node":
                     return child
             except self.psutil.Error:
                 continue

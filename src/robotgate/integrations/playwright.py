@@ -11,10 +11,13 @@ request no route fulfils (a popup's ``document.write``, a download, a keepalive
 ``fetch`` as a page closes, a WebSocket, WebRTC, a worker, the DevTools protocol)
 reaches nothing, whatever made it.  :func:`attach` routes every http(s) request of
 ``context`` (``context.route``) to a handler that sends it itself, through a request
-client of its own (Playwright's, through ``attach``'s ``proxy``, with the Cookie
-header Chromium computed for the request), and hands the answer to the browser with
-``route.fulfill``, its ``Set-Cookie`` headers for Chromium to keep or refuse as its
-own (a redirect's hops, which Chromium never sees, by its rules restated in
+client of its own (the gate's aiohttp, through ``attach``'s ``proxy``, with the Cookie
+header Chromium computed for the request:
+:mod:`robotgate.integrations.browser_network.sender`), reads the body within
+``max_bytes`` (a longer one is refused as a disallowed request is, its outcome
+``"body-too-large"``), and hands the answer to the browser with ``route.fulfill``,
+its ``Set-Cookie`` headers for Chromium to keep or refuse as its own (a redirect's
+hops, which Chromium never sees, by its rules restated in
 :mod:`robotgate.integrations.browser_network.cookies`).  The floor and those rules
 live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt forbids is aborted with
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
@@ -54,9 +57,9 @@ live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt for
   hop's host up again, and might find a private address there (DNS rebinding): a
   hop from a public site goes to the address its check found public, ``http`` and
   ``https`` alike (the Host header and the context's cookies for the name kept; the
-  client takes the TLS server name and the certificate's check from the Host
-  header, so a certificate is still checked for the name, and a context that
-  ignores certificate errors is held to the address too; see :func:`~._follow.pinned`).
+  TLS server name and the certificate's check are the host's too, so a
+  certificate is still checked for the name), and a context that ignores certificate errors is held to the address too;
+  see :func:`~._follow.pinned`).
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -735,12 +738,15 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     as disallowed, with the refusal's decision.  ``navigation_provenance(page, url)``
     says who pointed at a URL the caller sends a page to (None: the caller's input,
     as without it); :meth:`Attachment.document` tells where a page's document came
-    from after the gate's redirects.
+    from after the gate's redirects.  An answer whose body is longer than
+    ``max_bytes`` (decoded; None: no limit) is refused, read no further, and
+    ``on_refused`` hears it (outcome ``"body-too-large"``).
 
     The browser must have no network but the gate: launched with
     :func:`launch_options` (its proxy the black hole, loopback included, WebRTC held to
     it) and its context with ``service_workers="block"``.  The requests the route is
-    given are sent by a request client of attach's own, through ``proxy`` (Playwright's
+    given are sent by a request client of attach's own (the gate's aiohttp), through
+    ``proxy`` (Playwright's
     proxy settings: the pages' proxy, which robots.txt is asked through too; None:
     direct), with the context's cookies, certificate errors setting and HTTP
     credentials.  ``context.request`` and ``page.request`` go through the black hole:
