@@ -12,7 +12,8 @@ tree's ``src/``, and ``--before-src``'s if given) launches the system Chromium w
 Playwright's driver (the ``node`` child of the child's Python process) every 50 ms.
 
 Printed per tree: the driver's RSS before ``/big``, its peak while ``/big`` was asked, and
-after; what ``/big``'s ``page.goto`` gave; whether the driver was still alive and the next
+after (and the child's own Python process's, before and at its peak: the route reads the
+body there now); what ``/big``'s ``page.goto`` gave; whether the driver was still alive and the next
 page loaded (the crawl goes on); how many bytes of ``/big`` the server sent.  Linux only.
 """
 
@@ -60,6 +61,9 @@ class Sampler(threading.Thread):
 
         self.psutil = psutil
         self.samples: list[tuple[float, int]] = []
+        #: This process's own RSS (the route reads the body here), sampled alike.
+        self.python: list[tuple[float, int]] = []
+        self.me = psutil.Process(os.getpid())
         self.stop = threading.Event()
 
     def driver(self) -> Any:
@@ -81,11 +85,14 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(0.05):
             rss = self.rss()
+            now = time.monotonic()
             if rss is not None:
-                self.samples.append((time.monotonic(), rss))
+                self.samples.append((now, rss))
+            self.python.append((now, int(self.me.memory_info().rss)))
 
-    def peak(self, since: float, until: float) -> int:
-        return max((rss for t, rss in self.samples if since <= t <= until), default=0)
+    def peak(self, since: float, until: float, python: bool = False) -> int:
+        samples = self.python if python else self.samples
+        return max((rss for t, rss in samples if since <= t <= until), default=0)
 
 
 async def _child(site: str, chromium: str) -> dict[str, Any]:
@@ -109,6 +116,7 @@ async def _child(site: str, chromium: str) -> dict[str, Any]:
             sampler.start()
             await asyncio.sleep(0.5)
             found["rss_before"] = sampler.rss()
+            found["python_rss_before"] = int(sampler.me.memory_info().rss)
             started = time.monotonic()
             try:
                 response = await page.goto(f"{site}/big", timeout=_GOTO_TIMEOUT_MS)
@@ -119,6 +127,7 @@ async def _child(site: str, chromium: str) -> dict[str, Any]:
             await asyncio.sleep(0.5)
             found["big_seconds"] = round(ended - started, 2)
             found["rss_peak_during"] = sampler.peak(started, time.monotonic())
+            found["python_rss_peak_during"] = sampler.peak(started, time.monotonic(), python=True)
             found["driver_alive_after"] = sampler.driver() is not None
             try:
                 page = await asyncio.wait_for(context.new_page(), 30)
@@ -230,7 +239,8 @@ def main() -> None:
     print(f"a {args.mib:,} MiB answer through attach; Playwright's driver (node) RSS:")
     for name, found in results.items():
         print(f"  {name} ({found.get('src')}):")
-        for key in ("rss_before", "rss_peak_during", "rss_after"):
+        for key in ("rss_before", "rss_peak_during", "rss_after", "python_rss_before",
+                    "python_rss_peak_during"):
             print(f"    {key:18} {_mib(found.get(key))}")
         for key in ("big", "big_seconds", "driver_alive_after", "next_page",
                     "big_bytes_sent", "error"):

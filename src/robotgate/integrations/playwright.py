@@ -58,8 +58,8 @@ live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt for
   hop from a public site goes to the address its check found public, ``http`` and
   ``https`` alike (the Host header and the context's cookies for the name kept; the
   TLS server name and the certificate's check are the host's too, so a
-  certificate is still checked for the name), and a context that ignores certificate errors is held to the address too;
-  see :func:`~._follow.pinned`).
+  certificate is still checked for the name), and a context that ignores
+  certificate errors is held to the address too; see :func:`~._follow.pinned`).
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -774,4 +774,6 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
         target.once("close", attachment._target_closed)
     await context.route(_ALL, attachment._route)
     attachment._guard_close()
+    # A context closed with its browser, not by its close: the client's session ends too.
+    context.once("close", lambda _: attachment._dispose_client())
     return attachment

@@ -50,10 +50,14 @@ class RouteClient:
     ``max_bytes`` decoded bytes (None: no limit)."""
 
     def __init__(self, proxy: ProxySettings | None, *, ignore_https_errors: bool,
-                 credentials: Mapping[str, Any] | None, max_bytes: int | None) -> None:
+                 credentials: object, max_bytes: int | None) -> None:
         self.proxy = proxy
         self.max_bytes = max_bytes
-        self.credentials = credentials
+        #: The context's HTTP credentials (Playwright keeps one as a list of them).
+        self.credentials: list[Mapping[str, Any]] = (
+            [credentials] if isinstance(credentials, Mapping)
+            else [one for one in credentials if isinstance(one, Mapping)]
+            if isinstance(credentials, list) else [])
         # Made now, so that the CA files (SSL_CERT_FILE, SSL_CERT_DIR) are read as attach runs.
         self._ssl: ssl.SSLContext | bool = False if ignore_https_errors \
             else ssl.create_default_context()
@@ -102,14 +106,14 @@ class RouteClient:
                                      allow_redirects=False, ssl=self._ssl, **extra)
 
     def _credentials_for(self, url: str) -> Mapping[str, Any] | None:
-        """The context's HTTP credentials, if they are for ``url``'s origin (or any)."""
-        credentials = self.credentials
-        if not credentials:
-            return None
-        origin = str(credentials.get("origin") or "")
-        if origin and origin.lower().rstrip("/") != _origin(url):
-            return None
-        return credentials
+        """The context's first HTTP credentials for ``url``'s origin (or for any), as
+        Playwright picks them."""
+        origin = _origin(url)
+        for credentials in self.credentials:
+            given = str(credentials.get("origin") or "")
+            if not given or _origin(given) == origin:
+                return credentials
+        return None
 
     async def read(self, resp: aiohttp.ClientResponse, url: str) -> bytes:
         """``resp``'s decoded body; past ``max_bytes`` :class:`BodyTooLarge` (nothing past
@@ -172,6 +176,14 @@ def _basic(credentials: Mapping[str, Any]) -> str:
 
 
 def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2].lower()
-    return f"{parts.scheme.lower()}://{netloc}"
+    """``url``'s origin as the URL standard serialises it (no default port)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return url
+    if ":" in host:
+        host = f"[{host}]"
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{host}" + ("" if port in (None, default) else f":{port}")
