@@ -230,6 +230,8 @@ def main() -> None:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--before-src", help="an older tree's src/, run the same way")
     parser.add_argument("--json", default=str(RESULTS / "browser_bodies.json"))
+    parser.add_argument("--no-progress", action="store_true",
+                        help="accepted as every benchmark's (this one prints no progress line)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
