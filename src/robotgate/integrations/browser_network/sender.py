@@ -74,19 +74,24 @@ class RouteClient:
                    first_url: str) -> aiohttp.ClientResponse:
         """Send one request (its headers as given, lower-case names); a public page's
         pointer (``checked``: the addresses its check found public) goes to the first of
-        them, its Host header and TLS server name the host's.  The proxy is the one
+        them, its Host header and TLS server name the host's (through a proxy, an
+        ``https`` one only: the proxy connects a plain ``http`` one).  The proxy is the one
         ``first_url`` (the URL the browser asked for) takes: a redirect's hops go its way."""
+        route = via(self.proxy, first_url)
+        extra: dict[str, Any] = {}
+        if route is not None:
+            extra.update(proxy=route.proxy, proxy_headers=route.proxy_headers)
+            if not url.startswith("https:"):
+                # Plain http goes to the proxy as a URL, which the proxy connects to (and
+                # takes the Host from): an address there would lose the site's name.
+                checked = ()
         sent, host = pinned(url, checked, https=True)
         headers = {name: value for name, value in headers.items()
                    if name != "accept-encoding"}  # aiohttp's own: the codings it decodes
-        extra: dict[str, Any] = {}
         if host is not None:
             headers["host"] = host
             if sent.startswith("https:"):
                 extra["server_hostname"] = urlsplit(f"//{host}").hostname
-        route = via(self.proxy, first_url)
-        if route is not None:
-            extra.update(proxy=route.proxy, proxy_headers=route.proxy_headers)
         credentials = self._credentials_for(url)
         if credentials is not None and credentials.get("send") == "always":
             headers.setdefault("authorization", _basic(credentials))
