@@ -195,15 +195,15 @@ class Attachment:
     _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
     # context's own (``context.request``) goes through the black hole.
-    _client: RouteClient | None = field(default=None, repr=False)
+    _route_client: RouteClient | None = field(default=None, repr=False)
 
     @property
     def client(self) -> RouteClient:
         """The request client the browser's requests are sent with: the gate's (aiohttp),
         through :attr:`proxy`; the cookies are the context's (none kept in the client)."""
-        if self._client is None:
+        if self._route_client is None:
             raise GateClosed("the attachment is detached")
-        return self._client
+        return self._route_client
 
     @property
     def context(self) -> BrowserContext:
@@ -242,7 +242,7 @@ class Attachment:
         await self.detach()
 
     async def _dispose_client(self) -> None:
-        client, self._client = self._client, None
+        client, self._route_client = self._route_client, None
         if client is not None:
             await client.close()
 
@@ -762,7 +762,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     await refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
                             proxied, navigation_provenance, max_bytes)
-    attachment._client = route_client(context, proxied, max_bytes)
+    attachment._route_client = route_client(context, proxied, max_bytes)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
