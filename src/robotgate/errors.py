@@ -40,16 +40,18 @@ class Disallowed(Error):
 
 
 class BodyTooLarge(Error, ValueError):
-    """A response body (decoded) was longer than ``gate.fetch``'s ``max_bytes``.
+    """A response body (decoded) was longer than ``gate.fetch``'s ``max_bytes`` (or
+    ``attach``'s: ``setting`` names the one).
 
     The response is closed; nothing past the limit was kept.  The URL is shown
     and kept without its password.
     """
 
-    def __init__(self, url: str, limit: int) -> None:
+    def __init__(self, url: str, limit: int,
+                 setting: str = "(max_bytes); read big bodies with gate.fetch(url, stream=True)",
+                 ) -> None:
         url = redact(url)
-        super().__init__(f"{url}: the body is longer than {limit:,} bytes (max_bytes); "
-                         "read big bodies with gate.fetch(url, stream=True)")
+        super().__init__(f"{url}: the body is longer than {limit:,} bytes {setting}")
         self.url = url
         self.limit = limit
 

@@ -345,7 +345,7 @@ async def test_the_browser_sends_a_public_pages_https_pointer_to_the_address_it_
     # certificate.  The hop goes to 127.0.0.3, its certificate checked for localhost
     # (the client trusts the test's CA) unless the context ignores certificate errors.
     ca, tls = certificates(tmp_path)
-    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(ca))  # read as the client starts
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # the route's client reads it in attach
     public = await Site(CHECKED, robots="User-agent: *\nAllow: /\n").start()
     inside = await TlsSite.start("127.0.0.1", 0, tls)
     port = inside.runner.addresses[0][1]
@@ -398,9 +398,9 @@ async def test_the_pages_proxy_given_to_attach_carries_them_and_robots_txt(
         decision = await gate.decide(url)
         await context.close()
     if given:
-        # The request client tunnels (CONNECT) even for http; the gate's client forwards.
-        assert status == 200 and proxy.forwarded == ["/robots.txt"], (status, proxy)
-        assert proxy.tunnels == ["web.invalid"], proxy
+        # The route's client is the gate's (aiohttp): it forwards http, robots.txt too.
+        assert status == 200 and proxy.forwarded == ["/robots.txt", "/page/1"], (status, proxy)
+        assert proxy.tunnels == [], proxy
         assert public.robots_hits == 1 and public.paths() == ["/page/1"]
     else:
         assert status is None and decision.outcome == "unreachable", decision

@@ -204,6 +204,20 @@ def test_browser_cost_measures_each_contender_on_every_page(tmp_path: Path) -> N
     assert "its plain run" in stdout
 
 
+def test_browser_bodies_refuses_the_big_answer_and_loads_the_next_page(tmp_path: Path) -> None:
+    from tests.support.browser import chromium_path
+
+    pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
+                        "(pip install 'robotgate[playwright]')")
+    pytest.importorskip("psutil", reason="psutil is not installed (pip install psutil)")
+    report, _ = run_benchmark(tmp_path, "browser_bodies.py", "--mib", "80",
+                              "--chromium", chromium_path())
+    after = report["results"]["after"]
+    assert "ERR_BLOCKED_BY_CLIENT" in after["big"], after  # past attach's 64 MiB
+    assert after["next_page"] == 200 and after["driver_alive_after"], after
+    assert after["rss_before"] > 0 and after["rss_peak_during"] > 0, after
+
+
 def test_million_origins_allows_and_fetches_every_origin_within_the_connection_bound(
         tmp_path: Path) -> None:
     report, _ = run_benchmark(tmp_path, "million_origins.py", "--origins", "200",

@@ -11,10 +11,13 @@ request no route fulfils (a popup's ``document.write``, a download, a keepalive
 ``fetch`` as a page closes, a WebSocket, WebRTC, a worker, the DevTools protocol)
 reaches nothing, whatever made it.  :func:`attach` routes every http(s) request of
 ``context`` (``context.route``) to a handler that sends it itself, through a request
-client of its own (Playwright's, through ``attach``'s ``proxy``, with the Cookie
-header Chromium computed for the request), and hands the answer to the browser with
-``route.fulfill``, its ``Set-Cookie`` headers for Chromium to keep or refuse as its
-own (a redirect's hops, which Chromium never sees, by its rules restated in
+client of its own (the gate's aiohttp, through ``attach``'s ``proxy``, with the Cookie
+header Chromium computed for the request:
+:mod:`robotgate.integrations.browser_network.sender`), reads the body within
+``max_bytes`` (a longer one is refused as a disallowed request is, its outcome
+``"body-too-large"``), and hands the answer to the browser with ``route.fulfill``,
+its ``Set-Cookie`` headers for Chromium to keep or refuse as its own (a redirect's
+hops, which Chromium never sees, by its rules restated in
 :mod:`robotgate.integrations.browser_network.cookies`).  The floor and those rules
 live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt forbids is aborted with
 ``"blockedbyclient"``: ``page.goto`` raises, an image stays empty, and
@@ -54,9 +57,9 @@ live in :mod:`robotgate.integrations.browser_network`.  A request robots.txt for
   hop's host up again, and might find a private address there (DNS rebinding): a
   hop from a public site goes to the address its check found public, ``http`` and
   ``https`` alike (the Host header and the context's cookies for the name kept; the
-  client takes the TLS server name and the certificate's check from the Host
-  header, so a certificate is still checked for the name, and a context that
-  ignores certificate errors is held to the address too; see :func:`~._follow.pinned`).
+  TLS server name and the certificate's check are the host's too, so a
+  certificate is still checked for the name), and a context that ignores
+  certificate errors is held to the address too; see :func:`~._follow.pinned`).
 - The gate's ``User-Agent`` and ``From`` go on every request; robots.txt is matched
   against ``gate.robots_agent``, whatever User-Agent the browser would send.
 - robots.txt is fetched by the gate's own client, once per origin, shared with every
@@ -83,9 +86,8 @@ try:  # the client comes with an extra: say which, not a bare ModuleNotFoundErro
 except ImportError as _exc:
     raise ImportError(f"{__name__} needs Playwright: pip install 'robotgate[playwright]'") from _exc
 
+import aiohttp
 from playwright.async_api import (
-    APIRequestContext,
-    APIResponse,
     BrowserContext,
     Frame,
     Page,
@@ -97,14 +99,14 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from ..decision import Decision
-from ..errors import Disallowed, GateClosed, ProxyFailed, TooManyRedirects
+from ..errors import BodyTooLarge, Disallowed, GateClosed, ProxyFailed, TooManyRedirects
 from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
 from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL, redact
-from ._follow import MAX_REDIRECTS, lower, pinned
+from ._follow import MAX_REDIRECTS, lower
 from ._hops import resolve
 from .browser_network.cookies import kept_cookies, same_origin, same_site, sent_cookies
 from .browser_network.floor import (
@@ -115,9 +117,9 @@ from .browser_network.floor import (
     launch_options,
     preloading_off,
     refuse_unfloored,
-    request_client,
     via,
 )
+from .browser_network.sender import MAX_BODY, RouteClient, browser_headers, route_client
 
 __all__ = ["BLACK_HOLE", "LAUNCH_ARGS", "MAX_REDIRECTS", "MAX_SUBRESOURCES", "Attachment",
            "Document", "UnsafeBrowser", "attach", "launch_options", "preloading_off"]
@@ -140,6 +142,8 @@ _CLOSE_AGAIN = 5
 #: Subresource requests one document may make before the rest are refused.
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
+#: The outcome of a request whose answer's body was longer than ``attach``'s ``max_bytes``.
+TOO_LARGE = "body-too-large"
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,9 @@ class Attachment:
     #: and the URL: None (or no callable) makes it the caller's input.  A crawl of
     #: links (crawl4ai's deep crawl) tells the page each link was found on this way.
     navigation_provenance: Callable[[Page, str], Provenance | None] | None = None
+    #: The longest body (decoded) an answer may have to reach the browser (None: no
+    #: limit); a longer one is refused, read no further.
+    max_bytes: int | None = MAX_BODY
     # Per page: the URLs the caller asked it to go to (``page.goto``), not yet requested.
     _asked: dict[Page, list[str]] = field(default_factory=dict, repr=False)
     # Per page: the subresource requests of its current document.
@@ -188,15 +195,15 @@ class Attachment:
     _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
     # context's own (``context.request``) goes through the black hole.
-    _api: APIRequestContext | None = field(default=None, repr=False)
+    _route_client: RouteClient | None = field(default=None, repr=False)
 
     @property
-    def api(self) -> APIRequestContext:
-        """The request client the browser's requests are sent with: Playwright's,
+    def client(self) -> RouteClient:
+        """The request client the browser's requests are sent with: the gate's (aiohttp),
         through :attr:`proxy`; the cookies are the context's (none kept in the client)."""
-        if self._api is None:
+        if self._route_client is None:
             raise GateClosed("the attachment is detached")
-        return self._api
+        return self._route_client
 
     @property
     def context(self) -> BrowserContext:
@@ -235,10 +242,9 @@ class Attachment:
         await self.detach()
 
     async def _dispose_client(self) -> None:
-        api, self._api = self._api, None
-        if api is not None:
-            with suppress(PlaywrightError):
-                await api.dispose()
+        client, self._route_client = self._route_client, None
+        if client is not None:
+            await client.close()
 
     def _guard_close(self) -> None:
         """Closing the context first aborts the requests held here (the context's own
@@ -416,13 +422,21 @@ class Attachment:
             sender = _Sender(self, route, request.method, headers,
                              request.post_data_buffer,
                              navigation or request.resource_type in _MARKUP, scope)
+            client = self.client
             done = await self.gate.exchange(
                 sender, request.url, provenance, resolve=resolve, max_redirects=MAX_REDIRECTS,
                 paced=paced, via=via(self.proxy, request.url))
-            done.turn.release()  # the client has read the whole answer
             response = done.response
-            setting = [header["value"] for header in response.headers_array
-                       if header["name"].lower() == "set-cookie"]
+            try:
+                body = await client.read(response, done.url)
+            except BodyTooLarge as large:
+                # Playwright hands the browser a whole body only: refused, as the gate
+                # refuses a request, and told why (on_refused, the log).
+                raise Disallowed(done.url, Decision(False, _too_large(large.limit),
+                                                    outcome=TOO_LARGE)) from None
+            finally:
+                done.turn.release()  # the client has read the answer
+            setting = response.headers.getall("set-cookie", [])
             if setting and sender.hops:
                 # Chromium sees no redirect: an answer of another URL than the one it
                 # asked for has its cookies kept here, for its own URL.
@@ -441,7 +455,8 @@ class Attachment:
             log.warning("%s", proxy_failed)
             await _finish(route.abort("connectionfailed"))
             return
-        except (GateClosed, InvalidURL, TooManyRedirects, PlaywrightError) as failed:
+        except (GateClosed, InvalidURL, TooManyRedirects, PlaywrightError, aiohttp.ClientError,
+                asyncio.TimeoutError) as failed:
             log.info("failed %s: %s", request.url, failed)
             await _finish(route.abort("failed"))
             return
@@ -452,39 +467,25 @@ class Attachment:
             held = route in self._held
             self._held.discard(route)
         if not held:
-            await _finish(response.dispose())
             return  # aborted while the gate answered: the context is closing
         # The answer to the URL the browser asked for goes with its Set-Cookie headers:
         # Chromium keeps them as it would its own (Domain, SameSite, Secure, prefixes).
         # A redirect that ends here (to no usable http(s) URL) keeps no Location: the
         # browser would follow it unrouted.
-        headers = {name: value for name, value in response.headers.items()
+        headers = {name: value for name, value in browser_headers(response).items()
                    if name != "set-cookie" and not (name == "location"
                                                     and 300 <= response.status < 400)}
         if setting and not sender.hops:
             headers["set-cookie"] = "\n".join(setting)
-        await _finish(route.fulfill(response=response, headers=headers))
-        await _finish(response.dispose())  # the client keeps each body until told
+        await _finish(route.fulfill(status=response.status, headers=headers, body=body))
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
-                     body: bytes | None, checked: Sequence[Address] = ()) -> APIResponse:
+                     body: bytes | None, checked: Sequence[Address], first_url: str,
+                     ) -> aiohttp.ClientResponse:
         """Send one request (its Cookie header as given); a public page's pointer
         (``checked``: the addresses its check found public) goes to the first of them."""
-        # The request client names the server by the Host header in TLS too (SNI, the
-        # certificate's check): an https pointer goes to the checked address as well,
-        # its certificate still checked for the name (the only guard left in a context
-        # that ignores certificate errors is the address).
-        sent, host = pinned(url, checked, https=True)
-        if host is not None:
-            headers = {**headers, "host": host}
-        api = self.api
-        response = await api.fetch(sent, method=method, headers=headers, data=body,
-                                   max_redirects=0)
-        if any(header["name"].lower() == "set-cookie" for header in response.headers_array):
-            # The request client keeps cookies of its own: none is to be sent again by it
-            # (the browser's jar, the context, is the one jar).
-            await api.clear_cookies()
-        return response
+        return await self.client.send(url, method, headers, body, checked,
+                                      first_url=first_url)
 
     async def _keep_cookies(self, url: str, setting: list[str], scope: _CookieScope) -> None:
         """Keep in the context the cookies an answer to ``url`` sets, by Chromium's rules
@@ -597,7 +598,7 @@ class _Sender:
     def prepare(self, url: str) -> str:
         return url  # the browser's URL, sent as it is
 
-    async def send(self, turn: RequestTurn) -> APIResponse:
+    async def send(self, turn: RequestTurn) -> aiohttp.ClientResponse:
         if self.route not in self.attachment._held:
             # Aborted while it waited for its turn (the context is closing): not sent.
             raise PlaywrightError("the browser context is closing")
@@ -618,19 +619,19 @@ class _Sender:
         sent = sending[self.route] = asyncio.get_running_loop().create_future()
         try:
             return await self.attachment._fetch(turn.url, self.method, headers, self.body,
-                                                turn.checked if turn.guard else ())
+                                                turn.checked if turn.guard else (),
+                                                self.scope.first_url)
         finally:
             del sending[self.route]
             sent.set_result(None)
 
-    def answer(self, response: APIResponse) -> Answer:
+    def answer(self, response: aiohttp.ClientResponse) -> Answer:
         headers = response.headers
         return Answer(response.status, headers.get("retry-after"), headers.get("location"))
 
-    async def redirected(self, response: APIResponse, hop: NextHop) -> None:
-        setting = [header["value"] for header in response.headers_array
-                   if header["name"].lower() == "set-cookie"]
-        await response.dispose()
+    async def redirected(self, response: aiohttp.ClientResponse, hop: NextHop) -> None:
+        setting = response.headers.getall("set-cookie", [])
+        response.close()  # its body unread: the browser never sees it
         if setting:
             await self.attachment._keep_cookies(self.url, setting, self.scope)
         self.hops += 1
@@ -645,8 +646,13 @@ class _Sender:
         self.method, self.headers, self.body = (hop.method, hop.headers(self.headers),
                                                 hop.body(self.body))
 
-    def drop(self, response: APIResponse) -> Awaitable[None]:
-        return response.dispose()
+    def drop(self, response: aiohttp.ClientResponse) -> None:
+        response.close()
+
+
+def _too_large(limit: int) -> str:
+    return (f"the answer's body is longer than {limit:,} bytes (attach(..., max_bytes=...)): "
+            "the browser was not handed it")
 
 
 def _page_of(request: Request) -> Page | None:
@@ -716,6 +722,7 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
                  max_subresources: int = MAX_SUBRESOURCES,
                  proxy: ProxySettings | None = None,
                  navigation_provenance: Callable[[Page, str], Provenance | None] | None = None,
+                 max_bytes: int | None = MAX_BODY,
                  ) -> Attachment:
     """Route every http(s) request of ``target`` (a BrowserContext, or a Page)
     through ``gate``; :meth:`Attachment.detach` (or closing the context) ends it.
@@ -731,12 +738,15 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     as disallowed, with the refusal's decision.  ``navigation_provenance(page, url)``
     says who pointed at a URL the caller sends a page to (None: the caller's input,
     as without it); :meth:`Attachment.document` tells where a page's document came
-    from after the gate's redirects.
+    from after the gate's redirects.  An answer whose body is longer than
+    ``max_bytes`` (decoded; None: no limit) is refused, read no further, and
+    ``on_refused`` hears it (outcome ``"body-too-large"``).
 
     The browser must have no network but the gate: launched with
     :func:`launch_options` (its proxy the black hole, loopback included, WebRTC held to
     it) and its context with ``service_workers="block"``.  The requests the route is
-    given are sent by a request client of attach's own, through ``proxy`` (Playwright's
+    given are sent by a request client of attach's own (the gate's aiohttp), through
+    ``proxy`` (Playwright's
     proxy settings: the pages' proxy, which robots.txt is asked through too; None:
     direct), with the context's cookies, certificate errors setting and HTTP
     credentials.  ``context.request`` and ``page.request`` go through the black hole:
@@ -751,8 +761,8 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
     proxied = checked_proxy(proxy)
     await refuse_unfloored(context, None if isinstance(target, BrowserContext) else target)
     attachment = Attachment(gate, target, pace_subresources, on_refused, max_subresources,
-                            proxied, navigation_provenance)
-    attachment._api = await request_client(context, proxied)
+                            proxied, navigation_provenance, max_bytes)
+    attachment._route_client = route_client(context, proxied, max_bytes)
     # The context's route, even for one page: Playwright routes a page's popups only
     # through its context (a page's own route would let them out unjudged).
     if isinstance(target, BrowserContext):
@@ -764,4 +774,6 @@ async def attach(gate: RobotGate, target: BrowserContext | Page, *,
         target.once("close", attachment._target_closed)
     await context.route(_ALL, attachment._route)
     attachment._guard_close()
+    # A context closed with its browser, not by its close: the client's session ends too.
+    context.once("close", lambda _: attachment._dispose_client())
     return attachment

@@ -1,6 +1,7 @@
 """The floor of a browser the gate is the only network of: Chromium's launch options
 (its proxy a black hole, loopback through it, WebRTC held to it), the check that a
-context has them (:func:`refuse_unfloored`), and the request client the route sends with.
+context has them (:func:`refuse_unfloored`), and the route's proxy
+(:func:`via`); the route's request client is :mod:`.sender`'s.
 Playwright's :func:`~robotgate.integrations.playwright.attach`, crawlee's
 ``PlaywrightCrawler`` and crawl4ai's ``RobotGateCrawler`` all launch and check through
 here (see docs/browser.md, "The floor")."""
@@ -18,10 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright._impl._async_base import mapping
 from playwright.async_api import (
-    APIRequest,
-    APIRequestContext,
     Browser,
     BrowserContext,
     Page,
@@ -35,7 +33,7 @@ from ...private_parts import PLAYWRIGHT_OPTIONS, PrivatePartMissing
 
 __all__ = ["BLACK_HOLE", "LAUNCH_ARGS", "UnsafeBrowser", "checked_proxy", "floor_launch",
            "launch_options", "preloading_off", "proxy_url", "refuse_unfloored",
-           "request_client", "via"]
+           "via"]
 
 #: The browser's proxy: nothing can listen on port 0 (binding it picks another port), so
 #: a connection to it is refused at once, and no later listener can take it over (a
@@ -254,25 +252,6 @@ async def refuse_unfloored(context: BrowserContext, page: Page | None) -> None:
         raise UnsafeBrowser("the browser has a network of its own, past the gate: it needs "
                             + "; ".join(missing))
 
-
-async def request_client(context: BrowserContext,
-                          proxy: ProxySettings | None) -> APIRequestContext:
-    """A request client of Playwright's (the one that launched ``context``), through
-    ``proxy``, with the context's certificate errors setting and HTTP credentials."""
-    if context.browser is None:
-        raise UnsafeBrowser("the browser context's Playwright cannot be found: attach a "
-                            "context of a browser launched or connected by Playwright")
-    launched, own = _made_with(context.browser), _made_with(context)
-    browser = getattr(context.browser, "_impl_obj", None)
-    driver = getattr(getattr(browser, "_browser_type", None), "_playwright", None)
-    if driver is None:
-        raise PrivatePartMissing(PLAYWRIGHT_OPTIONS)
-    requests: APIRequest = mapping.from_impl(driver.request)
-    return await requests.new_context(
-        proxy=proxy,
-        ignore_https_errors=bool(own.get("ignoreHTTPSErrors")
-                                 or launched.get("ignore_https_errors")),
-        http_credentials=own.get("httpCredentials") or launched.get("http_credentials"))
 
 def floor_launch(options: MutableMapping[str, Any]) -> None:
     """Give a launch's keyword arguments (``options``, changed in place: crawlee's
