@@ -184,6 +184,9 @@ class Attachment:
     # unrouted, when its route goes away: each is aborted before that can happen.
     _held: set[Route] = field(default_factory=set, repr=False)
     _closing: bool = field(default=False, repr=False)
+    # The pages whose work is over until the caller sends them on (park): every request
+    # of theirs is aborted (a requestAnimationFrame loop's, a worker's, a promise's).
+    _parked: set[Page] = field(default_factory=set, repr=False)
     # The browser's requests being sent by the request client, each done when answered.
     _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
@@ -281,6 +284,7 @@ class Attachment:
         page.on("close", self._forget)
 
         async def caller_goto(url: str, **options: Any) -> Response | None:
+            self._parked.discard(page)  # the caller sends it on: its requests go again
             key = _same(url)
             asked.append(key)
             try:
@@ -304,6 +308,7 @@ class Attachment:
         self._asked.pop(page, None)
         self._made.pop(page, None)
         self._documents.pop(page, None)
+        self._parked.discard(page)
         self._drop_held(page)
 
     def _drop_held(self, page: Page) -> None:
@@ -321,6 +326,26 @@ class Attachment:
                    if _page_of(route.request) is page]
         if sending:
             await asyncio.wait(sending)
+
+    async def park(self, page: Page) -> None:
+        """Keep ``page`` from the network until the caller sends it on (``page.goto``):
+        every request it makes from now on is aborted, and this returns once none it
+        made before can reach a server (:meth:`settle`).  For a page kept for more
+        whose document may still run (a crawl's tab between runs)."""
+        if not page.is_closed():
+            self._parked.add(page)
+        await self.settle(page)
+
+    async def _parked_page(self, request: Request) -> bool:
+        """Whether ``request`` is of a parked page, or of a popup one opened (which is
+        parked with it)."""
+        page = _page_of(request)
+        if page is None or page in self._parked:
+            return page is not None
+        if await page.opener() in self._parked:  # Playwright knows it: no round trip
+            self._parked.add(page)
+            return True
+        return False
 
     def document(self, page: Page) -> Document | None:
         """Where ``page``'s current document came from: the URL the browser asked for
@@ -398,7 +423,7 @@ class Attachment:
         if not ours:
             await _finish(route.fallback())  # another page of the context: not attached
             return
-        if self._closing:
+        if self._closing or (self._parked and await self._parked_page(request)):
             await _finish(route.abort("blockedbyclient"))
             return
         navigation = request.is_navigation_request()
