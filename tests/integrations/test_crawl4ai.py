@@ -575,7 +575,8 @@ async def test_a_kept_page_makes_no_request_between_runs(integration: ModuleType
     # tab is parked until the next run sends it on, and the next run is a plain one.
     async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
             RobotGate(AGENT, delay=0.05) as gate, _browser(integration, gate) as crawler:
-        first = await crawler.arun(site.url("/busy"), config=_run())
+        first = await crawler.arun(site.url("/busy"), config=_run(
+            delay_before_return_html=0.5))  # each kind of request runs meanwhile
         during = site.paths()
         await asyncio.sleep(2)
         after = site.paths()[len(during):]

@@ -240,6 +240,9 @@ async def test_a_parked_page_makes_no_request_until_sent_on(site: Site,
         while_parked = site.paths()[parked:]
         await page.goto(site.url("/page/1"))
         assert await _images(page) == {"ok": 1, "secret": 0}
+        await handle.park(page)
+        await page.set_content('<img id="ok" src="/img/ok.png?again">')  # sent on too
+        assert await _images(page) == {"ok": 1}
         await context.close()
     assert site.paths()[:parked].count("/tick/raf/0") == 1
     assert while_parked == []

@@ -39,9 +39,8 @@ a server (those still waiting for their turn are not sent, those being sent are
 answered), the page kept for the next run makes none until that run sends it on
 (:meth:`~robotgate.integrations.playwright.Attachment.park`: a requestAnimationFrame
 loop's, a worker's, a promise chain's are aborted), and it has forgotten the run (its
-documents' timers and sessionStorage, the tab's ``window.name``, what they would do as
-the next run's navigation ends them); another run's page is closed.  A
-``session_id``'s page is kept as crawl4ai keeps it, state and all, until
+documents' timers and sessionStorage, the tab's ``window.name``); another run's page
+is closed.  A ``session_id``'s page is kept as crawl4ai keeps it, state and all, until
 ``kill_session``.
 
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
@@ -399,36 +398,21 @@ def _check_browser_manager(manager: BrowserManager) -> None:
 
 
 # What a kept page's documents forget of a run, in each frame: its timers (their ids
-# count up from 1: each one is cleared), its sessionStorage, the tab's window.name; and
-# what it would do as the next run's navigation ends it (a pagehide's beacon, made
-# after the page is sent on, which the park no longer holds): the handlers of the
-# events a leaving document hears are stopped, and the two requests that outlive a
-# document (a beacon, a keepalive fetch) can no longer be made.
+# count up from 1: each one is cleared), its sessionStorage, the tab's window.name.
 _FORGET = """() => {
     const last = setTimeout(() => {}, 0);
     for (let id = 1; id <= last; id++) { clearTimeout(id); clearInterval(id); }
     try { sessionStorage.clear(); } catch (e) {}
     if (window === window.top) { window.name = ""; }
-    const stop = (event) => event.stopImmediatePropagation();
-    for (const type of ["pagehide", "unload", "beforeunload", "visibilitychange", "freeze"]) {
-        addEventListener(type, stop, true);
-        window["on" + type] = null;
-        document["on" + type] = null;
-    }
-    Navigator.prototype.sendBeacon = navigator.sendBeacon = () => false;
-    const fetch = window.fetch;
-    window.fetch = (resource, options) => options && options.keepalive
-        ? Promise.reject(new TypeError("the run is over")) : fetch(resource, options);
 }"""
 
 
 async def _forget_run(page: Page) -> bool:
     """Make ``page`` forget its run: each document's timers and sessionStorage, and the
-    tab's window.name, cleared, and what it would send as it goes stopped; the park
-    holds the rest of its requests, and the next run's navigation ends it.  (Sending the
-    page to about:blank, or freezing it, would end the rest at once: 1.3-2x a crawl4ai
-    page's CPU, 1.25x, measured.)  False when it could not be done (the page is then
-    closed)."""
+    tab's window.name, cleared; the park holds the rest of its requests until the next
+    run's navigation ends it.  (Sending the page to about:blank, or freezing it, would
+    end the rest at once: 1.3-2x a crawl4ai page's CPU, 1.25x, measured.)  False when it
+    could not be done (the page is then closed)."""
     try:
         for frame in page.frames:
             if frame.url.startswith(("http://", "https://")):
@@ -537,8 +521,9 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         # _BrowserStrategy._reusable), or one that cannot forget, is closed before it
         # is given back: crawl4ai closes it after, and a run starting in between would
         # take it and lose it mid-navigation.  The run ends once no request of its page
-        # can leave until the next run sends it on (Attachment.park).  Under the pages' lock, so that runs ending at
-        # once count no page another is closing (they closed every page), and crawl4ai,
+        # can leave until the next run sends it on (Attachment.park).  Under the pages'
+        # lock, so that runs ending at once count no page another is closing (they
+        # closed every page), and crawl4ai,
         # counting right after, finds the kept page alone.
         async with self._pages():
             if len(page.context.pages) > 1 or not self.reusable(page) \

@@ -187,6 +187,9 @@ class Attachment:
     # The pages whose work is over until the caller sends them on (park): every request
     # of theirs is aborted (a requestAnimationFrame loop's, a worker's, a promise's).
     _parked: set[Page] = field(default_factory=set, repr=False)
+    # The parked pages the caller is sending on (page.goto): their top-level navigation
+    # goes, the rest of their requests (the old document's) not until it commits.
+    _leaving: set[Page] = field(default_factory=set, repr=False)
     # The browser's requests being sent by the request client, each done when answered.
     _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
@@ -221,6 +224,8 @@ class Attachment:
                 del page.goto  # the class's own again
             with suppress(AttributeError):
                 del page.close
+            with suppress(AttributeError):
+                del page.set_content
         self._asked.clear()
         self._made.clear()
         self._documents.clear()
@@ -284,12 +289,14 @@ class Attachment:
         page.on("close", self._forget)
 
         async def caller_goto(url: str, **options: Any) -> Response | None:
-            self._parked.discard(page)  # the caller sends it on: its requests go again
+            if page in self._parked:
+                self._leaving.add(page)  # sent on: its requests go once it commits
             key = _same(url)
             asked.append(key)
             try:
                 return await goto(url, **options)
             finally:
+                self._unpark(page)
                 with suppress(ValueError):
                     asked.remove(key)  # not requested (it failed before, or was refused)
 
@@ -303,12 +310,21 @@ class Attachment:
 
         close_surely.__doc__ = close.__doc__
         page.close = close_surely  # type: ignore[method-assign]
+        set_content = page.set_content
+
+        async def caller_set_content(html: str, **options: Any) -> None:
+            self._unpark(page)  # the caller's document (the same one): its requests go
+            await set_content(html, **options)
+
+        caller_set_content.__doc__ = set_content.__doc__
+        page.set_content = caller_set_content  # type: ignore[method-assign]
+        page.on("framenavigated", lambda frame: self._committed(page, frame))
 
     def _forget(self, page: Page) -> None:
         self._asked.pop(page, None)
         self._made.pop(page, None)
         self._documents.pop(page, None)
-        self._parked.discard(page)
+        self._unpark(page)
         self._drop_held(page)
 
     def _drop_held(self, page: Page) -> None:
@@ -328,7 +344,8 @@ class Attachment:
             await asyncio.wait(sending)
 
     async def park(self, page: Page) -> None:
-        """Keep ``page`` from the network until the caller sends it on (``page.goto``):
+        """Keep ``page`` from the network until the caller sends it on (``page.goto``,
+        ``page.set_content``):
         every request it makes from now on is aborted, and this returns once none it
         made before can reach a server (:meth:`settle`).  For a page kept for more
         whose document may still run (a crawl's tab between runs)."""
@@ -336,12 +353,24 @@ class Attachment:
             self._parked.add(page)
         await self.settle(page)
 
+    def _unpark(self, page: Page) -> None:
+        self._parked.discard(page)
+        self._leaving.discard(page)
+
+    def _committed(self, page: Page, frame: Frame) -> None:
+        """A frame of ``page`` navigated: a parked page the caller sent on has its new
+        document (Playwright tells of the commit before any request it makes)."""
+        if page in self._leaving and frame.parent_frame is None:
+            self._unpark(page)
+
     async def _parked_page(self, request: Request) -> bool:
-        """Whether ``request`` is of a parked page, or of a popup one opened (which is
-        parked with it)."""
+        """Whether ``request`` is of a parked page (but the navigation the caller sends
+        it on with), or of a popup one opened (which is parked with it)."""
         page = _page_of(request)
         if page is None or page in self._parked:
-            return page is not None
+            return page is not None and not (
+                page in self._leaving and request.is_navigation_request()
+                and request.frame.parent_frame is None)
         if await page.opener() in self._parked:  # Playwright knows it: no round trip
             self._parked.add(page)
             return True
