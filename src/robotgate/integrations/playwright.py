@@ -229,6 +229,8 @@ class Attachment:
         self._asked.clear()
         self._made.clear()
         self._documents.clear()
+        self._parked.clear()
+        self._leaving.clear()
 
     async def _abort_held(self) -> None:
         """Abort every request held here and every one that comes from now on."""
