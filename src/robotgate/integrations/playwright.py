@@ -347,10 +347,10 @@ class Attachment:
 
     async def park(self, page: Page) -> None:
         """Keep ``page`` from the network until the caller sends it on (``page.goto``,
-        ``page.set_content``):
-        every request it makes from now on is aborted, and this returns once none it
-        made before can reach a server (:meth:`settle`).  For a page kept for more
-        whose document may still run (a crawl's tab between runs)."""
+        once its new document commits; ``page.set_content``): every request it makes
+        from now on is aborted, and this returns once none it made before can reach a
+        server (:meth:`settle`).  For a page kept for more whose document may still run
+        (a crawl's tab between runs)."""
         if not page.is_closed():
             self._parked.add(page)
         await self.settle(page)
@@ -361,7 +361,8 @@ class Attachment:
 
     def _committed(self, page: Page, frame: Frame) -> None:
         """A frame of ``page`` navigated: a parked page the caller sent on has its new
-        document (Playwright tells of the commit before any request it makes)."""
+        document (whose requests Chromium makes after the commit), and the old one is
+        gone."""
         if page in self._leaving and frame.parent_frame is None:
             self._unpark(page)
 
