@@ -70,6 +70,11 @@ class Site(Noted):
                                 content_type="text/html")
         if path == "/away":
             return web.Response(status=302, headers={"Location": request.query["to"]})
+        if path == "/busy":
+            return web.Response(text=PAGE.format(n=0, m=1, extra=BUSY),
+                                content_type="text/html")
+        if path == "/busy-worker.js":
+            return web.Response(text=BUSY_WORKER, content_type="text/javascript")
         if path == "/stateful":
             return web.Response(text=PAGE.format(n=0, m=1, extra=STATEFUL),
                                 content_type="text/html")
@@ -131,6 +136,22 @@ STATEFUL = ('<p id="seen"></p><script>document.getElementById("seen").textConten
             'let n = 0; setInterval(() => fetch("/tick/" + n++), 50);'
             'addEventListener("pagehide", () => navigator.sendBeacon("/tick/bye"));</script>')
 NOTHING_LEFT = "left:null,;"
+# A page whose requests come from no timer of its own: a requestAnimationFrame loop, a
+# promise chain (each fetch's end starts the next), a dedicated worker's timer; and a
+# beacon as it goes, naming its document.
+BUSY = ('<p id="doc"></p><script>const doc = String(Math.random()).slice(2);'
+        'document.getElementById("doc").textContent = "doc:" + doc + ";";'
+        'let frames = 0, waiting = false; (function frame() {'
+        ' if (!waiting && frames < 5000) { waiting = true;'
+        '  fetch("/tick/raf/" + frames++).finally(() => { waiting = false; }); }'
+        ' requestAnimationFrame(frame); })();'
+        '(async () => { for (let n = 0; n < 5000; n++) {'
+        ' try { await fetch("/tick/chain/" + n); } catch (e) {'
+        '  await new Promise((done) => requestAnimationFrame(done)); } } })();'
+        'new Worker("/busy-worker.js");'
+        'addEventListener("pagehide", () => navigator.sendBeacon("/tick/bye/" + doc));'
+        '</script>')
+BUSY_WORKER = 'let n = 0; setInterval(() => { if (n < 5000) fetch("/tick/worker/" + n++); }, 50);'
 LEFT = "left:stored,named;"
 
 
@@ -546,6 +567,32 @@ async def test_a_runs_page_leaves_nothing_behind(integration: ModuleType) -> Non
     assert after == []
     assert NOTHING_LEFT in first.html
     assert NOTHING_LEFT in second.html
+
+
+async def test_a_kept_page_makes_no_request_between_runs(integration: ModuleType) -> None:
+    # Clearing the kept tab's timers left what no timer drives running on after arun
+    # returned: a requestAnimationFrame loop, a promise chain, a worker's timer.  The
+    # tab is parked until the next run sends it on, and the next run is a plain one.
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0.05) as gate, _browser(integration, gate) as crawler:
+        first = await crawler.arun(site.url("/busy"), config=_run(
+            delay_before_return_html=0.5))  # each kind of request runs meanwhile
+        during = site.paths()
+        await asyncio.sleep(2)
+        after = site.paths()[len(during):]
+        second = await crawler.arun(site.url("/busy"), config=_run())
+        next_run = site.paths()[len(during) + len(after):]
+        await asyncio.sleep(0.5)  # its document runs on, through the gate
+        next_run_on = site.paths()[len(during) + len(after):]
+    assert first.success and second.success, (first.error_message, second.error_message)
+    for kind in ("raf", "chain", "worker"):  # each ran during the first run
+        assert [path for path in during if path.startswith(f"/tick/{kind}/")], (kind, during)
+    assert after == []
+    assert next_run[0] == "/busy"
+    for kind in ("raf", "chain", "worker"):  # and runs in the next
+        assert [path for path in next_run_on if path.startswith(f"/tick/{kind}/")], kind
+    first_doc = first.html.split("doc:", 1)[1].split(";", 1)[0]
+    assert f"/tick/bye/{first_doc}" not in next_run_on
 
 
 async def test_a_sessions_page_keeps_its_state_as_crawl4ai_keeps_it(

@@ -76,8 +76,22 @@ class Site:
             return web.Response(status=302, headers={"Location": "/page/1"})
         if path == "/into-private":
             return web.Response(status=302, headers={"Location": "/private/page"})
+        if path == "/ticking":
+            return web.Response(text=TICKING, content_type="text/html")
+        if path == "/ticker.js":
+            return web.Response(text=TICKER, content_type="text/javascript")
         n = int(path.rsplit("/", 1)[1]) if path[-1:].isdigit() else 0
         return web.Response(text=PAGE.format(n=n, m=n + 1), content_type="text/html")
+
+
+# A page whose requests come from no timer of its own: a requestAnimationFrame loop
+# (each fetch as the last one ends) and a dedicated worker's timer.
+TICKING = ('<html><body><script>let n = 0, waiting = false; (function frame() {'
+           ' if (!waiting && n < 5000) { waiting = true;'
+           '  fetch("/tick/raf/" + n++).finally(() => { waiting = false; }); }'
+           ' requestAnimationFrame(frame); })();'
+           'new Worker("/ticker.js");</script></body></html>')
+TICKER = 'let n = 0; setInterval(() => { if (n < 5000) fetch("/tick/worker/" + n++); }, 50);'
 
 
 def _gaps(times: list[float]) -> list[float]:
@@ -205,6 +219,34 @@ async def test_detach_leaves_the_browser_no_network(site: Site, browser: Any) ->
             await page.goto(site.url("/page/1"))  # no route: the black hole
         await context.close()
     assert "/page/0" in site.paths() and "/page/1" not in site.paths()
+
+
+async def test_a_parked_page_makes_no_request_until_sent_on(site: Site,
+                                                            browser: Any) -> None:
+    # A page whose work is over (a crawl's tab kept for the next run) makes no request
+    # from park on, however made (its document's loop, its worker, a popup it opens),
+    # until the caller sends it on; then it is a page like any other.
+    async with RobotGate(AGENT, delay=0) as gate:
+        context = await browser.new_context(service_workers="block")
+        handle = await attach(gate, context)
+        page = await context.new_page()
+        await page.goto(site.url("/ticking"))
+        while len(site.times("/tick/worker/")) < 2:  # the loop and the worker run
+            await asyncio.sleep(0.05)
+        await handle.park(page)
+        parked = len(site.paths())
+        await page.evaluate("() => { window.open('/page/7'); fetch('/tick/asked'); }")
+        await asyncio.sleep(1.5)
+        while_parked = site.paths()[parked:]
+        await page.goto(site.url("/page/1"))
+        assert await _images(page) == {"ok": 1, "secret": 0}
+        await handle.park(page)
+        await page.set_content('<img id="ok" src="/img/ok.png?again">')  # sent on too
+        assert await _images(page) == {"ok": 1}
+        await context.close()
+    assert site.paths()[:parked].count("/tick/raf/0") == 1
+    assert while_parked == []
+    assert "/page/1" in site.paths()[parked:]
 
 
 async def test_a_page_closed_as_its_navigation_commits_closes(browser: Any) -> None:

@@ -36,9 +36,11 @@ the URL its page came from, after the redirects the gate followed.
 
 A run's page leaves nothing behind: ``arun`` returns once none of its requests can reach
 a server (those still waiting for their turn are not sent, those being sent are
-answered), and the page kept for the next run has forgotten the run (its documents'
-timers and sessionStorage, the tab's ``window.name``); another run's page is closed.  A
-``session_id``'s page is kept as crawl4ai keeps it, state and all, until
+answered), the page kept for the next run makes none until that run sends it on
+(:meth:`~robotgate.integrations.playwright.Attachment.park`: a requestAnimationFrame
+loop's, a worker's, a promise chain's are aborted), and it has forgotten the run (its
+documents' timers and sessionStorage, the tab's ``window.name``); another run's page
+is closed.  A ``session_id``'s page is kept as crawl4ai keeps it, state and all, until
 ``kill_session``.
 
 A page the gate refuses (robots.txt, a public page's pointer into a private address,
@@ -407,10 +409,10 @@ _FORGET = """() => {
 
 async def _forget_run(page: Page) -> bool:
     """Make ``page`` forget its run: each document's timers and sessionStorage, and the
-    tab's window.name, cleared; the next run's navigation ends the rest.  (Sending the
-    page to about:blank, or freezing it, would end the rest at once: 1.3-2x a crawl4ai
-    page's CPU, 1.25x, measured.)  False when it could not be done (the page is then
-    closed)."""
+    tab's window.name, cleared; the park holds the rest of its requests until the next
+    run's navigation ends it.  (Sending the page to about:blank, or freezing it, would
+    end the rest at once: 1.3-2x a crawl4ai page's CPU, 1.25x, measured.)  False when it
+    could not be done (the page is then closed)."""
     try:
         for frame in page.frames:
             if frame.url.startswith(("http://", "https://")):
@@ -519,8 +521,9 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         # _BrowserStrategy._reusable), or one that cannot forget, is closed before it
         # is given back: crawl4ai closes it after, and a run starting in between would
         # take it and lose it mid-navigation.  The run ends once no request of its page
-        # can leave (Attachment.settle).  Under the pages' lock, so that runs ending at
-        # once count no page another is closing (they closed every page), and crawl4ai,
+        # can leave until the next run sends it on (Attachment.park).  Under the pages'
+        # lock, so that runs ending at once count no page another is closing (they
+        # closed every page), and crawl4ai,
         # counting right after, finds the kept page alone.
         async with self._pages():
             if len(page.context.pages) > 1 or not self.reusable(page) \
@@ -528,7 +531,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
                 with suppress(PlaywrightError):
                     await page.close()
             if self.attachment is not None:
-                await self.attachment.settle(page)
+                await self.attachment.park(page)
             await super().release_page_with_context(page)
 
     async def close(self) -> None:

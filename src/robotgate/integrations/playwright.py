@@ -191,6 +191,12 @@ class Attachment:
     # unrouted, when its route goes away: each is aborted before that can happen.
     _held: set[Route] = field(default_factory=set, repr=False)
     _closing: bool = field(default=False, repr=False)
+    # The pages whose work is over until the caller sends them on (park): every request
+    # of theirs is aborted (a requestAnimationFrame loop's, a worker's, a promise's).
+    _parked: set[Page] = field(default_factory=set, repr=False)
+    # The parked pages the caller is sending on (page.goto): their top-level navigation
+    # goes, the rest of their requests (the old document's) not until it commits.
+    _leaving: set[Page] = field(default_factory=set, repr=False)
     # The browser's requests being sent by the request client, each done when answered.
     _sending: dict[Route, asyncio.Future[None]] = field(default_factory=dict, repr=False)
     # The request client the browser's requests are sent with (attach makes it): the
@@ -225,9 +231,13 @@ class Attachment:
                 del page.goto  # the class's own again
             with suppress(AttributeError):
                 del page.close
+            with suppress(AttributeError):
+                del page.set_content
         self._asked.clear()
         self._made.clear()
         self._documents.clear()
+        self._parked.clear()
+        self._leaving.clear()
 
     async def _abort_held(self) -> None:
         """Abort every request held here and every one that comes from now on."""
@@ -287,11 +297,14 @@ class Attachment:
         page.on("close", self._forget)
 
         async def caller_goto(url: str, **options: Any) -> Response | None:
+            if page in self._parked:
+                self._leaving.add(page)  # sent on: its requests go once it commits
             key = _same(url)
             asked.append(key)
             try:
                 return await goto(url, **options)
             finally:
+                self._unpark(page)
                 with suppress(ValueError):
                     asked.remove(key)  # not requested (it failed before, or was refused)
 
@@ -305,11 +318,21 @@ class Attachment:
 
         close_surely.__doc__ = close.__doc__
         page.close = close_surely  # type: ignore[method-assign]
+        set_content = page.set_content
+
+        async def caller_set_content(html: str, **options: Any) -> None:
+            self._unpark(page)  # the caller's document (the same one): its requests go
+            await set_content(html, **options)
+
+        caller_set_content.__doc__ = set_content.__doc__
+        page.set_content = caller_set_content  # type: ignore[method-assign]
+        page.on("framenavigated", lambda frame: self._committed(page, frame))
 
     def _forget(self, page: Page) -> None:
         self._asked.pop(page, None)
         self._made.pop(page, None)
         self._documents.pop(page, None)
+        self._unpark(page)
         self._drop_held(page)
 
     def _drop_held(self, page: Page) -> None:
@@ -327,6 +350,40 @@ class Attachment:
                    if _page_of(route.request) is page]
         if sending:
             await asyncio.wait(sending)
+
+    async def park(self, page: Page) -> None:
+        """Keep ``page`` from the network until the caller sends it on (``page.goto``,
+        once its new document commits; ``page.set_content``): every request it makes
+        from now on is aborted, and this returns once none it made before can reach a
+        server (:meth:`settle`).  For a page kept for more whose document may still run
+        (a crawl's tab between runs)."""
+        if not page.is_closed():
+            self._parked.add(page)
+        await self.settle(page)
+
+    def _unpark(self, page: Page) -> None:
+        self._parked.discard(page)
+        self._leaving.discard(page)
+
+    def _committed(self, page: Page, frame: Frame) -> None:
+        """A frame of ``page`` navigated: a parked page the caller sent on has its new
+        document (whose requests Chromium makes after the commit), and the old one is
+        gone."""
+        if page in self._leaving and frame.parent_frame is None:
+            self._unpark(page)
+
+    async def _parked_page(self, request: Request) -> bool:
+        """Whether ``request`` is of a parked page (but the navigation the caller sends
+        it on with), or of a popup one opened (which is parked with it)."""
+        page = _page_of(request)
+        if page is None or page in self._parked:
+            return page is not None and not (
+                page in self._leaving and request.is_navigation_request()
+                and request.frame.parent_frame is None)
+        if await page.opener() in self._parked:  # Playwright knows it: no round trip
+            self._parked.add(page)
+            return True
+        return False
 
     def document(self, page: Page) -> Document | None:
         """Where ``page``'s current document came from: the URL the browser asked for
@@ -404,7 +461,7 @@ class Attachment:
         if not ours:
             await _finish(route.fallback())  # another page of the context: not attached
             return
-        if self._closing:
+        if self._closing or (self._parked and await self._parked_page(request)):
             await _finish(route.abort("blockedbyclient"))
             return
         navigation = request.is_navigation_request()
