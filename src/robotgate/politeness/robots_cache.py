@@ -558,7 +558,7 @@ class RobotsCache:
 
     async def _keep_lock(self, fleet: Fleet, origin: str, held: _Held) -> None:
         """Renew the fetch lock a third of its life after it was last renewed (or
-        taken), until cancelled (the fetch ended), or until it is lost."""
+        taken), until cancelled (the fetch saved or failed), or until it is lost."""
         lease = self._lease()
         while True:
             await asyncio.sleep(max(held.confirmed + lease / 3 - self._clock(), lease / 30))
