@@ -559,6 +559,55 @@ async def test_a_holder_stalled_past_its_lock_does_not_fetch_over_the_new_holder
     assert not (await stalled).allowed("/x", AGENT)
 
 
+class SlowSave(WaitForSave):
+    """WaitForSave whose save-and-unlock waits for ``save_may_go`` (queued behind a busy
+    worker's other calls), counting the renewals that come meanwhile."""
+
+    def __init__(self, now: list[float]) -> None:
+        super().__init__(now)
+        self.saving = asyncio.Event()
+        self.save_may_go = asyncio.Event()
+        self.renewals = 0
+
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        self.renewals += 1
+        return await super().renew_fetch(origin, token, ttl)
+
+    async def save_robots_unlock(self, entry: RobotsEntry, token: str) -> bool:
+        self.saving.set()
+        await asyncio.wait_for(self.save_may_go.wait(), 10)
+        return await super().save_robots_unlock(entry, token)
+
+
+async def test_the_fetch_lock_is_kept_until_its_save_is_answered() -> None:
+    # The fleet's failure under load (seen in its logs): the holder fetched, stopped
+    # renewing its lock and sent the save, which waited behind the worker's other
+    # calls past the lock's life; a second worker took the lock and fetched again.
+    now = [0.0]
+    store = SlowSave(now)
+    first_sent, second_sent = Transport(), Transport()
+    # Lease 5.2 s: a renewal every 1.7 s (real time: the fake clock only says when).
+    policy = FetchPolicy(timeout=0.1)
+    first, _ = make(first_sent, store, policy=policy, clock=lambda: now[0])
+    second, _ = make(second_sent, store, policy=policy, clock=lambda: now[0])
+    holder = asyncio.ensure_future(first.get(SITE))
+    await asyncio.wait_for(store.saving.wait(), 10)  # fetched; the save is under way
+    lease = first._lease()
+    for _ in range(2):  # most of a lease passes, twice, while the save waits
+        now[0] += lease * 0.9
+        renewed = store.renewals
+        for _ in range(400):  # a renewal due (at most 4 s), if one comes
+            if store.renewals > renewed:
+                break
+            await asyncio.sleep(0.01)
+    taking = asyncio.ensure_future(second.get(SITE))
+    await settle()
+    store.save_may_go.set()
+    await asyncio.wait_for(asyncio.gather(holder, taking), 10)
+    assert len(first_sent.requests) == 1
+    assert len(second_sent.requests) == 0
+
+
 async def test_the_memory_store_answers_without_an_await_and_a_subclass_is_awaited() -> None:
     plain = MemoryStore()
     cache, _ = make(Transport(), plain)

@@ -445,10 +445,12 @@ class RobotsCache:
             elif mem is not None:
                 mem.put_robots(entry)
             elif held is not None and fleet is not None:
-                # The lock ends with the save, in one request: no renewal may take it again.
+                # The lock ends with the save, in one request.  It is renewed until the
+                # save is answered: a save queued behind a busy worker's other calls must
+                # not outlive it (a renewal that comes after finds it gone).
+                saved = await self._save_unlock(fleet, entry, held.token)
                 await _stop(lease)
                 lease = None
-                saved = await self._save_unlock(fleet, entry, held.token)
                 if saved is not None:
                     held = None  # released, or another's: nothing to let go
                 if saved is False:
@@ -556,7 +558,7 @@ class RobotsCache:
 
     async def _keep_lock(self, fleet: Fleet, origin: str, held: _Held) -> None:
         """Renew the fetch lock a third of its life after it was last renewed (or
-        taken), until cancelled (the fetch ended), or until it is lost."""
+        taken), until cancelled (the fetch saved or failed), or until it is lost."""
         lease = self._lease()
         while True:
             await asyncio.sleep(max(held.confirmed + lease / 3 - self._clock(), lease / 30))
