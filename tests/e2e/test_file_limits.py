@@ -337,11 +337,6 @@ _FETCH = textwrap.dedent("""
                 most = max(most, sockets())
                 await asyncio.sleep(0.002)
         async with RobotGate("LimitBot/1.0", delay=0) as gate:
-            client = None
-            if sys.argv[4] == "httpx":
-                import httpx
-                from robotgate.integrations.httpx import RobotGateTransport
-                client = httpx.AsyncClient(transport=RobotGateTransport(gate))
             sampling = asyncio.ensure_future(sample())
             room = asyncio.Semaphore(concurrency)
             async def visit(address):
@@ -349,9 +344,6 @@ _FETCH = textwrap.dedent("""
                 async with room:
                     url = f"http://{address}:{port}/page/0"
                     try:
-                        if client is not None:
-                            ok += (await client.get(url)).status_code == 200
-                            return
                         async with gate.fetch(url) as resp:
                             await resp.read()
                             ok += resp.status == 200
@@ -361,9 +353,7 @@ _FETCH = textwrap.dedent("""
             await asyncio.gather(*(visit(a) for a in addresses))
             done = True
             await sampling
-            if client is not None:
-                await client.aclose()
-            budget = None if client is not None else gate.session.connector.max_connections
+            budget = gate.session.connector.max_connections
         print(json.dumps({"ok": ok, "most": most - before, "budget": budget,
                           "errors": errors}))
 
@@ -381,30 +371,14 @@ def test_gate_fetch_holds_the_connection_bound(limit: int, origins: int,
     # More requests at once than the bound: a connection closed to make room, or
     # released closed, keeps its socket until the loop's next pass; a new one opened
     # meanwhile passed the bound (248 sockets at 192) and ran out of descriptors.
-    seen = _crawl_at_limit("fetch", limit, origins, concurrency)
+    seen = _crawl_at_limit(limit, origins, concurrency)
     assert seen["budget"] == limit - limit // 4, seen
     assert seen["errors"] == {} and seen["ok"] == origins, seen
     assert seen["most"] <= seen["budget"], seen
 
 
-@pytest.mark.soak
-@pytest.mark.slow
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
-@pytest.mark.xfail(reason="issue 97, open: pages lost through the httpx transport at ulimit "
-                   "256 (i97c's runs: 702 PoolTimeout + 71 ConnectTimeout with httpx's "
-                   "default pool; 85 ConnectTimeout + 16 ReadError with the budget's)",
-                   strict=False)
-def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_256() -> None:
-    # The transport's default inner transport is httpx's own pool: its sockets within
-    # the gate's documented bound (three quarters of the limit), no page lost.
-    limit, origins = 256, 1_500
-    seen = _crawl_at_limit("httpx", limit, origins, 200)
-    assert seen["errors"] == {} and seen["ok"] == origins, seen
-    assert seen["most"] <= limit - limit // 4, seen
-
-
-def _crawl_at_limit(path: str, limit: int, origins: int, concurrency: int) -> dict[str, Any]:
-    """One page of each of ``origins`` loopback origins fetched through ``path`` in a
+def _crawl_at_limit(limit: int, origins: int, concurrency: int) -> dict[str, Any]:
+    """One page of each of ``origins`` loopback origins fetched by ``gate.fetch`` in a
     child at ``ulimit -n`` ``limit``: pages fetched, errors, the most sockets sampled."""
     server = subprocess.Popen(
         [sys.executable, "-m", "testbed.server", "--hosts", str(origins), "--mix", "partial=1",
@@ -414,7 +388,7 @@ def _crawl_at_limit(path: str, limit: int, origins: int, concurrency: int) -> di
         assert server.stdout is not None
         port = json.loads(server.stdout.readline())["port"]
         fetch = subprocess.run(
-            [sys.executable, "-c", _FETCH, str(limit), str(port), str(concurrency), path],
+            [sys.executable, "-c", _FETCH, str(limit), str(port), str(concurrency)],
             input=json.dumps(host_addresses(origins)), capture_output=True, text=True,
             env=child_env(), timeout=240)  # hang guard
         assert fetch.returncode == 0, fetch.stderr[-3000:]
