@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from multidict import CIMultiDictProxy
 from playwright.async_api import BrowserContext, ProxySettings
+from yarl import URL
 
 from ...errors import BodyTooLarge
 from ...gate.aiohttp_bodies import MAX_BODY, read_body
@@ -85,7 +86,9 @@ class RouteClient:
                 # Plain http goes to the proxy as a URL, which the proxy connects to (and
                 # takes the Host from): an address there would lose the site's name.
                 checked = ()
-        sent, host = pinned(url, checked, https=True)
+        # A URL's user information never goes on the wire: Chromium sends it, when it
+        # does, as the Authorization header the request carries.
+        sent, host = pinned(str(URL(url, encoded=True).with_user(None)), checked, https=True)
         headers = {name: value for name, value in headers.items()
                    if name != "accept-encoding"}  # aiohttp's own: the codings it decodes
         if host is not None:
