@@ -11,8 +11,9 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -758,6 +759,61 @@ async def test_a_refused_guarded_fetch_leaves_robots_txt_unavailable() -> None:
     assert site.entry.outcome == Outcome.UNAVAILABLE
     assert "refused a pointer" in site.entry.detail
 
+
+
+# -- a long robots.txt parsed off the loop -----------------------------------------------
+
+
+def _long_robots(size: int) -> bytes:
+    """About ``size`` bytes of rules, a third of them wildcards (the compile's work)."""
+    lines = [b"User-agent: *\nDisallow: /private/\n"]
+    n = 0
+    while sum(map(len, lines)) < size:
+        lines.append(b"Disallow: /f/%06d/*/x$\n" % n if n % 3 else b"Allow: /f/%06d/\n" % n)
+        n += 1
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("size", [64 * 1024, 600 * 1024])
+async def test_a_long_robots_txt_is_parsed_and_compiled_in_a_worker_thread(
+        monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Parsing 500 KiB of rules and compiling them would hold the loop most of a second:
+    a body over PARSED_ASIDE is parsed, its agent's group compiled, off the loop's
+    thread; a short one on it.  The answers are the inline parse's."""
+    import threading
+
+    from robotgate.policy import site as site_module
+    from robotgate.politeness import robots_cache
+    from robotgate.robots import RobotsTxt
+    from robotgate.robots.decider import Decider
+
+    threads: list[tuple[str, int]] = []
+
+    def recording(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            threads.append((name, threading.get_ident()))
+            return real(*args, **kwargs)
+        return record
+
+    parse = recording("parse", site_module.parse_entry)
+    monkeypatch.setattr(site_module, "parse_entry", parse)
+    monkeypatch.setattr(robots_cache, "parse_entry", parse, raising=False)
+    monkeypatch.setattr(Decider, "__init__", recording("compile", Decider.__init__))
+    body = _long_robots(size)
+    cache, _ = make(Transport(RobotsResponse(200, {}, body)))
+    site = await cache.get(SITE)
+    loop_thread = threading.get_ident()
+    assert [name for name, _ in threads] == ["parse", "compile"]
+    assert all(thread != loop_thread for _, thread in threads)
+    inline = RobotsTxt.parse(body.decode(), max_bytes=FetchPolicy().max_bytes)
+    paths = ["/", "/private/a", "/f/000001/a/x", "/f/000001/a/x/", "/f/000003/b", "/g"]
+    assert [site.allowed(p, AGENT) for p in paths] == [inline.allowed(p, AGENT) for p in paths]
+    assert [site.allowed(p, AGENT) for p in paths] == [True, False, False, True, True, True]
+
+    threads.clear()
+    short, _ = make(Transport(RobotsResponse(200, {}, body[:robots_cache.PARSED_ASIDE])))
+    await short.get(SITE)
+    assert [name for name, _ in threads] == ["parse"] and threads[0][1] == loop_thread
 
 
 # -- a KeyboardInterrupt while robots.txt is read ------------------------------------------

@@ -257,6 +257,10 @@ class Frontier(Generic[ResponseT]):
             if self.queues.window < self.window // 2 + 1 and (
                     state.ready or (state.pending and self._loop.time() >= self._load_after)):
                 await self._load()
+                # A state's take may not suspend: the loop gets a turn between two loads
+                # (each costs _LOAD URLs' politeness keys; a window's worth would hold
+                # it for a third of a second).
+                await asyncio.sleep(0)
                 continue
             wake: float | None = None
             # A visit keeps its place until its outcome is written: a crash costs at most

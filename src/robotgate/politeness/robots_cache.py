@@ -20,10 +20,18 @@ from typing import Literal
 
 from ..error_root import Error
 from ..events import LocalShortage, RobotsFetched
-from ..policy.fetch import LocalFailure
+from ..policy.fetch import LocalFailure, outcome_decision
 from ..policy.hops import Address
 from ..policy.host_settings import HostSettings
-from ..policy.site import SKIPPED, CachedSite, Interpretation, ParsedBodies, SiteRules, interpret
+from ..policy.site import (
+    SKIPPED,
+    CachedSite,
+    Interpretation,
+    ParsedBodies,
+    SiteRules,
+    interpret,
+    parse_entry,
+)
 from ..records import HostState, Outcome, RobotsEntry
 from ..redaction import logger
 from ..robots import RobotsTxt
@@ -54,6 +62,13 @@ _CONFIRM_TRIES = 3
 _SHORTAGE_PAUSE = 0.05
 _SHORTAGE_PAUSE_MAX = 2.0
 
+#: A robots.txt body longer than this is parsed, and its rules for the gate's agent
+#: compiled, in a worker thread: 500 KiB of rules take the parser and the compile most
+#: of a second of pure Python, which on the loop would hold every other request (the
+#: interpreter lets the loop run between the thread's slices).  Shorter bodies, nearly
+#: every one, are parsed on the loop: a thread would cost them more than the parse.
+PARSED_ASIDE = 32 * 1024
+
 #: robots.txt fetched, taken from the store or from another worker (docs/logging.md).
 log = logger("robotgate.robots")
 #: A site skipped for the Crawl-delay it asks.
@@ -72,6 +87,15 @@ def _tell_shortage(shortage: LocalFailure, count: int, left: float) -> None:
 @asynccontextmanager
 async def _unpaced() -> AsyncIterator[PacingHooks | None]:
     yield None
+
+
+def parsed_aside(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
+    """The rules of a 2xx ``entry`` as :func:`~robotgate.policy.site.interpret` reads
+    them, the agent's group compiled (a first question, which builds its decider, does
+    it): the work of a long body done where it holds no loop."""
+    rules = parse_entry(entry, how)
+    rules.decide(entry.origin + "/", how.agent)
+    return rules
 
 
 async def _stop(lease: asyncio.Task[None] | None) -> None:
@@ -365,7 +389,7 @@ class RobotsCache:
         if stored is not None and stored.is_fresh(time.time()) and not recheck:
             log.debug("%s: robots.txt from the store (%s), fresh for %.0fs", origin,
                       stored.outcome, stored.fresh_until - time.time())
-            return self._install(origin, stored, host)
+            return await self._installed(origin, stored, host)
         if recheck:
             log.debug("%s: robots.txt checked again after %d visits", origin,
                       host.visits_since_check)
@@ -380,7 +404,7 @@ class RobotsCache:
                 if got is not None:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               got.outcome)
-                    return self._install(origin, got, host)
+                    return await self._installed(origin, got, host)
             held = _Held(token, locked_at) if token is not None else None
             try:
                 return await self._fetch_held(origin, site, stored, previous, host, flight,
@@ -420,7 +444,7 @@ class RobotsCache:
                     # we hold none) and another worker fetched it meanwhile.
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               again.outcome)
-                    return self._install(origin, again, host)
+                    return await self._installed(origin, again, host)
                 began = time.monotonic()
                 try:
                     entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
@@ -469,7 +493,7 @@ class RobotsCache:
         if host.visits_since_check:
             Scheduler.rechecked(host)
             await self._save_host(host)  # or the next start would recheck again
-        return self._install(origin, entry, host, kept)
+        return await self._installed(origin, entry, host, kept)
 
     async def _confirm(self, fleet: Fleet, origin: str, held: _Held, last: bool
                        ) -> RobotsEntry | None:
@@ -637,6 +661,15 @@ class RobotsCache:
     def store_errors(self) -> int:
         """How many times the store failed."""
         return self.trouble.errors
+
+    async def _installed(self, origin: str, entry: RobotsEntry, host: HostState,
+                         rules: RobotsTxt | None = None) -> SiteRules:
+        """:meth:`_install`, a long body parsed first in a worker thread (see
+        :data:`PARSED_ASIDE`)."""
+        if (rules is None and len(entry.body or b"") > PARSED_ASIDE
+                and outcome_decision(entry) is None):
+            rules = await asyncio.to_thread(parsed_aside, entry, self.how)
+        return self._install(origin, entry, host, rules)
 
     def _install(self, origin: str, entry: RobotsEntry, host: HostState,
                  rules: RobotsTxt | None = None) -> SiteRules:
