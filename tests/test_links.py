@@ -219,31 +219,6 @@ async def html_site(pages: dict[str, bytes]) -> AsyncIterator[tuple[int, list[st
         await runner.cleanup()
 
 
-@contextlib.asynccontextmanager
-async def longest_stall() -> AsyncIterator[list[float]]:
-    """The longest the event loop went without running a 10 ms ticker (seconds), in a
-    list filled in once the block ends."""
-    longest: list[float] = []
-    gaps = [0.0]
-
-    async def tick() -> None:
-        last = time.monotonic()
-        while True:  # ends when cancelled, below
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps[0] = max(gaps[0], now - last)
-            last = now
-
-    ticker = asyncio.ensure_future(tick())
-    try:
-        yield longest
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        longest.append(gaps[0])
-
-
 #: A heavy page: 16 MB, 260,000 links (to another host: counted, not crawled), all
 #: read (MAX_PAGE_BYTES).
 HEAVY = (b"<html><body>"
@@ -252,7 +227,10 @@ HEAVY = (b"<html><body>"
 
 
 @pytest.mark.slow
-async def test_a_heavy_page_s_links_are_read_without_holding_the_loop() -> None:
+async def test_a_heavy_page_s_links_are_all_read_and_counted() -> None:
+    # That they are read without holding the loop is counted, not timed: LinkReader's
+    # steps (above) and the links judged a loop turn (tests/crawl/test_frontier.py);
+    # benchmarks/stalls.py measures the stall.
     pages = {"/": HEAVY}
     seen: list[int] = []
 
@@ -260,16 +238,11 @@ async def test_a_heavy_page_s_links_are_read_without_holding_the_loop() -> None:
         seen.append(len(await resp.read()))
 
     async with (html_site(pages) as (port, _),
-                RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate,
-                longest_stall() as longest):
+                RobotGate("LinkTest/1.0 (+https://example.com/bot)", delay=0) as gate):
         summary = await asyncio.wait_for(gate.crawl(
             [f"http://127.0.0.1:{port}/"], handler, follow_links=True), 120)  # hang guard
     assert seen == [len(HEAVY)]
     assert summary.links == 260_000 and summary.out_of_scope == 260_000
-    # A hang guard, generous for a loaded machine: the page's links are read in steps
-    # of a few milliseconds (0.08-0.27 s seen in all at a load of 10-20 on 2 cores, the
-    # in-process server's writing included); read at once, they held the loop 0.75 s.
-    assert longest[0] < 0.5, f"the loop stalled {longest[0]:.2f}s"
 
 
 async def test_a_long_page_s_base_resolves_its_handler_s_links() -> None:
