@@ -80,7 +80,8 @@ def shared_chromium() -> Iterator[str]:
                         reason="Playwright is not installed (pip install playwright)")
     from robotgate.integrations.playwright import BLACK_HOLE, LAUNCH_ARGS, preloading_off
 
-    with tempfile.TemporaryDirectory() as where:
+    # Chromium's helpers may still write its profile a moment after it exits.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as where:
         profile = preloading_off(Path(where) / "profile")
         with _devtools_chromium(profile, f"--proxy-server={BLACK_HOLE}", *LAUNCH_ARGS,
                                 "--enable-automation") as endpoint:
@@ -93,7 +94,8 @@ def plain_chromium() -> Iterator[str]:
     compare with what the gate does): its DevTools endpoint."""
     pytest.importorskip("playwright.async_api",
                         reason="Playwright is not installed (pip install playwright)")
-    with tempfile.TemporaryDirectory() as where, _devtools_chromium(Path(where)) as endpoint:
+    with (tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as where,
+          _devtools_chromium(Path(where)) as endpoint):
         yield endpoint
 
 
