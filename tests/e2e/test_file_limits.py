@@ -316,7 +316,7 @@ _FETCH = textwrap.dedent("""
     import asyncio, contextlib, json, os, resource, sys
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), hard))
-    from robotgate import RobotGate
+    from robotgate import FetchPolicy, RobotGate
 
     def sockets():
         try:
@@ -336,7 +336,11 @@ _FETCH = textwrap.dedent("""
             while not done:
                 most = max(most, sockets())
                 await asyncio.sleep(0.002)
-        async with RobotGate("LimitBot/1.0", delay=0) as gate:
+        # A robots.txt request's 30 s counts its wait for a free socket too (aiohttp's
+        # total timeout; open in issue 97): a loaded CI called 13 of 1,500 sites
+        # unreachable so.  This test is about the sockets: the timeout does not bite.
+        policy = FetchPolicy(timeout=300)
+        async with RobotGate("LimitBot/1.0", delay=0, policy=policy) as gate:
             sampling = asyncio.ensure_future(sample())
             room = asyncio.Semaphore(concurrency)
             async def visit(address):
