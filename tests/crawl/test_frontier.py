@@ -484,26 +484,38 @@ async def test_a_crawl_on_a_closed_gate_ends_at_once_whatever_the_wait() -> None
         await asyncio.wait_for(gate.crawl(["http://127.0.0.1:9/x"], handler), 5)
 
 
+class LoopTurns:
+    """Counts the event loop's turns while the block runs (a callback put back each turn)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._ticking = False
+
+    def _tick(self) -> None:
+        self.count += 1
+        if self._ticking:
+            asyncio.get_running_loop().call_soon(self._tick)
+
+    def __enter__(self) -> LoopTurns:
+        self._ticking = True
+        asyncio.get_running_loop().call_soon(self._tick)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ticking = False
+
+
 async def test_the_scheduler_gives_the_loop_a_turn_between_two_loads(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A page of 400,000 links queues them all at once: the scheduler then moved them
     into the host queues a thousand at a time up to its window (10,000 politeness keys)
     in one step, holding the loop.  Counted in loop turns: no two loads share one."""
-    loop = asyncio.get_running_loop()
-    turn = 0
-    ticking = True
-
-    def tick() -> None:
-        nonlocal turn
-        turn += 1
-        if ticking:
-            loop.call_soon(tick)
-
+    turns = LoopTurns()
     loads: list[int] = []
     real = Frontier._load
 
     async def load(self: Frontier[Any]) -> None:
-        loads.append(turn)
+        loads.append(turns.count)
         await real(self)
 
     monkeypatch.setattr(Frontier, "_load", load)
@@ -521,12 +533,9 @@ async def test_the_scheduler_gives_the_loop_a_turn_between_two_loads(
         if seen >= 3:
             stop.set()
 
-    loop.call_soon(tick)
-    try:
+    with turns:
         await crawl(FakeGate(delay=0.0, latency=0.0), ["http://h.example/seed"], handler,
                     concurrency=1, stop=stop, on_result=on_result)
-    finally:
-        ticking = False
     assert len(loads) >= 4
     assert len(set(loads)) == len(loads), loads
 
@@ -539,21 +548,12 @@ async def test_a_page_s_links_are_judged_a_bounded_number_a_loop_turn(
 
     from robotgate.crawl.discovery import Discovery
 
-    loop = asyncio.get_running_loop()
-    turn = 0
-    ticking = True
-
-    def tick() -> None:
-        nonlocal turn
-        turn += 1
-        if ticking:
-            loop.call_soon(tick)
-
+    turns = LoopTurns()
     judged: Counter[int] = Counter()
     real = Discovery._judge_one
 
     def judge_one(self: Discovery, *args: Any) -> None:
-        judged[turn] += 1
+        judged[turns.count] += 1
         real(self, *args)
 
     monkeypatch.setattr(Discovery, "_judge_one", judge_one)
@@ -563,11 +563,8 @@ async def test_a_page_s_links_are_judged_a_bounded_number_a_loop_turn(
         return pages if url.endswith("/seed") else []
 
     stop = asyncio.Event()
-    loop.call_soon(tick)
-    try:
+    with turns:
         await crawl(FakeGate(delay=0.0, latency=0.0), ["http://h.example/seed"], handler,
                     concurrency=1, stop=stop, on_result=lambda record: stop.set())
-    finally:
-        ticking = False
     assert sum(judged.values()) == len(pages)  # the seeds go in another way
     assert max(judged.values()) <= 1024, judged.most_common(3)  # discovery.LINKS_A_TURN
