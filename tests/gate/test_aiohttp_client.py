@@ -601,3 +601,14 @@ async def test_a_users_sessions_resend_through_gate_fetch_waits_its_turn() -> No
     pages = [t for path, t in server.arrivals if path != "/robots.txt"]
     assert len(pages) == 3  # /page/1, /drop dropped, /drop sent again
     assert min(b - a for a, b in itertools.pairwise(pages)) >= 0.49, server.arrivals
+
+
+def test_too_many_redirects_says_no_query_value_in_its_repr() -> None:
+    # aiohttp's own repr shows the request's URL whole (a canary found a token there).
+    from robotgate.gate.aiohttp_client import AiohttpTooManyRedirects
+
+    url = "http://h.example/landed?token=CANARY"
+    info = aiohttp.RequestInfo(URL(url), "GET", CIMultiDict(), URL(url))
+    error = AiohttpTooManyRedirects(url, 10, info, ())
+    assert "CANARY" not in repr(error) and "CANARY" not in str(error)
+    assert isinstance(error, aiohttp.TooManyRedirects)

@@ -92,6 +92,10 @@ class AiohttpTooManyRedirects(TooManyRedirects, aiohttp.TooManyRedirects):
         self.url = redact(url)
         self.limit = limit
 
+    def __repr__(self) -> str:
+        # aiohttp's repr shows its request's URL whole: said as its message says it.
+        return f"{type(self).__name__}({str(self)!r})"
+
 
 class AiohttpWaitsOnItself(WaitsOnItself, aiohttp.ClientError):
     """:class:`~robotgate.WaitsOnItself` as ``gate.fetch`` and ``gate.middleware`` raise
