@@ -37,6 +37,7 @@ def run_benchmark(tmp_path: Path, script: str, *args: str) -> tuple[dict[str, An
     return report, done.stdout
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 def test_overhead_contenders_fetch_every_page(tmp_path: Path) -> None:
     report, _ = run_benchmark(tmp_path, "overhead.py", "--hosts", "6", "--pages", "3",
                               "--concurrency", "4", "--rounds", "1")
@@ -62,6 +63,7 @@ def test_cached_decisions_agree_with_the_parser(tmp_path: Path) -> None:
     assert {"parser", "allowed"} <= set(after["rates"])
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 def test_promises_hold_in_the_crawl_and_the_burst(tmp_path: Path) -> None:
     report, stdout = run_benchmark(
         tmp_path, "promises.py", "--only", "crawl,burst", "--skip-alternatives", "--hosts", "14",
@@ -96,6 +98,7 @@ def test_report_of_a_crawl_log_says_every_total(tmp_path: Path) -> None:
     assert "totals exact: True" in stdout
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 def test_page_links_reads_the_links_it_read_before(tmp_path: Path) -> None:
     # Without valgrind (a run under it takes minutes): what the counts rest on, the links.
     report, stdout = run_benchmark(tmp_path, "page_links.py", "--kb", "8", "--loops", "1",
@@ -118,6 +121,7 @@ def test_crawl_directives_reports_each_way(tmp_path: Path) -> None:
     assert rows["links (obey_nofollow)"][-3:-2] == ["5"]
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 def test_pages_bench_reads_every_entry_and_holds_none_for_one_walk(tmp_path: Path) -> None:
     # Without valgrind (its directives and sitemap counts take minutes): memory and the index.
     report, stdout = run_benchmark(tmp_path, "pages_bench.py", "--only", "memory,index",
@@ -133,6 +137,7 @@ def test_pages_bench_reads_every_entry_and_holds_none_for_one_walk(tmp_path: Pat
     assert "walking the index" in stdout
 
 
+@pytest.mark.soak  # CI runs it every time; the README's run leaves it out
 def test_httpx_cold_profiles_each_contender(tmp_path: Path) -> None:
     report, _ = run_benchmark(tmp_path, "httpx_cold.py", "--hosts", "6", "--pages", "2",
                               "--concurrency", "4")

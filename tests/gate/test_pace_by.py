@@ -119,6 +119,7 @@ async def test_localhost_and_its_address_share_one_budget_with_pace_by_ip(
     assert min(server.gaps()) >= DELAY
 
 
+@pytest.mark.soak  # 50 requests at 5 a second; CI runs it every time
 async def test_back_off_settles_against_a_rate_limited_server(server: Arrivals) -> None:
     # 5 requests/s, 429 without Retry-After beyond that: at most 20% 429s over 50.
     server.rate_limit = 0.2

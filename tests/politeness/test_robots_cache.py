@@ -774,7 +774,7 @@ def _long_robots(size: int) -> bytes:
     return b"".join(lines)
 
 
-@pytest.mark.parametrize("size", [64 * 1024, 600 * 1024])
+@pytest.mark.parametrize("size", [64 * 1024, pytest.param(600 * 1024, marks=pytest.mark.soak)])
 async def test_a_long_robots_txt_is_parsed_and_compiled_in_a_worker_thread(
         monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     """Parsing 500 KiB of rules and compiling them would hold the loop most of a second:
