@@ -5,7 +5,8 @@ is its client's own hop, and where robotgate follows the redirect (the core's ex
 were given (``auth=`` per call or per session, credential headers, a URL's userinfo),
 go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
 ``gate.crawl``, the httpx transport; see "credentials in every form" below; Scrapy's
-Authorization header and HttpAuthMiddleware's settings, as Scrapy alone sends them).
+Authorization header and HttpAuthMiddleware's settings, crawlee's request headers and
+userinfo, as Scrapy and crawlee alone send them).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
@@ -778,3 +779,53 @@ async def test_a_scripts_request_redirected_to_another_origin_is_not_followed(
         assert hosts.heard[f"cross-chromium/{case.name}"] == expected, case
     assert [case.name for case in cases if f"cross-gate/{case.name}" in hosts.heard] == []
     assert not any(own_read.values()) and not any(read.values())
+
+
+# -- crawlee: credentials in its own forms, as its own client alone sends them ----------
+
+#: crawlee's forms: an Authorization header of the request's, a URL's userinfo.
+CRAWLEE_CREDENTIAL_FORMS = ("headers", "userinfo")
+
+
+async def crawlee_credentials(hosts: Hosts, form: str, client: Any, run: str, path: str
+                              ) -> dict[Case, str | None]:
+    """What each target heard, each case sent by ``client``'s ``send_request`` or, as a
+    crawler sends a page, its ``crawl`` (the headers the Request's own)."""
+    from crawlee import Request
+
+    headers = {"Authorization": BASIC} if form == "headers" else {}
+    for case in CREDENTIAL_CASES:
+        url = with_userinfo(hosts.start(case, run), form)
+        if path == "crawl":
+            sent = client.crawl(Request.from_url(url, headers=headers))
+        else:
+            sent = client.send_request(url, headers=headers)
+        await asyncio.wait_for(sent, 10)  # a hang guard
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CREDENTIAL_CASES}
+    assert all(got is not None for got in heard.values()), f"{run}: a hop went nowhere"
+    first = [hosts.sent[f"{run}/{case.name}"].authorization for case in CREDENTIAL_CASES]
+    assert first == [BASIC, BASIC], f"{run}: the first request went without its credentials"
+    return {case: got.authorization for case, got in heard.items() if got is not None}
+
+
+@pytest.mark.parametrize("path", ["send_request", "crawl"])
+@pytest.mark.parametrize("form", CRAWLEE_CREDENTIAL_FORMS)
+async def test_crawlees_client_sends_credentials_as_crawlee_alone(
+        hosts: Hosts, form: str, path: str) -> None:
+    """crawlee 1.11's own client (impit) sends a request's Authorization again on a hop
+    within the origin and drops it on a hop to another (the core's rule); a URL's
+    userinfo it sends on the first request alone (the Location names none), stricter
+    than the core's rule.  Through ``RobotGateHttpClient``: the same."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    run = f"crawlee-cred-{form}-{path}"
+    async with ImpitHttpClient(follow_redirects=True) as plain:
+        alone = await crawlee_credentials(hosts, form, plain, run, path)
+    async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+        gated = await crawlee_credentials(hosts, form, client, f"{run}-gate", path)
+    assert gated == alone
+    assert alone == {case: None if form == "userinfo" else credential_rule(case)
+                     for case in CREDENTIAL_CASES}
