@@ -55,6 +55,8 @@ STATUSES = (301, 302, 303, 307, 308)
 BODY = b"the request's body"
 HEADERS = {"Authorization": "Bearer secret", "Cookie": "sid=42", "X-Custom": "mine"}
 NON_HTTP_LOCATION = "ftp://user:FtpPw-31c@127.0.0.1/file"
+#: The start of a run whose every request without Authorization is answered 401 Basic.
+CHALLENGE = "challenge-"
 
 
 class Case(NamedTuple):
@@ -117,6 +119,12 @@ async def hosts() -> AsyncIterator[Hosts]:
             raise web.HTTPNotFound()  # a browser's own (/favicon.ico)
         body = await request.read()
         kind, run, name = path.split("/")[1:4]
+        if run.startswith(CHALLENGE) and "Authorization" not in request.headers:
+            # A run that asks for credentials (a browser sends http_credentials, or a
+            # URL's userinfo, only when asked): what it heard unless they come.
+            where = found.sent if kind == "from" else found.heard
+            where[f"{run}/{name}"] = Heard(request.method, body, None, None, None)
+            return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="r"'})
         if kind == "from":
             method, status, where = name.split("-")
             case = Case(method, int(status), where == "other")
@@ -829,3 +837,90 @@ async def test_crawlees_client_sends_credentials_as_crawlee_alone(
     assert gated == alone
     assert alone == {case: None if form == "userinfo" else credential_rule(case)
                      for case in CREDENTIAL_CASES}
+
+
+# -- the browser: credentials in Playwright's forms, as Chromium alone sends them ---------
+#
+# A navigation redirected (302) within its origin and to another.  Forms: the context's
+# extra headers (Authorization), its ``http_credentials`` (for any origin, for the first
+# origin only, and with ``send: "always"``), a URL's userinfo.  Every request without
+# Authorization is asked for it (401 Basic), as a browser sends http_credentials and a
+# URL's userinfo only when asked.  The route is Chromium alone but for the one rule:
+# where Chromium sends the credentials to another origin unasked (the context's extra
+# headers go on every request), the route does not.
+
+BROWSER_CREDENTIAL_FORMS = ("extra-headers", "http-credentials", "http-credentials-origin",
+                            "http-credentials-always", "userinfo")
+
+
+async def browser_context(hosts: Hosts, form: str, browser: Any) -> Any:
+    """A context of ``browser`` with ``form``'s credentials (but a URL's userinfo)."""
+    options: dict[str, Any] = {}
+    if form.startswith("http-credentials"):
+        options["http_credentials"] = {"username": "user", "password": "pass"}
+        if form == "http-credentials-origin":
+            options["http_credentials"]["origin"] = hosts.url(HERE, "")
+        if form == "http-credentials-always":
+            options["http_credentials"]["send"] = "always"
+    context = await browser.new_context(service_workers="block", **options)
+    if form == "extra-headers":
+        await context.set_extra_http_headers({"Authorization": BASIC})
+    return context
+
+
+async def browser_navigations(hosts: Hosts, form: str, context: Any, run: str
+                              ) -> dict[Case, tuple[str | None, str | None]]:
+    """Each case navigated by a page of ``context``: the Authorization the first hop
+    and the target last heard."""
+    from playwright.async_api import Error as PlaywrightError
+
+    page = await context.new_page()
+    for case in CREDENTIAL_CASES:
+        url = hosts.start(case, run)
+        with contextlib.suppress(PlaywrightError):  # a 401 unanswered fails the navigation
+            await asyncio.wait_for(page.goto(url.replace("http://", "http://user:pass@")
+                                             if form == "userinfo" else url), 10)  # a hang guard
+    await page.close()
+    heard = {}
+    for case in CREDENTIAL_CASES:
+        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
+        assert first is not None, f"{run}: {case.name} went nowhere"
+        # None: the first hop was not followed (its 401 unanswered).
+        heard[case] = (first.authorization, last and last.authorization)
+    return heard
+
+
+@pytest.mark.parametrize("form", BROWSER_CREDENTIAL_FORMS)
+async def test_the_browser_route_sends_credentials_as_chromium_alone(
+        hosts: Hosts, chromiums: tuple[str, str], form: str) -> None:
+    """Chromium 156 alone: the context's extra headers on every hop (to another origin
+    too); http_credentials answer a challenge of any origin, or of their ``origin`` alone
+    (with ``send: "always"`` the route sends them unasked, as Playwright's request client
+    did: what each target hears is the same); a URL's
+    userinfo answers its own origin's challenges, the hop within it too.  The route: the
+    same, but for the extra headers, which it keeps off the hop to another origin.
+    (Before, the route answered no challenge with a URL's userinfo.)"""
+    from playwright.async_api import async_playwright
+
+    from robotgate.integrations.playwright import attach
+
+    floored, plain = chromiums
+    run = f"{CHALLENGE}browser-{form}"
+    async with async_playwright() as playwright, open_gate() as gate:
+        own = await browser_context(
+            hosts, form, await playwright.chromium.connect_over_cdp(plain))
+        ours = await browser_context(
+            hosts, form, await playwright.chromium.connect_over_cdp(floored))
+        try:
+            alone = await browser_navigations(hosts, form, own, run)
+            attachment = await attach(gate, ours)
+            gated = await browser_navigations(hosts, form, ours, f"{run}-gate")
+            await attachment.detach()
+        finally:
+            await own.close()
+            await ours.close()
+    expected = dict(alone)
+    other = Case("GET", 302, True)
+    if alone[other][1] is not None and form == "extra-headers":
+        expected[other] = (alone[other][0], None)  # the one rule: not to another origin unasked
+    assert gated == expected, alone
