@@ -73,10 +73,12 @@ from crawlee import Request, RequestState
 from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
 from crawlee.crawlers import HttpCrawlingContext
 from crawlee.errors import ContextPipelineInterruptedError
+from crawlee.errors import ProxyError as CrawleeProxyError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
 from ..decision import Decision
 from ..errors import Disallowed
+from ..errors import ProxyFailed as CoreProxyFailed
 from ..errors import TooManyRedirects as CoreTooManyRedirects
 from ..gate.aiohttp_client import Route
 from ..policy.hops import REFUSED
@@ -109,8 +111,8 @@ if TYPE_CHECKING:
 
     from ..gate.gate import RobotGate
 
-__all__ = ["PROVENANCE", "RobotGateHttpClient", "RobotsDisallowed", "RobotsUnreachable",
-           "TooManyRedirects", "provenance_of"]
+__all__ = ["PROVENANCE", "ProxyFailed", "ProxyUnreachable", "RobotGateHttpClient",
+           "RobotsDisallowed", "RobotsUnreachable", "TooManyRedirects", "provenance_of"]
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,29 @@ class RobotsUnreachable(Disallowed):
 class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
     """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
     :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
+
+
+class ProxyFailed(CoreProxyFailed, CrawleeProxyError):
+    """The request's proxy (``proxy_info``) refused its credentials (407) or the tunnel
+    while robots.txt was asked: robotgate's :class:`~robotgate.ProxyFailed` (no verdict
+    of the site's, nothing cached) and the ``crawlee.errors.ProxyError`` crawlee's own
+    client raises for a tunnel refused, so that a crawler rotates the session."""
+
+
+class ProxyUnreachable(CoreProxyFailed, impit.ConnectError):
+    """The request's proxy could not be reached while robots.txt was asked: robotgate's
+    :class:`~robotgate.ProxyFailed` and the ``impit.ConnectError`` crawlee's own client
+    raises then (a failed request, which crawlee retries)."""
+
+
+def _proxy_failure(failed: CoreProxyFailed) -> CoreProxyFailed:
+    """The gate's proxy failure as crawlee's caller gets it: unreachable when a
+    connection error caused it, else refused (its message and attributes kept)."""
+    kind = ProxyUnreachable if isinstance(failed.__cause__, OSError) else ProxyFailed
+    raised = kind.__new__(kind, *failed.args)
+    raised.__dict__.update(failed.__dict__)
+    raised.args = failed.args
+    return raised
 
 
 def provenance_of(request: Request) -> Provenance:
@@ -491,6 +516,8 @@ class RobotGateHttpClient(HttpClient):
             raise self._refusal(url, no) from None
         except CoreTooManyRedirects as many:
             raise TooManyRedirects(many.url, many.limit) from None
+        except CoreProxyFailed as failed:
+            raise _proxy_failure(failed) from failed
 
     @staticmethod
     def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
