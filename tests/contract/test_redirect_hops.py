@@ -277,6 +277,55 @@ async def test_the_httpx_transport_raises_httpxs_own_error_for_a_redirect_to_ftp
             await client.get(url)
 
 
+@pytest.mark.parametrize("call", ["send_request", "crawl"])
+async def test_crawlees_client_returns_a_redirect_to_ftp_as_crawlee_alone(
+        hosts: Hosts, call: str) -> None:
+    """crawlee 1.11's own client (impit) returns a redirect to ``ftp:`` as the answer,
+    its Location as the server wrote it; so does ``RobotGateHttpClient`` (the core's
+    exchange ends there), no error of either."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    from crawlee import Request
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    url = hosts.url(HERE, "/to-ftp")
+
+    async def answer(client: Any) -> tuple[int, str | None]:
+        if call == "crawl":
+            got = (await client.crawl(Request.from_url(url))).http_response
+        else:
+            got = await client.send_request(url)
+        return got.status_code, got.headers.get("location")
+
+    async with ImpitHttpClient(follow_redirects=True) as plain:
+        alone = await asyncio.wait_for(answer(plain), 10)  # a hang guard
+    async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+        gated = await asyncio.wait_for(answer(client), 10)
+    assert gated == alone == (302, NON_HTTP_LOCATION)
+
+
+async def test_gate_crawl_records_a_redirect_to_ftp_as_the_pages_error(hosts: Hosts) -> None:
+    """gate.crawl: the page's result is aiohttp's error for it (as gate.fetch raises),
+    named without the Location's password; the crawl goes on to the next page."""
+    from robotgate.crawl import CrawlResult
+
+    results: list[CrawlResult] = []
+    page = hosts.url(HERE, "/page")
+    async with open_gate() as gate:
+        summary = await asyncio.wait_for(gate.crawl(
+            [hosts.url(HERE, "/to-ftp"), page], _no_links, retries=0,
+            on_result=results.append), 20)  # a hang guard
+    by_url = {result.url: result for result in results}
+    failed = by_url[hosts.url(HERE, "/to-ftp")]
+    assert failed.status is None and failed.error is not None, failed
+    assert failed.error.startswith("AiohttpNonHttpRedirect: "), failed.error
+    assert "ftp://user:***@127.0.0.1/file" in failed.error
+    assert "FtpPw-31c" not in failed.error
+    assert by_url[page].status == 200 and by_url[page].error is None
+    assert (summary.pages, summary.errors) == (1, 1)
+
+
 # -- httpx: httpx follows redirects above the transport, by its own rule ------------------
 
 def httpx_rule(case: Case) -> Heard:
