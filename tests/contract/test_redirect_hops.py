@@ -973,3 +973,77 @@ async def test_the_browser_route_sends_credentials_as_chromium_alone(
     if alone[other][1] is not None and form == "extra-headers":
         expected[other] = (alone[other][0], None)  # the one rule: not to another origin unasked
     assert gated == expected, alone
+
+
+# -- crawlee's PlaywrightCrawler: its navigations as its crawler alone sends them ----------
+
+#: The forms a PlaywrightCrawler's user gives credentials in: the context's
+#: ``http_credentials`` or extra headers (``browser_new_context_options``), a URL's userinfo.
+CRAWLER_CREDENTIAL_FORMS = ("http-credentials", "extra-headers", "userinfo")
+
+
+async def playwright_crawler_credentials(hosts: Hosts, form: str, run: str, gate: Any,
+                                         profile: Path) -> dict[Case, tuple[str | None,
+                                                                            str | None]]:
+    """Each case crawled by a PlaywrightCrawler (through ``gate``, or alone): the
+    Authorization its first hop and its target last heard (None: not reached)."""
+    from crawlee import ConcurrencySettings, Request
+    from crawlee.crawlers import PlaywrightCrawler, PlaywrightCrawlingContext
+    from crawlee.storage_clients import MemoryStorageClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+    from robotgate.integrations.playwright import LAUNCH_ARGS, preloading_off
+    from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
+    context_options: dict[str, Any] = {"service_workers": "block"}
+    if form == "http-credentials":
+        context_options["http_credentials"] = {"username": "user", "password": "pass"}
+    if form == "extra-headers":
+        context_options["extra_http_headers"] = {"Authorization": BASIC}
+    client = RobotGateHttpClient(gate) if gate is not None else None
+    extra: dict[str, Any] = {"http_client": client} if client is not None else {}
+    crawler = PlaywrightCrawler(
+        storage_client=MemoryStorageClient(), headless=True,
+        user_data_dir=preloading_off(str(profile)), use_incognito_pages=False,
+        browser_launch_options={"executable_path": chromium_path(), "args": [
+            *CHROMIUM_ARGS, *(LAUNCH_ARGS if client is not None else ())]},
+        browser_new_context_options=context_options,
+        concurrency_settings=ConcurrencySettings(desired_concurrency=1, max_concurrency=1),
+        max_request_retries=0, max_session_rotations=0, configure_logging=False, **extra)
+    if client is not None:
+        client.attach(crawler)
+
+    @crawler.router.default_handler
+    async def handler(context: PlaywrightCrawlingContext) -> None:
+        """Nothing to do: the servers record what they heard."""
+
+    await asyncio.wait_for(crawler.run([
+        Request.from_url(with_userinfo(hosts.start(case, run), form))
+        for case in CREDENTIAL_CASES]), 60)  # a hang guard
+    heard = {}
+    for case in CREDENTIAL_CASES:
+        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
+        assert first is not None, f"{run}: {case.name} went nowhere"
+        heard[case] = (first.authorization, last and last.authorization)
+    return heard
+
+
+@pytest.mark.parametrize("form", CRAWLER_CREDENTIAL_FORMS)
+async def test_crawlees_playwright_crawler_sends_credentials_as_alone(
+        hosts: Hosts, form: str, tmp_path: Path) -> None:
+    """crawlee's PlaywrightCrawler alone (Chromium sends its navigations) against the
+    same crawler with ``RobotGateHttpClient.attach`` (the client sends them): the same
+    Authorization at each hop, but for the one rule (credentials Chromium sends to
+    another origin unasked, the context's extra headers, do not go there)."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    pytest.importorskip("browserforge", reason="crawlee's playwright extra is not installed")
+    run = f"{CHALLENGE}crawler-{form}"
+    alone = await playwright_crawler_credentials(hosts, form, run, None, tmp_path / "alone")
+    async with open_gate() as gate:
+        gated = await playwright_crawler_credentials(hosts, form, f"{run}-gate", gate,
+                                                     tmp_path / "gated")
+    expected = dict(alone)
+    other = Case("GET", 302, True)
+    if form == "extra-headers" and alone[other][1] is not None:
+        expected[other] = (alone[other][0], None)  # the one rule: not to another origin unasked
+    assert gated == expected, alone

@@ -114,6 +114,13 @@ class RouteClient:
         return await self._session.request(method, url, headers=headers, data=body,
                                      allow_redirects=False, ssl=self._ssl, **extra)
 
+    def challenge_answer(self, url: str, first_url: str) -> str | None:
+        """The Authorization a ``401`` Basic challenge of ``url`` is answered with, in a
+        request the browser asked for ``first_url``: that URL's user information within
+        its origin, else the context's HTTP credentials for ``url``'s origin (None: none)."""
+        credentials = _userinfo_for(url, first_url) or self._credentials_for(url)
+        return None if credentials is None else _basic(credentials)
+
     def _credentials_for(self, url: str) -> Mapping[str, Any] | None:
         """The context's first HTTP credentials for ``url``'s origin (or for any), as
         Playwright picks them."""
