@@ -6,7 +6,9 @@ were given (``auth=`` per call or per session, credential headers, a URL's useri
 go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
 ``gate.crawl``, the httpx transport; see "credentials in every form" below; Scrapy's
 Authorization header and HttpAuthMiddleware's settings, crawlee's request headers and
-userinfo, as Scrapy and crawlee alone send them).
+userinfo, as Scrapy and crawlee alone send them; the browser route's and crawlee's
+PlaywrightCrawler's extra headers, http_credentials and userinfo, as Chromium alone
+answers a 401 Basic challenge with them).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
