@@ -12,7 +12,8 @@ each URL's request meta; a ``robotgate_pointed_by`` given as ``{"page": ..., "pu
 ...}`` is that :class:`~robotgate.policy.provenance.Provenance`.  ``follow``: each
 page's links (``<a href>``) are requested too, their results printed after the URLs'.
 Each result is ``{"status": N, "usage": {...}}`` or ``{"refused": outcome, "reason":
-text}`` (a robotgate refusal) or ``{"error": name}``.
+text}`` (a robotgate refusal) or ``{"error": name}``; a failure's ``said``: a robotgate
+error's str, repr and args (with ``"said": true`` in the config).
 """
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ def main(argv: list[str]) -> int:
     sequential = bool(config.get("sequential"))
     follow = bool(config.get("follow"))
     results: list[dict[str, Any] | None] = [None] * len(urls)
+
+    def said(exc: BaseException) -> dict[str, list[str]]:
+        """What a robotgate error says (its str, repr and args), if the config asks."""
+        from robotgate import Error
+
+        if not config.get("said") or not isinstance(exc, Error):
+            return {}
+        return {"said": [str(exc), repr(exc), repr(exc.args)]}
     linked: list[dict[str, Any]] = []
 
     class Paths(scrapy.Spider):
@@ -133,11 +142,12 @@ def main(argv: list[str]) -> int:
             decision = getattr(exc, "decision", None)
             response = getattr(exc, "response", None)
             if decision is not None:
-                results[i] = {"refused": decision.outcome or "rule", "reason": decision.reason}
+                results[i] = {"refused": decision.outcome or "rule", "reason": decision.reason,
+                              **said(exc)}
             elif response is not None:  # HttpErrorMiddleware: a 4xx/5xx answer
                 results[i] = {"status": response.status, "usage": None}
             else:
-                results[i] = {"error": type(exc).__name__, "reason": str(exc)}
+                results[i] = {"error": type(exc).__name__, "reason": str(exc), **said(exc)}
             yield from self._next(i)
 
     settings = {

@@ -5,7 +5,10 @@ is its client's own hop, and where robotgate follows the redirect (the core's ex
 were given (``auth=`` per call or per session, credential headers, a URL's userinfo),
 go only to their origin on every path (``gate.fetch``, ``gate.middleware``,
 ``gate.crawl``, the httpx transport; see "credentials in every form" below; Scrapy's
-Authorization header and HttpAuthMiddleware's settings, as Scrapy alone sends them).
+Authorization header and HttpAuthMiddleware's settings, crawlee's request headers and
+userinfo, as Scrapy and crawlee alone send them; the browser route's and crawlee's
+PlaywrightCrawler's extra headers, http_credentials and userinfo, as Chromium alone
+answers a 401 Basic challenge with them).
 
 The table: GET, HEAD, POST and PUT, each answered 301, 302, 303, 307 or 308 to the same
 origin or to another, sent with an Authorization, a Cookie and a custom header (and a
@@ -54,6 +57,8 @@ STATUSES = (301, 302, 303, 307, 308)
 BODY = b"the request's body"
 HEADERS = {"Authorization": "Bearer secret", "Cookie": "sid=42", "X-Custom": "mine"}
 NON_HTTP_LOCATION = "ftp://user:FtpPw-31c@127.0.0.1/file"
+#: The start of a run whose every request without Authorization is answered 401 Basic.
+CHALLENGE = "challenge-"
 
 
 class Case(NamedTuple):
@@ -116,6 +121,12 @@ async def hosts() -> AsyncIterator[Hosts]:
             raise web.HTTPNotFound()  # a browser's own (/favicon.ico)
         body = await request.read()
         kind, run, name = path.split("/")[1:4]
+        if run.startswith(CHALLENGE) and "Authorization" not in request.headers:
+            # A run that asks for credentials (a browser sends http_credentials, or a
+            # URL's userinfo, only when asked): what it heard unless they come.
+            where = found.sent if kind == "from" else found.heard
+            where[f"{run}/{name}"] = Heard(request.method, body, None, None, None)
+            return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="r"'})
         if kind == "from":
             method, status, where = name.split("-")
             case = Case(method, int(status), where == "other")
@@ -266,6 +277,55 @@ async def test_the_httpx_transport_raises_httpxs_own_error_for_a_redirect_to_ftp
             transport=RobotGateTransport(gate), follow_redirects=True) as client:
         with pytest.raises(httpx.UnsupportedProtocol):
             await client.get(url)
+
+
+@pytest.mark.parametrize("call", ["send_request", "crawl"])
+async def test_crawlees_client_returns_a_redirect_to_ftp_as_crawlee_alone(
+        hosts: Hosts, call: str) -> None:
+    """crawlee 1.11's own client (impit) returns a redirect to ``ftp:`` as the answer,
+    its Location as the server wrote it; so does ``RobotGateHttpClient`` (the core's
+    exchange ends there), no error of either."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    from crawlee import Request
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    url = hosts.url(HERE, "/to-ftp")
+
+    async def answer(client: Any) -> tuple[int, str | None]:
+        if call == "crawl":
+            got = (await client.crawl(Request.from_url(url))).http_response
+        else:
+            got = await client.send_request(url)
+        return got.status_code, got.headers.get("location")
+
+    async with ImpitHttpClient(follow_redirects=True) as plain:
+        alone = await asyncio.wait_for(answer(plain), 10)  # a hang guard
+    async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+        gated = await asyncio.wait_for(answer(client), 10)
+    assert gated == alone == (302, NON_HTTP_LOCATION)
+
+
+async def test_gate_crawl_records_a_redirect_to_ftp_as_the_pages_error(hosts: Hosts) -> None:
+    """gate.crawl: the page's result is aiohttp's error for it (as gate.fetch raises),
+    named without the Location's password; the crawl goes on to the next page."""
+    from robotgate.crawl import CrawlResult
+
+    results: list[CrawlResult] = []
+    page = hosts.url(HERE, "/page")
+    async with open_gate() as gate:
+        summary = await asyncio.wait_for(gate.crawl(
+            [hosts.url(HERE, "/to-ftp"), page], _no_links, retries=0,
+            on_result=results.append), 20)  # a hang guard
+    by_url = {result.url: result for result in results}
+    failed = by_url[hosts.url(HERE, "/to-ftp")]
+    assert failed.status is None and failed.error is not None, failed
+    assert failed.error.startswith("AiohttpNonHttpRedirect: "), failed.error
+    assert "ftp://user:***@127.0.0.1/file" in failed.error
+    assert "FtpPw-31c" not in failed.error
+    assert by_url[page].status == 200 and by_url[page].error is None
+    assert (summary.pages, summary.errors) == (1, 1)
 
 
 # -- httpx: httpx follows redirects above the transport, by its own rule ------------------
@@ -778,3 +838,214 @@ async def test_a_scripts_request_redirected_to_another_origin_is_not_followed(
         assert hosts.heard[f"cross-chromium/{case.name}"] == expected, case
     assert [case.name for case in cases if f"cross-gate/{case.name}" in hosts.heard] == []
     assert not any(own_read.values()) and not any(read.values())
+
+
+# -- crawlee: credentials in its own forms, as its own client alone sends them ----------
+
+#: crawlee's forms: an Authorization header of the request's, a URL's userinfo.
+CRAWLEE_CREDENTIAL_FORMS = ("headers", "userinfo")
+
+
+async def crawlee_credentials(hosts: Hosts, form: str, client: Any, run: str, path: str
+                              ) -> dict[Case, str | None]:
+    """What each target heard, each case sent by ``client``'s ``send_request`` or, as a
+    crawler sends a page, its ``crawl`` (the headers the Request's own)."""
+    from crawlee import Request
+
+    headers = {"Authorization": BASIC} if form == "headers" else {}
+    for case in CREDENTIAL_CASES:
+        url = with_userinfo(hosts.start(case, run), form)
+        if path == "crawl":
+            sent = client.crawl(Request.from_url(url, headers=headers))
+        else:
+            sent = client.send_request(url, headers=headers)
+        await asyncio.wait_for(sent, 10)  # a hang guard
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CREDENTIAL_CASES}
+    assert all(got is not None for got in heard.values()), f"{run}: a hop went nowhere"
+    first = [hosts.sent[f"{run}/{case.name}"].authorization for case in CREDENTIAL_CASES]
+    assert first == [BASIC, BASIC], f"{run}: the first request went without its credentials"
+    return {case: got.authorization for case, got in heard.items() if got is not None}
+
+
+@pytest.mark.parametrize("path", ["send_request", "crawl"])
+@pytest.mark.parametrize("form", CRAWLEE_CREDENTIAL_FORMS)
+async def test_crawlees_client_sends_credentials_as_crawlee_alone(
+        hosts: Hosts, form: str, path: str) -> None:
+    """crawlee 1.11's own client (impit) sends a request's Authorization again on a hop
+    within the origin and drops it on a hop to another (the core's rule); a URL's
+    userinfo it sends on the first request alone (the Location names none), stricter
+    than the core's rule.  Through ``RobotGateHttpClient``: the same."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    run = f"crawlee-cred-{form}-{path}"
+    async with ImpitHttpClient(follow_redirects=True) as plain:
+        alone = await crawlee_credentials(hosts, form, plain, run, path)
+    async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+        gated = await crawlee_credentials(hosts, form, client, f"{run}-gate", path)
+    assert gated == alone
+    assert alone == {case: None if form == "userinfo" else credential_rule(case)
+                     for case in CREDENTIAL_CASES}
+
+
+# -- the browser: credentials in Playwright's forms, as Chromium alone sends them ---------
+#
+# A navigation redirected (302) within its origin and to another.  Forms: the context's
+# extra headers (Authorization), its ``http_credentials`` (for any origin, for the first
+# origin only, and with ``send: "always"``), a URL's userinfo.  Every request without
+# Authorization is asked for it (401 Basic), as a browser sends http_credentials and a
+# URL's userinfo only when asked.  The route is Chromium alone but for the one rule:
+# where Chromium sends the credentials to another origin unasked (the context's extra
+# headers go on every request), the route does not.
+
+BROWSER_CREDENTIAL_FORMS = ("extra-headers", "http-credentials", "http-credentials-origin",
+                            "http-credentials-always", "userinfo")
+
+
+async def browser_context(hosts: Hosts, form: str, browser: Any) -> Any:
+    """A context of ``browser`` with ``form``'s credentials (but a URL's userinfo)."""
+    options: dict[str, Any] = {}
+    if form.startswith("http-credentials"):
+        options["http_credentials"] = {"username": "user", "password": "pass"}
+        if form == "http-credentials-origin":
+            options["http_credentials"]["origin"] = hosts.url(HERE, "")
+        if form == "http-credentials-always":
+            options["http_credentials"]["send"] = "always"
+    context = await browser.new_context(service_workers="block", **options)
+    if form == "extra-headers":
+        await context.set_extra_http_headers({"Authorization": BASIC})
+    return context
+
+
+async def browser_navigations(hosts: Hosts, form: str, context: Any, run: str
+                              ) -> dict[Case, tuple[str | None, str | None]]:
+    """Each case navigated by a page of ``context``: the Authorization the first hop
+    and the target last heard."""
+    from playwright.async_api import Error as PlaywrightError
+
+    page = await context.new_page()
+    for case in CREDENTIAL_CASES:
+        url = hosts.start(case, run)
+        with contextlib.suppress(PlaywrightError):  # a 401 unanswered fails the navigation
+            await asyncio.wait_for(page.goto(url.replace("http://", "http://user:pass@")
+                                             if form == "userinfo" else url), 10)  # a hang guard
+    await page.close()
+    heard = {}
+    for case in CREDENTIAL_CASES:
+        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
+        assert first is not None, f"{run}: {case.name} went nowhere"
+        # None: the first hop was not followed (its 401 unanswered).
+        heard[case] = (first.authorization, last and last.authorization)
+    return heard
+
+
+@pytest.mark.parametrize("form", BROWSER_CREDENTIAL_FORMS)
+async def test_the_browser_route_sends_credentials_as_chromium_alone(
+        hosts: Hosts, chromiums: tuple[str, str], form: str) -> None:
+    """Chromium 156 alone: the context's extra headers on every hop (to another origin
+    too); http_credentials answer a challenge of any origin, or of their ``origin`` alone
+    (with ``send: "always"`` the route sends them unasked, as Playwright's request client
+    did: what each target hears is the same); a URL's
+    userinfo answers its own origin's challenges, the hop within it too.  The route: the
+    same, but for the extra headers, which it keeps off the hop to another origin.
+    (Before, the route answered no challenge with a URL's userinfo.)"""
+    from playwright.async_api import async_playwright
+
+    from robotgate.integrations.playwright import attach
+
+    floored, plain = chromiums
+    run = f"{CHALLENGE}browser-{form}"
+    async with async_playwright() as playwright, open_gate() as gate:
+        own = await browser_context(
+            hosts, form, await playwright.chromium.connect_over_cdp(plain))
+        ours = await browser_context(
+            hosts, form, await playwright.chromium.connect_over_cdp(floored))
+        try:
+            alone = await browser_navigations(hosts, form, own, run)
+            attachment = await attach(gate, ours)
+            gated = await browser_navigations(hosts, form, ours, f"{run}-gate")
+            await attachment.detach()
+        finally:
+            await own.close()
+            await ours.close()
+    expected = dict(alone)
+    other = Case("GET", 302, True)
+    if alone[other][1] is not None and form == "extra-headers":
+        expected[other] = (alone[other][0], None)  # the one rule: not to another origin unasked
+    assert gated == expected, alone
+
+
+# -- crawlee's PlaywrightCrawler: its navigations as its crawler alone sends them ----------
+
+#: The forms a PlaywrightCrawler's user gives credentials in: the context's
+#: ``http_credentials`` or extra headers (``browser_new_context_options``), a URL's userinfo.
+CRAWLER_CREDENTIAL_FORMS = ("http-credentials", "extra-headers", "userinfo")
+
+
+async def playwright_crawler_credentials(hosts: Hosts, form: str, run: str, gate: Any,
+                                         profile: Path) -> dict[Case, tuple[str | None,
+                                                                            str | None]]:
+    """Each case crawled by a PlaywrightCrawler (through ``gate``, or alone): the
+    Authorization its first hop and its target last heard (None: not reached)."""
+    from crawlee import ConcurrencySettings, Request
+    from crawlee.crawlers import PlaywrightCrawler, PlaywrightCrawlingContext
+    from crawlee.storage_clients import MemoryStorageClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+    from robotgate.integrations.playwright import LAUNCH_ARGS, preloading_off
+    from tests.support.browser import CHROMIUM_ARGS, chromium_path
+
+    context_options: dict[str, Any] = {"service_workers": "block"}
+    if form == "http-credentials":
+        context_options["http_credentials"] = {"username": "user", "password": "pass"}
+    if form == "extra-headers":
+        context_options["extra_http_headers"] = {"Authorization": BASIC}
+    client = RobotGateHttpClient(gate) if gate is not None else None
+    extra: dict[str, Any] = {"http_client": client} if client is not None else {}
+    crawler = PlaywrightCrawler(
+        storage_client=MemoryStorageClient(), headless=True,
+        user_data_dir=preloading_off(str(profile)), use_incognito_pages=False,
+        browser_launch_options={"executable_path": chromium_path(), "args": [
+            *CHROMIUM_ARGS, *(LAUNCH_ARGS if client is not None else ())]},
+        browser_new_context_options=context_options,
+        concurrency_settings=ConcurrencySettings(desired_concurrency=1, max_concurrency=1),
+        max_request_retries=0, max_session_rotations=0, configure_logging=False, **extra)
+    if client is not None:
+        client.attach(crawler)
+
+    @crawler.router.default_handler
+    async def handler(context: PlaywrightCrawlingContext) -> None:
+        """Nothing to do: the servers record what they heard."""
+
+    await asyncio.wait_for(crawler.run([
+        Request.from_url(with_userinfo(hosts.start(case, run), form))
+        for case in CREDENTIAL_CASES]), 60)  # a hang guard
+    heard = {}
+    for case in CREDENTIAL_CASES:
+        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
+        assert first is not None, f"{run}: {case.name} went nowhere"
+        heard[case] = (first.authorization, last and last.authorization)
+    return heard
+
+
+@pytest.mark.parametrize("form", CRAWLER_CREDENTIAL_FORMS)
+async def test_crawlees_playwright_crawler_sends_credentials_as_alone(
+        hosts: Hosts, form: str, tmp_path: Path) -> None:
+    """crawlee's PlaywrightCrawler alone (Chromium sends its navigations) against the
+    same crawler with ``RobotGateHttpClient.attach`` (the client sends them): the same
+    Authorization at each hop, but for the one rule (credentials Chromium sends to
+    another origin unasked, the context's extra headers, do not go there)."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    pytest.importorskip("browserforge", reason="crawlee's playwright extra is not installed")
+    run = f"{CHALLENGE}crawler-{form}"
+    alone = await playwright_crawler_credentials(hosts, form, run, None, tmp_path / "alone")
+    async with open_gate() as gate:
+        gated = await playwright_crawler_credentials(hosts, form, f"{run}-gate", gate,
+                                                     tmp_path / "gated")
+    expected = dict(alone)
+    other = Case("GET", 302, True)
+    if form == "extra-headers" and alone[other][1] is not None:
+        expected[other] = (alone[other][0], None)  # the one rule: not to another origin unasked
+    assert gated == expected, alone

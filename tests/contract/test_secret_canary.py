@@ -78,6 +78,8 @@ BASIC = b64encode(f"user:{PASSWORD}".encode()).decode()
 FIXED = (PASSWORD, TOKEN, QUOTED, DIGEST, API_KEY, AUTH_TOKEN, FRAGMENT, SESSION,
          SET_COOKIE, BASIC, *SHORT.values())
 ROBOTS = "User-agent: *\nDisallow: /no/\n"
+#: A Location that is not http(s), its password and token the canaries.
+FTP_LOCATION = f"ftp://user:{PASSWORD}@{'127.0.0.1'}/file?token={TOKEN}"
 
 
 def _word(rng: random.Random, low: int, high: int) -> str:
@@ -224,6 +226,10 @@ class Site:
         if request.path.startswith("/redirect/"):
             target = self.targets[int(request.path.rsplit("/", 1)[1])]
             return web.Response(status=302, headers={"Location": target})
+        if request.path == "/loop":  # redirected to itself for good, the query kept
+            return web.Response(status=302, headers={"Location": request.path_qs})
+        if request.path == "/to-ftp":
+            return web.Response(status=302, headers={"Location": FTP_LOCATION})
         response = web.Response(text="<html><body>a page</body></html>",
                                 content_type="text/html")
         response.headers["Set-Cookie"] = f'sid="{SET_COOKIE}"; Path=/; HttpOnly'
@@ -497,6 +503,100 @@ async def test_no_secret_leaves_an_in_process_path(path: str, world: World,
     sweep.check(*surfaces)
 
 
+# -- the adapters' errors that are their clients' too -----------------------------------------
+#
+# Each error robotgate raises that is also its client's (aiohttp's ClientResponseError
+# keeps the request's RequestInfo and history in ``args``, and its repr quotes them) says
+# nothing secret in its str, its repr, or its ``args`` (what pickling, a default repr and
+# error trackers read).  The request objects the error carries (``request_info``,
+# ``history``, httpx's ``request``) are the caller's own request, returned whole, as
+# the plain client's errors carry them (docs/secrets.md).
+
+#: robotgate's errors each path must raise for ``error_asks`` (so the sweep saw them).
+CLIENT_ERRORS = {
+    "fetch": {"AiohttpTooManyRedirects", "AiohttpNonHttpRedirect", "AiohttpInvalidURL",
+              "AiohttpDisallowed", "AiohttpProxyFailed"},
+    "middleware": {"AiohttpDisallowed", "AiohttpProxyFailed"},
+    "httpx": {"HttpxInvalidURL", "HttpxDisallowed", "HttpxProxyFailed"},
+    "crawlee": {"TooManyRedirects", "RobotsDisallowed", "ProxyFailed"},  # crawlee's ProxyError
+}
+
+
+def error_asks(world: World) -> list[tuple[str, str | None]]:
+    """(URL, proxy): a redirect loop, a redirect to ftp:, a port out of range, a
+    disallowed page, each with the password in its userinfo and the token in its query;
+    a page of an origin not asked before through the proxy answering 407."""
+    site = world.site
+    userinfo = f"user:{PASSWORD}@"
+    return [(site.url(f"/loop?token={TOKEN}", userinfo), None),
+            (site.url(f"/to-ftp?token={TOKEN}", userinfo), None),
+            (f"http://{userinfo}{PUBLIC}:99999/x?token={TOKEN}", None),
+            (site.url(f"/no/e?token={TOKEN}", userinfo), None),
+            (f"http://{PUBLIC}:1/page/e?token={TOKEN}", world.proxies["407"].url)]
+
+
+def said_by(exc: BaseException) -> list[tuple[str, str]]:
+    return [("exception str", str(exc)), ("exception repr", repr(exc)),
+            ("exception args", repr(exc.args))]
+
+
+@pytest.mark.parametrize("path", list(CLIENT_ERRORS))
+async def test_no_secret_in_the_client_errors_robotgate_raises(
+        path: str, world: World, sweep: Sweep) -> None:
+    from robotgate import Error
+
+    raised: list[BaseException] = []
+    async with gate_for(sweep) as gate:
+        if path == "fetch":
+            for url, proxy in error_asks(world):
+                with contextlib.suppress(Exception):
+                    try:
+                        async with gate.fetch(url, proxy=proxy, max_redirects=3) as resp:
+                            await resp.read()
+                    except Exception as exc:
+                        raised.append(exc)
+        elif path == "middleware":
+            async with aiohttp.ClientSession(middlewares=(gate.middleware,)) as session:
+                for url, proxy in error_asks(world):
+                    try:
+                        async with session.get(url, proxy=proxy, max_redirects=3) as resp:
+                            await resp.read()
+                    except Exception as exc:
+                        raised.append(exc)
+        elif path == "httpx":
+            for url, proxy in error_asks(world):
+                inner = httpx.AsyncHTTPTransport(proxy=proxy)
+                async with httpx.AsyncClient(transport=RobotGateTransport(gate, inner),
+                                             follow_redirects=True, max_redirects=3) as client:
+                    try:
+                        await client.get(url)
+                    except Exception as exc:
+                        raised.append(exc)
+        else:
+            pytest.importorskip("crawlee", reason="crawlee is not installed")
+            from crawlee import Request
+            from crawlee.proxy_configuration import ProxyInfo
+
+            from robotgate.integrations.crawlee import RobotGateHttpClient
+
+            async with RobotGateHttpClient(gate) as client:
+                for url, proxy in error_asks(world):
+                    info = None if proxy is None else ProxyInfo(
+                        url=proxy, scheme="http", hostname=PUBLIC,
+                        port=int(proxy.rsplit(":", 1)[1]), username="user", password=PASSWORD)
+                    try:
+                        await client.crawl(Request.from_url(url), proxy_info=info)
+                    except Exception as exc:
+                        raised.append(exc)
+    ours = [exc for exc in raised if isinstance(exc, Error)]
+    kinds = {type(exc).__name__ for exc in ours}
+    assert CLIENT_ERRORS[path] <= kinds, ([repr(type(exc)) for exc in raised], kinds)
+    for exc in ours:
+        sweep.texts += [(f"{surface} ({type(exc).__name__})", text)
+                        for surface, text in said_by(exc)]
+    sweep.check()
+
+
 # -- Scrapy, in a child process ------------------------------------------------------------
 
 
@@ -517,7 +617,7 @@ async def _child(module: str, *argv: str) -> tuple[str, str]:
 async def test_no_secret_leaves_scrapy(world: World, sweep: Sweep) -> None:
     asks: list[tuple[str, str | None]] = [(url, None) for url in world.pages()]
     asks += world.proxied()
-    config = {"urls": [url for url, _ in asks], "sequential": True,
+    config = {"urls": [url for url, _ in asks], "sequential": True, "said": True,
               "meta": [{"proxy": proxy} if proxy else {} for _, proxy in asks],
               "settings": {"ROBOTGATE_IS_PRIVATE":
                            "tests.contract.test_request_paths.public_loopback_1",
@@ -528,11 +628,14 @@ async def test_no_secret_leaves_scrapy(world: World, sweep: Sweep) -> None:
     for result in results:
         if result is not None and "refused" in result:  # robotgate's refusal, not Scrapy's
             sweep.note("decision reason", result["reason"])  # error (its own words)
+        for surface, text in zip(("exception str", "exception repr", "exception args"),
+                                 (result or {}).get("said", ()), strict=False):
+            sweep.note(surface, text)  # robotgate's errors (RobotsDisallowed, ProxyFailed)
     # robotgate's own log lines (Scrapy's are its own: it logs each request's URL).
     sweep.texts += [("log", line) for line in err.splitlines() if "[robotgate" in line]
     assert "/no/x" not in world.site.paths and "/no/hop" not in world.site.paths
     assert all(proxy.targets for proxy in world.proxies.values()), world.proxies
-    sweep.check("log", "decision reason")
+    sweep.check("log", "decision reason", "exception str", "exception repr", "exception args")
 
 
 # -- the CLI ---------------------------------------------------------------------------------

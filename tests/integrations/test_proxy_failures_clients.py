@@ -145,3 +145,50 @@ async def test_scrapy_a_407_from_the_proxy_is_the_proxys_failure(site: str) -> N
     assert "robotgate.errors.ProxyFailed" in kinds
     assert "robotgate.errors.Disallowed" not in kinds
     assert failing.targets == [f"{site}/robots.txt"]  # the page was never sent
+
+
+# -- crawlee ---------------------------------------------------------------------------------
+
+
+def _proxy_info(proxy_url: str) -> object:
+    from crawlee.proxy_configuration import ProxyInfo
+
+    port = int(proxy_url.rsplit(":", 1)[1])
+    return ProxyInfo(url=proxy_url, scheme="http", hostname=HOST, port=port,
+                     username="user", password=PASSWORD)
+
+
+@pytest.mark.parametrize("failure", ["refused", "407"])
+async def test_crawlee_a_proxys_failure_is_the_error_crawlee_alone_raises(
+        site: str, failure: str) -> None:
+    """crawlee 1.11's own client: a proxy on a closed port raises ``impit.ConnectError``;
+    a tunnel the proxy answers 407 raises crawlee's ``ProxyError`` (a ``SessionError``:
+    the crawler rotates the session).  Through the gate: the same kinds, each also
+    robotgate's ``ProxyFailed``, nothing cached as the site's."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    import impit
+    from crawlee.errors import ProxyError
+    from crawlee.http_clients import ImpitHttpClient
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    failing = await FailingProxy(407, HOST, PASSWORD).start() if failure == "407" else None
+    proxy = failing.url if failing else f"http://user:{PASSWORD}@{HOST}:{closed_port(HOST)}"
+    kind = ProxyError if failing else impit.ConnectError
+    url = "https://127.0.0.2:1/page" if failing else f"{site}/page"  # a tunnel for the 407
+    try:
+        async with ImpitHttpClient() as plain:
+            with pytest.raises(kind):
+                await plain.send_request(url, proxy_info=_proxy_info(proxy))  # type: ignore[arg-type]
+        async with open_gate() as gate, RobotGateHttpClient(gate) as client:
+            for _ in range(2):  # asked again: nothing was cached as the site's
+                with pytest.raises(ProxyFailed) as failed:
+                    await client.send_request(url, proxy_info=_proxy_info(proxy))  # type: ignore[arg-type]
+                exc = failed.value
+                assert isinstance(exc, kind), type(exc).__mro__
+                assert isinstance(exc, ProxyError) is (failing is not None)
+                assert not isinstance(exc, Disallowed)
+                assert PASSWORD not in str(exc) and PASSWORD not in repr(exc)
+    finally:
+        if failing is not None:
+            await failing.close()

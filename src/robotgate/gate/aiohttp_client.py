@@ -91,6 +91,9 @@ class AiohttpTooManyRedirects(TooManyRedirects, aiohttp.TooManyRedirects):
         aiohttp.TooManyRedirects.__init__(self, request_info, history)
         self.url = redact(url)
         self.limit = limit
+        # aiohttp's args are its request_info and history (the URL whole, the request's
+        # Authorization): what pickling and error trackers read is the message instead.
+        self.args = (str(self),)
 
     def __repr__(self) -> str:
         # aiohttp's repr shows its request's URL whole: said as its message says it.

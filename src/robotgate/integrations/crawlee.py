@@ -73,10 +73,12 @@ from crawlee import Request, RequestState
 from crawlee._utils.urls import validate_http_url  # what crawlee's own clients check a URL with
 from crawlee.crawlers import HttpCrawlingContext
 from crawlee.errors import ContextPipelineInterruptedError
+from crawlee.errors import ProxyError as CrawleeProxyError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
 from ..decision import Decision
 from ..errors import Disallowed
+from ..errors import ProxyFailed as CoreProxyFailed
 from ..errors import TooManyRedirects as CoreTooManyRedirects
 from ..gate.aiohttp_client import Route
 from ..policy.hops import REFUSED
@@ -108,9 +110,10 @@ if TYPE_CHECKING:
     from playwright.async_api import Route as BrowserRoute
 
     from ..gate.gate import RobotGate
+    from .playwright import Attachment
 
-__all__ = ["PROVENANCE", "RobotGateHttpClient", "RobotsDisallowed", "RobotsUnreachable",
-           "TooManyRedirects", "provenance_of"]
+__all__ = ["PROVENANCE", "ProxyFailed", "ProxyUnreachable", "RobotGateHttpClient",
+           "RobotsDisallowed", "RobotsUnreachable", "TooManyRedirects", "provenance_of"]
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +146,29 @@ class RobotsUnreachable(Disallowed):
 class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
     """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
     :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
+
+
+class ProxyFailed(CoreProxyFailed, CrawleeProxyError):
+    """The request's proxy (``proxy_info``) refused its credentials (407) or the tunnel
+    while robots.txt was asked: robotgate's :class:`~robotgate.ProxyFailed` (no verdict
+    of the site's, nothing cached) and the ``crawlee.errors.ProxyError`` crawlee's own
+    client raises for a tunnel refused, so that a crawler rotates the session."""
+
+
+class ProxyUnreachable(CoreProxyFailed, impit.ConnectError):
+    """The request's proxy could not be reached while robots.txt was asked: robotgate's
+    :class:`~robotgate.ProxyFailed` and the ``impit.ConnectError`` crawlee's own client
+    raises then (a failed request, which crawlee retries)."""
+
+
+def _proxy_failure(failed: CoreProxyFailed) -> CoreProxyFailed:
+    """The gate's proxy failure as crawlee's caller gets it: unreachable when a
+    connection error caused it, else refused (its message and attributes kept)."""
+    kind = ProxyUnreachable if isinstance(failed.__cause__, OSError) else ProxyFailed
+    raised = kind.__new__(kind, *failed.args)
+    raised.__dict__.update(failed.__dict__)
+    raised.args = failed.args
+    return raised
 
 
 def provenance_of(request: Request) -> Provenance:
@@ -190,7 +216,19 @@ class _Navigation:
         self.refusal: RobotsDisallowed | None = None
         #: The URL the answer came from, when redirects led away from the URL asked for.
         self.loaded: str | None = None
+        #: The page's attachment (its client answers a Basic challenge as Chromium would).
+        self.attachment: Attachment | None = None
         self._sent = False  # whether the navigation was sent
+
+    def _challenge_answer(self, first_url: str) -> Callable[[str], str | None]:
+        """What answers a hop's ``401`` Basic challenge: the page's context's HTTP
+        credentials, or the navigation's URL's user information within its origin (as
+        Chromium, which never sees the challenge, would answer it)."""
+        def answer(url: str) -> str | None:
+            attachment = self.attachment
+            return None if attachment is None else attachment.client.challenge_answer(
+                url, first_url)
+        return answer
 
     async def route(self, route: BrowserRoute) -> None:
         """Send the navigation through the client, hand the browser its answer; any
@@ -203,7 +241,8 @@ class _Navigation:
         try:
             url, response = await self.client._send(
                 sent.url, sent.method, sent.headers, sent.post_data_buffer, self.session,
-                self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance)
+                self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance,
+                challenged=self._challenge_answer(sent.url))
             body = await response.read()
         except RobotsDisallowed as refused:
             self.refusal = refused
@@ -433,7 +472,8 @@ class RobotGateHttpClient(HttpClient):
                     "BeautifulSoupCrawler, or context.send_request", outcome=_UNROUTED)))
             navigation = _Navigation(self, page, provenance, context.session,
                                      context.proxy_info)
-            await attach(self.gate, page, proxy=_proxy_settings(context.proxy_info))
+            navigation.attachment = await attach(self.gate, page,
+                                                 proxy=_proxy_settings(context.proxy_info))
             # Routes run newest first: the navigation's before attach's.
             await page.route(_EVERY_URL, navigation.route)
         except BaseException as failed:
@@ -461,11 +501,15 @@ class RobotGateHttpClient(HttpClient):
     async def _send(self, url: str, method: str, headers: Mapping[str, str],
                     payload: HttpPayload | None, session: Session | None,
                     proxy_info: ProxyInfo | None, timeout: timedelta | None,
-                    provenance: Provenance = INPUT) -> tuple[str, HttpResponse]:
+                    provenance: Provenance = INPUT, *,
+                    challenged: Callable[[str], str | None] | None = None,
+                    ) -> tuple[str, HttpResponse]:
         """The answer to ``url`` (a request of ``provenance``) and the URL it came
         from, redirects followed; the answer is read whole before the server's slot is
-        given back."""
-        sender = _Sender(self, method, headers, payload, session, proxy_info, timeout)
+        given back.  ``challenged``: a browser's navigation's answer to a ``401`` Basic
+        challenge of a hop's URL (see :class:`_Sender`)."""
+        sender = _Sender(self, method, headers, payload, session, proxy_info, timeout,
+                         challenged=challenged)
         done = await self._exchange(sender, url, provenance, proxy_info)
         done.turn.release()
         return done.url, done.response
@@ -491,6 +535,8 @@ class RobotGateHttpClient(HttpClient):
             raise self._refusal(url, no) from None
         except CoreTooManyRedirects as many:
             raise TooManyRedirects(many.url, many.limit) from None
+        except CoreProxyFailed as failed:
+            raise _proxy_failure(failed) from failed
 
     @staticmethod
     def _where(turn: RequestTurn, url: str, headers: dict[str, str], session: Session | None
@@ -572,12 +618,15 @@ class _Sender:
     """crawlee's side of the gate's exchange: one request at a time through ``inner``,
     which follows no redirect (the exchange does), with crawlee's session and proxy.
     ``stream``: each answer is streamed, the last one's stream left open until
-    :meth:`close`."""
+    :meth:`close`.  ``challenged`` (a PlaywrightCrawler's navigation): the Authorization
+    a hop's ``401`` Basic challenge is answered with (None: not answered), the hop sent
+    again with it, as Chromium answers one; crawlee's own client answers none."""
 
     def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
                  payload: HttpPayload | None, session: Session | None,
                  proxy_info: ProxyInfo | None, timeout: timedelta | None, *,
-                 stream: bool = False) -> None:
+                 stream: bool = False,
+                 challenged: Callable[[str], str | None] | None = None) -> None:
         self.client = client
         self.method = method
         self.headers = lower(headers)
@@ -586,6 +635,7 @@ class _Sender:
         self.proxy_info = proxy_info
         self.timeout = timeout
         self.stream = stream
+        self.challenged = challenged
         self._url = ""  # the URL of the request last sent
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
 
@@ -609,8 +659,25 @@ class _Sender:
             response = await client.inner.send_request(
                 to, method=method, headers=headers, payload=self.payload, session=session,
                 proxy_info=self.proxy_info, timeout=self.timeout)
+            answer = self._challenge_answer(url, headers, response)
+            if answer is not None:
+                client._keep_cookies(url, response, self.session, session)
+                response = await client.inner.send_request(
+                    to, method=method, headers={**headers, "authorization": answer},
+                    payload=self.payload, session=session, proxy_info=self.proxy_info,
+                    timeout=self.timeout)
         client._keep_cookies(url, response, self.session, session)
         return response
+
+    def _challenge_answer(self, url: str, headers: Mapping[str, str],
+                          response: HttpResponse) -> str | None:
+        """The Authorization ``response`` (a ``401`` Basic challenge to a request sent
+        without one) is answered with (None: not answered)."""
+        if (self.challenged is None or response.status_code != 401 or "authorization" in headers
+                or not (response.headers.get("www-authenticate") or "").strip().startswith(
+                    "Basic")):
+            return None
+        return self.challenged(url)
 
     @staticmethod
     def answer(response: HttpResponse) -> Answer:

@@ -7,7 +7,8 @@ driver before Python sees a header: a 256 MiB answer ran the driver out of memor
 ended every page of the crawl.  This client keeps what that one did on the route's path:
 ``attach``'s proxy (and its ``bypass``), the context's ``ignore_https_errors``, an
 ``https`` pointer sent to the address its check found with the TLS server name the
-host's, the context's HTTP credentials on a ``401`` Basic challenge, decoded bodies,
+host's, the context's HTTP credentials (or the first URL's user information, within its
+origin) on a ``401`` Basic challenge, decoded bodies,
 no cookie of its own (the context's jar is the one jar), no redirect followed (the
 exchange follows them, hop by hop)."""
 
@@ -95,7 +96,7 @@ class RouteClient:
             headers["host"] = host
             if sent.startswith("https:"):
                 extra["server_hostname"] = urlsplit(f"//{host}").hostname
-        credentials = self._credentials_for(url)
+        credentials = _userinfo_for(url, first_url) or self._credentials_for(url)
         if credentials is not None and credentials.get("send") == "always":
             headers.setdefault("authorization", _basic(credentials))
         resp = await self._request(method, sent, headers, body, extra)
@@ -112,6 +113,13 @@ class RouteClient:
                        body: bytes | None, extra: dict[str, Any]) -> aiohttp.ClientResponse:
         return await self._session.request(method, url, headers=headers, data=body,
                                      allow_redirects=False, ssl=self._ssl, **extra)
+
+    def challenge_answer(self, url: str, first_url: str) -> str | None:
+        """The Authorization a ``401`` Basic challenge of ``url`` is answered with, in a
+        request the browser asked for ``first_url``: that URL's user information within
+        its origin, else the context's HTTP credentials for ``url``'s origin (None: none)."""
+        credentials = _userinfo_for(url, first_url) or self._credentials_for(url)
+        return None if credentials is None else _basic(credentials)
 
     def _credentials_for(self, url: str) -> Mapping[str, Any] | None:
         """The context's first HTTP credentials for ``url``'s origin (or for any), as
@@ -176,6 +184,17 @@ def route_client(context: BrowserContext, proxy: ProxySettings | None,
                                  or launched.get("ignore_https_errors")),
         credentials=own.get("httpCredentials") or launched.get("http_credentials"),
         max_bytes=max_bytes)
+
+
+def _userinfo_for(url: str, first_url: str) -> Mapping[str, Any] | None:
+    """The user information of ``first_url`` (the URL the browser asked for) as the
+    credentials a challenge from ``url`` is answered with: Chromium answers with them a
+    challenge of their own origin alone, the redirect's hops within it too (None: none
+    given, or ``url`` of another origin)."""
+    given = URL(first_url, encoded=True)
+    if given.raw_user is None or _origin(url) != _origin(first_url):
+        return None
+    return {"username": given.user, "password": given.password}
 
 
 def _basic(credentials: Mapping[str, Any]) -> str:

@@ -129,7 +129,8 @@ class RobotsDisallowed(Disallowed, IgnoreRequest):
 
     def __init__(self, url: str, decision: Decision) -> None:
         super().__init__(url, decision)
-        self.args = (f"Forbidden by robots.txt: {self.url}: {decision.reason}",)
+        # Disallowed's message, which holds no secret (self.url is the URL whole).
+        self.args = (f"Forbidden by robots.txt: {self.args[0]}",)
 
 
 class ScrapyProxyFailed(ProxyFailed):
