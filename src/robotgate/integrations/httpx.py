@@ -21,6 +21,7 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,18 +31,23 @@ try:  # the client comes with an extra: say which, not a bare ModuleNotFoundErro
 except ImportError as _exc:
     raise ImportError(f"{__name__} needs httpx: pip install 'robotgate[httpx]'") from _exc
 
+import anyio
+
 from ..decision import Decision
 from ..errors import Disallowed, ProxyFailed
+from ..gate.aiohttp_robots import SOCKET_WAIT
 from ..gate.connections import connection_budget
 from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
+from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
-from ..politeness.exchange import Answer, NextHop, robots_reach
+from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
+from ..timeouts import PausableDeadline
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
 
@@ -140,7 +146,13 @@ class HttpxRobotsTransport:
     One GET per call, no redirect followed (the flow follows them), at most
     ``max_bytes`` of a 2xx body read; a hop from a public site into a private
     address is answered as refused without being sent.
+
+    Each request ends at its deadline; through httpx's own transport, the wait for
+    a connection of its pool is not counted (httpcore's trace tells when the request
+    has one), and is bounded on its own (``SOCKET_WAIT``: past it, LocalFailure).
     """
+
+    enforces_deadline = True
 
     def __init__(self, inner: httpx.AsyncBaseTransport, headers: dict[str, str],
                  refuse_private: bool = True, private: IsPrivate = is_private) -> None:
@@ -151,11 +163,31 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
+        if request.deadline is None:
+            return await self._send(request, None)
+        left = max(request.deadline - time.time(), 0.001)
+        deadline = PausableDeadline(left, SOCKET_WAIT, lambda: LocalFailure(
+            request.url, f"free connections (every one of httpx's pool was in use for "
+            f"{SOCKET_WAIT:g}s)", "raise the pool's limits or send fewer requests at once",
+            None))
+        async with deadline:
+            return await self._send(request, deadline)
+
+    async def _send(self, request: RobotsRequest,
+                    deadline: PausableDeadline | None) -> RobotsResponse:
         reach = await robots_reach(request, self.refuse_private, resolve, self.is_private)
         if isinstance(reach, RobotsResponse):
             return reach  # a hop refused: not sent
         headers = robots_headers(request, self.headers)
-        req = httpx.Request("GET", request.url, headers=headers)
+        extensions: dict[str, Any] = {}
+        if deadline is not None and isinstance(self.inner, httpx.AsyncHTTPTransport):
+            # Waiting for a connection of the pool until httpcore's first event on one.
+            async def connected(event: str, info: dict[str, Any]) -> None:
+                deadline.resume()
+
+            extensions["trace"] = connected
+            deadline.pause()
+        req = httpx.Request("GET", request.url, headers=headers, extensions=extensions)
         # A hop goes to the address its check found; the first request of an origin a
         # public page pointed to, to the address the pointer check found.
         pinned = _pinned(req, reach.checked if reach.guard else (), self.inner)
@@ -303,13 +335,18 @@ class _HttpxSender:
     def prepare(self, url: str) -> str:
         return url  # httpx sends the URL as it holds it
 
-    def send(self, turn: RequestTurn) -> Awaitable[httpx.Response]:
+    async def send(self, turn: RequestTurn) -> httpx.Response:
         request, inner = self._request, self._inner
         headers = request.headers
         for name, value in turn.headers.items():
             headers[name] = value
-        return inner.handle_async_request(
-            _pinned(request, turn.checked if turn.guard else (), inner))
+        try:
+            return await inner.handle_async_request(
+                _pinned(request, turn.checked if turn.guard else (), inner))
+        except (httpx.PoolTimeout, httpx.ReadError, httpx.WriteError) as exc:
+            if _unsent(exc) and isinstance(request.stream, httpx.ByteStream):
+                raise Resend(exc) from exc  # sent again, in a turn of its own
+            raise
 
     def answer(self, resp: httpx.Response) -> Answer:
         status, headers = resp.status_code, resp.headers
@@ -326,6 +363,27 @@ class _HttpxSender:
 
     def drop(self, resp: httpx.Response) -> Awaitable[None]:
         return resp.aclose()
+
+
+def _unsent(exc: httpx.TransportError) -> bool:
+    """Whether ``exc`` left the request unsent for a shortage of this process's own
+    pool: no connection came in time, or the pool closed the idle connection it had
+    given the request (to make room for another origin's) before it was written on."""
+    if isinstance(exc, httpx.PoolTimeout):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, anyio.ClosedResourceError):  # closed on this side
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+#: Connection attempts the transport's own inner transport makes again (httpx's
+#: ``retries``): a connect that failed or timed out sent nothing.
+CONNECT_RETRIES = 2
 
 
 def _default_limits(budget: int) -> httpx.Limits:
@@ -374,7 +432,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         # limit), keep-alive ones included: httpx's own 100 made pages wait past its
         # pool timeout, and a budget above the limit would run out of descriptors.
         self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(
-            limits=_default_limits(connection_budget()))
+            limits=_default_limits(connection_budget()), retries=CONNECT_RETRIES)
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private
