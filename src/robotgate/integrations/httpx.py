@@ -21,6 +21,7 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
@@ -32,6 +33,7 @@ except ImportError as _exc:
     raise ImportError(f"{__name__} needs httpx: pip install 'robotgate[httpx]'") from _exc
 
 import anyio
+import httpcore
 
 from ..decision import Decision
 from ..errors import Disallowed, ProxyFailed
@@ -381,6 +383,89 @@ def _unsent(exc: httpx.TransportError) -> bool:
     return False
 
 
+class _BoundedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, opening a socket only while fewer than ``most`` are
+    open: the pool closes an idle connection to make room for another origin's, and its
+    socket stays open until the loop's next pass (``connections.BoundedConnector`` waits
+    for them alike)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend, most: int) -> None:
+        self._inner = inner
+        self.most = most
+        self.open = 0
+        self._closed = asyncio.Event()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        while self.open >= self.most:  # the connect timeout bounds the wait
+            self._closed.clear()
+            await self._closed.wait()
+        self.open += 1
+        try:
+            stream = await self._inner.connect_tcp(host, port, timeout, local_address,
+                                                   socket_options)
+        except BaseException:
+            self.gone()
+            raise
+        return _CountedStream(stream, self)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+    def gone(self) -> None:
+        self.open -= 1
+        self._closed.set()
+
+
+class _CountedStream(httpcore.AsyncNetworkStream):
+    """A socket :class:`_BoundedBackend` counts until it is closed."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, backend: _BoundedBackend) -> None:
+        self._stream = stream
+        self._backend: _BoundedBackend | None = backend
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._stream.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()  # anyio's closes the socket before it returns
+        finally:
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.gone()
+
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        tls = await self._stream.start_tls(ssl_context, server_hostname, timeout)
+        counted = _CountedStream(tls, self._backend) if self._backend is not None else tls
+        self._backend = None  # the same socket: counted once, by the TLS stream
+        return counted
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _own_transport(budget: int) -> httpx.AsyncHTTPTransport:
+    """The transport's own inner transport: httpx's, holding at most ``budget`` sockets
+    (closing ones included), every one kept alive when idle, a failed connect tried again."""
+    transport = httpx.AsyncHTTPTransport(limits=_default_limits(budget),
+                                         retries=CONNECT_RETRIES)
+    pool = getattr(transport, "_pool", None)  # private_parts.HTTPX_NETWORK_BACKEND
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _BoundedBackend(backend, budget)  # type: ignore[union-attr]
+    return transport
+
+
 #: Connection attempts the transport's own inner transport makes again (httpx's
 #: ``retries``): a connect that failed or timed out sent nothing.
 CONNECT_RETRIES = 2
@@ -431,8 +516,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         # The default pool holds the gate's socket budget (three quarters of the open-file
         # limit), keep-alive ones included: httpx's own 100 made pages wait past its
         # pool timeout, and a budget above the limit would run out of descriptors.
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(
-            limits=_default_limits(connection_budget()), retries=CONNECT_RETRIES)
+        self.inner = inner if inner is not None else _own_transport(connection_budget())
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private
