@@ -27,6 +27,7 @@ from robotgate.private_parts import (
     CRAWLEE_BROWSER_POOL,
     CRAWLEE_HTTP_CLIENT,
     CRAWLEE_VALIDATE_URL,
+    HTTPX_NETWORK_BACKEND,
     HTTPX_PROXY_URL,
     PARTS,
     PLAYWRIGHT_MAPPING,
@@ -217,10 +218,21 @@ def redis_cluster_initialize() -> None:
     assert client._initialize is True
 
 
+def httpx_network_backend() -> None:
+    httpx = _module("httpx")
+    httpcore = _module("httpcore")
+    backend = httpx.AsyncHTTPTransport()._pool._network_backend
+    assert isinstance(backend, httpcore.AsyncNetworkBackend)
+    # And robotgate's wrapper is in place on the transport's own inner transport.
+    from robotgate.integrations.httpx import _BoundedBackend, _own_transport
+    assert isinstance(_own_transport(4)._pool._network_backend, _BoundedBackend)
+
+
 CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     RETRY_CONNECTION: retry_connection, REQUEST_TRACES: request_traces,
     CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
     CONNECTOR_POOL: connector_pool, HTTPX_PROXY_URL: httpx_proxy_url,
+    HTTPX_NETWORK_BACKEND: httpx_network_backend,
     SCRAPY_HANDLER_POOL: scrapy_handler_pool,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,

@@ -117,6 +117,13 @@ HTTPX_PROXY_URL = PrivatePart(
     "silent: with no proxy found, a proxy's failure while robots.txt is asked reads as "
     "the site's (robots.txt unreachable), as before")
 
+HTTPX_NETWORK_BACKEND = PrivatePart(
+    "httpx", "AsyncHTTPTransport._pool, httpcore's AsyncConnectionPool._network_backend",
+    "0.28.1 (httpcore 1.0.9)", "robotgate.integrations.httpx",
+    "the httpx transport's own inner transport counts its sockets, closing ones included, "
+    "to hold the gate's socket budget",
+    "silent: the pool's limit alone, which a socket still closing can pass for a moment")
+
 # -- Scrapy and Twisted ------------------------------------------------------------------
 
 SCRAPY_HANDLER_POOL = PrivatePart(
@@ -194,7 +201,8 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
-    HTTPX_PROXY_URL, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS, PLAYWRIGHT_OPTIONS,
+    HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS,
+    PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
 )

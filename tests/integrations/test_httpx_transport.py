@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from robotgate import Disallowed, Pacing, RobotGate
+from robotgate import Disallowed, FetchPolicy, Pacing, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest
 from robotgate.urls import InvalidURL
 from testbed.server import BenchServer, HostPlan, page_paths
 from tests.support.hostile import MIB, RULES, HostileServer, robots_bomb
 
 httpx = pytest.importorskip("httpx")
+import anyio  # noqa: E402  (httpx's own dependency)
 
 from robotgate.integrations.httpx import HttpxRobotsTransport, RobotGateTransport  # noqa: E402
 
@@ -358,3 +359,62 @@ async def test_async_with_client_enters_and_exits_the_inner_transport() -> None:
             assert seen == ["enter"]
         assert seen == ["enter", "exit"]
         assert not gate._closed
+
+
+@pytest.mark.slow
+async def test_robots_txts_wait_for_a_connection_of_the_pool_is_not_counted() -> None:
+    # A pool of one connection, held 1.5 s by a slow page sent around the gate's turns;
+    # robots.txt's timeout 0.5 s: it waits for the connection, then is fetched (it used
+    # to time out waiting: the site disallowed).
+    inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=1))
+    async with (BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as srv,
+                RobotGate(AGENT, delay=0, policy=FetchPolicy(timeout=0.5)) as gate,
+                httpx.AsyncClient(transport=RobotGateTransport(gate, inner)) as client):
+        async def hold() -> None:
+            resp = await inner.handle_async_request(httpx.Request("GET", srv.url(0, "/page/0")))
+            await resp.aread()
+            await resp.aclose()
+
+        holding = asyncio.ensure_future(hold())
+        while srv.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
+            await asyncio.sleep(0.01)
+        resp = await asyncio.wait_for(client.get(srv.url(1, "/page/0")), 30)
+        assert resp.status_code == 200
+        assert holding.done()  # it did wait for the connection
+        await holding
+        with pytest.raises(Disallowed):
+            await client.get(srv.url(1, "/private/1"))
+
+
+class _ClosesItsIdle(httpx.AsyncBaseTransport):
+    """httpcore's pool at its limit, once: the idle connection it gave the request is
+    closed (for another origin's) before the request is written on it."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.pages = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/page/"):
+            self.pages += 1
+            if self.pages == 1:
+                try:
+                    raise anyio.ClosedResourceError
+                except anyio.ClosedResourceError as closed:
+                    raise httpx.ReadError("", request=request) from closed
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_page_the_pool_closed_the_connection_under_is_sent_again() -> None:
+    # Nothing was sent: the pool's shortage, not the site's failure (it used to reach
+    # the caller as a bare httpx.ReadError).
+    inner = _ClosesItsIdle()
+    async with (BenchServer([HostPlan("allow")]) as srv,
+                RobotGate(AGENT, delay=0) as gate,
+                httpx.AsyncClient(transport=RobotGateTransport(gate, inner)) as client):
+        resp = await asyncio.wait_for(client.get(srv.url(0, "/page/0")), 30)
+        assert resp.status_code == 200
+        assert inner.pages == 2 and srv.host_stats(0).page_requests == 1

@@ -14,9 +14,11 @@ from yarl import URL
 
 from ..errors import Disallowed, ProxyFailed
 from ..policy.content_coding import decode_capped
+from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.exchange import Reach, first_reach, robots_reach
 from ..politeness.redirects import refused_answer
+from ..timeouts import PausableDeadline
 from .aiohttp_bodies import _read_capped
 from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
 
@@ -101,8 +103,8 @@ class AiohttpRobotsTransport:
     """Sends the robots.txt flow's requests through the gate's aiohttp session, or
     through the user's session when a request of theirs (the middleware) asked."""
 
-    #: Each request ends at its deadline (aiohttp's own timer, which every request
-    #: has anyway): no second timer per robots.txt fetch.
+    #: Each request ends at its deadline (a PausableDeadline in place of aiohttp's own
+    #: timer, which every request would have anyway): no second timer per fetch.
     enforces_deadline = True
 
     def __init__(self, client: AiohttpConnections | AiohttpClient) -> None:
@@ -154,16 +156,43 @@ class AiohttpRobotsTransport:
 async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
                headers: dict[str, str], guard: tuple[Middleware, ...] = (),
                route: Route | None = None) -> RobotsResponse:
-    # Our own middleware list: the session's (gate.middleware among them) stays out.
     left = _left(request)
-    timeout = aiohttp.ClientTimeout(total=left) if left is not None else session.timeout
+    if left is None:
+        return await _sent(session, request, headers, guard, route, session.timeout, None)
+    # The timeout's clock stops while the request waits for a free socket (the gate's
+    # session tells it: connections.socket_wait_trace); that wait has a bound of its own.
+    deadline = PausableDeadline(left, SOCKET_WAIT, lambda: _no_free_socket(request.url))
+    async with deadline:
+        return await _sent(session, request, headers, guard, route, _UNTIMED, deadline)
+
+
+#: aiohttp's own timers off: the request's PausableDeadline bounds it.
+_UNTIMED = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+#: How long a robots.txt request waits for a free socket of the gate's session, beside
+#: its timeout: aiohttp's default total timeout, which bounds a page's request, wait
+#: included.  Past it: :class:`~robotgate.LocalFailure` (never the site's verdict).
+SOCKET_WAIT = 300.0
+
+
+def _no_free_socket(url: str) -> LocalFailure:
+    return LocalFailure(url, f"free sockets (every connection of the gate's session was in "
+                        f"use for {SOCKET_WAIT:g}s)", "raise Network(max_connections=...) "
+                        "or send fewer requests at once", None)
+
+
+async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
+                headers: dict[str, str], guard: tuple[Middleware, ...], route: Route | None,
+                timeout: aiohttp.ClientTimeout, deadline: PausableDeadline | None
+                ) -> RobotsResponse:
+    # Our own middleware list: the session's (gate.middleware among them) stays out.
     proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
     # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,
                            raise_for_status=False,
                            middlewares=(_once(), _proxy_watch, *guard),
-                           timeout=timeout, auto_decompress=False, **proxy) as resp:
+                           timeout=timeout, auto_decompress=False,
+                           trace_request_ctx=deadline, **proxy) as resp:
         status = resp.status
         body = None
         if 200 <= status < 300:

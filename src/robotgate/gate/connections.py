@@ -13,6 +13,11 @@ its requests in flight at the same number (the scheduler's global cap), so a req
 never waits for a connection after its server's turn was taken (a wait there would
 move its send closer to the next request's).  The connector's own ``limit`` is the
 same number, a backstop for anything sent around the turns.
+
+A request that does wait for a free socket (one sent around the turns holds it, or a
+closed one's socket is still closing) tells the session's trace
+(:func:`socket_wait_trace`): a robots.txt request stops its timeout's clock while it
+waits, since the wait is this process's shortage, not the site's slowness.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ from aiohttp.client_proto import ResponseHandler
 from ..policy.fetch import ROUTE_ERRNOS, NoRoute
 from ..politeness.robots_fetcher import open_file_limit
 from ..private_parts import CONNECTOR_POOL, missing
+from ..timeouts import PausableDeadline
 
-__all__ = ["BoundedConnector", "NoRouteError", "bounded_connector", "connection_budget"]
+__all__ = ["BoundedConnector", "NoRouteError", "bounded_connector", "connection_budget",
+           "socket_wait_trace"]
 
 #: Descriptors left to everything else a process opens (its store, log files, the
 #: loop's own, a browser's pipes): a quarter of the limit, within these bounds.
@@ -126,17 +133,26 @@ class BoundedConnector(aiohttp.TCPConnector):
     async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
         # The new connection's placeholder is already among the acquired.
         self._make_room(self.max_connections)
-        while self.open_sockets >= self.max_connections:
-            # Closed ones whose sockets the loop has yet to close: gone on its next pass
-            # (aiohttp's connect timeout bounds the wait).
-            self._socket_closed.clear()
-            await self._socket_closed.wait()
-            self._make_room(self.max_connections)
+        if self.open_sockets >= self.max_connections:
+            await self._wait_for_a_socket(traces)
         self._opening += 1
         try:
             return await super()._create_connection(req, traces, timeout)
         finally:
             self._opening -= 1
+
+    async def _wait_for_a_socket(self, traces: Any) -> None:
+        """Wait until a closed connection's socket is gone (the loop closes it on its
+        next pass; aiohttp's connect timeout bounds the wait): told to the traces as
+        aiohttp tells its own wait for a free connection."""
+        for trace in traces:
+            await trace.send_connection_queued_start()
+        while self.open_sockets >= self.max_connections:
+            self._socket_closed.clear()
+            await self._socket_closed.wait()
+            self._make_room(self.max_connections)
+        for trace in traces:
+            await trace.send_connection_queued_end()
 
     async def _wrap_create_connection(self, *args: Any, addr_infos: Any, req: Any,
                                       **kwargs: Any) -> Any:
@@ -244,6 +260,30 @@ def _check_pool(connector: aiohttp.TCPConnector) -> None:
             and hasattr(connector, "_acquired")
             and callable(getattr(connector, "_factory", None))):
         raise missing(CONNECTOR_POOL)
+
+
+async def _socket_wait_starts(session: aiohttp.ClientSession, ctx: Any,
+                              params: aiohttp.TraceConnectionQueuedStartParams) -> None:
+    deadline = ctx.trace_request_ctx
+    if isinstance(deadline, PausableDeadline):
+        deadline.pause()
+
+
+async def _socket_wait_ends(session: aiohttp.ClientSession, ctx: Any,
+                            params: aiohttp.TraceConnectionQueuedEndParams) -> None:
+    deadline = ctx.trace_request_ctx
+    if isinstance(deadline, PausableDeadline):
+        deadline.resume()
+
+
+def socket_wait_trace() -> aiohttp.TraceConfig:
+    """The gate's session's trace: a request whose ``trace_request_ctx`` is a
+    :class:`~robotgate.timeouts.PausableDeadline` (a robots.txt request's timeout)
+    stops its clock while it waits for a free socket."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_queued_start.append(_socket_wait_starts)
+    trace.on_connection_queued_end.append(_socket_wait_ends)
+    return trace
 
 
 def bounded_connector(max_connections: int,

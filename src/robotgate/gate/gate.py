@@ -65,7 +65,7 @@ from .aiohttp_client import (
     client_invalid_url,
     without_resends,
 )
-from .connections import bounded_connector, connection_budget
+from .connections import bounded_connector, connection_budget, socket_wait_trace
 from .describe import describe
 from .options import Network, Pacing, pacing_of
 
@@ -432,14 +432,13 @@ class RobotGate:
             resolver = aiohttp.DefaultResolver()
             self._connections.resolver = resolver
             connector = bounded_connector(self._max_connections, resolver)
-            traces = []
+            # A robots.txt request's timeout stops while it waits for a free socket.
+            trace = socket_wait_trace()
             if self._servers.fleet is not None:
                 # Only a fleet's slots need the last look before the bytes go out.
-                trace = aiohttp.TraceConfig()
                 trace.on_request_headers_sent.append(check_slot)
-                traces.append(trace)
             self._session = without_resends(aiohttp.ClientSession(
-                headers=self._headers, connector=connector, trace_configs=traces))
+                headers=self._headers, connector=connector, trace_configs=[trace]))
         return self._session
 
     async def close(self) -> None:

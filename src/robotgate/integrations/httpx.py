@@ -21,6 +21,8 @@ The interval to the next request counts from the arrival of the headers.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -30,18 +32,24 @@ try:  # the client comes with an extra: say which, not a bare ModuleNotFoundErro
 except ImportError as _exc:
     raise ImportError(f"{__name__} needs httpx: pip install 'robotgate[httpx]'") from _exc
 
+import anyio
+import httpcore
+
 from ..decision import Decision
 from ..errors import Disallowed, ProxyFailed
+from ..gate.aiohttp_robots import SOCKET_WAIT
 from ..gate.connections import connection_budget
 from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
+from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
-from ..politeness.exchange import Answer, NextHop, robots_reach
+from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..robots.directives import MAX_HEAD_BYTES
+from ..timeouts import PausableDeadline
 from ..urls import InvalidURL
 from ._hops import first_address, resolve, robots_headers
 
@@ -140,7 +148,13 @@ class HttpxRobotsTransport:
     One GET per call, no redirect followed (the flow follows them), at most
     ``max_bytes`` of a 2xx body read; a hop from a public site into a private
     address is answered as refused without being sent.
+
+    Each request ends at its deadline; through httpx's own transport, the wait for
+    a connection of its pool is not counted (httpcore's trace tells when the request
+    has one), and is bounded on its own (``SOCKET_WAIT``: past it, LocalFailure).
     """
+
+    enforces_deadline = True
 
     def __init__(self, inner: httpx.AsyncBaseTransport, headers: dict[str, str],
                  refuse_private: bool = True, private: IsPrivate = is_private) -> None:
@@ -151,11 +165,31 @@ class HttpxRobotsTransport:
 
     async def send(self, request: RobotsRequest) -> RobotsResponse:
         """Send one robots.txt request and return its answer."""
+        if request.deadline is None:
+            return await self._send(request, None)
+        left = max(request.deadline - time.time(), 0.001)
+        deadline = PausableDeadline(left, SOCKET_WAIT, lambda: LocalFailure(
+            request.url, f"free connections (every one of httpx's pool was in use for "
+            f"{SOCKET_WAIT:g}s)", "raise the pool's limits or send fewer requests at once",
+            None))
+        async with deadline:
+            return await self._send(request, deadline)
+
+    async def _send(self, request: RobotsRequest,
+                    deadline: PausableDeadline | None) -> RobotsResponse:
         reach = await robots_reach(request, self.refuse_private, resolve, self.is_private)
         if isinstance(reach, RobotsResponse):
             return reach  # a hop refused: not sent
         headers = robots_headers(request, self.headers)
-        req = httpx.Request("GET", request.url, headers=headers)
+        extensions: dict[str, Any] = {}
+        if deadline is not None and isinstance(self.inner, httpx.AsyncHTTPTransport):
+            # Waiting for a connection of the pool until httpcore's first event on one.
+            async def connected(event: str, info: dict[str, Any]) -> None:
+                deadline.resume()
+
+            extensions["trace"] = connected
+            deadline.pause()
+        req = httpx.Request("GET", request.url, headers=headers, extensions=extensions)
         # A hop goes to the address its check found; the first request of an origin a
         # public page pointed to, to the address the pointer check found.
         pinned = _pinned(req, reach.checked if reach.guard else (), self.inner)
@@ -303,13 +337,18 @@ class _HttpxSender:
     def prepare(self, url: str) -> str:
         return url  # httpx sends the URL as it holds it
 
-    def send(self, turn: RequestTurn) -> Awaitable[httpx.Response]:
+    async def send(self, turn: RequestTurn) -> httpx.Response:
         request, inner = self._request, self._inner
         headers = request.headers
         for name, value in turn.headers.items():
             headers[name] = value
-        return inner.handle_async_request(
-            _pinned(request, turn.checked if turn.guard else (), inner))
+        try:
+            return await inner.handle_async_request(
+                _pinned(request, turn.checked if turn.guard else (), inner))
+        except (httpx.PoolTimeout, httpx.ReadError, httpx.WriteError) as exc:
+            if _unsent(exc) and isinstance(request.stream, httpx.ByteStream):
+                raise Resend(exc) from exc  # sent again, in a turn of its own
+            raise
 
     def answer(self, resp: httpx.Response) -> Answer:
         status, headers = resp.status_code, resp.headers
@@ -326,6 +365,110 @@ class _HttpxSender:
 
     def drop(self, resp: httpx.Response) -> Awaitable[None]:
         return resp.aclose()
+
+
+def _unsent(exc: httpx.TransportError) -> bool:
+    """Whether ``exc`` left the request unsent for a shortage of this process's own
+    pool: no connection came in time, or the pool closed the idle connection it had
+    given the request (to make room for another origin's) before it was written on."""
+    if isinstance(exc, httpx.PoolTimeout):
+        return True
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, anyio.ClosedResourceError):  # closed on this side
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class _BoundedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, opening a socket only while fewer than ``most`` are
+    open: the pool closes an idle connection to make room for another origin's, and its
+    socket stays open until the loop's next pass (``connections.BoundedConnector`` waits
+    for them alike)."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend, most: int) -> None:
+        self._inner = inner
+        self.most = most
+        self.open = 0
+        self._closed = asyncio.Event()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        while self.open >= self.most:  # the connect timeout bounds the wait
+            self._closed.clear()
+            await self._closed.wait()
+        self.open += 1
+        try:
+            stream = await self._inner.connect_tcp(host, port, timeout, local_address,
+                                                   socket_options)
+        except BaseException:
+            self.gone()
+            raise
+        return _CountedStream(stream, self)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+    def gone(self) -> None:
+        self.open -= 1
+        self._closed.set()
+
+
+class _CountedStream(httpcore.AsyncNetworkStream):
+    """A socket :class:`_BoundedBackend` counts until it is closed."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream, backend: _BoundedBackend) -> None:
+        self._stream = stream
+        self._backend: _BoundedBackend | None = backend
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._stream.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()  # anyio's closes the socket before it returns
+        finally:
+            backend, self._backend = self._backend, None
+            if backend is not None:
+                backend.gone()
+
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        tls = await self._stream.start_tls(ssl_context, server_hostname, timeout)
+        counted = _CountedStream(tls, self._backend) if self._backend is not None else tls
+        self._backend = None  # the same socket: counted once, by the TLS stream
+        return counted
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _own_transport(budget: int) -> httpx.AsyncHTTPTransport:
+    """The transport's own inner transport: httpx's, holding at most ``budget`` sockets
+    (closing ones included), every one kept alive when idle, a failed connect tried again."""
+    transport = httpx.AsyncHTTPTransport(limits=_default_limits(budget),
+                                         retries=CONNECT_RETRIES)
+    pool = getattr(transport, "_pool", None)  # private_parts.HTTPX_NETWORK_BACKEND
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.AsyncNetworkBackend):
+        pool._network_backend = _BoundedBackend(backend, budget)  # type: ignore[union-attr]
+    return transport
+
+
+#: Connection attempts the transport's own inner transport makes again (httpx's
+#: ``retries``): a connect that failed or timed out sent nothing.
+CONNECT_RETRIES = 2
 
 
 def _default_limits(budget: int) -> httpx.Limits:
@@ -373,8 +516,7 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         # The default pool holds the gate's socket budget (three quarters of the open-file
         # limit), keep-alive ones included: httpx's own 100 made pages wait past its
         # pool timeout, and a budget above the limit would run out of descriptors.
-        self.inner = inner if inner is not None else httpx.AsyncHTTPTransport(
-            limits=_default_limits(connection_budget()))
+        self.inner = inner if inner is not None else _own_transport(connection_budget())
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private
