@@ -23,7 +23,6 @@ or pure as its child found it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
@@ -37,11 +36,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import CORPUS, RESULTS, ROOT
-from benchmarks.harness.children import child_json
 from benchmarks.harness.report import command_line, machine, write_json
 from benchmarks.harness.stats import parse_callgrind, valgrind
+from testbed.children import child_env
 
-SCRIPT = Path(__file__).resolve()
 ENV_SRC = "GOOGLE_ROBOTSTXT_SRC"
 #: Google's figure the ratios are taken against.
 COMPARED = "google keep"
@@ -176,24 +174,34 @@ def build(google_src: Path, out_dir: Path) -> Path:
     return binary
 
 
-def child(mode: str, list_file: Path) -> dict[str, Any]:
-    """Read the listed files, then, in mode ``parse``, parse each once (``read``: not)."""
-    from robotgate import RobotsTxt
-    from robotgate.compiled import compiled_modules
+#: robotgate's child, run as ``python -c PY_CHILD MODE LIST``: reads the listed files, then, in
+#: mode ``parse``, parses each once (``read``: not).  Only robotgate is imported (not the
+#: harness, which imports aiohttp): start-up under callgrind is most of a child's time.
+PY_CHILD = """
+import json, sys
+from pathlib import Path
+from robotgate import RobotsTxt
+from robotgate.compiled import compiled_modules
+bodies = [Path(p).read_bytes() for p in Path(sys.argv[2]).read_text().splitlines()]
+kept = 0
+if sys.argv[1] == "parse":
+    for body in bodies:
+        kept += RobotsTxt.parse(body) is not None
+print(json.dumps({"files": len(bodies), "kept": kept,
+                  "compiled": "robotgate.robots.rfc9309" in compiled_modules()}))
+"""
 
-    bodies = [Path(p).read_bytes() for p in list_file.read_text().splitlines()]
-    kept = 0
-    if mode == "parse":
-        for body in bodies:
-            kept += RobotsTxt.parse(body) is not None
-    return {"files": len(bodies), "kept": kept,
-            "compiled": "robotgate.robots.rfc9309" in compiled_modules()}
 
-
-def count(command: list[str], cg_file: Path, env: dict[str, str] | None = None) -> int:
-    """Instructions of ``command`` under callgrind."""
-    subprocess.run([*valgrind(cg_file), *command], check=True, capture_output=True, env=env)
-    return int(parse_callgrind(cg_file)["instructions"])
+def count(command: list[str], cg_file: Path, env: dict[str, str] | None = None
+          ) -> tuple[int, dict[str, Any]]:
+    """Instructions of ``command`` under callgrind, and the JSON it printed last."""
+    done = subprocess.run([*valgrind(cg_file), *command], capture_output=True, text=True,
+                          env=env)
+    if done.returncode != 0:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise SystemExit(f"{command[0]} exited {done.returncode}: {tail}")
+    printed: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(parse_callgrind(cg_file)["instructions"]), printed
 
 
 def installed_is_compiled() -> bool:
@@ -206,18 +214,16 @@ def installed_is_compiled() -> bool:
     return out.stdout.strip() == "True"
 
 
-async def ours(list_file: Path, src: Path | None, cg_file: Path) -> tuple[float, dict[str, Any]]:
+def ours(list_file: Path, src: Path | None, cg_file: Path) -> tuple[int, bool]:
     """robotgate's instructions for the listed files' parse (``src``: that tree; None: the
-    installed robotgate), and what its parsing child printed."""
+    installed robotgate), and whether its parser ran compiled."""
     totals = {}
-    got: dict[str, Any] = {}
+    compiled = False
     for mode in ("read", "parse"):
-        got = await child_json(SCRIPT, ["--child", mode, str(list_file)], 3600, src,
-                               wrap=valgrind(cg_file))
-        if "error" in got:
-            raise SystemExit(f"robotgate ({src or 'installed'}): {got['error']}")
-        totals[mode] = parse_callgrind(cg_file)["instructions"]
-    return float(totals["parse"] - totals["read"]), got
+        totals[mode], printed = count([sys.executable, "-c", PY_CHILD, mode, str(list_file)],
+                                      cg_file, child_env(src))
+        compiled = bool(printed["compiled"])
+    return totals["parse"] - totals["read"], compiled
 
 
 def measure(google_src: Path, corpus: Path, every: int, before: Path | None,
@@ -231,10 +237,10 @@ def measure(google_src: Path, corpus: Path, every: int, before: Path | None,
         list_file.write_text("".join(f"{p}\n" for p in files))
         cg_file = out / "callgrind.out"
         binary = build(google_src, out)
-        reading = count([str(binary), "read", str(list_file)], cg_file)
+        reading = count([str(binary), "read", str(list_file)], cg_file)[0]
         for name, mode in GOOGLE_MODES.items():
             report["instructions"][name] = count([str(binary), mode, str(list_file)],
-                                                 cg_file) - reading
+                                                 cg_file)[0] - reading
             print(f"{name}: done", file=sys.stderr)
         trees: dict[str, Path | None] = {"robotgate": after}
         if before is not None:
@@ -244,8 +250,8 @@ def measure(google_src: Path, corpus: Path, every: int, before: Path | None,
         else:
             report["no_compiled"] = "the installed robotgate's parser is not compiled"
         for tree, src in trees.items():
-            instructions, got = asyncio.run(ours(list_file, src, cg_file))
-            name = f"{tree} ({'compiled' if got['compiled'] else 'pure'})"
+            instructions, compiled = ours(list_file, src, cg_file)
+            name = f"{tree} ({'compiled' if compiled else 'pure'})"
             report["instructions"][name] = instructions
             print(f"{name}: done", file=sys.stderr)
     for name, total in report["instructions"].items():
@@ -276,11 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after-src", type=Path, default=ROOT / "src",
                     help="the robotgate measured as this one (default: this checkout's src)")
     ap.add_argument("--json", type=Path, default=RESULTS / "parse_vs_google.json")
-    ap.add_argument("--child", nargs=2, metavar=("MODE", "LIST"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]))))
-        return 0
     lacks = missing(args.google_src)
     if lacks:
         print("parse_vs_google: not measured; this machine lacks:")
