@@ -693,7 +693,7 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             kind = _classify(key.strip(ws).lower())
             if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
                 keys[key] = kind
-        if kind == disallow or kind == allow:
+        if kind == disallow or kind == allow:  # noqa: SIM109 (no tuple built a line)
             if cur is None:
                 continue  # rules before any user-agent line apply to no one
             in_rules = True
