@@ -156,3 +156,16 @@ Host: 127.0.1.1:8080
     assert page_gap == pytest.approx(0.15) and page_short == 1
     assert any_gap == pytest.approx(0.15) and any_short == 1
     assert kernel_figures(seen, 0.1) == (pytest.approx(0.15), 0, pytest.approx(0.15), 0)
+
+
+def test_parse_vs_google_says_what_is_missing_and_exits_0(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.parse_vs_google import ENV_SRC, main
+
+    monkeypatch.delenv(ENV_SRC, raising=False)
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "not measured" in out and f"--google-src DIR or set ${ENV_SRC}" in out
+    assert main(["--google-src", str(tmp_path)]) == 0
+    assert f"no robots.cc and robots.h in {tmp_path}" in capsys.readouterr().out

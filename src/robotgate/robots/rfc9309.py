@@ -668,6 +668,11 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     run_agents: frozenset[str] | None = None
     keys = _KEYS
     ws = _WS
+    # The current group's rule lists, and the kinds, as locals: most lines are rules.
+    patterns: list[str] = []
+    meta: list[int] = []
+    allow = _ALLOW
+    disallow = _DISALLOW
     for n, line in enumerate(lines, 1):
         if not line:
             continue
@@ -676,7 +681,10 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             value = value.strip(ws)
         else:
             # Google accepts "key value" for exactly two words.
-            parts = _WORDS(line.strip(ws))
+            line = line.strip(ws)
+            if " " not in line and "\t" not in line:
+                continue  # one word or none (most such lines): no need to split
+            parts = _WORDS(line)
             if len(parts) != 2:
                 continue
             key, value = parts
@@ -685,17 +693,19 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
             kind = _classify(key.strip(ws).lower())
             if len(keys) < 4096 and len(key) <= _MAX_CACHED_KEY:
                 keys[key] = kind
-        if kind in (_DISALLOW, _ALLOW):
+        if kind == disallow or kind == allow:  # noqa: SIM109 (no tuple built a line)
             if cur is None:
                 continue  # rules before any user-agent line apply to no one
             in_rules = True
             if value:
-                cur.patterns.append(value)
-                cur.meta.append((n << 1) | (kind == _ALLOW))
+                patterns.append(value)
+                meta.append((n << 1) | (kind == allow))
         elif kind == _UA:
             if cur is None or in_rules:
                 cur = _Draft(n)
                 cur_agents = cur.agents
+                patterns = cur.patterns
+                meta = cur.meta
                 drafts.append(cur)
                 in_rules = False
                 run_start = 0
