@@ -143,7 +143,7 @@ _CLOSE_AGAIN = 5
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
 #: The outcome of a request whose answer's body was longer than ``attach``'s ``max_bytes``.
-TOO_LARGE = "body-too-large"
+TOO_LARGE = BodyTooLarge.OUTCOME
 
 
 @dataclass(frozen=True)
