@@ -47,6 +47,10 @@ class BodyTooLarge(Error, ValueError):
     and kept without its password.
     """
 
+    #: The ``Decision.outcome`` of a browser's or crawler's request refused so (its
+    #: adapter's ``on_refused`` hears a :class:`Disallowed` with it).
+    OUTCOME = "body-too-large"
+
     def __init__(self, url: str, limit: int,
                  setting: str = "(max_bytes); read big bodies with gate.fetch(url, stream=True)",
                  ) -> None:

@@ -75,6 +75,9 @@ class Site(Noted):
                                 content_type="text/html")
         if path == "/busy-worker.js":
             return web.Response(text=BUSY_WORKER, content_type="text/javascript")
+        if path == "/big":  # 4 MiB
+            return web.Response(text=PAGE.format(n=0, m=1, extra="x" * (4 << 20)),
+                                content_type="text/html")
         if path == "/stateful":
             return web.Response(text=PAGE.format(n=0, m=1, extra=STATEFUL),
                                 content_type="text/html")
@@ -497,6 +500,26 @@ async def test_a_run_after_a_refused_one_is_not_cut_short(integration: ModuleTyp
         result.error_message for result in results]
     assert all(result.metadata[integration.REFUSED] for result in results[::2])
     assert len(opened) == 10
+
+
+async def test_an_answer_over_max_bytes_is_refused_and_the_next_run_goes_on(
+        integration: ModuleType) -> None:
+    from robotgate import BodyTooLarge
+
+    limit = 1 << 20
+    refused: list[tuple[str, Disallowed]] = []
+    async with Site(PUBLIC, robots=ALLOW_BUT_PRIVATE) as site, \
+            RobotGate(AGENT, delay=0) as gate, \
+            _browser(integration, gate, max_bytes=limit,
+                     on_refused=lambda url, no: refused.append((url, no))) as crawler:
+        big = await crawler.arun(site.url("/big"), config=_run())
+        after = await crawler.arun(site.url("/page/1"), config=_run())
+    assert not big.success and f"{limit:,} bytes" in big.error_message
+    assert "max_bytes" in big.error_message
+    assert [(url, no.decision.outcome) for url, no in refused] == [
+        (site.url("/big"), BodyTooLarge.OUTCOME)]
+    assert after.success and "page 1 of the site" in after.html
+    assert [path for path in site.paths() if path != "/robots.txt"] == ["/big", "/page/1"]
 
 
 async def test_settings_that_would_pass_the_gate_are_refused(integration: ModuleType) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from robotgate import Disallowed, RobotGate
+from robotgate import BodyTooLarge, Disallowed, RobotGate
+from robotgate.gate.aiohttp_bodies import MAX_BODY
 from robotgate.policy.hops import REFUSED, RULE
 from tests.contract.test_private_addresses import Names, names, system_names
 from tests.contract.test_provenance_paths import ForwardProxy
@@ -54,9 +55,10 @@ class Run:
 
     def crawler(self, gate: RobotGate, max_request_retries: int = 3,
                 follow_redirects: bool = True,
-                proxy_configuration: ProxyConfiguration | None = None) -> PlaywrightCrawler:
+                proxy_configuration: ProxyConfiguration | None = None,
+                max_bytes: int | None = MAX_BODY) -> PlaywrightCrawler:
         client = RobotGateHttpClient(
-            gate, follow_redirects=follow_redirects,
+            gate, follow_redirects=follow_redirects, max_bytes=max_bytes,
             on_refused=lambda url, no: self.refused.append((url, no)))
         crawler = PlaywrightCrawler(
             http_client=client, storage_client=MemoryStorageClient(), headless=True,
@@ -156,6 +158,43 @@ async def test_a_refused_redirect_hop_is_skipped_too(
     assert url == site.url("/hop") and no.url == site.url("/private/x")
     assert asked.state == RequestState.SKIPPED
     assert run.failed == [] and run.handled == [] and _loud(caplog) == []
+
+
+async def test_an_answer_over_max_bytes_is_refused_and_the_crawl_goes_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A page (crawlee's navigation, sent by the client), a request of its handler
+    # (context.send_request) and a request of the page (attach's route) whose answer is
+    # past max_bytes: each refused with the reason, read no further; the big page is
+    # skipped, not retried, and the crawl goes on to the next page.
+    caplog.set_level(logging.INFO)
+    limit, big = 1 << 20, Answer(b"<html><body>" + b"x" * (4 << 20) + b"</body></html>")
+    run = Run(tmp_path)
+    sent: list[str] = []
+    fetched: list[object] = []
+    async with PagesSite({"/robots.txt": ROBOTS, "/big": big,
+                          "/small": Answer(_page())}) as site, RobotGate(AGENT, delay=0) as gate:
+        crawler = run.crawler(gate, max_bytes=limit)
+
+        @crawler.router.handler("sized")
+        async def handler(context: PlaywrightCrawlingContext) -> None:
+            run.handled.append(context.request.url)
+            try:
+                await context.send_request(site.url("/big"))
+            except Disallowed as refused:
+                sent.append(refused.decision.outcome)
+            fetched.append(await context.page.evaluate(
+                "fetch('/big').then(r => r.text()).then(t => t.length, () => 'refused')"))
+
+        await crawler.run([Request.from_url(site.url("/big"), label="sized"),
+                           Request.from_url(site.url("/small"), label="sized")])
+    assert run.handled == [site.url("/small")]
+    assert sent == [BodyTooLarge.OUTCOME] and fetched == ["refused"]
+    assert [(url, no.decision.outcome) for url, no in run.refused] == [
+        (site.url("/big"), BodyTooLarge.OUTCOME)] * 2
+    assert all(f"{limit:,} bytes" in no.decision.reason and "max_bytes" in no.decision.reason
+               for _, no in run.refused)
+    assert site.hits["/big"] == 3  # the page once (not retried), send_request, the fetch
+    assert run.failed == [] and _loud(caplog) == []
 
 
 async def test_a_followed_redirect_is_sent_once_and_loads_its_page(tmp_path: Path) -> None:

@@ -94,6 +94,7 @@ from playwright.async_api import BrowserContext, Page, ProxySettings, Request, a
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import Disallowed, Error
+from ..gate.aiohttp_bodies import MAX_BODY
 from ..gate.gate import RobotGate
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..private_parts import CRAWL4AI_FIELDS, CRAWL4AI_START, missing
@@ -152,7 +153,7 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
     to the gate; ``executable_path`` (a system Chromium) or ``channel`` (``"chrome"``:
     an installed Google Chrome) chooses the browser, else Playwright's own
     (``playwright install chromium``).
-    ``pace_subresources`` and ``max_subresources`` are
+    ``pace_subresources``, ``max_subresources`` and ``max_bytes`` are
     :func:`~robotgate.integrations.playwright.attach`'s.  An ``HTTPCrawlerConfig``
     crawls with crawl4ai's HTTP crawler, each request sent by ``gate.fetch``.
 
@@ -164,7 +165,7 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
     def __init__(self, gate: RobotGate, config: BrowserConfig | HTTPCrawlerConfig | None = None,
                  *, profile: str | Path | None = None, executable_path: str | Path | None = None,
                  channel: str | None = None, pace_subresources: bool = False,
-                 max_subresources: int = MAX_SUBRESOURCES,
+                 max_subresources: int = MAX_SUBRESOURCES, max_bytes: int | None = MAX_BODY,
                  on_refused: Callable[[str, Disallowed], object] | None = None,
                  **options: Any) -> None:
         if "crawler_strategy" in options:
@@ -175,7 +176,7 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
         else:
             browser_config = _persistent(config or BrowserConfig())
             launch = _Launch(gate, profile, executable_path, channel, pace_subresources,
-                             max_subresources)
+                             max_subresources, max_bytes)
             strategy = _BrowserStrategy(launch, browser_config, options.get("logger"))
             super().__init__(crawler_strategy=strategy, config=browser_config, **options)
         # crawl4ai wraps arun for its deep crawls, which would send a page's links as the
@@ -371,6 +372,7 @@ class _Launch:
     channel: str | None
     pace_subresources: bool
     max_subresources: int
+    max_bytes: int | None
 
 
 def _flags(config: BrowserConfig) -> list[str]:
@@ -486,6 +488,7 @@ class _GatedBrowserManager(BrowserManager):  # type: ignore[misc]
         self.attachment = await attach(
             launch.gate, context, pace_subresources=launch.pace_subresources,
             on_refused=self.on_refused, max_subresources=launch.max_subresources,
+            max_bytes=launch.max_bytes,
             proxy=pages_proxy, navigation_provenance=self.navigation_provenance)
         await self.setup_context(context)
         self._browser_endpoint_key = self._compute_browser_endpoint_key()

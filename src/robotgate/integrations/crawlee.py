@@ -39,6 +39,10 @@ the crawler's navigation is sent by this client (the same provenance, skips and
 failures) and handed to the browser; the rest of the page's requests go through
 :func:`robotgate.integrations.playwright.attach`.
 
+Each answer's body is read within ``max_bytes`` (decoded; 64 MiB by default, as
+``gate.fetch`` reads it): a longer one is refused as a disallowed request is (outcome
+``"body-too-large"``: the page skipped, ``send_request`` raising), read no further.
+
 The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
@@ -55,7 +59,7 @@ transport.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import replace
 from datetime import timedelta
@@ -77,9 +81,10 @@ from crawlee.errors import ProxyError as CrawleeProxyError
 from crawlee.http_clients import HttpClient, HttpCrawlingResult, HttpResponse, ImpitHttpClient
 
 from ..decision import Decision
-from ..errors import Disallowed
+from ..errors import BodyTooLarge, Disallowed
 from ..errors import ProxyFailed as CoreProxyFailed
 from ..errors import TooManyRedirects as CoreTooManyRedirects
+from ..gate.aiohttp_bodies import MAX_BODY
 from ..gate.aiohttp_client import Route
 from ..policy.hops import REFUSED
 from ..policy.provenance import INPUT, Provenance, pointer_of
@@ -94,7 +99,7 @@ from ._hops import resolve
 
 if TYPE_CHECKING:
     from crawlee import RequestOptions, RequestTransformAction
-    from crawlee._types import HttpMethod, HttpPayload
+    from crawlee._types import HttpHeaders, HttpMethod, HttpPayload
     from crawlee.crawlers import (
         ParsedHttpCrawlingContext,
         PlaywrightCrawler,
@@ -268,16 +273,22 @@ class RobotGateHttpClient(HttpClient):
     ``inner`` sends each hop and must follow no redirects itself (a hop it followed
     would not be judged); the default is ``ImpitHttpClient(follow_redirects=False)``.
     ``follow_redirects=False`` returns a redirect's answer as it is, as crawlee's
-    clients do.  The gate is yours to open and close; ``inner`` is cleaned up with
-    this client.
+    clients do.  ``max_bytes``: the longest body (decoded) an answer may have, a
+    PlaywrightCrawler's page and everything it loads included (None: no limit); a longer
+    one is refused, read no further (``stream`` reads as its caller reads).  The gate is
+    yours to open and close; ``inner`` is cleaned up with this client.
     """
 
     def __init__(self, gate: RobotGate, inner: HttpClient | None = None, *,
                  follow_redirects: bool = True, persist_cookies_per_session: bool = True,
-                 on_refused: Callable[[str, Disallowed], object] | None = None) -> None:
+                 on_refused: Callable[[str, Disallowed], object] | None = None,
+                 max_bytes: int | None = MAX_BODY) -> None:
         super().__init__(persist_cookies_per_session=persist_cookies_per_session)
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError(f"max_bytes must be None or at least 0, not {max_bytes!r}")
         self.gate = gate
         self.follow_redirects = follow_redirects
+        self.max_bytes = max_bytes
         #: Called with the URL asked for and the refusal (its ``url``: the hop refused,
         #: its ``decision``: why) for each request robots.txt or a pointer rule refuses.
         self.on_refused = on_refused
@@ -473,7 +484,8 @@ class RobotGateHttpClient(HttpClient):
             navigation = _Navigation(self, page, provenance, context.session,
                                      context.proxy_info)
             navigation.attachment = await attach(self.gate, page,
-                                                 proxy=_proxy_settings(context.proxy_info))
+                                                 proxy=_proxy_settings(context.proxy_info),
+                                                 max_bytes=self.max_bytes)
             # Routes run newest first: the navigation's before attach's.
             await page.route(_EVERY_URL, navigation.route)
         except BaseException as failed:
@@ -505,14 +517,26 @@ class RobotGateHttpClient(HttpClient):
                     challenged: Callable[[str], str | None] | None = None,
                     ) -> tuple[str, HttpResponse]:
         """The answer to ``url`` (a request of ``provenance``) and the URL it came
-        from, redirects followed; the answer is read whole before the server's slot is
-        given back.  ``challenged``: a browser's navigation's answer to a ``401`` Basic
-        challenge of a hop's URL (see :class:`_Sender`)."""
+        from, redirects followed; the answer is read whole (within ``max_bytes``: a
+        longer one is refused) before the server's slot is given back.  ``challenged``: a
+        browser's navigation's answer to a ``401`` Basic challenge of a hop's URL (see
+        :class:`_Sender`)."""
         sender = _Sender(self, method, headers, payload, session, proxy_info, timeout,
-                         challenged=challenged)
+                         limit=self.max_bytes, challenged=challenged)
         done = await self._exchange(sender, url, provenance, proxy_info)
-        done.turn.release()
-        return done.url, done.response
+        try:
+            response = await sender.read(done.response, done.url)
+        except BodyTooLarge as large:
+            raise self._refusal(url, Disallowed(done.url, Decision(
+                False, f"the answer's body is longer than {large.limit:,} bytes "
+                "(RobotGateHttpClient(..., max_bytes=...)): not read further",
+                outcome=BodyTooLarge.OUTCOME))) from None
+        finally:
+            try:
+                await sender.close()
+            finally:
+                done.turn.release()
+        return done.url, response
 
     async def _exchange(self, sender: _Sender, url: str, provenance: Provenance,
                         proxy_info: ProxyInfo | None) -> Exchanged[HttpResponse]:
@@ -618,14 +642,16 @@ class _Sender:
     """crawlee's side of the gate's exchange: one request at a time through ``inner``,
     which follows no redirect (the exchange does), with crawlee's session and proxy.
     ``stream``: each answer is streamed, the last one's stream left open until
-    :meth:`close`.  ``challenged`` (a PlaywrightCrawler's navigation): the Authorization
-    a hop's ``401`` Basic challenge is answered with (None: not answered), the hop sent
-    again with it, as Chromium answers one; crawlee's own client answers none."""
+    :meth:`close`.  ``limit``: each answer is streamed too, and the last one read
+    within ``limit`` bytes (:meth:`read`), never whole by ``inner``.  ``challenged`` (a
+    PlaywrightCrawler's navigation): the Authorization a hop's ``401`` Basic challenge is
+    answered with (None: not answered), the hop sent again with it, as Chromium answers
+    one; crawlee's own client answers none."""
 
     def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
                  payload: HttpPayload | None, session: Session | None,
                  proxy_info: ProxyInfo | None, timeout: timedelta | None, *,
-                 stream: bool = False,
+                 stream: bool = False, limit: int | None = None,
                  challenged: Callable[[str], str | None] | None = None) -> None:
         self.client = client
         self.method = method
@@ -635,6 +661,7 @@ class _Sender:
         self.proxy_info = proxy_info
         self.timeout = timeout
         self.stream = stream
+        self.limit = limit
         self.challenged = challenged
         self._url = ""  # the URL of the request last sent
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
@@ -648,26 +675,32 @@ class _Sender:
         client = self.client
         self._url = url = turn.url
         to, headers, session = client._where(turn, url, self.headers, self.session)
-        method = _method(self.method)
-        if self.stream:
-            opened = client.inner.stream(to, method=method, headers=headers,
-                                         payload=self.payload, session=session,
-                                         proxy_info=self.proxy_info, timeout=self.timeout)
-            response = await opened.__aenter__()
-            self._open = opened
-        else:
-            response = await client.inner.send_request(
-                to, method=method, headers=headers, payload=self.payload, session=session,
-                proxy_info=self.proxy_info, timeout=self.timeout)
-            answer = self._challenge_answer(url, headers, response)
-            if answer is not None:
-                client._keep_cookies(url, response, self.session, session)
-                response = await client.inner.send_request(
-                    to, method=method, headers={**headers, "authorization": answer},
-                    payload=self.payload, session=session, proxy_info=self.proxy_info,
-                    timeout=self.timeout)
+        response = await self._send_once(to, headers, session)
+        answer = self._challenge_answer(url, headers, response)
+        if answer is not None:
+            client._keep_cookies(url, response, self.session, session)
+            await self.close()
+            response = await self._send_once(to, {**headers, "authorization": answer},
+                                             session)
         client._keep_cookies(url, response, self.session, session)
         return response
+
+    async def _send_once(self, to: str, headers: dict[str, str],
+                         session: Session | None) -> HttpResponse:
+        """One request through ``inner``: streamed (the stream kept open until
+        :meth:`close`) when streaming or reading within a limit, else read whole."""
+        inner = self.client.inner
+        method = _method(self.method)
+        if self.stream or self.limit is not None:
+            opened = inner.stream(to, method=method, headers=headers, payload=self.payload,
+                                  session=session, proxy_info=self.proxy_info,
+                                  timeout=self.timeout)
+            response = await opened.__aenter__()
+            self._open = opened
+            return response
+        return await inner.send_request(to, method=method, headers=headers,
+                                        payload=self.payload, session=session,
+                                        proxy_info=self.proxy_info, timeout=self.timeout)
 
     def _challenge_answer(self, url: str, headers: Mapping[str, str],
                           response: HttpResponse) -> str | None:
@@ -692,11 +725,46 @@ class _Sender:
     def drop(self, response: HttpResponse) -> Awaitable[None] | None:
         return self.close()
 
+    async def read(self, response: HttpResponse, url: str) -> HttpResponse:
+        """``response`` (the last answer) read whole, within ``limit`` bytes:
+        :class:`BodyTooLarge` past it, nothing more read."""
+        if self.limit is None or self._open is None:
+            return response  # read whole by inner (send_request)
+        body = bytearray()
+        chunks = response.read_stream()
+        try:
+            async for chunk in chunks:
+                body += chunk
+                if len(body) > self.limit:
+                    raise BodyTooLarge(url, self.limit,
+                                       "(RobotGateHttpClient(..., max_bytes=...))")
+        finally:
+            finish = getattr(chunks, "aclose", None)  # an async generator's, as crawlee's
+            if finish is not None:
+                await finish()
+        return _ReadAnswer(response, bytes(body))
+
     async def close(self) -> None:
         """Close the stream still open (none: nothing to do)."""
         opened, self._open = self._open, None
         if opened is not None:
             await opened.__aexit__(None, None, None)
+
+
+class _ReadAnswer:
+    """An answer read within the limit: crawlee's ``HttpResponse``, its body held."""
+
+    def __init__(self, streamed: HttpResponse, body: bytes) -> None:
+        self.http_version: str = streamed.http_version
+        self.status_code: int = streamed.status_code
+        self.headers: HttpHeaders = streamed.headers
+        self._body = body
+
+    async def read(self) -> bytes:
+        return self._body
+
+    async def read_stream(self) -> AsyncIterator[bytes]:
+        yield self._body
 
 
 def _method(method: str) -> HttpMethod:

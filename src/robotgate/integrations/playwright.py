@@ -143,7 +143,7 @@ _CLOSE_AGAIN = 5
 MAX_SUBRESOURCES = 1000
 TOO_MANY = "too-many-subresources"
 #: The outcome of a request whose answer's body was longer than ``attach``'s ``max_bytes``.
-TOO_LARGE = "body-too-large"
+TOO_LARGE = BodyTooLarge.OUTCOME
 
 
 @dataclass(frozen=True)
@@ -472,8 +472,8 @@ class Attachment:
             provenance = await self._provenance(request)
             if not navigation and (refused := self._too_many(request)) is not None:
                 raise refused
-            scope = _cookie_scope(request, provenance)
-            headers = lower(request.headers)
+            headers = lower(request.headers)  # Playwright builds them anew each time asked
+            scope = _cookie_scope(request, provenance, headers.get("cookie"))
             if not scope.may_carry_cookies(request.url):
                 headers.pop("cookie", None)
             sender = _Sender(self, route, request.method, headers,
@@ -613,7 +613,8 @@ class _CookieScope:
         return self.crossed
 
 
-def _cookie_scope(request: Request, provenance: Provenance) -> _CookieScope:
+def _cookie_scope(request: Request, provenance: Provenance,
+                  chromium_cookie: str | None) -> _CookieScope:
     top_level, top_url = request.is_navigation_request(), None
     try:
         frame = request.frame
@@ -624,7 +625,7 @@ def _cookie_scope(request: Request, provenance: Provenance) -> _CookieScope:
     if top_url is not None and not top_url.startswith(("http://", "https://")):
         top_url = None
     initiator = provenance.page or None
-    return _CookieScope(request.url, request.headers.get("cookie"), top_level,
+    return _CookieScope(request.url, chromium_cookie, top_level,
                         not request.is_navigation_request()
                         and request.resource_type not in _MARKUP,
                         initiator, top_url)

@@ -76,10 +76,16 @@ def site_of(url: str) -> tuple[str, str]:
     """``url``'s schemeful site: its scheme and registrable domain (the host for an
     address or a public suffix)."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    return parts.scheme.lower(), _registrable((parts.hostname or "").lower())
+
+
+@lru_cache(maxsize=4096)
+def _registrable(host: str) -> str:
+    """``host``'s registrable domain (itself for an address or a public suffix).  Asked
+    for each browser request, of a few hosts: kept, the list's walk done once a host."""
     if _literal(host):
-        return parts.scheme.lower(), host
-    return parts.scheme.lower(), _suffixes().privatesuffix(host) or host
+        return host
+    return _suffixes().privatesuffix(host) or host
 
 
 def same_site(url: str, other: str) -> bool:

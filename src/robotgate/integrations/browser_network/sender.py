@@ -124,6 +124,8 @@ class RouteClient:
     def _credentials_for(self, url: str) -> Mapping[str, Any] | None:
         """The context's first HTTP credentials for ``url``'s origin (or for any), as
         Playwright picks them."""
+        if not self.credentials:
+            return None  # most contexts have none: no URL to parse for each request
         origin = _origin(url)
         for credentials in self.credentials:
             given = str(credentials.get("origin") or "")
