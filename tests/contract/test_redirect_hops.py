@@ -1010,6 +1010,9 @@ async def playwright_crawler_credentials(hosts: Hosts, form: str, run: str, gate
         browser_launch_options={"executable_path": chromium_path(), "args": [
             *CHROMIUM_ARGS, *(LAUNCH_ARGS if client is not None else ())]},
         browser_new_context_options=context_options,
+        # browserforge's fingerprinted context replaces the extra headers given, and its
+        # handler of each new page fails once the context closes: the options as given.
+        fingerprint_generator=None,
         concurrency_settings=ConcurrencySettings(desired_concurrency=1, max_concurrency=1),
         max_request_retries=0, max_session_rotations=0, configure_logging=False, **extra)
     if client is not None:
