@@ -122,6 +122,16 @@ def checks(srv: BenchServer, delay: float = DELAY) -> FleetChecks:
     return FleetChecks.of(stats, dict.fromkeys(srv.hosts, delay))
 
 
+def requests_seen(srv: BenchServer) -> int:
+    """Every request the server received so far (a fleet's progress)."""
+    return sum(s.page_requests + s.robots_requests for s in srv.stats().values())
+
+
+# How long a fleet may go without the server seeing a request (its run may last
+# Fleet.results' PROGRESS_STRETCH times this): a machine at load 30 crawls slowly.
+STALL = 90.0
+
+
 async def wait_until(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -145,7 +155,7 @@ async def test_four_workers_share_one_budget(
         async with Fleet(url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
                          cluster=cluster, options=WORKER_OPTIONS) as fleet:
             fleet.go()
-            summaries = await fleet.results(timeout=150)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -189,7 +199,7 @@ async def test_three_workers_thirty_origins_on_a_cluster(
         async with Fleet(redis_cluster, prefix, lists, tmp_path, tasks=500, delay=DELAY,
                          cluster=True, options=WORKER_OPTIONS) as fleet:
             fleet.go()
-            summaries = await fleet.results(timeout=120)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -385,6 +395,54 @@ async def test_lock_holder_killed_mid_fetch(
     assert entry is not None and entry.status == 200
 
 
+@pytest.mark.soak
+async def test_lock_holder_stopped_mid_fetch_and_resumed(
+    redis_target: tuple[str, bool], prefix: str, tmp_path: Path
+) -> None:
+    """The worker fetching robots.txt is stopped (SIGSTOP) past its lock's life: another
+    takes the expired lock and fetches robots.txt once.  Resumed, the first worker finds
+    its lock gone and the other's entry stored: it sends no robots.txt request again and
+    stores nothing over that entry, and uses it."""
+    redis_url, cluster = redis_target
+    async with BenchServer([HostPlan("slow", slow_seconds=5.0)]) as srv:
+        page = srv.url(0, "/page/1")
+        origin = srv.base_url(0)
+        async with Fleet(redis_url, prefix, [[page]], tmp_path, tasks=1,
+                         cluster=cluster) as fleet:
+            fleet.go()
+            # Stopped while its robots.txt request is out (answered while it is stopped).
+            await wait_until(lambda: srv.host_stats(0).robots_requests == 1, 20,
+                             "the holder's robots.txt request")
+            fleet.procs[0].send_signal(signal.SIGSTOP)
+            try:
+                srv.set_plan(0, HostPlan("slow", slow_seconds=0.1))
+                store = RedisStore(redis_url, prefix=prefix, cluster=cluster)
+                async with RobotGate(AGENT, delay=0, store=store,
+                                     policy=FetchPolicy(timeout=5.0)) as gate:
+                    async with gate.fetch(page) as resp:  # once the stopped one's lock expired
+                        status = resp.status
+                    taken_over = gate.stats["robots_requests"]
+                async with RedisStore(redis_url, prefix=prefix, cluster=cluster) as check:
+                    theirs = await check.load_robots(origin)
+            finally:
+                fleet.procs[0].send_signal(signal.SIGCONT)
+            [summary] = await fleet.results(STALL)
+            outcomes = fleet.outcomes()
+        robots = srv.host_stats(0)
+        async with RedisStore(redis_url, prefix=prefix, cluster=cluster) as check:
+            stored = await check.load_robots(origin)
+
+    assert status == 200 and taken_over == 1
+    assert theirs is not None and theirs.status == 200
+    # Two robots.txt requests in all: the stopped holder's, and the one that took over.
+    assert robots.robots_requests == 2, robots.robots_times
+    assert summary["robots_requests"] == 1
+    # The resumed worker stored nothing over the entry of the worker that took over,
+    # and crawled by it.
+    assert stored is not None and stored.fetched_at == theirs.fetched_at
+    assert outcomes == {page: "fetched"}, fleet.log_path(0).read_text()
+
+
 # -- Redis goes away mid-crawl --------------------------------------------------
 
 
@@ -441,7 +499,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
             await asyncio.sleep(2.0)
             await asyncio.to_thread(redis.resume)
             resumed = time.monotonic()
-            summaries = await fleet.results(timeout=120)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -499,7 +557,7 @@ async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> 
                 resumed = time.monotonic()
                 await asyncio.to_thread(cluster.wait_ok, PATIENCE / 2)
                 outage = time.monotonic() - killed
-                summaries = await fleet.results(timeout=120)
+                summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
                 outcomes = fleet.outcomes()
             found = checks(srv)
             stats = srv.stats()
