@@ -49,6 +49,10 @@ from testbed.server import (
 )
 
 pytestmark = pytest.mark.slow
+# The soaks' own limit (pytest-timeout's 300 s is sized for a quiet machine): a fleet
+# at load 30 crawls several times slower, and each fleet run is bounded by
+# Fleet.results (STALL without a request at the server, and PROGRESS_STRETCH times it).
+SOAK_LIMIT = 900
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2
@@ -143,6 +147,7 @@ async def wait_until(predicate: Any, timeout: float, what: str) -> None:
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_four_workers_share_one_budget(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -184,6 +189,7 @@ async def test_four_workers_share_one_budget(
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_three_workers_thirty_origins_on_a_cluster(
     redis_cluster: str, prefix: str, tmp_path: Path
 ) -> None:
@@ -353,6 +359,7 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_lock_holder_killed_mid_fetch(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -396,6 +403,7 @@ async def test_lock_holder_killed_mid_fetch(
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_lock_holder_stopped_mid_fetch_and_resumed(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -472,6 +480,7 @@ def assert_outage_survived(srv: BenchServer, quitting: dict[str, Any],
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_redis_stopped_and_restarted_mid_crawl(
     persistent_redis: RedisServer, tmp_path: Path
 ) -> None:
@@ -516,6 +525,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
 
 
 @pytest.mark.soak  # CI runs it every time; the README's run leaves it out
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> None:
     """One master of a 3-master cluster is killed (SIGKILL) mid-crawl, started again 2 s later.
 
