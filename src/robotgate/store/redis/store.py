@@ -523,7 +523,7 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
         async def peek() -> tuple[RobotsEntry | None, object]:
             # The entry and the lock's remaining life (flagged as waited for), in one
             # round trip.
-            reply = await self.run_script(scripts.PEEK, keys, [], urgent=True)
+            reply = await self.run_script(scripts.PEEK, keys, [])
             try:
                 raw, lock_ms = reply
             except (TypeError, ValueError):
