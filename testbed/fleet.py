@@ -26,7 +26,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,9 @@ FLEET_PY = Path(__file__).resolve()
 USER_AGENT = "RobotGateFleet/1.0 (+https://example.invalid/fleet)"
 #: Bound on a worker's startup (imports, connecting to Redis), on a busy machine too.
 READY_TIMEOUT = 120.0
+#: How many times its no-progress timeout a fleet's run may last in all (see
+#: :meth:`Fleet.results`).
+PROGRESS_STRETCH = 8
 
 
 # -- the worker -----------------------------------------------------------------
@@ -250,14 +253,36 @@ class Fleet:
         """Start every worker's crawl (their summaries are collected meanwhile)."""
         self._runs = [asyncio.ensure_future(proc.communicate(b"go\n")) for proc in self.procs]
 
-    async def results(self, timeout: float) -> list[dict[str, Any]]:
-        """Every worker's summary; raises if one failed or ``timeout`` passes."""
+    async def results(self, timeout: float,
+                      progress: Callable[[], int] | None = None) -> list[dict[str, Any]]:
+        """Every worker's summary; raises if one failed or ``timeout`` passes.
+
+        With ``progress`` (a count that grows as the crawl goes on: the requests the
+        server received), ``timeout`` is how long the fleet may go without any: a
+        machine a few times busier than a quiet one (6 CPU-bound processes beside
+        it) crawls as well, only slower.  Bounded all the same, at
+        ``PROGRESS_STRETCH`` times ``timeout``."""
         if not self._runs:
             self.go()
-        _, pending = await asyncio.wait(self._runs, timeout=timeout)
-        if pending:
-            raise TimeoutError(f"{len(pending)} of {len(self._runs)} workers still "
-                               f"running after {timeout:g} s")
+        started = time.monotonic()
+        limit = timeout if progress is None else timeout * PROGRESS_STRETCH
+        last_seen, last_change = (progress() if progress else 0), started
+        pending: set[asyncio.Future[tuple[bytes, bytes]]] = set(self._runs)
+        while pending:
+            now = time.monotonic()
+            if progress is not None:
+                seen = progress()
+                if seen != last_seen:
+                    last_seen, last_change = seen, now
+            idle = now - last_change
+            if idle >= timeout or now - started >= limit:
+                why = (f"{idle:.0f} s without progress ({last_seen} so far)"
+                       if progress is not None and idle >= timeout else
+                       f"{now - started:.0f} s")
+                raise TimeoutError(f"{len(pending)} of {len(self._runs)} workers still "
+                                   f"running after {why}")
+            wait = min(1.0, timeout - idle, limit - (now - started))
+            _, pending = await asyncio.wait(pending, timeout=wait)
         summaries = []
         for index, (proc, run) in enumerate(zip(self.procs, self._runs, strict=True)):
             out, _ = run.result()

@@ -49,6 +49,10 @@ from testbed.server import (
 )
 
 pytestmark = pytest.mark.slow
+# The soaks' own limit (pytest-timeout's 300 s is sized for a quiet machine): a fleet
+# at load 30 crawls several times slower, and each fleet run is bounded by
+# Fleet.results (STALL without a request at the server, and PROGRESS_STRETCH times it).
+SOAK_LIMIT = 900
 
 AGENT = "FleetTestBot/1.0 (+https://example.com/bot)"
 DELAY = 0.2
@@ -122,6 +126,16 @@ def checks(srv: BenchServer, delay: float = DELAY) -> FleetChecks:
     return FleetChecks.of(stats, dict.fromkeys(srv.hosts, delay))
 
 
+def requests_seen(srv: BenchServer) -> int:
+    """Every request the server received so far (a fleet's progress)."""
+    return sum(s.page_requests + s.robots_requests for s in srv.stats().values())
+
+
+# How long a fleet may go without the server seeing a request (its run may last
+# Fleet.results' PROGRESS_STRETCH times this): a machine at load 30 crawls slowly.
+STALL = 90.0
+
+
 async def wait_until(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -133,6 +147,7 @@ async def wait_until(predicate: Any, timeout: float, what: str) -> None:
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_four_workers_share_one_budget(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -145,7 +160,7 @@ async def test_four_workers_share_one_budget(
         async with Fleet(url, prefix, lists, tmp_path, tasks=2000, delay=DELAY,
                          cluster=cluster, options=WORKER_OPTIONS) as fleet:
             fleet.go()
-            summaries = await fleet.results(timeout=150)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -174,6 +189,7 @@ async def test_four_workers_share_one_budget(
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_three_workers_thirty_origins_on_a_cluster(
     redis_cluster: str, prefix: str, tmp_path: Path
 ) -> None:
@@ -189,7 +205,7 @@ async def test_three_workers_thirty_origins_on_a_cluster(
         async with Fleet(redis_cluster, prefix, lists, tmp_path, tasks=500, delay=DELAY,
                          cluster=True, options=WORKER_OPTIONS) as fleet:
             fleet.go()
-            summaries = await fleet.results(timeout=120)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -343,6 +359,7 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_lock_holder_killed_mid_fetch(
     redis_target: tuple[str, bool], prefix: str, tmp_path: Path
 ) -> None:
@@ -385,6 +402,55 @@ async def test_lock_holder_killed_mid_fetch(
     assert entry is not None and entry.status == 200
 
 
+@pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
+async def test_lock_holder_stopped_mid_fetch_and_resumed(
+    redis_target: tuple[str, bool], prefix: str, tmp_path: Path
+) -> None:
+    """The worker fetching robots.txt is stopped (SIGSTOP) past its lock's life: another
+    takes the expired lock and fetches robots.txt once.  Resumed, the first worker finds
+    its lock gone and the other's entry stored: it sends no robots.txt request again and
+    stores nothing over that entry, and uses it."""
+    redis_url, cluster = redis_target
+    async with BenchServer([HostPlan("slow", slow_seconds=5.0)]) as srv:
+        page = srv.url(0, "/page/1")
+        origin = srv.base_url(0)
+        async with Fleet(redis_url, prefix, [[page]], tmp_path, tasks=1,
+                         cluster=cluster) as fleet:
+            fleet.go()
+            # Stopped while its robots.txt request is out (answered while it is stopped).
+            await wait_until(lambda: srv.host_stats(0).robots_requests == 1, 20,
+                             "the holder's robots.txt request")
+            fleet.procs[0].send_signal(signal.SIGSTOP)
+            try:
+                srv.set_plan(0, HostPlan("slow", slow_seconds=0.1))
+                store = RedisStore(redis_url, prefix=prefix, cluster=cluster)
+                async with RobotGate(AGENT, delay=0, store=store,
+                                     policy=FetchPolicy(timeout=5.0)) as gate:
+                    async with gate.fetch(page) as resp:  # once the stopped one's lock expired
+                        status = resp.status
+                    taken_over = gate.stats["robots_requests"]
+                async with RedisStore(redis_url, prefix=prefix, cluster=cluster) as check:
+                    theirs = await check.load_robots(origin)
+            finally:
+                fleet.procs[0].send_signal(signal.SIGCONT)
+            [summary] = await fleet.results(STALL)
+            outcomes = fleet.outcomes()
+        robots = srv.host_stats(0)
+        async with RedisStore(redis_url, prefix=prefix, cluster=cluster) as check:
+            stored = await check.load_robots(origin)
+
+    assert status == 200 and taken_over == 1
+    assert theirs is not None and theirs.status == 200
+    # Two robots.txt requests in all: the stopped holder's, and the one that took over.
+    assert robots.robots_requests == 2, robots.robots_times
+    assert summary["robots_requests"] == 1
+    # The resumed worker stored nothing over the entry of the worker that took over,
+    # and crawled by it.
+    assert stored is not None and stored.fetched_at == theirs.fetched_at
+    assert outcomes == {page: "fetched"}, fleet.log_path(0).read_text()
+
+
 # -- Redis goes away mid-crawl --------------------------------------------------
 
 
@@ -414,6 +480,7 @@ def assert_outage_survived(srv: BenchServer, quitting: dict[str, Any],
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_redis_stopped_and_restarted_mid_crawl(
     persistent_redis: RedisServer, tmp_path: Path
 ) -> None:
@@ -441,7 +508,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
             await asyncio.sleep(2.0)
             await asyncio.to_thread(redis.resume)
             resumed = time.monotonic()
-            summaries = await fleet.results(timeout=120)
+            summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
             outcomes = fleet.outcomes()
         found = checks(srv)
         stats = srv.stats()
@@ -458,6 +525,7 @@ async def test_redis_stopped_and_restarted_mid_crawl(
 
 
 @pytest.mark.soak  # CI runs it every time; the README's run leaves it out
+@pytest.mark.timeout(SOAK_LIMIT)
 async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> None:
     """One master of a 3-master cluster is killed (SIGKILL) mid-crawl, started again 2 s later.
 
@@ -499,7 +567,7 @@ async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> 
                 resumed = time.monotonic()
                 await asyncio.to_thread(cluster.wait_ok, PATIENCE / 2)
                 outage = time.monotonic() - killed
-                summaries = await fleet.results(timeout=120)
+                summaries = await fleet.results(STALL, progress=lambda: requests_seen(srv))
                 outcomes = fleet.outcomes()
             found = checks(srv)
             stats = srv.stats()

@@ -133,15 +133,17 @@ class _Flight:
 
 
 class _Held:
-    """A fleet fetch lock this worker holds: its token, and when (on the cache's
+    """A fleet fetch lock this worker holds: its token, when (on the cache's
     monotonic clock) a request that took or renewed it was sent: the lock is ours
-    for a whole lease from then."""
+    for a whole lease from then, and when (wall clock, as entries' ``fetched_at``)
+    this worker began to take it."""
 
-    __slots__ = ("confirmed", "token")
+    __slots__ = ("confirmed", "since", "token")
 
-    def __init__(self, token: str, confirmed: float) -> None:
+    def __init__(self, token: str, confirmed: float, since: float) -> None:
         self.token = token
         self.confirmed = confirmed
+        self.since = since
 
 
 class _LockLost(Exception):
@@ -374,7 +376,7 @@ class RobotsCache:
         if not isinstance(host, HostState):
             host = await host
         token: str | None = None
-        locked_at = self._clock()
+        locked_at, locked_since = self._clock(), time.time()
         if mem is not None:
             stored = _intact(mem.get_robots(origin))
         elif fleet is not None:
@@ -399,13 +401,13 @@ class RobotsCache:
             rounds += 1
             if fleet is not None and token is None:
                 # Other workers may fetch it: one does, the others use its entry.
-                locked_at = self._clock()
+                locked_at, locked_since = self._clock(), time.time()
                 token, got = await self._lock(fleet, origin, stored, recheck)
                 if got is not None:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               got.outcome)
                     return await self._installed(origin, got, host)
-            held = _Held(token, locked_at) if token is not None else None
+            held = _Held(token, locked_at, locked_since) if token is not None else None
             try:
                 return await self._fetch_held(origin, site, stored, previous, host, flight,
                                               held, rounds >= _LOCK_ROUNDS)
@@ -468,6 +470,15 @@ class RobotsCache:
                 kept = site.rules
             elif mem is not None:
                 mem.put_robots(entry)
+            elif held is not None and fleet is not None and (
+                    theirs := await self._taken_over(fleet, origin, held)) is not None:
+                # This worker was held up past its lock's life (stopped, starved) and
+                # another took the lock and fetched meanwhile: its entry stands, ours is
+                # not stored over it, and the crawl goes by it.  (The lock is let go
+                # below, if LOCK_LOAD took it again for us.)
+                log.debug("%s: robots.txt fetched, but the fetch lock had expired and"
+                          " another worker fetched it meanwhile: its entry is kept", origin)
+                entry = theirs
             elif held is not None and fleet is not None:
                 # The lock ends with the save, in one request.  It is renewed until the
                 # save is answered: a save queued behind a busy worker's other calls must
@@ -523,6 +534,26 @@ class RobotsCache:
             # late (a starved process), the loop looks again.
             held.confirmed = asked
         return again
+
+    async def _taken_over(self, fleet: Fleet, origin: str, held: _Held) -> RobotsEntry | None:
+        """The entry another worker fetched and stored after this one's lock ``held``
+        may have expired (a whole lease since it was last confirmed): None while the
+        lock is surely ours, or when none was stored since this worker took it.  The
+        look (LOCK_LOAD with our token) takes the lock again if it is free."""
+        lease = self._lease()
+        if self._clock() - held.confirmed < lease:
+            return None
+        try:
+            _, found = await fleet.confirm_fetch(origin, held.token, lease)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.store_trouble("renew the robots.txt fetch lock", exc)
+            return None
+        found = _intact(found)
+        if found is not None and found.fetched_at >= held.since and found.is_fresh(time.time()):
+            return found
+        return None
 
     async def _fetch_again(self, origin: str, previous: RobotsEntry | None,
                            hooks: PacingHooks | None, flight: _Flight,

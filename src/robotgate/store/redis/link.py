@@ -393,12 +393,14 @@ class Link:
                 raise reply
         return replies
 
-    async def batch(self, calls: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+    async def batch(self, calls: list[tuple[Script, list[str], list[Any]]], *,
+                    urgent: bool = False) -> list[Any]:
         """Calls of several scripts in one pipeline (one request per node, on a cluster).
 
         Idempotent calls only: after an unavailable error the whole pipeline is
         sent again.  Returns each call's reply in order, or, where that call alone
         failed (foreign data under its keys), the :class:`StoreError` saying so.
+        ``urgent`` as :meth:`call`.
         """
         every_key = [key for _, keys, _ in calls for key in keys]
 
@@ -418,7 +420,7 @@ class Link:
                     raise reply
             return replies
 
-        return await self.call(attempt, every_key)
+        return await self.call(attempt, every_key, urgent=urgent)
 
     async def _pipeline(
         self,
