@@ -919,6 +919,17 @@ async def browser_context(hosts: Hosts, form: str, browser: Any) -> Any:
     return context
 
 
+def credentials_heard(hosts: Hosts, run: str) -> dict[Case, tuple[str | None, str | None]]:
+    """Each credential case of ``run``: the Authorization its first hop and its target last
+    heard (None for the target: the first hop was not followed, e.g. its 401 unanswered)."""
+    heard = {}
+    for case in CREDENTIAL_CASES:
+        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
+        assert first is not None, f"{run}: {case.name} went nowhere"
+        heard[case] = (first.authorization, last and last.authorization)
+    return heard
+
+
 async def browser_navigations(hosts: Hosts, form: str, context: Any, run: str
                               ) -> dict[Case, tuple[str | None, str | None]]:
     """Each case navigated by a page of ``context``: the Authorization the first hop
@@ -932,13 +943,7 @@ async def browser_navigations(hosts: Hosts, form: str, context: Any, run: str
             await asyncio.wait_for(page.goto(url.replace("http://", "http://user:pass@")
                                              if form == "userinfo" else url), 10)  # a hang guard
     await page.close()
-    heard = {}
-    for case in CREDENTIAL_CASES:
-        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
-        assert first is not None, f"{run}: {case.name} went nowhere"
-        # None: the first hop was not followed (its 401 unanswered).
-        heard[case] = (first.authorization, last and last.authorization)
-    return heard
+    return credentials_heard(hosts, run)
 
 
 @pytest.mark.parametrize("form", BROWSER_CREDENTIAL_FORMS)
@@ -1025,12 +1030,7 @@ async def playwright_crawler_credentials(hosts: Hosts, form: str, run: str, gate
     await asyncio.wait_for(crawler.run([
         Request.from_url(with_userinfo(hosts.start(case, run), form))
         for case in CREDENTIAL_CASES]), 60)  # a hang guard
-    heard = {}
-    for case in CREDENTIAL_CASES:
-        first, last = hosts.sent.get(f"{run}/{case.name}"), hosts.heard.get(f"{run}/{case.name}")
-        assert first is not None, f"{run}: {case.name} went nowhere"
-        heard[case] = (first.authorization, last and last.authorization)
-    return heard
+    return credentials_heard(hosts, run)
 
 
 @pytest.mark.parametrize("form", CRAWLER_CREDENTIAL_FORMS)
