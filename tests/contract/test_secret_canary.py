@@ -549,12 +549,11 @@ async def test_no_secret_in_the_client_errors_robotgate_raises(
     async with gate_for(sweep) as gate:
         if path == "fetch":
             for url, proxy in error_asks(world):
-                with contextlib.suppress(Exception):
-                    try:
-                        async with gate.fetch(url, proxy=proxy, max_redirects=3) as resp:
-                            await resp.read()
-                    except Exception as exc:
-                        raised.append(exc)
+                try:
+                    async with gate.fetch(url, proxy=proxy, max_redirects=3) as resp:
+                        await resp.read()
+                except Exception as exc:
+                    raised.append(exc)
         elif path == "middleware":
             async with aiohttp.ClientSession(middlewares=(gate.middleware,)) as session:
                 for url, proxy in error_asks(world):

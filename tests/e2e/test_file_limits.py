@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -468,16 +469,24 @@ async def _hold_the_socket(gate: RobotGate, url: str) -> None:
         await resp.read()
 
 
-@pytest.mark.slow
-async def test_robots_txts_wait_for_a_free_socket_is_not_counted_against_its_timeout() -> None:
-    # One socket, held 1.5 s by a slow page; robots.txt's timeout 0.5 s.  It waits for
-    # the socket, then is fetched (it used to time out waiting: the site disallowed).
+@contextlib.asynccontextmanager
+async def _one_socket_held() -> AsyncIterator[tuple[BenchServer, RobotGate, asyncio.Future[None]]]:
+    """A gate of one socket, held 1.5 s by a slow page of host 0 once this yields; robots.txt's
+    timeout 0.5 s.  Yields the server, the gate and the request holding the socket."""
     async with (BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as server,
                 RobotGate("LimitBot/1.0", delay=0, policy=FetchPolicy(timeout=0.5),
                           network=Network(max_connections=1)) as gate):
         holding = asyncio.ensure_future(_hold_the_socket(gate, server.url(0, "/page/0")))
         while server.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
             await asyncio.sleep(0.01)
+        yield server, gate, holding
+
+
+@pytest.mark.slow
+async def test_robots_txts_wait_for_a_free_socket_is_not_counted_against_its_timeout() -> None:
+    # One socket, held 1.5 s by a slow page; robots.txt's timeout 0.5 s.  It waits for
+    # the socket, then is fetched (it used to time out waiting: the site disallowed).
+    async with _one_socket_held() as (server, gate, holding):
         assert await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
         assert holding.done()  # it did wait for the socket
         await holding
@@ -491,12 +500,7 @@ async def test_robots_txts_wait_for_a_free_socket_has_a_bound_of_its_own(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Past it, the crawler's shortage: LocalFailure, nothing kept for the site.
     monkeypatch.setattr(aiohttp_robots, "SOCKET_WAIT", 0.3)
-    async with (BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as server,
-                RobotGate("LimitBot/1.0", delay=0, policy=FetchPolicy(timeout=0.5),
-                          network=Network(max_connections=1)) as gate):
-        holding = asyncio.ensure_future(_hold_the_socket(gate, server.url(0, "/page/0")))
-        while server.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
-            await asyncio.sleep(0.01)
+    async with _one_socket_held() as (server, gate, holding):
         with pytest.raises(LocalFailure) as raised:
             await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
         assert "free sockets" in str(raised.value) and "max_connections" in str(raised.value)
