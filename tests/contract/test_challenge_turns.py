@@ -10,11 +10,16 @@ answer (the request with ``Authorization``) comes at least the site's delay afte
 challenged request, as any two requests to it do.  (Before, both paths sent the answer
 at once, inside the challenged request's turn.)
 
-The other paths answer no challenge themselves: ``gate.fetch`` and crawl4ai's HTTP
-crawler (aiohttp sends ``auth=`` unasked, ``gate.fetch`` keeps the session's
-middlewares out), the httpx transport (httpx's auth flows send each request through
-the transport: a turn each), Scrapy (its ``HttpAuthMiddleware`` sends the header
-unasked); crawl4ai's browser is the route's.
+The clients' own answers to a Digest challenge, sent through the gate, are requests of
+their own already (rows here too, so that they stay so): aiohttp's
+``DigestAuthMiddleware`` placed before ``gate.middleware`` (each of its requests goes
+through the gate's middleware; placed after it, its answer would go inside the
+challenged request's turn: docs/gate.md puts the gate after every middleware that
+makes requests of its own), and httpx's ``DigestAuth`` over the httpx transport (httpx's
+auth flow sends each request through the transport).  The other paths answer no
+challenge: ``gate.fetch`` and crawl4ai's HTTP crawler (aiohttp sends ``auth=``
+unasked; ``gate.fetch`` keeps the session's middlewares out), Scrapy (its
+``HttpAuthMiddleware`` sends the header unasked); crawl4ai's browser is the route's.
 """
 
 from __future__ import annotations
@@ -40,11 +45,14 @@ CRAWL_DELAY = 1
 #: How much earlier than the delay the server's clock may see the answer: the turn's
 #: clock starts as the challenged request leaves, a moment before it arrives.
 SLACK = 0.05
+#: The challenge of a ``/digest/...`` page.
+DIGEST = 'Digest realm="r", nonce="5ccc069c403ebaf9f0171e9517f40e41", qop="auth", algorithm=MD5'
 
 
 @dataclass
 class Site:
-    """A loopback site whose ``/secret/...`` pages answer 401 Basic without credentials;
+    """A loopback site whose ``/secret/...`` pages answer 401 Basic without credentials
+    (``/digest/...``: 401 Digest without a Digest answer);
     ``arrivals``: each page request's path, when it arrived (the server's monotonic
     clock) and its Authorization."""
 
@@ -69,9 +77,12 @@ async def site() -> AsyncIterator[Site]:
             return web.Response(text=f"User-agent: *\nCrawl-delay: {CRAWL_DELAY}\n")
         authorization = request.headers.get("Authorization")
         found.arrivals.append((request.path, arrived, authorization))
-        if not request.path.startswith("/secret/"):
+        if request.path.startswith("/digest/"):
+            if authorization is None or not authorization.startswith("Digest "):
+                return web.Response(status=401, headers={"WWW-Authenticate": DIGEST})
+        elif not request.path.startswith("/secret/"):
             raise web.HTTPNotFound()  # a browser's own (/favicon.ico)
-        if authorization is None:
+        elif authorization is None:
             return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="r"'})
         return web.Response(text="<html><body>in</body></html>", content_type="text/html")
 
@@ -179,4 +190,33 @@ async def test_crawlees_playwright_crawlers_answer_to_a_challenge_takes_its_own_
         await asyncio.wait_for(crawler.run([Request.from_url(site.url(path))]),
                                60)  # a hang guard
     assert statuses == [200]
+    assert_answered_in_a_turn_of_its_own(site, path)
+
+
+# -- the clients' own Digest answers, through the gate ------------------------------------
+
+
+async def test_aiohttps_digest_answer_before_the_gates_middleware_takes_its_own_turn(
+        site: Site) -> None:
+    import aiohttp
+    from aiohttp import DigestAuthMiddleware
+
+    path = "/digest/aiohttp"
+    async with open_gate() as gate, aiohttp.ClientSession(
+            middlewares=[DigestAuthMiddleware("user", "pass"), gate.middleware]) as session:
+        resp = await session.get(site.url(path))
+        resp.release()
+        assert resp.status == 200
+    assert_answered_in_a_turn_of_its_own(site, path)
+
+
+async def test_httpxs_digest_answer_over_the_transport_takes_its_own_turn(site: Site) -> None:
+    httpx = pytest.importorskip("httpx")
+    from robotgate.integrations.httpx import RobotGateTransport
+
+    path = "/digest/httpx"
+    async with open_gate() as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate), auth=httpx.DigestAuth("user", "pass")) as client:
+        resp = await client.get(site.url(path))
+        assert resp.status_code == 200
     assert_answered_in_a_turn_of_its_own(site, path)
