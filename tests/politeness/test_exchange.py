@@ -39,9 +39,12 @@ class FakeSender:
     """Answers from a table by URL (a redirect: ``(status, location)``); records each
     turn it sent in, and the responses it was done with."""
 
-    def __init__(self, table: dict[str, tuple[int, str | None]], resends: int = 0) -> None:
+    def __init__(self, table: dict[str, tuple[int, str | None]], resends: int = 0,
+                 again: int | None = None) -> None:
         self.table = table
         self.resends = resends
+        self.again = again  # a status the client answers with the same request (a 401's)
+        self.dropped: list[Reply] = []
         self.turns: list[RequestTurn] = []
         self.followed: list[tuple[str, str]] = []
         self.hops: list[NextHop] = []
@@ -59,7 +62,7 @@ class FakeSender:
         return Reply(turn.url, status, location)
 
     def answer(self, response: Reply) -> Answer:
-        return Answer(response.status, None, response.location)
+        return Answer(response.status, None, response.location, response.status == self.again)
 
     async def redirected(self, response: Reply, hop: NextHop) -> None:
         response.closed = True
@@ -69,6 +72,7 @@ class FakeSender:
 
     def drop(self, response: Reply) -> None:
         response.closed = True
+        self.dropped.append(response)
 
 
 class Names:
@@ -162,6 +166,26 @@ async def test_a_resend_is_a_new_turn_and_only_one() -> None:
             await g.exchange(twice, "http://a.example/y", INPUT)
     assert len(once.turns) == 2 and once.turns[0] is not once.turns[1]
     assert len(twice.turns) == 2
+
+
+async def test_a_challenges_answer_is_a_new_turn_once_a_hop() -> None:
+    """A client that answers every 401 with the same request (it would answer forever)
+    sends each hop's answer in a turn of its own, the challenged turn released and its
+    response closed first, once a hop; the last answer is the caller's."""
+    sender = FakeSender({"http://a.example/r": (302, "/x"), "http://a.example/x": (401, None)},
+                        again=401)
+    async with gate() as g:
+        done = await g.exchange(sender, "http://a.example/r", INPUT,
+                                resolve=Names({"a.example": [PUBLIC_ADDRESS]}))
+        done.turn.release()
+    assert [turn.url for turn in sender.turns] == [
+        "http://a.example/r", "http://a.example/x", "http://a.example/x"]
+    assert len({id(turn) for turn in sender.turns}) == 3
+    assert [turn.provenance for turn in sender.turns[1:]] == [pointer_of("http://a.example/r")] * 2
+    assert all(turn.group is None for turn in sender.turns)  # every turn released
+    [challenged] = sender.dropped
+    assert challenged.closed and challenged is not done.response
+    assert done.response.status == 401 and done.url == "http://a.example/x"
 
 
 async def test_the_route_reaches_the_robots_txt_request() -> None:

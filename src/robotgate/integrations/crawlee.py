@@ -646,7 +646,8 @@ class _Sender:
     within ``limit`` bytes (:meth:`read`), never whole by ``inner``.  ``challenged`` (a
     PlaywrightCrawler's navigation): the Authorization a hop's ``401`` Basic challenge is
     answered with (None: not answered), the hop sent again with it, as Chromium answers
-    one; crawlee's own client answers none."""
+    one, in a turn of its own (the exchange's, see :attr:`Answer.again`); crawlee's own
+    client answers none."""
 
     def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
                  payload: HttpPayload | None, session: Session | None,
@@ -665,6 +666,9 @@ class _Sender:
         self.challenged = challenged
         self._url = ""  # the URL of the request last sent
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
+        # The Authorization the last answer (a 401 Basic challenge) is answered with, by
+        # the next send (in a turn of its own); None: not answered.
+        self._answering: str | None = None
 
     def prepare(self, url: str) -> str:
         return url
@@ -675,13 +679,11 @@ class _Sender:
         client = self.client
         self._url = url = turn.url
         to, headers, session = client._where(turn, url, self.headers, self.session)
+        answering, self._answering = self._answering, None
+        if answering is not None:
+            headers["authorization"] = answering
         response = await self._send_once(to, headers, session)
-        answer = self._challenge_answer(url, headers, response)
-        if answer is not None:
-            client._keep_cookies(url, response, self.session, session)
-            await self.close()
-            response = await self._send_once(to, {**headers, "authorization": answer},
-                                             session)
+        self._answering = self._challenge_answer(url, headers, response)
         client._keep_cookies(url, response, self.session, session)
         return response
 
@@ -712,10 +714,10 @@ class _Sender:
             return None
         return self.challenged(url)
 
-    @staticmethod
-    def answer(response: HttpResponse) -> Answer:
+    def answer(self, response: HttpResponse) -> Answer:
         headers = response.headers
-        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"))
+        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"),
+                      self._answering is not None)
 
     async def redirected(self, response: HttpResponse, hop: NextHop) -> None:
         await self.close()

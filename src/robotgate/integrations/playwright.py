@@ -652,6 +652,9 @@ class _Sender:
         #: The other origin a redirect took a script's request to (not sent there).
         self.crossed: str | None = None
         self.url = ""
+        # The Authorization the last answer (a 401 Basic challenge) is answered with, by
+        # the next send (in a turn of its own); None: not answered.
+        self._answering: str | None = None
 
     def prepare(self, url: str) -> str:
         return url  # the browser's URL, sent as it is
@@ -666,6 +669,9 @@ class _Sender:
                                   f"({redact(self.crossed)}) is not followed")
         self.url = turn.url
         headers = {**self.headers, **lower(turn.headers)}
+        answering, self._answering = self._answering, None
+        if answering is not None:
+            headers["authorization"] = answering
         if self.hops:
             # Chromium computed the first URL's Cookie header (it came with the request);
             # a hop's, which it never sees, is computed here by its rules.
@@ -676,16 +682,20 @@ class _Sender:
         sending = self.attachment._sending
         sent = sending[self.route] = asyncio.get_running_loop().create_future()
         try:
-            return await self.attachment._fetch(turn.url, self.method, headers, self.body,
-                                                turn.checked if turn.guard else (),
-                                                self.scope.first_url)
+            response = await self.attachment._fetch(turn.url, self.method, headers, self.body,
+                                                    turn.checked if turn.guard else (),
+                                                    self.scope.first_url)
         finally:
             del sending[self.route]
             sent.set_result(None)
+        self._answering = self.attachment.client.challenged(response, turn.url,
+                                                            self.scope.first_url)
+        return response
 
     def answer(self, response: aiohttp.ClientResponse) -> Answer:
         headers = response.headers
-        return Answer(response.status, headers.get("retry-after"), headers.get("location"))
+        return Answer(response.status, headers.get("retry-after"), headers.get("location"),
+                      self._answering is not None)
 
     async def redirected(self, response: aiohttp.ClientResponse, hop: NextHop) -> None:
         setting = response.headers.getall("set-cookie", [])

@@ -23,7 +23,14 @@ exchange keeps, for every adapter alike:
 - **no silent resend**: a client that would send a request again on its own (aiohttp
   after a kept-alive connection dropped under it) raises :class:`Resend` from
   :meth:`Sender.send` instead; the exchange sends it again in a new turn (held to its
-  server's interval), at most :data:`RESENDS` times, then raises the client's error.
+  server's interval), at most :data:`RESENDS` times, then raises the client's error;
+- **a challenge's answer is a request of its own**: a sender whose client answers a
+  response by sending the same request again (a ``401`` Basic challenge answered with
+  credentials, as Chromium answers it) says so in its :class:`Answer` (``again``) and
+  adds the answer (its Authorization) to the next :meth:`Sender.send`; the exchange
+  closes the response (:meth:`Sender.drop`) and sends the request again in a new turn
+  (judged again, held to its server's interval, a request to that server), at most
+  :data:`ANSWERS` times a hop.
 
 A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
 
@@ -35,12 +42,13 @@ A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
                                           # a connection whose peer is_private; raise
                                           # LateSlot when turn.slot is past at the last
                                           # look, Resend if the client would resend
-        def answer(self, response): ...  # Answer(status, retry_after, location)
+        def answer(self, response): ...  # Answer(status, retry_after, location, again)
         async def redirected(self, response, hop): ...
                                           # done with a redirect's response; the next
                                           # request is hop (a NextHop: its URL, method,
                                           # whether the body goes, the headers dropped)
-        def drop(self, response): ...     # close a response whose turn failed
+        def drop(self, response): ...     # close a response not handed on (its turn
+                                          # failed, or it is answered again)
 
     done = await exchange(gate.requests, MySender(...), url, provenance,
                           resolve=my_resolver, max_redirects=20)
@@ -90,7 +98,7 @@ from .request_turn import (
     redirect_target,
 )
 
-__all__ = ["RESENDS", "Answer", "Exchanged", "NextHop", "Reach", "Resend", "Sender",
+__all__ = ["ANSWERS", "RESENDS", "Answer", "Exchanged", "NextHop", "Reach", "Resend", "Sender",
            "answer_of", "exchange", "first_reach", "robots_reach"]
 
 #: What a client's send returns (its response).
@@ -99,6 +107,10 @@ R = TypeVar("R")
 #: How often one request is sent again after its client found the connection dropped
 #: under it (each time in a turn of its own).
 RESENDS = 1
+
+#: How often one hop is sent again because its client answers the response with the
+#: same request (a ``401`` challenge's credentials; Chromium answers once).
+ANSWERS = 1
 
 
 class Resend(Error):
@@ -139,7 +151,9 @@ class Sender(TurnSender[R], Protocol[R]):
 
     def answer(self, response: R) -> Answer:
         """What ``response`` says (its headers are in); ``location`` is read for a
-        redirect's status only (:data:`~robotgate.policy.fetch_flow.REDIRECTS`)."""
+        redirect's status only (:data:`~robotgate.policy.fetch_flow.REDIRECTS`);
+        ``again`` True: the client answers ``response`` with the same request, which
+        the next :meth:`send` sends with that answer."""
         ...
 
     def redirected(self, response: R, hop: NextHop) -> Awaitable[None]:
@@ -151,7 +165,8 @@ class Sender(TurnSender[R], Protocol[R]):
         ...
 
     def drop(self, response: R) -> Awaitable[None] | None:
-        """``response``'s turn failed after it came: close it."""
+        """``response`` is not handed on (its turn failed after it came, or it is
+        answered by sending the request again): close it."""
         ...
 
 
@@ -186,7 +201,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
     """
     what = A_POINTER
     hops: tuple[R, ...] = ()
-    resends = 0
+    resends = answers = 0
     unsent: BaseException | None
     while True:
         url = sender.prepare(url)
@@ -204,6 +219,17 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
             unsent = None
         if unsent is not None:
             raise unsent  # the client's own error, raised here: not chained to the Resend
+        if answer.again and answers < ANSWERS:
+            # The client answers the response with the same request (a challenge's
+            # credentials): a request of its own, in a new turn, never inside this one.
+            answers += 1
+            try:
+                dropped = sender.drop(response)
+                if dropped is not None:
+                    await dropped
+            finally:
+                turn.release()
+            continue
         # Kept: released below once followed, or by the caller once read.
         status = answer.status
         target = redirect_target(url, status, answer.location) \
@@ -220,7 +246,7 @@ async def exchange(requests: Requests, sender: Sender[R], url: str, provenance: 
         finally:
             turn.release()
         hops += (response,)
-        url, provenance, what, resends = target, pointer_of(url), A_REDIRECT, 0
+        url, provenance, what, resends, answers = target, pointer_of(url), A_REDIRECT, 0, 0
 
 
 @dataclass(frozen=True, slots=True)

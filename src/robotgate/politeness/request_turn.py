@@ -379,12 +379,15 @@ class RequestTurn:
 
 class Answer(NamedTuple):
     """What an answer says to its turn (and to the exchange): its status, its
-    ``Retry-After`` (None: none) and where a redirect leads (``Location``, or whatever
-    header the client follows; None: none)."""
+    ``Retry-After`` (None: none), where a redirect leads (``Location``, or whatever
+    header the client follows; None: none) and whether the client answers it by
+    sending the same request again (``again``: a ``401`` challenge answered with
+    credentials), which the exchange does once, in a turn of its own."""
 
     status: int
     retry_after: str | None
     location: str | None
+    again: bool = False
 
 
 @lru_cache(maxsize=1024)

@@ -8,7 +8,8 @@ ended every page of the crawl.  This client keeps what that one did on the route
 ``attach``'s proxy (and its ``bypass``), the context's ``ignore_https_errors``, an
 ``https`` pointer sent to the address its check found with the TLS server name the
 host's, the context's HTTP credentials (or the first URL's user information, within its
-origin) on a ``401`` Basic challenge, decoded bodies,
+origin) to answer a ``401`` Basic challenge with (:meth:`RouteClient.challenge_answer`:
+the exchange sends the answer in a turn of its own), decoded bodies,
 no cookie of its own (the context's jar is the one jar), no redirect followed (the
 exchange follows them, hop by hop)."""
 
@@ -99,20 +100,18 @@ class RouteClient:
         credentials = _userinfo_for(url, first_url) or self._credentials_for(url)
         if credentials is not None and credentials.get("send") == "always":
             headers.setdefault("authorization", _basic(credentials))
-        resp = await self._request(method, sent, headers, body, extra)
-        if (resp.status == 401 and credentials is not None and "authorization" not in headers
-                and resp.headers.get("www-authenticate", "").strip().startswith("Basic")):
-            # Asked for credentials the context has for this origin: sent again with them,
-            # as the browser (and Playwright's client) answers a Basic challenge.
-            resp.close()
-            headers["authorization"] = _basic(credentials)
-            resp = await self._request(method, sent, headers, body, extra)
-        return resp
+        return await self._session.request(method, sent, headers=headers, data=body,
+                                           allow_redirects=False, ssl=self._ssl, **extra)
 
-    async def _request(self, method: str, url: str, headers: dict[str, str],
-                       body: bytes | None, extra: dict[str, Any]) -> aiohttp.ClientResponse:
-        return await self._session.request(method, url, headers=headers, data=body,
-                                     allow_redirects=False, ssl=self._ssl, **extra)
+    def challenged(self, resp: aiohttp.ClientResponse, url: str, first_url: str) -> str | None:
+        """The Authorization ``resp``, the answer to a request to ``url``, is answered
+        with, as the browser (and Playwright's client) answers a Basic challenge: a
+        ``401`` Basic challenge to a request sent without one, answered with
+        :meth:`challenge_answer` (None: not a challenge, or not answered)."""
+        if resp.status != 401 or "authorization" in resp.request_info.headers \
+                or not resp.headers.get("www-authenticate", "").strip().startswith("Basic"):
+            return None
+        return self.challenge_answer(url, first_url)
 
     def challenge_answer(self, url: str, first_url: str) -> str | None:
         """The Authorization a ``401`` Basic challenge of ``url`` is answered with, in a
