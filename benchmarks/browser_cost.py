@@ -28,8 +28,10 @@ CPU per page: the CPU time (user + system) the crawl took, of the child's Python
 and of every process under it (Playwright's driver, Chromium's processes), read from
 ``/proc`` before the first page and after the last (so the browser's start is not
 counted), each process's own time and its reaped children's (a closed tab's renderer
-counts in its zygote's), divided by the pages; also by process.  The site runs in this
-process and is not counted.  Linux only.
+counts in its zygote's), divided by the pages; also by process, and the wall-clock time a
+page beside it (the browser's and its compositor's CPU grow with it: a page that loads
+longer draws more frames).  The site runs in this process and is not counted.  The load
+average is told at the start, at each round's end and at the end.  Linux only.
 
 With ``--counts``, each contender crawls once more, untimed, counting what the load does
 not change, a page: the messages between Python and Playwright's driver (sent, heard:
@@ -75,7 +77,7 @@ PAGE = ("<html><head><title>page {n}</title><link rel=stylesheet href=/style.css
         + "<p>Plain words about nothing in particular, for the benchmark.</p>" * 8
         + '<img src="/img/a.png"><img src="/img/b.png"><a href="/page/{m}">next</a>'
         "</body></html>")
-# Where a child's crawl tells its wall-clock time among its processes' CPU times.
+# Where a child's crawl notes its wall-clock time among its processes' CPU times.
 WALL = "wall clock"
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
@@ -411,13 +413,13 @@ async def _told(kind: str, src: str, site: str, args: argparse.Namespace,
 
 
 async def _one(kind: str, src: str, site: str,
-               args: argparse.Namespace) -> tuple[float, dict[str, float]]:
+               args: argparse.Namespace) -> tuple[float, dict[str, float], float]:
+    """One child's crawl: its CPU a page, by process, and its wall-clock time a page
+    (the browser's and its compositor's CPU grow with it)."""
     told = await _told(kind, src, site, args)
-    # The wall-clock time a page beside its processes' (not summed into the CPU): the
-    # browser's and its compositor's CPU grow with it.
     return (float(told["cpu_s"]) / args.pages,
-            {label: seconds / args.pages
-             for label, seconds in {**told["by_process"], WALL: told["wall_s"]}.items()})
+            {label: seconds / args.pages for label, seconds in told["by_process"].items()},
+            float(told["wall_s"]) / args.pages)
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -429,12 +431,14 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     runner, site = await _serve(served)
     per_page: dict[str, list[float]] = {kind: [] for kind, _ in runs}
     by_process: dict[str, dict[str, list[float]]] = {kind: {} for kind, _ in runs}
+    walls: dict[str, list[float]] = {kind: [] for kind, _ in runs}
     loads: list[float] = []  # the load average (1 min) as each round ended
     try:
         for round_ in range(args.rounds):
             for kind, src in runs:
-                cost, parts = await _one(kind, src, site, args)
+                cost, parts, wall = await _one(kind, src, site, args)
                 per_page[kind].append(cost)
+                walls[kind].append(wall)
                 for label, seconds in parts.items():
                     by_process[kind].setdefault(label, []).append(seconds)
                 if not args.no_progress:
@@ -463,6 +467,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 kind: {label: round(statistics.median(costs) * 1000, 2)
                        for label, costs in sorted(parts.items())}
                 for kind, parts in by_process.items()},
+            "median_wall_ms": {kind: round(statistics.median(costs) * 1000, 1)
+                               for kind, costs in walls.items() if costs},
             "ratio_to_plain": {k: round(v, 3) for k, v in ratios.items()},
             "ratio_to_same_mode": {k: round(v, 3) for k, v in same_mode.items()},
             "counts_a_page": counts,
@@ -504,7 +510,8 @@ def main() -> None:
     for kind, parts in report["median_cpu_ms_by_process"].items():
         if parts:
             print(f"  {kind:22} " + ", ".join(f"{label} {ms:.1f}" for label, ms in parts.items()
-                                              if ms >= 0.5))
+                                              if ms >= 0.5)
+                  + f"; wall clock {report['median_wall_ms'][kind]:.1f}")
     if report["counts_a_page"]:
         print("a page, counted (messages with Playwright's driver; Python calls):")
         for kind, told in report["counts_a_page"].items():
