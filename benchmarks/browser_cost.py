@@ -3,7 +3,7 @@
     python benchmarks/browser_cost.py [--pages 50] [--rounds 3] [--chromium /usr/bin/chromium]
                                       [--only playwright,attach,crawl4ai,crawl4ai-gate,
                                               crawl4ai-persistent]
-                                      [--before-src OLD/src]
+                                      [--before-src OLD/src] [--counts]
                                       [--json benchmarks/results/browser_cost.json]
 
 Each contender crawls the same loopback site (``--pages`` pages, each with two images, a
@@ -28,14 +28,22 @@ CPU per page: the CPU time (user + system) the crawl took, of the child's Python
 and of every process under it (Playwright's driver, Chromium's processes), read from
 ``/proc`` before the first page and after the last (so the browser's start is not
 counted), each process's own time and its reaped children's (a closed tab's renderer
-counts in its zygote's), divided by the pages; also by process.  The site runs in this
-process and is not counted.  Linux only.
+counts in its zygote's), divided by the pages; also by process, and the wall-clock time a
+page beside it (the browser's and its compositor's CPU grow with it: a page that loads
+longer draws more frames).  The site runs in this process and is not counted.  The load
+average is told at the start, at each round's end and at the end.  Linux only.
+
+With ``--counts``, each contender crawls once more, untimed, counting what the load does
+not change, a page: the messages between Python and Playwright's driver (sent, heard:
+events, objects created, replies) by method, and their bytes; and the Python functions
+called in the child's Python process, by package (``sys.setprofile``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import statistics
@@ -69,6 +77,8 @@ PAGE = ("<html><head><title>page {n}</title><link rel=stylesheet href=/style.css
         + "<p>Plain words about nothing in particular, for the benchmark.</p>" * 8
         + '<img src="/img/a.png"><img src="/img/b.png"><a href="/page/{m}">next</a>'
         "</body></html>")
+# Where a child's crawl notes its wall-clock time among its processes' CPU times.
+WALL = "wall clock"
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
 
@@ -137,8 +147,101 @@ def _spent(before: dict[int, int], after: dict[int, int],
     return spent
 
 
+class _Counts:
+    """What the measured pages cost that the load does not change: the messages between
+    Python and Playwright's driver by method and their bytes (Playwright's transport
+    counted as it serialises and parses them), and the Python functions called, by
+    package.  Counting only while :attr:`on`."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.sent: collections.Counter[str] = collections.Counter()
+        self.heard: collections.Counter[str] = collections.Counter()
+        self.bytes: collections.Counter[str] = collections.Counter()
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._packages: dict[str, str] = {}
+
+    def install(self) -> None:
+        from playwright._impl.transport import Transport
+
+        serialize, deserialize = Transport.serialize_message, Transport.deserialize_message
+        counts = self
+
+        def counted_serialize(transport: Any, message: dict[str, Any]) -> bytes:
+            data: bytes = serialize(transport, message)
+            if counts.on:
+                counts.sent[f"{_kind_of(message.get('guid'))}.{message.get('method')}"] += 1
+                counts.bytes["sent"] += len(data)
+            return data
+
+        def counted_deserialize(transport: Any, data: str | bytes) -> Any:
+            message = deserialize(transport, data)
+            if counts.on:
+                if message.get("id"):
+                    what = "reply"
+                elif message.get("method") == "__create__":
+                    what = f"__create__ {message.get('params', {}).get('type')}"
+                else:
+                    what = f"{_kind_of(message.get('guid'))}.{message.get('method')}"
+                counts.heard[what] += 1
+                counts.bytes["heard"] += len(data)
+            return message
+
+        Transport.serialize_message = counted_serialize  # type: ignore[method-assign,assignment]
+        Transport.deserialize_message = counted_deserialize  # type: ignore[method-assign,assignment]
+
+    def start(self) -> None:
+        self.on = True
+        sys.setprofile(self._profile)
+
+    def stop(self) -> None:
+        sys.setprofile(None)
+        self.on = False
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            file = frame.f_code.co_filename
+            package = self._packages.get(file)
+            if package is None:
+                package = self._packages[file] = _package_of(file)
+            self.calls[package] += 1
+
+    def per_page(self, pages: int) -> dict[str, Any]:
+        def each(counter: collections.Counter[str]) -> dict[str, float]:
+            return {name: round(n / pages, 2) for name, n in sorted(counter.items())
+                    if n / pages >= 0.05}
+
+        return {"sent": round(sum(self.sent.values()) / pages, 2),
+                "heard": round(sum(self.heard.values()) / pages, 2),
+                "bytes_sent": round(self.bytes["sent"] / pages),
+                "bytes_heard": round(self.bytes["heard"] / pages),
+                "python_calls": round(sum(self.calls.values()) / pages),
+                "sent_by_method": each(self.sent), "heard_by_method": each(self.heard),
+                "python_calls_by_package": {name: round(n / pages) for name, n
+                                            in self.calls.most_common(12)}}
+
+
+def _kind_of(guid: object) -> str:
+    """The kind of object a Playwright guid names ("route@3f...": Route)."""
+    return str(guid).split("@", 1)[0] if guid else "?"
+
+
+def _package_of(file: str) -> str:
+    """Who a function is of: its package (a site-packages' or ``src``'s), else the
+    standard library's module (``asyncio``, ``json``...)."""
+    parts = Path(file).parts
+    for anchor in ("site-packages", "src"):
+        if anchor in parts[:-1]:
+            index = len(parts) - 1 - parts[::-1].index(anchor)
+            return parts[index + 1].removesuffix(".py")
+    library = [n for n, part in enumerate(parts[:-1]) if part.startswith("python3")]
+    if library:
+        return "stdlib " + parts[library[-1] + 1].removesuffix(".py")
+    return file.strip("<>").removeprefix("frozen ")
+
+
 async def _crawl_playwright(kind: str, site: str, pages: int,
-                           chromium: str) -> dict[str, float]:
+                           chromium: str, counts: _Counts | None = None) -> dict[str, float]:
     from playwright.async_api import async_playwright
 
     from robotgate import RobotGate
@@ -160,11 +263,17 @@ async def _crawl_playwright(kind: str, site: str, pages: int,
             await page.goto(f"{site}/page/0")  # robots.txt, the first connection
             labels: dict[int, str] = {}
             before = _cpu_ticks(os.getpid())
+            started = time.perf_counter()
+            if counts is not None:
+                counts.start()
             for n in range(1, pages + 1):
                 response = await page.goto(f"{site}/page/{n}")
                 if response is None or not response.ok:
                     raise RuntimeError(f"{kind}: page {n} failed")
+            if counts is not None:
+                counts.stop()
             spent = _spent(before, _cpu_ticks(os.getpid()), labels)
+            spent[WALL] = time.perf_counter() - started
             await context.close()
     return spent
 
@@ -182,13 +291,13 @@ def _gated_launch(profile: str) -> dict[str, Any]:
 
 
 async def _crawl_crawl4ai(kind: str, site: str, pages: int,
-                          chromium: str) -> dict[str, float]:
+                          chromium: str, counts: _Counts | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as profile:
-        return await _crawl4ai_pages(kind, site, pages, chromium, profile)
+        return await _crawl4ai_pages(kind, site, pages, chromium, profile, counts)
 
 
 async def _crawl4ai_pages(kind: str, site: str, pages: int, chromium: str,
-                          profile: str) -> dict[str, float]:
+                          profile: str, counts: _Counts | None) -> dict[str, float]:
     from crawl4ai import AsyncWebCrawler, BrowserConfig, CacheMode, CrawlerRunConfig
 
     from robotgate import RobotGate
@@ -231,19 +340,32 @@ async def _crawl4ai_pages(kind: str, site: str, pages: int, chromium: str,
             await crawler.arun(f"{site}/page/0", config=run)
             labels: dict[int, str] = {}
             before = _cpu_ticks(os.getpid())
+            started = time.perf_counter()
+            if counts is not None:
+                counts.start()
             for n in range(1, pages + 1):
                 result = await crawler.arun(f"{site}/page/{n}", config=run)
                 if not result.success:
                     raise RuntimeError(f"{kind}: page {n} failed: {result.error_message}")
+            if counts is not None:
+                counts.stop()
             spent = _spent(before, _cpu_ticks(os.getpid()), labels)
+            spent[WALL] = time.perf_counter() - started
     return spent
 
 
-def child(kind: str, site: str, pages: int, chromium: str) -> None:
+def child(kind: str, site: str, pages: int, chromium: str, count: bool) -> None:
     crawl = _crawl_crawl4ai if kind.startswith("crawl4ai") else _crawl_playwright
-    spent = asyncio.run(crawl(kind, site, pages, chromium))
-    print(json.dumps({"kind": kind, "cpu_s": sum(spent.values()), "by_process": spent,
-                      "pages": pages}))
+    counts = _Counts() if count else None
+    if counts is not None:
+        counts.install()
+    spent = asyncio.run(crawl(kind, site, pages, chromium, counts))
+    wall = spent.pop(WALL)
+    told: dict[str, Any] = {"kind": kind, "cpu_s": sum(spent.values()), "by_process": spent,
+                            "wall_s": wall, "pages": pages}
+    if counts is not None:
+        told["counts"] = counts.per_page(pages)
+    print(json.dumps(told))
 
 
 # -- the parent: the site, the rounds, the report ------------------------------------------
@@ -275,19 +397,29 @@ async def _serve(served: list[str]) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
 
 
-async def _one(kind: str, src: str, site: str,
-               args: argparse.Namespace) -> tuple[float, dict[str, float]]:
+async def _told(kind: str, src: str, site: str, args: argparse.Namespace,
+                *extra: str) -> dict[str, Any]:
+    """What one child's crawl told (its JSON line)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
     process = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--child", kind.split("@")[0], "--site", site,
-        "--pages", str(args.pages), "--chromium", args.chromium,
+        "--pages", str(args.pages), "--chromium", args.chromium, *extra,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out, err = await asyncio.wait_for(process.communicate(), 600)
     if process.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{err.decode(errors='replace')[-3000:]}")
-    told = json.loads(out.decode().strip().splitlines()[-1])
+    told: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return told
+
+
+async def _one(kind: str, src: str, site: str,
+               args: argparse.Namespace) -> tuple[float, dict[str, float], float]:
+    """One child's crawl: its CPU a page, by process, and its wall-clock time a page
+    (the browser's and its compositor's CPU grow with it)."""
+    told = await _told(kind, src, site, args)
     return (float(told["cpu_s"]) / args.pages,
-            {label: seconds / args.pages for label, seconds in told["by_process"].items()})
+            {label: seconds / args.pages for label, seconds in told["by_process"].items()},
+            float(told["wall_s"]) / args.pages)
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -299,19 +431,25 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     runner, site = await _serve(served)
     per_page: dict[str, list[float]] = {kind: [] for kind, _ in runs}
     by_process: dict[str, dict[str, list[float]]] = {kind: {} for kind, _ in runs}
+    walls: dict[str, list[float]] = {kind: [] for kind, _ in runs}
+    loads: list[float] = []  # the load average (1 min) as each round ended
     try:
         for round_ in range(args.rounds):
             for kind, src in runs:
-                cost, parts = await _one(kind, src, site, args)
+                cost, parts, wall = await _one(kind, src, site, args)
                 per_page[kind].append(cost)
+                walls[kind].append(wall)
                 for label, seconds in parts.items():
                     by_process[kind].setdefault(label, []).append(seconds)
                 if not args.no_progress:
-                    print(f"round {round_ + 1}: {kind:22} {cost * 1000:7.1f} ms CPU a page",
-                          file=sys.stderr)
+                    print(f"round {round_ + 1}: {kind:22} {cost * 1000:7.1f} ms CPU a page"
+                          f"  (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+            loads.append(round(os.getloadavg()[0], 1))
+        counts = {kind: (await _told(kind, src, site, args, "--count"))["counts"]
+                  for kind, src in runs} if args.counts else {}
     finally:
         await runner.cleanup()
-    medians = {kind: statistics.median(costs) for kind, costs in per_page.items()}
+    medians = {kind: statistics.median(costs) for kind, costs in per_page.items() if costs}
     ratios, same_mode = {}, {}
     for kind in medians:
         base = BASE.get(kind.split("@")[0])
@@ -322,14 +460,20 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             same_mode[kind] = medians[kind] / medians[base]
     return {"pages": args.pages, "rounds": args.rounds, "per_page_cpu_s": per_page,
             # Each run's pages and its first (robots.txt, the first connection) answered.
-            "pages_served": len(served), "pages_asked": len(runs) * args.rounds * (args.pages + 1),
+            "pages_served": len(served),
+            "pages_asked": len(runs) * (args.rounds + bool(counts)) * (args.pages + 1),
             "median_cpu_ms": {k: round(v * 1000, 2) for k, v in medians.items()},
             "median_cpu_ms_by_process": {
                 kind: {label: round(statistics.median(costs) * 1000, 2)
                        for label, costs in sorted(parts.items())}
                 for kind, parts in by_process.items()},
+            "median_wall_ms": {kind: round(statistics.median(costs) * 1000, 1)
+                               for kind, costs in walls.items() if costs},
             "ratio_to_plain": {k: round(v, 3) for k, v in ratios.items()},
             "ratio_to_same_mode": {k: round(v, 3) for k, v in same_mode.items()},
+            "counts_a_page": counts,
+            "load_average": {"start": args.load_at_start, "end": os.getloadavg()[0],
+                             "by_round": loads},
             "command": command_line(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
@@ -343,13 +487,18 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=RESULTS / "browser_cost.json")
     parser.add_argument("--no-progress", action="store_true",
                         help="no line on stderr as each run ends")
+    parser.add_argument("--counts", action="store_true",
+                        help="one more crawl a contender, untimed, counting the driver's "
+                             "messages and Python's calls a page")
+    parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--site", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.site, args.pages, args.chromium)
+        child(args.child, args.site, args.pages, args.chromium, args.count)
         return
     args.only = args.only.split(",")
+    args.load_at_start = os.getloadavg()[0]
     report = asyncio.run(measure(args))
     print(f"CPU a page (median of {args.rounds} rounds, {args.pages} loopback pages each):")
     for kind, ms in report["median_cpu_ms"].items():
@@ -359,8 +508,18 @@ def main() -> None:
               + (f", {same:.2f}x {SAME_MODE[kind.split('@')[0]]}" if same else ""))
     print("by process (ms a page):")
     for kind, parts in report["median_cpu_ms_by_process"].items():
-        print(f"  {kind:22} " + ", ".join(f"{label} {ms:.1f}" for label, ms in parts.items()
-                                          if ms >= 0.5))
+        if parts:
+            print(f"  {kind:22} " + ", ".join(f"{label} {ms:.1f}" for label, ms in parts.items()
+                                              if ms >= 0.5)
+                  + f"; wall clock {report['median_wall_ms'][kind]:.1f}")
+    if report["counts_a_page"]:
+        print("a page, counted (messages with Playwright's driver; Python calls):")
+        for kind, told in report["counts_a_page"].items():
+            print(f"  {kind:22} sent {told['sent']:5.1f}, heard {told['heard']:5.1f} "
+                  f"({told['bytes_sent']:,} and {told['bytes_heard']:,} bytes); "
+                  f"{told['python_calls']:,} Python calls")
+    load = report["load_average"]
+    print(f"load average: {load['start']:.1f} at the start, {load['end']:.1f} at the end")
     print(f"command: {report['command']}")
     write_json(args.json, report)
     print(f"JSON: {args.json}")

@@ -209,6 +209,24 @@ def test_browser_cost_measures_each_contender_on_every_page(tmp_path: Path) -> N
     assert "its plain run" in stdout
 
 
+def test_browser_cost_counts_the_drivers_messages_a_page(tmp_path: Path) -> None:
+    from tests.support.browser import chromium_path
+
+    pytest.importorskip("playwright.async_api", reason="Playwright is not installed "
+                        "(pip install 'robotgate[playwright]')")
+    report, _ = run_benchmark(tmp_path, "browser_cost.py", "--pages", "2", "--rounds", "0",
+                              "--counts", "--only", "playwright,attach",
+                              "--chromium", chromium_path())
+    # Every page of the counted crawls was answered.
+    assert report["pages_served"] == report["pages_asked"] == 2 * 3
+    # One navigation a page; through the gate, each of the page's five requests (the
+    # page, its style sheet, its script and two images) fulfilled as well.
+    counts = report["counts_a_page"]
+    assert counts["playwright"]["sent_by_method"] == {"frame.goto": 1.0}
+    assert counts["attach"]["sent_by_method"] == {"frame.goto": 1.0, "route.fulfill": 5.0}
+    assert all(told["python_calls"] > 0 and told["bytes_heard"] > 0 for told in counts.values())
+
+
 def test_browser_bodies_refuses_the_big_answer_and_loads_the_next_page(tmp_path: Path) -> None:
     from tests.support.browser import chromium_path
 

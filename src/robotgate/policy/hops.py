@@ -26,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from ..decision import Decision
@@ -105,9 +106,11 @@ def _ipv4(host: str) -> ipaddress.IPv4Address | None:
     return ipaddress.IPv4Address(total)
 
 
+@lru_cache(maxsize=4096)
 def literal_address(host: str) -> Address | None:
     """The address ``host`` spells (any IPv4 spelling, an IPv6 literal with or
-    without brackets and zone), or None when it is a name.
+    without brackets and zone), or None when it is a name.  Kept for the last hosts
+    asked (a browser's page asks it several times a request, of the same few hosts).
 
     >>> literal_address("0x7f.0.0.2"), literal_address("[::1]"), literal_address("a.test")
     (IPv4Address('127.0.0.2'), IPv6Address('::1'), None)
