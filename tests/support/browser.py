@@ -131,7 +131,8 @@ async def chromium(shared: str | None = None) -> AsyncIterator[Chromium]:
     async_api = pytest.importorskip(
         "playwright.async_api", reason="Playwright is not installed (pip install playwright)")
     path = chromium_path()
-    with tempfile.TemporaryDirectory() as where:
+    # Chromium may still be writing its profile as the directory goes, as in the two above.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as where:
         async with async_api.async_playwright() as playwright:
             browser = Chromium(playwright, path, where, shared)
             try:
