@@ -1,7 +1,8 @@
 """Memory per cached origin, as cached and once asked: RSS and tracemalloc in child processes.
 
     python benchmarks/memory.py [--origins 100000] [--parse-all]
-        [--asked-origins 20000] [--questions 10] [--json benchmarks/results/memory.json]
+        [--asked-origins 20000] [--questions 10] [--entry allowed|check|decide]
+        [--json benchmarks/results/memory.json]
 
 As cached: 100,000 origins installed through the gate's own path (entry_for_response,
 store.save_robots, RobotsCache._install) with corpus bodies cycled, each origin its own copy of
@@ -11,7 +12,8 @@ parsed rules.
 
 Once asked (what a crawler lives with): 20,000 origins installed the same way, each parsing its
 own body (the gate's cache of recent bodies shares a parse as it would in a crawl), then 10
-questions each, ``await gate.allowed(url)``, paths from the file's own rules and common ones;
+questions each, ``await gate.allowed(url)`` (``--entry``: ``gate.check(url)`` or ``await
+gate.decide(url)``), paths from the file's own rules and common ones;
 the bytes an origin holds, cached and then asked, by RSS in one child and by tracemalloc in
 another (tracemalloc's own bookkeeping would swell the RSS).  The figure is the larger.
 
@@ -67,15 +69,20 @@ _RULE_PATH = re.compile(rb"^[ \t]*(?:dis)?allow[ \t]*:[ \t]*([^\s#]+)",
 
 
 def questions(body: bytes, k: int) -> list[str]:
-    """``k`` paths to ask about a file: up to half of them its own rules (spread over
-    the file, as paths: a star as "x", no final "$"), the rest :data:`COMMON_PATHS`."""
+    """``k`` distinct paths to ask about a file: up to half of them its own rules (spread
+    over the file, as paths: a star as "x", no final "$"), then :data:`COMMON_PATHS`,
+    then those again with a number appended, as many rounds as ``k`` needs."""
     found = _RULE_PATH.findall(body)
     own = found[:: max(1, len(found) // (k // 2 or 1))][: k // 2]
     paths = []
     for value in own:
         path = value.decode("utf-8", "replace").replace("*", "x").rstrip("$")
         paths.append(path if path.startswith("/") else "/" + path)
-    return (paths + list(COMMON_PATHS))[:k]
+    base = paths + list(COMMON_PATHS)
+    # k of them: past the first round, each path again with the round's number after it
+    # (so a 40th question is a 40th distinct path, not a repeat of a 21st).
+    return [base[j % len(base)] + (str(j // len(base)) if j >= len(base) else "")
+            for j in range(k)]
 
 
 
@@ -145,9 +152,11 @@ def memory_child(n: int, corpus: Path, parse_all: bool = False) -> dict[str, Any
 
 
 
-def asked_child(n: int, corpus: Path, k: int, trace: bool) -> dict[str, Any]:
+def asked_child(n: int, corpus: Path, k: int, trace: bool,
+                entry: str = "allowed") -> dict[str, Any]:
     """Cache ``n`` origins, each parsing its own body, then ask ``k`` questions of each
-    (``await gate.allowed(url)``); the bytes held, cached and asked: RSS, or with
+    (``await gate.allowed(url)``, or ``entry``: ``check``, ``decide``); the bytes held,
+    cached and asked: RSS, or with
     ``trace`` tracemalloc's count (its own bookkeeping swells the RSS then)."""
     import tracemalloc
 
@@ -187,7 +196,13 @@ def asked_child(n: int, corpus: Path, k: int, trace: bool) -> dict[str, Any]:
         for i in range(n):
             origin = f"https://site{i}.example"
             for path in asks[i % files]:
-                allowed += await gate.allowed(origin + path)
+                if entry == "check":
+                    checked = gate.check(origin + path)
+                    allowed += checked is not None and checked.allowed
+                elif entry == "decide":
+                    allowed += (await gate.decide(origin + path)).allowed
+                else:
+                    allowed += await gate.allowed(origin + path)
         result["asked"] = held() - before
         result["allowed_share"] = allowed / (n * k or 1)
         result["cached_origins"] = len(cache.sites())
@@ -263,15 +278,18 @@ async def memory(n: int, corpus: Path, progress: Progress, parse_all: bool = Fal
 
 
 
-async def asked(n: int, k: int, corpus: Path, progress: Progress) -> dict[str, Any]:
+async def asked(n: int, k: int, corpus: Path, progress: Progress,
+                entry: str = "allowed") -> dict[str, Any]:
     """An origin once asked ``k`` questions, and as cached before them: bytes by RSS and
     by tracemalloc, each in its own child."""
     if not corpus.is_dir():
         return {"error": f"corpus not found: {corpus}"}
-    result: dict[str, Any] = {"origins": n, "questions": k}
+    result: dict[str, Any] = {"origins": n, "questions": k, "entry": entry}
     for how in ("rss", "traced"):
-        progress.start(f"memory: {n:,} origins cached, {k} questions each ({how}, a child)")
-        args = ["--asked-child", str(n), "--questions", str(k), "--corpus", str(corpus)]
+        progress.start(f"memory: {n:,} origins cached, {k} questions each by {entry} "
+                       f"({how}, a child)")
+        args = ["--asked-child", str(n), "--questions", str(k), "--corpus", str(corpus),
+                "--entry", entry]
         got = await child_json(SCRIPT, args + (["--trace"] if how == "traced" else []), 1800)
         if "error" in got:
             return got
@@ -283,18 +301,18 @@ async def asked(n: int, k: int, corpus: Path, progress: Progress) -> dict[str, A
 
 
 async def run(origins: int, corpus: Path, parse_all: bool, asked_origins: int, k: int,
-              progress: Progress) -> dict[str, Any]:
+              progress: Progress, entry: str = "allowed") -> dict[str, Any]:
     """The children; the report."""
 
     async def measure() -> dict[str, Any]:
         out = {"memory": await memory(origins, corpus, progress, parse_all)}
         if asked_origins and k:
-            out["asked"] = await asked(asked_origins, k, corpus, progress)
+            out["asked"] = await asked(asked_origins, k, corpus, progress, entry)
         return out
 
     return await measured(progress, {"origins": origins, "corpus": str(corpus),
                                      "parse_all": parse_all, "asked_origins": asked_origins,
-                                     "questions": k}, measure)
+                                     "questions": k, "entry": entry}, measure)
 
 
 def table_rows(report: dict[str, Any]) -> list[Row]:
@@ -359,6 +377,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="origins cached, then asked (default: --origins, at most 20,000; "
                          "0: not measured)")
     ap.add_argument("--questions", type=int, default=10, help="questions asked an origin")
+    ap.add_argument("--entry", choices=("allowed", "check", "decide"), default="allowed",
+                    help="how the questions are asked: await gate.allowed, gate.check or "
+                         "await gate.decide")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="a directory of robots.txt files")
     ap.add_argument("--json", type=Path, default=RESULTS / "memory.json",
                     help="write the results here")
@@ -379,12 +400,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(rules_child(args.rules_child, args.corpus)))
         return 0
     if args.asked_child is not None:
-        print(json.dumps(asked_child(args.asked_child, args.corpus, args.questions, args.trace)))
+        print(json.dumps(asked_child(args.asked_child, args.corpus, args.questions, args.trace,
+                                     args.entry)))
         return 0
     asked_origins = (min(args.origins, 20_000) if args.asked_origins is None
                      else args.asked_origins)
     report = asyncio.run(run(args.origins, args.corpus, args.parse_all, asked_origins,
-                             args.questions, Progress(enabled=not args.no_progress)))
+                             args.questions, Progress(enabled=not args.no_progress),
+                             args.entry))
     return finish(report, table_rows(report), "", args.json, argv, columns=("robotgate",))
 
 

@@ -156,12 +156,39 @@ def speed_child(corpus: Path, repeat: int) -> dict[str, Any]:
 def count_child(corpus: Path, what: str, every: int) -> dict[str, Any]:
     """One run for callgrind over every ``every``-th corpus file: ``load`` (read them
     only), ``parse``, ``warm`` (parse, then ``allowed`` and ``decide`` for each seeded
-    query: the first asks compile the groups) or ``query`` (``warm``, then 3 passes more)."""
+    query: the first asks compile the groups), ``query`` (``warm``, then 3 passes more)
+    or ``allowed`` (parse, then ``allowed`` once for each query: a file's first questions);
+    ``phases``: all of them in one run, marked for ``callgrind --dump-before=time_sleep``."""
     from robotgate import RobotsTxt
 
     files = load_corpus(corpus)[::every]
     queries = make_queries(files, SEED)
-    rules = [RobotsTxt.parse(body) for _, body in files] if what != "load" else []
+    rules = [RobotsTxt.parse(body) for _, body in files] if what not in ("load", "phases") else []
+    if what == "phases":
+        time.sleep(0)  # the import and the reading of the files end here
+        rules = [RobotsTxt.parse(body) for _, body in files]
+    if what == "phases":
+        # All in one run, for callgrind --dump-before=time_sleep: a part's counts are
+        # dumped as the next begins (parse; allowed() once a query, a file's first
+        # questions; allowed + decide once; 3 passes more of both).
+        time.sleep(0)
+        for i, url, agent in queries:
+            rules[i].allowed(url, agent)
+        time.sleep(0)
+        for i, url, agent in queries:
+            rules[i].allowed(url, agent)
+            rules[i].decide(url, agent)
+        time.sleep(0)
+        for _ in range(QUERY_PASSES):
+            for i, url, agent in queries:
+                rules[i].allowed(url, agent)
+                rules[i].decide(url, agent)
+        time.sleep(0)
+        return {"files": len(files), "queries": len(queries)}
+    if what == "allowed":  # a first pass of allowed() only: what a broad crawl asks
+        for i, url, agent in queries:
+            rules[i].allowed(url, agent)
+        return {"files": len(files), "queries": len(queries)}
     passes = {"load": 0, "parse": 0, "warm": 1, "query": 1 + QUERY_PASSES}[what]
     for _ in range(passes):
         for i, url, agent in queries:
@@ -213,7 +240,7 @@ async def measure(trees: dict[str, Path], corpus: Path, rounds: int, repeat: int
         files, queries = len(sample), len(make_queries(sample, SEED))
         for name, src in trees.items():
             counts = {}
-            for what in ("load", "parse", "warm", "query"):
+            for what in ("load", "parse", "warm", "query", "allowed"):
                 print(f"callgrind: {name}, {what}", file=sys.stderr)
                 counts[what] = await _instructions(src, corpus, what, callgrind, tmp)
             report[name]["instructions"] = {
@@ -221,6 +248,7 @@ async def measure(trees: dict[str, Path], corpus: Path, rounds: int, repeat: int
                 "a_file_parsed": (counts["parse"] - counts["load"]) / files,
                 "first_queries_a_file": (counts["warm"] - counts["parse"]) / files,
                 "a_query": (counts["query"] - counts["warm"]) / (QUERY_PASSES * queries),
+                "a_first_allowed": (counts["allowed"] - counts["parse"]) / queries,
             }
     return report
 
@@ -266,6 +294,9 @@ def table(report: dict[str, Any], names: Sequence[str]) -> str:
         row("  a file's first queries (compiling)", ia["first_queries_a_file"],
             ib["first_queries_a_file"])
         row("  a query (allowed + decide)", ia["a_query"], ib["a_query"])
+        if "a_first_allowed" in ia and "a_first_allowed" in ib:
+            row("  a first allowed() (compiling included)", ia["a_first_allowed"],
+                ib["a_first_allowed"])
     return "\n".join(lines)
 
 
