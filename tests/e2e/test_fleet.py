@@ -41,6 +41,7 @@ from testbed.server import (
     SO_TIMESTAMPNS,
     BenchServer,
     HostPlan,
+    HostStats,
     is_disallowed,
     kernel_time,
     page_paths,
@@ -136,6 +137,13 @@ def requests_seen(srv: BenchServer) -> int:
 STALL = 90.0
 
 
+def twice(stats: dict[str, HostStats], fleet: Fleet) -> str:
+    """The hosts whose robots.txt was not asked for once, with when (the server's
+    monotonic clock) each request came, and where the workers' logs are."""
+    times = {host: s.robots_times for host, s in stats.items() if s.robots_requests != 1}
+    return f"robots.txt requests {times}; worker logs in {fleet.directory}"
+
+
 async def wait_until(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -171,7 +179,7 @@ async def test_four_workers_share_one_budget(
     wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
     assert not wrong, list(wrong.items())[:5]
     # One robots.txt request per origin across the fleet, and no disallowed page.
-    assert [s.robots_requests for s in stats.values()] == [1] * 200
+    assert [s.robots_requests for s in stats.values()] == [1] * 200, twice(stats, fleet)
     assert sum(s["robots_requests"] for s in summaries) == 200
     assert found.disallowed_at_server == 0
     # Each fetched page reached the server once, and no two requests to a host
@@ -212,7 +220,7 @@ async def test_three_workers_thirty_origins_on_a_cluster(
 
     wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
     assert not wrong, list(wrong.items())[:5]
-    assert [s.robots_requests for s in stats.values()] == [1] * 30
+    assert [s.robots_requests for s in stats.values()] == [1] * 30, twice(stats, fleet)
     assert sum(s["robots_requests"] for s in summaries) == 30
     assert found.disallowed_at_server == 0
     assert found.page_requests == sum(s["fetched"] for s in summaries) > 0
