@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import sys
 import time
@@ -156,8 +157,29 @@ def _worker_parser() -> argparse.ArgumentParser:
     return ap
 
 
+#: Set in a worker's environment: robotgate's robots.txt log (DEBUG) goes to its stderr (its
+#: log file), each line stamped with the monotonic clock the loopback server's records use.
+DEBUG_ENV = "ROBOTGATE_FLEET_DEBUG"
+
+
+def _debug_log() -> None:
+    class Monotonic(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.mono = time.monotonic()
+            return True
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(Monotonic())
+    handler.setFormatter(logging.Formatter("%(mono).3f %(process)d %(name)s %(message)s"))
+    robots = logging.getLogger("robotgate.robots")
+    robots.addHandler(handler)
+    robots.setLevel(logging.DEBUG)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _worker_parser().parse_args(argv)
+    if os.environ.get(DEBUG_ENV):
+        _debug_log()
     if args.nice:
         # Below the loopback server and Redis: on a shared machine, the server's
         # records then show when requests were sent, not when it got the CPU.

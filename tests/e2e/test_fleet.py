@@ -41,6 +41,7 @@ from testbed.server import (
     SO_TIMESTAMPNS,
     BenchServer,
     HostPlan,
+    HostStats,
     is_disallowed,
     kernel_time,
     page_paths,
@@ -136,6 +137,13 @@ def requests_seen(srv: BenchServer) -> int:
 STALL = 90.0
 
 
+def twice(stats: dict[str, HostStats], fleet: Fleet) -> str:
+    """The hosts whose robots.txt was not asked for once, with when (the server's
+    monotonic clock) each request came, and where the workers' logs are."""
+    times = {host: s.robots_times for host, s in stats.items() if s.robots_requests != 1}
+    return f"robots.txt requests {times}; worker logs in {fleet.directory}"
+
+
 async def wait_until(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -171,7 +179,7 @@ async def test_four_workers_share_one_budget(
     wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
     assert not wrong, list(wrong.items())[:5]
     # One robots.txt request per origin across the fleet, and no disallowed page.
-    assert [s.robots_requests for s in stats.values()] == [1] * 200
+    assert [s.robots_requests for s in stats.values()] == [1] * 200, twice(stats, fleet)
     assert sum(s["robots_requests"] for s in summaries) == 200
     assert found.disallowed_at_server == 0
     # Each fetched page reached the server once, and no two requests to a host
@@ -212,7 +220,7 @@ async def test_three_workers_thirty_origins_on_a_cluster(
 
     wrong = {url: o for url, o in outcomes.items() if o != expected(srv, url)}
     assert not wrong, list(wrong.items())[:5]
-    assert [s.robots_requests for s in stats.values()] == [1] * 30
+    assert [s.robots_requests for s in stats.values()] == [1] * 30, twice(stats, fleet)
     assert sum(s["robots_requests"] for s in summaries) == 30
     assert found.disallowed_at_server == 0
     assert found.page_requests == sum(s["fetched"] for s in summaries) > 0
@@ -345,11 +353,15 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
             fleet = gate._servers.fleet
             assert fleet is not None
             late_slots = fleet.late
-        pages = srv.host_stats(0).page_requests
-    assert not lags and pages == 2
-    for at, granted in sent:
+        host = srv.host_stats(0)
+    assert not lags and host.page_requests == 2
+    # When each request reached the server (the kernel's stamp, on the loop's clock): a
+    # time read after send() returned would count the loop's lag after the write too.
+    arrivals = sorted([*host.robots_times, *host.page_times])
+    assert len(arrivals) == len(sent) == 3
+    for at, (_, granted) in zip(arrivals, sent, strict=True):
         asked, wait, slack = grants[granted - 1]
-        assert at <= asked + wait + slack, (at - (asked + wait + slack), grants, sent)
+        assert at <= asked + wait + slack, (at - (asked + wait + slack), grants, sent, arrivals)
     # Both slots the blocked loop missed were given up, each for a new one (a loaded
     # machine may make the loop late for more): three slots, and one more per miss.
     assert late_slots >= 2 and len(grants) == 3 + late_slots, (late_slots, grants)

@@ -609,6 +609,72 @@ async def test_the_fetch_lock_is_kept_until_its_save_is_answered() -> None:
     assert len(second_sent.requests) == 0
 
 
+class LateLockCalls(SharedStore):
+    """A shared store whose lock calls (take, renew) each come back ``late`` s after they
+    were sent, on the fake clock, done just before their answer: a starved process's
+    calls.  A wait for another's fetch ends when that origin's entry is saved."""
+
+    def __init__(self, now: list[float], late: float) -> None:
+        super().__init__(now)
+        self.late = late
+        self.renewals = 0
+        self.lost = 0  # renewals that found the lock expired
+        self.saved: dict[str, asyncio.Event] = {}
+
+    async def lock_fetch(self, origin: str, ttl: float) -> str | None:
+        self.now[0] += self.late
+        return await super().lock_fetch(origin, ttl)
+
+    async def renew_fetch(self, origin: str, token: str, ttl: float) -> bool:
+        self.now[0] += self.late
+        self.renewals += 1
+        renewed = await super().renew_fetch(origin, token, ttl)
+        self.lost += not renewed
+        return renewed
+
+    async def save_robots(self, entry: RobotsEntry) -> None:
+        await super().save_robots(entry)
+        self.saved.setdefault(entry.origin, asyncio.Event()).set()
+
+    async def wait_robots(self, origin: str, timeout: float) -> RobotsEntry | None:
+        saved = self.saved.setdefault(origin, asyncio.Event())
+        await asyncio.wait_for(saved.wait(), 10)
+        return await self.load_robots(origin)
+
+
+async def test_a_holder_whose_lock_calls_come_back_late_keeps_its_lock() -> None:
+    # The fleet's failure at load 20 (its logs): a holder's renewals came back up to
+    # 12 s after its last one, its 10-s lock expired while its robots.txt request was
+    # out, and another worker took the lock and fetched again.  A process whose lock
+    # calls come back late asks for leases that outlast them.
+    now = [0.0]
+    store = LateLockCalls(now, late=11.0)
+    first_sent, second_sent = Transport(), Transport()
+    policy = FetchPolicy(timeout=2.5)  # a 10-s lease on a quiet machine
+    first, _ = make(first_sent, store, policy=policy, clock=lambda: now[0])
+    second, _ = make(second_sent, store, policy=policy, clock=lambda: now[0])
+    await first.get("http://warm-up.example")  # its lock calls came back 11 s late
+    first_sent.release.clear()  # from now on its request is out until released
+    holder = asyncio.ensure_future(first.get(SITE))
+    for _ in range(1000):  # its request is out (at most 10 s)
+        if len(first_sent.requests) == 2 or holder.done():
+            break
+        await asyncio.sleep(0.01)
+    renewals = store.renewals
+    for _ in range(1000):
+        if store.renewals >= renewals + 2 or holder.done():
+            break
+        await asyncio.sleep(0.01)
+    taking = asyncio.ensure_future(second.get(SITE))
+    await settle()
+    first_sent.release.set()
+    await asyncio.wait_for(asyncio.gather(holder, taking), 20)
+    assert second_sent.requests == []
+    assert [r.url for r in first_sent.requests] == [
+        "http://warm-up.example/robots.txt", f"{SITE}/robots.txt"]
+    assert store.lost == 0
+
+
 async def test_the_memory_store_answers_without_an_await_and_a_subclass_is_awaited() -> None:
     plain = MemoryStore()
     cache, _ = make(Transport(), plain)

@@ -37,6 +37,7 @@ from ..redaction import logger
 from ..robots import RobotsTxt
 from ..store.base import AnswersAtOnce, Fleet, Store
 from .emitter import Emitter
+from .lock_lease import LockLease
 from .robots_fetcher import PacingHooks, RobotsFetcher
 from .scheduler import Scheduler
 from .store_trouble import StoreTrouble
@@ -49,6 +50,7 @@ _CLOSE_WAIT = 0.25
 _CLOSED_DURING = "the gate was closed during the robots.txt fetch"
 #: A fleet fetch lock lasts this long (s) and is renewed every third of it while
 #: the fetch goes on: the lock of a worker killed mid-fetch holds others up no longer.
+#: (Longer in a process whose lock calls come back late: see lock_lease.)
 _LOCK_LEASE = 10.0
 #: A fetch that finds its lock taken by another worker waits for that one's fetch, this
 #: many times at most; then it fetches all the same.
@@ -134,16 +136,22 @@ class _Flight:
 
 class _Held:
     """A fleet fetch lock this worker holds: its token, when (on the cache's
-    monotonic clock) a request that took or renewed it was sent: the lock is ours
-    for a whole lease from then, and when (wall clock, as entries' ``fetched_at``)
-    this worker began to take it."""
+    monotonic clock) a request that took or renewed it was sent and the lease it
+    asked for: the lock is ours for that long from then, and when (wall clock, as
+    entries' ``fetched_at``) this worker began to take it."""
 
-    __slots__ = ("confirmed", "since", "token")
+    __slots__ = ("confirmed", "lease", "since", "token")
 
-    def __init__(self, token: str, confirmed: float, since: float) -> None:
+    def __init__(self, token: str, confirmed: float, lease: float, since: float) -> None:
         self.token = token
         self.confirmed = confirmed
+        self.lease = lease
         self.since = since
+
+    def renewed(self, asked: float, lease: float) -> None:
+        """A renewal sent at ``asked`` for ``lease`` s was granted."""
+        if asked >= self.confirmed:
+            self.confirmed, self.lease = asked, lease
 
 
 class _LockLost(Exception):
@@ -208,6 +216,7 @@ class RobotsCache:
         self.local_failures = 0
         #: The monotonic clock the fleet's fetch lock is timed by.
         self._clock = clock
+        self._leases = LockLease(clock)
 
     # -- the hot path -------------------------------------------------------------
 
@@ -377,12 +386,17 @@ class RobotsCache:
             host = await host
         token: str | None = None
         locked_at, locked_since = self._clock(), time.time()
+        lease = self._lease()
         if mem is not None:
             stored = _intact(mem.get_robots(origin))
         elif fleet is not None:
             # With no entry stored, a fetch is due: the look takes the fetch lock too.
-            found, token = await fleet.load_or_lock(origin, self._lease())
+            found, token = await fleet.load_or_lock(origin, lease)
+            self._leases.note(locked_at, self._clock())
             stored = _intact(found)
+            log.debug("%s: looked in the store: %s, %s", origin,
+                      "an entry" if found is not None else "no entry",
+                      "fetch lock taken" if token is not None else "fetch lock not taken")
         else:
             stored = _intact(await store.load_robots(origin))
         limit = self.recheck_visits
@@ -402,12 +416,12 @@ class RobotsCache:
             if fleet is not None and token is None:
                 # Other workers may fetch it: one does, the others use its entry.
                 locked_at, locked_since = self._clock(), time.time()
-                token, got = await self._lock(fleet, origin, stored, recheck)
+                token, got, lease = await self._lock(fleet, origin, stored, recheck)
                 if got is not None:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               got.outcome)
                     return await self._installed(origin, got, host)
-            held = _Held(token, locked_at, locked_since) if token is not None else None
+            held = _Held(token, locked_at, lease, locked_since) if token is not None else None
             try:
                 return await self._fetch_held(origin, site, stored, previous, host, flight,
                                               held, rounds >= _LOCK_ROUNDS)
@@ -447,6 +461,13 @@ class RobotsCache:
                     log.debug("%s: robots.txt fetched by another worker (%s)", origin,
                               again.outcome)
                     return await self._installed(origin, again, host)
+                if held is not None:
+                    log.debug("%s: robots.txt request leaves, holding the fetch lock"
+                              " (confirmed %.1fs ago for %.1fs%s)", origin,
+                              self._clock() - held.confirmed, held.lease,
+                              ", last round" if last else "")
+                elif fleet is not None:
+                    log.debug("%s: robots.txt request leaves without the fetch lock", origin)
                 began = time.monotonic()
                 try:
                     entry = await self.fetcher.fetch(origin, previous, hooks, flight.guard,
@@ -483,7 +504,11 @@ class RobotsCache:
                 # The lock ends with the save, in one request.  It is renewed until the
                 # save is answered: a save queued behind a busy worker's other calls must
                 # not outlive it (a renewal that comes after finds it gone).
+                log.debug("%s: robots.txt fetched; saving (lock confirmed %.1fs ago)",
+                          origin, self._clock() - held.confirmed)
                 saved = await self._save_unlock(fleet, entry, held.token)
+                log.debug("%s: saved and unlocked: %s (lock confirmed %.1fs ago)", origin,
+                          saved, self._clock() - held.confirmed)
                 await _stop(lease)
                 lease = None
                 if saved is not None:
@@ -512,14 +537,14 @@ class RobotsCache:
         still ours: the entry stored meanwhile, if one was read; :class:`_LockLost` if
         another worker holds the lock (unless ``last``).  A lock renewed (or taken)
         within a third of its life is ours without a look: it has two thirds left."""
-        lease = self._lease()
         again: RobotsEntry | None = None
         for _ in range(_CONFIRM_TRIES):
-            if self._clock() - held.confirmed < lease / 3:
+            if self._clock() - held.confirmed < held.lease / 3:
                 break
-            asked = self._clock()
+            asked, lease = self._clock(), self._lease()
             try:
                 ours, found = await fleet.confirm_fetch(origin, held.token, lease)
+                self._leases.note(asked, self._clock())
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -532,7 +557,7 @@ class RobotsCache:
                 break
             # Renewed for a whole lease from before it was asked: if its answer came
             # late (a starved process), the loop looks again.
-            held.confirmed = asked
+            held.renewed(asked, lease)
         return again
 
     async def _taken_over(self, fleet: Fleet, origin: str, held: _Held) -> RobotsEntry | None:
@@ -540,11 +565,10 @@ class RobotsCache:
         may have expired (a whole lease since it was last confirmed): None while the
         lock is surely ours, or when none was stored since this worker took it.  The
         look (LOCK_LOAD with our token) takes the lock again if it is free."""
-        lease = self._lease()
-        if self._clock() - held.confirmed < lease:
+        if self._clock() - held.confirmed < held.lease:
             return None
         try:
-            _, found = await fleet.confirm_fetch(origin, held.token, lease)
+            _, found = await fleet.confirm_fetch(origin, held.token, self._lease())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -585,50 +609,66 @@ class RobotsCache:
                 shortage = again
 
     async def _lock(self, fleet: Fleet, origin: str, stored: RobotsEntry | None, recheck: bool
-                    ) -> tuple[str | None, RobotsEntry | None]:
-        """The shared store's fetch lock (a token), or the entry another worker fetched."""
+                    ) -> tuple[str | None, RobotsEntry | None, float]:
+        """The shared store's fetch lock (a token), or the entry another worker fetched;
+        and the lease the lock was taken for."""
         timeout = self.fetcher.policy.timeout
-        token, again = await self._take_lock(fleet, origin, self._lease())
+        lease = self._lease()
+        token, again = await self._take_lock(fleet, origin, lease)
         tries = 0
         while token is None and tries < 10:
             # Another worker fetches it: wait for its result, then use it.
             tries += 1
             got = _intact(await fleet.wait_robots(origin, timeout + 5))
             if got is not None and got.is_fresh(time.time()):
-                return None, got
-            token, again = await self._take_lock(fleet, origin, self._lease())
+                return None, got, lease
+            lease = self._lease()
+            token, again = await self._take_lock(fleet, origin, lease)
+            log.debug("%s: waited for the holder (try %d), no entry; lock %s", origin, tries,
+                      "taken" if token else "not taken")
         if token is False:
-            return None, None  # fetched without the lock
+            return None, None, lease  # fetched without the lock
         # Another worker may have fetched it and let go of the lock between our
         # first look and taking the lock: the look taken with the lock says.
         if token is not None and again is not None and again.is_fresh(time.time()) and (
             not recheck or stored is None or again.fetched_at > stored.fetched_at
         ):
             await self._unlock(fleet, origin, token)
-            return None, again
-        return token, None
+            return None, again, lease
+        return token, None, lease
 
     def _lease(self) -> float:
-        return min(self.fetcher.policy.timeout * 2 + 5, _LOCK_LEASE)
+        """The lease a fetch lock is taken or renewed for now."""
+        return self._leases.lease(min(self.fetcher.policy.timeout * 2 + 5, _LOCK_LEASE))
 
     async def _keep_lock(self, fleet: Fleet, origin: str, held: _Held) -> None:
         """Renew the fetch lock a third of its life after it was last renewed (or
         taken), until cancelled (the fetch saved or failed), or until it is lost."""
-        lease = self._lease()
         while True:
-            await asyncio.sleep(max(held.confirmed + lease / 3 - self._clock(), lease / 30))
-            asked = self._clock()
+            # When this renewal is due: how late it comes back tells how long to ask for.
+            due = self._clock() + max(held.confirmed + held.lease / 3 - self._clock(),
+                                      held.lease / 30)
+            await asyncio.sleep(due - self._clock())
+            asked, lease = self._clock(), self._lease()
             try:
-                if not await fleet.renew_fetch(origin, held.token, lease):
+                renewed = await fleet.renew_fetch(origin, held.token, lease)
+                self._leases.note(due, self._clock())
+                if not renewed:
                     # Expired: the fetch looks again before its request leaves.
+                    log.debug("%s: fetch lock renewal found it expired (asked %.1fs after"
+                              " the last confirmation)", origin, asked - held.confirmed)
                     held.confirmed = -math.inf
                     return
+                if self._clock() - held.confirmed > held.lease / 2:
+                    log.debug("%s: fetch lock renewed late: asked %.1fs, answered %.1fs"
+                              " after the last confirmation", origin,
+                              asked - held.confirmed, self._clock() - held.confirmed)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 self.store_trouble("renew the robots.txt fetch lock", exc)
                 continue
-            held.confirmed = max(held.confirmed, asked)
+            held.renewed(asked, lease)
 
     async def _take_lock(self, fleet: Fleet, origin: str, ttl: float
                          ) -> tuple[str | Literal[False] | None, RobotsEntry | None]:
@@ -636,8 +676,10 @@ class RobotsCache:
         store cannot take it (a full disk, a read-only file): then this worker fetches
         alone, as the lock only spares the others a request.  With it, the entry as
         stored when the lock was taken."""
+        asked = self._clock()
         try:
             token, entry = await fleet.lock_load(origin, ttl)
+            self._leases.note(asked, self._clock())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
