@@ -507,3 +507,62 @@ async def test_robots_txts_wait_for_a_free_socket_has_a_bound_of_its_own(
         assert await gate.store.load_robots(server.base_url(1)) is None
         await holding
         assert server.host_stats(1).robots_requests == 0
+
+
+async def _read_slowly(session: aiohttp.ClientSession, url: str) -> None:
+    async with session.get(url) as resp:
+        await resp.read()
+
+
+@contextlib.asynccontextmanager
+async def _one_socket_of_yours_held(path: str) -> AsyncIterator[
+        tuple[BenchServer, RobotGate, aiohttp.ClientSession, asyncio.Future[None]]]:
+    """As :func:`_one_socket_held`, on a session of the user's (``TCPConnector(limit=1)``)
+    given to the gate (``path`` "session") or carrying ``gate.middleware`` ("middleware")."""
+    async with BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as server:
+        policy = FetchPolicy(timeout=0.5)
+        if path == "session":
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1))
+            gate = RobotGate("LimitBot/1.0", delay=0, policy=policy, session=session)
+        else:
+            gate = RobotGate("LimitBot/1.0", delay=0, policy=policy)
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1),
+                                            middlewares=(gate.middleware,))
+        async with session, gate:
+            holding = asyncio.ensure_future(_read_slowly(session, server.url(0, "/page/0")))
+            while server.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
+                await asyncio.sleep(0.01)
+            yield server, gate, session, holding
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["session", "middleware"])
+async def test_robots_txts_wait_for_a_socket_of_your_session_is_not_counted(path: str) -> None:
+    # A session of the user's tells no wait for a socket (no trace of the gate's): the
+    # robots.txt request's aiohttp timers leave it out (it used to time out waiting:
+    # the site disallowed).
+    async with _one_socket_of_yours_held(path) as (server, gate, session, holding):
+        if path == "session":
+            assert await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
+        else:
+            async with asyncio.timeout(30):  # hang guard
+                async with session.get(server.url(1, "/page/0")) as resp:
+                    assert resp.status == 200
+        assert holding.done()  # it did wait for the socket
+        await holding
+        assert not await gate.allowed(server.url(1, "/private/1"))
+        entry = await gate.store.load_robots(server.base_url(1))
+        assert entry is not None and entry.outcome == "ok"
+
+
+@pytest.mark.slow
+async def test_robots_txts_wait_for_a_socket_of_your_session_has_a_bound_of_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aiohttp_robots, "SOCKET_WAIT", 0.3)
+    async with _one_socket_of_yours_held("session") as (server, gate, _, holding):
+        with pytest.raises(LocalFailure) as raised:
+            await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
+        assert "free sockets" in str(raised.value) and "the session" in str(raised.value)
+        assert await gate.store.load_robots(server.base_url(1)) is None
+        await holding
+        assert server.host_stats(1).robots_requests == 0
