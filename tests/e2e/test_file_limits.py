@@ -344,7 +344,14 @@ _FETCH = textwrap.dedent("""
         # does not bite.
         policy = FetchPolicy(timeout=300)
         async with RobotGate("LimitBot/1.0", delay=0, policy=policy) as gate:
-            client = None
+            client = session = None
+            if path == "middleware":
+                # A session of the user's, with the connector docs/gate.md tells them to give it.
+                import aiohttp
+                from robotgate.gate.connections import BoundedConnector, connection_budget
+                session = aiohttp.ClientSession(
+                    connector=BoundedConnector(connection_budget()),
+                    middlewares=(gate.middleware,))
             if path == "httpx":
                 import httpx
                 from robotgate.integrations.httpx import RobotGateTransport
@@ -363,6 +370,11 @@ _FETCH = textwrap.dedent("""
                                 name = f"status {status}"
                                 errors[name] = errors.get(name, 0) + 1
                             return
+                        if session is not None:
+                            async with session.get(url) as resp:
+                                await resp.read()
+                                ok += resp.status == 200
+                            return
                         async with gate.fetch(url) as resp:
                             await resp.read()
                             ok += resp.status == 200
@@ -376,6 +388,9 @@ _FETCH = textwrap.dedent("""
                 # The sockets httpx's own pool may hold (the gate's session is unused).
                 budget = client._transport.inner._pool._max_connections
                 await client.aclose()
+            elif session is not None:
+                budget = session.connector.max_connections
+                await session.close()
             else:
                 budget = gate.session.connector.max_connections
         print(json.dumps({"ok": ok, "most": most - before, "budget": budget,
@@ -415,9 +430,38 @@ def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_256() -> None:
     assert seen["most"] <= seen["budget"], seen
 
 
+@pytest.mark.soak
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_1024() -> None:
+    limit, origins = 1024, 1_500
+    seen = _crawl_at_limit("httpx", limit, origins, 1_000)
+    assert seen["budget"] == limit - limit // 4, seen
+    assert seen["errors"] == {} and seen["ok"] == origins, seen
+    assert seen["most"] <= seen["budget"], seen
+
+
+@pytest.mark.soak
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize(("limit", "concurrency"), [(256, 200), (1024, 1_000)])
+def test_the_middleware_holds_the_connection_bound_of_the_connector_docs_name(
+        limit: int, concurrency: int) -> None:
+    # gate.middleware in a session of the user's whose connector is the one docs/gate.md
+    # names (BoundedConnector(connection_budget())): robots.txt and the pages within it,
+    # no page lost (aiohttp's TCPConnector(limit=...) counts no idle connection: its
+    # sockets passed the limit and ran out of descriptors).
+    origins = 1_500
+    seen = _crawl_at_limit("middleware", limit, origins, concurrency)
+    assert seen["budget"] == limit - limit // 4, seen
+    assert seen["errors"] == {} and seen["ok"] == origins, seen
+    assert seen["most"] <= seen["budget"], seen
+
+
 def _crawl_at_limit(path: str, limit: int, origins: int, concurrency: int) -> dict[str, Any]:
     """One page of each of ``origins`` loopback origins fetched through ``path``
-    (``gate.fetch``, or ``httpx`` through the transport) in a child at ``ulimit -n``
+    (``gate.fetch``, ``middleware`` through a session of the user's, or ``httpx``
+    through the transport) in a child at ``ulimit -n``
     ``limit``: pages fetched, errors, the most sockets sampled."""
     server = subprocess.Popen(
         [sys.executable, "-m", "testbed.server", "--hosts", str(origins), "--mix", "partial=1",
@@ -457,6 +501,21 @@ async def test_a_page_gate_fetch_could_not_send_is_a_local_failure() -> None:
                           network=Network(robots_transport=transport)) as gate):
         with pytest.raises(LocalFailure) as raised:
             await gate.fetch("http://127.0.0.1:9/page")
+        assert raised.value.errno == errno.EMFILE
+        assert "127.0.0.1:9/page" in str(raised.value) and "ulimit -n" in str(raised.value)
+        assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands
+
+
+async def test_a_page_the_middleware_could_not_send_is_a_local_failure() -> None:
+    # As through gate.fetch: robotgate's LocalFailure, and an aiohttp error still (issue 97).
+    transport = FakeTransport(RobotsResponse(200, {"Content-Type": "text/plain"}, RULES))
+    async with RobotGate("LimitBot/1.0", delay=0,
+                         network=Network(robots_transport=transport)) as gate:
+        async with aiohttp.ClientSession(connector=OutOfFiles(),
+                                         middlewares=(gate.middleware,)) as session:
+            with pytest.raises(aiohttp.ClientError) as raised:
+                await session.get("http://127.0.0.1:9/page")
+        assert isinstance(raised.value, LocalFailure)
         assert raised.value.errno == errno.EMFILE
         assert "127.0.0.1:9/page" in str(raised.value) and "ulimit -n" in str(raised.value)
         assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands
