@@ -29,8 +29,8 @@ from run import expected_failures, pip
 
 HERE = Path(__file__).resolve().parent
 # What crawlee's tests' conftest needs that crawlee's own install does not bring.
-SUITE_DEPS = ["uvicorn", "proxy.py", "fakeredis", "sortedcontainers", "curl_cffi",
-              "pytest-rerunfailures"]
+SUITE_DEPS = ["uvicorn", "websockets", "proxy.py", "fakeredis", "sortedcontainers",
+              "curl_cffi", "pytest-rerunfailures"]
 TESTS = ["tests/unit/http_clients/test_http_clients.py",
          "tests/unit/http_clients/test_impit.py", "tests/unit/http_clients/test_httpx.py"]
 # Each asks https://apify.com/: no traffic leaves loopback here.
