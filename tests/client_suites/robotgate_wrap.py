@@ -6,7 +6,10 @@
 - ``aiohttp-first`` / ``aiohttp-last``: every ``aiohttp.ClientSession`` gets a gate's
   ``gate.middleware`` first / last in its middlewares;
 - ``httpx``: every ``httpx.AsyncClient``'s transports (its own and its mounts') are
-  wrapped in a ``RobotGateTransport``.
+  wrapped in a ``RobotGateTransport``;
+- ``crawlee``: crawlee's ``ImpitHttpClient``, ``HttpxHttpClient`` and
+  ``CurlImpersonateHttpClient`` are each made as the ``inner`` of a
+  ``RobotGateHttpClient`` (run by ``run_crawlee.py``).
 
 Each client gets a gate of its own, as a user's would be: no pacing (``delay=0``),
 redirects into loopback allowed (the suites' servers are all on loopback), the client's
@@ -115,6 +118,52 @@ def _patch_httpx() -> None:
     httpx.AsyncClient.__init__ = wrapped_init  # type: ignore[method-assign]
     httpx.AsyncClient.__aexit__ = wrapped_aexit  # type: ignore[method-assign]
     httpx.AsyncClient.aclose = wrapped_aclose  # type: ignore[method-assign]
+
+
+def _patch_crawlee() -> None:
+    # crawlee's suite imports its clients in conftest.py, loaded before any plugin hook:
+    # replaced when this plugin is imported (``-p robotgate_wrap``).
+    import crawlee.http_clients as clients
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    def wrapping(kind: type[Any], follow_name: str) -> type[Any]:
+        class Wrapped(RobotGateHttpClient):
+            """``kind(...)`` as the suite makes it, behind a gate of its own: it follows no
+            redirect itself (the gate follows them, judging each hop)."""
+
+            def __init__(self, *args: Any, persist_cookies_per_session: bool = True,
+                         **kwargs: Any) -> None:
+                _made_one()
+                follow = kwargs.pop(follow_name, True)
+                inner = kind(*args, persist_cookies_per_session=persist_cookies_per_session,
+                             **{follow_name: False}, **kwargs)
+                super().__init__(_gate("crawlee"), inner, follow_redirects=follow,
+                                 persist_cookies_per_session=persist_cookies_per_session)
+
+            async def __aenter__(self) -> Any:
+                if self.gate._closed:  # entered again after an exit: a gate of its own
+                    self.gate = _gate("crawlee")
+                return await super().__aenter__()
+
+            async def __aexit__(self, *exc: Any) -> None:
+                try:
+                    await super().__aexit__(*exc)
+                finally:
+                    await self.gate.close()
+
+        Wrapped.__name__ = Wrapped.__qualname__ = f"RobotGate{kind.__name__}"
+        return Wrapped
+
+    clients.ImpitHttpClient = wrapping(clients.ImpitHttpClient, "follow_redirects")  # type: ignore[misc]
+    clients.HttpxHttpClient = wrapping(clients.HttpxHttpClient, "follow_redirects")  # type: ignore[misc]
+    with contextlib.suppress(ImportError, AttributeError):  # curl_cffi is optional
+        clients.CurlImpersonateHttpClient = wrapping(  # type: ignore[misc]
+            clients.CurlImpersonateHttpClient, "allow_redirects")
+
+
+if MODE == "crawlee":
+    _patch_crawlee()
 
 
 def pytest_configure(config: pytest.Config) -> None:

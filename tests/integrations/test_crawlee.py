@@ -151,6 +151,16 @@ async def test_a_429_with_retry_after_holds_the_retry(site: Site) -> None:
     assert second - first >= 1.0
 
 
+async def test_a_read_answers_stream_is_consumed_as_crawlees_own(site: Site) -> None:
+    # crawlee's own send_request answer raises RuntimeError on read_stream (its tests'
+    # test_send_request_error_for_read_stream); through the gate it yielded the body.
+    async with RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(gate) as client:
+        response = await client.send_request(site.url("/page/1"))
+        with pytest.raises(RuntimeError):
+            _ = [chunk async for chunk in response.read_stream()]
+        assert b"/page/2" in await response.read()
+
+
 async def test_send_request_and_stream_go_through_the_gate(site: Site) -> None:
     async with RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(gate) as client:
         response = await client.send_request(site.url("/page/1"))

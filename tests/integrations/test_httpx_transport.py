@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import tracemalloc
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 
-from robotgate import Disallowed, FetchPolicy, Pacing, RobotGate
+from robotgate import Disallowed, FetchPolicy, LocalFailure, Pacing, RobotGate
 from robotgate.policy.fetch_flow import RobotsRequest
 from robotgate.urls import InvalidURL
 from testbed.server import BenchServer, HostPlan, page_paths
@@ -17,6 +18,7 @@ from tests.support.hostile import MIB, RULES, HostileServer, robots_bomb
 
 httpx = pytest.importorskip("httpx")
 import anyio  # noqa: E402  (httpx's own dependency)
+import httpcore  # noqa: E402  (httpx's own dependency)
 
 from robotgate.integrations.httpx import HttpxRobotsTransport, RobotGateTransport  # noqa: E402
 
@@ -418,3 +420,32 @@ async def test_a_page_the_pool_closed_the_connection_under_is_sent_again() -> No
         resp = await asyncio.wait_for(client.get(srv.url(0, "/page/0")), 30)
         assert resp.status_code == 200
         assert inner.pages == 2 and srv.host_stats(0).page_requests == 1
+
+
+async def test_a_page_the_transport_could_not_send_for_lack_of_descriptors_is_a_local_failure(
+        ) -> None:
+    # As httpx's own transport raises it out of descriptors: httpx.ConnectError from
+    # httpcore's, from the OSError.  Not the site's failure: robotgate's LocalFailure, and
+    # still an httpx error, so that `except httpx.HTTPError` catches it (issue 97).
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/robots.txt":
+            return httpx.Response(200, text="User-agent: *\nAllow: /\n")
+        try:
+            try:
+                raise OSError(errno.EMFILE, "Too many open files")
+            except OSError as exc:
+                raise httpcore.ConnectError(str(exc)) from exc
+        except httpcore.ConnectError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+
+    async with RobotGate(AGENT, delay=0) as gate, httpx.AsyncClient(
+            transport=RobotGateTransport(gate, httpx.MockTransport(answer))) as client:
+        with pytest.raises(httpx.HTTPError) as raised:
+            await client.get("http://user:secret@127.0.0.1:9/page")
+        assert isinstance(raised.value, LocalFailure)
+        assert isinstance(raised.value, httpx.ConnectError)  # as plain httpx's
+        assert raised.value.errno == errno.EMFILE
+        assert raised.value.request.url.path == "/page"
+        assert "127.0.0.1:9/page" in str(raised.value) and "ulimit -n" in str(raised.value)
+        assert "secret" not in str(raised.value)
+        assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands

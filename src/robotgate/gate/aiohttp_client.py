@@ -21,7 +21,7 @@ import aiohttp
 from multidict import CIMultiDict
 
 from ..errors import Disallowed, GateClosed, TooManyRedirects, WaitsOnItself
-from ..policy.fetch import local_failure
+from ..policy.fetch import LocalFailure, local_failure
 from ..policy.fetch_flow import REDIRECTS
 from ..policy.hops import A_POINTER, A_REDIRECT, REFUSED, IsPrivate, is_private
 from ..policy.provenance import INPUT, Provenance, pointer_of
@@ -51,6 +51,7 @@ __all__ = [
     "AiohttpConnections",
     "AiohttpDisallowed",
     "AiohttpInvalidURL",
+    "AiohttpLocalFailure",
     "AiohttpNonHttpRedirect",
     "AiohttpNonHttpURL",
     "AiohttpRobotsTransport",
@@ -111,6 +112,19 @@ def _self_wait(waits: WaitsOnItself) -> AiohttpWaitsOnItself:
     if isinstance(waits, AiohttpWaitsOnItself):
         return waits
     return AiohttpWaitsOnItself(waits.url, waits.key).with_traceback(waits.__traceback__)
+
+
+class AiohttpLocalFailure(LocalFailure, aiohttp.ClientOSError):
+    """:class:`~robotgate.LocalFailure` as ``gate.fetch`` and ``gate.middleware`` raise
+    it: also the ``aiohttp.ClientOSError`` (the base of the ``ClientConnectorError``
+    plain aiohttp raises out of descriptors), so that ``except aiohttp.ClientError``
+    catches it; put ``except robotgate.LocalFailure`` first to keep the page."""
+
+
+def _local(short: LocalFailure) -> AiohttpLocalFailure:
+    if isinstance(short, AiohttpLocalFailure):
+        return short
+    return AiohttpLocalFailure(short.what, short.resource, short.remedy, short.errno)
 
 
 class AiohttpInvalidURL(InvalidURL, aiohttp.InvalidUrlClientError):
@@ -344,7 +358,7 @@ class AiohttpClient:
             raise _ours(exc, url, False) from None
         shortage = local_failure(exc, redact(url), open_file_limit())
         if shortage is not None:  # never sent: this machine's failure, not the site's
-            raise shortage from exc
+            raise _local(shortage) from exc
         raise exc
 
     def _drop(self, resp: aiohttp.ClientResponse) -> None:
@@ -416,6 +430,13 @@ class AiohttpClient:
             raise _self_wait(waits) from None
         except InvalidURL as bad:
             invalid = client_invalid_url(bad)
+        except LocalFailure as short:  # robots.txt's, asked for the request
+            raise _local(short) from short
+        except aiohttp.ClientError as exc:
+            shortage = local_failure(exc, redact(url), open_file_limit())
+            if shortage is None:
+                raise
+            raise _local(shortage) from exc  # never sent: this machine's failure
         if invalid is not None:
             raise invalid
         turn.release()  # answered: the response is the user's call's now

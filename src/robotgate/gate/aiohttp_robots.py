@@ -18,9 +18,10 @@ from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.exchange import Reach, first_reach, robots_reach
 from ..politeness.redirects import refused_answer
-from ..timeouts import PausableDeadline
+from ..timeouts import PausableDeadline, bounded
 from .aiohttp_bodies import _read_capped
 from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
+from .connections import tells_socket_waits
 
 if TYPE_CHECKING:
     from .aiohttp_client import AiohttpClient, AiohttpConnections
@@ -159,31 +160,53 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
     left = _left(request)
     if left is None:
         return await _sent(session, request, headers, guard, route, session.timeout, None)
+    if not tells_socket_waits(session):
+        return await _get_timed_by_aiohttp(session, request, headers, guard, route, left)
     # The timeout's clock stops while the request waits for a free socket (the gate's
     # session tells it: connections.socket_wait_trace); that wait has a bound of its own.
-    deadline = PausableDeadline(left, SOCKET_WAIT, lambda: _no_free_socket(request.url))
+    deadline = PausableDeadline(left, SOCKET_WAIT,
+                                lambda: _no_free_socket(request.url, "the gate's session"))
     async with deadline:
         return await _sent(session, request, headers, guard, route, _UNTIMED, deadline)
 
 
+async def _get_timed_by_aiohttp(session: aiohttp.ClientSession, request: RobotsRequest,
+                                headers: dict[str, str], guard: tuple[Middleware, ...],
+                                route: Route | None, left: float) -> RobotsResponse:
+    """robots.txt through a session of the user's, which tells no wait for a socket:
+    aiohttp's per-request timers leave that wait out instead (``sock_connect``,
+    ``sock_read``); ``connect``, which counts it, bounds it by :data:`SOCKET_WAIT`; the
+    body has ``left`` seconds from its headers, so a drip-fed one still ends."""
+    timeout = aiohttp.ClientTimeout(total=None, connect=SOCKET_WAIT + left,
+                                    sock_connect=left, sock_read=left)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        return await _sent(session, request, headers, guard, route, timeout, None, left)
+    except aiohttp.ConnectionTimeoutError:
+        if loop.time() - started < SOCKET_WAIT:
+            raise  # the site's connect (sock_connect): its failure to answer
+        raise _no_free_socket(request.url, "the session") from None
+
+
 #: aiohttp's own timers off: the request's PausableDeadline bounds it.
 _UNTIMED = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
-#: How long a robots.txt request waits for a free socket of the gate's session, beside
-#: its timeout: aiohttp's default total timeout, which bounds a page's request, wait
+#: How long a robots.txt request waits for a free socket of its session, beside its
+#: timeout: aiohttp's default total timeout, which bounds a page's request, wait
 #: included.  Past it: :class:`~robotgate.LocalFailure` (never the site's verdict).
 SOCKET_WAIT = 300.0
 
 
-def _no_free_socket(url: str) -> LocalFailure:
-    return LocalFailure(url, f"free sockets (every connection of the gate's session was in "
+def _no_free_socket(url: str, whose: str) -> LocalFailure:
+    return LocalFailure(url, f"free sockets (every connection of {whose} was in "
                         f"use for {SOCKET_WAIT:g}s)", "raise Network(max_connections=...) "
-                        "or send fewer requests at once", None)
+                        "(or your connector's limit) or send fewer requests at once", None)
 
 
 async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
                 headers: dict[str, str], guard: tuple[Middleware, ...], route: Route | None,
-                timeout: aiohttp.ClientTimeout, deadline: PausableDeadline | None
-                ) -> RobotsResponse:
+                timeout: aiohttp.ClientTimeout, deadline: PausableDeadline | None,
+                body_within: float | None = None) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
@@ -198,8 +221,12 @@ async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
         if 200 <= status < 300:
             content = resp.content
             # Most robots.txt come whole with their headers: no coroutine to read them.
-            raw = (content.read_nowait(request.max_bytes) if content.is_eof()
-                   else await _read_capped(resp, request.max_bytes))
+            if content.is_eof():
+                raw = content.read_nowait(request.max_bytes)
+            elif body_within is None:
+                raw = await _read_capped(resp, request.max_bytes)
+            else:
+                raw = await bounded(_read_capped(resp, request.max_bytes), body_within)
             body = decode_capped(raw, resp.headers.getall("Content-Encoding", ()),
                                  request.max_bytes)
         return RobotsResponse(status, resp.headers, body, request.url)

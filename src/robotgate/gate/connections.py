@@ -39,7 +39,7 @@ from ..private_parts import CONNECTOR_POOL, missing
 from ..timeouts import PausableDeadline
 
 __all__ = ["BoundedConnector", "NoRouteError", "bounded_connector", "connection_budget",
-           "socket_wait_trace"]
+           "socket_wait_trace", "tells_socket_waits"]
 
 #: Descriptors left to everything else a process opens (its store, log files, the
 #: loop's own, a browser's pipes): a quarter of the limit, within these bounds.
@@ -284,6 +284,13 @@ def socket_wait_trace() -> aiohttp.TraceConfig:
     trace.on_connection_queued_start.append(_socket_wait_starts)
     trace.on_connection_queued_end.append(_socket_wait_ends)
     return trace
+
+
+def tells_socket_waits(session: aiohttp.ClientSession) -> bool:
+    """Whether ``session`` carries :func:`socket_wait_trace` (the gate's own session
+    does; a session of the user's was made without it, and cannot be given it after)."""
+    return any(_socket_wait_starts in trace.on_connection_queued_start
+               for trace in session.trace_configs)
 
 
 def bounded_connector(max_connections: int,

@@ -766,7 +766,10 @@ class _ReadAnswer:
         return self._body
 
     async def read_stream(self) -> AsyncIterator[bytes]:
-        yield self._body
+        # Read whole, as an answer of crawlee's own clients' send_request and crawl is:
+        # its stream is consumed, which they raise for (read() has the body).
+        raise RuntimeError("Stream is already consumed.")
+        yield b""  # an async generator, as theirs
 
 
 def _method(method: str) -> HttpMethod:

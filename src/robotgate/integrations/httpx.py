@@ -41,23 +41,25 @@ from ..gate.aiohttp_robots import SOCKET_WAIT
 from ..gate.connections import connection_budget
 from ..gate.directives import headers_directives
 from ..policy.content_coding import decode_capped
-from ..policy.fetch import LocalFailure
+from ..policy.fetch import LocalFailure, local_failure
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
 from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
+from ..politeness.robots_fetcher import open_file_limit
 from ..robots.directives import MAX_HEAD_BYTES
 from ..timeouts import PausableDeadline
-from ..urls import InvalidURL
+from ..urls import InvalidURL, redact
 from ._hops import first_address, resolve, robots_headers
 
 if TYPE_CHECKING:
     from ..gate.gate import RobotGate
 
-__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxInvalidURL", "HttpxProxyFailed",
-           "HttpxProxyUnreachable", "HttpxRobotsTransport", "RobotGateTransport"]
+__all__ = ["POINTED_BY", "REFUSED", "HttpxDisallowed", "HttpxInvalidURL", "HttpxLocalFailure",
+           "HttpxProxyFailed", "HttpxProxyUnreachable", "HttpxRobotsTransport",
+           "RobotGateTransport"]
 
 # Set on a request whose answer was a redirect; httpx copies a request's
 # extensions into the redirect it builds, so the next hop knows where it came from.
@@ -119,6 +121,24 @@ class HttpxProxyFailed(ProxyFailed, httpx.ProxyError):
 class HttpxProxyUnreachable(HttpxProxyFailed, httpx.ConnectError):
     """The proxy could not be reached (refused, unreachable, timed out): also the
     ``httpx.ConnectError`` plain httpx raises then."""
+
+
+class HttpxLocalFailure(LocalFailure, httpx.ConnectError):
+    """:class:`~robotgate.LocalFailure` as the httpx transport raises it: this machine
+    ran out of something (descriptors, memory, ports, free sockets) before the request
+    could be sent; also the ``httpx.ConnectError`` plain httpx raises out of
+    descriptors, so that ``except httpx.HTTPError`` catches it (put ``except
+    robotgate.LocalFailure`` first to keep the page).  ``request``: the request."""
+
+    def __init__(self, what: str, resource: str, remedy: str, code: int | None, *,
+                 request: httpx.Request | None = None) -> None:
+        LocalFailure.__init__(self, what, resource, remedy, code)
+        self._request = request
+
+
+def _local(short: LocalFailure, request: httpx.Request) -> HttpxLocalFailure:
+    return HttpxLocalFailure(short.what, short.resource, short.remedy, short.errno,
+                             request=request)
 
 
 def _proxy_of(inner: httpx.AsyncBaseTransport) -> str | None:
@@ -552,6 +572,13 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
             raise kind(f"redirected to an unusable URL: {exc}", request=request) from None
         except Disallowed as refused:
             raise _refusal(refused, request) from None
+        except LocalFailure as short:  # robots.txt's, asked for the request
+            raise _local(short, request) from short
+        except httpx.TransportError as exc:
+            shortage = local_failure(exc, redact(str(request.url)), open_file_limit())
+            if shortage is None:
+                raise
+            raise _local(shortage, request) from exc  # never sent: this machine's failure
         resp, turn = done.response, done.turn
         # Released below once the body is read (or by the inner transport already).
         if resp.status_code in REDIRECTS and "Location" in resp.headers:

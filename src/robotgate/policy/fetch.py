@@ -375,14 +375,15 @@ class LocalFailure(Error, OSError):
 
     It is never a verdict on the site: nothing is cached or stored for it, and the
     URL is neither allowed nor refused; ask again once the resource frees.
-    ``resource`` names what ran out, ``remedy`` what to raise; ``errno`` is the
-    system's code (None: a MemoryError).
+    ``what`` is the request (its URL without the password), ``resource`` names what ran
+    out, ``remedy`` what to raise; ``errno`` is the system's code (None: a MemoryError).
     """
 
     def __init__(self, what: str, resource: str, remedy: str, code: int | None) -> None:
         super().__init__(f"{what}: this machine ran out of {resource}, which is no "
                          f"answer of the site's and is not kept as one; {remedy}")
         self.errno = code
+        self.what = what
         self.resource = resource
         self.remedy = remedy
 
