@@ -510,73 +510,36 @@ async def test_a_page_the_middleware_could_not_send_is_a_local_failure() -> None
         assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands
 
 
-async def _hold_the_socket(gate: RobotGate, url: str) -> None:
-    """A request around the gate's turns (its session used directly), holding its one
-    socket until the slow page's body is read."""
-    async with gate.session.get(url) as resp:
-        await resp.read()
-
-
-@contextlib.asynccontextmanager
-async def _one_socket_held() -> AsyncIterator[tuple[BenchServer, RobotGate, asyncio.Future[None]]]:
-    """A gate of one socket, held 1.5 s by a slow page of host 0 once this yields; robots.txt's
-    timeout 0.5 s.  Yields the server, the gate and the request holding the socket."""
-    async with (BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as server,
-                RobotGate("LimitBot/1.0", delay=0, policy=FetchPolicy(timeout=0.5),
-                          network=Network(max_connections=1)) as gate):
-        holding = asyncio.ensure_future(_hold_the_socket(gate, server.url(0, "/page/0")))
-        while server.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
-            await asyncio.sleep(0.01)
-        yield server, gate, holding
-
-
-@pytest.mark.slow
-async def test_robots_txts_wait_for_a_free_socket_is_not_counted_against_its_timeout() -> None:
-    # One socket, held 1.5 s by a slow page; robots.txt's timeout 0.5 s.  It waits for
-    # the socket, then is fetched (it used to time out waiting: the site disallowed).
-    async with _one_socket_held() as (server, gate, holding):
-        assert await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
-        assert holding.done()  # it did wait for the socket
-        await holding
-        assert not await gate.allowed(server.url(1, "/private/1"))
-        entry = await gate.store.load_robots(server.base_url(1))
-        assert entry is not None and entry.outcome == "ok"
-
-
-@pytest.mark.slow
-async def test_robots_txts_wait_for_a_free_socket_has_a_bound_of_its_own(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # Past it, the crawler's shortage: LocalFailure, nothing kept for the site.
-    monkeypatch.setattr(aiohttp_robots, "SOCKET_WAIT", 0.3)
-    async with _one_socket_held() as (server, gate, holding):
-        with pytest.raises(LocalFailure) as raised:
-            await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
-        assert "free sockets" in str(raised.value) and "max_connections" in str(raised.value)
-        assert await gate.store.load_robots(server.base_url(1)) is None
-        await holding
-        assert server.host_stats(1).robots_requests == 0
-
-
 async def _read_slowly(session: aiohttp.ClientSession, url: str) -> None:
     async with session.get(url) as resp:
         await resp.read()
 
 
 @contextlib.asynccontextmanager
-async def _one_socket_of_yours_held(path: str) -> AsyncIterator[
+async def _one_socket_held(whose: str) -> AsyncIterator[
         tuple[BenchServer, RobotGate, aiohttp.ClientSession, asyncio.Future[None]]]:
-    """As :func:`_one_socket_held`, on a session of the user's (``TCPConnector(limit=1)``)
-    given to the gate (``path`` "session") or carrying ``gate.middleware`` ("middleware")."""
+    """One socket, held 1.5 s by a slow page of host 0 once this yields; robots.txt's
+    timeout 0.5 s.  ``whose``: the gate's own session (``Network(max_connections=1)``,
+    held by a request around the gate's turns), or a session of the user's
+    (``TCPConnector(limit=1)``) given to the gate ("session") or carrying
+    ``gate.middleware`` ("middleware").  Yields the server, the gate, the session and the
+    request holding the socket."""
     async with BenchServer([HostPlan("allow", page_delay=1.5), HostPlan("partial")]) as server:
         policy = FetchPolicy(timeout=0.5)
-        if path == "session":
+        if whose == "gate":
+            gate = RobotGate("LimitBot/1.0", delay=0, policy=policy,
+                             network=Network(max_connections=1))
+            session = gate.session
+        elif whose == "session":
             session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1))
             gate = RobotGate("LimitBot/1.0", delay=0, policy=policy, session=session)
         else:
             gate = RobotGate("LimitBot/1.0", delay=0, policy=policy)
             session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1),
                                             middlewares=(gate.middleware,))
-        async with session, gate:
+        async with gate, contextlib.AsyncExitStack() as stack:
+            if whose != "gate":
+                await stack.enter_async_context(session)
             holding = asyncio.ensure_future(_read_slowly(session, server.url(0, "/page/0")))
             while server.host_stats(0).page_requests == 0:  # hang guard: the test's timeout
                 await asyncio.sleep(0.01)
@@ -584,18 +547,19 @@ async def _one_socket_of_yours_held(path: str) -> AsyncIterator[
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ["session", "middleware"])
-async def test_robots_txts_wait_for_a_socket_of_your_session_is_not_counted(path: str) -> None:
-    # A session of the user's tells no wait for a socket (no trace of the gate's): the
-    # robots.txt request's aiohttp timers leave it out (it used to time out waiting:
-    # the site disallowed).
-    async with _one_socket_of_yours_held(path) as (server, gate, session, holding):
-        if path == "session":
-            assert await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
-        else:
+@pytest.mark.parametrize("whose", ["gate", "session", "middleware"])
+async def test_robots_txts_wait_for_a_free_socket_is_not_counted_against_its_timeout(
+        whose: str) -> None:
+    # It waits for the socket, then is fetched (it used to time out waiting: the site
+    # disallowed).  The gate's session tells the wait (its trace); on a session of the
+    # user's, aiohttp's per-request timers leave it out.
+    async with _one_socket_held(whose) as (server, gate, session, holding):
+        if whose == "middleware":
             async with asyncio.timeout(30):  # hang guard
                 async with session.get(server.url(1, "/page/0")) as resp:
                     assert resp.status == 200
+        else:
+            assert await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
         assert holding.done()  # it did wait for the socket
         await holding
         assert not await gate.allowed(server.url(1, "/private/1"))
@@ -604,13 +568,16 @@ async def test_robots_txts_wait_for_a_socket_of_your_session_is_not_counted(path
 
 
 @pytest.mark.slow
-async def test_robots_txts_wait_for_a_socket_of_your_session_has_a_bound_of_its_own(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("whose", "named"), [("gate", "max_connections"),
+                                              ("session", "the session")])
+async def test_robots_txts_wait_for_a_free_socket_has_a_bound_of_its_own(
+        monkeypatch: pytest.MonkeyPatch, whose: str, named: str) -> None:
+    # Past it, the crawler's shortage: LocalFailure, nothing kept for the site.
     monkeypatch.setattr(aiohttp_robots, "SOCKET_WAIT", 0.3)
-    async with _one_socket_of_yours_held("session") as (server, gate, _, holding):
+    async with _one_socket_held(whose) as (server, gate, _, holding):
         with pytest.raises(LocalFailure) as raised:
             await asyncio.wait_for(gate.allowed(server.url(1, "/page/0")), 30)
-        assert "free sockets" in str(raised.value) and "the session" in str(raised.value)
+        assert "free sockets" in str(raised.value) and named in str(raised.value)
         assert await gate.store.load_robots(server.base_url(1)) is None
         await holding
         assert server.host_stats(1).robots_requests == 0
