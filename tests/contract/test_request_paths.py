@@ -420,8 +420,8 @@ def slow_next_reserve(store: Any) -> Callable[[], None]:
     reserve = store.reserve
     armed: list[bool] = []
 
-    async def late(key: str, interval: float) -> float | None:
-        wait: float | None = await reserve(key, interval)
+    async def late(key: str, interval: float, slack: float = 0.0) -> float | None:
+        wait: float | None = await reserve(key, interval, slack)
         if armed:
             armed.clear()
             time.sleep(0.1)  # the loop itself runs late: nothing else moves meanwhile

@@ -323,10 +323,10 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
     grants: list[tuple[float, float, float]] = []
     reserve = store.reserve
 
-    async def recording(key: str, interval: float) -> float | None:
+    async def recording(key: str, interval: float, slack: float = 0.0) -> float | None:
         asked = loop.time()
-        wait = await reserve(key, interval)
-        grants.append((asked, wait or 0.0, interval - DELAY))
+        wait = await reserve(key, interval, slack)
+        grants.append((asked, wait or 0.0, slack))
         return wait
 
     store.reserve = recording  # type: ignore[method-assign]

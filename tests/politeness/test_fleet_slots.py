@@ -32,7 +32,7 @@ class SlotServer(Slots):
         self.up = self.down = 0.0005
         self.asked: list[float] = []  # the intervals asked for
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
         self.asked.append(interval)
         self.clock.advance(self.up)
         now = self.clock()
@@ -185,7 +185,7 @@ class HorizonServer(SlotServer):
 
     horizon = 1.0
 
-    async def reserve(self, origin: str, interval: float) -> float | None:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float | None:
         self.asked.append(interval)
         now = self.clock()
         start = max(now, self.tat)

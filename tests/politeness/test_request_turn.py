@@ -210,7 +210,7 @@ async def test_a_slot_found_past_at_the_last_look_is_followed_by_the_next_one() 
 class LateOnce(SlotsNow):
     """Grants every slot at once; the first grant reaches a loop that then runs late."""
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
         wait = await super().reserve(origin, interval)
         if self.reserved == 1:
             time.sleep(0.05)  # the loop stands still: past the slot's slack (0.01 s)

@@ -31,7 +31,7 @@ class CountingSlots(Slots):
     def __init__(self) -> None:
         self.reserved = 0
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
         self.reserved += 1
         return 0.0
 

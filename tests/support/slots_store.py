@@ -14,6 +14,6 @@ class SlotsNow(MemoryStore, Slots):
         super().__init__()
         self.reserved = 0
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
         self.reserved += 1
         return 0.0

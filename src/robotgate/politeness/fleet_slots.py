@@ -135,7 +135,7 @@ class FleetSlots:
         for _ in range(_REFUSALS):
             asked = self._now()
             try:
-                wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0)
+                wait = await self.store.reserve(key, gap + slack if gap > 0 else 0.0, slack)
                 break
             except SlotAhead as refused:
                 # The store grants no slot beyond its horizon: asked again once within.

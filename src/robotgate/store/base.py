@@ -230,8 +230,10 @@ class Slots(abc.ABC):
     request slots, any two for one server at least the interval apart."""
 
     @abc.abstractmethod
-    async def reserve(self, origin: str, interval: float) -> float:
-        """Claim the next request slot for ``origin``: the seconds to wait before it."""
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
+        """Claim the next request slot for ``origin``: the seconds to wait before it.
+        ``slack`` (part of ``interval``): how late after its slot's start the request
+        may leave; a stored back-off spaces slots by itself plus ``slack``."""
 
 
 class Crawls(abc.ABC):

@@ -248,18 +248,20 @@ end
 
 # GCRA with no burst: KEYS[1] tat, KEYS[2] host; ARGV[1] interval_us,
 # ARGV[2] the longest interval (us), ARGV[3] the lapse factor, ARGV[4] the
-# horizon (us).  Grants the slot at max(now, tat) and moves tat one interval
-# past it, so any two grants for one group are at least one interval apart on
-# the server clock.  A slot starting more than the horizon from now is not
-# granted (tat stays): the caller asks again when it is within.  The
-# interval is at least the group's stored back-off (bx, s), whichever worker
-# earned it, unless no worker renewed it (bt, us) for ARGV[3] times its
+# horizon (us), ARGV[5] the caller's slack (us: its request may leave that long
+# after its slot's start; ARGV[1] includes it).  Grants the slot at max(now, tat)
+# and moves tat one interval past it, so any two grants for one group are at
+# least one interval apart on the server clock.  A slot starting more than the
+# horizon from now is not granted (tat stays): the caller asks again when it is
+# within.  The interval is at least the group's stored back-off (bx, s) plus the
+# slack (a request late within its slack is still bx from the next), whichever
+# worker earned it, unless no worker renewed it (bt, us) for ARGV[3] times its
 # length: the worker that narrows it may have gone.  A back-off past ARGV[2],
 # or renewed more than a minute ahead of this clock, is not robotgate's: a
 # hint, it is ignored (the group keeps its interval) rather than obeyed.
 #
-# On one server also KEYS[3] epoch, KEYS[4] lost, KEYS[5] meta; ARGV[5] the epoch
-# the caller knows, ARGV[6] a new token, ARGV[7] the meta value, ARGV[8] how long
+# On one server also KEYS[3] epoch, KEYS[4] lost, KEYS[5] meta; ARGV[6] the epoch
+# the caller knows, ARGV[7] a new token, ARGV[8] the meta value, ARGV[9] how long
 # (ms) to keep "lost".  An epoch missing or not the caller's means Redis lost its
 # data (restarted empty, flushed) since the caller saw it: a slot granted before
 # may start as late as the horizon after that moment ("lost", kept once), and a
@@ -277,18 +279,18 @@ local b = redis.call('HMGET', KEYS[2], 'bx', 'bt')
 local bx, bt = tonumber(b[1] or ''), tonumber(b[2] or '')
 if bx and bt and bx > 0 and bx * 1000000 <= tonumber(ARGV[2]) and bt - now < 60000000
     and now - bt < bx * tonumber(ARGV[3]) * 1000000 then
-  interval = math.max(interval, bx * 1000000)
+  interval = math.max(interval, bx * 1000000 + tonumber(ARGV[5]))
 end
 local epoch, lost = false, false
 if KEYS[3] then
   epoch = redis.call('GET', KEYS[3])
-  if epoch ~= ARGV[5] then
+  if epoch ~= ARGV[6] then
     if not epoch then
-      epoch = ARGV[6]
+      epoch = ARGV[7]
       redis.call('SET', KEYS[3], epoch)
-      redis.call('SET', KEYS[5], ARGV[7], 'NX')
+      redis.call('SET', KEYS[5], ARGV[8], 'NX')
     end
-    redis.call('SET', KEYS[4], string.format('%.0f', now), 'NX', 'PX', ARGV[8])
+    redis.call('SET', KEYS[4], string.format('%.0f', now), 'NX', 'PX', ARGV[9])
   end
   lost = tonumber(redis.call('GET', KEYS[4]) or '') or false
 end

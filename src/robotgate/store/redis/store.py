@@ -539,32 +539,34 @@ class RedisStore(Store, Fleet, Slots, Crawls, SharedCrawls):
     def slots(self) -> Slots:
         return self
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(self, origin: str, interval: float, slack: float = 0.0) -> float:
         """Claim the next request slot for ``origin``; the seconds to wait before it.
 
         Any two slots granted for one key, by any worker, are at least
         ``interval`` apart on the Redis server's clock (or the key's stored
-        back-off, when longer and renewed lately: a 429 one worker saw slows
-        them all), and none falls within a :meth:`pause`.  The caller must
+        back-off plus ``slack``, when longer and renewed lately: a 429 one worker
+        saw slows them all; ``slack``, included in ``interval``, is how late after
+        its slot's start the caller's request may leave), and none falls within a
+        :meth:`pause`.  The caller must
         sleep the returned time and then start its request (a slot it does
         not use is simply lost).  A slot further ahead than the store's horizon
         (6 s) is not granted: :class:`~robotgate.store.base.SlotAhead` says when
         to ask again.
         """
-        slot = await self.reserve_slot(origin, interval)
+        slot = await self.reserve_slot(origin, interval, slack)
         if not slot.granted:
             raise SlotAhead(origin, slot.wait)
         return slot.wait
 
-    async def reserve_slot(self, origin: str, interval: float) -> Slot:
+    async def reserve_slot(self, origin: str, interval: float, slack: float = 0.0) -> Slot:
         """:meth:`reserve`, with the granted start on the server's clock (none granted
         beyond the horizon: then :attr:`Slot.wait` is when to ask again)."""
-        if not interval >= 0:
-            raise ValueError("interval must not be negative")
+        if not interval >= 0 or not 0 <= slack <= interval:
+            raise ValueError("interval must not be negative, nor slack outside it")
         interval_us = math.ceil(min(interval, MAX_TTL) * 1_000_000)
         keys = [self._keys.tat(origin), self._keys.host(origin)]
         args: list[Any] = [interval_us, math.ceil(MAX_TTL * 1_000_000), BACKOFF_LAPSE,
-                           math.ceil(_HORIZON * 1_000_000)]
+                           math.ceil(_HORIZON * 1_000_000), math.ceil(slack * 1_000_000)]
         await self._ensure_open()
         if not self.cluster:
             # Lost data noticed in the same atomic step as the slot (see scripts.RESERVE).
