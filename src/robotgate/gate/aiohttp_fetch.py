@@ -26,6 +26,7 @@ from ..politeness.request_turn import RequestTurn
 from ..urls import NOT_IN_URIS, InvalidURL, split_origin
 from .aiohttp_bodies import _closed_reading, _read
 from .aiohttp_peers import Handler, _peer_guard
+from .connections import RequestTrace
 
 if TYPE_CHECKING:
     from .aiohttp_client import AiohttpClient
@@ -194,8 +195,8 @@ class _FetchSender:
         # found past as the headers go out raises LateSlot, nothing sent.
         slot = turn.slot
         kwargs = self._kwargs
-        extra = {**kwargs, "trace_request_ctx": slot} if slot is not None and client.owned \
-            else kwargs
+        extra = {**kwargs, "trace_request_ctx": RequestTrace(None, slot)} \
+            if slot is not None and client.owned else kwargs
         if self._call is not None and not self.hops:
             self._call.sent = time.time()  # as it leaves: in a fleet, after the wait for a slot
         middlewares = self._sending
@@ -339,10 +340,11 @@ def resends_off(session: aiohttp.ClientSession) -> bool:
 async def check_slot(session: aiohttp.ClientSession, ctx: object,
                      params: aiohttp.TraceRequestHeadersSentParams) -> None:
     """Trace hook: a fleet slot's deadline is checked right before the first bytes go
-    out; the slot is the request's ``trace_request_ctx`` (see ``_send``)."""
-    slot = getattr(ctx, "trace_request_ctx", None)
-    if isinstance(slot, Slot):
-        slot.check(asyncio.get_running_loop().time())
+    out; the slot is the permit of the request's ``trace_request_ctx``
+    (:class:`~robotgate.gate.connections.RequestTrace`)."""
+    trace = getattr(ctx, "trace_request_ctx", None)
+    if isinstance(trace, RequestTrace) and isinstance(trace.permit, Slot):
+        trace.permit.check(asyncio.get_running_loop().time())
 
 
 def _with_params(url: str, params: Any) -> str:

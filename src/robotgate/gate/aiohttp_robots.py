@@ -21,7 +21,7 @@ from ..politeness.redirects import refused_answer
 from ..timeouts import PausableDeadline, bounded
 from .aiohttp_bodies import _read_capped
 from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
-from .connections import tells_socket_waits
+from .connections import RequestTrace, tells_socket_waits
 
 if TYPE_CHECKING:
     from .aiohttp_client import AiohttpClient, AiohttpConnections
@@ -158,16 +158,20 @@ async def _get(session: aiohttp.ClientSession, request: RobotsRequest,
                headers: dict[str, str], guard: tuple[Middleware, ...] = (),
                route: Route | None = None) -> RobotsResponse:
     left = _left(request)
+    ours = tells_socket_waits(session)
     if left is None:
-        return await _sent(session, request, headers, guard, route, session.timeout, None)
-    if not tells_socket_waits(session):
+        # The gate's own session looks at the request's permit as its headers go out.
+        trace = RequestTrace(None, request.permit) if ours else None
+        return await _sent(session, request, headers, guard, route, session.timeout, trace)
+    if not ours:
         return await _get_timed_by_aiohttp(session, request, headers, guard, route, left)
     # The timeout's clock stops while the request waits for a free socket (the gate's
     # session tells it: connections.socket_wait_trace); that wait has a bound of its own.
     deadline = PausableDeadline(left, SOCKET_WAIT,
                                 lambda: _no_free_socket(request.url, "the gate's session"))
     async with deadline:
-        return await _sent(session, request, headers, guard, route, _UNTIMED, deadline)
+        return await _sent(session, request, headers, guard, route, _UNTIMED,
+                           RequestTrace(deadline, request.permit))
 
 
 async def _get_timed_by_aiohttp(session: aiohttp.ClientSession, request: RobotsRequest,
@@ -205,7 +209,7 @@ def _no_free_socket(url: str, whose: str) -> LocalFailure:
 
 async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
                 headers: dict[str, str], guard: tuple[Middleware, ...], route: Route | None,
-                timeout: aiohttp.ClientTimeout, deadline: PausableDeadline | None,
+                timeout: aiohttp.ClientTimeout, trace: RequestTrace | None,
                 body_within: float | None = None) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
@@ -215,7 +219,7 @@ async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
                            raise_for_status=False,
                            middlewares=(_once(), _proxy_watch, *guard),
                            timeout=timeout, auto_decompress=False,
-                           trace_request_ctx=deadline, **proxy) as resp:
+                           trace_request_ctx=trace, **proxy) as resp:
         status = resp.status
         body = None
         if 200 <= status < 300:

@@ -27,7 +27,7 @@ import functools
 import socket
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -262,24 +262,35 @@ def _check_pool(connector: aiohttp.TCPConnector) -> None:
         raise missing(CONNECTOR_POOL)
 
 
+class RequestTrace(NamedTuple):
+    """What the gate's session's trace hooks are told of one request of the gate's
+    (its ``trace_request_ctx``)."""
+
+    #: A robots.txt request's timeout, whose clock stops while it waits for a socket.
+    deadline: PausableDeadline | None
+    #: What entitles the request to leave (a fleet slot, a lease's fence), looked at
+    #: again as its headers go out (``check_slot``).
+    permit: object
+
+
 async def _socket_wait_starts(session: aiohttp.ClientSession, ctx: Any,
                               params: aiohttp.TraceConnectionQueuedStartParams) -> None:
-    deadline = ctx.trace_request_ctx
-    if isinstance(deadline, PausableDeadline):
-        deadline.pause()
+    trace = ctx.trace_request_ctx
+    if isinstance(trace, RequestTrace) and trace.deadline is not None:
+        trace.deadline.pause()
 
 
 async def _socket_wait_ends(session: aiohttp.ClientSession, ctx: Any,
                             params: aiohttp.TraceConnectionQueuedEndParams) -> None:
-    deadline = ctx.trace_request_ctx
-    if isinstance(deadline, PausableDeadline):
-        deadline.resume()
+    trace = ctx.trace_request_ctx
+    if isinstance(trace, RequestTrace) and trace.deadline is not None:
+        trace.deadline.resume()
 
 
 def socket_wait_trace() -> aiohttp.TraceConfig:
     """The gate's session's trace: a request whose ``trace_request_ctx`` is a
-    :class:`~robotgate.timeouts.PausableDeadline` (a robots.txt request's timeout)
-    stops its clock while it waits for a free socket."""
+    :class:`RequestTrace` with a deadline (a robots.txt request's timeout) stops its
+    clock while it waits for a free socket."""
     trace = aiohttp.TraceConfig()
     trace.on_connection_queued_start.append(_socket_wait_starts)
     trace.on_connection_queued_end.append(_socket_wait_ends)

@@ -70,6 +70,10 @@ class RobotsRequest:
     #: The route the pages that asked take (an adapter's own value, such as aiohttp's
     #: proxy), every hop taking it too: robots.txt is asked the way its pages go.
     via: object = None
+    #: What entitles the request to leave now (in a fleet, its server's slot or crawl
+    #: lease's fence; None: nothing to check): the adapter looks at it again as the
+    #: bytes go out, and sends nothing when it is past (the fetcher asks for the next).
+    permit: object = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,9 @@ from ..policy.fetch_flow import RobotsRequest, RobotsResponse, resource_name, ro
 from ..policy.hops import Address
 from ..records import RobotsEntry
 from ..redaction import failure_text, logger
+from ..store.leases import LapsedLease
 from ..timeouts import bounded
+from .fleet_slots import LateSlot
 
 __all__ = ["PacingHooks", "RobotsFetcher", "RobotsTransport"]
 
@@ -51,6 +53,16 @@ class PacingHooks(Protocol):
 
     def heard(self, request: RobotsRequest, response: RobotsResponse) -> None:
         """The answer to ``request`` (the first one or a hop) arrived."""
+        ...
+
+    def permit(self, request: RobotsRequest) -> object:
+        """What entitles ``request`` to leave (its :attr:`RobotsRequest.permit`): in a
+        fleet, the first request's slot or lease fence; None: nothing to check."""
+        ...
+
+    async def missed(self) -> float:
+        """The transport found the permit past as the bytes were to go out (nothing
+        was sent): the next slot is reserved and awaited; returns the seconds waited."""
         ...
 
 
@@ -107,13 +119,18 @@ class RobotsFetcher:
             while True:
                 if hooks is not None and request.previous is not None:
                     waited += await hooks.before_hop(request.url)
-                if waited and request.deadline is not None:
-                    request = dataclasses.replace(request, deadline=request.deadline + waited)
-                if timed and request.deadline is not None:
-                    response = await bounded(transport.send(request),
-                                             max(request.deadline - time.time(), 0.0))
-                else:
-                    response = await transport.send(request)
+                while True:
+                    sending = _sending(request, waited, hooks)
+                    try:
+                        if timed and sending.deadline is not None:
+                            response = await bounded(transport.send(sending),
+                                                     max(sending.deadline - time.time(), 0.0))
+                        else:
+                            response = await transport.send(sending)
+                        break
+                    except LateSlot:  # nothing was sent: it leaves in the next slot
+                        assert hooks is not None
+                        waited += await hooks.missed()
                 if hooks is not None:
                     hooks.heard(request, response)
                 try:
@@ -123,8 +140,10 @@ class RobotsFetcher:
                     break
         except asyncio.TimeoutError:
             why = f"{self.name} did not answer within {policy.timeout:g}s"
-        except (asyncio.CancelledError, GateClosed, ProxyFailed):
-            raise  # the gate's own end, or its proxy's failure, is no answer of the server's
+        except (asyncio.CancelledError, GateClosed, ProxyFailed, LapsedLease):
+            # The gate's own end, its proxy's failure, a crawl lease lost: no answer of
+            # the server's.
+            raise
         except Exception as exc:  # every waiter must still get an answer
             shortage = local_failure(exc, f"{origin}{path}", open_file_limit())
             if shortage is not None:
@@ -136,6 +155,19 @@ class RobotsFetcher:
         failed = entry_for_error(origin, why, time.time(), policy, previous)
         _log_fetched(origin + path, failed, time.monotonic() - began)
         return failed
+
+
+def _sending(request: RobotsRequest, waited: float, hooks: PacingHooks | None
+             ) -> RobotsRequest:
+    """``request`` as it is sent: its deadline moved on by the waits for its servers'
+    turns (not the server's slowness), with its permit to leave."""
+    permit = hooks.permit(request) if hooks is not None else None
+    if not waited and permit is None:
+        return request
+    deadline = request.deadline
+    if waited and deadline is not None:
+        deadline += waited
+    return dataclasses.replace(request, deadline=deadline, permit=permit)
 
 
 def open_file_limit() -> int | None:

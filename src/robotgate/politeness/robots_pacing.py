@@ -32,7 +32,8 @@ class RobotsPacing:
     cold start.
     """
 
-    __slots__ = ("_asked", "_group", "_hop", "_origin", "_pending", "_sent", "_servers")
+    __slots__ = ("_asked", "_group", "_hop", "_interval", "_origin", "_pending", "_permit",
+                 "_sent", "_servers")
 
     def __init__(self, servers: Servers, origin: str) -> None:
         self._servers = servers
@@ -42,6 +43,9 @@ class RobotsPacing:
         self._asked: Group | None = None  # the server of the request awaiting its answer
         self._pending: list[Awaitable[None]] | None = None  # made only for a 429 or 503
         self._sent = 0.0  # when the request awaiting its answer left
+        self._interval = 0.0
+        # In a fleet, the first request's slot or lease fence, looked at as it goes out.
+        self._permit: Slot | None = None
 
     async def before_hop(self, url: str) -> float:
         self._hop = None
@@ -92,6 +96,22 @@ class RobotsPacing:
         if pending is not None:
             self._later(pending)
 
+    def permit(self, request: RobotsRequest) -> Slot | None:
+        # A redirect hop's server is paced here (before_hop), with no slot of its own.
+        return self._permit if request.previous is None else None
+
+    async def missed(self) -> float:
+        servers = self._servers
+        group, slot = self._group, self._permit
+        assert group is not None and slot is not None
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        self._permit = None  # given up, whatever happens to the next
+        self._permit = await _permit(servers, group, await servers.slot_missed(
+            group, slot, self._interval), self._interval)
+        self._sent = servers.scheduler.now()
+        return loop.time() - start
+
     def _interval_given(self, request: RobotsRequest, response: RobotsResponse) -> float:
         """The interval a robots.txt answer asks (0: none known from it).  Read here,
         before the cache installs the entry: the next slot must already keep it."""
@@ -128,15 +148,14 @@ class RobotsPacing:
             # The fleet's slot, as for a page: another worker may have just asked the server.
             slot = await scheduler.start(group, interval, fleet.reserve, page=False)
             try:
-                await _in_time(servers, group, slot, interval)
-                if slot is None:
-                    fleet.fence(group.key)  # paced under a crawl lease: sent only within it
+                self._permit = await _permit(servers, group, slot, interval)
             except BaseException:
                 scheduler.done(group)  # never a slot lost: the host would wait for it for good
                 raise
         elif not scheduler.try_start(group, interval, page=False):
             await scheduler.start(group, interval, page=False)
         self._group = self._asked = group
+        self._interval = interval
         self._sent = scheduler.now()
         return self
 
@@ -156,14 +175,17 @@ class RobotsPacing:
                     pending.close()  # cut short (a cancel): no "never awaited" warning
 
 
-async def _in_time(servers: Servers, group: Group, slot: Slot | None,
-                   interval: float) -> None:
-    """A robots.txt request leaves within its fleet slot, as a page does: a slot the
-    loop is already past is given up and the next one awaited, however often."""
+async def _permit(servers: Servers, group: Group, slot: Slot | None,
+                  interval: float) -> Slot | None:
+    """What a robots.txt request leaves within, as a page does: its fleet slot (one the
+    loop is already past is given up and the next one awaited, however often), or,
+    paced under a crawl lease, the lease's fence (None: this worker never leased it)."""
     fleet = servers.fleet
     assert fleet is not None
     loop = asyncio.get_running_loop()
     while slot is not None and loop.time() > slot.deadline:
         slot = await servers.slot_missed(group, slot, interval)
-    if slot is not None:
-        fleet.on_time()
+    if slot is None:
+        return fleet.fence(group.key)
+    fleet.on_time()
+    return slot
