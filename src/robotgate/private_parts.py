@@ -84,6 +84,15 @@ REQUEST_TRACES = PrivatePart(
     "of traces every request of one call shares); without it a hop reads as your input, "
     "its target not judged by the private-network rule",
     "fails closed: gate.middleware raises PrivatePartMissing")
+LAST_LOOK_TRACE = PrivatePart(
+    "aiohttp", "ClientRequest._traces (the writer tells each as the headers go), "
+    "aiohttp.tracing.Trace", "3.14.5", "robotgate.gate.aiohttp_fetch",
+    "in a fleet, a request of a session the gate did not make (gate.fetch or "
+    "gate.middleware on yours, a browser's route) has its slot looked at last as its "
+    "headers are written, by a trace put in the request's list; without it a request "
+    "held up past its slot (a busy loop, a slow connect) would reach the server closer "
+    "than the delay to another worker's",
+    "fails closed: such a request in a fleet raises PrivatePartMissing, nothing sent")
 CONNECTOR_RESOLVER = PrivatePart(
     "aiohttp", "TCPConnector._resolver", "3.14.5", "robotgate.gate.aiohttp_peers",
     "redirect hops and pointers are looked up with the resolver the session connects "
@@ -200,7 +209,8 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
-    RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
+    RETRY_CONNECTION, REQUEST_TRACES, LAST_LOOK_TRACE, CONNECTOR_RESOLVER, RESPONSE_BODY,
+    CONNECTOR_POOL,
     HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS,
     PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
