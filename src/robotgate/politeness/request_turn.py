@@ -329,6 +329,16 @@ class RequestTurn:
         if slot is not None:
             await self._ask_again(slot)
 
+    def gave_up(self) -> None:
+        """The client found :attr:`slot` past as the request was about to go (it did
+        not), and sends it again in a turn of its own (Scrapy, whose download runs
+        outside the turn's driver): the miss is counted and the slack grows, as for
+        :meth:`missed`; no slot is reserved for this turn."""
+        slot, self.slot = self.slot, None
+        fleet = self._requests.servers.fleet
+        if slot is not None and fleet is not None:
+            fleet.missed(slot)
+
     async def _ask_again(self, slot: Slot) -> None:
         group = self.group
         assert group is not None
