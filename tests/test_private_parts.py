@@ -37,6 +37,7 @@ from robotgate.private_parts import (
     REQUEST_TRACES,
     RESPONSE_BODY,
     RETRY_CONNECTION,
+    SCRAPY_CONNECTION_ASKED,
     SCRAPY_HANDLER_POOL,
     PrivatePart,
     PrivatePartMissing,
@@ -187,6 +188,19 @@ def scrapy_handler_pool() -> None:
     assert hasattr(client.HTTPConnectionPool, "retryAutomatically")
 
 
+def scrapy_connection_asked() -> None:
+    # The handler hands the request to its agent at once, which asks its pool for the
+    # connection in the same call, and writes the request with the connection's request().
+    http11 = _module("scrapy.core.downloader.handlers.http11")
+    client = _module("twisted.web.client")
+    assert "await maybe_deferred_to_future(agent.download_request(request))" in _source(
+        http11.HTTP11DownloadHandler.download_request)
+    assert "agent.request(" in _source(http11._ScrapyAgent.download_request)
+    asking = _source(client.Agent._requestWithEndpoint)
+    assert "self._pool.getConnection(key, endpoint)" in asking
+    assert "proto.request(" in asking
+
+
 def _browser_manager() -> Any:
     return _module("crawl4ai.browser_manager").BrowserManager
 
@@ -278,7 +292,7 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
     CONNECTOR_POOL: connector_pool, HTTPX_PROXY_URL: httpx_proxy_url,
     HTTPX_NETWORK_BACKEND: httpx_network_backend,
-    SCRAPY_HANDLER_POOL: scrapy_handler_pool,
+    SCRAPY_HANDLER_POOL: scrapy_handler_pool, SCRAPY_CONNECTION_ASKED: scrapy_connection_asked,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,
     CRAWLEE_HTTP_CLIENT: crawlee_http_client,

@@ -144,6 +144,16 @@ SCRAPY_HANDLER_POOL = PrivatePart(
     "fails closed: PrivatePartMissing for each request (a handler of another client is "
     "left alone)")
 
+SCRAPY_CONNECTION_ASKED = PrivatePart(
+    "scrapy", "HTTP11DownloadHandler.download_request asking its pool (Twisted's "
+    "HTTPConnectionPool.getConnection) before it first waits, the connection's request() "
+    "writing it", "2.19.0 (Twisted 26.10.0)", "robotgate.integrations.scrapy.last_look",
+    "in a fleet, the slot's last look as a request is written on its connection is told "
+    "which request the connection is for by the handler's call that asks for it",
+    "silent: the look as the handler is handed the request stays; the one at the "
+    "connection is not made (a request held up on its way to a connection is not looked "
+    "at again)")
+
 # -- crawl4ai ------------------------------------------------------------------------------
 
 CRAWL4AI_START = PrivatePart(
@@ -210,8 +220,8 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
     RETRY_CONNECTION, REQUEST_TRACES, LAST_LOOK_TRACE, CONNECTOR_RESOLVER, RESPONSE_BODY,
-    CONNECTOR_POOL,
-    HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS,
+    CONNECTOR_POOL, HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL,
+    SCRAPY_CONNECTION_ASKED, CRAWL4AI_START, CRAWL4AI_FIELDS,
     PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
