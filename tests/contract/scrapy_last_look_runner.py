@@ -8,8 +8,8 @@ Sends the URLs one after the other through Scrapy with RobotGateMiddleware on a 
 store (``settings``); once the first page is answered, the next connection Twisted's
 pool gives stands the loop still for ``lag`` seconds before anything is written on it.
 Prints one JSON line: each URL's status (or error), every slot Redis granted on the
-loop's clock (``[asked, wait, slack]``), the fleet's late slots, and whether the lag
-happened.
+loop's clock (``[asked, wait, slack]``), the fleet's late slots, whether the lag
+happened, and Scrapy's count of download exceptions.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     urls: list[str] = config["urls"]
     statuses: list[Any] = [None] * len(urls)
     grants: list[list[float]] = []
-    lag = {"armed": False, "done": False, "late": -1}
+    lag = {"armed": False, "done": False, "late": -1, "exceptions": 0}
 
     reserve = RedisStore.reserve
 
@@ -80,6 +80,9 @@ def main(argv: list[str]) -> int:
             yield from ()
 
         def closed(self, reason: str) -> None:
+            stats = self.crawler.stats
+            if stats is not None:
+                lag["exceptions"] = stats.get_value("downloader/exception_count", 0)
             engine = self.crawler.engine
             assert engine is not None
             for middleware in engine.downloader.middleware.middlewares:
@@ -100,7 +103,7 @@ def main(argv: list[str]) -> int:
     process.crawl(Pages)
     process.start()
     print(json.dumps({"statuses": statuses, "grants": grants, "late": lag["late"],
-                      "lagged": lag["done"]}))
+                      "lagged": lag["done"], "exceptions": lag["exceptions"]}))
     return 0
 
 
