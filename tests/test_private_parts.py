@@ -29,6 +29,7 @@ from robotgate.private_parts import (
     CRAWLEE_VALIDATE_URL,
     HTTPX_NETWORK_BACKEND,
     HTTPX_PROXY_URL,
+    LAST_LOOK_TRACE,
     PARTS,
     PLAYWRIGHT_MAPPING,
     PLAYWRIGHT_OPTIONS,
@@ -36,6 +37,7 @@ from robotgate.private_parts import (
     REQUEST_TRACES,
     RESPONSE_BODY,
     RETRY_CONNECTION,
+    SCRAPY_CONNECTION_ASKED,
     SCRAPY_HANDLER_POOL,
     PrivatePart,
     PrivatePartMissing,
@@ -102,6 +104,49 @@ async def request_traces() -> None:
     assert seen[0] is seen[1] and seen[2] is seen[3] and seen[0] is not seen[2]
 
 
+async def last_look_trace() -> None:
+    # A trace put in a request's list in a middleware is told as the headers are about
+    # to be written, and what it raises then stops them: nothing reaches the server.
+    from aiohttp.tracing import Trace
+
+    arrived: list[str] = []
+    told: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    async def headers_going(session: Any, ctx: Any, params: Any) -> None:
+        told.append(ctx.trace_request_ctx)
+        raise Stop
+
+    config = aiohttp.TraceConfig()
+    config.on_request_headers_sent.append(headers_going)
+    config.freeze()
+
+    async def look(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
+        traces = req._traces
+        trace = Trace(req.session, config, config.trace_config_ctx(trace_request_ctx="mine"))
+        traces.append(trace)
+        try:
+            return await handler(req)
+        finally:
+            traces.remove(trace)
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        arrived.append(request.path)
+        return web.Response(text="sent")
+
+    async with _serving(answer) as base, aiohttp.ClientSession(middlewares=(look,)) as session:
+        try:
+            async with session.get(f"{base}/page"):
+                pass
+        except Stop:
+            pass
+        else:
+            raise AssertionError("the trace in the request's list was not told")
+    assert told == ["mine"] and arrived == []
+
+
 async def connector_resolver() -> None:
     connector = aiohttp.TCPConnector()
     try:
@@ -141,6 +186,19 @@ def scrapy_handler_pool() -> None:
     assert callable(getattr(handlers.DownloadHandlers, "_get_handler", None))
     assert "self._pool" in _source(http11.HTTP11DownloadHandler.__init__)
     assert hasattr(client.HTTPConnectionPool, "retryAutomatically")
+
+
+def scrapy_connection_asked() -> None:
+    # The handler hands the request to its agent at once, which asks its pool for the
+    # connection in the same call, and writes the request with the connection's request().
+    http11 = _module("scrapy.core.downloader.handlers.http11")
+    client = _module("twisted.web.client")
+    assert "await maybe_deferred_to_future(agent.download_request(request))" in _source(
+        http11.HTTP11DownloadHandler.download_request)
+    assert "agent.request(" in _source(http11._ScrapyAgent.download_request)
+    asking = _source(client.Agent._requestWithEndpoint)
+    assert "self._pool.getConnection(key, endpoint)" in asking
+    assert "proto.request(" in asking
 
 
 def _browser_manager() -> Any:
@@ -230,10 +288,11 @@ def httpx_network_backend() -> None:
 
 CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     RETRY_CONNECTION: retry_connection, REQUEST_TRACES: request_traces,
+    LAST_LOOK_TRACE: last_look_trace,
     CONNECTOR_RESOLVER: connector_resolver, RESPONSE_BODY: response_body,
     CONNECTOR_POOL: connector_pool, HTTPX_PROXY_URL: httpx_proxy_url,
     HTTPX_NETWORK_BACKEND: httpx_network_backend,
-    SCRAPY_HANDLER_POOL: scrapy_handler_pool,
+    SCRAPY_HANDLER_POOL: scrapy_handler_pool, SCRAPY_CONNECTION_ASKED: scrapy_connection_asked,
     CRAWL4AI_START: crawl4ai_start, CRAWL4AI_FIELDS: crawl4ai_fields,
     PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,
     CRAWLEE_HTTP_CLIENT: crawlee_http_client,
@@ -277,6 +336,23 @@ async def test_a_missing_call_identity_refuses_the_middlewares_request() -> None
             await gate.middleware(request, handler)  # type: ignore[arg-type]
     assert sent == [] and missing.value.part is REQUEST_TRACES
     assert installed("aiohttp") in str(missing.value)
+
+
+async def test_a_request_list_missing_refuses_a_fleet_request_of_your_session() -> None:
+    from robotgate.gate.aiohttp_fetch import LastLook
+    from robotgate.politeness.fleet_slots import Slot
+
+    sent: list[object] = []
+
+    async def handler(req: Any) -> Any:
+        sent.append(req)
+        raise AssertionError("sent")
+
+    request = SimpleNamespace(url=URL("http://127.0.0.1:9/page"))  # no _traces
+    with pytest.raises(PrivatePartMissing, match=r"aiohttp \d+\.\d+.* has no "
+                       r"ClientRequest\._traces") as missing:
+        await LastLook(Slot())(request, handler)  # type: ignore[arg-type]
+    assert sent == [] and missing.value.part is LAST_LOOK_TRACE
 
 
 async def test_a_connector_without_its_resolver_refuses_a_pointer() -> None:

@@ -84,6 +84,15 @@ REQUEST_TRACES = PrivatePart(
     "of traces every request of one call shares); without it a hop reads as your input, "
     "its target not judged by the private-network rule",
     "fails closed: gate.middleware raises PrivatePartMissing")
+LAST_LOOK_TRACE = PrivatePart(
+    "aiohttp", "ClientRequest._traces (the writer tells each as the headers go), "
+    "aiohttp.tracing.Trace", "3.14.5", "robotgate.gate.aiohttp_fetch",
+    "in a fleet, a request of a session the gate did not make (gate.fetch or "
+    "gate.middleware on yours, a browser's route) has its slot looked at last as its "
+    "headers are written, by a trace put in the request's list; without it a request "
+    "held up past its slot (a busy loop, a slow connect) would reach the server closer "
+    "than the delay to another worker's",
+    "fails closed: such a request in a fleet raises PrivatePartMissing, nothing sent")
 CONNECTOR_RESOLVER = PrivatePart(
     "aiohttp", "TCPConnector._resolver", "3.14.5", "robotgate.gate.aiohttp_peers",
     "redirect hops and pointers are looked up with the resolver the session connects "
@@ -134,6 +143,16 @@ SCRAPY_HANDLER_POOL = PrivatePart(
     "pool",
     "fails closed: PrivatePartMissing for each request (a handler of another client is "
     "left alone)")
+
+SCRAPY_CONNECTION_ASKED = PrivatePart(
+    "scrapy", "HTTP11DownloadHandler.download_request asking its pool (Twisted's "
+    "HTTPConnectionPool.getConnection) before it first waits, the connection's request() "
+    "writing it", "2.19.0 (Twisted 26.10.0)", "robotgate.integrations.scrapy.last_look",
+    "in a fleet, the slot's last look as a request is written on its connection is told "
+    "which request the connection is for by the handler's call that asks for it",
+    "silent: the look as the handler is handed the request stays; the one at the "
+    "connection is not made (a request held up on its way to a connection is not looked "
+    "at again)")
 
 # -- crawl4ai ------------------------------------------------------------------------------
 
@@ -200,8 +219,9 @@ REDIS_CLUSTER_INITIALIZE = PrivatePart(
 
 #: Every private part robotgate leans on.
 PARTS: tuple[PrivatePart, ...] = (
-    RETRY_CONNECTION, REQUEST_TRACES, CONNECTOR_RESOLVER, RESPONSE_BODY, CONNECTOR_POOL,
-    HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL, CRAWL4AI_START, CRAWL4AI_FIELDS,
+    RETRY_CONNECTION, REQUEST_TRACES, LAST_LOOK_TRACE, CONNECTOR_RESOLVER, RESPONSE_BODY,
+    CONNECTOR_POOL, HTTPX_PROXY_URL, HTTPX_NETWORK_BACKEND, SCRAPY_HANDLER_POOL,
+    SCRAPY_CONNECTION_ASKED, CRAWL4AI_START, CRAWL4AI_FIELDS,
     PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,

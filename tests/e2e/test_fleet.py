@@ -311,9 +311,10 @@ async def test_the_server_is_ready_once_the_kernel_stamps_on_arrival() -> None:
 # -- a loop late between its slot and its send ------------------------------------
 
 
+@pytest.mark.parametrize("whose", ["the gate's session", "yours"])
 @pytest.mark.parametrize("late_at", ["robots.txt", "page"])
 async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot(
-    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch, late_at: str
+    redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch, late_at: str, whose: str
 ) -> None:
     """The worker's loop is blocked between the slot's reservation and the request's
     first bytes, twice in a row (at robots.txt's request, or a page's): each time the
@@ -344,8 +345,9 @@ async def test_a_loop_late_twice_before_the_headers_go_never_sends_past_its_slot
         return resp
 
     monkeypatch.setattr(aiohttp.ClientRequest, "send", late)
-    async with BenchServer([HostPlan("allow")]) as srv:
-        async with RobotGate(AGENT, delay=DELAY, store=store) as gate:
+    async with BenchServer([HostPlan("allow")]) as srv, aiohttp.ClientSession() as yours:
+        session = yours if whose == "yours" else None
+        async with RobotGate(AGENT, delay=DELAY, store=store, session=session) as gate:
             # Late past the slot's slack, then later than the slack learnt from that.
             if late_at == "robots.txt":
                 lags[:] = [0.1, 0.4]

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import aiohttp
+from aiohttp.tracing import Trace
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -23,6 +24,7 @@ from ..policy.redirect_hop import ORIGIN_SCOPED, NextHop
 from ..politeness.exchange import Answer, Resend, answer_of
 from ..politeness.fleet_slots import Slot
 from ..politeness.request_turn import RequestTurn
+from ..private_parts import LAST_LOOK_TRACE, missing
 from ..urls import NOT_IN_URIS, InvalidURL, split_origin
 from .aiohttp_bodies import _closed_reading, _read
 from .aiohttp_peers import Handler, _peer_guard
@@ -31,8 +33,8 @@ from .connections import RequestTrace
 if TYPE_CHECKING:
     from .aiohttp_client import AiohttpClient
 
-__all__ = ["FetchCall", "check_slot", "for_aiohttp", "resends_off", "without_resends",
-           "yarl_form"]
+__all__ = ["FetchCall", "LastLook", "check_slot", "for_aiohttp", "resends_off",
+           "without_resends", "yarl_form"]
 
 
 # What yarl rewrites in a URL before aiohttp sends it: a "%" (it decodes "%41" and
@@ -204,6 +206,10 @@ class _FetchSender:
             middlewares = (*middlewares, _peer_guard(client.is_private, turn.what))
         self.url = turn.url
         session = client.session()
+        if slot is not None and not client.owned:
+            # A user's session has no trace of the gate's: the last look is added to
+            # this request's own traces (LastLook), innermost, nearest the bytes.
+            middlewares = (*middlewares, LastLook(slot))
         if client.owned and resends_off(session):
             return self._sent(session.request(
                 self.method, self._target, allow_redirects=False, middlewares=middlewares,
@@ -345,6 +351,46 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     trace = getattr(ctx, "trace_request_ctx", None)
     if isinstance(trace, RequestTrace) and isinstance(trace.permit, Slot):
         trace.permit.check(asyncio.get_running_loop().time())
+
+
+# The last look's trace on a session the gate did not make (see LastLook).
+_LAST_LOOK = aiohttp.TraceConfig()
+_LAST_LOOK.on_request_headers_sent.append(check_slot)
+_LAST_LOOK.freeze()
+
+
+class LastLook:
+    """A middleware giving one request of a session the gate did not make (a user's,
+    or an attachment's) the last look the gate's own session's trace gives: the fleet
+    ``slot`` checked right before the headers are written (:func:`check_slot`; past
+    it, :class:`~robotgate.politeness.fleet_slots.LateSlot`, nothing sent).
+
+    A session's trace configs are fixed when it is made; aiohttp hands each request
+    the list of its call's traces, and the writer tells every trace in it as the
+    headers go: a trace of the gate's is put in that list while the request is in the
+    handler, and taken out after.  An aiohttp without the list raises
+    :class:`~robotgate.private_parts.PrivatePartMissing`: nothing is sent unchecked.
+    """
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Slot) -> None:
+        self.slot = slot
+
+    async def __call__(self, req: aiohttp.ClientRequest,
+                       handler: Handler) -> aiohttp.ClientResponse:
+        try:
+            traces: list[Trace] = req._traces  # private_parts.LAST_LOOK_TRACE
+            session = req.session
+        except AttributeError:
+            raise missing(LAST_LOOK_TRACE) from None
+        trace = Trace(session, _LAST_LOOK,
+                      _LAST_LOOK.trace_config_ctx(trace_request_ctx=RequestTrace(None, self.slot)))
+        traces.append(trace)
+        try:
+            return await handler(req)
+        finally:
+            traces.remove(trace)
 
 
 def _with_params(url: str, params: Any) -> str:

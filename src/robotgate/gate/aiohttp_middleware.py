@@ -17,6 +17,7 @@ from ..policy.redirect_hop import leaves_origin
 from ..politeness.exchange import Answer, answer_of
 from ..politeness.request_turn import RequestTurn
 from ..private_parts import REQUEST_TRACES, missing
+from .aiohttp_fetch import LastLook
 from .aiohttp_peers import Handler, _check_peer
 
 __all__: list[str] = []  # the adapter's own: see aiohttp_client
@@ -149,6 +150,9 @@ class _Passed(tuple[aiohttp.ClientRequest, Handler, IsPrivate]):
         req.headers.update(turn.headers)  # each name's values replaced, as setting would
         if turn.guard:
             _check_peer(req, turn.what, is_private)
+        slot = turn.slot
+        if slot is not None:  # a fleet's slot, looked at last as the headers go
+            return LastLook(slot)(req, handler)
         return handler(req)
 
     answer = staticmethod(_heard)

@@ -17,9 +17,11 @@ from ..policy.content_coding import decode_capped
 from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.exchange import Reach, first_reach, robots_reach
+from ..politeness.fleet_slots import Slot
 from ..politeness.redirects import refused_answer
 from ..timeouts import PausableDeadline, bounded
 from .aiohttp_bodies import _read_capped
+from .aiohttp_fetch import LastLook
 from .aiohttp_peers import Handler, Middleware, _peer_guard, _resolve_with
 from .connections import RequestTrace, tells_socket_waits
 
@@ -213,6 +215,10 @@ async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
                 body_within: float | None = None) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
+    if trace is None and isinstance(request.permit, Slot):
+        # A session of the user's has no trace of the gate's: the last look is added
+        # to this request's own, innermost.
+        guard = (*guard, LastLook(request.permit))
     # The raw bytes, decoded by the core as every adapter's are: aiohttp reads one
     # coding only (not "x-gzip", "gzip, br"...) and leaves the rest as they came.
     async with session.get(request.url, headers=headers, allow_redirects=False,

@@ -58,6 +58,7 @@ transport.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -679,6 +680,11 @@ class _Sender:
         client = self.client
         self._url = url = turn.url
         to, headers, session = client._where(turn, url, self.headers, self.session)
+        slot = turn.slot
+        if slot is not None:
+            # crawlee's clients tell nothing as their bytes go: the fleet slot is looked
+            # at last as the request is handed to ``inner`` (LateSlot: not handed).
+            slot.check(asyncio.get_running_loop().time())
         answering, self._answering = self._answering, None
         if answering is not None:
             headers["authorization"] = answering

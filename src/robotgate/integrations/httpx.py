@@ -46,6 +46,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import pointer_of
 from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
+from ..politeness.fleet_slots import Slot
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..politeness.robots_fetcher import open_file_limit
@@ -362,6 +363,11 @@ class _HttpxSender:
         headers = request.headers
         for name, value in turn.headers.items():
             headers[name] = value
+        slot = turn.slot
+        extensions = request.extensions
+        theirs = extensions.get("trace")
+        if slot is not None:
+            extensions["trace"] = _LastLook(slot, theirs)
         try:
             return await inner.handle_async_request(
                 _pinned(request, turn.checked if turn.guard else (), inner))
@@ -369,6 +375,12 @@ class _HttpxSender:
             if _unsent(exc) and isinstance(request.stream, httpx.ByteStream):
                 raise Resend(exc) from exc  # sent again, in a turn of its own
             raise
+        finally:
+            if slot is not None:  # the caller's own trace, as it was
+                if theirs is None:
+                    extensions.pop("trace", None)
+                else:
+                    extensions["trace"] = theirs
 
     def answer(self, resp: httpx.Response) -> Answer:
         status, headers = resp.status_code, resp.headers
@@ -385,6 +397,28 @@ class _HttpxSender:
 
     def drop(self, resp: httpx.Response) -> Awaitable[None]:
         return resp.aclose()
+
+
+class _LastLook:
+    """httpcore's ``trace`` extension for a request in a fleet ``slot``: the slot is
+    looked at last as the request's headers are about to be written (past it,
+    :class:`~robotgate.politeness.fleet_slots.LateSlot`: httpcore closes the
+    connection, nothing sent, and the turn takes the next slot).  ``theirs``: the
+    caller's own trace, told first.  A transport that is not httpcore's ignores the
+    extension: its request is looked at last as it is handed to it."""
+
+    __slots__ = ("slot", "theirs")
+
+    def __init__(self, slot: Slot, theirs: Any) -> None:
+        self.slot = slot
+        self.theirs = theirs
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        theirs = self.theirs
+        if theirs is not None:
+            await theirs(event, info)
+        if event.endswith(".send_request_headers.started"):  # http11 and http2
+            self.slot.check(asyncio.get_running_loop().time())
 
 
 def _unsent(exc: httpx.TransportError) -> bool:

@@ -104,6 +104,7 @@ from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
+from ..politeness.fleet_slots import Slot
 from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL, redact
 from ._follow import MAX_REDIRECTS, lower
@@ -538,11 +539,12 @@ class Attachment:
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address], first_url: str,
-                     ) -> aiohttp.ClientResponse:
+                     slot: Slot | None = None) -> aiohttp.ClientResponse:
         """Send one request (its Cookie header as given); a public page's pointer
-        (``checked``: the addresses its check found public) goes to the first of them."""
+        (``checked``: the addresses its check found public) goes to the first of them;
+        ``slot``: its fleet slot, looked at last as its headers go."""
         return await self.client.send(url, method, headers, body, checked,
-                                      first_url=first_url)
+                                      first_url=first_url, slot=slot)
 
     async def _keep_cookies(self, url: str, setting: list[str], scope: _CookieScope) -> None:
         """Keep in the context the cookies an answer to ``url`` sets, by Chromium's rules
@@ -684,7 +686,7 @@ class _Sender:
         try:
             response = await self.attachment._fetch(turn.url, self.method, headers, self.body,
                                                     turn.checked if turn.guard else (),
-                                                    self.scope.first_url)
+                                                    self.scope.first_url, turn.slot)
         finally:
             del sending[self.route]
             sent.set_result(None)

@@ -16,8 +16,11 @@ drives it through the same steps:
    send time is taken.  A request paced under a crawl lease takes the lease's fence
    as its slot (past it: :class:`~robotgate.store.leases.LapsedLease`, not sent).
    A client that looks at the slot (:attr:`~RequestTurn.slot`) again at the last
-   moment (``gate.fetch``, as its headers go out) and finds it past calls
-   :meth:`~RequestTurn.missed`, then leaves again.
+   moment (every adapter, as close to its first bytes as its client lets it: see
+   docs/fleet.md, *The last look*) and finds it past calls
+   :meth:`~RequestTurn.missed`, then leaves again; Scrapy, whose download runs outside
+   the turn's driver, calls :meth:`~RequestTurn.gave_up` and sends the request again in
+   a turn of its own.
 4. :meth:`~RequestTurn.answered` with the answer's status and ``Retry-After``: the
    turn tells of its own answer (its URL, status and time); the server's pacing,
    back-off and store learn from it.
@@ -328,6 +331,16 @@ class RequestTurn:
         slot = self.slot
         if slot is not None:
             await self._ask_again(slot)
+
+    def gave_up(self) -> None:
+        """The client found :attr:`slot` past as the request was about to go (it did
+        not), and sends it again in a turn of its own (Scrapy, whose download runs
+        outside the turn's driver): the miss is counted and the slack grows, as for
+        :meth:`missed`; no slot is reserved for this turn."""
+        slot, self.slot = self.slot, None
+        fleet = self._requests.servers.fleet
+        if slot is not None and fleet is not None:
+            fleet.missed(slot)
 
     async def _ask_again(self, slot: Slot) -> None:
         group = self.group

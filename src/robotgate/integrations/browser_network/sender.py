@@ -28,8 +28,10 @@ from yarl import URL
 
 from ...errors import BodyTooLarge
 from ...gate.aiohttp_bodies import MAX_BODY, read_body
-from ...gate.aiohttp_fetch import without_resends
+from ...gate.aiohttp_fetch import check_slot, without_resends
+from ...gate.connections import RequestTrace
 from ...policy.hops import Address
+from ...politeness.fleet_slots import Slot
 from .._follow import pinned
 from .floor import UnsafeBrowser, _made_with, via
 
@@ -64,9 +66,13 @@ class RouteClient:
         # Made now, so that the CA files (SSL_CERT_FILE, SSL_CERT_DIR) are read as attach runs.
         self._ssl: ssl.SSLContext | bool = False if ignore_https_errors \
             else ssl.create_default_context()
+        # In a fleet, a page's slot is looked at last as its headers go (as the gate's own
+        # session does): held up past it, the request raises LateSlot, nothing sent.
+        last_look = aiohttp.TraceConfig()
+        last_look.on_request_headers_sent.append(check_slot)
         self._session = without_resends(aiohttp.ClientSession(
             cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=True,
-            timeout=aiohttp.ClientTimeout(total=TIMEOUT)))
+            timeout=aiohttp.ClientTimeout(total=TIMEOUT), trace_configs=[last_look]))
 
     @property
     def closed(self) -> bool:
@@ -74,12 +80,13 @@ class RouteClient:
 
     async def send(self, url: str, method: str, headers: Mapping[str, str],
                    body: bytes | None, checked: Sequence[Address] = (), *,
-                   first_url: str) -> aiohttp.ClientResponse:
+                   first_url: str, slot: Slot | None = None) -> aiohttp.ClientResponse:
         """Send one request (its headers as given, lower-case names); a public page's
         pointer (``checked``: the addresses its check found public) goes to the first of
         them, its Host header and TLS server name the host's (through a proxy, an
         ``https`` one only: the proxy connects a plain ``http`` one).  The proxy is the one
-        ``first_url`` (the URL the browser asked for) takes: a redirect's hops go its way."""
+        ``first_url`` (the URL the browser asked for) takes: a redirect's hops go its way.
+        ``slot``: the request's fleet slot, looked at last as its headers go."""
         route = via(self.proxy, first_url)
         extra: dict[str, Any] = {}
         if route is not None:
@@ -101,7 +108,8 @@ class RouteClient:
         if credentials is not None and credentials.get("send") == "always":
             headers.setdefault("authorization", _basic(credentials))
         return await self._session.request(method, sent, headers=headers, data=body,
-                                           allow_redirects=False, ssl=self._ssl, **extra)
+                                           allow_redirects=False, ssl=self._ssl,
+                                           trace_request_ctx=RequestTrace(None, slot), **extra)
 
     def challenged(self, resp: aiohttp.ClientResponse, url: str, first_url: str) -> str | None:
         """The Authorization ``resp``, the answer to a request to ``url``, is answered

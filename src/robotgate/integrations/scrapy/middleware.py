@@ -62,6 +62,7 @@ from ...policy.fetch_flow import RobotsRequest, RobotsResponse
 from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
 from ...policy.provenance import Provenance, pointer_of
 from ...politeness.exchange import robots_reach
+from ...politeness.fleet_slots import LateSlot
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
@@ -72,6 +73,7 @@ from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
 from .._hops import first_address, robots_headers
 from .._hops import resolve as system_resolve
+from .last_look import SocketLook
 from .parser import RobotgateRobotParser
 from .resolver import GuardedNames, ScreeningResolver, install, uninstall
 from .settings import make_store, read_settings
@@ -263,6 +265,14 @@ def _no_silent_resend(crawler: Crawler) -> None:
     not where they were (:data:`~robotgate.private_parts.SCRAPY_HANDLER_POOL`), nothing
     is sent: :class:`~robotgate.private_parts.PrivatePartMissing`.  A handler of another
     client (HTTP/2, a browser's) has no such pool and is left alone."""
+    for _, pool in _http11_pools(crawler):
+        pool.retryAutomatically = False
+
+
+def _http11_pools(crawler: Crawler) -> list[tuple[Any, Any]]:
+    """Scrapy's HTTP/1.1 handlers of ``http`` and ``https``, each once, with its Twisted
+    pool (:class:`~robotgate.private_parts.PrivatePartMissing` where they are not where
+    they were); a handler of another client is left out."""
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 
     engine = crawler.engine
@@ -270,14 +280,23 @@ def _no_silent_resend(crawler: Crawler) -> None:
     get = getattr(handlers, "_get_handler", None)
     if get is None:
         raise missing(SCRAPY_HANDLER_POOL)
+    found: list[tuple[Any, Any]] = []
     for scheme in ("http", "https"):
         handler = get(scheme)
-        if not isinstance(handler, HTTP11DownloadHandler):
+        if not isinstance(handler, HTTP11DownloadHandler) or any(
+                handler is seen for seen, _ in found):
             continue
         pool = getattr(handler, "_pool", None)
         if pool is None or not hasattr(pool, "retryAutomatically"):
             raise missing(SCRAPY_HANDLER_POOL)
-        pool.retryAutomatically = False
+        found.append((handler, pool))
+    return found
+
+
+def _turn_of(request: Request) -> RequestTurn | None:
+    """The turn ``request`` is downloaded in (None: it holds none)."""
+    held = request.meta.get(_HELD)
+    return held.turn if isinstance(held, _Held) else None
 
 
 def _require_asyncio() -> None:
@@ -763,13 +782,17 @@ class RobotGateMiddleware:
             raise RobotsDisallowed(redact(request.url), refused)
 
     def process_exception(self, request: Request, exception: BaseException,
-                          spider: Any = None) -> None:
+                          spider: Any = None) -> Request | None:
         """A failed request gives its slot back (the next one is paced from its start);
-        a pointer whose connection's look-up found a private address is refused."""
+        a pointer whose connection's look-up found a private address is refused; a
+        request its fleet slot's last look held back (not sent) is sent again."""
         meta = request.meta
         held = meta.pop(_HELD, None)
         if isinstance(held, _Held):
             held.release()
+        if isinstance(exception, LateSlot):
+            # Nothing went out (see .last_look): again, in a turn and a slot of its own.
+            return request.replace(dont_filter=True)
         meta.pop(_POINTED_BY, None)
         what = meta.pop(_GUARD, None)
         if isinstance(what, str):
@@ -822,6 +845,8 @@ class RobotGateMiddleware:
     async def _open(self) -> None:
         if self._opened is None:
             _no_silent_resend(self.crawler)
+            for handler, pool in _http11_pools(self.crawler):
+                SocketLook(handler, pool, _turn_of)  # a fleet slot's last look
             if self.gate.refuse_private:
                 # Now: Scrapy installs its DNS_RESOLVER on the reactor as the crawl starts.
                 self._screening = install(self.names)
