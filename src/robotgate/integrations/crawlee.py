@@ -47,13 +47,16 @@ The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
 redirects are followed by the gate's exchange
-(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner`` would look a hop's host up
-again and might find a private address there (DNS rebinding): an ``http`` pointer of
-a public page goes to the address its check found public, with the Host header and
-the session's cookies of the name; an ``https`` one goes by its name, its certificate
-binding it (see :func:`~._follow.pinned`).  crawlee 1.11's ``HttpxHttpClient``
-cannot take another transport (it ignores ``transport=``), hence a client, not a
-transport.
+(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner``'s own credentials (a
+client made with ``auth=``, ``cookies=`` or an Authorization or Cookie in ``headers=``) go
+with the hops until one leaves the first request's origin, as the caller's do; the later
+hops are sent by ``inner`` made without them (see :mod:`._crawlee_credentials`).
+``inner`` would look a hop's host up again and might find a private address there (DNS
+rebinding): an ``http`` pointer of a public page goes to the address its check found
+public, with the Host header and the session's cookies of the name; an ``https`` one
+goes by its name, its certificate binding it (see :func:`~._follow.pinned`).  crawlee
+1.11's ``HttpxHttpClient`` cannot take another transport (it ignores ``transport=``),
+hence a client, not a transport.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ from ..private_parts import CRAWLEE_HTTP_CLIENT, missing
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
+from ._crawlee_credentials import bare_twin
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
 
@@ -295,6 +299,9 @@ class RobotGateHttpClient(HttpClient):
         self.inner = inner if inner is not None else ImpitHttpClient(
             persist_cookies_per_session=persist_cookies_per_session, follow_redirects=False)
         self._entered_inner = False  # whether this client entered inner (then it exits it)
+        # inner made without its own credentials, for the hops that left their request's
+        # first origin (see _crawlee_credentials); made on first need.
+        self._bare: HttpClient | None = None
         # A PlaywrightCrawler's navigations under way, by page (see attach).
         self._navigations: WeakKeyDictionary[Page, _Navigation] = WeakKeyDictionary()
 
@@ -347,9 +354,25 @@ class RobotGateHttpClient(HttpClient):
 
     async def cleanup(self) -> None:
         """Clean up ``inner`` if this client started it (the gate stays open: it is yours)."""
-        if self._entered_inner:
-            self._entered_inner = False
-            await self.inner.__aexit__(None, None, None)
+        bare, self._bare = self._bare, None
+        try:
+            if bare is not None and bare is not self.inner:
+                await bare.cleanup()
+        finally:
+            if self._entered_inner:
+                self._entered_inner = False
+                await self.inner.__aexit__(None, None, None)
+
+    def _inner_for(self, on_first_origin: bool) -> HttpClient:
+        """``inner`` for a hop on its request's first origin; for one after the request left
+        it, ``inner`` without its own credentials (``auth=``, ``cookies=``, credential
+        headers: see :func:`~._crawlee_credentials.bare_twin`), as crawlee's clients alone
+        send them on no other origin."""
+        if on_first_origin:
+            return self.inner
+        if self._bare is None:
+            self._bare = bare_twin(self.inner) or self.inner
+        return self._bare
 
     async def __aenter__(self) -> RobotGateHttpClient:
         await super().__aenter__()
@@ -665,6 +688,9 @@ class _Sender:
         self.limit = limit
         self.challenged = challenged
         self._url = ""  # the URL of the request last sent
+        # Whether no hop has left the first request's origin yet: inner's own credentials
+        # go with the hops until then, as the caller's go by the core's rule.
+        self._on_first_origin = True
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
         # The Authorization the last answer (a 401 Basic challenge) is answered with, by
         # the next send (in a turn of its own); None: not answered.
@@ -691,7 +717,7 @@ class _Sender:
                          session: Session | None) -> HttpResponse:
         """One request through ``inner``: streamed (the stream kept open until
         :meth:`close`) when streaming or reading within a limit, else read whole."""
-        inner = self.client.inner
+        inner = self.client._inner_for(self._on_first_origin)
         method = _method(self.method)
         if self.stream or self.limit is not None:
             opened = inner.stream(to, method=method, headers=headers, payload=self.payload,
@@ -723,6 +749,8 @@ class _Sender:
         await self.close()
         self.method, self.headers, self.payload = (hop.method, hop.headers(self.headers),
                                                    hop.body(self.payload))
+        if hop.leaves_origin:
+            self._on_first_origin = False
 
     def drop(self, response: HttpResponse) -> Awaitable[None] | None:
         return self.close()
