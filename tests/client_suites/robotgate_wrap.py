@@ -126,6 +126,7 @@ def _patch_crawlee() -> None:
     # replaced when this plugin is imported (``-p robotgate_wrap``).
     import crawlee.http_clients as clients
 
+    from robotgate.integrations._follow import MAX_REDIRECTS
     from robotgate.integrations.crawlee import RobotGateHttpClient
 
     def wrapping(kind: type[Any], follow_name: str) -> type[Any]:
@@ -137,10 +138,12 @@ def _patch_crawlee() -> None:
                          **kwargs: Any) -> None:
                 _made_one()
                 follow = kwargs.pop(follow_name, True)
+                limit = kwargs.get("max_redirects", MAX_REDIRECTS)  # impit's, ignored unfollowed
                 inner = kind(*args, persist_cookies_per_session=persist_cookies_per_session,
                              **{follow_name: False}, **kwargs)
                 super().__init__(_gate("crawlee"), inner, follow_redirects=follow,
-                                 persist_cookies_per_session=persist_cookies_per_session)
+                                 persist_cookies_per_session=persist_cookies_per_session,
+                                 max_redirects=limit)
 
             async def __aenter__(self) -> Any:
                 if self.gate._closed:  # entered again after an exit: a gate of its own

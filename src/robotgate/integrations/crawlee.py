@@ -153,8 +153,12 @@ class RobotsUnreachable(Disallowed):
 
 
 class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
-    """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
-    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
+    """A request was redirected more than ``max_redirects`` times: robotgate's
+    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises, in
+    its words."""
+
+    def __str__(self) -> str:
+        return f"Exceeded the limit of {self.limit} redirects while requesting {self.url}."
 
 
 class ProxyFailed(CoreProxyFailed, CrawleeProxyError):
@@ -279,19 +283,24 @@ class RobotGateHttpClient(HttpClient):
     ``follow_redirects=False`` returns a redirect's answer as it is, as crawlee's
     clients do.  ``max_bytes``: the longest body (decoded) an answer may have, a
     PlaywrightCrawler's page and everything it loads included (None: no limit); a longer
-    one is refused, read no further (``stream`` reads as its caller reads).  The gate is
-    yours to open and close; ``inner`` is cleaned up with this client.
+    one is refused, read no further (``stream`` reads as its caller reads).
+    ``max_redirects``: the hops followed before :class:`TooManyRedirects` (crawlee's
+    clients' default, 20).  The gate is yours to open and close; ``inner`` is cleaned up
+    with this client.
     """
 
     def __init__(self, gate: RobotGate, inner: HttpClient | None = None, *,
                  follow_redirects: bool = True, persist_cookies_per_session: bool = True,
                  on_refused: Callable[[str, Disallowed], object] | None = None,
-                 max_bytes: int | None = MAX_BODY) -> None:
+                 max_bytes: int | None = MAX_BODY, max_redirects: int = MAX_REDIRECTS) -> None:
         super().__init__(persist_cookies_per_session=persist_cookies_per_session)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError(f"max_bytes must be None or at least 0, not {max_bytes!r}")
+        if max_redirects < 0:
+            raise ValueError(f"max_redirects must be at least 0, not {max_redirects!r}")
         self.gate = gate
         self.follow_redirects = follow_redirects
+        self.max_redirects = max_redirects
         self.max_bytes = max_bytes
         #: Called with the URL asked for and the refusal (its ``url``: the hop refused,
         #: its ``decision``: why) for each request robots.txt or a pointer rule refuses.
@@ -570,7 +579,7 @@ class RobotGateHttpClient(HttpClient):
             # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
             return await self.gate.exchange(sender, url, provenance, resolve=resolve,
                                             follow=self.follow_redirects,
-                                            max_redirects=MAX_REDIRECTS, via=via)
+                                            max_redirects=self.max_redirects, via=via)
         except Disallowed as no:
             if provenance == _UNSAID and no.url == url and no.decision.outcome == REFUSED:
                 # The link's own refusal by the private-network rule: say how a private
