@@ -25,6 +25,7 @@ from robotgate.private_parts import (
     CRAWL4AI_FIELDS,
     CRAWL4AI_START,
     CRAWLEE_BROWSER_POOL,
+    CRAWLEE_CLIENT_KWARGS,
     CRAWLEE_HTTP_CLIENT,
     CRAWLEE_VALIDATE_URL,
     HTTPX_NETWORK_BACKEND,
@@ -268,6 +269,18 @@ def crawlee_browser_pool() -> None:
     assert {"page_id", "browser_plugin", "proxy_info"} <= set(taken)
 
 
+def crawlee_client_kwargs() -> None:
+    # httpx's and impit's clients keep their library's arguments, and make each library
+    # client from them (curl_cffi, the third's library, is not installed here).
+    clients = _module("crawlee.http_clients")
+    for kind in (clients.HttpxHttpClient, clients.ImpitHttpClient):
+        client = kind(headers={"X-Mine": "1"})
+        assert client._async_client_kwargs == {"headers": {"X-Mine": "1"}}
+        assert client._client_by_proxy_url == {}
+        made = _source(kind._get_client)
+        assert "self._async_client_kwargs" in made and "self._client_by_proxy_url" in made
+
+
 def redis_cluster_initialize() -> None:
     cluster = _module("redis.asyncio.cluster")
     source = _source(cluster.RedisCluster)
@@ -297,6 +310,7 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     PLAYWRIGHT_OPTIONS: playwright_options, PLAYWRIGHT_MAPPING: playwright_mapping,
     CRAWLEE_HTTP_CLIENT: crawlee_http_client,
     CRAWLEE_VALIDATE_URL: crawlee_validate_url, CRAWLEE_BROWSER_POOL: crawlee_browser_pool,
+    CRAWLEE_CLIENT_KWARGS: crawlee_client_kwargs,
     REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize,
 }
 
@@ -479,6 +493,11 @@ def _gone_crawlee_http_client(monkeypatch: pytest.MonkeyPatch) -> None:
     _unset_after_init(monkeypatch, _module("crawlee.crawlers").BasicCrawler, "_http_client")
 
 
+def _gone_crawlee_client_kwargs(monkeypatch: pytest.MonkeyPatch) -> None:
+    _unset_after_init(monkeypatch, _module("crawlee.http_clients").HttpxHttpClient,
+                      "_async_client_kwargs")
+
+
 def _gone_redis_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
     _unset_after_init(monkeypatch, _module("redis.asyncio.cluster").RedisCluster, "_initialize")
 
@@ -490,6 +509,7 @@ def _gone_playwright_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
 GONE: dict[PrivatePart, Callable[[pytest.MonkeyPatch], None]] = {
     CONNECTOR_POOL: _gone_connector_pool, CRAWL4AI_START: _gone_crawl4ai_start,
     CRAWL4AI_FIELDS: _gone_crawl4ai_fields, CRAWLEE_HTTP_CLIENT: _gone_crawlee_http_client,
+    CRAWLEE_CLIENT_KWARGS: _gone_crawlee_client_kwargs,
     REDIS_CLUSTER_INITIALIZE: _gone_redis_initialize, PLAYWRIGHT_MAPPING: _gone_playwright_mapping,
 }
 
@@ -585,6 +605,17 @@ def test_a_crawlee_crawler_keeping_its_client_elsewhere_is_refused(
     with pytest.raises(PrivatePartMissing, match=r"^crawlee \S+ has no BasicCrawler\._http"):
         client.attach(crawler)
     assert len(crawler._pre_navigation_hooks) == hooks  # its pages not left half attached
+
+
+def test_a_crawlee_client_keeping_its_arguments_elsewhere_sends_no_hop_to_another_origin(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its own credentials cannot be told from the rest: no copy without them is made.
+    clients = _module("crawlee.http_clients")
+    from robotgate.integrations._crawlee_credentials import bare_twin
+
+    _gone_crawlee_client_kwargs(monkeypatch)
+    with pytest.raises(PrivatePartMissing, match=r"^crawlee \S+ has no HttpxHttpClient\."):
+        bare_twin(clients.HttpxHttpClient(auth=("user", "pass")))
 
 
 async def test_a_redis_cluster_client_without_its_layout_flag_makes_no_store(

@@ -206,6 +206,14 @@ CRAWLEE_BROWSER_POOL = PrivatePart(
     "RobotGateHttpClient.attach sets the floor in each plugin's launch options and makes "
     "pages without the request's proxy_info (the proxy goes to attach instead)",
     "fails closed: a page whose context has a proxy of its own is refused by attach")
+CRAWLEE_CLIENT_KWARGS = PrivatePart(
+    "crawlee", "HttpxHttpClient._async_client_kwargs, ImpitHttpClient._async_client_kwargs, "
+    "CurlImpersonateHttpClient._async_session_kwargs, ._client_by_proxy_url", "1.11.0",
+    "robotgate.integrations._crawlee_credentials",
+    "RobotGateHttpClient sends a hop that left its first origin by a copy of the inner "
+    "client made without its own credentials (auth=, cookies=, credential headers): read "
+    "elsewhere, they would go to the other origin",
+    "fails closed: a hop to another origin by such a client raises PrivatePartMissing")
 
 # -- redis-py --------------------------------------------------------------------------------
 
@@ -224,5 +232,6 @@ PARTS: tuple[PrivatePart, ...] = (
     SCRAPY_CONNECTION_ASKED, CRAWL4AI_START, CRAWL4AI_FIELDS,
     PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
-    CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, REDIS_CLUSTER_INITIALIZE,
+    CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, CRAWLEE_CLIENT_KWARGS,
+    REDIS_CLUSTER_INITIALIZE,
 )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import weakref
 from typing import Any
 
@@ -125,6 +126,7 @@ def _patch_crawlee() -> None:
     # replaced when this plugin is imported (``-p robotgate_wrap``).
     import crawlee.http_clients as clients
 
+    from robotgate.integrations._follow import MAX_REDIRECTS
     from robotgate.integrations.crawlee import RobotGateHttpClient
 
     def wrapping(kind: type[Any], follow_name: str) -> type[Any]:
@@ -136,10 +138,12 @@ def _patch_crawlee() -> None:
                          **kwargs: Any) -> None:
                 _made_one()
                 follow = kwargs.pop(follow_name, True)
+                limit = kwargs.get("max_redirects", MAX_REDIRECTS)  # impit's, ignored unfollowed
                 inner = kind(*args, persist_cookies_per_session=persist_cookies_per_session,
                              **{follow_name: False}, **kwargs)
                 super().__init__(_gate("crawlee"), inner, follow_redirects=follow,
-                                 persist_cookies_per_session=persist_cookies_per_session)
+                                 persist_cookies_per_session=persist_cookies_per_session,
+                                 max_redirects=limit)
 
             async def __aenter__(self) -> Any:
                 if self.gate._closed:  # entered again after an exit: a gate of its own
@@ -166,10 +170,29 @@ if MODE == "crawlee":
     _patch_crawlee()
 
 
+def _crawlee_robots_without_delay() -> None:
+    """crawlee's test server's robots.txt asks every robot for ``crawl-delay: 10``, which a
+    gate keeps in full (never quietly shortened): each test with a redirect would take 20 s
+    wrapped, a fraction of a second plain.  Its HTTP-client tests test no pacing, so in
+    both runs (plain and wrapped, the same fixture) the server serves it without its
+    ``crawl-delay`` lines; everything else in it stays."""
+    server = sys.modules.get("tests.unit.server")
+    robots = getattr(server, "ROBOTS_TXT", None)
+    if isinstance(robots, bytes):
+        server.ROBOTS_TXT = b"\n".join(  # type: ignore[union-attr]
+            line for line in robots.split(b"\n")
+            if not line.strip().lower().startswith(b"crawl-delay"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for patch in (_patch_aiohttp, _patch_httpx):
         with contextlib.suppress(ImportError):
             patch()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # After the suite's conftest.py imported its server (crawlee's suite only).
+    _crawlee_robots_without_delay()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -890,6 +890,65 @@ async def test_crawlees_client_sends_credentials_as_crawlee_alone(
                      for case in CREDENTIAL_CASES}
 
 
+#: crawlee's clients made with credentials of their own: (the client, its arguments).
+CRAWLEE_CLIENT_CREDENTIALS: dict[str, tuple[str, dict[str, Any]]] = {
+    "httpx-cookies": ("HttpxHttpClient", {"cookies": {"sid": "42"}}),
+    "httpx-headers": ("HttpxHttpClient", {"headers": {"Authorization": BASIC,
+                                                      "Cookie": "sid=42"}}),
+    "httpx-auth": ("HttpxHttpClient", {"auth": ("user", "pass")}),
+    "impit-cookies": ("ImpitHttpClient", {"cookies": httpx.Cookies({"sid": "42"})}),
+    "impit-headers": ("ImpitHttpClient", {"headers": {"Authorization": BASIC,
+                                                      "Cookie": "sid=42"}}),
+}
+
+
+async def crawlee_own_credentials(hosts: Hosts, client: Any, run: str, path: str
+                                  ) -> dict[Case, tuple[str | None, str | None]]:
+    """The Authorization and Cookie each target heard, each case sent by ``client`` (its
+    ``send_request`` or ``crawl``) with no credentials of the call's."""
+    from crawlee import Request
+
+    for case in CREDENTIAL_CASES:
+        url = hosts.start(case, run)
+        sent = client.crawl(Request.from_url(url)) if path == "crawl" else client.send_request(url)
+        await asyncio.wait_for(sent, 10)  # a hang guard
+    heard = {case: hosts.heard.get(f"{run}/{case.name}") for case in CREDENTIAL_CASES}
+    assert all(got is not None for got in heard.values()), f"{run}: a hop went nowhere"
+    return {case: (got.authorization, got.cookie) for case, got in heard.items()
+            if got is not None}
+
+
+@pytest.mark.parametrize("path", ["send_request", "crawl"])
+@pytest.mark.parametrize("form", list(CRAWLEE_CLIENT_CREDENTIALS))
+async def test_crawlees_clients_own_credentials_stay_on_their_origin(
+        hosts: Hosts, form: str, path: str) -> None:
+    """A crawlee client made with credentials of its own (httpx's ``auth=``, ``cookies=``,
+    credential ``headers=``; impit's ``cookies=`` and ``headers=``) as
+    ``RobotGateHttpClient``'s inner: they go with the first request and a hop within its
+    origin, and not to another origin (each hop is a request of the inner client, which
+    would add them again).  httpx alone drops them there too; impit alone sends them to
+    any origin (it adds them to each of crawlee's hops): the one difference, asserted
+    as such."""
+    pytest.importorskip("crawlee", reason="crawlee is not installed")
+    import crawlee.http_clients
+
+    from robotgate.integrations.crawlee import RobotGateHttpClient
+
+    name, kwargs = CRAWLEE_CLIENT_CREDENTIALS[form]
+    kind = getattr(crawlee.http_clients, name)
+    run = f"crawlee-own-{form}-{path}"
+    async with kind(**kwargs) as plain:
+        alone = await crawlee_own_credentials(hosts, plain, run, path)
+    async with open_gate() as gate, RobotGateHttpClient(
+            gate, kind(follow_redirects=False, **kwargs)) as client:
+        gated = await crawlee_own_credentials(hosts, client, f"{run}-gate", path)
+    given = (BASIC if form.endswith(("headers", "auth")) else None,
+             "sid=42" if form.endswith(("headers", "cookies")) else None)
+    same, other = CREDENTIAL_CASES
+    assert gated == {same: given, other: (None, None)}
+    assert alone == {same: given, other: given if form.startswith("impit") else (None, None)}
+
+
 # -- the browser: credentials in Playwright's forms, as Chromium alone sends them ---------
 #
 # A navigation redirected (302) within its origin and to another.  Forms: the context's

@@ -420,11 +420,16 @@ def test_gate_fetch_holds_the_connection_bound(limit: int, origins: int,
 @pytest.mark.soak
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
-def test_the_httpx_transport_holds_the_connection_bound_at_ulimit_256() -> None:
+@pytest.mark.parametrize(("limit", "concurrency"), [(256, 200), (1024, 1_000)])
+def test_the_httpx_transport_holds_the_connection_bound(limit: int, concurrency: int) -> None:
     # The transport's own inner transport is httpx's pool: its sockets within the
-    # gate's documented bound (three quarters of the limit), no page lost.
-    limit, origins = 256, 1_500
-    seen = _crawl_at_limit("httpx", limit, origins, 200)
+    # gate's documented bound (three quarters of the limit), no page lost.  At 1024,
+    # more requests at once than the bound: they wait for a place in the pool before
+    # their turn (httpcore's own queue timed out at httpx's 5 s pool timeout), and the
+    # pool keeps few idle connections (with 768 idle, httpcore's look through them for
+    # each request kept the loop too busy to connect within 5 s: 383 of 1,500 lost).
+    origins = 1_500
+    seen = _crawl_at_limit("httpx", limit, origins, concurrency)
     assert seen["budget"] == limit - limit // 4, seen
     assert seen["errors"] == {} and seen["ok"] == origins, seen
     assert seen["most"] <= seen["budget"], seen

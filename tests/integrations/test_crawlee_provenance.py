@@ -330,3 +330,14 @@ async def test_too_many_redirects_raise_what_crawlees_client_raises() -> None:
             await client.send_request(site.url("/loop"))
     assert isinstance(raised.value, Error)
     assert site.hits["/loop"] == 21  # the first request and 20 hops
+
+
+async def test_max_redirects_is_the_limit_and_says_so_as_crawlees_client() -> None:
+    # As ImpitHttpClient(max_redirects=2) alone: its limit, in its words.
+    async with PagesSite({"/robots.txt": ALLOW,
+                          "/loop": Answer(status=302, headers={"Location": "/loop"})}) as site, \
+            RobotGate(AGENT, delay=0) as gate, RobotGateHttpClient(
+                gate, max_redirects=2) as client:
+        with pytest.raises(impit.TooManyRedirects, match=r"^Exceeded the limit of 2 redirects "):
+            await client.send_request(site.url("/loop"))
+    assert site.hits["/loop"] == 3  # the first request and 2 hops

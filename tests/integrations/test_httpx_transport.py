@@ -449,3 +449,35 @@ async def test_a_page_the_transport_could_not_send_for_lack_of_descriptors_is_a_
         assert "127.0.0.1:9/page" in str(raised.value) and "ulimit -n" in str(raised.value)
         assert "secret" not in str(raised.value)
         assert await gate.allowed("http://127.0.0.1:9/page")  # robots.txt stands
+
+
+@pytest.mark.parametrize("closed", [True, False])
+async def test_a_request_the_pool_has_no_place_for_waits_for_one_or_is_a_local_failure(
+        closed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The transport's own pool, of one socket here (768 at ulimit -n 1024): a streamed
+    # response holds it.  Another origin's page (its robots.txt read already) waits for a
+    # place before its turn, past the client's pool timeout, and is sent once the place
+    # is given back; never given back, it is this machine's shortage after SOCKET_WAIT.
+    # Before: httpcore's own queue raised a bare httpx.PoolTimeout at the pool timeout
+    # (at ulimit -n 1024, 1,000 at once: pages lost).
+    import robotgate.integrations.httpx as transport_module
+
+    monkeypatch.setattr(transport_module, "connection_budget", lambda: 1)
+    monkeypatch.setattr(transport_module, "SOCKET_WAIT", 0.5)
+    timeout = httpx.Timeout(10, pool=0.2)
+    async with (BenchServer([HostPlan("allow"), HostPlan("allow")]) as srv,
+                RobotGate(AGENT, delay=0) as gate,
+                httpx.AsyncClient(transport=RobotGateTransport(gate), timeout=timeout) as client):
+        assert (await client.get(srv.url(1, "/page/0"))).status_code == 200
+        async with client.stream("GET", srv.url(0, "/page/0")) as held:
+            second = asyncio.ensure_future(client.get(srv.url(1, "/page/1")))
+            if not closed:
+                with pytest.raises(httpx.ConnectError) as raised:
+                    await asyncio.wait_for(second, 10)
+                assert isinstance(raised.value, LocalFailure)
+                assert "free connections" in str(raised.value)
+                return
+            await asyncio.sleep(0.3)  # past the pool timeout, within SOCKET_WAIT
+            assert not second.done()
+            await held.aread()
+        assert (await asyncio.wait_for(second, 10)).status_code == 200

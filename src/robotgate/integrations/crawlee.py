@@ -47,13 +47,16 @@ The requests are sent by ``inner``, a crawlee client that follows no redirects
 (default: crawlee's own ``ImpitHttpClient(follow_redirects=False)``), so crawlee's
 sessions, cookies, proxies and browser impersonation apply as without the gate; the
 redirects are followed by the gate's exchange
-(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner`` would look a hop's host up
-again and might find a private address there (DNS rebinding): an ``http`` pointer of
-a public page goes to the address its check found public, with the Host header and
-the session's cookies of the name; an ``https`` one goes by its name, its certificate
-binding it (see :func:`~._follow.pinned`).  crawlee 1.11's ``HttpxHttpClient``
-cannot take another transport (it ignores ``transport=``), hence a client, not a
-transport.
+(:mod:`robotgate.politeness.exchange`), one turn per hop.  ``inner``'s own credentials (a
+client made with ``auth=``, ``cookies=`` or an Authorization or Cookie in ``headers=``) go
+with the hops until one leaves the first request's origin, as the caller's do; the later
+hops are sent by ``inner`` made without them (see :mod:`._crawlee_credentials`).
+``inner`` would look a hop's host up again and might find a private address there (DNS
+rebinding): an ``http`` pointer of a public page goes to the address its check found
+public, with the Host header and the session's cookies of the name; an ``https`` one
+goes by its name, its certificate binding it (see :func:`~._follow.pinned`).  crawlee
+1.11's ``HttpxHttpClient`` cannot take another transport (it ignores ``transport=``),
+hence a client, not a transport.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ from ..private_parts import CRAWLEE_HTTP_CLIENT, missing
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
+from ._crawlee_credentials import bare_twin
 from ._follow import MAX_REDIRECTS, lower, pinned
 from ._hops import resolve
 
@@ -150,8 +154,12 @@ class RobotsUnreachable(Disallowed):
 
 
 class TooManyRedirects(CoreTooManyRedirects, impit.TooManyRedirects):
-    """A request was redirected more than :data:`MAX_REDIRECTS` times: robotgate's
-    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises."""
+    """A request was redirected more than ``max_redirects`` times: robotgate's
+    :class:`~robotgate.TooManyRedirects`, and the error crawlee's own client raises, in
+    its words."""
+
+    def __str__(self) -> str:
+        return f"Exceeded the limit of {self.limit} redirects while requesting {self.url}."
 
 
 class ProxyFailed(CoreProxyFailed, CrawleeProxyError):
@@ -276,19 +284,24 @@ class RobotGateHttpClient(HttpClient):
     ``follow_redirects=False`` returns a redirect's answer as it is, as crawlee's
     clients do.  ``max_bytes``: the longest body (decoded) an answer may have, a
     PlaywrightCrawler's page and everything it loads included (None: no limit); a longer
-    one is refused, read no further (``stream`` reads as its caller reads).  The gate is
-    yours to open and close; ``inner`` is cleaned up with this client.
+    one is refused, read no further (``stream`` reads as its caller reads).
+    ``max_redirects``: the hops followed before :class:`TooManyRedirects` (crawlee's
+    clients' default, 20).  The gate is yours to open and close; ``inner`` is cleaned up
+    with this client.
     """
 
     def __init__(self, gate: RobotGate, inner: HttpClient | None = None, *,
                  follow_redirects: bool = True, persist_cookies_per_session: bool = True,
                  on_refused: Callable[[str, Disallowed], object] | None = None,
-                 max_bytes: int | None = MAX_BODY) -> None:
+                 max_bytes: int | None = MAX_BODY, max_redirects: int = MAX_REDIRECTS) -> None:
         super().__init__(persist_cookies_per_session=persist_cookies_per_session)
         if max_bytes is not None and max_bytes < 0:
             raise ValueError(f"max_bytes must be None or at least 0, not {max_bytes!r}")
+        if max_redirects < 0:
+            raise ValueError(f"max_redirects must be at least 0, not {max_redirects!r}")
         self.gate = gate
         self.follow_redirects = follow_redirects
+        self.max_redirects = max_redirects
         self.max_bytes = max_bytes
         #: Called with the URL asked for and the refusal (its ``url``: the hop refused,
         #: its ``decision``: why) for each request robots.txt or a pointer rule refuses.
@@ -296,6 +309,9 @@ class RobotGateHttpClient(HttpClient):
         self.inner = inner if inner is not None else ImpitHttpClient(
             persist_cookies_per_session=persist_cookies_per_session, follow_redirects=False)
         self._entered_inner = False  # whether this client entered inner (then it exits it)
+        # inner made without its own credentials, for the hops that left their request's
+        # first origin (see _crawlee_credentials); made on first need.
+        self._bare: HttpClient | None = None
         # A PlaywrightCrawler's navigations under way, by page (see attach).
         self._navigations: WeakKeyDictionary[Page, _Navigation] = WeakKeyDictionary()
 
@@ -348,9 +364,25 @@ class RobotGateHttpClient(HttpClient):
 
     async def cleanup(self) -> None:
         """Clean up ``inner`` if this client started it (the gate stays open: it is yours)."""
-        if self._entered_inner:
-            self._entered_inner = False
-            await self.inner.__aexit__(None, None, None)
+        bare, self._bare = self._bare, None
+        try:
+            if bare is not None and bare is not self.inner:
+                await bare.cleanup()
+        finally:
+            if self._entered_inner:
+                self._entered_inner = False
+                await self.inner.__aexit__(None, None, None)
+
+    def _inner_for(self, on_first_origin: bool) -> HttpClient:
+        """``inner`` for a hop on its request's first origin; for one after the request left
+        it, ``inner`` without its own credentials (``auth=``, ``cookies=``, credential
+        headers: see :func:`~._crawlee_credentials.bare_twin`), as crawlee's clients alone
+        send them on no other origin."""
+        if on_first_origin:
+            return self.inner
+        if self._bare is None:
+            self._bare = bare_twin(self.inner) or self.inner
+        return self._bare
 
     async def __aenter__(self) -> RobotGateHttpClient:
         await super().__aenter__()
@@ -548,7 +580,7 @@ class RobotGateHttpClient(HttpClient):
             # crawlee's clients resolve with the system resolver, as the loop's getaddrinfo does.
             return await self.gate.exchange(sender, url, provenance, resolve=resolve,
                                             follow=self.follow_redirects,
-                                            max_redirects=MAX_REDIRECTS, via=via)
+                                            max_redirects=self.max_redirects, via=via)
         except Disallowed as no:
             if provenance == _UNSAID and no.url == url and no.decision.outcome == REFUSED:
                 # The link's own refusal by the private-network rule: say how a private
@@ -666,6 +698,9 @@ class _Sender:
         self.limit = limit
         self.challenged = challenged
         self._url = ""  # the URL of the request last sent
+        # Whether no hop has left the first request's origin yet: inner's own credentials
+        # go with the hops until then, as the caller's go by the core's rule.
+        self._on_first_origin = True
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
         # The Authorization the last answer (a 401 Basic challenge) is answered with, by
         # the next send (in a turn of its own); None: not answered.
@@ -697,7 +732,7 @@ class _Sender:
                          session: Session | None) -> HttpResponse:
         """One request through ``inner``: streamed (the stream kept open until
         :meth:`close`) when streaming or reading within a limit, else read whole."""
-        inner = self.client.inner
+        inner = self.client._inner_for(self._on_first_origin)
         method = _method(self.method)
         if self.stream or self.limit is not None:
             opened = inner.stream(to, method=method, headers=headers, payload=self.payload,
@@ -729,6 +764,8 @@ class _Sender:
         await self.close()
         self.method, self.headers, self.payload = (hop.method, hop.headers(self.headers),
                                                    hop.body(self.payload))
+        if hop.leaves_origin:
+            self._on_first_origin = False
 
     def drop(self, response: HttpResponse) -> Awaitable[None] | None:
         return self.close()

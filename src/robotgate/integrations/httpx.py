@@ -44,7 +44,7 @@ from ..policy.content_coding import decode_capped
 from ..policy.fetch import LocalFailure, local_failure
 from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
-from ..policy.provenance import pointer_of
+from ..policy.provenance import Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
 from ..politeness.fleet_slots import Slot
 from ..politeness.questions import provenance_of
@@ -140,6 +140,10 @@ class HttpxLocalFailure(LocalFailure, httpx.ConnectError):
 def _local(short: LocalFailure, request: httpx.Request) -> HttpxLocalFailure:
     return HttpxLocalFailure(short.what, short.resource, short.remedy, short.errno,
                              request=request)
+
+
+def _nothing() -> None:
+    """Nothing to give back (a request through an inner transport of yours)."""
 
 
 def _proxy_of(inner: httpx.AsyncBaseTransport) -> str | None:
@@ -257,14 +261,22 @@ async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
 
 
 class _HeldStream(httpx.AsyncByteStream):
-    """A response body whose turn gives its server's slot back once read or closed."""
+    """A response body whose turn gives its server's slot back once read or closed, and
+    its place in the transport's own pool (``place``), once."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, turn: RequestTurn) -> None:
+    def __init__(self, stream: httpx.AsyncByteStream, turn: RequestTurn,
+                 place: Callable[[], None]) -> None:
         self._stream = stream
         self._turn = turn
+        self._place: Callable[[], None] | None = place
 
     def release(self) -> None:
-        self._turn.release()
+        place, self._place = self._place, None
+        try:
+            self._turn.release()
+        finally:
+            if place is not None:
+                place()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
@@ -525,10 +537,18 @@ def _own_transport(budget: int) -> httpx.AsyncHTTPTransport:
 CONNECT_RETRIES = 2
 
 
+#: The idle connections the transport's own pool keeps alive while it holds more
+#: connections than that: httpcore 1.0's pool looks at every connection for each idle
+#: one it keeps, each time a request comes or goes, so 768 idle ones (``ulimit -n``
+#: 1024) made the loop too busy to connect within httpx's 5 s.
+KEEP_ALIVE = 64
+
+
 def _default_limits(budget: int) -> httpx.Limits:
     """httpx's pool limits for the transport's own inner transport: at most ``budget``
-    sockets, every one of them kept alive when idle."""
-    return httpx.Limits(max_connections=budget, max_keepalive_connections=budget)
+    sockets; up to :data:`KEEP_ALIVE` kept alive when idle."""
+    return httpx.Limits(max_connections=budget,
+                        max_keepalive_connections=min(budget, KEEP_ALIVE))
 
 
 def _pinned(request: httpx.Request, checked: Sequence[Address],
@@ -570,7 +590,14 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         # The default pool holds the gate's socket budget (three quarters of the open-file
         # limit), keep-alive ones included: httpx's own 100 made pages wait past its
         # pool timeout, and a budget above the limit would run out of descriptors.
-        self.inner = inner if inner is not None else _own_transport(connection_budget())
+        budget = connection_budget()
+        self.inner = inner if inner is not None else _own_transport(budget)
+        # A request takes a place in the transport's own pool before its turn and gives it
+        # back with its response: httpcore's pool never queues one (its queue times out
+        # at httpx's pool timeout, a page lost for this machine's shortage, and is looked
+        # through against every connection for each request that comes or goes).  A
+        # robots.txt request is asked by a request holding a place, at one socket each.
+        self._places = asyncio.Semaphore(budget) if inner is None else None
         self.headers = gate.headers
         self.refuse_private = gate.refuse_private
         self.is_private = gate.is_private
@@ -591,6 +618,27 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         came_from = request.extensions.pop(_HOP_FROM, None)
         provenance = (pointer_of(came_from) if isinstance(came_from, str)
                       else provenance_of(request.extensions.get(POINTED_BY)))
+        places = self._places
+        if places is None:
+            return await self._handle(request, came_from, provenance, _nothing)
+        try:
+            await asyncio.wait_for(places.acquire(), SOCKET_WAIT)
+        except TimeoutError:
+            raise HttpxLocalFailure(
+                redact(str(request.url)), f"free connections (every one of the transport's "
+                f"pool was held by a response not yet closed for {SOCKET_WAIT:g}s)",
+                "close the responses you stream, or send fewer requests at once", None,
+                request=request) from None
+        try:
+            return await self._handle(request, came_from, provenance, places.release)
+        except BaseException:
+            places.release()
+            raise
+
+    async def _handle(self, request: httpx.Request, came_from: object,
+                      provenance: Provenance, place: Callable[[], None]) -> httpx.Response:
+        """:meth:`handle_async_request` for a request holding its ``place`` (given back by
+        calling it, once: with its response's body, or here if there is none)."""
         try:
             # httpx resolves inside its transport: the loop's getaddrinfo reads the same
             # system configuration (see integrations/_hops.py).
@@ -621,12 +669,13 @@ class RobotGateTransport(httpx.AsyncBaseTransport):
         agent = self.gate.robots_agent
         if resp.is_closed or not isinstance(stream, httpx.AsyncByteStream):
             turn.release()  # the inner transport read the body already (MockTransport)
+            place()
             resp.extensions = _Extensions(resp.extensions, agent, resp.headers,
                                           _read_already(resp))
         else:
             extensions = resp.extensions = _Extensions(resp.extensions, agent, resp.headers,
                                                        None)
-            held: httpx.AsyncByteStream = _HeldStream(stream, turn)
+            held: httpx.AsyncByteStream = _HeldStream(stream, turn, place)
             if "html" in resp.headers.get("Content-Type", "").lower():
                 held = _HeadKept(held, extensions.kept_head)
             resp.stream = held
