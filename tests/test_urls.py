@@ -617,6 +617,20 @@ def test_a_password_holding_a_slash_is_never_shown_by_an_invalid_url() -> None:
         "to integer value as '***'"
 
 
+@pytest.mark.parametrize("mark", ["/", "?", "#"])
+def test_a_password_holding_a_url_delimiter_is_an_invalid_url_that_never_shows_it(
+        mark: str) -> None:
+    # Clients read "Ab3" as the port and refuse the URL: robotgate too, never reading it
+    # as the URL its password hidden would be (another origin, another resource).
+    url = f"http://user:Ab3{mark}{CANARY}@127.0.0.1:1/x"
+    for parse in (split_origin, resource_key):
+        with pytest.raises(InvalidURL) as info:
+            parse(url)
+        assert "Ab3" not in str(info.value) and CANARY not in str(info.value)
+        assert str(info.value) == ("invalid URL 'http://user:***@127.0.0.1:1/x': its password "
+                                   "holds an unescaped '/', '?' or '#' (percent-encode it)")
+
+
 def test_a_traceback_of_robotgates_error_never_shows_a_secret_of_its_causes() -> None:
     """A client's error robotgate raises from quotes the proxy's URL, password and all:
     the chain a traceback prints is said redacted, each link still of its class."""

@@ -6,6 +6,7 @@ A leaf of its own, so that :mod:`robotgate.urls` (``InvalidURL``) and
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .redaction import said_exception
@@ -52,9 +53,17 @@ class Error(Exception):
     def _said_link(self, name: str, link: BaseException | None) -> BaseException | None:
         if link is None:
             return None
-        cached = self.__dict__.get(name)
+        links = _SAID_LINKS.setdefault(self, {})
+        cached = links.get(name)
         if cached is not None and cached[0] is link:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         said = said_exception(link)
-        self.__dict__[name] = (link, said)
+        links[name] = (link, said)
         return said
+
+
+# The links said, by error, so a link reads as one object each time: kept beside the
+# error (an error's __dict__ is pickled, and the originals would go with it), for as
+# long as the error lives.
+_SAID_LINKS: weakref.WeakKeyDictionary[Error, dict[str, tuple[BaseException, BaseException]]] = (
+    weakref.WeakKeyDictionary())

@@ -314,6 +314,14 @@ def _origin_slow(url: str) -> str:
             if end - max(m.end(), text.rfind("@", m.end(), end) + 1) > _MAX_RAW_HOST + 6:
                 raise InvalidURL(url, "host name longer than DNS allows")
     if "@" in text:
+        start = _AUTHORITY_START.match(text)
+        end = _first_of(text, "/?#", start.end()) if start is not None else -1
+        if start is not None and end >= 0 and "@" not in text[start.end():end] \
+                and _split_userinfo(text, start.end(), end) is not None:
+            # Clients read "pa" of "//user:pa/ss@host" as a port and refuse it; its
+            # password hidden, it would read as another URL, another origin.
+            raise InvalidURL(url, "its password holds an unescaped '/', '?' or '#' "
+                                  "(percent-encode it)")
         # Parse without the password, so no error message can quote it.
         text = redact(text)
     try:
