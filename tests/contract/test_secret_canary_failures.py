@@ -259,7 +259,7 @@ class Sweep(logging.Handler):
                 text = text.replace(url, "<given>")
             if any(s in text for s in SECRETS):
                 leaks.append((surface, [s for s in SECRETS if s in text], text))
-        if leaks and os.environ.get("CANARY_DUMP"):
+        if leaks and os.environ.get("CANARY_DUMP"):  # the leaks whole, to read (a FILE)
             Path(os.environ["CANARY_DUMP"]).write_text(json.dumps(leaks, indent=1))
         assert leaks == [], leaks
         said = "\n".join(text for _, text in self.said)
