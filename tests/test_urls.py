@@ -514,6 +514,15 @@ def test_longest_dns_names_are_valid() -> None:
         ("a;sid=7", f"a;sid={D('7')}"),
         ("http://host/", "http://host/"),
         ("", ""),
+        # a password holding an unescaped "/", "?" or "#": hidden up to its "@"
+        ("http://user:pa/ss@host:1/x?q=1", f"http://user:***@host:1/x?q={D('1')}"),
+        ("http://user:pa?ss@host/x", "http://user:***@host/x"),
+        ("http://user:pa#ss@host/x", "http://user:***@host/x"),
+        ("http://:pa/ss@host/", "http://:***@host/"),
+        # a port, then a path holding "@": no password
+        ("http://host:8080/@me", "http://host:8080/@me"),
+        ("http://[::1]:80/@me", "http://[::1]:80/@me"),
+        ("https://medium.com/@user", "https://medium.com/@user"),
     ],
 )
 def test_redact(url: str, shown: str) -> None:
@@ -588,10 +597,73 @@ C = CANARY
     ("'Crawl-delay: 600' (line 2), 'Content-Usage: /a/ train-ai=n' (line 3)", None),
     ("http://@host/ and http://user:@host/", None),
     ("disallowed by 'Disallow: /cookie:x' (line 2); the Authorization header is dropped", None),
+    # a password holding an unescaped "/", "?" or "#", quoted in a text
+    (f"invalid URL 'http://user:Ab/{C}@127.0.0.1:1/x': bad",
+     "invalid URL 'http://user:***@127.0.0.1:1/x': bad"),
+    (f"see http://u:Ab#{C}@h/x and http://u:Ab?{C}@h/y.", "see http://u:***@h/x and http://u:***@h/y."),
+    ("http://localhost:8080/users/@me and http://h:80/a?mail=a@b", "http://localhost:8080/users/@me"
+     f" and http://h:80/a?mail={D('a@b')}"),
 ])
 def test_redact_text_hides_every_secret_a_text_quotes(text: str, shown: str | None) -> None:
     assert redact_text(text) == (text if shown is None else shown)
     assert redact_text(redact_text(text)) == redact_text(text)
+
+
+def test_a_password_holding_a_slash_is_never_shown_by_an_invalid_url() -> None:
+    # Parsers end the authority at the "/" and quote the password's start as the port.
+    url = f"http://user:Ab3/{CANARY}@127.0.0.1:1/x"
+    said = scrub(f"invalid URL '{url}': Port could not be cast to integer value as 'Ab3'", url)
+    assert said == "invalid URL 'http://user:***@127.0.0.1:1/x': Port could not be cast " \
+        "to integer value as '***'"
+
+
+@pytest.mark.parametrize("mark", ["/", "?", "#"])
+def test_a_password_holding_a_url_delimiter_is_an_invalid_url_that_never_shows_it(
+        mark: str) -> None:
+    # Clients read "Ab3" as the port and refuse the URL: robotgate too, never reading it
+    # as the URL its password hidden would be (another origin, another resource).
+    url = f"http://user:Ab3{mark}{CANARY}@127.0.0.1:1/x"
+    for parse in (split_origin, resource_key):
+        with pytest.raises(InvalidURL) as info:
+            parse(url)
+        assert "Ab3" not in str(info.value) and CANARY not in str(info.value)
+        assert str(info.value) == ("invalid URL 'http://user:***@127.0.0.1:1/x': its password "
+                                   "holds an unescaped '/', '?' or '#' (percent-encode it)")
+
+
+def test_a_traceback_of_robotgates_error_never_shows_a_secret_of_its_causes() -> None:
+    """A client's error robotgate raises from quotes the proxy's URL, password and all:
+    the chain a traceback prints is said redacted, each link still of its class."""
+    import traceback
+
+    from robotgate.errors import ProxyFailed
+
+    proxy = f"http://user:{CANARY}@127.0.0.1:9"
+    try:
+        try:
+            try:
+                raise KeyError(f"Proxy-Authorization: Basic {CANARY}")
+            except KeyError as inner:
+                raise ConnectionRefusedError(111, f"refused by {proxy}") from inner
+        except OSError as exc:
+            raise ProxyFailed(proxy, "http://h/x", "refused") from exc
+    except ProxyFailed as failed:
+        raised = failed
+    printed = "".join(traceback.format_exception(raised))
+    assert CANARY not in printed
+    assert "ConnectionRefusedError: [Errno 111] refused by http://user:***@127.0.0.1:9" in printed
+    assert "KeyError: 'Proxy-Authorization: ***" in printed
+    cause = raised.__cause__
+    assert isinstance(cause, ConnectionRefusedError) and cause.errno == 111
+    assert cause is raised.__cause__  # said once, the same stand-in each time
+    assert CANARY not in repr(cause) and CANARY not in repr(cause.args)
+    assert CANARY not in str(cause.strerror)
+    # A cause hiding no secret is the cause itself.
+    plain = OSError(111, "refused")
+    try:
+        raise ProxyFailed(proxy, "http://h/x", "refused") from plain
+    except ProxyFailed as failed:
+        assert failed.__cause__ is plain
 
 
 def test_failure_text_is_an_exceptions_class_and_redacted_message() -> None:

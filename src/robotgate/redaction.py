@@ -8,7 +8,9 @@ The redactor decides by a text's structure, never by a list of secret names, so
 it hides what no list foresaw:
 
 - a URL's user information (``//user:PASSWORD@host``: the password goes, the user
-  name stays; a user name standing alone goes, since it is often a token);
+  name stays; a user name standing alone goes, since it is often a token; a password
+  holding an unescaped ``/``, ``?`` or ``#``, which parsers misread as a port and a
+  path, goes up to the ``@``);
 - in a URL (``scheme://...``), every query and fragment *value* and every path
   parameter's (``;jsessionid=...``): each becomes a short digest (``~3f9a1c``), the
   same for the same value within a process, so two URLs stay tellable apart; the
@@ -35,9 +37,10 @@ import logging
 import re
 import secrets
 import traceback
+from collections.abc import Callable
 
 __all__ = ["HARMLESS_HEADERS", "LOGGERS", "RedactingFilter", "digest", "failure_text",
-           "logger", "redact_text", "redact_url"]
+           "logger", "redact_text", "redact_url", "said_exception"]
 
 HIDDEN = "***"
 
@@ -96,7 +99,7 @@ def redact_text(text: str, public: str = "") -> str:
         return public.join(redact_text(part) for part in text.split(public))
     if "//" in text:
         if "@" in text:
-            text = _USERINFO.sub(_without_secret, text)
+            text = _USERINFO.sub(_without_secret, _SPLIT_USERINFO.sub(_without_split_secret, text))
         if "://" in text:
             text = _URL.sub(_url_in_text, text)
     quoted = "'" in text or '"' in text
@@ -119,7 +122,7 @@ def redact_url(url: str) -> str:
     True
     """
     if "@" in url and "//" in url:
-        url = _USERINFO.sub(_without_secret, url)
+        url = _USERINFO.sub(_without_secret, _SPLIT_USERINFO.sub(_without_split_secret, url))
     authority = url.find("//")
     # An authority ends at "/?#" only: a ";" or "=" in it is the user's or the host's
     # own ("http://u;=:@h/"); without one, a ";" starts the path's parameter.
@@ -176,6 +179,11 @@ def _parameter_without_value(found: re.Match[str]) -> str:
 # newlines are taken in as URL parsers drop them (a password split by one still goes);
 # a space, a quote or an angle bracket ends the URL as it ends one in a text.
 _USERINFO = re.compile(r"//([^/?# \f\v'\"<>\\]*)@")
+# A password holding "/", "?" or "#" unescaped ("//user:pa/ss@host"): parsers end the
+# authority there and read "pa" as the port, so the user information runs on to the
+# first "@".  A port ("//host:8080/@me": digits, then the path) is no password.
+_SPLIT_USERINFO = re.compile(
+    r"//([^/?#@:\[\] \f\v'\"<>\\]*):(?!\d*[/?#])([^/?#@ \f\v'\"<>\\]+[/?#][^@ \f\v'\"<>\\]*)@")
 # A URL with its scheme, up to where it ends in a text.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 # What ends a sentence after a URL, not the URL: "see http://h/x?a=1." or "(http://h/)".
@@ -196,6 +204,10 @@ def _without_secret(found: re.Match[str]) -> str:
     if not (password if colon else user) or (password if colon else user) == HIDDEN:
         return found.group(0)  # nothing secret: "//@host", "//user:@host", hidden already
     return f"//{user}:{HIDDEN}@" if colon else f"//{HIDDEN}@"
+
+
+def _without_split_secret(found: re.Match[str]) -> str:
+    return f"//{found.group(1)}:{HIDDEN}@"
 
 
 # A header in a mapping's repr or JSON: a quoted name, ":", a quoted value (escapes
@@ -305,6 +317,82 @@ def failure_text(exc: BaseException) -> str:
         said = ""
     name = type(exc).__name__
     return f"{name}: {redact_text(said)}" if said else name
+
+
+def said_exception(exc: BaseException, depth: int = 8) -> BaseException:
+    """``exc`` as robotgate's own errors chain it (their ``__cause__`` and
+    ``__context__``, which a traceback prints): itself when its str and repr hide no
+    secret, else a stand-in whose str, repr and args are redacted; the stand-in is of
+    a subclass of its class (``isinstance`` holds), keeps its attributes (what is
+    *returned*, as the client's own errors keep it) and its traceback, and its own
+    causes are said alike, ``depth`` links deep."""
+    if getattr(type(exc), "_said_as_is", False):
+        return exc  # robotgate's own error, or a stand-in: said already
+    said, shown = _text_of(exc, str), _text_of(exc, repr)
+    cause, context = exc.__cause__, exc.__context__
+    link = depth > 0
+    said_cause = said_exception(cause, depth - 1) if cause is not None and link else None
+    said_context = (said_exception(context, depth - 1)
+                    if context is not None and link else None)
+    if (said == redact_text(said) and shown == redact_text(shown) and said_cause is cause
+            and said_context is context):
+        return exc
+    try:
+        stand_in = _stand_in_class(type(exc)).__new__(_stand_in_class(type(exc)))
+        stand_in.__dict__.update(exc.__dict__)
+    except Exception:  # a class that cannot be made so: a plain stand-in, its name said
+        stand_in = _SaidError()
+        said = f"{type(exc).__name__}: {said}"
+    if isinstance(exc, OSError):  # its slots, which code reads (errno: a local shortage?)
+        for name in ("errno", "strerror", "filename", "filename2"):
+            value = getattr(exc, name)
+            setattr(stand_in, name, redact_text(value) if isinstance(value, str) else value)
+    stand_in._said = redact_text(said)  # type: ignore[attr-defined]
+    stand_in._shown = redact_text(shown)  # type: ignore[attr-defined]
+    stand_in.args = (stand_in._said,) if exc.args else ()  # type: ignore[attr-defined]
+    stand_in.__cause__, stand_in.__context__ = said_cause, said_context
+    stand_in.__suppress_context__ = exc.__suppress_context__
+    stand_in.__traceback__ = exc.__traceback__
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        stand_in.__notes__ = [redact_text(note) for note in notes]  # type: ignore[attr-defined]
+    return stand_in
+
+
+def _text_of(exc: BaseException, said: Callable[[object], str]) -> str:
+    try:
+        return said(exc)
+    except Exception:  # a broken __str__ or __repr__ says nothing
+        return ""
+
+
+class _SaidError(Exception):
+    """A foreign exception's stand-in when its class allows none of its own."""
+
+    _said_as_is = True
+
+    def __str__(self) -> str:
+        return str(getattr(self, "_said", ""))
+
+    def __repr__(self) -> str:
+        return str(getattr(self, "_shown", ""))
+
+
+_STAND_INS: dict[type[BaseException], type[BaseException]] = {}
+
+
+def _stand_in_class(cls: type[BaseException]) -> type[BaseException]:
+    """The subclass of ``cls`` whose str and repr are the redacted ones: same name and
+    module, so a traceback names the class it always did."""
+    made = _STAND_INS.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls,), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+            "_said_as_is": True, "__str__": _SaidError.__str__,
+            "__repr__": _SaidError.__repr__})
+        if len(_STAND_INS) < 256:  # bounded: classes are few
+            _STAND_INS[cls] = made
+    return made
 
 
 class RedactingFilter(logging.Filter):

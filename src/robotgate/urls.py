@@ -92,6 +92,19 @@ def _userinfo(url: str) -> tuple[int, int] | None:
     start = m.end()
     end = _first_of(url, "/?#", start)
     at = url.rfind("@", start, len(url) if end < 0 else end)
+    if at >= 0:
+        return start, at
+    return _split_userinfo(url, start, end) if end >= 0 else None
+
+
+def _split_userinfo(url: str, start: int, end: int) -> tuple[int, int] | None:
+    """The user information of ``url`` whose password holds an unescaped "/", "?" or
+    "#" (``//user:pa/ss@host``), where the authority seems to end: parsers read ``pa``
+    as the port; it runs on to the next "@".  Digits there are a port (``//h:80/@me``)."""
+    user, colon, port = url[start:end].partition(":")
+    if not colon or not port or port.isdigit() or "[" in user:
+        return None
+    at = url.find("@", end)
     return (start, at) if at >= 0 else None
 
 
@@ -203,6 +216,10 @@ def scrub(text: str, url: str) -> str:
         # The secret followed by "@", as a netloc shows it: a bare replace would also
         # garble words holding a short user name.
         text = text.replace(secret + "@", "***@")
+        cut = _first_of(secret, "/?#", 0)
+        if cut > 0:  # "pa/ss": a parser quotes "pa" as the port it could not read
+            for quote in "'\"":
+                text = text.replace(f"{quote}{secret[:cut]}{quote}", f"{quote}{HIDDEN}{quote}")
     return redact_text(text)  # and any other URL's or header's secret it quotes
 
 
@@ -297,6 +314,14 @@ def _origin_slow(url: str) -> str:
             if end - max(m.end(), text.rfind("@", m.end(), end) + 1) > _MAX_RAW_HOST + 6:
                 raise InvalidURL(url, "host name longer than DNS allows")
     if "@" in text:
+        start = _AUTHORITY_START.match(text)
+        end = _first_of(text, "/?#", start.end()) if start is not None else -1
+        if start is not None and end >= 0 and "@" not in text[start.end():end] \
+                and _split_userinfo(text, start.end(), end) is not None:
+            # Clients read "pa" of "//user:pa/ss@host" as a port and refuse it; its
+            # password hidden, it would read as another URL, another origin.
+            raise InvalidURL(url, "its password holds an unescaped '/', '?' or '#' "
+                                  "(percent-encode it)")
         # Parse without the password, so no error message can quote it.
         text = redact(text)
     try:
