@@ -461,14 +461,14 @@ class Rfc9309Rules(RobotsTxt):
         (which other agents read).  The other groups' rules are most of what a file
         holds, and a gate asks as one agent.
 
-        >>> rules = RobotsTxt.parse("User-agent: a\\nDisallow: /a\\n\\nUser-agent: *\\nDisallow: /\\n")
+        >>> rules = RobotsTxt.parse("User-agent: a\\nDisallow: /a\\n\\n"
+        ...                         "User-agent: *\\nDisallow: /\\n")
         >>> kept = rules.kept_for("OtherBot/1.0")
         >>> kept.allowed("/x", "OtherBot"), kept.allowed("/x", "ThirdBot"), kept.agents
         (False, False, ['a', '*'])
-        >>> kept.allowed("/x", "a")
+        >>> kept.allowed("/x", "a")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        ...
-        robotgate.robots.rules.AgentLeftOut: these robots.txt rules were kept for 'otherbot' only: the group naming 'a' was left out (parse the body again to ask for it)
+        robotgate.robots.rules.AgentLeftOut: ... kept for 'otherbot' only: the group naming 'a' ...
         """
         token = product_token(user_agent)
         agents = self._agents

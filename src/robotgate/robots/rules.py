@@ -18,8 +18,8 @@ from .body import DEFAULT_MAX_BYTES, body_text
 
 __all__ = [
     "DEFAULT_DIALECT",
-    "AgentLeftOut",
     "DEFAULT_MAX_BYTES",
+    "AgentLeftOut",
     "DelayLine",
     "Parser",
     "RequestRate",
