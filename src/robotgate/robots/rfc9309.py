@@ -805,20 +805,26 @@ def _needs_sorting(patterns: str) -> bool:
 
 
 def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
-    """A group's joined values and their ``meta``, the literal prefixes first, then
-    :data:`_OTHERS`, then the others (kept as written: normalising may decode a
-    newline): what a question without compiling reads, sorted out once."""
+    """A group's joined values and their ``meta``, the literal prefixes first (those
+    that are literal once normalised, normalised), then :data:`_OTHERS`, then the
+    others (kept as written: normalising may decode a newline): what a question
+    without compiling reads, sorted out once."""
     literals: list[str] = []
     literal_meta: list[int] = []
     odd: list[str] = []
     odd_meta: list[int] = []
     for value, m in zip(patterns.split("\n"), meta, strict=True):
         if _is_special(value):
-            odd.append(value)
-            odd_meta.append(m)
-        else:
-            literals.append(value)
-            literal_meta.append(m)
+            # Most such values are literal prefixes once normalised ("/wiki/Special%3A"):
+            # normalised here once, not by every question (as _normalised would).
+            literal = normalise_path(value) if not value.isascii() or "%" in value else value
+            if _is_special(literal.replace("%", "")) or "\n" in literal or _OTHERS in literal:
+                odd.append(value)
+                odd_meta.append(m)
+                continue
+            value = literal
+        literals.append(value)
+        literal_meta.append(m)
     return "\n".join([*literals, _OTHERS, *odd]), _small_ints([*literal_meta, 0, *odd_meta])
 
 
@@ -831,7 +837,7 @@ def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]
     if _OTHERS not in patterns:
         return _normalised(values, meta)
     n = values.index(_OTHERS)
-    # Literal prefixes normalise to themselves.
+    # Literal prefixes are normalised already.
     rules = [((m & 1) == 1, v, m >> 1) for v, m in zip(values[:n], meta, strict=False)]
     rules += _normalised(values[n + 1 :], meta[n + 1 :])
     rules.sort(key=_line_of)  # stable: a rule Google adds stays after its own
