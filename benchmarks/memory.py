@@ -187,10 +187,11 @@ def asked_child(n: int, corpus: Path, k: int, trace: bool,
             body = bytes(bytearray(bodies[i % files]))  # a distinct object, as read
             headers = {"Content-Type": "text/plain", "ETag": f'"{i:x}-{i % files}"',
                        "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"}
-            entry = entry_for_response(origin, 200, headers, body, now, policy,
-                                       final_url=robots_url(origin))
-            await gate.store.save_robots(entry)
-            cache._install(origin, entry, HostState(origin))
+            # Not named `entry`: that is how the questions are asked.
+            fetched = entry_for_response(origin, 200, headers, body, now, policy,
+                                         final_url=robots_url(origin))
+            await gate.store.save_robots(fetched)
+            cache._install(origin, fetched, HostState(origin))
         result["cached"] = held() - before
         allowed = 0
         for i in range(n):

@@ -527,12 +527,16 @@ class RobotGate:
         return self._questions.decide(url, pointed_by)
 
     async def rules(self, url: str) -> RobotsTxt | None:
-        """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides)."""
+        """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides),
+        as the gate keeps it: only the groups its agent reads (its own, and ``*``; see
+        ``RobotsTxt.kept_for``).  Asked for an agent whose group was left out, it raises
+        ``AgentLeftOut``: parse ``(await gate.robots_entry(url)).body`` to ask for others."""
         return (await self._verdicts.site(split_origin(url)[0])).rules
 
     def cached_rules(self, url: str) -> tuple[RobotsTxt, float] | None:
-        """The parsed robots.txt of ``url``'s origin as cached, fresh or not, and when it
-        was fetched; no I/O (None: none read, or the fetch outcome decides)."""
+        """The parsed robots.txt of ``url``'s origin as cached (kept for the gate's agent, as
+        :meth:`rules` says), fresh or not, and when it was fetched; no I/O (None: none
+        read, or the fetch outcome decides)."""
         site = self._cache.peek(split_origin(url)[0])
         if site is None or site.rules is None:
             return None

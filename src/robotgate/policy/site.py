@@ -175,7 +175,8 @@ def paced(rules: RobotsTxt | None, how: Interpretation, verdict: Decision | None
 
 
 def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
-    """The rules of a 2xx entry, decoded by its declared charset."""
+    """The rules of a 2xx entry, decoded by its declared charset, kept for ``how.agent``
+    (the other agents' groups left out: :meth:`RobotsTxt.kept_for`)."""
     max_bytes = how.fetch.max_bytes
     text = decode_body(entry.body or b"", entry.content_type, max_bytes,
                        invalid_bytes_of(how.dialect))
@@ -184,5 +185,5 @@ def parse_entry(entry: RobotsEntry, how: Interpretation) -> RobotsTxt:
 
         if not classic_body_usable(entry.content_type, text):
             text = ""
-    return RobotsTxt.parse(text, dialect=how.dialect,
-                           max_bytes=max_bytes, url=robots_url(entry.origin))
+    return RobotsTxt.parse(text, dialect=how.dialect, max_bytes=max_bytes,
+                           url=robots_url(entry.origin)).kept_for(how.agent)

@@ -10,13 +10,22 @@ from __future__ import annotations
 from .body import DEFAULT_MAX_BYTES, decode_body
 from .classic import ClassicRobotsTxt, parse_classic
 from .rfc9309 import MAX_LINE_LENGTH, Rfc9309Rules, parse_rfc9309
-from .rules import DEFAULT_DIALECT, DelayLine, RequestRate, RobotsTxt, dialects, register_dialect
+from .rules import (
+    DEFAULT_DIALECT,
+    AgentLeftOut,
+    DelayLine,
+    RequestRate,
+    RobotsTxt,
+    dialects,
+    register_dialect,
+)
 
 __all__ = [
     "DEFAULT_DIALECT",
     "DEFAULT_MAX_BYTES",
     "DIALECTS",
     "MAX_LINE_LENGTH",
+    "AgentLeftOut",
     "ClassicRobotsTxt",
     "DelayLine",
     "RequestRate",

@@ -350,9 +350,14 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
     if wild:
         if len(path) > max(0, _FAST_WORK - RULE_OVERHEAD * len(wild)) // steps:
             return None
+        # Highest rank first: the first that matches is the best, if any beats `best`.
+        wild.sort(reverse=True)
         for rank, pattern in wild:
-            if rank > best and _wild_match(path, _compile_wild(pattern, 0)):
+            if rank <= best:
+                break
+            if _wild_match(path, _compile_wild(pattern, 0)):
                 best = rank
+                break
     return best < 0 or best & 1 == 1
 
 

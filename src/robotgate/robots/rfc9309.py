@@ -17,7 +17,7 @@ from ..urls import normalise_path, path_of, remove_dot_segments, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet, allows_uncompiled
-from .rules import DelayLine, RequestRate, RobotsTxt
+from .rules import AgentLeftOut, DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_LINE_LENGTH", "Rfc9309Rules", "parse_rfc9309"]
@@ -390,8 +390,8 @@ class Rfc9309Rules(RobotsTxt):
     2.0
     """
 
-    __slots__ = ("_agent", "_agent_rules", "_agents", "_asked", "_cut", "_deciders", "_memo",
-                 "_prefix", "_sitemaps", "_star")
+    __slots__ = ("_agent", "_agent_rules", "_agents", "_asked", "_cut", "_deciders",
+                 "_kept_for", "_memo", "_named", "_prefix", "_sitemaps", "_star")
 
     DIALECT = "rfc9309"
     RESOLVES_DOT_SEGMENTS = True
@@ -402,7 +402,7 @@ class Rfc9309Rules(RobotsTxt):
         self,
         agents: dict[str, _Group] | None = None,
         star: _Group | None = None,
-        sitemaps: list[str] | None = None,
+        sitemaps: Sequence[str] | None = None,
     ) -> None:
         # Most files name no agent but "*" and list no sitemap: shared empties.
         self._agents: dict[str, _Group] = agents or _NO_AGENTS
@@ -420,6 +420,10 @@ class Rfc9309Rules(RobotsTxt):
         self._deciders: dict[str, Decider | None] = _NO_DECIDERS
         self._prefix: str | None = None
         self._cut = 0  # len(self._prefix), kept so the hot path need not ask
+        # Rules kept for one agent (kept_for): its token, and every agent the file
+        # names, "\n" around each, so that one whose group was left out is known.
+        self._kept_for: str | None = None
+        self._named = ""
 
     # -- parsing -----------------------------------------------------------
 
@@ -452,10 +456,46 @@ class Rfc9309Rules(RobotsTxt):
                 agents[agent] = group
         return cls(agents, star, sitemaps)
 
+    def kept_for(self, user_agent: str) -> Rfc9309Rules:
+        """These rules with only the groups ``user_agent`` reads: its own, and ``*``
+        (which other agents read).  The other groups' rules are most of what a file
+        holds, and a gate asks as one agent.
+
+        >>> rules = RobotsTxt.parse("User-agent: a\\nDisallow: /a\\n\\n"
+        ...                         "User-agent: *\\nDisallow: /\\n")
+        >>> kept = rules.kept_for("OtherBot/1.0")
+        >>> kept.allowed("/x", "OtherBot"), kept.allowed("/x", "ThirdBot"), kept.agents
+        (False, False, ['a', '*'])
+        >>> kept.allowed("/x", "a")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        robotgate.robots.rules.AgentLeftOut: ... kept for 'otherbot' only: the group naming 'a' ...
+        """
+        token = product_token(user_agent)
+        agents = self._agents
+        if not agents or list(agents) == [token] or self._kept_for is not None:
+            return self  # nothing to leave out
+        group = agents.get(token)
+        kept = Rfc9309Rules({token: group} if group is not None else None, self._star,
+                            self._sitemaps)
+        kept._kept_for = sys.intern(token)
+        kept._named = "\n" + "\n".join(agents) + "\n"
+        return kept
+
+    def _kept(self, token: str) -> None:
+        """Raise :class:`AgentLeftOut` if ``token`` (named by no group kept) names a
+        group that was left out."""
+        if self._named and f"\n{token}\n" in self._named:
+            raise AgentLeftOut(token, self._kept_for or "")
+
     # -- queries -----------------------------------------------------------
 
     def _group(self, user_agent: str) -> _Group | None:
-        return self._agents.get(product_token(user_agent)) or self._star
+        token = product_token(user_agent)
+        group = self._agents.get(token)
+        if group is None:
+            self._kept(token)
+            return self._star
+        return group
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
@@ -591,6 +631,7 @@ class Rfc9309Rules(RobotsTxt):
         group = self._agents.get(token)
         fallback = False
         if group is None:
+            self._kept(token)
             group = self._star
             fallback = token != "*"
         decider = Decider(group, fallback) if group is not None else None
@@ -607,6 +648,7 @@ class Rfc9309Rules(RobotsTxt):
         token = product_token(user_agent)
         group = self._agents.get(token)
         if group is None:
+            self._kept(token)
             group, token = self._star, "*"
         return group.delay_lines(token) if group is not None else ()
 
@@ -628,7 +670,7 @@ class Rfc9309Rules(RobotsTxt):
     @property
     def agents(self) -> list[str]:
         """The product tokens named by the file's groups (``"*"`` included)."""
-        names = list(self._agents)
+        names = self._named.split("\n")[1:-1] if self._named else list(self._agents)
         if self._star is not None:
             names.append("*")
         return names
@@ -763,20 +805,26 @@ def _needs_sorting(patterns: str) -> bool:
 
 
 def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
-    """A group's joined values and their ``meta``, the literal prefixes first, then
-    :data:`_OTHERS`, then the others (kept as written: normalising may decode a
-    newline): what a question without compiling reads, sorted out once."""
+    """A group's joined values and their ``meta``, the literal prefixes first (those
+    that are literal once normalised, normalised), then :data:`_OTHERS`, then the
+    others (kept as written: normalising may decode a newline): what a question
+    without compiling reads, sorted out once."""
     literals: list[str] = []
     literal_meta: list[int] = []
     odd: list[str] = []
     odd_meta: list[int] = []
     for value, m in zip(patterns.split("\n"), meta, strict=True):
         if _is_special(value):
-            odd.append(value)
-            odd_meta.append(m)
-        else:
-            literals.append(value)
-            literal_meta.append(m)
+            # Most such values are literal prefixes once normalised ("/wiki/Special%3A"):
+            # normalised here once, not by every question (as _normalised would).
+            literal = normalise_path(value) if not value.isascii() or "%" in value else value
+            if _is_special(literal.replace("%", "")) or "\n" in literal or _OTHERS in literal:
+                odd.append(value)
+                odd_meta.append(m)
+                continue
+            value = literal
+        literals.append(value)
+        literal_meta.append(m)
     return "\n".join([*literals, _OTHERS, *odd]), _small_ints([*literal_meta, 0, *odd_meta])
 
 
@@ -789,7 +837,7 @@ def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]
     if _OTHERS not in patterns:
         return _normalised(values, meta)
     n = values.index(_OTHERS)
-    # Literal prefixes normalise to themselves.
+    # Literal prefixes are normalised already.
     rules = [((m & 1) == 1, v, m >> 1) for v, m in zip(values[:n], meta, strict=False)]
     rules += _normalised(values[n + 1 :], meta[n + 1 :])
     rules.sort(key=_line_of)  # stable: a rule Google adds stays after its own

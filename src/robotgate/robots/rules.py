@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar, cast
 
 from ..decision import Decision
+from ..error_root import Error
 from .body import DEFAULT_MAX_BYTES, body_text
 
 __all__ = [
     "DEFAULT_DIALECT",
     "DEFAULT_MAX_BYTES",
+    "AgentLeftOut",
     "DelayLine",
     "Parser",
     "RequestRate",
@@ -61,6 +63,17 @@ class DelayLine:
 
     def __str__(self) -> str:
         return f"{self.key}: {self.value} (line {self.line})"
+
+
+class AgentLeftOut(Error, ValueError):
+    """A question for an agent whose group was left out of rules kept for another
+    (:meth:`RobotsTxt.kept_for`): parse the body again to ask it."""
+
+    def __init__(self, agent: str, kept_for: str) -> None:
+        super().__init__(
+            f"these robots.txt rules were kept for {kept_for!r} only: the group naming "
+            f"{agent!r} was left out (parse the body again to ask for it)")
+        self.agent = agent
 
 
 _R = TypeVar("_R", bound="RobotsTxt")
@@ -155,6 +168,14 @@ class RobotsTxt:
         if not issubclass(rules_class, cls):
             raise ValueError(f"{cls.__name__}.parse cannot read the {name!r} dialect")
         return cast(_R, parser(body_text(body, max_bytes, rules_class.INVALID_BYTES), url))
+
+    def kept_for(self: _R, user_agent: str) -> _R:
+        """These rules with only what ``user_agent`` reads (its group, and ``*``): what a
+        gate, which asks as one agent, keeps of each origin.  Asked for an agent whose
+        own group was left out, the result raises :class:`AgentLeftOut`; any other
+        agent gets the answer the whole file gives.  A dialect that cannot leave
+        anything out returns the rules themselves."""
+        return self
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May ``user_agent`` fetch ``url`` (an absolute URL or a path with query)?"""
