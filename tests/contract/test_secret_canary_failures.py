@@ -443,6 +443,9 @@ async def _cli(*argv: str) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
+# A soak: six CLI processes, two of which wait out a Redis that refuses their password
+# (about 40 s on a busy machine); CI runs it on every run.
+@pytest.mark.soak
 async def test_no_secret_leaves_the_cli_with_a_redis_store(
         world: World, sweep: Sweep, locked_redis: int, tmp_path: Path) -> None:
     import redis.asyncio as aioredis
