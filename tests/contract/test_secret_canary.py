@@ -54,6 +54,7 @@ from robotgate import Disallowed, RobotGate
 from robotgate.crawl import CrawlResult
 from robotgate.events import Event
 from tests.contract.test_request_paths import AGENT, PUBLIC, ROOT, public_loopback_1
+from tests.support.canary_site import CanarySite
 from tests.support.proxies import FailingProxy, closed_port
 
 httpx = pytest.importorskip("httpx")
@@ -194,30 +195,11 @@ def headers_for(url: str, proxy: str | None, canary: RandomCanary = CANARY) -> d
 
 
 @dataclass
-class Site:
+class Site(CanarySite):
     """robots.txt disallowing /no/; /redirect/N answers 302 to ``targets[N]`` (so that
     only the answer holds the target); else a page."""
 
-    paths: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
-    port: int = 0
-    _runner: web.AppRunner | None = None
-
-    async def start(self) -> Site:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, PUBLIC, 0).start()
-        self.port = self._runner.addresses[0][1]
-        return self
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def url(self, path: str, userinfo: str = "") -> str:
-        return f"http://{userinfo}{PUBLIC}:{self.port}{path}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.paths.append(request.path)

@@ -52,6 +52,7 @@ from robotgate.crawl import CrawlResult
 from robotgate.events import Event
 from robotgate.urls import resource_key
 from tests.contract.test_request_paths import AGENT, PUBLIC, ROOT, public_loopback_1
+from tests.support.canary_site import CanarySite
 from tests.support.proxies import FailingProxy, closed_port
 
 httpx = pytest.importorskip("httpx")
@@ -100,29 +101,9 @@ TIMEOUT = 0.5
 
 
 @dataclass
-class Site:
+class Site(CanarySite):
     """robots.txt disallowing /no/; /slow answers after :data:`SLOW` seconds;
     /to-private redirects into 127.0.0.2 with a password and the token; else a page."""
-
-    port: int = 0
-    paths: list[str] = field(default_factory=list)
-    _runner: web.AppRunner | None = None
-
-    async def start(self) -> Site:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, PUBLIC, 0).start()
-        self.port = self._runner.addresses[0][1]
-        return self
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def url(self, path: str, userinfo: str = "") -> str:
-        return f"http://{userinfo}{PUBLIC}:{self.port}{path}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.paths.append(request.path)
