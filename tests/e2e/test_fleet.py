@@ -35,7 +35,6 @@ from testbed.redis_server import (
     LocalCluster,
     RedisServer,
     find_redis_server,
-    free_port,
 )
 from testbed.server import (
     SO_TIMESTAMPNS,
@@ -607,8 +606,17 @@ async def test_cluster_master_killed_and_restarted_mid_crawl(tmp_path: Path) -> 
 
 
 async def test_gate_fails_closed_when_redis_is_down_at_start() -> None:
+    # A port held bound, never listening: refused, and no other test's server takes it
+    # meanwhile (a port found free and let go was once a web server's by the time
+    # the store asked, beside the soaks).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        await _fails_closed_when_redis_is_down_at_start(held.getsockname()[1])
+
+
+async def _fails_closed_when_redis_is_down_at_start(port: int) -> None:
     async with BenchServer([HostPlan("allow")]) as srv:
-        url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+        url = f"redis://127.0.0.1:{port}/0"  # nothing listens there
         gate = RobotGate(AGENT, delay=DELAY,
                          store=RedisStore(url, prefix="down", unavailable_timeout=0.5))
         try:

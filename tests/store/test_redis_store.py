@@ -1104,3 +1104,28 @@ async def test_a_call_sent_with_others_fails_alone_and_a_cancelled_one_is_not_se
     # The cancelled look never took its lock: another worker takes it.
     assert await other.lock_fetch("https://dropped.example", 5) is not None
     assert await other.lock_fetch("https://good.example", 5) is None
+
+
+async def test_a_server_that_is_not_redis_is_a_store_error_naming_it_at_once() -> None:
+    """What answers at the store's URL speaks another protocol (a web server took the
+    port): a StoreError saying so, not redis-py's own error, and no wait for Redis."""
+
+    async def web_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)
+        writer.write(b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(web_server, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", prefix="notredis",
+                           unavailable_timeout=30)
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="is not Redis"):
+            await store.open()
+        assert time.monotonic() - started < 30
+        await store.close()
+    finally:
+        server.close()
+        await server.wait_closed()

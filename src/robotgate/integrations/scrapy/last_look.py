@@ -7,7 +7,8 @@ through Scrapy's later middlewares, its downloader's queue and Twisted's connect
 pool before its bytes go: held up past its slot on that way, it must not go.  Scrapy's
 HTTP/1.1 handler is wrapped (:class:`SocketLook`): the slot is looked at as the
 handler is handed the request, and again as Twisted writes it on the connection its
-pool gave (the protocol's ``request``, called once the connection is there).  Past
+pool gave (the protocol's ``request``, called once the connection is there), the
+bytes then sent at once rather than at the reactor's next turn.  Past
 it: :class:`~robotgate.politeness.fleet_slots.LateSlot`, nothing written, the
 connection closed, the miss counted (the slack grows), and the middleware's
 ``process_exception`` sends the request again, in a turn of its own.
@@ -88,7 +89,14 @@ def _written_in(protocol: Any, turn: RequestTurn) -> Any:
         except BaseException:
             protocol.transport.loseConnection()  # handed out, never given back unused
             raise
-        return write(sent)
+        sending = write(sent)
+        # Twisted sends what is written at its reactor's next turn, which a busy loop
+        # makes late: sent now, within the look (a TLS connection has no descriptor of
+        # its own here, and keeps that turn).
+        flush = getattr(protocol.transport, "doWrite", None)
+        if callable(flush):
+            flush()
+        return sending
 
     protocol.request = request
     return protocol

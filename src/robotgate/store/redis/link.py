@@ -31,6 +31,7 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     ClusterError,
+    InvalidResponse,
     MaxConnectionsError,
     NoScriptError,
     ReadOnlyError,
@@ -291,6 +292,8 @@ class Link:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
                 failure = exc
+            except InvalidResponse as exc:  # another protocol's answer: no Redis there
+                raise StoreError(f"what answers at {self.label} is not Redis: {exc}") from exc
             except UNAVAILABLE as exc:
                 failure = exc
             except _STATE_ERRORS as exc:
