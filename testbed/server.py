@@ -490,9 +490,23 @@ def kernel_time(ancillary: list[tuple[int, int, bytes]]) -> float | None:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
             seconds, nanoseconds = struct.unpack("qq", data[:16])
             # The stamp is wall-clock time: moved onto the monotonic scale the
-            # records use (the two read a microsecond apart).
-            return float(seconds + nanoseconds * 1e-9 - time.time() + time.monotonic())
+            # records use.
+            return float(seconds + nanoseconds * 1e-9 - wall_ahead_of_monotonic())
     return None
+
+
+def wall_ahead_of_monotonic() -> float:
+    """How far the wall clock is ahead of the monotonic one, read between two monotonic
+    reads, the closest pair of a few: a busy machine may preempt the process between
+    two reads for milliseconds, which one pair would count into every stamp."""
+    best_gap, ahead = float("inf"), 0.0
+    for _ in range(5):
+        before = time.monotonic()
+        wall = time.time()
+        after = time.monotonic()
+        if after - before < best_gap:
+            best_gap, ahead = after - before, wall - (before + after) / 2
+    return ahead
 
 
 #: How long a probe datagram waits to be read, and how long the kernel may take to
