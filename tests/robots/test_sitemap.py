@@ -442,3 +442,16 @@ def test_a_field_is_measured_without_its_leading_blank() -> None:
     for i in range(len(body)):
         parser.feed(body[i:i + 1])
     assert [e.url for e in parser.close().entries] == ["https://example.com/catalog/a"]
+
+
+@pytest.mark.parametrize("pieces", [
+    [b"\xef\xbb\xbf", b"\xef\xbb\xbf"],  # a second mark is a byte of text, not a mark
+    [b"\n\n\n", b"\xff\xfe<\x00"],  # a UTF-16 mark after a blank is no mark
+    [b"\xef", b"\xbb", b"\xbf", b"https://example.com/catalog/a\n"],
+], ids=["two-utf8-marks", "utf16-mark-after-a-blank", "a-mark-a-byte-at-a-time"])
+def test_a_byte_order_mark_counts_only_at_the_first_byte_however_the_body_is_cut(
+        pieces: list[bytes]) -> None:
+    parser = SitemapParser(SITEMAP)
+    for piece in pieces:
+        parser.feed(piece)
+    assert parser.close() == parse_sitemap(SITEMAP, b"".join(pieces))

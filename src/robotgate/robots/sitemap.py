@@ -185,6 +185,7 @@ class SitemapParser:
         self._inflater: zlib._Decompress | None = None  # while gzip data is being read
         self._size = 0  # bytes after gzip
         self._lead = b""  # bytes before the first non-blank one, until XML or text is known
+        self._at_first_byte = True  # a byte-order mark counts only there
         self._listed = 0  # URLs (or child sitemaps) met, kept or not
         self._dropped: dict[str, int] = {}
         self._dates: set[str] = set()  # lastmod values found to be W3C datetimes
@@ -276,15 +277,17 @@ class SitemapParser:
     def _sniff(self, data: bytes) -> bytes:
         """Tell XML from text by the first byte that is not blank; returns what to read."""
         lead = self._lead + data
-        if len(lead) < 3 and _BOM_UTF8.startswith(lead):
-            self._lead = lead
-            return b""
         self._lead = b""
-        if lead[:2] in _BOMS_UTF16:
-            self._start_xml()
-            return lead  # expat reads UTF-16 by its BOM
-        if lead[:3] == _BOM_UTF8:
-            lead = lead[3:]
+        if self._at_first_byte:
+            if len(lead) < 3 and _BOM_UTF8.startswith(lead):
+                self._lead = lead
+                return b""
+            self._at_first_byte = False
+            if lead[:2] in _BOMS_UTF16:
+                self._start_xml()
+                return lead  # expat reads UTF-16 by its BOM
+            if lead[:3] == _BOM_UTF8:
+                lead = lead[3:]
         body = lead.lstrip(_BLANK)
         if not body:
             return b""  # blank so far: nothing is kept
