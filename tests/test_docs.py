@@ -100,7 +100,7 @@ def _readme_cells(title: str) -> list[str]:
     raise AssertionError(f"no row {title!r} in the README's table")
 
 
-@pytest.mark.slow  # a loopback crawl with a Crawl-delay and a Retry-After
+@pytest.mark.soak  # a loopback crawl with a Crawl-delay and a Retry-After: CI runs it every time
 def test_the_readme_table_says_what_compare_clients_measures_of_robotgate(tmp_path: Path) -> None:
     out = tmp_path / "compare.json"
     done = subprocess.run(

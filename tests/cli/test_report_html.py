@@ -286,7 +286,7 @@ def chromium(tmp_path: Path, *args: str, scrollbars: bool = False) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # a 30-host crawl and Chromium: CI runs it every time
 @needs_chromium
 async def test_the_report_of_a_30_host_crawl_renders_in_chromium(tmp_path: Path) -> None:
     crawl = tmp_path / "crawl.jsonl"

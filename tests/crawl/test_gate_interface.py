@@ -69,7 +69,7 @@ def _mypy(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, timeout=300, cwd=SRC.parent, check=False)
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # a run of mypy: CI runs it every time
 def test_the_type_checker_holds_robot_gate_and_fakes_to_crawl_gate(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     result = _mypy("""

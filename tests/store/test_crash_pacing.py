@@ -129,7 +129,10 @@ MOMENTS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("moment", list(MOMENTS))
+@pytest.mark.parametrize("moment", [
+    "robots", "first_pages",
+    pytest.param("mid_crawl", marks=pytest.mark.soak),  # the longest: CI runs it every time
+])
 async def test_sigkill_then_restart_keeps_every_interval(tmp_path: Path, moment: str) -> None:
     path = tmp_path / "crawl.sqlite3"
     plans = [HostPlan("allow")] * 4 + [HostPlan("crawl_delay", crawl_delay=CRAWL_DELAY)] * 2
