@@ -222,3 +222,16 @@ async def test_a_crawl_whose_pages_proxy_refuses_stops_before_reaching_the_site(
     assert PASSWORD not in str(failed.value) and PASSWORD not in repr(failed.value)
     assert site.asked == []
     assert failing.targets == [f"{site.url}/robots.txt"]
+
+
+async def test_a_request_made_and_refused_is_let_go_unsent(origins: list[Origin]) -> None:
+    # The crawl makes a page's request before it asks robots.txt: aiohttp's session.get
+    # holds a coroutine from then on, closed (never sent, no "never awaited" warning,
+    # an error under -W error) when robots.txt refuses the page.
+    site = origins[0]
+    async with open_gate() as gate, aiohttp.ClientSession(
+            middlewares=(gate.middleware,)) as session:
+        summary = await gate.crawl([f"{site.url}/no/1", f"{site.url}/page/1"], nothing,
+                                   fetch=lambda url: session.get(url), retries=0)
+    assert (summary.pages, summary.skipped) == (1, 1), summary.explain()
+    assert sorted(path for path, _ in site.asked) == ["/page/1", "/robots.txt"]
