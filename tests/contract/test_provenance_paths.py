@@ -31,6 +31,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -206,10 +207,10 @@ async def _scrapy(asks: list[Ask], options: dict[str, Any], **extra: Any) -> lis
 
 class CrawlPath(ClientPath):
     """``gate.crawl``: the caller's URL a seed; a pointer a link its page's handler
-    gives (the page crawled first)."""
+    gives (the page crawled first); a proxy the ``fetch=`` the crawl is given sends
+    through (``partial(gate.fetch, proxy=...)``)."""
 
     pages_point = True
-    proxied = False
 
     async def run(self, asks: list[Ask], **options: Any) -> list[Result]:
         async with RobotGate(AGENT, is_private=public_loopback_1, **options) as gate:
@@ -224,6 +225,7 @@ class CrawlPath(ClientPath):
 
         seed = ask.url if ask.pointed_by is None else str(ask.pointed_by)
         summary = await gate.crawl([seed], handler, retries=0, scope="any",
+                                   fetch=partial(gate.fetch, proxy=ask.proxy),
                                    on_result=lambda r: found.__setitem__(r.url, r))
         record = found.get(ask.url)
         if record is None and summary.private_links:

@@ -47,7 +47,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from robotgate import RobotGate
+from robotgate import ProxyFailed, RobotGate
 from robotgate.crawl import CrawlResult
 from robotgate.events import Event
 from robotgate.urls import resource_key
@@ -290,9 +290,10 @@ def said_parts(world: World, path: str) -> list[str]:
     host, the path, the parameter's name, the rule, the private address, the proxy."""
     user = "" if path == "middleware" else "user:***@"
     # The proxy that refused, named (httpx keeps a proxy's credentials apart from its URL;
-    # a crawl's robots.txt requests take no proxy of a page's fetch).
+    # a crawl asks robots.txt through the proxy of its page's fetch, as gate.fetch does).
     proxy = {"fetch": [f"the proxy http://user:***@{PUBLIC}:{world.proxy.port} failed"],
              "middleware": [f"the proxy http://user:***@{PUBLIC}:{world.proxy.port} failed"],
+             "crawl": [f"the proxy http://user:***@{PUBLIC}:{world.proxy.port} failed"],
              "httpx": [f"the proxy http://{PUBLIC}:{world.proxy.port} failed"]}.get(path, [])
     host = f"{PUBLIC}:{world.site.port}"
     return [f"{user}{host}/page/1?access_token=~", f"{user}{host}/no/x?access_token=~",
@@ -312,6 +313,7 @@ async def test_no_secret_leaves_in_any_failure_of_a_path(
         from robotgate.store.sqlite import SQLiteStore
 
         by_url = {ask.url: ask for ask in asks}
+        direct = [ask.url for ask in asks if ask.proxy is None]
         results: list[CrawlResult] = []
 
         async with gate_for(sweep, store=SQLiteStore(store)) as gate:
@@ -322,16 +324,23 @@ async def test_no_secret_leaves_in_any_failure_of_a_path(
             async def handler(url: str, resp: aiohttp.ClientResponse) -> tuple[str, ...]:
                 return ()
 
-            summary = await gate.crawl(given, handler, fetch=fetch, retries=0, scope="any",
+            summary = await gate.crawl(direct, handler, fetch=fetch, retries=0, scope="any",
                                        name="canary", on_result=results.append)
             sweep.note("summary", repr(summary))
             sweep.note("summary explain", "\n".join(summary.explain()))
+            # robots.txt goes through the proxy of the page's fetch: a proxy that fails
+            # (407, unreachable) ends the crawl with ProxyFailed.
+            for ask in asks:
+                if ask.proxy is not None:
+                    with pytest.raises(ProxyFailed) as failed:
+                        await gate.crawl([ask.url], handler, fetch=fetch, retries=0)
+                    raised.append(failed.value)
         for result in results:
             sweep.note("result error", result.error)
             if result.decision is not None:
                 sweep.note("decision", f"{result.decision} {result.decision!r}")
             sweep.returned.append(("result", repr(result)))
-        assert sorted(r.url for r in results if r.url in given) == sorted(given)
+        assert sorted(r.url for r in results if r.url in given) == sorted(direct)
         # The refused redirect's target, as the client read it (its user information
         # dropped): CrawlResult.final_url returns it.
         given = [*given, f"http://127.0.0.2:{world.site.port}/in?access_token={QUERY}"]

@@ -264,8 +264,16 @@ class PointerRuleGate(LinkGate):
         return REFUSED if self._refused(url, pointed_by) else Decision(True, "allowed")
 
     def fetch(self, url: str, *, pointed_by: str | None = None) -> Any:
-        assert not self._refused(url, pointed_by)
-        return super().fetch(url)
+        # Made before robots.txt is asked (its route read); a refused one is never sent.
+        return _NeverSent() if self._refused(url, pointed_by) else super().fetch(url)
+
+
+class _NeverSent:
+    async def __aenter__(self) -> Page:
+        raise AssertionError("a refused pointer was sent")
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
 
 
 class _Answered:

@@ -64,7 +64,15 @@ from .options import (
     Handler,
     ScopeRule,
 )
-from .page import LocalRetries, PageLinks, PageReader, is_transient, shortage_of
+from .page import (
+    LocalRetries,
+    PageLinks,
+    PageReader,
+    drop_unsent,
+    is_transient,
+    route_of,
+    shortage_of,
+)
 from .results import CrawlResult, CrawlSummary
 
 if TYPE_CHECKING:
@@ -435,11 +443,16 @@ class Frontier(Generic[ResponseT]):
         transient = False  # an error worth asking again
         unsent: list[QueuedURL] = []  # its server's lease lapsed: back to the state
         pointed_by = self.discovery.pointer_of(entry)
+        unsent_request: Opening[ResponseT] | None = None  # made, not sent: let go at the end
         try:
+            # The request is made first, not sent: robots.txt is asked the way it goes
+            # (its proxy), never by a route of the crawl's own guessing.
+            unsent_request = call = self.pages.request(url, pointed_by)
+            via = route_of(call)
             # robots.txt first (one fetch per origin, shared), outside the page timeout;
             # a link's (or a sitemap entry's) as its page's pointer, as its fetch is.
-            if not await self._allowed(url, pointed_by):
-                record.decision = await self._decide(url, pointed_by)
+            if not await self._allowed(url, pointed_by, via):
+                record.decision = await self._decide(url, pointed_by, via)
                 gate.report_skipped(url, record.decision)
             else:
                 ahead = self.queues.server_wait(url)
@@ -452,14 +465,18 @@ class Frontier(Generic[ResponseT]):
                 record.interval = ahead.interval
                 gate.report_waited(url, item.waited, item.wait_reason)
                 self.summary.host(host.key).started_at(self._loop.time())
-                links, resolve = await self._page(url, record, pointed_by)
+                unsent_request = None
+                links, resolve = await self._page(url, record, call)
                 if gate.tdmrep and record.status is not None:
                     # Once the page's slot is free: tdmrep.json waits for the server's turn.
                     # The content's own origin: a redirect may have led elsewhere, and
                     # then the redirecting page is the pointer its request is held to.
                     final = record.final_url or url
-                    record.tdm = await gate.tdm(final, record.directives,
-                                                pointed_by=pointed_by if final == url else url)
+                    pointer = pointed_by if final == url else url
+                    record.tdm = await (
+                        gate.tdm(final, record.directives, pointed_by=pointer)
+                        if via is None else
+                        gate.tdm(final, record.directives, pointed_by=pointer, via=via))
         except (GateClosed, ProxyFailed) as exc:
             # No URL can be fetched any more (the gate closed, or the proxy every
             # request goes through failed: no site's fault): the crawl ends with it.
@@ -490,6 +507,8 @@ class Frontier(Generic[ResponseT]):
                     self.summary.local_failures += 1
                 log.debug("%s: %s", redact(url), scrub(record.error, url))
         finally:
+            if unsent_request is not None:
+                drop_unsent(unsent_request)
             if wait <= 0:
                 record.elapsed = time.monotonic() - began
             self.queues.release(host, wait, reason)
@@ -548,23 +567,27 @@ class Frontier(Generic[ResponseT]):
         self._counted(added, links)
         self._finish(record)
 
-    async def _allowed(self, url: str, pointed_by: str | None) -> bool:
+    async def _allowed(self, url: str, pointed_by: str | None, via: object) -> bool:
         """``gate.allowed``; ``pointed_by`` only for a pointer (a fake gate whose fetch
-        takes no ``pointed_by`` keeps no pointer, and need not take it here either)."""
+        takes no ``pointed_by`` keeps no pointer, and need not take it here either),
+        ``via`` only when the page's request has a route to tell."""
         gate = self.gate
+        if via is not None:
+            return await gate.allowed(url, pointed_by=pointed_by, via=via)
         return await (gate.allowed(url) if pointed_by is None
                       else gate.allowed(url, pointed_by=pointed_by))
 
-    async def _decide(self, url: str, pointed_by: str | None) -> Decision:
+    async def _decide(self, url: str, pointed_by: str | None, via: object) -> Decision:
         gate = self.gate
+        if via is not None:
+            return await gate.decide(url, pointed_by=pointed_by, via=via)
         return await (gate.decide(url) if pointed_by is None
                       else gate.decide(url, pointed_by=pointed_by))
 
-    async def _page(self, url: str, record: CrawlResult,
-                    pointed_by: str | None) -> PageLinks:
+    async def _page(self, url: str, record: CrawlResult, call: Opening[ResponseT]) -> PageLinks:
         if self.timeout is None:
-            return await self.pages.read(url, record, pointed_by)
-        return await asyncio.wait_for(self.pages.read(url, record, pointed_by), self.timeout)
+            return await self.pages.read(url, record, call)
+        return await asyncio.wait_for(self.pages.read(url, record, call), self.timeout)
 
     async def _again_after_shortage(self, key: str, entry: Entry, record: CrawlResult,
                                     pause: float) -> None:
@@ -629,7 +652,11 @@ async def crawl(
     request to the handler's end), ``on_result`` (called with each
     :class:`CrawlResult`; an exception it raises ends the crawl), ``fetch``
     (``url -> async context manager of the response``; default
-    ``gate.fetch``), ``max_queued``, ``max_seen``, ``retries`` (default
+    ``gate.fetch``: ``partial(gate.fetch, proxy=...)`` sends the pages through a
+    proxy; each page's request is made before its robots.txt is asked, which goes
+    the way the request tells, its ``via``: a ``gate.fetch`` call's proxy; a request
+    that tells none, by the gate's own session, never a guess; see ``docs/crawl.md``,
+    "A proxy"), ``max_queued``, ``max_seen``, ``retries`` (default
     :data:`DEFAULT_RETRIES`, 2: a URL whose answer is in ``retry_statuses``, 429
     and 503, or whose request ends in a connection error or a timeout is asked
     again up to that many times, each time in its server's turn, after the

@@ -54,7 +54,9 @@ ResponseT_co = TypeVar("ResponseT_co", covariant=True)
 
 
 class Opening(Protocol[ResponseT_co]):
-    """A request under way, as ``async with`` opens it (``gate.fetch(url)``)."""
+    """A request under way, as ``async with`` opens it (``gate.fetch(url)``).  The crawl
+    makes it before it asks the URL's robots.txt, and reads its ``via`` if it has one
+    (``gate.fetch``'s: its proxy) to ask robots.txt the way the request goes."""
 
     async def __aenter__(self) -> ResponseT_co: ...
 
@@ -86,14 +88,18 @@ class CrawlGate(Protocol[ResponseT_co]):
         """Fetch ``url`` politely; ``pointed_by``: the page whose link it is."""
         ...
 
-    async def allowed(self, url: str, *, pointed_by: str | None = None) -> bool:
+    async def allowed(self, url: str, *, pointed_by: str | None = None,
+                      via: object = None) -> bool:
         """Whether robots.txt lets the robot fetch ``url``; ``pointed_by``: the page whose
-        link it is (its robots.txt asked as that pointer's, as :meth:`fetch` asks it)."""
+        link it is (its robots.txt asked as that pointer's, as :meth:`fetch` asks it);
+        ``via``: the route of the page's request (its opening's ``via``: a proxy), which
+        robots.txt is asked by too (the crawl gives it only when the opening has one)."""
         ...
 
-    async def decide(self, url: str, *, pointed_by: str | None = None) -> Decision:
-        """robots.txt's verdict for ``url``, with its reason; ``pointed_by`` as in
-        :meth:`allowed` (a pointer refused: its refusal)."""
+    async def decide(self, url: str, *, pointed_by: str | None = None,
+                     via: object = None) -> Decision:
+        """robots.txt's verdict for ``url``, with its reason; ``pointed_by`` and ``via``
+        as in :meth:`allowed` (a pointer refused: its refusal)."""
         ...
 
     def pace_key(self, url: str) -> str:
@@ -113,9 +119,9 @@ class CrawlGate(Protocol[ResponseT_co]):
         ...
 
     async def tdm(self, url: str, page: PageDirectives | None = None, *,
-                  pointed_by: str | None = None) -> TdmVerdict:
+                  pointed_by: str | None = None, via: object = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url``; ``pointed_by``
-        as :meth:`allowed` takes it."""
+        and ``via`` as :meth:`allowed` takes them."""
         ...
 
     def report_skipped(self, url: str, decision: Decision) -> None:

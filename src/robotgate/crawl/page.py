@@ -28,8 +28,8 @@ from .results import CrawlResult, CrawlSummary, Handled, final_url_of
 if TYPE_CHECKING:
     from ..robots.directives import PageDirectives
 
-__all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links",
-           "is_transient", "shortage_of"]
+__all__ = ["LocalRetries", "PageLinks", "PageReader", "count_links", "drop_unsent",
+           "is_transient", "route_of", "shortage_of"]
 
 #: Errors retried by the name of a class they derive from: clients' connection
 #: and timeout errors, named, since the crawl knows no client (aiohttp's
@@ -74,11 +74,16 @@ class PageReader(Generic[ResponseT]):
         # The directives only when something uses them: reading them scans the head.
         self.directives_wanted = record_directives or gate.tdmrep
 
-    async def read(self, url: str, record: CrawlResult, pointed_by: str | None) -> PageLinks:
-        """The page's links to follow (none when its directives say ``nofollow``),
-        and how a relative one resolves."""
+    def request(self, url: str, pointed_by: str | None) -> Opening[ResponseT]:
+        """The page's request, made (``fetch`` called) but not sent: its ``via`` says the
+        way it goes before robots.txt is asked; :meth:`read` sends it, or
+        :func:`drop_unsent` lets it go."""
+        return self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
+
+    async def read(self, url: str, record: CrawlResult, call: Opening[ResponseT]) -> PageLinks:
+        """Send ``call``, ``url``'s request: the page's links to follow (none when its
+        directives say ``nofollow``), and how a relative one resolves."""
         record.started = time.time()
-        call = self.fetch(url) if pointed_by is None else self.fetch(url, pointed_by=pointed_by)
         async with _sent(call, record) as resp:
             record.answered = time.time()
             record.status = status = int(resp.status)
@@ -155,6 +160,21 @@ async def _sent(call: Opening[ResponseT], record: CrawlResult) -> AsyncIterator[
     except BaseException:
         record.started = getattr(call, "sent", None) or record.started
         raise
+
+
+def route_of(call: object) -> object:
+    """The route ``call`` says its request takes (``gate.fetch``'s: its proxy; None: it
+    says none), which its origin's robots.txt is asked by too."""
+    return getattr(call, "via", None)
+
+
+def drop_unsent(call: object) -> None:
+    """Let go of a request made and never sent (robots.txt refused it, or its server's
+    turn had not come): one holding a coroutine (aiohttp's ``session.get(url)``) is
+    closed, not left to warn that it was never awaited."""
+    close = getattr(call, "close", None)
+    if callable(close):
+        close()
 
 
 def _peek(links: Iterable[str]) -> tuple[Iterable[str], bool]:

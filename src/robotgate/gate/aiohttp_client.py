@@ -299,7 +299,7 @@ class AiohttpClient:
             done = await exchange(self.requests, sender, url, provenance,
                                   resolve=self.resolve, follow=follow,
                                   max_redirects=max_redirects,
-                                  via=proxy_route(kwargs) if "proxy" in kwargs else None)
+                                  via=self.route_of(kwargs))
         except Disallowed as refused:
             raise _refusal(refused) from None
         except WaitsOnItself as waits:
@@ -338,6 +338,12 @@ class AiohttpClient:
         if call is not None:
             call._resp = resp
         return resp
+
+    @staticmethod
+    def route_of(kwargs: dict[str, Any]) -> Route | None:
+        """The route a ``gate.fetch`` call's aiohttp arguments send it by (its proxy),
+        which its origin's robots.txt is asked by too (None: the session's own)."""
+        return proxy_route(kwargs) if "proxy" in kwargs else None
 
     def body_unheard(self) -> bool:
         """Whether no trace of the session hears a response's body read (aiohttp's

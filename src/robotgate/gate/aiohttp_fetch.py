@@ -91,7 +91,8 @@ class FetchCall:
     With ``stream=True`` only ``async with`` works: the response comes back after
     its headers and the server's slot is held until the block exits.  ``sent``: the
     Unix time its request left (the first hop's), after any wait for its turn
-    (None until then); ``gate.crawl`` records it as the request's start.
+    (None until then); ``gate.crawl`` records it as the request's start.  ``via``: the
+    route it takes, known before it is sent.
     """
 
     __slots__ = ("_args", "_client", "_provenance", "_resp", "_stream", "_turn", "_url", "sent")
@@ -106,6 +107,13 @@ class FetchCall:
         self._resp: aiohttp.ClientResponse | None = None
         self._turn: RequestTurn | None = None
         self.sent: float | None = None
+
+    @property
+    def via(self) -> object:
+        """The route the request takes (its ``proxy``, ``proxy_auth``, ``proxy_headers``;
+        None: the session's own), which its origin's robots.txt is asked by too:
+        ``gate.crawl`` reads it before the request is sent, to ask robots.txt its way."""
+        return self._client.route_of(self._args[1])
 
     def __await__(self) -> Generator[Any, None, aiohttp.ClientResponse]:
         if self._stream:

@@ -502,7 +502,7 @@ class RobotGate:
 
     @cached_property
     def allowed(self) -> _Allowed:
-        """``await allowed(url, pointed_by=None)``: may the robot fetch ``url``?  Fetches
+        """``await allowed(url, pointed_by=None, via=None)``: may the robot fetch ``url``?  Fetches
         robots.txt once per origin if needed.
 
         ``pointed_by``: the page whose pointer ``url`` is, as :meth:`fetch` takes it
@@ -511,20 +511,28 @@ class RobotGate:
         refuses is not allowed, and a robots.txt request this call makes is that
         pointer's, held to the rule where it connects (docs/bad-input.md).
 
+        ``via``: the route the request for ``url`` will take, which a robots.txt request
+        this call makes takes too, as :meth:`exchange` takes it: a ``gate.fetch`` call's
+        own (:attr:`FetchCall.via <robotgate.gate.aiohttp_fetch.FetchCall.via>`: its
+        proxy), or a :class:`~robotgate.gate.aiohttp_robots.Route`; None: the gate's
+        session and its proxy, if any.  One robots.txt request per origin: by the route
+        of the asker that starts it (see docs/crawl.md, "A proxy").
+
         It is :meth:`robotgate.politeness.questions.Questions.allowed`, reached with no
         call of the gate's.
         """
         return self._questions.allowed
 
-    def decide(self, url: str, *, pointed_by: Provenance | str | None = None
-               ) -> Coroutine[Any, Any, Decision]:
+    def decide(self, url: str, *, pointed_by: Provenance | str | None = None,
+               via: object = None) -> Coroutine[Any, Any, Decision]:
         """The verdict for ``url`` with its reason: the rule and line, or the fetch outcome;
-        ``pointed_by`` as :meth:`allowed` takes it (a refused pointer: the refusal).
+        ``pointed_by`` and ``via`` as :meth:`allowed` takes them (a refused pointer: the
+        refusal).
 
         >>> str(await gate.decide("https://down.example/x"))     # doctest: +SKIP
         'robots.txt answered 503: robots.txt is unreachable, so the site counts as ...'
         """
-        return self._questions.decide(url, pointed_by)
+        return self._questions.decide(url, pointed_by, via)
 
     async def rules(self, url: str) -> RobotsTxt | None:
         """The parsed robots.txt of ``url``'s origin (``None`` when the fetch outcome decides),
@@ -600,15 +608,17 @@ class RobotGate:
         return directives_of(response, self.robots_agent, body)
 
     def tdm(self, url: str, page: PageDirectives | None = None, *,
-            pointed_by: Provenance | str | None = None) -> Coroutine[Any, Any, TdmVerdict]:
+            pointed_by: Provenance | str | None = None,
+            via: object = None) -> Coroutine[Any, Any, TdmVerdict]:
         """Whether text-and-data-mining rights are reserved for ``url`` (W3C TDMRep):
         the origin's tdmrep.json (with ``tdmrep=True``; fetched once per origin),
         then ``page``'s headers and meta tags (:meth:`directives`).
 
         ``pointed_by`` as :meth:`allowed` takes it: a tdmrep.json request this call
-        makes is that pointer's, held to the private-network rule where it connects.
+        makes is that pointer's, held to the private-network rule where it connects;
+        ``via``: the route it takes, as :meth:`allowed` takes it.
         """
-        return self._questions.tdm(url, page, pointed_by)
+        return self._questions.tdm(url, page, pointed_by, via)
 
     def describe(self) -> str:
         """A readable account of the gate's state, for debugging."""
@@ -792,8 +802,8 @@ def _tdm_cache(policy: FetchPolicy, transport: RobotsTransport, servers: Servers
 class _Allowed(Protocol):
     """:meth:`RobotGate.allowed` as it is called."""
 
-    def __call__(self, url: str, *, pointed_by: Provenance | str | None = None
-                 ) -> Coroutine[Any, Any, bool]: ...
+    def __call__(self, url: str, *, pointed_by: Provenance | str | None = None,
+                 via: object = None) -> Coroutine[Any, Any, bool]: ...
 
 
 class _Running(Protocol):

@@ -63,22 +63,24 @@ class Questions:
         """From now on no question makes a request."""
         self.closed = True
 
-    async def allowed(self, url: str, pointed_by: object = None) -> bool:
+    async def allowed(self, url: str, pointed_by: object = None, via: object = None) -> bool:
         """May the robot fetch ``url``, a request of ``pointed_by`` (see
-        :func:`provenance_of`)?"""
+        :func:`provenance_of`)?  ``via``: the route the request for ``url`` takes (an
+        adapter's value: aiohttp's proxy), which a robots.txt fetch this starts takes too."""
         provenance = provenance_of(pointed_by)
         verdicts = self.verdicts
         hit = verdicts.cached(url := as_sent(url)) if provenance.is_input else None
         if hit is not None:
             return hit[0].site.allowed(hit[1], verdicts.agent)
-        judged = await self._rules_for(url, provenance)
+        judged = await self._rules_for(url, provenance, via)
         if not isinstance(judged, tuple):
             return False  # the pointer's refusal: no robots.txt asked
         return judged[0].allowed(judged[1], verdicts.agent)
 
-    async def decide(self, url: str, pointed_by: object = None) -> Decision:
-        """The verdict for ``url`` with its reason; a refused pointer: the refusal."""
-        judged = await self._rules_for(url := as_sent(url), provenance_of(pointed_by))
+    async def decide(self, url: str, pointed_by: object = None, via: object = None) -> Decision:
+        """The verdict for ``url`` with its reason; a refused pointer: the refusal.
+        ``via`` as :meth:`allowed` takes it (tdmrep.json is asked by it too)."""
+        judged = await self._rules_for(url := as_sent(url), provenance_of(pointed_by), via)
         if not isinstance(judged, tuple):
             return judged  # the pointer's refusal: no robots.txt asked
         decision = judged[0].decide(judged[1], self.verdicts.agent)
@@ -87,13 +89,14 @@ class Questions:
             # tdmrep.json is asked only where the robot may go, guarded as robots.txt is.
             pointer = judged[2]
             return replace(decision, tdm=await tdm.reservation(
-                url, guard=pointer.guard, checked=pointer.addresses))
+                url, guard=pointer.guard, checked=pointer.addresses, via=via))
         return decision
 
     async def tdm(self, url: str, page: PageDirectives | None,
-                  pointed_by: object = None) -> TdmVerdict:
+                  pointed_by: object = None, via: object = None) -> TdmVerdict:
         """Whether text-and-data-mining rights are reserved for ``url``: the origin's
-        tdmrep.json (with TDMRep), then ``page``'s headers and meta tags."""
+        tdmrep.json (with TDMRep, asked by the route ``via`` as :meth:`allowed` takes
+        it), then ``page``'s headers and meta tags."""
         tdm = self.tdm_cache
         if tdm is None:
             from ..policy.tdm import tdm_verdict
@@ -107,14 +110,14 @@ class Questions:
         # and the verdict says why (the rule, the address).
         guard = pointer.guard or pointer.refused is not None
         return await tdm.reservation(
-            url, page, guard=guard, checked=pointer.addresses if pointer.guard else ())
+            url, page, guard=guard, checked=pointer.addresses if pointer.guard else (), via=via)
 
-    async def _rules_for(self, url: str, provenance: Provenance
+    async def _rules_for(self, url: str, provenance: Provenance, via: object = None
                          ) -> tuple[SiteRules, str, PointerVerdict] | Decision:
         """The rules of ``url``'s origin (robots.txt fetched once if needed), the part
         of ``url`` they judge, and the pointer's verdict; for ``provenance``'s pointer,
         the private-network rule first: its refusal, or the robots.txt request guarded
-        as the pointer's turn guards it."""
+        as the pointer's turn guards it.  A fetch it starts takes the route ``via``."""
         origin, rest = split_origin(url)
         # The rest of the URL is its path (cheaper to match than the whole URL),
         # unless it starts with "//", which would read as a host.
@@ -122,11 +125,11 @@ class Questions:
         verdicts = self.verdicts
         pointer = await self._pointer(url, provenance)
         if pointer is None:
-            return await verdicts.site(origin), path, UNGUARDED
+            return await verdicts.site(origin, via), path, UNGUARDED
         if pointer.refused is not None:
             return pointer.refused
         site = verdicts.cache.cached(origin) or await verdicts.fetched(
-            origin, pointer.guard, pointer.addresses)
+            origin, pointer.guard, pointer.addresses, via)
         return site, path, pointer
 
     async def _pointer(self, url: str, provenance: Provenance) -> PointerVerdict | None:

@@ -118,21 +118,23 @@ class TdmRepCache:
         return self.fetcher.requests
 
     async def reservation(self, url: str, page: PageDirectives | None = None, *,
-                          guard: bool = False, checked: tuple[Address, ...] = ()
-                          ) -> TdmVerdict:
+                          guard: bool = False, checked: tuple[Address, ...] = (),
+                          via: object = None) -> TdmVerdict:
         """Whether TDM rights are reserved for ``url``: the origin's file, then ``page``
         (the page's :class:`~robotgate.robots.directives.PageDirectives`, if read);
-        ``guard`` and ``checked`` as :meth:`get` takes them."""
-        site = await self.get(split_origin(url)[0], guard, checked)
+        ``guard``, ``checked`` and ``via`` as :meth:`get` takes them."""
+        site = await self.get(split_origin(url)[0], guard, checked, via)
         return tdm_verdict(url, site.entry, site.tdmrep, page)
 
     async def get(self, origin: str, guard: bool = False,
-                  checked: tuple[Address, ...] = ()) -> TdmRepSite:
+                  checked: tuple[Address, ...] = (), via: object = None) -> TdmRepSite:
         """The origin's tdmrep.json, fetched once for all waiters when not fresh.
 
         ``guard``: the asker came through a public page's pointer, so a fetch it starts,
         or joins before its request leaves, must connect to a public address
-        (``checked``: the addresses the pointer check found)."""
+        (``checked``: the addresses the pointer check found).  ``via``: the route the
+        asker's page takes (an adapter's proxy), which a fetch it starts takes too: one
+        fetch per origin, by the route of the asker that started it."""
         site = self._sites.get(origin)
         if site is not None and site.entry.is_fresh(time.time()):
             return site
@@ -140,7 +142,7 @@ class TdmRepCache:
         if flight is None:
             if self._closed:
                 raise GateClosed("the gate is closed")
-            flight = asyncio.get_running_loop().create_task(self._fetch(origin, site))
+            flight = asyncio.get_running_loop().create_task(self._fetch(origin, site, via))
             self._flights[origin] = flight
             flight.add_done_callback(lambda done: self._land(origin, done))
         if guard:  # read by the flight as its request leaves
@@ -160,7 +162,8 @@ class TdmRepCache:
         if not flight.cancelled():
             flight.exception()  # retrieved: every waiter got it
 
-    async def _fetch(self, origin: str, known: TdmRepSite | None) -> TdmRepSite:
+    async def _fetch(self, origin: str, known: TdmRepSite | None,
+                     via: object = None) -> TdmRepSite:
         previous = known.entry if known is not None else None
         key = origin + self.fetcher.path
         stored = await self._load(key)
@@ -177,7 +180,7 @@ class TdmRepCache:
             if checked is None:
                 checked = self.pointed.get(origin)
             entry = await self.fetcher.fetch(origin, previous, hooks, checked is not None,
-                                             checked or ())
+                                             checked or (), via)
         await self._save(entry.copy(origin=key))
         return self._keep(origin, entry, known)
 

@@ -48,9 +48,9 @@ class Verdicts:
         self._records = cache.records
         self._recheck_visits = cache.recheck_visits
 
-    async def site(self, origin: str) -> SiteRules:
-        """The origin's rules (fetching robots.txt once if needed)."""
-        return self.cache.cached(origin) or await self.fetched(origin)
+    async def site(self, origin: str, via: object = None) -> SiteRules:
+        """The origin's rules (fetching robots.txt once if needed, by the route ``via``)."""
+        return self.cache.cached(origin) or await self.fetched(origin, via=via)
 
     async def fetched(self, origin: str, guard: bool = False,
                       checked: tuple[Address, ...] = (), via: object = None) -> SiteRules:
