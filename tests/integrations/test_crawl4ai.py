@@ -645,3 +645,17 @@ async def test_a_sessions_page_keeps_its_state_as_crawl4ai_keeps_it(
             seen[name] = [LEFT if LEFT in result.html else result.html for result in results]
     assert seen["gate"] == seen["alone"]
     assert seen["gate"][1] == LEFT
+
+
+async def test_crawl4ais_own_robots_check_is_left_to_the_gate(integration: ModuleType) -> None:
+    # check_robots_txt=True would have crawl4ai fetch robots.txt itself, past the gate:
+    # each run's own copy of the config has it off, the caller's keeps it as given.
+    config = _run(check_robots_txt=True)
+    async with Site(PUBLIC) as site, RobotGate(AGENT, delay=0) as gate, \
+            _browser(integration, gate) as crawler:
+        results = [await crawler.arun(site.url(f"/page/{n}"), config=config) for n in (1, 2)]
+    assert [result.success for result in results] == [True, True], [
+        result.error_message for result in results]
+    assert config.check_robots_txt is True
+    assert site.paths().count("/robots.txt") == 1
+    assert {agent for _, _, agent in site.arrivals} == {AGENT}

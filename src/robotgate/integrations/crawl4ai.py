@@ -204,7 +204,8 @@ class RobotGateCrawler(AsyncWebCrawler):  # type: ignore[misc]
         # A shallow copy, as clone's would be, without clone's new __init__ (each field
         # it sets reads __init__'s signature: 10-30 ms a run).
         run = copy.copy(config)
-        run.check_robots_txt = False
+        if run.check_robots_txt:  # only when on: a field's set reads the signature too
+            run.check_robots_txt = False
         runs = self.crawler_strategy.runs
         runs[run] = provenance
         try:
