@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib.util
 import os
 import subprocess
@@ -49,6 +51,14 @@ CLIENTS = {
 }
 
 
+#: A file to which a run adds the node id of each test (or module) it skips, but for soaks:
+#: CI sets it for the README's run, and runs with every client each of them that its
+#: every-client run (--clients-only, chosen before the README's run ends) did not.
+SKIPPED_TO_ENV = "ROBOTGATE_SKIPPED_TO"
+#: A file to which a --clients-only run writes the node ids it selected.
+SELECTED_TO_ENV = "ROBOTGATE_SELECTED_TO"
+
+
 def _needs(item: pytest.Item) -> set[str]:
     params = getattr(getattr(item, "callspec", None), "params", {})
     named = {params.get(argument) for argument in ("driver", "path")}
@@ -64,6 +74,42 @@ def _needs(item: pytest.Item) -> set[str]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--soak", action="store_true",
                      help="run the soaks too (tests marked soak; CI runs them every time)")
+    parser.addoption("--clients-only", action="store_true",
+                     help="only the tests a missing client may skip (CI's every-client run)")
+
+
+@functools.cache
+def _asking_for_modules(path: Path) -> tuple[bool, frozenset[str]]:
+    """Where the test module at ``path`` calls ``pytest.importorskip``: outside its tests'
+    own bodies (at import, or in a helper: any of its tests may skip), and the names of
+    the tests that call it themselves."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def asks(node: ast.AST, skip: set[int]) -> bool:
+        stack = [node]
+        while stack:
+            here = stack.pop()
+            if id(here) in skip:
+                continue
+            if isinstance(here, ast.Attribute) and here.attr == "importorskip":
+                return True
+            stack.extend(ast.iter_child_nodes(here))
+        return False
+
+    tests = [node for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and node.name.startswith("test_")]
+    outside = asks(tree, {id(test) for test in tests})
+    return outside, frozenset(test.name for test in tests if asks(test, set()))
+
+
+def _may_skip_for_a_client(item: pytest.Item) -> bool:
+    """A test the core's test extra may skip for a client it lacks: one that needs a
+    client (``_needs``) or asks for a module with ``pytest.importorskip``."""
+    if _needs(item):
+        return True
+    outside, asking = _asking_for_modules(item.path)
+    return outside or getattr(item, "originalname", item.name) in asking
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -76,6 +122,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                if importlib.util.find_spec(module) is None}
     soak = None if config.getoption("--soak") else pytest.mark.skip(
         reason="a soak: run with --soak (CI runs every soak on every run)")
+    if config.getoption("--clients-only"):
+        kept = [item for item in items if _may_skip_for_a_client(item)]
+        left = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in left])
+        items[:] = kept
+        where = os.environ.get(SELECTED_TO_ENV)
+        if where:
+            Path(where).write_text("".join(f"{item.nodeid}\n" for item in kept),
+                                   encoding="utf-8")
     for item in items:
         if soak is not None and item.get_closest_marker("soak") is not None:
             item.add_marker(soak)
@@ -83,11 +138,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for client in sorted(_needs(item) & missing.keys()):
             item.add_marker(missing[client])
             break
-
-
-#: A file to which a run adds the node id of each test (or module) it skips, but for soaks:
-#: CI sets it for the README's run, then runs just those with every client installed.
-SKIPPED_TO_ENV = "ROBOTGATE_SKIPPED_TO"
 
 
 def _note_skipped(report: pytest.CollectReport | pytest.TestReport) -> None:
