@@ -394,9 +394,17 @@ def _markup_end(page: bytes, start: int) -> Generator[_Tag, None, int]:
     """Where the comment, raw text or plaintext at ``start`` ends (as ``_PAGE_RE`` reads
     it), found a window at a time: :data:`_SCANNED` for each."""
     size = len(page)
-    if page.startswith(b"<!--", start):
-        end = page.find(b"-->", start + 4)
-        return size if end < 0 else end + 3
+    if page.startswith(b"<!--", start):  # an unclosed comment runs to the end: windowed too
+        pos = start + 4
+        while True:
+            stop = min(size, pos + _WINDOW)
+            end = page.find(b"-->", pos, min(size, stop + 2))
+            if end >= 0:
+                return end + 3
+            if stop == size:
+                return size
+            pos = stop
+            yield _SCANNED
     if page[start + 1:start + 10].lower() == b"plaintext":
         return size
     pos = start + 1  # raw text ends at the first end tag of a raw-text element
