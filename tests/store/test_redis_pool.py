@@ -47,6 +47,34 @@ async def test_many_more_calls_than_connections_all_answer(redis_url: str, prefi
     assert most == 2  # never more out than the pool holds, less the subscriber's
 
 
+async def test_a_call_that_queued_longer_than_the_timeout_still_retries_a_failure(
+        redis_url: str, prefix: str) -> None:
+    # One call out at once (two connections, one kept for the subscriber): the second
+    # queues 0.8 s behind the first, then its first try fails once.  Redis was reachable
+    # all along but for that try: the queue is no part of the 0.5 s it may be unreachable.
+    link = link_to(redis_url, max_connections=2, unavailable_timeout=0.5)
+    tries = 0
+
+    async def holding(client: Any) -> Any:
+        await asyncio.sleep(0.8)
+        return await client.ping()
+
+    async def failing_once(client: Any) -> Any:
+        nonlocal tries
+        tries += 1
+        if tries == 1:
+            raise aioredis.ConnectionError("the first try's connection dropped")
+        return await client.ping()
+
+    try:
+        first = asyncio.ensure_future(link.call(holding, [prefix]))
+        await asyncio.sleep(0.05)  # the first has the connection
+        answers = await asyncio.gather(first, link.call(failing_once, [prefix]))
+    finally:
+        await link.close()
+    assert answers == [True, True] and tries == 2
+
+
 async def test_a_pool_that_stays_in_use_elsewhere_is_named(redis_url: str, prefix: str) -> None:
     # A client given with a pool of one, whose connection something else holds.
     pool = aioredis.BlockingConnectionPool.from_url(redis_url, max_connections=1, timeout=0.1)

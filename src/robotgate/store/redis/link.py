@@ -276,18 +276,27 @@ class Link:
 
         A try that neither answers nor fails (redis-py waiting on something with
         no timer of its own) is cut off once the time is up, plus two socket
-        timeouts: a call always ends.
+        timeouts: a call always ends.  Redis is unreachable for the time its failed
+        tries took and the pauses between them, not the time a call queued for one of
+        the connections, which other calls held.
         """
         started = time.monotonic()
+        unreachable = 0.0
         delay = RETRY_MIN
         slack = 2 * self._socket_timeout()
+        turn_at = started
+
+        def turn_came() -> None:
+            nonlocal turn_at
+            turn_at = time.monotonic()
+
         while True:
             self.round_trips += 1
             client = self.client()
             failure: BaseException
             try:
-                bound = self.unavailable_timeout - (time.monotonic() - started) + slack
-                return await self._try(client, attempt, bound, urgent)
+                bound = self.unavailable_timeout - unreachable + slack
+                return await self._try(client, attempt, bound, urgent, turn_came)
             except ResponseError as exc:
                 if not isinstance(exc, UNAVAILABLE):
                     raise self._map_error(exc, keys) from exc
@@ -301,19 +310,21 @@ class Link:
                     raise
                 failure = exc
             self.refresh(client)
-            elapsed = time.monotonic() - started
-            if elapsed >= self.unavailable_timeout:
+            unreachable += time.monotonic() - turn_at
+            if unreachable >= self.unavailable_timeout:
                 if pool_empty(failure):
+                    elapsed = time.monotonic() - started
                     raise StoreError(
                         f"no connection to Redis at {self.label} came free for {elapsed:.1f} s:"
                         f" all {self.pool_size(client)} of its pool were in use (raise"
                         " max_connections; a client given may be in use elsewhere too)"
                     ) from failure
                 raise StoreError(
-                    f"Redis at {self.label} unreachable for {elapsed:.1f} s: {failure}"
+                    f"Redis at {self.label} unreachable for {unreachable:.1f} s: {failure}"
                 ) from failure
-            pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - elapsed)
+            pause = min(delay * random.uniform(0.5, 1.0), self.unavailable_timeout - unreachable)
             await asyncio.sleep(pause)
+            unreachable += pause
             delay = min(delay * 2, RETRY_MAX)
 
     async def once(self, attempt: Callable[[Client], Awaitable[_T]]) -> _T:
@@ -324,9 +335,11 @@ class Link:
         return await self._try(self.client(), attempt, bound)
 
     async def _try(self, client: Client, attempt: Callable[[Client], Awaitable[_T]],
-                   bound: float, urgent: bool = False) -> _T:
+                   bound: float, urgent: bool = False,
+                   turn_came: Callable[[], None] | None = None) -> _T:
         """One try, cut off after ``bound`` seconds (counted from when a connection is
-        free), within the connection cap (see :meth:`connections`).  A cancellation
+        free: ``turn_came`` hears it), within the connection cap (see
+        :meth:`connections`).  A cancellation
         that redis-py swallowed (one landing as a connect or a read completes) is
         raised all the same: a caller that stops a task awaits its end."""
         task = asyncio.current_task()
@@ -336,6 +349,8 @@ class Link:
                 self._gate = _Gate(self.connections(client))
             gate = self._gate
             await gate.acquire(urgent)
+            if turn_came is not None:
+                turn_came()
             try:
                 return await bounded(attempt(client), bound)
             finally:
