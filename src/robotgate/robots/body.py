@@ -114,12 +114,29 @@ def _escape_invalid(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ESCAPE_INVALID, _escape_invalid)
 
 
+#: Runs of the bytes ``surrogateescape`` set aside (as U+DC80 to U+DCFF).
+_SET_ASIDE = re.compile("[\udc80-\udcff]+")
+
+
+def _percent_escaped(run: re.Match[str]) -> str:
+    """A run of bytes set aside, as :data:`ESCAPE_INVALID` writes it: ``%XX`` a byte."""
+    return "%" + run[0].encode("utf-8", "surrogateescape").hex("%").upper()
+
+
 def _utf8(body: bytes, max_bytes: int, errors: str) -> str:
     """UTF-8 with a BOM dropped and invalid bytes replaced (or by ``errors``)."""
     if len(body) > max_bytes:
         body = whole_lines(body[:max_bytes])
     if body[:3] == _UTF8_BOM:
         body = body[3:]
+    if errors == ESCAPE_INVALID:
+        # The handler is a Python call a bad byte (8,534 in one icon served as robots.txt):
+        # the bytes are set aside in C, then written as %XX a run.  UTF-8 decodes to no
+        # surrogate, and a byte it cannot decode is never ASCII (which surrogateescape keeps).
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            return _SET_ASIDE.sub(_percent_escaped, body.decode("utf-8", "surrogateescape"))
     return body.decode("utf-8", errors)
 
 
