@@ -306,7 +306,16 @@ async def test_master_down_fails_closed_then_recovers(
         got = await asyncio.wait_for(waiter, 15)
         assert got is not None and got.body == b"after the restart"
         await asyncio.to_thread(cluster.wait_ok)
-        await store.save_robots(entry(origin, body=b"again"))
+        # The store re-reads the layout first: redis-py's COMMAND, whose long reply it parses
+        # in Python within the 0.5 s socket timeout; at load one re-read may not fit (seen in
+        # CI at load 5).  A store that carries on saves within a few tries; one that stayed
+        # broken never does.
+        for _ in range(4):
+            try:
+                await store.save_robots(entry(origin, body=b"again"))
+                break
+            except StoreError as failure:
+                assert "unreachable for" in str(failure)
         again = await store.load_robots(origin)
         assert again is not None and again.body == b"again"
     finally:
