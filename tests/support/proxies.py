@@ -8,25 +8,26 @@ import asyncio
 import base64
 import socket
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 #: The header a :class:`ForwardingProxy` adds to each request it forwards: a site tells
 #: what came through it from what came direct.
 VIA = "X-Via-Test-Proxy"
 
 
-@dataclass
-class FailingProxy:
-    """A proxy on ``host`` answering ``status`` to every request (a 407 asks for Basic
-    credentials), recording each request's target; its URL carries ``password``."""
+_Proxy = TypeVar("_Proxy", bound="_LoopbackProxy")
 
-    status: int
-    host: str = "127.0.0.1"
-    password: str = "secret"
-    targets: list[str] = field(default_factory=list)
-    port: int = 0
-    _server: asyncio.Server | None = None
 
-    async def start(self) -> FailingProxy:
+class _LoopbackProxy:
+    """What both proxies share: a listener on ``host``, closed at the end, and a URL
+    carrying the credentials (``user``:``password``)."""
+
+    host: str
+    password: str
+    port: int
+    _server: asyncio.Server | None
+
+    async def start(self: _Proxy) -> _Proxy:
         self._server = await asyncio.start_server(self._serve, self.host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -38,7 +39,24 @@ class FailingProxy:
 
     @property
     def url(self) -> str:
+        """Its URL, the credentials in it."""
         return f"http://user:{self.password}@{self.host}:{self.port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class FailingProxy(_LoopbackProxy):
+    """A proxy on ``host`` answering ``status`` to every request (a 407 asks for Basic
+    credentials), recording each request's target; its URL carries ``password``."""
+
+    status: int
+    host: str = "127.0.0.1"
+    password: str = "secret"
+    targets: list[str] = field(default_factory=list)
+    port: int = 0
+    _server: asyncio.Server | None = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -64,7 +82,7 @@ def closed_port(host: str = "127.0.0.1") -> int:
 
 
 @dataclass
-class ForwardingProxy:
+class ForwardingProxy(_LoopbackProxy):
     """A forward proxy on ``host`` for plain-http requests: it asks for Basic credentials
     (``user``:``password``, a 407 without them), forwards each request it takes to the
     host and port of its URL with :data:`VIA` set to ``name``, one request per connection,
@@ -77,21 +95,6 @@ class ForwardingProxy:
     refused: int = 0
     port: int = 0
     _server: asyncio.Server | None = None
-
-    async def start(self) -> ForwardingProxy:
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    @property
-    def url(self) -> str:
-        """Its URL, the credentials in it."""
-        return f"http://user:{self.password}@{self.host}:{self.port}"
 
     @property
     def address(self) -> str:
