@@ -455,8 +455,47 @@ async def test_the_last_pages_write_goes_when_nothing_more_can_join(
                             state=state)
         summary = await asyncio.wait_for(frontier.run(), 60)  # a hang guard only
         assert summary.pages == 4
-        assert told == [4]  # told once, by the last of the four visits to finish
+        # Told by the last of the four visits to finish, then by the crawl's end and
+        # the state's close (nothing waits by then).
+        assert told == [4, 0, 0]
         counts = await store.crawl_state("tail").counts()
         assert (counts.done, counts.queued, counts.in_flight) == (4, 0, 0)
+    finally:
+        await store.close()
+
+
+class _LastPageHangs(LinkGate):
+    """p4's answer never comes."""
+
+    def fetch(self, url: str) -> Any:
+        fetch = super().fetch(url)
+        if url.endswith("/p4"):
+            fetch.gate = LinkGate(latency=3600.0)
+        return fetch
+
+
+async def test_a_crawl_stopped_while_pages_wait_for_their_write_writes_them_at_once(
+        redis_url: str, prefix: str) -> None:
+    # Three pages wait for the write they share (the linger, far longer than the
+    # test), the fourth for its answer; the crawl is stopped: nothing more can join
+    # the write, which goes at once, and the fourth goes back to the queue.
+    store = RedisStore(redis_url, prefix=prefix)
+    try:
+        state = RedisCrawlState(store, "stopped", linger=600.0)
+        stop = asyncio.Event()
+        urls = [f"http://h0.example/p{p}" for p in range(1, 5)]
+        frontier = Frontier(_LastPageHangs(latency=0.002), urls, site(1, 5), concurrency=8,
+                            state=state, stop=stop)
+        crawl = asyncio.ensure_future(frontier.run())
+        for _ in range(2000):  # a hang guard only
+            if frontier._writing == 3:
+                break
+            await asyncio.sleep(0.005)
+        assert frontier._writing == 3
+        stop.set()
+        summary = await asyncio.wait_for(crawl, 60)  # a hang guard only
+        assert (summary.pages, summary.interrupted) == (3, 1)
+        counts = await store.crawl_state("stopped").counts()
+        assert (counts.done, counts.queued, counts.in_flight) == (3, 1, 0)
     finally:
         await store.close()

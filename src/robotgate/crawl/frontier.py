@@ -214,6 +214,7 @@ class Frontier(Generic[ResponseT]):
         """Every URL accounted for: those cut short are recorded, and go back to the
         state's queue with those left in the host queues."""
         summary = self.summary
+        self.state.write_now()  # the crawl is over: no page can join a write waiting
         for finishing, item, record, links in self._settling:
             if item in cut:
                 cut.remove(item)

@@ -488,6 +488,7 @@ class RedisCrawlState(CrawlState):
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
         if self._writer is not None:
+            self.write_now()  # nothing more can join a write waiting
             await asyncio.gather(self._writer, return_exceptions=True)
         handed, self._handed = self._handed, []
         with contextlib.suppress(StoreError):
