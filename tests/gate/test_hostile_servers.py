@@ -26,6 +26,7 @@ from robotgate import (
     RobotGate,
     RobotsEntry,
 )
+from robotgate.events import Event, ResponseAnswered
 
 AGENT = "HostileBot/1.0 (+https://example.com/bot)"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -119,21 +120,27 @@ async def test_close_ends_fetches_reading_a_trickling_body(site: Site) -> None:
         return resp
 
     site.routes["/slow"] = trickle
-    timeout = aiohttp.ClientTimeout(total=None)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        gate = RobotGate(AGENT, delay=0, max_per_host=4)
-        await gate.open()
-        readers = [asyncio.ensure_future(gate.fetch(site.url(f"/slow?{i}"))) for i in range(3)]
-        while site.count("/slow") < 3:
-            await asyncio.sleep(0.05)
-        await gate.close()
-        # Ended by the close within 5 s, long before the trickles (60 s) would end.
-        done, pending = await asyncio.wait(readers, timeout=5)
-        assert not pending
-        for task in done:
-            with pytest.raises(GateClosed, match="closed while reading"):
-                task.result()
-        del session
+    answered: list[str] = []
+
+    def heard(event: Event) -> None:
+        if isinstance(event, ResponseAnswered) and "/slow" in event.url:
+            answered.append(event.url)
+
+    gate = RobotGate(AGENT, delay=0, max_per_host=4, on_event=heard)
+    await gate.open()
+    readers = [asyncio.ensure_future(gate.fetch(site.url(f"/slow?{i}"))) for i in range(3)]
+    for _ in range(1200):  # a hang guard only
+        if len(answered) == 3:  # each reader has its headers: the body is being read
+            break
+        await asyncio.sleep(0.05)
+    assert len(answered) == 3
+    await gate.close()
+    # Ended by the close within 5 s, long before the trickles (60 s) would end.
+    done, pending = await asyncio.wait(readers, timeout=5)
+    assert not pending
+    for task in done:
+        with pytest.raises(GateClosed, match="closed while reading"):
+            task.result()
 
 
 class _FullDisk(MemoryStore):
