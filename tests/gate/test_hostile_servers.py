@@ -129,12 +129,14 @@ async def test_close_ends_fetches_reading_a_trickling_body(site: Site) -> None:
     gate = RobotGate(AGENT, delay=0, max_per_host=4, on_event=heard)
     await gate.open()
     readers = [asyncio.ensure_future(gate.fetch(site.url(f"/slow?{i}"))) for i in range(3)]
-    for _ in range(1200):  # a hang guard only
-        if len(answered) == 3:  # each reader has its headers: the body is being read
-            break
-        await asyncio.sleep(0.05)
-    assert len(answered) == 3
-    await gate.close()
+    try:
+        for _ in range(1200):  # a hang guard only
+            if len(answered) == 3:  # each reader has its headers: the body is being read
+                break
+            await asyncio.sleep(0.05)
+        assert len(answered) == 3
+    finally:
+        await gate.close()
     # Ended by the close within 5 s, long before the trickles (60 s) would end.
     done, pending = await asyncio.wait(readers, timeout=5)
     assert not pending
