@@ -340,26 +340,31 @@ ROWS: dict[str, list[tuple[str, ...]]] = {
 
 async def run_row(context: Any, steps: list[tuple[str, ...]]) -> list[Any]:
     """The row's steps in a new page of ``context``: the scripts' values."""
-    values: list[Any] = []
     page = await context.new_page()
     try:
-        for step in steps:
-            kind, where = step[0], step[1]
-            if kind == "goto":
-                await page.goto(where)
-            elif kind == "js":
-                values.append(await page.evaluate(step[2]))
-            elif kind == "click":  # a link the page's user follows: a navigation it makes
-                async with page.expect_navigation():
-                    await page.evaluate("""(u) => { const a = document.createElement('a');
-                        a.href = u; document.body.append(a); a.click(); }""", where)
-            elif kind == "submit":  # a form POSTed from the page
-                async with page.expect_navigation():
-                    await page.evaluate("""(u) => { const f = document.createElement('form');
-                        f.method = 'POST'; f.action = u; document.body.append(f);
-                        f.submit(); }""", where)
+        return await run_steps(page, steps)
     finally:
         await page.close()
+
+
+async def run_steps(page: Any, steps: list[tuple[str, ...]]) -> list[Any]:
+    """The row's steps on ``page``: the scripts' values."""
+    values: list[Any] = []
+    for step in steps:
+        kind, where = step[0], step[1]
+        if kind == "goto":
+            await page.goto(where)
+        elif kind == "js":
+            values.append(await page.evaluate(step[2]))
+        elif kind == "click":  # a link the page's user follows: a navigation it makes
+            async with page.expect_navigation():
+                await page.evaluate("""(u) => { const a = document.createElement('a');
+                    a.href = u; document.body.append(a); a.click(); }""", where)
+        elif kind == "submit":  # a form POSTed from the page
+            async with page.expect_navigation():
+                await page.evaluate("""(u) => { const f = document.createElement('form');
+                    f.method = 'POST'; f.action = u; document.body.append(f);
+                    f.submit(); }""", where)
     return values
 
 

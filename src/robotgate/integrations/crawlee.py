@@ -94,7 +94,7 @@ from ..policy.hops import REFUSED
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, Exchanged, NextHop
 from ..politeness.request_turn import RequestTurn
-from ..private_parts import CRAWLEE_HTTP_CLIENT, missing
+from ..private_parts import CRAWLEE_HTTP_CLIENT, CRAWLEE_RESPONSE_HEADERS, missing
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
@@ -258,6 +258,7 @@ class _Navigation:
                 self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance,
                 challenged=self._challenge_answer(sent.url))
             body = await response.read()
+            setting = set_cookie_lines(response)
         except RobotsDisallowed as refused:
             self.refusal = refused
             await _finish(route.fulfill(status=200, body=b"", content_type="text/plain"))
@@ -272,7 +273,12 @@ class _Navigation:
         # Location: the browser would follow it past every route.
         status = response.status_code
         headers = {name: value for name, value in response.headers.items()
-                   if name not in _DECODED and not (name == "location" and 300 <= status < 400)}
+                   if name not in _DECODED and name != "set-cookie"
+                   and not (name == "location" and 300 <= status < 400)}
+        if setting and url == sent.url:
+            # Chromium keeps them as it would its own, a line each (Playwright's way).  A
+            # redirected answer's would be taken for the first URL's: not given.
+            headers["set-cookie"] = "\n".join(setting)
         await _finish(route.fulfill(status=status, headers=headers, body=body))
 
 
@@ -796,10 +802,26 @@ class _Sender:
             await opened.__aexit__(None, None, None)
 
 
+def set_cookie_lines(response: HttpResponse) -> list[str]:
+    """Each ``Set-Cookie`` header of ``response`` as the server sent it.  crawlee's
+    headers hold one value a name, repeated ones joined with ", " (which an Expires
+    date holds too); the client's own response, which crawlee's keeps, has them apart."""
+    if "set-cookie" not in response.headers:
+        return []
+    if isinstance(response, _ReadAnswer):
+        response = response.streamed
+    own = getattr(response, "_response", None)
+    get_list = getattr(getattr(own, "headers", None), "get_list", None)
+    if get_list is None:
+        raise missing(CRAWLEE_RESPONSE_HEADERS)
+    return [str(line) for line in get_list("set-cookie")]
+
+
 class _ReadAnswer:
     """An answer read within the limit: crawlee's ``HttpResponse``, its body held."""
 
     def __init__(self, streamed: HttpResponse, body: bytes) -> None:
+        self.streamed = streamed
         self.http_version: str = streamed.http_version
         self.status_code: int = streamed.status_code
         self.headers: HttpHeaders = streamed.headers
