@@ -287,17 +287,19 @@ def crawlee_response_headers() -> None:
     # Set-Cookie apart (crawlee's own join them).  An impit response is made here with
     # one (its constructor takes a dict); the browser cookie table through crawlee
     # reads several from a server.
+    httpx_responses = _module("crawlee.http_clients._httpx")
+    impit_responses = _module("crawlee.http_clients._impit")
     from robotgate.integrations.crawlee import set_cookie_lines
 
     lines = ["a=1; SameSite=Strict", "b=2; Expires=Wed, 21 Oct 2026 07:28:00 GMT"]
-    httpx = _module("httpx")
-    made_by_httpx = httpx.Response(200, headers=[("set-cookie", line) for line in lines])
-    response = _module("crawlee.http_clients._httpx")._HttpxResponse(made_by_httpx)
+    made_by_httpx = _module("httpx").Response(
+        200, headers=[("set-cookie", line) for line in lines])
+    response = httpx_responses._HttpxResponse(made_by_httpx)
     assert response._response is made_by_httpx
     assert response.headers["set-cookie"] == ", ".join(lines)  # why the part is needed
     assert set_cookie_lines(response) == lines
     made_by_impit = _module("impit").Response(200, headers={"set-cookie": lines[0]})
-    response = _module("crawlee.http_clients._impit")._ImpitResponse(made_by_impit)
+    response = impit_responses._ImpitResponse(made_by_impit)
     assert response._response is made_by_impit
     assert set_cookie_lines(response) == lines[:1]
 
