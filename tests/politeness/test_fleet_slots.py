@@ -85,7 +85,8 @@ async def test_slow_reply_does_not_move_the_deadline() -> None:
     asked = clock()
     slot = await fleet.reserve(KEY, GAP)
     assert slot is not None and slot.wait == pytest.approx(0.2)
-    assert slot.deadline == pytest.approx(asked + 0.2 + slot.slack)
+    # Leaving the time its bytes take to the server before the slot ends.
+    assert slot.deadline == pytest.approx(asked + 0.2 + slot.slack - 0.001)
     with pytest.raises(LateSlot):
         slot.check(clock() + 0.2)
 
@@ -214,4 +215,4 @@ async def test_a_slot_beyond_the_stores_horizon_is_asked_again_once_within(
     # Asked again when the slot was within the horizon; its deadline counts from then.
     assert clock() == pytest.approx(asked + 2.0)
     assert slot.wait == pytest.approx(1.0)
-    assert slot.deadline == pytest.approx(asked + 3.0 + slot.slack)
+    assert slot.deadline == pytest.approx(asked + 3.0 + slot.slack - 0.001)

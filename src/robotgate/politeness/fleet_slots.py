@@ -26,6 +26,10 @@ from ..store.leases import LapsedLease, Leases
 __all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
 
 _SLACK_MIN = 0.01
+# The time a request's first bytes may take from its last look to the server (loopback at
+# load: about 0.1 ms): a request leaves this much before its slot ends, so that it
+# reaches the server within it.
+_ON_THE_WIRE = 0.001
 _SLACK_MAX = 5.0
 # Per quick reply, the round-trip allowance keeps at least this share of itself
 # (so a peak is remembered for a while), and never less than the reply took.
@@ -152,7 +156,7 @@ class FleetSlots:
             # The server may have granted it as early as `asked`: counting from the
             # reply would let a slow reply carry the request past `start + slack`,
             # closer than `gap` to the next slot (another worker's).
-            slot.deadline = asked + ahead + slack
+            slot.deadline = asked + ahead + slack - _ON_THE_WIRE
             slot.ready = replied + ahead
         return slot
 
