@@ -26,11 +26,11 @@ from ..store.leases import LapsedLease, Leases
 __all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
 
 _SLACK_MIN = 0.01
+_SLACK_MAX = 5.0
 # The time a request's first bytes may take from its last look to the server (loopback at
 # load: about 0.1 ms): a request leaves this much before its slot ends, so that it
 # reaches the server within it.
 _ON_THE_WIRE = 0.001
-_SLACK_MAX = 5.0
 # Per quick reply, the round-trip allowance keeps at least this share of itself
 # (so a peak is remembered for a while), and never less than the reply took.
 _TRIP_DECAY = 0.95
