@@ -27,7 +27,6 @@ from robotgate.private_parts import (
     CRAWLEE_BROWSER_POOL,
     CRAWLEE_CLIENT_KWARGS,
     CRAWLEE_HTTP_CLIENT,
-    CRAWLEE_RESPONSE_HEADERS,
     CRAWLEE_VALIDATE_URL,
     HTTPX_NETWORK_BACKEND,
     HTTPX_PROXY_URL,
@@ -282,28 +281,6 @@ def crawlee_client_kwargs() -> None:
         assert "self._async_client_kwargs" in made and "self._client_by_proxy_url" in made
 
 
-def crawlee_response_headers() -> None:
-    # crawlee's responses keep their library's response, whose headers hold each
-    # Set-Cookie apart (crawlee's own join them).  An impit response is made here with
-    # one (its constructor takes a dict); the browser cookie table through crawlee
-    # reads several from a server.
-    httpx_responses = _module("crawlee.http_clients._httpx")
-    impit_responses = _module("crawlee.http_clients._impit")
-    from robotgate.integrations.crawlee import set_cookie_lines
-
-    lines = ["a=1; SameSite=Strict", "b=2; Expires=Wed, 21 Oct 2026 07:28:00 GMT"]
-    made_by_httpx = _module("httpx").Response(
-        200, headers=[("set-cookie", line) for line in lines])
-    response = httpx_responses._HttpxResponse(made_by_httpx)
-    assert response._response is made_by_httpx
-    assert response.headers["set-cookie"] == ", ".join(lines)  # why the part is needed
-    assert set_cookie_lines(response) == lines
-    made_by_impit = _module("impit").Response(200, headers={"set-cookie": lines[0]})
-    response = impit_responses._ImpitResponse(made_by_impit)
-    assert response._response is made_by_impit
-    assert set_cookie_lines(response) == lines[:1]
-
-
 def redis_cluster_initialize() -> None:
     cluster = _module("redis.asyncio.cluster")
     source = _source(cluster.RedisCluster)
@@ -334,7 +311,6 @@ CANARIES: dict[PrivatePart, Callable[[], Any]] = {
     CRAWLEE_HTTP_CLIENT: crawlee_http_client,
     CRAWLEE_VALIDATE_URL: crawlee_validate_url, CRAWLEE_BROWSER_POOL: crawlee_browser_pool,
     CRAWLEE_CLIENT_KWARGS: crawlee_client_kwargs,
-    CRAWLEE_RESPONSE_HEADERS: crawlee_response_headers,
     REDIS_CLUSTER_INITIALIZE: redis_cluster_initialize,
 }
 

@@ -215,15 +215,6 @@ CRAWLEE_CLIENT_KWARGS = PrivatePart(
     "elsewhere, they would go to the other origin",
     "fails closed: a hop to another origin by such a client raises PrivatePartMissing")
 
-CRAWLEE_RESPONSE_HEADERS = PrivatePart(
-    "crawlee", "_ImpitResponse._response, _HttpxResponse._response", "1.11.0",
-    "robotgate.integrations.crawlee",
-    "a PlaywrightCrawler's navigation answer gives the browser each of its Set-Cookie "
-    "headers as sent, read from the client's own response (crawlee's headers join them "
-    "with ', ', which an Expires date holds too)",
-    "fails closed: a navigation whose answer sets cookies fails (PrivatePartMissing), "
-    "rather than give the browser garbled cookies")
-
 # -- redis-py --------------------------------------------------------------------------------
 
 REDIS_CLUSTER_INITIALIZE = PrivatePart(
@@ -242,5 +233,5 @@ PARTS: tuple[PrivatePart, ...] = (
     PLAYWRIGHT_OPTIONS,
     PLAYWRIGHT_MAPPING,
     CRAWLEE_HTTP_CLIENT, CRAWLEE_VALIDATE_URL, CRAWLEE_BROWSER_POOL, CRAWLEE_CLIENT_KWARGS,
-    CRAWLEE_RESPONSE_HEADERS, REDIS_CLUSTER_INITIALIZE,
+    REDIS_CLUSTER_INITIALIZE,
 )

@@ -80,19 +80,7 @@ async def run_in_crawlee(profile: Path, sites: Sites, run: str,
     return Outcome(sorted(sites.heard.get(run, [])), values, sorted(cookies))
 
 
-#: Rows whose first navigation is a redirect: crawlee's navigation follows it in
-#: crawlee's own client, so a hop's Set-Cookie goes to crawlee's session (and is sent
-#: from it on the next hop) instead of the browser's jar; and through a proxy, a hop to a
-#: name goes to the name's address (this test's server, by name only, answers 404).
-#: Known differences, each row failing as said (strict): the next step is the
-#: navigation's redirects followed by attach's route, as every other request's are.
-HOPS_IN_CRAWLEES_CLIENT = {row for row, steps in ROWS.items() if "/redirect?" in steps[0][1]}
-
-
-@pytest.mark.parametrize("row", [
-    pytest.param(row, marks=pytest.mark.xfail(
-        strict=True, reason="the navigation's redirect is followed in crawlee's client"))
-    if row in HOPS_IN_CRAWLEES_CLIENT else row for row in ROWS])
+@pytest.mark.parametrize("row", ROWS)
 async def test_crawlees_browser_keeps_cookies_as_chromium_alone(
         sites: Sites, chromiums: tuple[str, str], gate_names: None, row: str,
         tmp_path: Path) -> None:

@@ -208,15 +208,18 @@ async def test_a_followed_redirect_is_sent_once_and_loads_its_page(tmp_path: Pat
     assert run.loaded == [site.url("/dir/page")]
 
 
-async def test_a_redirect_not_followed_is_not_followed_by_the_browser_either(
+async def test_a_pages_redirect_is_followed_as_chromium_follows_it_whatever_the_clients_setting(
         tmp_path: Path) -> None:
+    # follow_redirects is the client's (its requests' answers); the browser's navigation
+    # follows as Chromium alone does, each hop judged by attach's route.
     run = Run(tmp_path)
     async with PagesSite({"/robots.txt": ROBOTS}) as site:
         site.answers.update({"/hop": Answer(status=302, headers={"Location": "/page"}),
                              "/page": Answer(_page())})
         async with RobotGate(AGENT, delay=0) as gate:
             await run.crawler(gate, follow_redirects=False).run([site.url("/hop")])
-    assert site.hits["/hop"] == 1 and site.hits["/page"] == 0
+    assert site.hits["/hop"] == 1 and site.hits["/page"] == 1
+    assert run.loaded == [site.url("/page")]
 
 
 async def test_a_dead_hosts_page_is_a_failed_request(tmp_path: Path) -> None:

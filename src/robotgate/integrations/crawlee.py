@@ -35,9 +35,9 @@ pointers (a private page's may then go into its network) and none from a page th
 says ``nofollow``.
 
 :meth:`RobotGateHttpClient.attach` puts a ``PlaywrightCrawler``'s pages through the gate:
-the crawler's navigation is sent by this client (the same provenance, skips and
-failures) and handed to the browser; the rest of the page's requests go through
-:func:`robotgate.integrations.playwright.attach`.
+each page's requests, the crawler's navigation included (as who pointed at its request,
+with the same skips and failures), go through
+:func:`robotgate.integrations.playwright.attach`, the browser's own network.
 
 Each answer's body is read within ``max_bytes`` (decoded; 64 MiB by default, as
 ``gate.fetch`` reads it): a longer one is refused as a disallowed request is (outcome
@@ -94,7 +94,7 @@ from ..policy.hops import REFUSED
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, Exchanged, NextHop
 from ..politeness.request_turn import RequestTurn
-from ..private_parts import CRAWLEE_HTTP_CLIENT, CRAWLEE_RESPONSE_HEADERS, missing
+from ..private_parts import CRAWLEE_HTTP_CLIENT, missing
 from ..records import Outcome
 from ..robots.directives import PageDirectives, page_directives
 from ..urls import redact
@@ -116,8 +116,8 @@ if TYPE_CHECKING:
     from crawlee.sessions import Session
     from crawlee.statistics import Statistics
     from playwright.async_api import Page, ProxySettings
+    from playwright.async_api import Request as BrowserRequest
     from playwright.async_api import Response as BrowserResponse
-    from playwright.async_api import Route as BrowserRoute
 
     from ..gate.gate import RobotGate
     from .playwright import Attachment
@@ -134,11 +134,6 @@ PROVENANCE = "robotgate_provenance"
 _UNSAID = pointer_of("")
 # The outcome of a PlaywrightCrawler request the gate's route would not see.
 _UNROUTED = "navigation-unrouted"
-_EVERY_URL = "**/*"
-# A navigation's bound: crawlee's own navigation_timeout by default.
-_NAVIGATION_TIMEOUT = timedelta(minutes=1)
-# What the browser is not to undo again: the client has decoded the body.
-_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class RobotsDisallowed(Disallowed, ContextPipelineInterruptedError):
@@ -215,71 +210,67 @@ def _proxy_settings(proxy_info: ProxyInfo | None) -> ProxySettings | None:
 
 
 class _Navigation:
-    """A PlaywrightCrawler page's navigation, sent by the client as who pointed at it
-    (the first main-frame navigation of the page; every other request falls back to
-    ``attach``'s route)."""
+    """A PlaywrightCrawler page's navigation, sent by ``attach``'s route (as every
+    request of the page is: its redirects followed there, their cookies kept by
+    Chromium's rules) as who pointed at the crawlee request; its refusal is the
+    request's, which the crawler then skips."""
 
-    def __init__(self, client: RobotGateHttpClient, page: Page, provenance: Provenance,
-                 session: Session | None, proxy_info: ProxyInfo | None) -> None:
+    def __init__(self, client: RobotGateHttpClient, request: Request, page: Page,
+                 provenance: Provenance) -> None:
         self.client = client
+        self.request = request
         self.page = page
         self.provenance = provenance
-        self.session = session
-        self.proxy_info = proxy_info
         #: The refusal of the navigation (the page is then skipped), if it was refused.
         self.refusal: RobotsDisallowed | None = None
-        #: The URL the answer came from, when redirects led away from the URL asked for.
-        self.loaded: str | None = None
-        #: The page's attachment (its client answers a Basic challenge as Chromium would).
+        #: The page's attachment, which tells where its document came from.
         self.attachment: Attachment | None = None
-        self._sent = False  # whether the navigation was sent
+        self._going = False  # whether crawlee's page.goto is under way
+        self._told = False  # whether the route was told who pointed at the navigation
 
-    def _challenge_answer(self, first_url: str) -> Callable[[str], str | None]:
-        """What answers a hop's ``401`` Basic challenge: the page's context's HTTP
-        credentials, or the navigation's URL's user information within its origin (as
-        Chromium, which never sees the challenge, would answer it)."""
-        def answer(url: str) -> str | None:
-            attachment = self.attachment
-            return None if attachment is None else attachment.client.challenge_answer(
-                url, first_url)
-        return answer
+    def provenance_for(self, page: Page, url: str) -> Provenance | None:
+        """``attach``'s ``navigation_provenance``: the crawlee request's, for its own
+        navigation; a later ``page.goto`` (a handler's) is the caller's input."""
+        if self._told:
+            return None
+        self._told = True
+        return self.provenance
 
-    async def route(self, route: BrowserRoute) -> None:
-        """Send the navigation through the client, hand the browser its answer; any
-        other request goes on to ``attach``'s route."""
-        sent = route.request
-        if self._sent or not sent.is_navigation_request() or sent.frame != self.page.main_frame:
-            await _finish(route.fallback())
+    def refused(self, request: BrowserRequest, no: Disallowed) -> None:
+        """``attach``'s ``on_refused``: the refusal of crawlee's navigation is the
+        page's (told as the client tells one); a subresource's is the page's own
+        business, as in Chromium alone."""
+        if not self._going or self.refusal is not None or not _top_level(request, self.page):
             return
-        self._sent = True
-        try:
-            url, response = await self.client._send(
-                sent.url, sent.method, sent.headers, sent.post_data_buffer, self.session,
-                self.proxy_info, _NAVIGATION_TIMEOUT, self.provenance,
-                challenged=self._challenge_answer(sent.url))
-            body = await response.read()
-            setting = set_cookie_lines(response)
-        except RobotsDisallowed as refused:
-            self.refusal = refused
-            await _finish(route.fulfill(status=200, body=b"", content_type="text/plain"))
-            return
-        except Exception as failed:  # a failed request: crawlee retries it
-            log.info("failed %s: %s", redact(sent.url), failed)
-            await _finish(route.abort("failed"))
-            return
-        if url != sent.url:
-            self.loaded = url
-        # A redirect that ends here (not followed, or to no http(s) URL) keeps no
-        # Location: the browser would follow it past every route.
-        status = response.status_code
-        headers = {name: value for name, value in response.headers.items()
-                   if name not in _DECODED and name != "set-cookie"
-                   and not (name == "location" and 300 <= status < 400)}
-        if setting and url == sent.url:
-            # Chromium keeps them as it would its own, a line each (Playwright's way).  A
-            # redirected answer's would be taken for the first URL's: not given.
-            headers["set-cookie"] = "\n".join(setting)
-        await _finish(route.fulfill(status=status, headers=headers, body=body))
+        if no.decision.outcome == BodyTooLarge.OUTCOME:
+            no = Disallowed(no.url, replace(no.decision, reason=_too_large(
+                self.client.max_bytes)))
+        refusal = self.client._refusal(self.request.url,
+                                       _explained(self.provenance, self.request.url, no))
+        if isinstance(refusal, RobotsDisallowed):
+            self.refusal = refusal  # a site that cannot be reached fails, and is retried
+
+    def guard_goto(self) -> None:
+        """crawlee's ``page.goto`` raises the navigation's refusal, crawlee's
+        interruption (skipped, not retried), instead of the browser's aborted load."""
+        from playwright.async_api import Error as PlaywrightError
+
+        goto = self.page.goto
+
+        async def goto_or_refusal(url: str, **options: Any) -> BrowserResponse | None:
+            self._going = True
+            try:
+                return await goto(url, **options)
+            except PlaywrightError:
+                if self.refusal is None:
+                    raise
+                self.request.state = RequestState.SKIPPED
+                raise self.refusal from None
+            finally:
+                self._going = False
+
+        goto_or_refusal.__doc__ = goto.__doc__
+        self.page.goto = goto_or_refusal  # type: ignore[method-assign]
 
 
 class RobotGateHttpClient(HttpClient):
@@ -459,12 +450,12 @@ class RobotGateHttpClient(HttpClient):
     # -- a PlaywrightCrawler's pages ---------------------------------------------------
 
     def attach(self, crawler: PlaywrightCrawler) -> None:
-        """Put every page ``crawler`` opens through the gate: the crawler's navigation is
-        sent by this client as who pointed at it (each redirect hop judged, a public
-        page's pointer held to the address its check found) and handed to the browser;
-        everything else the page asks for goes through
-        :func:`robotgate.integrations.playwright.attach`.  A refused page is skipped
-        with its reason (not retried); a dead host's is a failed request.
+        """Put every page ``crawler`` opens through the gate: everything the page asks
+        for goes through :func:`robotgate.integrations.playwright.attach`, the crawler's
+        navigation as who pointed at its request (each redirect hop judged, its cookies
+        kept by Chromium's rules, a public page's pointer held to the address its check
+        found).  A refused page is skipped with its reason (not retried); a dead host's
+        is a failed request.
 
         ``crawler`` must be built with ``http_client=`` this client (ValueError if not):
         crawlee's own browser client would send ``context.send_request`` past the page's
@@ -520,13 +511,12 @@ class RobotGateHttpClient(HttpClient):
                     False, "a PlaywrightCrawler request with its own method or headers is "
                     "sent by crawlee past the gate's route: send it with a "
                     "BeautifulSoupCrawler, or context.send_request", outcome=_UNROUTED)))
-            navigation = _Navigation(self, page, provenance, context.session,
-                                     context.proxy_info)
-            navigation.attachment = await attach(self.gate, page,
-                                                 proxy=_proxy_settings(context.proxy_info),
-                                                 max_bytes=self.max_bytes)
-            # Routes run newest first: the navigation's before attach's.
-            await page.route(_EVERY_URL, navigation.route)
+            navigation = _Navigation(self, request, page, provenance)
+            navigation.attachment = await attach(
+                self.gate, page, proxy=_proxy_settings(context.proxy_info),
+                max_bytes=self.max_bytes, navigation_provenance=navigation.provenance_for,
+                on_refused=navigation.refused)
+            navigation.guard_goto()
         except BaseException as failed:
             if isinstance(failed, RobotsDisallowed):
                 request.state = RequestState.SKIPPED
@@ -541,35 +531,31 @@ class RobotGateHttpClient(HttpClient):
         navigation = self._navigations.pop(context.page, None)
         if navigation is None:
             return
-        if navigation.refusal is not None:
+        if navigation.refusal is not None:  # the browser loaded something all the same
             context.request.state = RequestState.SKIPPED
             raise navigation.refusal
-        if navigation.loaded is not None:
-            context.request.loaded_url = navigation.loaded
+        document = None if navigation.attachment is None else navigation.attachment.document(
+            context.page)
+        if document is not None:
+            context.request.loaded_url = document.came_from  # after the route's redirects
 
     # -- one request, hop by hop -----------------------------------------------------
 
     async def _send(self, url: str, method: str, headers: Mapping[str, str],
                     payload: HttpPayload | None, session: Session | None,
                     proxy_info: ProxyInfo | None, timeout: timedelta | None,
-                    provenance: Provenance = INPUT, *,
-                    challenged: Callable[[str], str | None] | None = None,
-                    ) -> tuple[str, HttpResponse]:
+                    provenance: Provenance = INPUT) -> tuple[str, HttpResponse]:
         """The answer to ``url`` (a request of ``provenance``) and the URL it came
         from, redirects followed; the answer is read whole (within ``max_bytes``: a
-        longer one is refused) before the server's slot is given back.  ``challenged``: a
-        browser's navigation's answer to a ``401`` Basic challenge of a hop's URL (see
-        :class:`_Sender`)."""
+        longer one is refused) before the server's slot is given back."""
         sender = _Sender(self, method, headers, payload, session, proxy_info, timeout,
-                         limit=self.max_bytes, challenged=challenged)
+                         limit=self.max_bytes)
         done = await self._exchange(sender, url, provenance, proxy_info)
         try:
             response = await sender.read(done.response, done.url)
         except BodyTooLarge as large:
             raise self._refusal(url, Disallowed(done.url, Decision(
-                False, f"the answer's body is longer than {large.limit:,} bytes "
-                "(RobotGateHttpClient(..., max_bytes=...)): not read further",
-                outcome=BodyTooLarge.OUTCOME))) from None
+                False, _too_large(large.limit), outcome=BodyTooLarge.OUTCOME))) from None
         finally:
             try:
                 await sender.close()
@@ -588,14 +574,7 @@ class RobotGateHttpClient(HttpClient):
                                             follow=self.follow_redirects,
                                             max_redirects=self.max_redirects, via=via)
         except Disallowed as no:
-            if provenance == _UNSAID and no.url == url and no.decision.outcome == REFUSED:
-                # The link's own refusal by the private-network rule: say how a private
-                # page's links go into its network.
-                no = Disallowed(no.url, replace(no.decision, reason=(
-                    f"{no.decision.reason}; it was added from a page without saying "
-                    "which, and counts as a public page's link: enqueue a private page's "
-                    "links with RobotGateHttpClient.enqueue_links(context)")))
-            raise self._refusal(url, no) from None
+            raise self._refusal(url, _explained(provenance, url, no)) from None
         except CoreTooManyRedirects as many:
             raise TooManyRedirects(many.url, many.limit) from None
         except CoreProxyFailed as failed:
@@ -646,6 +625,32 @@ class RobotGateHttpClient(HttpClient):
 
 
 
+def _too_large(limit: int | None) -> str:
+    return (f"the answer's body is longer than {limit:,} bytes "
+            "(RobotGateHttpClient(..., max_bytes=...)): not read further")
+
+
+def _explained(provenance: Provenance, url: str, no: Disallowed) -> Disallowed:
+    """``no``, the refusal of ``url`` (a request of ``provenance``), saying how a
+    private page's links go into its network where a link said no page."""
+    if provenance == _UNSAID and no.url == url and no.decision.outcome == REFUSED:
+        return Disallowed(no.url, replace(no.decision, reason=(
+            f"{no.decision.reason}; it was added from a page without saying which, and "
+            "counts as a public page's link: enqueue a private page's links with "
+            "RobotGateHttpClient.enqueue_links(context)")))
+    return no
+
+
+def _top_level(request: BrowserRequest, page: Page) -> bool:
+    """Whether ``request`` is a navigation of ``page``'s main frame."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return request.is_navigation_request() and request.frame == page.main_frame
+    except PlaywrightError:  # its frame is gone
+        return False
+
+
 def _carrying(link: str | Request, base: str, carried: dict[str, str | bool | None]
               ) -> Request | None:
     """``link`` as a request carrying its page's pointer (None: no http(s) URL)."""
@@ -669,30 +674,17 @@ async def _body(response: BrowserResponse) -> bytes | None:
         return None
 
 
-async def _finish(step: Awaitable[None]) -> None:
-    """Fulfil, abort or pass on a route; a page closed meanwhile makes that fail, harmlessly."""
-    from playwright.async_api import Error as PlaywrightError
-
-    with suppress(PlaywrightError):
-        await step
-
-
 class _Sender:
     """crawlee's side of the gate's exchange: one request at a time through ``inner``,
     which follows no redirect (the exchange does), with crawlee's session and proxy.
     ``stream``: each answer is streamed, the last one's stream left open until
     :meth:`close`.  ``limit``: each answer is streamed too, and the last one read
-    within ``limit`` bytes (:meth:`read`), never whole by ``inner``.  ``challenged`` (a
-    PlaywrightCrawler's navigation): the Authorization a hop's ``401`` Basic challenge is
-    answered with (None: not answered), the hop sent again with it, as Chromium answers
-    one, in a turn of its own (the exchange's, see :attr:`Answer.again`); crawlee's own
-    client answers none."""
+    within ``limit`` bytes (:meth:`read`), never whole by ``inner``."""
 
     def __init__(self, client: RobotGateHttpClient, method: str, headers: Mapping[str, str],
                  payload: HttpPayload | None, session: Session | None,
                  proxy_info: ProxyInfo | None, timeout: timedelta | None, *,
-                 stream: bool = False, limit: int | None = None,
-                 challenged: Callable[[str], str | None] | None = None) -> None:
+                 stream: bool = False, limit: int | None = None) -> None:
         self.client = client
         self.method = method
         self.headers = lower(headers)
@@ -702,15 +694,11 @@ class _Sender:
         self.timeout = timeout
         self.stream = stream
         self.limit = limit
-        self.challenged = challenged
         self._url = ""  # the URL of the request last sent
         # Whether no hop has left the first request's origin yet: inner's own credentials
         # go with the hops until then, as the caller's go by the core's rule.
         self._on_first_origin = True
         self._open: AbstractAsyncContextManager[HttpResponse] | None = None  # its stream
-        # The Authorization the last answer (a 401 Basic challenge) is answered with, by
-        # the next send (in a turn of its own); None: not answered.
-        self._answering: str | None = None
 
     def prepare(self, url: str) -> str:
         return url
@@ -726,11 +714,7 @@ class _Sender:
             # crawlee's clients tell nothing as their bytes go: the fleet slot is looked
             # at last as the request is handed to ``inner`` (LateSlot: not handed).
             slot.check(asyncio.get_running_loop().time())
-        answering, self._answering = self._answering, None
-        if answering is not None:
-            headers["authorization"] = answering
         response = await self._send_once(to, headers, session)
-        self._answering = self._challenge_answer(url, headers, response)
         client._keep_cookies(url, response, self.session, session)
         return response
 
@@ -751,20 +735,9 @@ class _Sender:
                                         payload=self.payload, session=session,
                                         proxy_info=self.proxy_info, timeout=self.timeout)
 
-    def _challenge_answer(self, url: str, headers: Mapping[str, str],
-                          response: HttpResponse) -> str | None:
-        """The Authorization ``response`` (a ``401`` Basic challenge to a request sent
-        without one) is answered with (None: not answered)."""
-        if (self.challenged is None or response.status_code != 401 or "authorization" in headers
-                or not (response.headers.get("www-authenticate") or "").strip().startswith(
-                    "Basic")):
-            return None
-        return self.challenged(url)
-
     def answer(self, response: HttpResponse) -> Answer:
         headers = response.headers
-        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"),
-                      self._answering is not None)
+        return Answer(response.status_code, headers.get("retry-after"), headers.get("location"))
 
     async def redirected(self, response: HttpResponse, hop: NextHop) -> None:
         await self.close()
@@ -800,21 +773,6 @@ class _Sender:
         opened, self._open = self._open, None
         if opened is not None:
             await opened.__aexit__(None, None, None)
-
-
-def set_cookie_lines(response: HttpResponse) -> list[str]:
-    """Each ``Set-Cookie`` header of ``response`` as the server sent it.  crawlee's
-    headers hold one value a name, repeated ones joined with ", " (which an Expires
-    date holds too); the client's own response, which crawlee's keeps, has them apart."""
-    if "set-cookie" not in response.headers:
-        return []
-    if isinstance(response, _ReadAnswer):
-        response = response.streamed
-    own = getattr(response, "_response", None)
-    get_list = getattr(getattr(own, "headers", None), "get_list", None)
-    if get_list is None:
-        raise missing(CRAWLEE_RESPONSE_HEADERS)
-    return [str(line) for line in get_list("set-cookie")]
 
 
 class _ReadAnswer:

@@ -503,9 +503,11 @@ class Attachment:
                 self._new_document(request, done.url)
         except Disallowed as refused:
             log.info("refused %s: %s", refused.url, refused.decision.reason)
-            await _finish(route.abort("blockedbyclient"))
-            if self.on_refused is not None:
-                self.on_refused(request, refused)
+            try:
+                if self.on_refused is not None:
+                    self.on_refused(request, refused)  # told before the page hears of it
+            finally:
+                await _finish(route.abort("blockedbyclient"))
             return
         except ProxyFailed as proxy_failed:
             # The crawler's set-up failed, not the site: the page's request fails as a
