@@ -55,6 +55,7 @@ NOT_OURS = {
     ("cli/html_report.py", "story.waiting"): "the report's own per-host story",
     ("integrations/crawlee.py", "request.state"): "crawlee's Request",
     ("integrations/crawlee.py", "context.request.state"): "crawlee's Request",
+    ("integrations/crawlee.py", "self.request.state"): "crawlee's Request",
 }
 
 

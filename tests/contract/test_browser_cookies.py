@@ -413,6 +413,18 @@ def less_than_chromium(row: str, heard: Heard) -> Heard:
     return heard
 
 
+async def chromium_alone(sites: Sites, plain: str, row: str) -> Outcome:
+    """The row in Chromium alone (``plain``: its DevTools endpoint), as the gate is to
+    give it (but for what it sends less on purpose)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        own = await run_in(await playwright.chromium.connect_over_cdp(plain), sites,
+                           f"chromium/{row}", ROWS[row], None)
+    return Outcome(sorted(less_than_chromium(row, heard) for heard in own.heard),
+                   own.values, own.cookies)
+
+
 @pytest.mark.parametrize("row", list(ROWS))
 async def test_the_browser_keeps_cookies_as_chromium_alone(
         sites: Sites, chromiums: tuple[str, str], gate_names: None, row: str) -> None:

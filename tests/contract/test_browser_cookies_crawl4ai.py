@@ -18,11 +18,10 @@ from tests.contract.test_browser_cookies import (
     ROWS,
     Outcome,
     Sites,
+    chromium_alone,
     chromiums,
     gate_names,
     jar,
-    less_than_chromium,
-    run_in,
     run_steps,
     sites,
 )
@@ -80,14 +79,8 @@ async def run_in_crawl4ai(integration: ModuleType, sites: Sites, run: str,
 async def test_crawl4ais_browser_keeps_cookies_as_chromium_alone(
         sites: Sites, chromiums: tuple[str, str], gate_names: None, row: str,
         integration: ModuleType) -> None:
-    from playwright.async_api import async_playwright
-
     _, plain = chromiums
-    async with async_playwright() as playwright:
-        own = await run_in(await playwright.chromium.connect_over_cdp(plain), sites,
-                           f"chromium/{row}", ROWS[row], None)
+    expected = await chromium_alone(sites, plain, row)
     async with RobotGate("CookieBot/1.0", delay=0, is_private=lambda address: False) as gate:
         ours = await run_in_crawl4ai(integration, sites, f"crawl4ai/{row}", ROWS[row], gate)
-    expected = Outcome(sorted(less_than_chromium(row, heard) for heard in own.heard),
-                       own.values, own.cookies)
-    assert ours == expected, f"{row}:\n  crawl4ai {ours}\n  chromium {own}"
+    assert ours == expected, f"{row}:\n  crawl4ai {ours}\n  chromium {expected}"
