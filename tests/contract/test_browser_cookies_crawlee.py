@@ -1,7 +1,8 @@
 """The cookie table of test_browser_cookies.py through crawlee's PlaywrightCrawler: each
-row's first navigation is the crawler's own request (sent by ``RobotGateHttpClient``),
-its other steps run on the crawler's page, and what the sites hear, the scripts return
-and the browser keeps must be what Chromium alone gives, as through ``attach``."""
+row's first navigation is the crawler's own request (sent by ``attach``'s route as the
+crawlee request's), its other steps run on the crawler's page, and what the sites hear,
+the scripts return and the browser keeps must be what Chromium alone gives, as through
+``attach``."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ credentials, and ``200`` to one with them; its site asks for a ``Crawl-delay``. 
 paths that answer such a challenge (as Chromium does, with the context's
 ``http_credentials`` or the URL's user information): Playwright's route (``attach``),
 and crawlee's PlaywrightCrawler through ``RobotGateHttpClient.attach`` (its navigation
-sent by the client).  The server notes when each request arrives, on its own clock: the
+sent by that route too).  The server notes when each request arrives, on its own clock: the
 answer (the request with ``Authorization``) comes at least the site's delay after the
 challenged request, as any two requests to it do.  (Before, both paths sent the answer
 at once, inside the challenged request's turn.)

@@ -162,8 +162,8 @@ async def test_a_refused_redirect_hop_is_skipped_too(
 
 async def test_an_answer_over_max_bytes_is_refused_and_the_crawl_goes_on(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # A page (crawlee's navigation, sent by the client), a request of its handler
-    # (context.send_request) and a request of the page (attach's route) whose answer is
+    # A page (crawlee's navigation), a request of its handler (context.send_request,
+    # sent by the client) and a request of the page (attach's route) whose answer is
     # past max_bytes: each refused with the reason, read no further; the big page is
     # skipped, not retried, and the crawl goes on to the next page.
     caplog.set_level(logging.INFO)
