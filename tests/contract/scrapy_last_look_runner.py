@@ -1,12 +1,16 @@
-"""The Scrapy row of tests/contract/test_fleet_last_look.py, in a subprocess (a fresh
-reactor each run)::
+"""The Scrapy rows of tests/contract/test_fleet_last_look.py and
+tests/contract/test_local_last_look.py, in a subprocess (a fresh reactor each run)::
 
     python -m tests.contract.scrapy_last_look_runner '{"urls": [...], "lag": 0.3,
+                                                       "blocking": true,
+                                                       "together": [...],
                                                        "settings": {...}}'
 
-Sends the URLs one after the other through Scrapy with RobotGateMiddleware on a Redis
-store (``settings``); once the first page is answered, the next connection Twisted's
-pool gives stands the loop still for ``lag`` seconds before anything is written on it.
+Sends the URLs one after the other through Scrapy with RobotGateMiddleware (on a Redis
+store if ``settings`` names one), then the ``together`` URLs (if any) all at once;
+once the first page is answered, the next connection Twisted's pool gives stands the
+loop still for ``lag`` seconds before anything is written on it (``blocking`` false:
+that connection alone is handed over ``lag`` seconds late).
 Prints one JSON line: each URL's status (or error), every slot Redis granted on the
 loop's clock (``[asked, wait, slack]``), the fleet's late slots, whether the lag
 happened, and Scrapy's count of download exceptions.
@@ -22,6 +26,7 @@ from typing import Any
 
 import scrapy
 from scrapy.crawler import CrawlerProcess
+from twisted.internet.task import deferLater
 from twisted.web.client import HTTPConnectionPool
 
 from robotgate.integrations.scrapy import RobotGateMiddleware
@@ -32,7 +37,8 @@ from tests.contract.scrapy_paths_runner import MIDDLEWARES
 def main(argv: list[str]) -> int:
     config: dict[str, Any] = json.loads(argv[1])
     urls: list[str] = config["urls"]
-    statuses: list[Any] = [None] * len(urls)
+    together: list[str] = config.get("together", [])
+    statuses: list[Any] = [None] * (len(urls) + len(together))
     grants: list[list[float]] = []
     lag = {"armed": False, "done": False, "late": -1, "exceptions": 0}
 
@@ -52,6 +58,10 @@ def main(argv: list[str]) -> int:
         def opened(protocol: Any) -> Any:
             if lag["armed"] and not lag["done"]:
                 lag["done"] = True
+                if not config.get("blocking", True):  # this connection alone, late
+                    from twisted.internet import reactor  # Scrapy's, installed by now
+
+                    return deferLater(reactor, float(config["lag"]), lambda: protocol)
                 time.sleep(float(config["lag"]))  # the whole loop stands still
             return protocol
 
@@ -63,7 +73,8 @@ def main(argv: list[str]) -> int:
         name = "pages"
 
         def _request(self, i: int) -> scrapy.Request:
-            return scrapy.Request(urls[i], callback=self.parse, errback=self.failed,
+            url = urls[i] if i < len(urls) else together[i - len(urls)]
+            return scrapy.Request(url, callback=self.parse, errback=self.failed,
                                   dont_filter=True, cb_kwargs={"i": i})
 
         async def start(self) -> Any:
@@ -74,6 +85,10 @@ def main(argv: list[str]) -> int:
             if i + 1 < len(urls):
                 lag["armed"] = True
                 yield self._request(i + 1)
+            elif i + 1 == len(urls):
+                lag["armed"] = True
+                for j in range(len(together)):
+                    yield self._request(i + 1 + j)
 
         def failed(self, failure: Any) -> Any:
             statuses[failure.request.cb_kwargs["i"]] = type(failure.value).__name__

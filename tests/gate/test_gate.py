@@ -113,9 +113,6 @@ async def test_pacing_min_interval_between_request_starts() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="local pacing spaces the turns, not the requests' "
-                   "first bytes: a request that leaves late (its process off the CPU, a "
-                   "slow connect) shortens the next gap the server sees (open)")
 async def test_a_request_that_leaves_late_does_not_shorten_the_next_gap() -> None:
     # Found at load (the README's suite beside CI): two pages 41.6 ms apart by the
     # server's kernel stamps at delay 0.1.  Here the loop loses 60 ms between the first

@@ -22,7 +22,7 @@ from ..policy.hops import redirect_location
 from ..policy.provenance import INPUT, Provenance
 from ..policy.redirect_hop import ORIGIN_SCOPED, NextHop
 from ..politeness.exchange import Answer, Resend, answer_of
-from ..politeness.fleet_slots import Slot
+from ..politeness.permits import Permit
 from ..politeness.request_turn import RequestTurn
 from ..private_parts import LAST_LOOK_TRACE, missing
 from ..urls import NOT_IN_URIS, InvalidURL, split_origin
@@ -357,7 +357,7 @@ async def check_slot(session: aiohttp.ClientSession, ctx: object,
     out; the slot is the permit of the request's ``trace_request_ctx``
     (:class:`~robotgate.gate.connections.RequestTrace`)."""
     trace = getattr(ctx, "trace_request_ctx", None)
-    if isinstance(trace, RequestTrace) and isinstance(trace.permit, Slot):
+    if isinstance(trace, RequestTrace) and isinstance(trace.permit, Permit):
         trace.permit.check(asyncio.get_running_loop().time())
 
 
@@ -382,7 +382,7 @@ class LastLook:
 
     __slots__ = ("slot",)
 
-    def __init__(self, slot: Slot) -> None:
+    def __init__(self, slot: Permit) -> None:
         self.slot = slot
 
     async def __call__(self, req: aiohttp.ClientRequest,

@@ -17,7 +17,7 @@ from ..policy.content_coding import decode_capped
 from ..policy.fetch import LocalFailure
 from ..policy.fetch_flow import RobotsRequest, RobotsResponse
 from ..politeness.exchange import Reach, first_reach, robots_reach
-from ..politeness.fleet_slots import Slot
+from ..politeness.permits import Permit
 from ..politeness.redirects import refused_answer
 from ..timeouts import PausableDeadline, bounded
 from .aiohttp_bodies import _read_capped
@@ -215,7 +215,7 @@ async def _sent(session: aiohttp.ClientSession, request: RobotsRequest,
                 body_within: float | None = None) -> RobotsResponse:
     # Our own middleware list: the session's (gate.middleware among them) stays out.
     proxy = route.proxy_kwargs() if route is not None and route.proxy is not None else {}
-    if trace is None and isinstance(request.permit, Slot):
+    if trace is None and isinstance(request.permit, Permit):
         # A session of the user's has no trace of the gate's: the last look is added
         # to this request's own, innermost.
         guard = (*guard, LastLook(request.permit))

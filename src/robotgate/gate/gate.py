@@ -434,9 +434,9 @@ class RobotGate:
             connector = bounded_connector(self._max_connections, resolver)
             # A robots.txt request's timeout stops while it waits for a free socket.
             trace = socket_wait_trace()
-            if self._servers.fleet is not None:
-                # Only a fleet's slots need the last look before the bytes go out.
-                trace.on_request_headers_sent.append(check_slot)
+            # The last look at each request's permit (its fleet slot, or its interval
+            # from the server's last request) as its headers go out.
+            trace.on_request_headers_sent.append(check_slot)
             self._session = without_resends(aiohttp.ClientSession(
                 headers=self._headers, connector=connector, trace_configs=[trace]))
         return self._session

@@ -46,7 +46,7 @@ from ..policy.fetch_flow import REDIRECTS, RobotsRequest, RobotsResponse
 from ..policy.hops import REFUSED, Address, IsPrivate, is_private, literal_address
 from ..policy.provenance import Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop, Resend, robots_reach
-from ..politeness.fleet_slots import Slot
+from ..politeness.permits import Permit
 from ..politeness.questions import provenance_of
 from ..politeness.request_turn import RequestTurn
 from ..politeness.robots_fetcher import open_file_limit
@@ -214,6 +214,10 @@ class HttpxRobotsTransport:
 
             extensions["trace"] = connected
             deadline.pause()
+        permit = request.permit
+        if isinstance(permit, Permit):
+            # Looked at last as its headers go, as a page's is (LateSlot: not sent).
+            extensions["trace"] = _LastLook(permit, extensions.get("trace"))
         req = httpx.Request("GET", request.url, headers=headers, extensions=extensions)
         # A hop goes to the address its check found; the first request of an origin a
         # public page pointed to, to the address the pointer check found.
@@ -421,7 +425,7 @@ class _LastLook:
 
     __slots__ = ("slot", "theirs")
 
-    def __init__(self, slot: Slot, theirs: Any) -> None:
+    def __init__(self, slot: Permit, theirs: Any) -> None:
         self.slot = slot
         self.theirs = theirs
 

@@ -104,7 +104,7 @@ from ..gate.gate import RobotGate
 from ..policy.hops import Address
 from ..policy.provenance import INPUT, Provenance, pointer_of
 from ..politeness.exchange import Answer, NextHop
-from ..politeness.fleet_slots import Slot
+from ..politeness.permits import Permit
 from ..politeness.request_turn import RequestTurn
 from ..urls import InvalidURL, redact
 from ._follow import MAX_REDIRECTS, lower
@@ -541,7 +541,7 @@ class Attachment:
 
     async def _fetch(self, url: str, method: str, headers: dict[str, str],
                      body: bytes | None, checked: Sequence[Address], first_url: str,
-                     slot: Slot | None = None) -> aiohttp.ClientResponse:
+                     slot: Permit | None = None) -> aiohttp.ClientResponse:
         """Send one request (its Cookie header as given); a public page's pointer
         (``checked``: the addresses its check found public) goes to the first of them;
         ``slot``: its fleet slot, looked at last as its headers go."""

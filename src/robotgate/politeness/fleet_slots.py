@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..error_root import Error
 from ..store.base import SlotAhead, Slots, StoreError
 from ..store.leases import LapsedLease, Leases
+from .permits import LateSlot, Permit
 
 __all__ = ["FleetSlots", "LateSlot", "LeaseFence", "Slot"]
 
@@ -38,11 +38,8 @@ _TRIP_DECAY = 0.95
 # slot asked for was within it: only other workers taking slots first refuse it again).
 _REFUSALS = 1000
 
-class LateSlot(Error):
-    """The request would leave after its slot's deadline: it must not go out."""
 
-
-class Slot:
+class Slot(Permit):
     """A granted slot as this process sees it: how long to wait for it, and the loop
     time the request may not leave after.  The request's turn holds it."""
 

@@ -13,11 +13,13 @@ drives it through the same steps:
 2. :attr:`~RequestTurn.headers`: set on the request, over the client's and the caller's.
 3. :meth:`~RequestTurn.leaving`, right before the client sends: a fleet slot already
    past is given up and another awaited (as often as the loop is late), and the
-   send time is taken.  A request paced under a crawl lease takes the lease's fence
-   as its slot (past it: :class:`~robotgate.store.leases.LapsedLease`, not sent).
-   A client that looks at the slot (:attr:`~RequestTurn.slot`) again at the last
+   send time is taken.  A request paced here takes its server's interval as its
+   permit (:class:`~robotgate.politeness.scheduler.PacedHere`: the interval from the
+   last request's first bytes), with its crawl lease's fence when paced under one
+   (past it: :class:`~robotgate.store.leases.LapsedLease`, not sent).
+   A client that looks at the permit (:attr:`~RequestTurn.slot`) again at the last
    moment (every adapter, as close to its first bytes as its client lets it: see
-   docs/fleet.md, *The last look*) and finds it past calls
+   docs/fleet.md, *The last look*) and finds it no longer holds calls
    :meth:`~RequestTurn.missed`, then leaves again; Scrapy, whose download runs outside
    the turn's driver, calls :meth:`~RequestTurn.gave_up` and sends the request again in
    a turn of its own.
@@ -60,9 +62,10 @@ from ..policy.provenance import Provenance
 from ..policy.site import SiteRules
 from ..urls import InvalidURL, as_sent, split_origin
 from .emitter import Emitter
-from .fleet_slots import LateSlot, Slot
+from .fleet_slots import Slot
+from .permits import LateSlot, Permit
 from .redirects import provenance_verdict
-from .scheduler import Group
+from .scheduler import Group, PacedHere
 from .servers import Servers, Started
 from .verdicts import Verdicts
 
@@ -115,7 +118,8 @@ class RequestTurn:
     """
 
     __slots__ = ("_holder", "_judged", "_requests", "_resolve", "_waiting", "checked", "group",
-                 "guard", "paced", "provenance", "sent_at", "slot", "url", "via", "what")
+                 "guard", "interval", "paced", "provenance", "sent_at", "slot", "url", "via",
+                 "what")
 
     def __init__(self, requests: Requests, url: str, provenance: Provenance,
                  resolve: Resolve | None = None, what: str = A_REDIRECT,
@@ -145,9 +149,13 @@ class RequestTurn:
         self.group: Group | None = None
         #: When the request left, on the scheduler's clock (``latency_factor`` learns from it).
         self.sent_at: float | None = None
-        #: The fleet slot the request leaves in (None: paced here): the one its server's
-        #: turn was started with, or the next one after a miss.
-        self.slot: Slot | None = None
+        #: What entitles the request to leave, looked at as its bytes go (None: not
+        #: leaving yet, or unpaced): its fleet slot (the one its server's turn was
+        #: started with, or the next one after a miss), or, paced here, its interval
+        #: from the server's last request (:class:`PacedHere`, made as it leaves).
+        self.slot: Permit | None = None
+        #: The interval its site asks (paced here: held from the last request's bytes).
+        self.interval = 0.0
         self._waiting: Awaitable[Started] | None = None  # the wait begin() gave
         # The task the turn holds its server's slot for (a request it makes to that
         # server meanwhile would wait on itself: refused, see _wait).
@@ -200,6 +208,7 @@ class RequestTurn:
         site = held.site
         if not site.allowed(path, verdicts.agent):
             raise verdicts.refuse(url, path, site, held.key)
+        self.interval = site.interval
         if requests.events is None:
             group = servers.start_now(held) if self.paced else servers.start_unpaced_now(held)
             if group is not None:
@@ -219,6 +228,7 @@ class RequestTurn:
             path = url if rest[:2] == "//" else rest
             if not site.allowed(path, verdicts.agent):
                 raise verdicts.refuse(url, path, site)
+            self.interval = site.interval
         group = await servers.server_of(origin)
         self._not_on_itself(url, group)
         if not self.paced:
@@ -300,11 +310,19 @@ class RequestTurn:
         self._waiting = None
 
     def leaving(self) -> Awaitable[None] | None:
-        """The request goes out now: the send time is taken; in a fleet a slot already
-        past is given up and the next one awaited first (an awaitable then)."""
+        """The request goes out now: the send time is taken, and its permit
+        (:attr:`slot`) made; in a fleet a slot already past is given up and the next
+        one awaited first (an awaitable then)."""
         servers = self._requests.servers
-        if servers.fleet is None or not self.paced:
+        if not self.paced:
             self.sent_at = servers.scheduler.now()
+            return None
+        if servers.fleet is None:
+            scheduler = servers.scheduler
+            group = self.group
+            if group is not None:
+                self.slot = scheduler.paced_here(group, self.interval)
+            self.sent_at = scheduler.now()
             return None
         return self._on_time()
 
@@ -315,31 +333,39 @@ class RequestTurn:
         loop = asyncio.get_running_loop()
         # However often the loop is late (the wait for a slot may end late too),
         # the request leaves only within a slot.
-        while (slot := self.slot) is not None and loop.time() > slot.deadline:
+        while isinstance(slot := self.slot, Slot) and loop.time() > slot.deadline:
             await self._ask_again(slot)
-        if slot is not None:
+        group = self.group
+        if isinstance(slot, Slot):
             fleet.on_time()
-        elif self.group is not None:
-            # No slot in a fleet: paced here under a crawl lease, so held to its deadline
-            # (LapsedLease: not sent), at the client's last look too.
-            self.slot = fleet.fence(self.group.key)
+        elif group is not None:
+            # No slot in a fleet: paced here (under a crawl lease, so held to its
+            # deadline too: LapsedLease, not sent), at the client's last look as well.
+            self.slot = servers.scheduler.paced_here(group, self.interval,
+                                                     fleet.fence(group.key))
         self.sent_at = servers.scheduler.now()
 
     async def missed(self) -> None:
-        """The client found :attr:`slot` past as the request was about to go (it did
-        not): the next slot is reserved, held and awaited; then :meth:`leaving` again."""
+        """The client found :attr:`slot` no longer holding as the request was about to
+        go (it did not): the next fleet slot is reserved, held and awaited, or, paced
+        here, the end of the interval awaited; then :meth:`leaving` again."""
         slot = self.slot
-        if slot is not None:
+        if isinstance(slot, PacedHere):
+            wait = slot.due() - self._requests.servers.scheduler.now()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        elif isinstance(slot, Slot):
             await self._ask_again(slot)
 
     def gave_up(self) -> None:
-        """The client found :attr:`slot` past as the request was about to go (it did
-        not), and sends it again in a turn of its own (Scrapy, whose download runs
-        outside the turn's driver): the miss is counted and the slack grows, as for
-        :meth:`missed`; no slot is reserved for this turn."""
+        """The client found :attr:`slot` no longer holding as the request was about to
+        go (it did not), and sends it again in a turn of its own (Scrapy, whose
+        download runs outside the turn's driver): a fleet slot's miss is counted and
+        the slack grows, as for :meth:`missed`; no slot is reserved for this turn (paced
+        here, the server's next turn is already after the interval)."""
         slot, self.slot = self.slot, None
         fleet = self._requests.servers.fleet
-        if slot is not None and fleet is not None:
+        if isinstance(slot, Slot) and fleet is not None:
             fleet.missed(slot)
 
     async def _ask_again(self, slot: Slot) -> None:

@@ -17,7 +17,8 @@ from ..policy.site import interpret
 from ..store.base import Fleet
 from ..urls import split_origin
 from .fleet_slots import Slot
-from .scheduler import Group
+from .permits import Permit
+from .scheduler import Group, PacedHere
 from .servers import Servers
 
 __all__ = ["RobotsPacing"]
@@ -44,8 +45,9 @@ class RobotsPacing:
         self._pending: list[Awaitable[None]] | None = None  # made only for a 429 or 503
         self._sent = 0.0  # when the request awaiting its answer left
         self._interval = 0.0
-        # In a fleet, the first request's slot or lease fence, looked at as it goes out.
-        self._permit: Slot | None = None
+        # The first request's fleet slot, or its interval from the server's last
+        # request (with a crawl lease's fence), looked at as it goes out.
+        self._permit: Permit | None = None
 
     async def before_hop(self, url: str) -> float:
         self._hop = None
@@ -96,7 +98,7 @@ class RobotsPacing:
         if pending is not None:
             self._later(pending)
 
-    def permit(self, request: RobotsRequest) -> Slot | None:
+    def permit(self, request: RobotsRequest) -> Permit | None:
         # A redirect hop's server is paced here (before_hop), with no slot of its own.
         return self._permit if request.previous is None else None
 
@@ -106,6 +108,14 @@ class RobotsPacing:
         assert group is not None and slot is not None
         loop = asyncio.get_running_loop()
         start = loop.time()
+        if isinstance(slot, PacedHere):
+            # Another request to the server went meanwhile: this one, an interval after it.
+            wait = slot.due() - servers.scheduler.now()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._sent = servers.scheduler.now()
+            return loop.time() - start
+        assert isinstance(slot, Slot)
         self._permit = None  # given up, whatever happens to the next
         self._permit = await _permit(servers, group, await servers.slot_missed(
             group, slot, self._interval), self._interval)
@@ -152,8 +162,10 @@ class RobotsPacing:
             except BaseException:
                 scheduler.done(group)  # never a slot lost: the host would wait for it for good
                 raise
-        elif not scheduler.try_start(group, interval, page=False):
-            await scheduler.start(group, interval, page=False)
+        else:
+            if not scheduler.try_start(group, interval, page=False):
+                await scheduler.start(group, interval, page=False)
+            self._permit = scheduler.paced_here(group, interval)
         self._group = self._asked = group
         self._interval = interval
         self._sent = scheduler.now()
@@ -176,16 +188,17 @@ class RobotsPacing:
 
 
 async def _permit(servers: Servers, group: Group, slot: Slot | None,
-                  interval: float) -> Slot | None:
+                  interval: float) -> Permit:
     """What a robots.txt request leaves within, as a page does: its fleet slot (one the
     loop is already past is given up and the next one awaited, however often), or,
-    paced under a crawl lease, the lease's fence (None: this worker never leased it)."""
+    paced here, its interval from the server's last request (under a crawl lease, with
+    the lease's fence)."""
     fleet = servers.fleet
     assert fleet is not None
     loop = asyncio.get_running_loop()
     while slot is not None and loop.time() > slot.deadline:
         slot = await servers.slot_missed(group, slot, interval)
     if slot is None:
-        return fleet.fence(group.key)
+        return servers.scheduler.paced_here(group, interval, fleet.fence(group.key))
     fleet.on_time()
     return slot

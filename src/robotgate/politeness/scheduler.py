@@ -1,7 +1,8 @@
 """The scheduler: when may the next request to a server start?
 
 One :class:`Group` per politeness key (see :mod:`.grouping`) owns that
-server's pacing: the time of the last request (its answer's arrival), a
+server's pacing: the time of the last request (its turn, its first bytes, its
+answer's arrival, whichever is latest), a
 pause (Retry-After), the adaptive back-off, the per-group cap and the visit
 bookkeeping (:class:`~robotgate.records.HostState`).  Nothing else writes them.
 The HostState is what a store keeps of it: ``next_allowed`` for the pause and
@@ -10,7 +11,10 @@ the interval, ``backoff`` for the back-off, so that a group made again from it
 
 A request that is due and under every cap starts without a coroutine
 (:meth:`Scheduler.try_start`); only a request that must wait awaits
-(:meth:`Scheduler.start`).
+(:meth:`Scheduler.start`).  The interval is kept between the requests' first bytes,
+not only their turns: a request paced here leaves with a :class:`PacedHere` permit,
+looked at as its bytes go (a request that leaves late, after the next one's turn,
+would otherwise reach the server less than an interval before it).
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from ..errors import GateClosed
 from ..policy.fetch import parse_retry_after
 from ..policy.pacing import Backoff, Pacing
 from ..records import HostState
+from .permits import Permit, TooSoon
 
 if TYPE_CHECKING:
     from .fleet_slots import Slot
 
-__all__ = ["Group", "Scheduler", "Slots"]
+__all__ = ["Group", "PacedHere", "Scheduler", "Slots"]
 
 #: Groups looked at per eviction.
 _EVICT_LOOK = 8
@@ -99,14 +104,18 @@ class Group(Slots):
     """Pacing state of one server (politeness key), and its cap: the group is its
     own :class:`Slots` (one object less per server)."""
 
-    __slots__ = ("active", "backoff", "holders", "interval", "key", "last", "paused_until",
-                 "state", "waiting")
+    __slots__ = ("active", "backoff", "holders", "interval", "key", "last", "left",
+                 "paused_until", "state", "waiting")
 
     def __init__(self, key: str, state: HostState, cap: int, paused_until: float) -> None:
         super().__init__(cap)
         self.key = key
         self.state = state
-        self.last = -float("inf")  # loop time of the last start or answer, whichever is later
+        # Loop time of the last turn, first bytes or answer, whichever is latest (the
+        # next turn is an interval after it).
+        self.last = -float("inf")
+        # Loop time the last paced request's first bytes went (its PacedHere look).
+        self.left = -float("inf")
         self.paused_until = paused_until
         self.backoff = _CALM  # its own Backoff from the first 429/503 or latency seen
         self.interval = 0.0  # interval of the last request (for describe and host_wait)
@@ -117,6 +126,45 @@ class Group(Slots):
 
     def idle(self) -> bool:
         return self.active == 0 and self.waiting == 0
+
+
+class PacedHere(Permit):
+    """A request paced here (no fleet slot) leaves with this: it may go once ``gap``
+    (its interval, back-off included) after the last of its server's paced requests
+    went, which its turn alone does not ensure (another's bytes may have gone late,
+    after this turn began, with ``max_per_host`` above 1, or on a request that got no
+    answer).  ``fence``: a crawl lease's, looked at first (the lease surely held).
+
+    Looked at too soon, it raises :class:`~robotgate.politeness.permits.TooSoon` and
+    moves its server's next turn to after :meth:`due`, when the request goes instead."""
+
+    __slots__ = ("fence", "gap", "group", "went")
+
+    def __init__(self, group: Group, gap: float, fence: Permit | None = None) -> None:
+        self.group = group
+        self.gap = gap
+        self.fence = fence
+        self.went: float | None = None  # when a look of this permit let it go
+
+    def due(self) -> float:
+        """Loop time from which the request may go."""
+        left = self.group.left
+        return -float("inf") if left == self.went else left + self.gap
+
+    def check(self, now: float) -> None:
+        fence = self.fence
+        if fence is not None:
+            fence.check(now)
+        group = self.group
+        due = self.due()
+        if now < due:
+            if group.last < due:
+                group.last = due  # this request goes then: the next turn after it
+            raise TooSoon
+        # Looked at again (Scrapy looks twice): the gap counts from the later look.
+        group.left = self.went = now
+        if now > group.last:
+            group.last = now
 
 
 class Scheduler:
@@ -561,6 +609,12 @@ class Scheduler:
     def pause(self, group: Group, seconds: float) -> None:
         """No request of ``group`` starts for ``seconds`` from now."""
         group.paused_until = max(group.paused_until, self.now() + seconds)
+
+    def paced_here(self, group: Group, interval: float, fence: Permit | None = None
+                   ) -> PacedHere:
+        """The permit a request with ``interval`` paced here leaves with (see
+        :class:`PacedHere`); ``fence``: its crawl lease's."""
+        return PacedHere(group, self.gap(group, interval), fence)
 
     def paced_from_now(self, group: Group) -> float:
         """A request to the group's server leaves or is answered now (a robots.txt

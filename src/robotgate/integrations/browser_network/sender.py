@@ -31,7 +31,7 @@ from ...gate.aiohttp_bodies import MAX_BODY, read_body
 from ...gate.aiohttp_fetch import check_slot, without_resends
 from ...gate.connections import RequestTrace
 from ...policy.hops import Address
-from ...politeness.fleet_slots import Slot
+from ...politeness.permits import Permit
 from .._follow import pinned
 from .floor import UnsafeBrowser, _made_with, via
 
@@ -80,7 +80,7 @@ class RouteClient:
 
     async def send(self, url: str, method: str, headers: Mapping[str, str],
                    body: bytes | None, checked: Sequence[Address] = (), *,
-                   first_url: str, slot: Slot | None = None) -> aiohttp.ClientResponse:
+                   first_url: str, slot: Permit | None = None) -> aiohttp.ClientResponse:
         """Send one request (its headers as given, lower-case names); a public page's
         pointer (``checked``: the addresses its check found public) goes to the first of
         them, its Host header and TLS server name the host's (through a proxy, an
