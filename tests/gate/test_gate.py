@@ -138,6 +138,35 @@ async def test_a_request_that_leaves_late_does_not_shorten_the_next_gap() -> Non
 
 
 @pytest.mark.slow
+async def test_a_request_that_left_late_and_got_no_answer_holds_the_next_an_interval_away(
+        ) -> None:
+    # One request at a time (max_per_host=1): the next turn waits for this one's end.
+    # The first page's bytes leave 60 ms after its turn (the loop off the CPU) and no
+    # answer comes (its timeout ends it first): the next page counts from that end, not
+    # from the turn (0.04 s after its bytes, else).
+    stalled: list[str] = []
+
+    async def off_the_cpu(session: aiohttp.ClientSession, ctx: object,
+                          params: aiohttp.TraceRequestStartParams) -> None:
+        if params.url.path == "/page/1" and not stalled:
+            stalled.append(params.url.path)
+            time.sleep(0.06)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(off_the_cpu)
+    async with BenchServer([HostPlan("allow", page_delay=0.3)]) as srv, \
+            aiohttp.ClientSession(trace_configs=[trace]) as session:
+        async with RobotGate(AGENT, delay=0.1, session=session) as gate:
+            await gate.allowed(srv.url(0, "/page/1"))  # robots.txt first
+            with pytest.raises(asyncio.TimeoutError):
+                await gate.fetch(srv.url(0, "/page/1"), timeout=aiohttp.ClientTimeout(0.08))
+            assert (await gate.fetch(srv.url(0, "/page/2"))).status == 200
+        [stats] = srv.stats().values()
+    assert stalled and stats.page_requests == 2
+    assert stats.min_interval is not None and stats.min_interval >= 0.1, stats.min_interval
+
+
+@pytest.mark.slow
 async def test_crawl_delay_raises_the_interval() -> None:
     async with BenchServer([HostPlan("crawl_delay", crawl_delay=0.25)]) as srv:
         async with RobotGate(AGENT, delay=0.01) as gate:

@@ -117,9 +117,9 @@ class RequestTurn:
     teach nothing (the pages' answers ease the back-off and feed ``latency_factor``).
     """
 
-    __slots__ = ("_holder", "_judged", "_requests", "_resolve", "_waiting", "checked", "group",
-                 "guard", "interval", "paced", "provenance", "sent_at", "slot", "url", "via",
-                 "what")
+    __slots__ = ("_heard", "_holder", "_judged", "_requests", "_resolve", "_waiting", "checked",
+                 "group", "guard", "interval", "paced", "provenance", "sent_at", "slot", "url",
+                 "via", "what")
 
     def __init__(self, requests: Requests, url: str, provenance: Provenance,
                  resolve: Resolve | None = None, what: str = A_REDIRECT,
@@ -149,6 +149,7 @@ class RequestTurn:
         self.group: Group | None = None
         #: When the request left, on the scheduler's clock (``latency_factor`` learns from it).
         self.sent_at: float | None = None
+        self._heard = False  # its answer came (answered)
         #: What entitles the request to leave, looked at as its bytes go (None: not
         #: leaving yet, or unpaced): its fleet slot (the one its server's turn was
         #: started with, or the next one after a miss), or, paced here, its interval
@@ -383,6 +384,7 @@ class RequestTurn:
         if group is None:
             return None
         self.slot = None
+        self._heard = True
         requests = self._requests
         servers = requests.servers
         events = requests.events
@@ -413,7 +415,12 @@ class RequestTurn:
         self.slot = None
         if group is not None:
             holder, self._holder = self._holder, None
-            self._requests.servers.done(group, holder)
+            servers = self._requests.servers
+            if self.paced and self.sent_at is not None and not self._heard:
+                # It left and no answer came: its bytes may have gone late, so the next
+                # turn counts from now, as from an answer.
+                servers.scheduler.paced_from_now(group)
+            servers.done(group, holder)
 
 
 class Answer(NamedTuple):

@@ -188,11 +188,11 @@ class RobotsPacing:
 
 
 async def _permit(servers: Servers, group: Group, slot: Slot | None,
-                  interval: float) -> Permit:
+                  interval: float) -> Permit | None:
     """What a robots.txt request leaves within, as a page does: its fleet slot (one the
     loop is already past is given up and the next one awaited, however often), or,
     paced here, its interval from the server's last request (under a crawl lease, with
-    the lease's fence)."""
+    the lease's fence; see :meth:`~robotgate.politeness.scheduler.Scheduler.paced_here`)."""
     fleet = servers.fleet
     assert fleet is not None
     loop = asyncio.get_running_loop()

@@ -12,9 +12,12 @@ the interval, ``backoff`` for the back-off, so that a group made again from it
 A request that is due and under every cap starts without a coroutine
 (:meth:`Scheduler.try_start`); only a request that must wait awaits
 (:meth:`Scheduler.start`).  The interval is kept between the requests' first bytes,
-not only their turns: a request paced here leaves with a :class:`PacedHere` permit,
-looked at as its bytes go (a request that leaves late, after the next one's turn,
-would otherwise reach the server less than an interval before it).
+not only their turns.  One request at a time (``max_per_host=1``), the next turn
+waits for this one's answer, or its end without one (:meth:`Scheduler.paced_from_now`),
+both after its bytes.  With more at once, a request paced here leaves with a
+:class:`PacedHere` permit, looked at as its bytes go: a request that leaves late,
+after the next one's turn, would otherwise reach the server less than an interval
+before it.
 """
 
 from __future__ import annotations
@@ -611,10 +614,16 @@ class Scheduler:
         group.paused_until = max(group.paused_until, self.now() + seconds)
 
     def paced_here(self, group: Group, interval: float, fence: Permit | None = None
-                   ) -> PacedHere:
+                   ) -> Permit | None:
         """The permit a request with ``interval`` paced here leaves with (see
-        :class:`PacedHere`); ``fence``: its crawl lease's."""
-        return PacedHere(group, self.gap(group, interval), fence)
+        :class:`PacedHere`), ``fence`` (its crawl lease's) checked first.  Only
+        ``fence`` when there is no interval to keep, or when the group sends one request
+        at a time: its next turn waits for this request's answer or end, after its
+        bytes (see the module)."""
+        if group.size <= 1:
+            return fence
+        gap = self.gap(group, interval)
+        return PacedHere(group, gap, fence) if gap > 0 else fence
 
     def paced_from_now(self, group: Group) -> float:
         """A request to the group's server leaves or is answered now (a robots.txt
