@@ -39,8 +39,8 @@ A new client adapter (the docs' "a new client" recipe, docs/integrations.md)::
         def prepare(self, url): ...       # the URL as the client sends it
         async def send(self, turn): ...   # send turn.url now, turn.headers over the
                                           # request's; if turn.guard, refuse (Disallowed)
-                                          # a connection whose peer is_private; raise
-                                          # LateSlot when turn.slot is past at the last
+                                          # a connection whose peer is_private; let
+                                          # turn.slot.check() raise LateSlot at the last
                                           # look, Resend if the client would resend
         def answer(self, response): ...  # Answer(status, retry_after, location, again)
         async def redirected(self, response, hop): ...
@@ -144,8 +144,8 @@ class Sender(TurnSender[R], Protocol[R]):
         the gate's ``is_private``) is refused (raise
         :class:`~robotgate.errors.Disallowed`, nothing sent), or the request is sent to
         one of ``turn.checked``.  Raise
-        :class:`~robotgate.politeness.fleet_slots.LateSlot` (nothing sent) when the
-        last look finds ``turn.slot`` past, and :class:`Resend` when the client would
+        :class:`~robotgate.politeness.permits.LateSlot` (nothing sent) when the
+        last look finds ``turn.slot`` no longer holding, and :class:`Resend` when the client would
         send the request a second time."""
         ...
 

@@ -468,9 +468,9 @@ async def answered_in_turn(turn: RequestTurn, sender: TurnSender[R]) -> tuple[R,
     closed, followed).
 
     ``sender.send`` sets :attr:`RequestTurn.headers` on the request; it raises
-    :class:`~robotgate.politeness.fleet_slots.LateSlot` (sending nothing) when its
-    last look finds :attr:`RequestTurn.slot` past, and is called again in the next
-    slot.  The turn is released if anything fails (``sender.drop(response)`` first,
+    :class:`~robotgate.politeness.permits.LateSlot` (sending nothing) when its
+    last look finds :attr:`RequestTurn.slot` no longer holding, and is called again
+    once the turn holds the next (a fleet slot, or the end of the interval).  The turn is released if anything fails (``sender.drop(response)`` first,
     once there is one).
     """
     ready = turn.begin()
