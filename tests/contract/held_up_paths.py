@@ -15,9 +15,12 @@ waits on its own before the hand-over).
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -26,6 +29,7 @@ import pytest
 from robotgate import RobotGate
 
 AGENT = "LastLookBot/1.0 (+https://example.com/bot)"
+ROOT = Path(__file__).resolve().parents[2]
 CLOSED_PORT = "http://127.0.0.1:1/"  # nothing listens: refused at once
 
 #: The gate's options (``RobotGate(AGENT, **options)``).
@@ -212,3 +216,19 @@ PATHS: dict[str, Callable[[Options, pytest.MonkeyPatch, Lag], Any]] = {
     "middleware": middleware, "httpx": httpx_transport, "crawlee": crawlee,
     "browser": browser,
 }
+
+
+async def scrapy_ran(config: dict[str, Any]) -> dict[str, Any]:
+    """Scrapy's row: tests/contract/scrapy_last_look_runner.py run in a subprocess (a
+    fresh reactor) with ``config``; what it printed, the pages' statuses first."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.contract.scrapy_last_look_runner", json.dumps(config),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    lines = out.decode().strip().splitlines()
+    assert lines, err.decode()[-3000:]
+    ran: dict[str, Any] = json.loads(lines[-1])
+    assert ran["lagged"], "the loop never stood still on the late page's way"
+    ran["stderr"] = err.decode()[-3000:]
+    return ran

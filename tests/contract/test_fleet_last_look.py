@@ -23,20 +23,16 @@ held up as Twisted's pool gives the connection.
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from robotgate.store.redis import RedisStore
 from testbed.server import BenchServer, HostPlan, HostStats
 
-from .held_up_paths import PATHS, Lag
+from .held_up_paths import PATHS, Lag, scrapy_ran
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 DELAY = 0.2
 # How long the loop stands still before the second page's first bytes: well past the
 # slack a slot starts with (0.01 s), so the slot it held is surely past.
@@ -87,21 +83,12 @@ async def test_scrapy_a_request_held_up_past_its_slot_is_not_sent_but_in_the_nex
     """Scrapy's row, in a subprocess (a fresh reactor): held up as Twisted's pool gives
     the connection, before anything is written on it."""
     async with BenchServer([HostPlan("allow")]) as srv:
-        config = json.dumps({
+        ran = await scrapy_ran({
             "urls": [srv.url(0, "/page/1"), srv.url(0, LATE_PAGE)], "lag": LAG,
             "settings": {"ROBOTGATE_STORE": redis_url, "ROBOTGATE_STORE_PREFIX": prefix,
                          "ROBOTGATE_DELAY": DELAY}})
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.contract.scrapy_last_look_runner", config, cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
         host = srv.host_stats(0)
-    assert proc.returncode == 0, err.decode()[-3000:]
-    lines = out.decode().strip().splitlines()
-    assert lines, err.decode()[-3000:]
-    ran = json.loads(lines[-1])
-    assert ran["lagged"], "the loop never stood still on the late page's way"
-    assert ran["statuses"] == [200, 200], (ran, err.decode()[-3000:])
+    assert ran["statuses"] == [200, 200], ran
     within_slots("scrapy", host, [tuple(grant) for grant in ran["grants"]], ran["late"])
 
 

@@ -112,22 +112,30 @@ async def test_pacing_min_interval_between_request_starts() -> None:
         assert s.min_interval is not None and s.min_interval >= 0.1
 
 
+def _off_the_cpu_once(path: str, seconds: float) -> tuple[aiohttp.TraceConfig, list[str]]:
+    """A session's trace that stands the loop still for ``seconds`` (the process off the
+    CPU) as the first request whose path starts with ``path`` starts, after its turn;
+    the list names the request held up."""
+    stalled: list[str] = []
+
+    async def off_the_cpu(session: aiohttp.ClientSession, ctx: object,
+                          params: aiohttp.TraceRequestStartParams) -> None:
+        if params.url.path.startswith(path) and not stalled:
+            stalled.append(params.url.path)
+            time.sleep(seconds)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(off_the_cpu)
+    return trace, stalled
+
+
 @pytest.mark.slow
 async def test_a_request_that_leaves_late_does_not_shorten_the_next_gap() -> None:
     # Found at load (the README's suite beside CI): two pages 41.6 ms apart by the
     # server's kernel stamps at delay 0.1.  Here the loop loses 60 ms between the first
     # page's turn and its bytes (time.sleep: the process off the CPU), and the server
     # answers slowly, so no answer paces the second page before its turn comes.
-    stalled: list[str] = []
-
-    async def off_the_cpu(session: aiohttp.ClientSession, ctx: object,
-                          params: aiohttp.TraceRequestStartParams) -> None:
-        if params.url.path.startswith("/page/") and not stalled:
-            stalled.append(params.url.path)
-            time.sleep(0.06)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(off_the_cpu)
+    trace, stalled = _off_the_cpu_once("/page/", 0.06)
     async with BenchServer([HostPlan("allow", page_delay=0.3)]) as srv, \
             aiohttp.ClientSession(trace_configs=[trace]) as session:
         async with RobotGate(AGENT, delay=0.1, max_per_host=3, session=session) as gate:
@@ -144,16 +152,7 @@ async def test_a_request_that_left_late_and_got_no_answer_holds_the_next_an_inte
     # The first page's bytes leave 60 ms after its turn (the loop off the CPU) and no
     # answer comes (its timeout ends it first): the next page counts from that end, not
     # from the turn (0.04 s after its bytes, else).
-    stalled: list[str] = []
-
-    async def off_the_cpu(session: aiohttp.ClientSession, ctx: object,
-                          params: aiohttp.TraceRequestStartParams) -> None:
-        if params.url.path == "/page/1" and not stalled:
-            stalled.append(params.url.path)
-            time.sleep(0.06)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(off_the_cpu)
+    trace, stalled = _off_the_cpu_once("/page/1", 0.06)
     async with BenchServer([HostPlan("allow", page_delay=0.3)]) as srv, \
             aiohttp.ClientSession(trace_configs=[trace]) as session:
         async with RobotGate(AGENT, delay=0.1, session=session) as gate:
