@@ -145,8 +145,8 @@ class Sender(TurnSender[R], Protocol[R]):
         :class:`~robotgate.errors.Disallowed`, nothing sent), or the request is sent to
         one of ``turn.checked``.  Raise
         :class:`~robotgate.politeness.permits.LateSlot` (nothing sent) when the
-        last look finds ``turn.slot`` no longer holding, and :class:`Resend` when the client would
-        send the request a second time."""
+        last look finds ``turn.slot`` no longer holding, and :class:`Resend` when the
+        client would send the request a second time."""
         ...
 
     def answer(self, response: R) -> Answer:

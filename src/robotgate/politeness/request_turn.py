@@ -470,8 +470,9 @@ async def answered_in_turn(turn: RequestTurn, sender: TurnSender[R]) -> tuple[R,
     ``sender.send`` sets :attr:`RequestTurn.headers` on the request; it raises
     :class:`~robotgate.politeness.permits.LateSlot` (sending nothing) when its
     last look finds :attr:`RequestTurn.slot` no longer holding, and is called again
-    once the turn holds the next (a fleet slot, or the end of the interval).  The turn is released if anything fails (``sender.drop(response)`` first,
-    once there is one).
+    once the turn holds the next (a fleet slot, or the end of the interval).  The turn
+    is released if anything fails (``sender.drop(response)`` first, once there is
+    one).
     """
     ready = turn.begin()
     if ready is not None:
