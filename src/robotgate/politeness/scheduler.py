@@ -107,7 +107,7 @@ class Group(Slots):
     """Pacing state of one server (politeness key), and its cap: the group is its
     own :class:`Slots` (one object less per server)."""
 
-    __slots__ = ("active", "backoff", "holders", "interval", "key", "last", "left",
+    __slots__ = ("active", "backoff", "holders", "interval", "key", "last", "last_sent",
                  "paused_until", "state", "waiting")
 
     def __init__(self, key: str, state: HostState, cap: int, paused_until: float) -> None:
@@ -118,7 +118,7 @@ class Group(Slots):
         # next turn is an interval after it).
         self.last = -float("inf")
         # Loop time the last paced request's first bytes went (its PacedHere look).
-        self.left = -float("inf")
+        self.last_sent = -float("inf")
         self.paused_until = paused_until
         self.backoff = _CALM  # its own Backoff from the first 429/503 or latency seen
         self.interval = 0.0  # interval of the last request (for describe and host_wait)
@@ -151,8 +151,8 @@ class PacedHere(Permit):
 
     def due(self) -> float:
         """Loop time from which the request may go."""
-        left = self.group.left
-        return -float("inf") if left == self.went else left + self.gap
+        sent = self.group.last_sent
+        return -float("inf") if sent == self.went else sent + self.gap
 
     def check(self, now: float) -> None:
         fence = self.fence
@@ -165,7 +165,7 @@ class PacedHere(Permit):
                 group.last = due  # this request goes then: the next turn after it
             raise TooSoon
         # Looked at again (Scrapy looks twice): the gap counts from the later look.
-        group.left = self.went = now
+        group.last_sent = self.went = now
         if now > group.last:
             group.last = now
 
