@@ -285,6 +285,7 @@ async def test_what_a_crawled_page_sends_past_its_route_reaches_nothing(tmp_path
             "addEventListener('pagehide', () => fetch('/private/bye', {keepalive: true}))"
             "</script></body></html>")
     handled: list[str] = []
+    failed: list[str] = []
     try:
         async with PagesSite({"/robots.txt": ROBOTS, "/": Answer(html)}) as site, \
                 RobotGate(AGENT, delay=0) as gate:
@@ -306,12 +307,16 @@ async def test_what_a_crawled_page_sends_past_its_route_reaches_nothing(tmp_path
                 await asyncio.sleep(1.5)  # what escaped arrived within a second before
                 handled.append(context.request.url)
 
+            @crawler.failed_request_handler
+            async def on_failure(context: BasicCrawlingContext, error: Exception) -> None:
+                failed.append(repr(error))
+
             await crawler.run([site.url("/")])
             await asyncio.sleep(1.0)  # the keepalive fetch of the closed page
     finally:
         listener.close()
         await listener.wait_closed()
-    assert handled == [site.url("/")]
+    assert (handled, failed) == ([site.url("/")], [])
     assert [path for path in site.hits if path.startswith("/private")] == []
     assert connections == []
 

@@ -93,6 +93,26 @@ def test_index_pages_percent_signs_and_wildcards_read_from_the_packed_rules() ->
     assert [packed.decide(p, "bot") for p in paths] == [compiled.decide(p, "bot") for p in paths]
 
 
+def test_each_kind_of_rule_decides_from_the_packed_rules_as_compiled() -> None:
+    # A prefix's stars count towards its rank (an Allow of "/a/b*" beats a Disallow
+    # of "/a/bc" for "/a/bcd"), one star or two; a rule of
+    # stars and pieces anywhere in the path ("*/x/*"); the rules of two groups for
+    # one agent, each with its wildcards; a "$" that is not final is a literal.
+    body = ("User-agent: *\nDisallow: /a/bc\nAllow: /a/b*\nDisallow: /c/de\nAllow: /c/d**\n"
+            "Disallow: */terms/*\nAllow: /x*/terms/ok\nDisallow: /p$q*\n\n"
+            "User-agent: other\nDisallow: /\n\n"
+            "User-agent: *\nDisallow: /e*f$\nAllow: /e/*/f$\nDisallow: /\nAllow: /$\n")
+    paths = ["/a/bcd", "/a/bc", "/c/def", "/c/dx", "/terms/", "/y/terms/x", "/x/terms/ok",
+             "/p$qr", "/p%24qr", "/pq", "/ef", "/e/g/f", "/e/g/fh", "/", "/z"]
+    packed, compiled = RobotsTxt.parse(body), compiled_file(body, "bot")
+    answers = [packed.allowed(p, "bot") for p in paths]
+    assert packed._agent_rules is None  # type: ignore[attr-defined]  # not compiled
+    assert answers == [compiled.allowed(p, "bot") for p in paths]
+    assert answers == [True, True, True, True, False, False, True, False, False, False,
+                       False, True, False, True, False]
+    assert [packed.decide(p, "bot") for p in paths] == [compiled.decide(p, "bot") for p in paths]
+
+
 def test_a_long_path_against_many_wildcard_rules_is_left_to_the_compiled_rules() -> None:
     wild = [(False, "/*a*b*c*d*e*f*g*h$", n) for n in range(1, 200)]
     long_path = "/" + "abcdefg" * 200

@@ -44,7 +44,7 @@ from ..urls import remove_dot_segments
 from .bounded_search import MATCH_BUDGET, RULE_OVERHEAD, Search
 from .bounded_search import Wild as _Wild
 
-__all__ = ["MATCH_BUDGET", "RuleSet", "allows_uncompiled"]
+__all__ = ["MATCH_BUDGET", "RuleSet", "allows_uncompiled", "packed_fast_length", "wild_match"]
 
 # Up to this many distinct first pieces, one startswith(tuple) call rules out
 # every wildcard rule of a path that starts with none of them.
@@ -359,6 +359,29 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
                 best = rank
                 break
     return best < 0 or best & 1 == 1
+
+
+def packed_fast_length(rules: int, stars: int, chars: int) -> int:
+    """The longest path that ``rules`` wildcard rules, of no more than ``stars`` stars
+    and ``chars`` characters in all, answer exactly without compiling them: each rule
+    charged as :func:`_fast_lengths` charges it, or more, so the length is never above
+    the rule set's own."""
+    steps = 7 * rules + 3 * stars + (chars >> 2)
+    return max(0, _FAST_WORK - RULE_OVERHEAD * rules) // steps
+
+
+def wild_match(path: str, pattern: str) -> bool:
+    """Whether a normalised pattern with a ``*`` or a final ``$`` matches ``path``
+    (compiled as :func:`_compile_wild` does, less what only a rule set reads)."""
+    anchored = pattern[-1] == "$"
+    pieces = (pattern[:-1] if anchored else pattern).split("*")
+    if not path.startswith(pieces[0]):
+        return False  # most rules: their first piece is not the path's start
+    star = len(pieces) > 1
+    last = pieces[-1] if star else ""
+    # Empty middle pieces are found where the search is: no need to leave them out.
+    return _wild_match(path, ("", 0, pieces[0], tuple(pieces[1:-1]), last, anchored, star,
+                              pattern))
 
 
 class _WildIndex:

@@ -16,7 +16,7 @@ from ..decision import Decision
 from ..urls import normalise_path, path_of, remove_dot_segments, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
-from .patterns import RuleSet, allows_uncompiled
+from .patterns import RuleSet, allows_uncompiled, packed_fast_length, wild_match
 from .rules import AgentLeftOut, DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
@@ -299,21 +299,32 @@ class _Group:
         if "/." in path:
             path = remove_dot_segments(path)
         best = -1  # the rank (2 * length + allow) of the best rule matching; -1: none
-        others: list[tuple[bool, str, int]] = []
+        ranked_parts: list[tuple[list[str], Sequence[int], int, int]] = []
+        odd: list[tuple[bool, str, int]] = []
         parts, metas = self._literals_first()
         for patterns, meta in zip(parts, metas, strict=True):
             if not meta:
                 continue
             values = patterns.split("\n")
-            n = values.index(_OTHERS) if _OTHERS in patterns else len(values)
-            # The literal prefixes that prefix the path, picked out by C loops.
-            for i in compress(range(n), map(path.startswith, values)):
-                rank = 2 * len(values[i]) + (meta[i] & 1)
-                if rank > best:
-                    best = rank
-            if n < len(values):
-                others += _normalised(values[n + 1 :], meta[n + 1 :])
-        return allows_uncompiled(others, path, best) if others else best < 0 or (best & 1) == 1
+            if _OTHERS not in patterns:  # literal prefixes only
+                best = _best_prefix(values, meta, 0, len(values), path, best, 0)
+                continue
+            starred, ranked, others = _sections(values)
+            best = _best_prefix(values, meta, 0, starred - 1, path, best, 0)
+            best = _best_prefix(values, meta, starred, ranked - 1, path, best, 1)
+            if ranked < others - 1:
+                ranked_parts.append((values, meta, ranked, others - 1))
+            if others < len(values):
+                odd += _normalised(values[others:], meta[others:])
+        if ranked_parts:
+            # Every rule that is not a prefix counts towards the work bound, as compiled.
+            rules = sum(end - start for *_, start, end in ranked_parts) + len(odd)
+            stars = sum(patterns.count("*") for patterns in parts)
+            if len(path) > packed_fast_length(rules, stars, sum(map(len, parts))):
+                return None
+            for values, meta, start, end in ranked_parts:
+                best = _best_wildcard(values, meta, start, end, path, best)
+        return allows_uncompiled(odd, path, best) if odd else best < 0 or (best & 1) == 1
 
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
@@ -832,27 +843,84 @@ def _needs_sorting(patterns: str) -> bool:
 
 
 def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
-    """A group's joined values and their ``meta``, the literal prefixes first (those
-    that are literal once normalised, normalised), then :data:`_OTHERS`, then the
-    others (kept as written: normalising may decode a newline): what a question
-    without compiling reads, sorted out once."""
+    """A group's joined values and their ``meta``, sorted out once for the questions
+    asked without compiling, in four sections :data:`_OTHERS` apart (see _sections):
+    the literal prefixes (those literal once normalised, normalised); the prefixes
+    written with one star after them, without it; the other rules normalised
+    (Google's added ones included), highest rank first; and the values whose
+    normalised form holds a newline, as written."""
     literals: list[str] = []
     literal_meta: list[int] = []
+    starred: list[str] = []
+    starred_meta: list[int] = []
+    ranked: list[tuple[int, int, str, int]] = []  # (-rank, order, pattern, meta)
     odd: list[str] = []
     odd_meta: list[int] = []
     for value, m in zip(patterns.split("\n"), meta, strict=True):
-        if _is_special(value):
-            # Most such values are literal prefixes once normalised ("/wiki/Special%3A"):
-            # normalised here once, not by every question (as _normalised would).
-            literal = normalise_path(value) if not value.isascii() or "%" in value else value
-            if _is_special(literal.replace("%", "")) or "\n" in literal or _OTHERS in literal:
-                odd.append(value)
-                odd_meta.append(m)
-                continue
-            value = literal
-        literals.append(value)
-        literal_meta.append(m)
-    return "\n".join([*literals, _OTHERS, *odd]), _small_ints([*literal_meta, 0, *odd_meta])
+        if not _is_special(value):
+            literals.append(value)
+            literal_meta.append(m)
+            continue
+        normal = normalise_path(value) if not value.isascii() or "%" in value else value
+        if "\n" in normal or _OTHERS in normal:
+            odd.append(value)
+            odd_meta.append(m)
+            continue
+        pattern = _final_dollar_only(normal)
+        added = _index_rule(pattern) if m & 1 else None
+        for rule in (pattern,) if added is None else (pattern, added):
+            last = len(rule) - 1
+            if "*" not in rule and rule[last] != "$":
+                literals.append(rule)
+                literal_meta.append(m)
+            elif rule.find("*") == last:
+                starred.append(rule[:last])
+                starred_meta.append(m)
+            else:
+                ranked.append((-2 * len(rule) - (m & 1), len(ranked), rule, m))
+    ranked.sort()
+    return ("\n".join([*literals, _OTHERS, *starred, _OTHERS, *[r[2] for r in ranked],
+                       _OTHERS, *odd]),
+            _small_ints([*literal_meta, 0, *starred_meta, 0, *[r[3] for r in ranked], 0,
+                         *odd_meta]))
+
+
+def _sections(values: list[str]) -> tuple[int, int, int]:
+    """Where the sections of values sorted out by _literals_first start, after the
+    literal prefixes: the starred prefixes, the ranked rules, the odd values."""
+    starred = values.index(_OTHERS) + 1
+    ranked = values.index(_OTHERS, starred) + 1
+    return starred, ranked, values.index(_OTHERS, ranked) + 1
+
+
+def _best_prefix(values: list[str], meta: Sequence[int], start: int, end: int, path: str,
+                 best: int, stars: int) -> int:
+    """The rank of the best rule matching ``path`` among ``values[start:end]``, literal
+    prefixes each written with ``stars`` stars after it, or ``best`` if none beats it."""
+    # The prefixes of the path picked out by C loops.
+    for i in compress(range(start, end), map(path.startswith, values[start:end])):
+        rank = 2 * (len(values[i]) + stars) + (meta[i] & 1)
+        if rank > best:
+            best = rank
+    return best
+
+
+def _best_wildcard(values: list[str], meta: Sequence[int], start: int, end: int, path: str,
+                   best: int) -> int:
+    """The rank of the best rule matching ``path`` among ``values[start:end]`` (normalised,
+    highest rank first), or ``best`` if none beats it."""
+    for i in range(start, end):
+        pattern = values[i]
+        rank = 2 * len(pattern) + (meta[i] & 1)
+        if rank <= best:
+            break
+        prefix = pattern.rstrip("*")
+        if "*" in prefix or pattern[-1] == "$":
+            if wild_match(path, pattern):
+                return rank
+        elif path.startswith(prefix):
+            return rank
+    return best
 
 
 def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]:
@@ -863,10 +931,14 @@ def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]
     values = patterns.split("\n")
     if _OTHERS not in patterns:
         return _normalised(values, meta)
-    n = values.index(_OTHERS)
-    # Literal prefixes are normalised already.
-    rules = [((m & 1) == 1, v, m >> 1) for v, m in zip(values[:n], meta, strict=False)]
-    rules += _normalised(values[n + 1 :], meta[n + 1 :])
+    # The sections but the last are normalised already.
+    starred, ranked, others = _sections(values)
+    rules = [((m & 1) == 1, v, m >> 1) for v, m in zip(values, meta[: starred - 1],
+                                                        strict=False)]
+    rules += [((meta[i] & 1) == 1, values[i] + "*", meta[i] >> 1)
+              for i in range(starred, ranked - 1)]
+    rules += [((meta[i] & 1) == 1, values[i], meta[i] >> 1) for i in range(ranked, others - 1)]
+    rules += _normalised(values[others:], meta[others:])
     rules.sort(key=_line_of)  # stable: a rule Google adds stays after its own
     return rules
 
@@ -901,21 +973,35 @@ def _escape_specials(path: str) -> str:
 
 def _normalised(values: list[str], meta: Sequence[int]) -> list[tuple[bool, str, int]]:
     """A group's packed rules as ``(allow, pattern, line)``, patterns normalised, and the
-    rules Google adds (``Allow: /dir/index.html`` adds ``/dir/$``)."""
+    rules Google adds (see _index_rule)."""
     out = []
     for value, m in zip(values, meta, strict=True):
         allow = (m & 1) == 1
         line = m >> 1
         if not value.isascii() or "%" in value:
             value = normalise_path(value)
-        dollar = value.find("$")
-        if 0 <= dollar < len(value) - 1:
-            # Only a final "$" anchors; any other is a literal, as in the path.
-            value = value[:-1].replace("$", "%24") + value[-1]
+        value = _final_dollar_only(value)
         out.append((allow, value, line))
         if allow:
-            # Google: "Allow: /dir/index.html" also allows "/dir/".
-            slash = value.rfind("/")
-            if slash >= 0 and value.startswith("/index.htm", slash):
-                out.append((True, value[: slash + 1] + "$", line))
+            added = _index_rule(value)
+            if added is not None:
+                out.append((True, added, line))
     return out
+
+
+def _final_dollar_only(pattern: str) -> str:
+    """A normalised pattern whose "$" that is not final is a literal, as in the path:
+    only a final "$" anchors."""
+    dollar = pattern.find("$")
+    if 0 <= dollar < len(pattern) - 1:
+        return pattern[:-1].replace("$", "%24") + pattern[-1]
+    return pattern
+
+
+def _index_rule(pattern: str) -> str | None:
+    """The rule Google adds to an Allow of ``pattern``: ``Allow: /dir/index.html``
+    also allows ``/dir/`` (as ``/dir/$``)."""
+    slash = pattern.rfind("/")
+    if slash >= 0 and pattern.startswith("/index.htm", slash):
+        return pattern[: slash + 1] + "$"
+    return None
