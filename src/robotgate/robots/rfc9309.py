@@ -322,8 +322,8 @@ class _Group:
             stars = sum(patterns.count("*") for patterns in parts)
             if len(path) > packed_fast_length(rules, stars, sum(map(len, parts))):
                 return None
-            for values, meta, start, end in ranked_parts:
-                best = _best_wildcard(values, meta, start, end, path, best)
+            for ranked_values, ranked_meta, start, end in ranked_parts:
+                best = _best_wildcard(ranked_values, ranked_meta, start, end, path, best)
         return allows_uncompiled(odd, path, best) if odd else best < 0 or (best & 1) == 1
 
     def ruleset(self) -> RuleSet:
