@@ -10,6 +10,9 @@ one that holds is looked at once and the request goes.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +23,7 @@ from robotgate import RobotGate
 from robotgate.gate.aiohttp_robots import AiohttpRobotsTransport
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.politeness.permits import LateSlot, Permit, TooSoon
+from tests.contract.held_up_paths import ROOT
 from testbed.server import BenchServer, HostPlan
 
 AGENT = "RobotsLookBot/1.0 (+https://example.com/bot)"
@@ -81,3 +85,22 @@ async def test_a_robots_request_goes_only_while_its_permit_holds(transport: str)
         host = srv.host_stats(0)
     assert refused.looks == 1 and unsent == 0
     assert answer.status == 200 and held.looks == 1 and host.robots_requests == 1
+
+
+async def test_a_robots_request_through_scrapys_engine_goes_only_while_its_permit_holds(
+        ) -> None:
+    # Scrapy's robots.txt requests are looked at where its pages are: as its handler is
+    # handed them, and as Twisted writes them (twice for one that goes).
+    pytest.importorskip("scrapy", reason="pip install 'robotgate[scrapy]'")
+    async with BenchServer([HostPlan("allow"), HostPlan("allow")]) as srv:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.contract.scrapy_robots_look_runner",
+            srv.url(0, "/robots.txt"), srv.url(1, "/robots.txt"), cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0 and out.strip(), err.decode()[-3000:]
+        ran = json.loads(out.decode().strip().splitlines()[-1])
+        refused_host, held_host = srv.host_stats(0), srv.host_stats(1)
+    assert ran["refused"] == "TooSoon" and ran["refused_looks"] == 1, ran
+    assert refused_host.robots_requests == 0
+    assert ran["status"] == 200 and ran["held_looks"] == 2 and held_host.robots_requests == 1

@@ -30,6 +30,7 @@ import sys
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 try:  # the client comes with an extra: say which, not a bare ModuleNotFoundError
@@ -63,6 +64,7 @@ from ...policy.hops import IsPrivate, is_private, judge_peer, parse_hop
 from ...policy.provenance import Provenance, pointer_of
 from ...politeness.exchange import robots_reach
 from ...politeness.fleet_slots import LateSlot
+from ...politeness.permits import Permit
 from ...politeness.questions import provenance_of
 from ...politeness.redirects import refused_answer
 from ...politeness.request_turn import RequestTurn
@@ -73,7 +75,7 @@ from ...robots.usage import combine_usage, usage_from_headers
 from ...urls import InvalidURL, redact, split_origin
 from .._hops import first_address, robots_headers
 from .._hops import resolve as system_resolve
-from .last_look import SocketLook
+from .last_look import Look, SocketLook, look_at_permit, look_at_turn
 from .parser import RobotgateRobotParser
 from .resolver import GuardedNames, ScreeningResolver, install, uninstall
 from .settings import make_store, read_settings
@@ -109,6 +111,7 @@ DIRECTIVES = "robotgate_directives"
 #: (``ROBOTGATE_TDMREP``): a :class:`~robotgate.policy.tdm.TdmVerdict`.
 TDM = "robotgate_tdm"
 _HELD = "_robotgate_held"  # the server slot a request holds
+_PERMIT = "_robotgate_permit"  # what entitles a robots.txt request to leave
 _CAP = "_robotgate_max_bytes"  # robots.txt bytes to read at most
 _GOT = "_robotgate_bytes"
 # robots.txt's Content-Encoding, moved aside; a header, so that a copy in Scrapy's
@@ -293,10 +296,15 @@ def _http11_pools(crawler: Crawler) -> list[tuple[Any, Any]]:
     return found
 
 
-def _turn_of(request: Request) -> RequestTurn | None:
-    """The turn ``request`` is downloaded in (None: it holds none)."""
-    held = request.meta.get(_HELD)
-    return held.turn if isinstance(held, _Held) else None
+def _look_of(request: Request) -> Look | None:
+    """``request``'s last look (see .last_look): a page's turn's slot or permit, a
+    robots.txt request's permit; None: nothing to look at."""
+    meta = request.meta
+    held = meta.get(_HELD)
+    if isinstance(held, _Held):
+        return partial(look_at_turn, held.turn) if held.turn.slot is not None else None
+    permit = meta.get(_PERMIT)
+    return partial(look_at_permit, permit) if isinstance(permit, Permit) else None
 
 
 def _require_asyncio() -> None:
@@ -389,6 +397,8 @@ class ScrapyRobotsTransport:
             "dont_retry": True, "handle_httpstatus_all": True, _CAP: request.max_bytes}
         if isinstance(request.via, str):
             meta["proxy"] = request.via  # the proxy the asking page goes through
+        if isinstance(request.permit, Permit):
+            meta[_PERMIT] = request.permit  # looked at last as it is written
         req = Request(request.url, headers=headers, dont_filter=True, callback=NO_CALLBACK,
                       meta=meta)
         stats = self.crawler.stats
@@ -791,6 +801,8 @@ class RobotGateMiddleware:
         if isinstance(held, _Held):
             held.release()
         if isinstance(exception, LateSlot):
+            if _PERMIT in meta:
+                return None  # a robots.txt request's: its fetch sends it again
             # Nothing went out (see .last_look): again, in a turn and a slot of its own.
             return request.replace(dont_filter=True)
         meta.pop(_POINTED_BY, None)
@@ -846,7 +858,7 @@ class RobotGateMiddleware:
         if self._opened is None:
             _no_silent_resend(self.crawler)
             for handler, pool in _http11_pools(self.crawler):
-                SocketLook(handler, pool, _turn_of)  # a fleet slot's last look
+                SocketLook(handler, pool, _look_of)  # a slot's or a permit's last look
             if self.gate.refuse_private:
                 # Now: Scrapy installs its DNS_RESOLVER on the reactor as the crawl starts.
                 self._screening = install(self.names)
