@@ -23,8 +23,8 @@ from robotgate import RobotGate
 from robotgate.gate.aiohttp_robots import AiohttpRobotsTransport
 from robotgate.policy.fetch_flow import RobotsRequest, RobotsResponse
 from robotgate.politeness.permits import LateSlot, Permit, TooSoon
-from tests.contract.held_up_paths import ROOT
 from testbed.server import BenchServer, HostPlan
+from tests.contract.held_up_paths import ROOT
 
 AGENT = "RobotsLookBot/1.0 (+https://example.com/bot)"
 
