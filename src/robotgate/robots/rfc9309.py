@@ -916,7 +916,9 @@ def _best_wildcard(values: list[str], meta: Sequence[int], start: int, end: int,
             break
         prefix = pattern.rstrip("*")
         if "*" in prefix or pattern[-1] == "$":
-            if wild_match(path, pattern):
+            # Its characters but the stars and a final "$" must fit in the path.
+            needs = len(pattern) - pattern.count("*") - (pattern[-1] == "$")
+            if needs <= len(path) and wild_match(path, pattern):
                 return rank
         elif path.startswith(prefix):
             return rank
