@@ -355,7 +355,7 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
         for rank, pattern in wild:
             if rank <= best:
                 break
-            if _wild_match(path, _compile_wild(pattern, 0)):
+            if wild_match(path, pattern):
                 best = rank
                 break
     return best < 0 or best & 1 == 1
