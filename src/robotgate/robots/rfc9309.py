@@ -284,10 +284,10 @@ class _Group:
         and their ``line << 1 | allow``."""
         return (self.patterns,), (self.meta,)
 
-    def _literals_first(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
-        """:meth:`_packed`, each part's literal prefixes first (see _literals_first)."""
+    def _sorted_out(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+        """:meth:`_packed`, each part's rules sorted out for questions (see _sorted_out)."""
         if _needs_sorting(self.patterns):
-            self.patterns, self.meta = _literals_first(self.patterns, self.meta)
+            self.patterns, self.meta = _sorted_out(self.patterns, self.meta)
         return (self.patterns,), (self.meta,)
 
     def allows_packed(self, path: str) -> bool | None:
@@ -301,7 +301,7 @@ class _Group:
         best = -1  # the rank (2 * length + allow) of the best rule matching; -1: none
         ranked_parts: list[tuple[list[str], Sequence[int], int, int]] = []
         odd: list[tuple[bool, str, int]] = []
-        parts, metas = self._literals_first()
+        parts, metas = self._sorted_out()
         for patterns, meta in zip(parts, metas, strict=True):
             if not meta:
                 continue
@@ -392,9 +392,9 @@ class _MergedGroup(_Group):
     def _packed(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
         return self._pattern_parts, self._meta_parts
 
-    def _literals_first(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
+    def _sorted_out(self) -> tuple[tuple[str, ...], tuple[array[int], ...]]:
         if any(map(_needs_sorting, self._pattern_parts)):
-            parts = [_literals_first(p, m) if _needs_sorting(p) else (p, m)
+            parts = [_sorted_out(p, m) if _needs_sorting(p) else (p, m)
                      for p, m in zip(self._pattern_parts, self._meta_parts, strict=True)]
             self._pattern_parts = tuple(p for p, _ in parts)
             self._meta_parts = tuple(m for _, m in parts)
@@ -831,8 +831,8 @@ _NO_AGENTS: dict[str, _Group] = {}
 _NO_META: array[int] = array("H")
 
 
-#: Where a group's literal prefixes end and its other values start, once asked about
-#: without compiling (see _literals_first); no value holds a NUL.
+#: Between the sections of a group's values once sorted out for questions asked
+#: without compiling (see _sorted_out); no value holds a NUL.
 _OTHERS = "\x00"
 
 
@@ -842,7 +842,7 @@ def _needs_sorting(patterns: str) -> bool:
             or "/index.htm" in patterns) and _OTHERS not in patterns
 
 
-def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
+def _sorted_out(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
     """A group's joined values and their ``meta``, sorted out once for the questions
     asked without compiling, in four sections :data:`_OTHERS` apart (see _sections):
     the literal prefixes (those literal once normalised, normalised); the prefixes
@@ -886,7 +886,7 @@ def _literals_first(patterns: str, meta: array[int]) -> tuple[str, array[int]]:
 
 
 def _sections(values: list[str]) -> tuple[int, int, int]:
-    """Where the sections of values sorted out by _literals_first start, after the
+    """Where the sections of values sorted out (see _sorted_out) start, after the
     literal prefixes: the starred prefixes, the ranked rules, the odd values."""
     starred = values.index(_OTHERS) + 1
     ranked = values.index(_OTHERS, starred) + 1
@@ -927,7 +927,7 @@ def _best_wildcard(values: list[str], meta: Sequence[int], start: int, end: int,
 
 def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]:
     """A group's packed rules as ``(allow, normalised pattern, line)`` in file order
-    (which decides ties), as packed or as _literals_first sorted them out."""
+    (which decides ties), as packed or as sorted out (see _sorted_out)."""
     if not meta:
         return []
     values = patterns.split("\n")
