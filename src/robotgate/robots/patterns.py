@@ -44,7 +44,14 @@ from ..urls import remove_dot_segments
 from .bounded_search import MATCH_BUDGET, RULE_OVERHEAD, Search
 from .bounded_search import Wild as _Wild
 
-__all__ = ["MATCH_BUDGET", "RuleSet", "allows_uncompiled", "packed_fast_length", "wild_match"]
+__all__ = [
+    "MATCH_BUDGET",
+    "RuleSet",
+    "allows_uncompiled",
+    "best_ranked",
+    "packed_fast_length",
+    "wild_match",
+]
 
 # Up to this many distinct first pieces, one startswith(tuple) call rules out
 # every wildcard rule of a path that starts with none of them.
@@ -350,15 +357,31 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
     if wild:
         if len(path) > max(0, _FAST_WORK - RULE_OVERHEAD * len(wild)) // steps:
             return None
-        # Highest rank first: the first that matches is the best, if any beats `best`.
         wild.sort(reverse=True)
-        for rank, pattern in wild:
-            if rank <= best:
-                break
-            if wild_match(path, pattern):
-                best = rank
-                break
+        best = best_ranked([p for _, p in wild], [r & 1 for r, _ in wild], 0, len(wild),
+                           path, best)
     return best < 0 or best & 1 == 1
+
+
+def best_ranked(patterns: Sequence[str], meta: Sequence[int], start: int, end: int,
+                path: str, best: int) -> int:
+    """The rank of the best rule matching ``path`` among ``patterns[start:end]``
+    (normalised, highest rank first; ``meta[i] & 1``: whether the rule allows), or
+    ``best`` if none beats it: the first that matches is the best."""
+    for i in range(start, end):
+        pattern = patterns[i]
+        rank = 2 * len(pattern) + (meta[i] & 1)
+        if rank <= best:
+            break
+        prefix = pattern.rstrip("*")
+        if "*" in prefix or pattern[-1] == "$":
+            # Its characters but the stars and a final "$" must fit in the path.
+            needs = len(pattern) - pattern.count("*") - (pattern[-1] == "$")
+            if needs <= len(path) and wild_match(path, pattern):
+                return rank
+        elif path.startswith(prefix):
+            return rank
+    return best
 
 
 def packed_fast_length(rules: int, stars: int, chars: int) -> int:

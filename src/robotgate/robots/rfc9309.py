@@ -16,7 +16,7 @@ from ..decision import Decision
 from ..urls import normalise_path, path_of, remove_dot_segments, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
-from .patterns import RuleSet, allows_uncompiled, packed_fast_length, wild_match
+from .patterns import RuleSet, allows_uncompiled, best_ranked, packed_fast_length
 from .rules import AgentLeftOut, DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
@@ -323,7 +323,7 @@ class _Group:
             if len(path) > packed_fast_length(rules, stars, sum(map(len, parts))):
                 return None
             for ranked_values, ranked_meta, start, end in ranked_parts:
-                best = _best_wildcard(ranked_values, ranked_meta, start, end, path, best)
+                best = best_ranked(ranked_values, ranked_meta, start, end, path, best)
         return allows_uncompiled(odd, path, best) if odd else best < 0 or (best & 1) == 1
 
     def ruleset(self) -> RuleSet:
@@ -902,26 +902,6 @@ def _best_prefix(values: list[str], meta: Sequence[int], start: int, end: int, p
         rank = 2 * (len(values[i]) + stars) + (meta[i] & 1)
         if rank > best:
             best = rank
-    return best
-
-
-def _best_wildcard(values: list[str], meta: Sequence[int], start: int, end: int, path: str,
-                   best: int) -> int:
-    """The rank of the best rule matching ``path`` among ``values[start:end]`` (normalised,
-    highest rank first), or ``best`` if none beats it."""
-    for i in range(start, end):
-        pattern = values[i]
-        rank = 2 * len(pattern) + (meta[i] & 1)
-        if rank <= best:
-            break
-        prefix = pattern.rstrip("*")
-        if "*" in prefix or pattern[-1] == "$":
-            # Its characters but the stars and a final "$" must fit in the path.
-            needs = len(pattern) - pattern.count("*") - (pattern[-1] == "$")
-            if needs <= len(path) and wild_match(path, pattern):
-                return rank
-        elif path.startswith(prefix):
-            return rank
     return best
 
 
