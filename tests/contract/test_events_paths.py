@@ -81,7 +81,7 @@ async def test_every_path_tells_the_same_events_in_the_same_order(path: str,
         ["UrlSkipped", urls[1]],
         ["TurnWaited", urls[2]], ["ResponseAnswered", urls[2]], ["BackoffStarted", origin],
         ["TurnWaited", urls[3]], ["ResponseAnswered", urls[3]], ["BackoffEased", origin],
-    ], events
+    ], (events, public.arrivals)  # a turn tells TurnWaited only when it waited: see when
     reasons = [reason for kind, _, reason in events if kind == "TurnWaited"]
     assert reasons[0] == "delay" and reasons[2] == "back-off", reasons
     # The page after the 429 went no sooner than the back-off (at least 0.5 s) allowed.

@@ -43,6 +43,7 @@ from ..decision import Rule
 from ..urls import remove_dot_segments
 from .bounded_search import MATCH_BUDGET, RULE_OVERHEAD, Search
 from .bounded_search import Wild as _Wild
+from .pause import PAUSE_OVER, pause
 
 __all__ = [
     "MATCH_BUDGET",
@@ -105,10 +106,16 @@ class RuleSet:
         """``rules``: ``(allow, normalised pattern, line)``; empty patterns are ignored."""
         # Entries are (rank, line, pattern); a rank is 2 * priority + allow: higher wins.
         prefixes, starred = _split_rules(rules)
+        # Many rules: a pause between steps (see .pause), as this may run in a worker thread.
+        many = len(rules) > PAUSE_OVER
+        if many:
+            pause()
         # "" prefixes every path: as entry 0 it ends every walk up the chain.
         if "" not in prefixes:
             prefixes[""] = (-1, 0, "")
         best_ranks, meta = self._prefix_tables(prefixes)
+        if many:
+            pause()
         #: Queries answered conservatively because they hit :data:`MATCH_BUDGET`.
         self.bound_hits = 0
         #: The most work (see :data:`MATCH_BUDGET`) a bounded query has cost.

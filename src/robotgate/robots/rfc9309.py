@@ -17,6 +17,7 @@ from ..urls import normalise_path, path_of, remove_dot_segments, request_path
 from .body import DEFAULT_MAX_BYTES, ESCAPE_INVALID, cut_utf8
 from .decider import ROBOTS_ALLOWED, Decider, is_robots_path
 from .patterns import RuleSet, allows_uncompiled, best_ranked, packed_fast_length
+from .pause import PAUSE_OVER, pause
 from .rules import AgentLeftOut, DelayLine, RequestRate, RobotsTxt
 from .usage import UsageRules, parse_content_signal, split_rule_value
 
@@ -329,7 +330,7 @@ class _Group:
     def ruleset(self) -> RuleSet:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = RuleSet(_unpacked(self.patterns, self.meta))
+            compiled = self._compiled = RuleSet(_paused(_unpacked(self.patterns, self.meta)))
             # The RuleSet holds them now; a merged group holds its own references.
             self.patterns, self.meta = "", _NO_META
         return compiled
@@ -405,7 +406,7 @@ class _MergedGroup(_Group):
         if compiled is None:
             parts = zip(self._pattern_parts, self._meta_parts, strict=True)
             rules = [r for p, m in parts for r in _unpacked(p, m)]
-            compiled = self._compiled = RuleSet(rules)
+            compiled = self._compiled = RuleSet(_paused(rules))
             self._pattern_parts, self._meta_parts = (), ()
         return compiled
 
@@ -723,6 +724,9 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
     if "#" in text:
         text = _without_comments(text)
     lines = text.split("\n")
+    long = len(lines) > PAUSE_OVER
+    if long:
+        pause()
     # Cutting after the comments are gone keeps the same text: only a line
     # whose key and value alone pass the limit is cut into.
     cut: Collection[int] = ()  # the numbers of the lines cut at the limit
@@ -819,6 +823,8 @@ def parse_rfc9309(text: str, url: str | None = None) -> Rfc9309Rules:
                     if cur.usage is None:
                         cur.usage = []
                     cur.usage.append((kind, value, n))
+    if long:
+        pause()
     return Rfc9309Rules._build(drafts, sitemaps)
 
 
@@ -922,6 +928,13 @@ def _unpacked(patterns: str, meta: Sequence[int]) -> list[tuple[bool, str, int]]
     rules += [((meta[i] & 1) == 1, values[i], meta[i] >> 1) for i in range(ranked, others - 1)]
     rules += _normalised(values[others:], meta[others:])
     rules.sort(key=_line_of)  # stable: a rule Google adds stays after its own
+    return rules
+
+
+def _paused(rules: list[tuple[bool, str, int]]) -> list[tuple[bool, str, int]]:
+    """``rules``, after a pause if they are many (see :mod:`.pause`)."""
+    if len(rules) > PAUSE_OVER:
+        pause()
     return rules
 
 
