@@ -186,6 +186,8 @@ class RuleSet:
     def _compile_wildcards(self, starred: list[_Entry], best_ranks: list[int]) -> None:
         n = len(self._patterns)  # wildcard rules are numbered after the prefix ones
         wild = tuple(_compile_wild(pattern, n + j) for j, (*_, pattern) in enumerate(starred))
+        if len(wild) > PAUSE_OVER:
+            pause()
         self._wild = wild
         ranks = array("l", [-r[0] for r in starred])
         stop = array("l", [bisect_left(ranks, -rank) for rank in best_ranks])
@@ -492,6 +494,8 @@ def _split_rules(rules: list[tuple[bool, str, int]]) -> tuple[dict[str, _Entry],
             prefixes[prefix] = (rank, line, pattern)
     if not starred:
         return prefixes, starred  # most groups
+    if len(rules) > PAUSE_OVER:
+        pause()
     starred.sort(key=lambda r: (-r[0], r[1]))
     return prefixes, _distinct(starred)
 
