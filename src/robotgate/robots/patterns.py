@@ -372,7 +372,7 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
     return best < 0 or best & 1 == 1
 
 
-def best_ranked(patterns: Sequence[str], meta: Sequence[int], start: int, end: int,
+def best_ranked(patterns: list[str], meta: Sequence[int], start: int, end: int,
                 path: str, best: int) -> int:
     """The rank of the best rule matching ``path`` among ``patterns[start:end]``
     (normalised, highest rank first; ``meta[i] & 1``: whether the rule allows), or
