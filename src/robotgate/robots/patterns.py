@@ -375,20 +375,21 @@ def allows_uncompiled(rules: list[tuple[bool, str, int]], path: str, best: int =
 def best_ranked(patterns: list[str], meta: Sequence[int], start: int, end: int,
                 path: str, best: int) -> int:
     """The rank of the best rule matching ``path`` among ``patterns[start:end]``
-    (normalised, highest rank first; ``meta[i] & 1``: whether the rule allows), or
-    ``best`` if none beats it: the first that matches is the best."""
+    (normalised, each with a ``*`` or a final ``$``, highest rank first; ``meta[i] & 1``:
+    whether the rule allows), or ``best`` if none beats it: the first that matches is
+    the best."""
+    length = len(path)
     for i in range(start, end):
         pattern = patterns[i]
         rank = 2 * len(pattern) + (meta[i] & 1)
         if rank <= best:
             break
-        prefix = pattern.rstrip("*")
-        if "*" in prefix or pattern[-1] == "$":
-            # Its characters but the stars and a final "$" must fit in the path.
-            needs = len(pattern) - pattern.count("*") - (pattern[-1] == "$")
-            if needs <= len(path) and wild_match(path, pattern):
-                return rank
-        elif path.startswith(prefix):
+        # Its characters but the stars and a final "$" must fit in the path (counted
+        # only for a rule longer than the path).
+        if len(pattern) > length and (
+                len(pattern) - pattern.count("*") - (pattern[-1] == "$") > length):
+            continue
+        if wild_match(path, pattern):
             return rank
     return best
 

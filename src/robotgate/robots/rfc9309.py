@@ -320,9 +320,12 @@ class _Group:
         if ranked_parts:
             # Every rule that is not a prefix counts towards the work bound, as compiled.
             rules = sum(end - start for *_, start, end in ranked_parts) + len(odd)
-            stars = sum(patterns.count("*") for patterns in parts)
-            if len(path) > packed_fast_length(rules, stars, sum(map(len, parts))):
-                return None
+            chars = sum(map(len, parts))
+            # Within the bound for as many stars as characters, the stars need no counting.
+            if len(path) > packed_fast_length(rules, chars, chars):
+                stars = sum(patterns.count("*") for patterns in parts)
+                if len(path) > packed_fast_length(rules, stars, chars):
+                    return None
             for ranked_values, ranked_meta, start, end in ranked_parts:
                 best = best_ranked(ranked_values, ranked_meta, start, end, path, best)
         return allows_uncompiled(odd, path, best) if odd else best < 0 or (best & 1) == 1
