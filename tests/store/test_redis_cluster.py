@@ -282,8 +282,17 @@ async def test_master_down_fails_closed_then_recovers(
     store = RedisStore(url, prefix="down", cluster=True, unavailable_timeout=0.5)
     patient = RedisStore(url, prefix="down", cluster=True, unavailable_timeout=20)
     try:
-        await store.save_robots(entry(origin))
-        await store.save_robots(entry(elsewhere))
+        # Set up by the patient store, then the other's connections made (the victim's
+        # among them) before the stop: a first connection to a cluster just started may take
+        # longer than 0.5 s at load (CI saw "Timeout connecting" here, before any stop).
+        await patient.save_robots(entry(origin))
+        await patient.save_robots(entry(elsewhere))
+        for _ in range(4):
+            try:
+                assert await store.load_robots(origin) is not None
+                break
+            except StoreError as failure:
+                assert "unreachable for" in str(failure)
         waiter = asyncio.ensure_future(patient.wait_robots(waited, 60))
         await asyncio.sleep(0.3)
         await asyncio.to_thread(victim.stop, True)
